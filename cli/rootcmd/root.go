@@ -1,0 +1,55 @@
+// Package rootcmd assembles the gwdiag command tree: trace, config,
+// conformance, completion and version.
+package rootcmd
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gwdiag/gwdiag/cli/conformance"
+	"github.com/gwdiag/gwdiag/cli/versioncmd"
+)
+
+// New returns the root `gwdiag` command with every subcommand mounted.
+func New() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gwdiag",
+		Short: "Diagnose gateway proxies: trace requests, inspect configuration, run conformance",
+		Long: `gwdiag talks to a gateway proxy's admin server (port 15000) to trace how the
+proxy handles a request, to summarise the configuration it has loaded, and to
+run the gateway-diagnostics conformance suite against it.`,
+		Example: `  # Trace the next request reaching a standalone proxy
+  gwdiag trace --local
+
+  # Send a request yourself and trace it
+  gwdiag trace --local --port 3000 -- http://example.com/get -H 'x-test: 1'
+
+  # Show backends with traffic
+  gwdiag config backends --local`,
+		Version:       versioncmd.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(
+		conformance.NewCommand(),
+		versioncmd.NewCommand(),
+	)
+	return root
+}
+
+// ExitCoder is an error that carries the process exit status it asks for,
+// such as 1 for "traces differ" as opposed to 2 for a usage error.
+type ExitCoder interface {
+	ExitCode() int
+}
+
+// ExitCode returns the exit status for err: the one it asks for, or 1.
+func ExitCode(err error) int {
+	var ec ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return 1
+}
