@@ -1,0 +1,27 @@
+@condition-status @cluster
+Feature: Condition status
+  In a cluster, the Gateway API resources and the rate-limit policy report
+  their state as conditions (spec parts 2.3, 2.4 and 3). These scenarios run
+  only on a cluster target; other targets skip them.
+
+  Background:
+    Given an echo backend "httpbin"
+    And a route "httpbin" with path prefix "/" to backend "httpbin"
+
+  Scenario: Gateway and HTTPRoute report healthy conditions
+    When the configuration is applied
+    Then the Gateway has condition "Accepted" with status "True"
+    And the Gateway has condition "Programmed" with status "True"
+    And the HTTPRoute "httpbin" has condition "Accepted" with status "True"
+    And the HTTPRoute "httpbin" has condition "ResolvedRefs" with status "True"
+
+  Scenario: A valid policy is accepted and attached
+    Given the route "httpbin" has a request limit of 3 per second with burst 3
+    When the configuration is applied
+    Then the policy of route "httpbin" has condition "Accepted" with status "True" and reason "Valid"
+    And the policy of route "httpbin" has condition "Attached" with status "True" and reason "Attached"
+
+  Scenario: A policy targeting a missing route is not attached
+    Given a rate-limit policy "orphan" targets the HTTPRoute "missing"
+    When the configuration is applied
+    Then the policy "orphan" has condition "Attached" with status "False" and reason "Pending"

@@ -1,0 +1,50 @@
+@request-limits
+Feature: Request limits, burst and rate-limit headers
+  A local request limit admits base + burst requests at once; the next gets 429
+  with the body "rate limit exceeded" and is not forwarded. The x-ratelimit-*
+  headers tell the ceiling (base + burst), what is left and when the window
+  resets; a route without a policy carries none of them.
+
+  Background:
+    Given an echo backend "httpbin"
+    And a route "httpbin" with path prefix "/" to backend "httpbin"
+
+  Scenario: Burst adds to the base limit and refused requests are not forwarded
+    Given the route "httpbin" has a request limit of 3 per second with burst 3
+    When I send 7 GET requests to "/get"
+    Then the responses have statuses 200, 200, 200, 200, 200, 200, 429
+    And the backend "httpbin" received 6 requests
+
+  Scenario: The 429 response carries the spec body and headers
+    Given the route "httpbin" has a request limit of 2 per second with burst 1
+    When I send 4 GET requests to "/get"
+    Then the responses have statuses 200, 200, 200, 429
+    And the response status is 429
+    And the response body is "rate limit exceeded"
+    And the response header "content-type" starts with "text/plain"
+    And the response header "x-ratelimit-limit" is "3"
+    And the response header "x-ratelimit-remaining" is "0"
+    And the response header "x-ratelimit-reset" is a whole number of seconds at most 1
+    And the response has no header "x-envoy-ratelimited"
+    And the backend "httpbin" received 3 requests
+
+  Scenario: The window resets with no manual action
+    Given the route "httpbin" has a request limit of 1 per second
+    When I send 2 GET requests to "/get"
+    Then the responses have statuses 200, 429
+    And within 3 seconds a GET request to "/get" succeeds
+
+  Scenario: No rate-limit headers without a policy
+    When I send a GET request to "/get"
+    Then the response status is 200
+    And the response has no header "x-ratelimit-limit"
+    And the response has no header "x-ratelimit-remaining"
+    And the response has no header "x-ratelimit-reset"
+
+  @extended @ratelimit-headers-on-success
+  Scenario: Allowed responses carry the rate-limit headers
+    Given the route "httpbin" has a request limit of 3 per second with burst 1
+    When I send 2 GET requests to "/get"
+    Then the responses have statuses 200, 200
+    And response 1 has header "x-ratelimit-limit" "4" and header "x-ratelimit-remaining" "3"
+    And response 2 has header "x-ratelimit-limit" "4" and header "x-ratelimit-remaining" "2"

@@ -1,0 +1,45 @@
+@token-overage
+Feature: Token overage
+  Tokens are counted after the response (spec part 7): the request that takes
+  the budget over the limit succeeds, later requests get 429 until the window
+  resets, then succeed again. A stream is counted from its final chunk after it
+  ends and is never cut.
+
+  Background:
+    Given an LLM backend "openai"
+    And a route "llm" with path prefix "/v1" to backend "openai"
+
+  Scenario: The request that crosses the budget succeeds, the next one is refused
+    Given the route "llm" has a token limit of 100 per second
+    When I send a chat completion using 60 tokens
+    And I send a chat completion using 60 tokens
+    And I send a chat completion using 10 tokens
+    Then the responses have statuses 200, 200, 429
+    And the backend "openai" received 2 requests
+    And within 3 seconds a chat completion using 10 tokens succeeds
+
+  Scenario: The documented example of 39-token responses
+    Given the route "llm" has a token limit of 100 per second
+    When I send 4 chat completions using 39 tokens each
+    Then the responses have statuses 200, 200, 200, 429
+
+  Scenario: A streaming response is counted from its final chunk and never cut
+    Given the route "llm" has a token limit of 100 per second
+    When I send a streaming chat completion using 120 tokens
+    Then the response status is 200
+    And the stream was delivered whole with its usage chunk
+    When I send a chat completion using 10 tokens
+    Then the response status is 429
+    And within 3 seconds a chat completion using 10 tokens succeeds
+
+  Scenario: Several limit entries are all enforced: the request limit
+    Given the route "llm" has a request limit of 2 per second
+    And the route "llm" has a token limit of 1000 per second
+    When I send 3 chat completions using 10 tokens each
+    Then the responses have statuses 200, 200, 429
+
+  Scenario: Several limit entries are all enforced: the token limit
+    Given the route "llm" has a request limit of 10 per second
+    And the route "llm" has a token limit of 50 per second
+    When I send 3 chat completions using 60 tokens each
+    Then the responses have statuses 200, 429, 429

@@ -1,0 +1,96 @@
+@trace-order
+Feature: Trace ordering
+  A trace covers exactly one request. The events it carries follow the fixed
+  order of spec part 3; a proxy may omit the four middle snapshots, but the
+  events every trace needs must be there, eventEnd never decreases, and
+  eventStart is set only on timed events.
+
+  Background:
+    Given an echo backend "httpbin"
+    And a route "httpbin" with path prefix "/" to backend "httpbin"
+
+  Scenario: A forwarded request traces every required event in order
+    When I trace a GET request to "/get"
+    Then the traced response status is 200
+    And the trace has the events requestStarted, routeSelection, policySelection, backendCallStart, backendCallResult, requestFinished
+    And the trace has a "final response" response snapshot with code 200
+    And the trace events follow the order of the spec
+    And eventEnd never decreases
+    And eventStart is set only on timed events
+    And the trace stream ends after requestFinished
+
+  Scenario: Snapshots carry the fields of spec part 2.1
+    When I trace a GET request to "/anything?x=1"
+    Then every request snapshot has request method, uri, path, pathAndQuery, host, scheme, version, headers and startTime
+    And every request snapshot has the source address and port
+    And every response snapshot has the response code and headers
+    And the "initial request" request snapshot has path "/anything" and method "GET"
+    And the routeSelection selects a route among the evaluated routes
+    And the policySelection carries every effectivePolicy key
+    And the backendCallStart target is the backend address
+
+  Scenario: Inject mode sets the Host header from the URL host only
+    When I trace a GET request to "http://conformance.example.test/get"
+    Then the traced response status is 200
+    And the "initial request" request snapshot has host "conformance.example.test"
+
+  Scenario: Watch mode traces the next request and only it
+    When I watch for the next request
+    And I send GET requests to "/first" and "/second" back to back
+    Then the trace covers exactly one request
+    And the "initial request" request snapshot has path "/first"
+    And the trace stream ends after requestFinished
+
+  Scenario: An unmatched route traces a routeSelection error and no backend call
+    Given a route "only-api" with path prefix "/api" to backend "httpbin" on listener "narrow"
+    When I trace a GET request to "/nowhere" on listener "narrow"
+    Then the traced response status is 404
+    And the "routeSelection" event has severity "error"
+    And the trace has no "backendCallStart" event
+    And the trace has a "final response" response snapshot with code 404
+    And the trace events follow the order of the spec
+    And the trace stream ends after requestFinished
+
+  Scenario: A rate-limited request traces a 429 and no backend call
+    Given the route "httpbin" has a request limit of 1 per second
+    When I send a GET request to "/get"
+    And I trace a GET request to "/get"
+    Then the traced response status is 429
+    And the policySelection shows a localRateLimit policy
+    And the trace has no "backendCallStart" event
+    And the trace has a "final response" response snapshot with code 429
+    And the "requestFinished" event has severity "warn"
+    And the trace events follow the order of the spec
+
+  Scenario: A backend transport error is reported in backendCallResult
+    Given a route "down" with path prefix "/down" to an unreachable backend
+    When I trace a GET request to "/down"
+    Then the traced response status is at least 500
+    And the "backendCallResult" event has a transport error
+    And the "backendCallResult" event has severity "error"
+    And the "requestFinished" event has severity "error"
+    And the trace events follow the order of the spec
+
+  @extended @trace-ready-comment
+  Scenario: The trace stream opens with a ready comment
+    When I open a trace stream
+    Then the first frame of the trace stream is the comment "ready"
+    And the trace stream has content type "text/event-stream"
+
+  @extended @trace-cel-expression
+  Scenario: A CEL expression picks the request to trace
+    When I watch for the next request matching 'request.path == "/second"'
+    And I send GET requests to "/first" and "/second" back to back
+    Then the "initial request" request snapshot has path "/second"
+    And the trace covers exactly one request
+
+  @extended @trace-cel-expression
+  Scenario: A bad CEL expression is refused
+    When I open a trace stream with expression 'request.path =='
+    Then the trace stream is refused with status 400 and a body containing "invalid expression"
+
+  @extended @trace-watcher-fifo
+  Scenario: Watchers are served first in, first out
+    When two watchers wait for the next request
+    And I send GET requests to "/first" and "/second" back to back
+    Then the first watcher traces "/first" and the second traces "/second"
