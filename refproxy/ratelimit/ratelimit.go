@@ -3,12 +3,24 @@
 // resource's requests|tokens/unit/burst form to buckets, and the
 // x-ratelimit-* response headers.
 //
-// SKELETON: the signatures below are the contract the data plane is written
-// against; the bodies are placeholders to be replaced (issue 3).
+// A bucket starts full at MaxTokens and gains TokensPerFill every
+// FillInterval in discrete steps, capped at MaxTokens. Refills are computed
+// lazily from the whole intervals elapsed since the last fill, so there are
+// no timers and an idle bucket costs nothing. The refill phase is anchored
+// at the first time the bucket is used.
+//
+// Time is always passed in by the caller (Admit(now), Charge(now, n)), which
+// is how tests inject a clock.
 package ratelimit
 
 import (
+	"fmt"
+	"math"
 	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +33,16 @@ const (
 	Tokens   Kind = "tokens"
 )
 
+// Header names written on every response of a limited route.
+const (
+	HeaderLimit     = "X-Ratelimit-Limit"
+	HeaderRemaining = "X-Ratelimit-Remaining"
+	HeaderReset     = "X-Ratelimit-Reset"
+)
+
+// RefusedBody is the body of a 429 answered by the local rate limiter.
+const RefusedBody = "rate limit exceeded"
+
 // Spec configures one bucket: it starts full at MaxTokens and gains
 // TokensPerFill every FillInterval, in discrete steps, capped at MaxTokens.
 type Spec struct {
@@ -28,6 +50,26 @@ type Spec struct {
 	TokensPerFill uint64
 	FillInterval  time.Duration
 	Type          Kind
+}
+
+// Validate reports what is wrong with s, naming the field as the standalone
+// config spells it (maxTokens, tokensPerFill, fillInterval, type). An empty
+// Type means requests.
+func (s Spec) Validate() error {
+	switch {
+	case s.MaxTokens < 1:
+		return &FieldError{Field: "maxTokens", Msg: "must be >= 1, got 0"}
+	case s.TokensPerFill < 1:
+		return &FieldError{Field: "tokensPerFill", Msg: "must be >= 1, got 0"}
+	case s.FillInterval <= 0:
+		return &FieldError{Field: "fillInterval", Msg: fmt.Sprintf("must be a positive duration, got %s", s.FillInterval)}
+	}
+	switch s.Type {
+	case "", Requests, Tokens:
+	default:
+		return &FieldError{Field: "type", Msg: fmt.Sprintf("must be %q or %q, got %q", Requests, Tokens, s.Type)}
+	}
+	return nil
 }
 
 // PolicyEntry is one spec.traffic.rateLimit.local[] entry of the policy resource.
@@ -38,25 +80,179 @@ type PolicyEntry struct {
 	Burst    *uint64 `json:"burst,omitempty"`
 }
 
+// FieldError is a validation error about one field of a PolicyEntry or Spec.
+// Callers prefix it with where the entry came from (file, line, list index).
+type FieldError struct {
+	Field string // as spelled in the resource or config: requests, unit, maxTokens, ...
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Units of the policy resource and the fill interval each maps to.
+var units = map[string]time.Duration{
+	"Seconds": time.Second,
+	"Minutes": time.Minute,
+	"Hours":   time.Hour,
+}
+
 // FromPolicy maps a policy-resource entry to a bucket spec:
 // maxTokens = requests|tokens + burst, tokensPerFill = requests|tokens,
 // fillInterval = 1s/1m/1h. It is the one mapping used by the standalone
 // config and the cluster controller.
-func FromPolicy(e PolicyEntry) (Spec, error) { panic("ratelimit: not implemented") }
+//
+// Burst is added to tokens entries too, as the reference implementation's
+// mapping does, although its documentation describes burst only for
+// request limits.
+func FromPolicy(e PolicyEntry) (Spec, error) {
+	var (
+		base  uint64
+		field string
+		kind  Kind
+	)
+	switch {
+	case e.Requests != nil && e.Tokens != nil:
+		return Spec{}, &FieldError{Field: "requests", Msg: "exactly one of requests or tokens must be set, got both"}
+	case e.Requests != nil:
+		base, field, kind = *e.Requests, "requests", Requests
+	case e.Tokens != nil:
+		base, field, kind = *e.Tokens, "tokens", Tokens
+	default:
+		return Spec{}, &FieldError{Field: "requests", Msg: "exactly one of requests or tokens must be set, got neither"}
+	}
+	if base < 1 {
+		return Spec{}, &FieldError{Field: field, Msg: "must be >= 1, got 0"}
+	}
+	if e.Unit == "" {
+		return Spec{}, &FieldError{Field: "unit", Msg: "is required (Seconds, Minutes or Hours)"}
+	}
+	interval, ok := units[e.Unit]
+	if !ok {
+		return Spec{}, &FieldError{Field: "unit", Msg: fmt.Sprintf("must be Seconds, Minutes or Hours, got %q", e.Unit)}
+	}
+	var burst uint64
+	if e.Burst != nil {
+		burst = *e.Burst
+	}
+	if burst > math.MaxUint64-base {
+		return Spec{}, &FieldError{Field: "burst", Msg: fmt.Sprintf("%s + burst overflows: %d + %d", field, base, burst)}
+	}
+	return Spec{MaxTokens: base + burst, TokensPerFill: base, FillInterval: interval, Type: kind}, nil
+}
+
+// epoch is the origin of the bucket clock. Subtracting it from now uses the
+// monotonic clock when now carries one (time.Now), and wall time otherwise
+// (injected test clocks).
+var epoch = time.Now()
+
+// nextID orders buckets for locking, so that Sets sharing buckets lock them
+// in the same order and never deadlock.
+var nextID atomic.Uint64
 
 // Bucket is the shared, concurrency-safe state of one Spec. A gateway-wide
 // bucket is one Bucket shared by the Sets of every route of that gateway.
-type Bucket struct{ spec Spec }
+type Bucket struct {
+	spec     Spec
+	id       uint64
+	interval int64 // FillInterval in ns; <= 0 means the bucket never refills
 
-// NewBucket returns a full bucket.
-func NewBucket(s Spec) *Bucket { return &Bucket{spec: s} }
+	mu      sync.Mutex
+	tokens  uint64
+	last    int64 // time of the last fill, ns since epoch
+	started bool  // last is set; the refill phase is anchored at first use
+}
+
+// NewBucket returns a full bucket. An invalid Spec (see Validate) does not
+// panic: a zero FillInterval never refills, a zero MaxTokens refuses all.
+func NewBucket(s Spec) *Bucket {
+	if s.Type == "" {
+		s.Type = Requests
+	}
+	return &Bucket{spec: s, id: nextID.Add(1), interval: int64(s.FillInterval), tokens: s.MaxTokens}
+}
+
+// Spec returns the configuration of b.
+func (b *Bucket) Spec() Spec { return b.spec }
+
+// Remaining returns the tokens left at time now (after any due refill).
+func (b *Bucket) Remaining(now time.Time) uint64 {
+	t := now.Sub(epoch).Nanoseconds()
+	b.mu.Lock()
+	b.refill(t)
+	n := b.tokens
+	b.mu.Unlock()
+	return n
+}
+
+// refill adds the fills due at t. b.mu must be held.
+func (b *Bucket) refill(t int64) {
+	if !b.started {
+		b.started, b.last = true, t
+		return
+	}
+	if b.interval <= 0 || t-b.last < b.interval {
+		return // also covers a clock going backwards
+	}
+	k := uint64((t - b.last) / b.interval)
+	b.last += int64(k) * b.interval
+	room := b.spec.MaxTokens - min(b.tokens, b.spec.MaxTokens)
+	if k >= room/b.spec.TokensPerFill+1 || k*b.spec.TokensPerFill >= room {
+		b.tokens = b.spec.MaxTokens
+		return
+	}
+	b.tokens += k * b.spec.TokensPerFill
+}
+
+// untilRefill is the time from t to the next fill. b.mu must be held, after refill(t).
+func (b *Bucket) untilRefill(t int64) time.Duration {
+	if b.interval <= 0 {
+		return 0
+	}
+	d := b.last + b.interval - t
+	if d < 0 {
+		d = 0
+	}
+	return time.Duration(d)
+}
 
 // Set is every bucket that applies to one route (gateway-wide ones first,
 // then the route's own); a request must pass all of them.
-type Set struct{ buckets []*Bucket }
+type Set struct {
+	buckets   []*Bucket // in lock order (by id), without duplicates
+	hasTokens bool
+}
 
 // NewSet groups buckets; a nil or empty Set admits everything and sets no headers.
-func NewSet(b ...*Bucket) *Set { return &Set{buckets: b} }
+// Nil buckets and repeats of the same bucket are dropped.
+func NewSet(b ...*Bucket) *Set {
+	s := &Set{}
+	for _, x := range b {
+		if x == nil || slices.Contains(s.buckets, x) {
+			continue
+		}
+		s.buckets = append(s.buckets, x)
+		s.hasTokens = s.hasTokens || x.spec.Type == Tokens
+	}
+	slices.SortFunc(s.buckets, func(a, b *Bucket) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	return s
+}
+
+// Buckets returns the buckets of s, in no particular order. The slice must
+// not be modified.
+func (s *Set) Buckets() []*Bucket {
+	if s == nil {
+		return nil
+	}
+	return s.buckets
+}
 
 // Decision is the outcome of Admit, and the values of the x-ratelimit-* headers
 // taken from the most constrained bucket (fewest remaining).
@@ -70,18 +266,97 @@ type Decision struct {
 
 // Admit decides one request at time now: a requests bucket takes 1, a tokens
 // bucket needs at least 1 token left and takes nothing yet.
-func (s *Set) Admit(now time.Time) Decision { panic("ratelimit: not implemented") }
+//
+// All buckets of the Set are locked together (in a global order), checked,
+// and only then taken from, so a refused request consumes nothing anywhere
+// and concurrent requests never over-admit.
+func (s *Set) Admit(now time.Time) Decision {
+	if s == nil || len(s.buckets) == 0 {
+		return Decision{Allowed: true}
+	}
+	t := now.Sub(epoch).Nanoseconds()
+	if len(s.buckets) == 1 {
+		return s.buckets[0].admit(t)
+	}
+	for _, b := range s.buckets {
+		b.mu.Lock()
+		b.refill(t)
+	}
+	allowed := true
+	for _, b := range s.buckets {
+		if b.tokens < 1 {
+			allowed = false
+			break
+		}
+	}
+	d := Decision{Allowed: allowed, Limited: true}
+	for i, b := range s.buckets {
+		if allowed && b.spec.Type == Requests {
+			b.tokens--
+		}
+		if i == 0 || b.tokens < d.Remaining {
+			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, b.untilRefill(t)
+		}
+	}
+	for _, b := range s.buckets {
+		b.mu.Unlock()
+	}
+	return d
+}
+
+// admit is Admit for a Set of one bucket: the common case, kept short.
+func (b *Bucket) admit(t int64) Decision {
+	b.mu.Lock()
+	b.refill(t)
+	allowed := b.tokens >= 1
+	if allowed && b.spec.Type == Requests {
+		b.tokens--
+	}
+	d := Decision{Allowed: allowed, Limit: b.spec.MaxTokens, Remaining: b.tokens, Reset: b.untilRefill(t), Limited: true}
+	b.mu.Unlock()
+	return d
+}
 
 // Charge takes n LLM tokens (prompt + completion) from every tokens bucket
-// after the response, flooring at 0.
-func (s *Set) Charge(now time.Time, n uint64) { panic("ratelimit: not implemented") }
+// after the response, flooring at 0: overage is not carried into the next
+// window.
+func (s *Set) Charge(now time.Time, n uint64) {
+	if s == nil || !s.hasTokens || n == 0 {
+		return
+	}
+	t := now.Sub(epoch).Nanoseconds()
+	for _, b := range s.buckets {
+		if b.spec.Type != Tokens {
+			continue
+		}
+		b.mu.Lock()
+		b.refill(t)
+		b.tokens -= min(n, b.tokens)
+		b.mu.Unlock()
+	}
+}
 
 // HasTokens reports whether any bucket counts LLM tokens, so that the data
 // plane only inspects response bodies where it must.
-func (s *Set) HasTokens() bool { panic("ratelimit: not implemented") }
+func (s *Set) HasTokens() bool { return s != nil && s.hasTokens }
 
 // WriteHeaders sets the x-ratelimit-* headers of d on h (nothing when !d.Limited).
-func (d Decision) WriteHeaders(h http.Header) { panic("ratelimit: not implemented") }
+// x-ratelimit-reset is in whole seconds, truncated (so it may be 0).
+func (d Decision) WriteHeaders(h http.Header) {
+	if !d.Limited {
+		return
+	}
+	h[HeaderLimit] = []string{strconv.FormatUint(d.Limit, 10)}
+	h[HeaderRemaining] = []string{strconv.FormatUint(d.Remaining, 10)}
+	h[HeaderReset] = []string{strconv.FormatInt(int64(d.Reset/time.Second), 10)}
+}
 
 // Refuse writes the 429 response: text/plain, body "rate limit exceeded", headers of d.
-func (d Decision) Refuse(w http.ResponseWriter) { panic("ratelimit: not implemented") }
+func (d Decision) Refuse(w http.ResponseWriter) {
+	h := w.Header()
+	d.WriteHeaders(h)
+	h.Set("Content-Type", "text/plain")
+	h.Set("Content-Length", strconv.Itoa(len(RefusedBody)))
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write([]byte(RefusedBody))
+}
