@@ -1,0 +1,419 @@
+// Package config is the standalone config file of the reference proxy: the
+// YAML format of the reference implementation (REFERENCE.md, spec part 2.2),
+// its types, and a strict loader whose errors name file, line and field.
+package config
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+)
+
+// DefaultAdminAddr is the admin server address when the config sets none.
+const DefaultAdminAddr = "127.0.0.1:15000"
+
+// DefaultNamespace is the namespace of standalone listeners, routes and backends.
+const DefaultNamespace = "default"
+
+// Config is one standalone config file. Only the subset of the reference
+// schema that refproxy implements is accepted; anything else is an error, so
+// that every config refproxy runs also validates against config.schema.json.
+type Config struct {
+	// Config holds process settings (config.adminAddr).
+	Config *Settings `yaml:"config"`
+	// Binds are the ports the proxy listens on, in order.
+	Binds []Bind `yaml:"binds"`
+	// Policies attach policies to gateways or routes by name.
+	Policies []Policy `yaml:"policies"`
+
+	// Source is the file name the config came from; empty when built in code.
+	Source string `yaml:"-"`
+}
+
+// Settings is the top-level `config:` block.
+type Settings struct {
+	// AdminAddr is the admin server's host:port (default 127.0.0.1:15000).
+	AdminAddr string `yaml:"adminAddr"`
+}
+
+// Bind is one listening port.
+type Bind struct {
+	// Port is the TCP port; 0 picks a free one (for tests and embedding).
+	Port      uint16     `yaml:"port"`
+	Listeners []Listener `yaml:"listeners"`
+}
+
+// Listener groups routes on a bind; Hostname (optionally a *.wildcard)
+// restricts which Host headers it serves.
+type Listener struct {
+	Name      string  `yaml:"name"`
+	Namespace string  `yaml:"namespace"`
+	Hostname  string  `yaml:"hostname"`
+	Protocol  string  `yaml:"protocol"`
+	Routes    []Route `yaml:"routes"`
+}
+
+// Route is one HTTP route: it matches when any of Matches matches (all of
+// them default to a "/" prefix) and any of Hostnames matches the Host.
+type Route struct {
+	Name      string    `yaml:"name"`
+	Namespace string    `yaml:"namespace"`
+	RuleName  string    `yaml:"ruleName"`
+	Hostnames []string  `yaml:"hostnames"`
+	Matches   []Match   `yaml:"matches"`
+	Policies  *Policies `yaml:"policies"`
+	Backends  []Backend `yaml:"backends"`
+}
+
+// Match is one route match; every set condition must hold.
+type Match struct {
+	Path    *PathMatch    `yaml:"path"`
+	Method  string        `yaml:"method"`
+	Headers []HeaderMatch `yaml:"headers"`
+}
+
+// PathMatch holds exactly one of Exact, PathPrefix or Regex.
+type PathMatch struct {
+	Exact      *string `yaml:"exact"`
+	PathPrefix *string `yaml:"pathPrefix"`
+	Regex      *string `yaml:"regex"`
+}
+
+// HeaderMatch matches one request header by exact value or regex.
+type HeaderMatch struct {
+	Name  string      `yaml:"name"`
+	Value StringMatch `yaml:"value"`
+}
+
+// StringMatch holds exactly one of Exact or Regex.
+type StringMatch struct {
+	Exact *string `yaml:"exact"`
+	Regex *string `yaml:"regex"`
+}
+
+// Policies is the policy block of a route or of a top-level policy. Only
+// localRateLimit is implemented by refproxy.
+type Policies struct {
+	LocalRateLimit []RateLimit `yaml:"localRateLimit"`
+}
+
+// RateLimit is one token bucket (REFERENCE.md "Local rate limit").
+type RateLimit struct {
+	MaxTokens     uint64   `yaml:"maxTokens"`
+	TokensPerFill uint64   `yaml:"tokensPerFill"`
+	FillInterval  Duration `yaml:"fillInterval"`
+	// Type is "requests" (the default when empty) or "tokens".
+	Type string `yaml:"type"`
+}
+
+// Spec converts the entry to the rate limiter's bucket spec.
+func (r RateLimit) Spec() ratelimit.Spec {
+	k := ratelimit.Requests
+	if r.Type == string(ratelimit.Tokens) {
+		k = ratelimit.Tokens
+	}
+	return ratelimit.Spec{MaxTokens: r.MaxTokens, TokensPerFill: r.TokensPerFill, FillInterval: time.Duration(r.FillInterval), Type: k}
+}
+
+// Backend is one route backend: exactly one of Host or AI.
+type Backend struct {
+	// Host is host:port of a plain HTTP upstream.
+	Host string `yaml:"host"`
+	// AI is an LLM provider backend.
+	AI *AIBackend `yaml:"ai"`
+	// Weight is the share of traffic (default 1).
+	Weight *uint32 `yaml:"weight"`
+}
+
+// AIBackend is an LLM backend; HostOverride sends its traffic to host:port
+// instead of the provider's public endpoint.
+type AIBackend struct {
+	Name         string     `yaml:"name"`
+	Provider     AIProvider `yaml:"provider"`
+	HostOverride string     `yaml:"hostOverride"`
+}
+
+// AIProvider names the provider; only openAI is implemented.
+type AIProvider struct {
+	OpenAI *OpenAIProvider `yaml:"openAI"`
+}
+
+// OpenAIProvider is the openAI provider block.
+type OpenAIProvider struct {
+	Model *string `yaml:"model"`
+}
+
+// Policy is a top-level policy attached to a gateway or a route.
+type Policy struct {
+	Name   ResourceName `yaml:"name"`
+	Target PolicyTarget `yaml:"target"`
+	// Phase is "route" (default) or "gateway".
+	Phase  string   `yaml:"phase"`
+	Policy Policies `yaml:"policy"`
+}
+
+// ResourceName is a namespaced name.
+type ResourceName struct {
+	Name      string `yaml:"name"`
+	Namespace string `yaml:"namespace"`
+}
+
+// PolicyTarget holds exactly one of Gateway or Route.
+type PolicyTarget struct {
+	Gateway *GatewayTarget `yaml:"gateway"`
+	Route   *RouteTarget   `yaml:"route"`
+}
+
+// GatewayTarget selects the listeners of a gateway. A standalone bind is the
+// gateway "bind/<port>" in namespace "default".
+type GatewayTarget struct {
+	GatewayName      string  `yaml:"gatewayName"`
+	GatewayNamespace string  `yaml:"gatewayNamespace"`
+	ListenerName     *string `yaml:"listenerName"`
+	Port             *uint16 `yaml:"port"`
+}
+
+// RouteTarget selects a route by namespace and name.
+type RouteTarget struct {
+	Name      string  `yaml:"name"`
+	Namespace string  `yaml:"namespace"`
+	RuleName  *string `yaml:"ruleName"`
+	Kind      *string `yaml:"kind"`
+}
+
+// Duration is a Go duration string such as "1s" or "60s".
+type Duration time.Duration
+
+// String formats the duration as the config writes it.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// AdminAddress returns config.adminAddr or the default.
+func (c *Config) AdminAddress() string {
+	if c != nil && c.Config != nil && c.Config.AdminAddr != "" {
+		return c.Config.AdminAddr
+	}
+	return DefaultAdminAddr
+}
+
+// GatewayName is the standalone gateway name of a bind ("bind/3000").
+func (b Bind) GatewayName() string { return "bind/" + strconv.Itoa(int(b.Port)) }
+
+// ListenerName is the listener's name, or "listener<i>" when unnamed.
+func (l Listener) ListenerName(i int) string {
+	if l.Name != "" {
+		return l.Name
+	}
+	return "listener" + strconv.Itoa(i)
+}
+
+// RouteName is the route's name, or "route<i>" when unnamed.
+func (r Route) RouteName(i int) string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return "route" + strconv.Itoa(i)
+}
+
+func nsOr(ns string) string {
+	if ns == "" {
+		return DefaultNamespace
+	}
+	return ns
+}
+
+// ListenerKey is the listener's key, the prefix of its route keys:
+// "default/default/bind/3000/listener0".
+func ListenerKey(b Bind, l Listener, li int) string {
+	return nsOr(l.Namespace) + "/" + DefaultNamespace + "/" + b.GatewayName() + "/" + l.ListenerName(li)
+}
+
+// RouteKey is the standalone route identifier of trace events, as the
+// reference implementation writes it: "default/default/bind/3000/listener0/default/httpbin".
+func RouteKey(b Bind, l Listener, li int, r Route, ri int) string {
+	return ListenerKey(b, l, li) + "/" + nsOr(r.Namespace) + "/" + r.RouteName(ri)
+}
+
+// Address is where the backend sends traffic (host:port).
+func (b Backend) Address() string {
+	if b.AI != nil {
+		if b.AI.HostOverride != "" {
+			return b.AI.HostOverride
+		}
+		return "api.openai.com:443"
+	}
+	return b.Host
+}
+
+// Name is the backend's name in traces and the config dump.
+func (b Backend) Name() string {
+	if b.AI != nil {
+		return b.AI.Name
+	}
+	return b.Host
+}
+
+// validate checks what the types cannot: one-of fields, regexes, addresses.
+// at returns the source position of a field path for the error.
+func (c *Config) validate(at func(path string) string) error {
+	fail := func(path, format string, args ...any) error {
+		return &Error{Pos: at(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	if c.Config != nil && c.Config.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(c.Config.AdminAddr); err != nil {
+			return fail("config.adminAddr", "want host:port: %v", err)
+		}
+	}
+	ports := map[uint16]bool{}
+	routeNames := map[string]bool{}
+	for bi, b := range c.Binds {
+		bp := fmt.Sprintf("binds[%d]", bi)
+		if b.Port != 0 && ports[b.Port] {
+			return fail(bp+".port", "port %d is bound twice", b.Port)
+		}
+		ports[b.Port] = true
+		if b.Listeners == nil {
+			return fail(bp, "missing required field listeners")
+		}
+		for li, l := range b.Listeners {
+			lp := fmt.Sprintf("%s.listeners[%d]", bp, li)
+			switch l.Protocol {
+			case "", "HTTP":
+			case "HTTPS", "TLS", "TCP", "HBONE":
+				return fail(lp+".protocol", "protocol %s is not supported by refproxy (only HTTP)", l.Protocol)
+			default:
+				return fail(lp+".protocol", "unknown protocol %q (want HTTP)", l.Protocol)
+			}
+			for ri, r := range l.Routes {
+				rp := fmt.Sprintf("%s.routes[%d]", lp, ri)
+				routeNames[nsOr(r.Namespace)+"/"+r.RouteName(ri)] = true
+				for mi, m := range r.Matches {
+					mp := fmt.Sprintf("%s.matches[%d]", rp, mi)
+					if m.Path != nil {
+						if err := m.Path.check(); err != nil {
+							return fail(mp+".path", "%v", err)
+						}
+					}
+					for hi, h := range m.Headers {
+						hp := fmt.Sprintf("%s.headers[%d]", mp, hi)
+						if h.Name == "" {
+							return fail(hp+".name", "header name is empty")
+						}
+						if err := h.Value.check(); err != nil {
+							return fail(hp+".value", "%v", err)
+						}
+					}
+				}
+				if r.Policies != nil {
+					if err := checkLimits(r.Policies.LocalRateLimit, rp+".policies.localRateLimit", fail); err != nil {
+						return err
+					}
+				}
+				for bki, bk := range r.Backends {
+					bkp := fmt.Sprintf("%s.backends[%d]", rp, bki)
+					switch {
+					case bk.Host != "" && bk.AI != nil:
+						return fail(bkp, "set exactly one of host or ai")
+					case bk.AI != nil:
+						if bk.AI.Name == "" {
+							return fail(bkp+".ai.name", "missing required field name")
+						}
+						if bk.AI.Provider.OpenAI == nil {
+							return fail(bkp+".ai.provider", "missing provider (refproxy implements openAI)")
+						}
+						if bk.AI.HostOverride != "" {
+							if _, _, err := net.SplitHostPort(bk.AI.HostOverride); err != nil {
+								return fail(bkp+".ai.hostOverride", "want host:port: %v", err)
+							}
+						}
+					case bk.Host != "":
+						if _, _, err := net.SplitHostPort(bk.Host); err != nil {
+							return fail(bkp+".host", "want host:port: %v", err)
+						}
+					default:
+						return fail(bkp, "set one of host or ai")
+					}
+				}
+			}
+		}
+	}
+	for pi, p := range c.Policies {
+		pp := fmt.Sprintf("policies[%d]", pi)
+		if p.Name.Name == "" || p.Name.Namespace == "" {
+			return fail(pp+".name", "want name and namespace")
+		}
+		switch p.Phase {
+		case "", "route", "gateway":
+		default:
+			return fail(pp+".phase", "unknown phase %q (want route or gateway)", p.Phase)
+		}
+		t := p.Target
+		switch {
+		case (t.Gateway == nil) == (t.Route == nil):
+			return fail(pp+".target", "set exactly one of gateway or route")
+		case t.Gateway != nil:
+			if t.Gateway.GatewayName == "" || t.Gateway.GatewayNamespace == "" {
+				return fail(pp+".target.gateway", "want gatewayName and gatewayNamespace")
+			}
+		case t.Route != nil:
+			if t.Route.Name == "" || t.Route.Namespace == "" {
+				return fail(pp+".target.route", "want name and namespace")
+			}
+		}
+		if err := checkLimits(p.Policy.LocalRateLimit, pp+".policy.localRateLimit", fail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkLimits(ls []RateLimit, path string, fail func(string, string, ...any) error) error {
+	for i, l := range ls {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		switch l.Type {
+		case "", "requests", "tokens":
+		default:
+			return fail(p+".type", "unknown type %q (want requests or tokens)", l.Type)
+		}
+		if l.FillInterval <= 0 {
+			return fail(p+".fillInterval", "missing or non-positive fillInterval")
+		}
+		if l.MaxTokens == 0 {
+			return fail(p+".maxTokens", "maxTokens must be at least 1")
+		}
+	}
+	return nil
+}
+
+func (p *PathMatch) check() error {
+	n := 0
+	for _, s := range []*string{p.Exact, p.PathPrefix, p.Regex} {
+		if s != nil {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("set exactly one of exact, pathPrefix or regex")
+	}
+	if p.Regex != nil {
+		if _, err := regexp.Compile(*p.Regex); err != nil {
+			return fmt.Errorf("bad regex: %v", err)
+		}
+	}
+	return nil
+}
+
+func (s *StringMatch) check() error {
+	if (s.Exact == nil) == (s.Regex == nil) {
+		return fmt.Errorf("set exactly one of exact or regex")
+	}
+	if s.Regex != nil {
+		if _, err := regexp.Compile(*s.Regex); err != nil {
+			return fmt.Errorf("bad regex: %v", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
+)
+
+const schemaPath = "../../../shared/reference/agentgateway/config.schema.json"
+
+// acceptedConfigs is every config refproxy ships or tests with as valid.
+func acceptedConfigs(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, g := range []string{"../examples/*.yaml", "testdata/valid/*.yaml"} {
+		m, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 4 {
+		t.Fatalf("found only %d configs: %v", len(files), files)
+	}
+	return files
+}
+
+func TestAcceptedConfigsMatchReferenceSchema(t *testing.T) {
+	if _, err := os.Stat(schemaPath); err != nil {
+		t.Fatalf("reference schema missing: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	sch, err := c.Compile(schemaPath)
+	if err != nil {
+		t.Fatalf("compile schema: %v", err)
+	}
+	for _, f := range acceptedConfigs(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Parse(f, data); err != nil {
+				t.Fatalf("refproxy rejects it: %v", err)
+			}
+			var v any
+			if err := yaml.Unmarshal(data, &v); err != nil {
+				t.Fatal(err)
+			}
+			// Round-trip through JSON so that the validator sees JSON types.
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sch.Validate(inst); err != nil {
+				t.Errorf("refproxy accepts a config the reference schema rejects:\n%v", err)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string // the whole error message
+	}{
+		{"unknown top-level field", "bindz: []\n", `t.yaml:1: bindz: unknown field "bindz" (did you mean "binds"?)`},
+		{"typo in path match", "binds:\n- port: 3000\n  listeners:\n  - routes:\n    - matches:\n      - path: {pathPrefx: /}\n",
+			`t.yaml:6: binds[0].listeners[0].routes[0].matches[0].path.pathPrefx: unknown field "pathPrefx" (did you mean "pathPrefix"?)`},
+		{"port out of range", "binds:\n- port: 70000\n  listeners: []\n", `t.yaml:2: binds[0].port: want an integer from 0 to 65535, got 70000`},
+		{"port is a string", "binds:\n- port: http\n  listeners: []\n", `t.yaml:2: binds[0].port: want a non-negative integer, got "http"`},
+		{"listeners missing", "binds:\n- port: 3000\n", `t.yaml:2: binds[0]: missing required field listeners`},
+		{"binds not a list", "binds: {port: 1}\n", `t.yaml:1: binds: want a list, got a mapping`},
+		{"bad duration", "binds:\n- listeners:\n  - routes:\n    - policies:\n        localRateLimit:\n        - {maxTokens: 1, tokensPerFill: 1, fillInterval: soon}\n",
+			`t.yaml:6: binds[0].listeners[0].routes[0].policies.localRateLimit[0].fillInterval: want a duration such as 1s or 500ms, got "soon"`},
+		{"missing fillInterval", "binds:\n- listeners:\n  - routes:\n    - policies:\n        localRateLimit:\n        - {maxTokens: 1}\n",
+			`t.yaml:6: binds[0].listeners[0].routes[0].policies.localRateLimit[0].fillInterval: missing or non-positive fillInterval`},
+		{"bad limit type", "binds:\n- listeners:\n  - routes:\n    - policies:\n        localRateLimit:\n        - {maxTokens: 1, fillInterval: 1s, type: bytes}\n",
+			`t.yaml:6: binds[0].listeners[0].routes[0].policies.localRateLimit[0].type: unknown type "bytes" (want requests or tokens)`},
+		{"two path kinds", "binds:\n- listeners:\n  - routes:\n    - matches:\n      - path: {exact: /a, pathPrefix: /}\n",
+			`t.yaml:5: binds[0].listeners[0].routes[0].matches[0].path: set exactly one of exact, pathPrefix or regex`},
+		{"bad regex", "binds:\n- listeners:\n  - routes:\n    - matches:\n      - path: {regex: \"(\"}\n",
+			"t.yaml:5: binds[0].listeners[0].routes[0].matches[0].path: bad regex: error parsing regexp: missing closing ): `(`"},
+		{"backend without port", "binds:\n- listeners:\n  - routes:\n    - backends:\n      - host: localhost\n",
+			`t.yaml:5: binds[0].listeners[0].routes[0].backends[0].host: want host:port: address localhost: missing port in address`},
+		{"unsupported protocol", "binds:\n- listeners:\n  - protocol: TCP\n", `t.yaml:3: binds[0].listeners[0].protocol: protocol TCP is not supported by refproxy (only HTTP)`},
+		{"duplicate port", "binds:\n- port: 1\n  listeners: []\n- port: 1\n  listeners: []\n", `t.yaml:4: binds[1].port: port 1 is bound twice`},
+		{"policy with two targets", "policies:\n- name: {name: a, namespace: b}\n  target: {route: {name: r, namespace: n}, gateway: {gatewayName: g, gatewayNamespace: n}}\n  policy: {}\n",
+			`t.yaml:3: policies[0].target: set exactly one of gateway or route`},
+		{"unsupported policy", "binds:\n- listeners:\n  - routes:\n    - policies: {cors: {}}\n",
+			`t.yaml:4: binds[0].listeners[0].routes[0].policies.cors: unknown field "cors" (known fields: localRateLimit)`},
+		{"syntax error", "binds: [\n", `t.yaml:1: did not find expected node content`},
+		{"bad admin address", "config: {adminAddr: nowhere}\n", `t.yaml:1: config.adminAddr: want host:port: address nowhere: missing port in address`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("Parse accepted it; want error %q", tt.want)
+			}
+			if got := err.Error(); got != tt.want {
+				t.Errorf("error\n got: %s\nwant: %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseValues(t *testing.T) {
+	cfg, err := Load("testdata/valid/route-policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.AdminAddress(), "127.0.0.1:0"; got != want {
+		t.Errorf("AdminAddress() = %q, want %q", got, want)
+	}
+	b, l := cfg.Binds[0], cfg.Binds[0].Listeners[0]
+	r := l.Routes[0]
+	if got, want := RouteKey(b, l, 0, r, 0), "team/default/bind/3001/main/team/chat"; got != want {
+		t.Errorf("RouteKey = %q, want %q", got, want)
+	}
+	if got, want := r.Backends[0].Address(), "127.0.0.1:8001"; got != want {
+		t.Errorf("Address = %q, want %q", got, want)
+	}
+	got := cfg.Policies[0].Policy.LocalRateLimit[0].Spec()
+	want := ratelimit.Spec{MaxTokens: 100, TokensPerFill: 100, FillInterval: time.Minute, Type: ratelimit.Tokens}
+	if got != want {
+		t.Errorf("Spec() = %+v, want %+v", got, want)
+	}
+	def, err := Parse("d.yaml", []byte("binds:\n- port: 3000\n  listeners:\n  - routes:\n    - name: httpbin\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := RouteKey(def.Binds[0], def.Binds[0].Listeners[0], 0, def.Binds[0].Listeners[0].Routes[0], 0),
+		"default/default/bind/3000/listener0/default/httpbin"; got != want {
+		t.Errorf("default RouteKey = %q, want %q (REFERENCE.md)", got, want)
+	}
+	if got, want := def.AdminAddress(), DefaultAdminAddr; got != want {
+		t.Errorf("default AdminAddress() = %q, want %q", got, want)
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	for _, g := range []string{"../examples/*.yaml", "testdata/valid/*.yaml", "testdata/invalid/*.yaml"} {
+		m, _ := filepath.Glob(g)
+		for _, p := range m {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			if !IsConfigError(err) {
+				t.Fatalf("error is not a *config.Error: %T %v", err, err)
+			}
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if cfg == nil {
+			t.Fatal("nil config without error")
+		}
+	})
+}
