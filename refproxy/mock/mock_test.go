@@ -1,0 +1,232 @@
+package mock
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func start(t *testing.T, h http.Handler) *Server {
+	t.Helper()
+	s, err := Listen("127.0.0.1:0", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func do(t *testing.T, method, url, body string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp, string(b) + "<read error: " + err.Error() + ">"
+	}
+	return resp, string(b)
+}
+
+func TestEcho(t *testing.T) {
+	e := NewEcho()
+	s := start(t, e)
+	tests := []struct {
+		name, method, path, body string
+		wantStatus               int
+		wantIn                   string
+	}{
+		{"headers", "GET", "/headers", "", 200, `"X-Test":"yes"`},
+		{"status", "GET", "/status/418", "", 418, ""},
+		{"bad status", "GET", "/status/abc", "", 400, "want an integer HTTP status code"},
+		{"delay", "GET", "/delay/10", "", 200, `"path":"/delay/10"`},
+		{"anything", "POST", "/anything/x?a=1", "hello", 200, `"body":"hello"`},
+		{"anything method", "PUT", "/anything", "", 200, `"method":"PUT"`},
+		{"any path", "GET", "/get", "", 200, `"path":"/get"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := do(t, tt.method, s.URL()+tt.path, tt.body, map[string]string{"X-Test": "yes"})
+			if resp.StatusCode != tt.wantStatus || !strings.Contains(body, tt.wantIn) {
+				t.Errorf("got %d %q, want %d containing %q", resp.StatusCode, body, tt.wantStatus, tt.wantIn)
+			}
+		})
+	}
+	if got, want := e.Count(), int64(len(tests)); got != want {
+		t.Errorf("Count() = %d, want %d", got, want)
+	}
+	_, body := do(t, "GET", s.URL()+"/__count", "", nil)
+	if want := `{"count":7}`; strings.TrimSpace(body) != want {
+		t.Errorf("GET /__count = %q, want %q", body, want)
+	}
+	if resp, _ := do(t, "POST", s.URL()+"/__reset", "", nil); resp.StatusCode != 204 {
+		t.Errorf("POST /__reset = %d, want 204", resp.StatusCode)
+	}
+	if got := e.Count(); got != 0 {
+		t.Errorf("Count() after reset = %d, want 0 (control endpoints are not counted)", got)
+	}
+}
+
+// completion is the part of a non-streaming response the tests check.
+type completion struct {
+	Choices []struct {
+		Message struct{ Content string } `json:"message"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+func TestLLMComplete(t *testing.T) {
+	l := NewLLM()
+	s := start(t, l)
+	tests := []struct {
+		name       string
+		hdr        map[string]string
+		wantStatus int
+		wantUsage  string // raw JSON of usage; "" when absent; "!" when the body must not parse
+	}{
+		{"defaults", nil, 200, `{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}`},
+		{"set usage", map[string]string{HeaderPromptTokens: "30", HeaderCompletionTokens: "9"}, 200, `{"prompt_tokens":30,"completion_tokens":9,"total_tokens":39}`},
+		{"missing", map[string]string{HeaderUsage: UsageMissing}, 200, ``},
+		{"malformed", map[string]string{HeaderUsage: UsageMalformed}, 200, `"lots"`},
+		{"garbage", map[string]string{HeaderUsage: UsageGarbage}, 200, "!"},
+		{"truncated", map[string]string{HeaderUsage: UsageTruncated}, 200, "!"},
+		{"status", map[string]string{HeaderStatus: "503"}, 503, ``},
+		{"bad header", map[string]string{HeaderChunks: "0"}, 400, ``},
+		{"bad usage mode", map[string]string{HeaderUsage: "weird"}, 400, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := do(t, "POST", s.URL()+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, tt.hdr)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d (%s), want %d", resp.StatusCode, body, tt.wantStatus)
+			}
+			if tt.wantStatus != 200 {
+				return
+			}
+			var c completion
+			err := json.Unmarshal([]byte(body), &c)
+			if tt.wantUsage == "!" {
+				if err == nil {
+					t.Errorf("body %q parses, want a broken body", body)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("body %q: %v", body, err)
+			}
+			if string(c.Usage) != tt.wantUsage {
+				t.Errorf("usage = %s, want %s", c.Usage, tt.wantUsage)
+			}
+		})
+	}
+}
+
+func TestLLMAbortDropsConnection(t *testing.T) {
+	s := start(t, NewLLM())
+	req, _ := http.NewRequest("POST", s.URL()+"/v1/chat/completions", strings.NewReader(`{"model":"m"}`))
+	req.Header.Set(HeaderUsage, UsageAbort)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Error("reading an aborted body succeeded, want an error")
+	}
+}
+
+// sseData returns the data payloads of an SSE body, in order.
+func sseData(body string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func TestLLMStream(t *testing.T) {
+	s := start(t, NewLLM())
+	const streamUsage = `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`
+	tests := []struct {
+		name      string
+		body      string
+		hdr       map[string]string
+		wantN     int    // data frames
+		wantLast  string // substring of the last data frame
+		wantUsage string // substring of the usage frame, "" when none
+	}{
+		{"usage requested", streamUsage, map[string]string{HeaderChunks: "4", HeaderPromptTokens: "1", HeaderCompletionTokens: "8"}, 4 + 1 + 1 + 1, "[DONE]", `"usage":{"prompt_tokens":1,"completion_tokens":8,"total_tokens":9}`},
+		{"usage not requested", `{"model":"m","stream":true}`, nil, 3 + 1 + 1, "[DONE]", ""},
+		{"missing", streamUsage, map[string]string{HeaderUsage: UsageMissing}, 3 + 1 + 1, "[DONE]", ""},
+		{"malformed", streamUsage, map[string]string{HeaderUsage: UsageMalformed}, 3 + 1 + 1 + 1, "[DONE]", `"usage":"lots"`},
+		{"truncated", streamUsage, map[string]string{HeaderUsage: UsageTruncated}, 3 + 1 + 1, `"usage":{"prompt_tok`, `"usage":{"prompt_tok`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := do(t, "POST", s.URL()+"/v1/chat/completions", tt.body, tt.hdr)
+			if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+				t.Errorf("Content-Type = %q, want text/event-stream", ct)
+			}
+			frames := sseData(body)
+			if len(frames) != tt.wantN || !strings.Contains(frames[len(frames)-1], tt.wantLast) {
+				t.Fatalf("got %d frames ending %q, want %d ending with %q:\n%s", len(frames), frames[len(frames)-1], tt.wantN, tt.wantLast, body)
+			}
+			usage := ""
+			for _, f := range frames {
+				if strings.Contains(f, `"usage"`) {
+					usage = f
+				}
+			}
+			if (tt.wantUsage == "") != (usage == "") || !strings.Contains(usage, tt.wantUsage) {
+				t.Errorf("usage frame = %q, want one containing %q", usage, tt.wantUsage)
+			}
+		})
+	}
+}
+
+func TestLLMHold(t *testing.T) {
+	l := NewLLM()
+	s := start(t, l)
+	req, _ := http.NewRequest("POST", s.URL()+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true}`))
+	req.Header.Set(HeaderHold, "k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	first, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(first, `"role":"assistant"`) {
+		t.Fatalf("first line = %q, %v; want the first chunk", first, err)
+	}
+	done := make(chan string)
+	go func() {
+		rest, _ := io.ReadAll(br)
+		done <- string(rest)
+	}()
+	select {
+	case rest := <-done:
+		t.Fatalf("stream finished while held: %q", rest)
+	case <-time.After(50 * time.Millisecond): // a held stream must not progress; this only bounds the check
+	}
+	l.Release("k")
+	if rest := <-done; !strings.HasSuffix(rest, "data: [DONE]\n\n") {
+		t.Errorf("rest after release = %q, want it to end with [DONE]", rest)
+	}
+}
