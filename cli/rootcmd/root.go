@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gwdiag/gwdiag/cli/configcmd"
 	"github.com/gwdiag/gwdiag/cli/conformance"
+	"github.com/gwdiag/gwdiag/cli/tracecmd"
 	"github.com/gwdiag/gwdiag/cli/versioncmd"
 )
 
@@ -33,6 +35,8 @@ run the gateway-diagnostics conformance suite against it.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(
+		tracecmd.NewCommand(),
+		configcmd.NewCommand(),
 		conformance.NewCommand(),
 		versioncmd.NewCommand(),
 	)

@@ -1,0 +1,124 @@
+// Package connect finds the proxy a command talks to: a standalone proxy on
+// this machine (--local), or a gateway's proxy pod in a cluster reached
+// through port-forwards. Commands depend only on Connector, so cluster
+// support slots in without changing them.
+package connect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// Connector gives the addresses at which a proxy's admin server and
+// listeners are reachable from this machine.
+type Connector interface {
+	// AdminURL returns the admin server's base URL (http://host:port).
+	AdminURL(ctx context.Context) (string, error)
+	// Listener returns host:port at which the proxy's listener port is
+	// reachable (127.0.0.1:port standalone, a forwarded port in a cluster).
+	Listener(ctx context.Context, port int) (string, error)
+	// Close releases port-forwards and the like.
+	Close() error
+}
+
+// Local is a standalone proxy on this machine.
+type Local struct {
+	// Admin is the admin server's base URL.
+	Admin string
+}
+
+// AdminURL returns l.Admin.
+func (l Local) AdminURL(context.Context) (string, error) { return l.Admin, nil }
+
+// Listener returns 127.0.0.1:port: standalone mode always sends there.
+func (l Local) Listener(_ context.Context, port int) (string, error) {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
+}
+
+// Close does nothing.
+func (Local) Close() error { return nil }
+
+// Resource is a cluster resource argument `type/name[.namespace]`.
+type Resource struct {
+	Kind      string // "gateway"
+	Name      string
+	Namespace string // "" when not given in the argument
+}
+
+// String returns the resource as the user writes it.
+func (r Resource) String() string {
+	s := r.Kind + "/" + r.Name
+	if r.Namespace != "" {
+		s += "." + r.Namespace
+	}
+	return s
+}
+
+// kinds maps the accepted spellings of a resource type to its kind.
+var kinds = map[string]string{
+	"gateway": "gateway", "gateways": "gateway", "gw": "gateway",
+}
+
+// ParseResource parses `type/name[.namespace]`, e.g. gateway/my-gw or
+// gateway/my-gw.prod.
+func ParseResource(s string) (Resource, error) {
+	typ, rest, ok := strings.Cut(s, "/")
+	if !ok || typ == "" || rest == "" {
+		return Resource{}, fmt.Errorf("invalid resource %q: want type/name[.namespace], e.g. gateway/my-gateway", s)
+	}
+	kind, ok := kinds[strings.ToLower(typ)]
+	if !ok {
+		return Resource{}, fmt.Errorf("invalid resource %q: unsupported type %q (supported: gateway)", s, typ)
+	}
+	name, ns, _ := strings.Cut(rest, ".")
+	if name == "" || strings.Contains(ns, "/") || strings.Contains(name, "/") {
+		return Resource{}, fmt.Errorf("invalid resource %q: want type/name[.namespace], e.g. gateway/my-gateway", s)
+	}
+	return Resource{Kind: kind, Name: name, Namespace: ns}, nil
+}
+
+// ErrClusterUnsupported is returned where cluster mode would start a
+// port-forward: this build has no Kubernetes client yet.
+var ErrClusterUnsupported = errors.New("cluster mode needs a kubeconfig and cluster support, which this gwdiag build does not have yet; use --local (with --proxy-admin-port, --admin-url or --config) for a standalone proxy")
+
+// Cluster reaches a gateway's proxy pod in a Kubernetes cluster. The
+// selection rules are agctl's: `gateway/<n>` picks pods labelled
+// gateway.networking.k8s.io/gateway-name=<n> (first by name); no resource
+// means the only Gateway in the namespace.
+type Cluster struct {
+	Resource   *Resource // nil: the only Gateway in Namespace
+	Namespace  string
+	Kubeconfig string
+	AdminPort  int
+}
+
+// AdminURL would port-forward to the pod's admin port; not built yet.
+func (c *Cluster) AdminURL(context.Context) (string, error) {
+	return "", fmt.Errorf("%s: %w", c.describe(), ErrClusterUnsupported)
+}
+
+// Listener would port-forward to the pod's listener port; not built yet.
+func (c *Cluster) Listener(context.Context, int) (string, error) {
+	return "", fmt.Errorf("%s: %w", c.describe(), ErrClusterUnsupported)
+}
+
+// Close does nothing yet.
+func (c *Cluster) Close() error { return nil }
+
+func (c *Cluster) describe() string {
+	ns := c.Namespace
+	if c.Resource != nil && c.Resource.Namespace != "" {
+		ns = c.Resource.Namespace
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	if c.Resource == nil {
+		return fmt.Sprintf("the Gateway in namespace %q", ns)
+	}
+	return fmt.Sprintf("gateway %q in namespace %q", c.Resource.Name, ns)
+}

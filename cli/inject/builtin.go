@@ -1,0 +1,227 @@
+package inject
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"os"
+	"strings"
+)
+
+// Builtin sends the request with net/http when curl is not installed. It
+// understands -X/--request, -H/--header, -d/--data/--data-raw/--data-binary,
+// --json, -u/--user and -A/--user-agent, and refuses anything else with an
+// error, since silently ignoring an option would trace a different request.
+type Builtin struct{}
+
+// supported lists the options the built-in client understands, for errors.
+const supported = "-X, -H, -d/--data/--data-raw/--data-binary, --json, -u, -A"
+
+type builtinRequest struct {
+	method      string
+	headers     http.Header
+	body        []string
+	json        bool
+	form        bool
+	user        string
+	userAgent   string
+	hasUA       bool
+	contentType bool
+}
+
+// Build turns req into the *http.Request the built-in client would send.
+func (Builtin) Build(ctx context.Context, req Request) (*http.Request, error) {
+	b := builtinRequest{headers: http.Header{}}
+	args := req.Args
+	for i := 0; i < len(args); i++ {
+		opt, val, inline := splitOption(args[i])
+		needVal := func() (string, error) {
+			if inline {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("curl option %s needs a value", opt)
+			}
+			i++
+			return args[i], nil
+		}
+		switch opt {
+		case "-X", "--request":
+			v, err := needVal()
+			if err != nil {
+				return nil, err
+			}
+			b.method = v
+		case "-H", "--header":
+			v, err := needVal()
+			if err != nil {
+				return nil, err
+			}
+			name, value, ok := strings.Cut(v, ":")
+			if !ok || strings.TrimSpace(name) == "" {
+				return nil, fmt.Errorf("invalid header %q: want 'Name: value'", v)
+			}
+			name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
+			value = strings.TrimSpace(value)
+			switch {
+			case name == "Host":
+				b.headers.Set("Host", value)
+			case name == "User-Agent":
+				b.userAgent, b.hasUA = value, true
+			case value == "":
+				// curl: "-H 'Name:'" removes a header it would send.
+				b.headers.Del(name)
+			default:
+				b.headers.Add(name, value)
+			}
+			if name == "Content-Type" {
+				b.contentType = true
+			}
+		case "-d", "--data", "--data-binary", "--data-raw":
+			v, err := needVal()
+			if err != nil {
+				return nil, err
+			}
+			if opt != "--data-raw" && strings.HasPrefix(v, "@") {
+				data, err := os.ReadFile(v[1:])
+				if err != nil {
+					return nil, fmt.Errorf("curl option %s: %w", opt, err)
+				}
+				v = string(data)
+				if opt != "--data-binary" {
+					v = strings.NewReplacer("\r", "", "\n", "").Replace(v)
+				}
+			}
+			b.body = append(b.body, v)
+			b.form = true
+		case "--json":
+			v, err := needVal()
+			if err != nil {
+				return nil, err
+			}
+			if strings.HasPrefix(v, "@") {
+				data, err := os.ReadFile(v[1:])
+				if err != nil {
+					return nil, fmt.Errorf("curl option --json: %w", err)
+				}
+				v = string(data)
+			}
+			b.body = append(b.body, v)
+			b.json = true
+		case "-u", "--user":
+			v, err := needVal()
+			if err != nil {
+				return nil, err
+			}
+			b.user = v
+		case "-A", "--user-agent":
+			v, err := needVal()
+			if err != nil {
+				return nil, err
+			}
+			b.userAgent, b.hasUA = v, true
+		default:
+			if strings.HasPrefix(args[i], "-") {
+				return nil, fmt.Errorf("curl is not installed and the built-in client does not support option %s (it supports %s); install curl to use it", opt, supported)
+			}
+			return nil, fmt.Errorf("curl is not installed and the built-in client takes one URL; unexpected argument %q", args[i])
+		}
+	}
+	method := b.method
+	var body io.Reader
+	var bodyText string
+	if len(b.body) > 0 {
+		if b.json {
+			bodyText = strings.Join(b.body, "")
+		} else {
+			bodyText = strings.Join(b.body, "&")
+		}
+		body = strings.NewReader(bodyText)
+		if method == "" {
+			method = http.MethodPost
+		}
+	}
+	if method == "" {
+		method = http.MethodGet
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, req.URL.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("building the request: %w", err)
+	}
+	for k, vs := range b.headers {
+		if k == "Host" {
+			hr.Host = vs[0]
+			continue
+		}
+		hr.Header[k] = vs
+	}
+	if !b.hasUA {
+		b.userAgent = "gwdiag"
+	}
+	hr.Header.Set("User-Agent", b.userAgent)
+	if hr.Header.Get("Accept") == "" && !b.json {
+		hr.Header.Set("Accept", "*/*")
+	}
+	if b.json {
+		if !b.contentType {
+			hr.Header.Set("Content-Type", "application/json")
+		}
+		if hr.Header.Get("Accept") == "" {
+			hr.Header.Set("Accept", "application/json")
+		}
+	} else if b.form && !b.contentType {
+		hr.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if b.user != "" {
+		hr.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(b.user)))
+	}
+	return hr, nil
+}
+
+// splitOption splits "--data=x" and "-XPOST" forms into option and value.
+func splitOption(a string) (opt, val string, inline bool) {
+	if strings.HasPrefix(a, "--") {
+		if o, v, ok := strings.Cut(a, "="); ok {
+			return o, v, true
+		}
+		return a, "", false
+	}
+	if strings.HasPrefix(a, "-") && len(a) > 2 {
+		return a[:2], a[2:], true
+	}
+	return a, "", false
+}
+
+// Send sends the request to addr, never resolving the URL's host, and does
+// not follow redirects, as curl does not by default.
+func (bl Builtin) Send(ctx context.Context, req Request, addr string) (string, error) {
+	hr, err := bl.Build(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	dialer := &net.Dialer{}
+	client := &http.Client{
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return dialer.DialContext(ctx, network, addr)
+			},
+			TLSClientConfig:   &tls.Config{ServerName: req.URL.Hostname()},
+			DisableKeepAlives: true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	resp, err := client.Do(hr)
+	if err != nil {
+		return "", fmt.Errorf("sending the request to %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return "", fmt.Errorf("reading the response from %s: %w", addr, err)
+	}
+	return "", nil
+}

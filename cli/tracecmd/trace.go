@@ -1,0 +1,372 @@
+// Package tracecmd provides `gwdiag trace`: watch or inject a request and show
+// its trace from a proxy's /debug/trace stream, as JSON Lines (--raw) or in
+// the interactive viewer, or replay a saved trace (--file); and `gwdiag trace
+// diff` to compare two saved traces.
+package tracecmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/spf13/cobra"
+
+	"github.com/gwdiag/gwdiag/cli/admin"
+	"github.com/gwdiag/gwdiag/cli/connect"
+	"github.com/gwdiag/gwdiag/cli/inject"
+	"github.com/gwdiag/gwdiag/cli/tui"
+)
+
+// readyGrace is how long inject mode waits, after the stream's response
+// headers, for the `: ready` comment before sending anyway: older proxies
+// never send it, newer ones send it at once.
+const readyGrace = time.Second
+
+type options struct {
+	namespace  string
+	kubeconfig string
+	adminPort  int
+	adminURL   string
+	configFile string
+	raw        bool
+	local      bool
+	port       int
+	file       string
+	expression string
+}
+
+// NewCommand returns `gwdiag trace` with its `diff` subcommand.
+func NewCommand() *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:   "trace [gateway/<name>] [--local] [--port PORT -- URL [curl args]]",
+		Short: "Trace how the proxy handles the next request, or one you send",
+		Long: `Trace shows, step by step, how the proxy handles one request: the matched
+route, the applied policies, the chosen backend and the response status.
+
+Watch mode (no --port) waits for the next request that reaches the proxy, from
+any client. Inject mode (--port P -- URL [curl args]) registers the trace, then
+sends the request itself to the listener port P; the URL's host only sets the
+Host header and is never resolved. Extra arguments are passed to curl when it is
+installed; without curl a built-in client understands -X, -H, -d/--data,
+--data-raw, --data-binary, --json, -u and -A.
+
+With --local the standalone proxy's admin server is found from --admin-url,
+--proxy-admin-port, the ADMIN_ADDR environment variable or config.adminAddr of
+--config, in that order (default 127.0.0.1:15000).
+
+Without --raw an interactive viewer shows the events: tab switches pane,
+arrows scroll, e/s/d show the raw event, its snapshot or the snapshot diff,
+q quits.`,
+		Example: `  # Watch: trace the next request reaching a standalone proxy
+  gwdiag trace --local
+
+  # Inject: send a request through listener port 3000 and trace it
+  gwdiag trace --local --port 3000 -- http://httpbin.local/post -X POST -H 'x-test: 1' -d 'a=b'
+
+  # JSON Lines instead of the viewer, admin server from the proxy's config file
+  gwdiag trace --local -c config.yaml --raw --port 3000 -- http://example.com/ > trace.jsonl
+
+  # Only trace a request matching a CEL expression
+  gwdiag trace --local --expression 'request.path.startsWith("/api")'
+
+  # Replay a saved trace
+  gwdiag trace -f trace.jsonl
+
+  # A cluster gateway (port-forward to its admin port)
+  gwdiag trace gateway/my-gateway -n prod --port 8080 -- http://example.com/`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd, &o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the gateway (cluster mode)")
+	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "path to the kubeconfig file (cluster mode)")
+	f.IntVar(&o.adminPort, "proxy-admin-port", admin.DefaultPort, "admin server port of the proxy")
+	f.StringVar(&o.adminURL, "admin-url", "", "admin server base URL, e.g. http://127.0.0.1:15000 (with --local)")
+	f.StringVarP(&o.configFile, "config", "c", "", "standalone config file to read config.adminAddr from (with --local)")
+	f.BoolVar(&o.raw, "raw", false, "print the trace as JSON Lines instead of the interactive viewer")
+	f.BoolVar(&o.local, "local", false, "target a standalone proxy on this machine instead of a cluster gateway")
+	f.IntVar(&o.port, "port", 0, "listener port to send the injected request to (inject mode)")
+	f.StringVarP(&o.file, "file", "f", "", "replay a saved JSON Lines trace (- for stdin)")
+	f.StringVar(&o.expression, "expression", "", "CEL expression choosing which request to trace")
+	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
+	_ = cmd.MarkFlagFilename("file", "jsonl")
+	_ = cmd.MarkFlagFilename("kubeconfig")
+	cmd.AddCommand(newDiffCommand())
+	return cmd
+}
+
+// plan is a validated trace invocation.
+type plan struct {
+	opts     *options
+	resource *connect.Resource
+	request  *inject.Request
+}
+
+// validate checks arguments and flags; its errors are agctl's, word for word,
+// where agctl has one.
+func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
+	resources, reqArgs := args, []string(nil)
+	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+		resources, reqArgs = args[:dash], args[dash:]
+	}
+	p := plan{opts: o}
+	portSet := cmd.Flags().Changed("port")
+	if len(resources) > 1 {
+		return p, fmt.Errorf("accepts at most 1 resource arg, received %d", len(resources))
+	}
+	if o.file != "" {
+		for _, c := range []struct {
+			bad  bool
+			what string
+		}{
+			{len(resources) > 0, "a resource argument"},
+			{o.local, "--local"},
+			{portSet, "--port"},
+			{len(reqArgs) > 0, "request args after --"},
+			{o.expression != "", "--expression"},
+		} {
+			if c.bad {
+				return p, fmt.Errorf("--file replays a saved trace and cannot be combined with %s", c.what)
+			}
+		}
+		return p, nil
+	}
+	if o.local && len(resources) == 1 {
+		return p, errors.New("--local does not accept a resource argument")
+	}
+	if len(reqArgs) > 0 && !portSet {
+		return p, errors.New("a request URL requires --port")
+	}
+	if portSet && len(reqArgs) == 0 {
+		return p, errors.New("--port requires a request URL after --")
+	}
+	if portSet && (o.port < 1 || o.port > 65535) {
+		return p, fmt.Errorf("invalid --port %d: want 1-65535", o.port)
+	}
+	if len(reqArgs) > 0 {
+		r, err := inject.ParseArgs(reqArgs)
+		if err != nil {
+			return p, err
+		}
+		p.request = &r
+	}
+	if !o.local {
+		for _, c := range []struct {
+			set  bool
+			name string
+		}{{o.adminURL != "", "--admin-url"}, {o.configFile != "", "--config"}} {
+			if c.set {
+				return p, fmt.Errorf("%s applies to a standalone proxy: add --local", c.name)
+			}
+		}
+		if len(resources) == 1 {
+			r, err := connect.ParseResource(resources[0])
+			if err != nil {
+				return p, err
+			}
+			p.resource = &r
+		}
+	} else if o.namespace != "" || o.kubeconfig != "" {
+		return p, errors.New("--namespace and --kubeconfig apply to cluster mode and cannot be combined with --local")
+	}
+	if o.adminURL != "" && cmd.Flags().Changed("proxy-admin-port") {
+		return p, errors.New("--admin-url and --proxy-admin-port both name the admin server: pass only one")
+	}
+	return p, nil
+}
+
+func run(cmd *cobra.Command, o *options, args []string) error {
+	p, err := validate(cmd, o, args)
+	if err != nil {
+		return usageError{err}
+	}
+	if o.file != "" {
+		return replay(cmd, o)
+	}
+	conn, err := connector(cmd, p)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx := cmd.Context()
+	adminURL, err := conn.AdminURL(ctx)
+	if err != nil {
+		return err
+	}
+	var listener string
+	if p.request != nil {
+		if listener, err = conn.Listener(ctx, o.port); err != nil {
+			return err
+		}
+	}
+	s := session{
+		client:   &admin.Client{BaseURL: adminURL},
+		expr:     o.expression,
+		request:  p.request,
+		listener: listener,
+		sender:   inject.NewSender(),
+		stderr:   cmd.ErrOrStderr(),
+	}
+	if o.raw {
+		return s.runRaw(ctx, cmd.OutOrStdout())
+	}
+	return s.runTUI(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), adminURL)
+}
+
+func connector(cmd *cobra.Command, p plan) (connect.Connector, error) {
+	o := p.opts
+	if o.local {
+		u, err := admin.ResolveURL(admin.Options{
+			URL: o.adminURL, Port: o.adminPort, PortSet: cmd.Flags().Changed("proxy-admin-port"),
+			ConfigFile: o.configFile,
+		})
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return connect.Local{Admin: u}, nil
+	}
+	return &connect.Cluster{Resource: p.resource, Namespace: o.namespace, Kubeconfig: o.kubeconfig, AdminPort: o.adminPort}, nil
+}
+
+// session is one trace: the admin stream and, in inject mode, the request.
+type session struct {
+	client   *admin.Client
+	expr     string
+	request  *inject.Request
+	listener string
+	sender   inject.Sender
+	stderr   io.Writer
+}
+
+// stream opens the trace, sends the request once the watcher is registered,
+// and feeds events to onEvent until the stream ends. onSent is called after
+// the request was sent. open is called once the stream is open (its error
+// is returned before any event).
+func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.Event), onSent func()) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	body, err := s.client.OpenTrace(ctx, s.expr)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if opened != nil {
+		opened()
+	}
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- admin.ReadStream(body, admin.Handler{
+			Ready: func() { close(ready) },
+			Event: onEvent,
+			Dropped: func(n int) {
+				fmt.Fprintf(s.stderr, "warning: the proxy dropped %d trace events (watcher too slow)\n", n)
+			},
+		})
+	}()
+	if s.request != nil {
+		grace := time.NewTimer(readyGrace)
+		select {
+		case <-ready:
+		case <-grace.C:
+		case err := <-done:
+			grace.Stop()
+			return fmt.Errorf("trace stream ended before the request was sent: %w", streamErr(err))
+		}
+		grace.Stop()
+		out, err := s.sender.Send(ctx, *s.request, s.listener)
+		if err != nil {
+			cancel()
+			<-done
+			return err
+		}
+		if out != "" && s.stderr != nil {
+			io.WriteString(s.stderr, out)
+		}
+		if onSent != nil {
+			onSent()
+		}
+	}
+	err = <-done
+	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+		return ctx.Err()
+	}
+	return streamErr(err)
+}
+
+func streamErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("trace failed: %w", err)
+}
+
+// runRaw prints each event as one JSON line, exactly as the proxy sent it.
+func (s session) runRaw(ctx context.Context, stdout io.Writer) error {
+	var werr error
+	err := s.stream(ctx, nil, func(ev admin.Event) {
+		if werr == nil {
+			_, werr = fmt.Fprintf(stdout, "%s\n", ev.Raw)
+		}
+	}, nil)
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// runTUI shows the viewer until the user quits. The stream is opened first, so
+// that an unreachable admin server is reported plainly rather than in a
+// screen that flashes and goes.
+func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	status := tui.StatusWatching
+	if s.request != nil {
+		status = tui.StatusSending
+	}
+	opened := make(chan struct{})
+	result := make(chan error, 1)
+	var prog *tea.Program
+	progReady := make(chan struct{})
+	send := func(msg tea.Msg) {
+		<-progReady
+		prog.Send(msg)
+	}
+	go func() {
+		err := s.stream(ctx, func() { close(opened) },
+			func(ev admin.Event) { send(tui.EventMsg{Raw: ev.Raw, Event: ev.Event}) },
+			func() { send(tui.SentMsg{}) })
+		result <- err
+		send(tui.DoneMsg{Err: err})
+	}()
+	select {
+	case <-opened:
+	case err := <-result:
+		close(progReady) // nothing will be sent to a program that never starts
+		return err
+	}
+	prog = tea.NewProgram(tui.New(title, status), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx))
+	close(progReady)
+	if _, err := prog.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		return fmt.Errorf("trace viewer: %w", err)
+	}
+	cancel()
+	err := <-result
+	if errors.Is(err, context.Canceled) {
+		// The user quit before the trace completed.
+		return nil
+	}
+	return err
+}
+
+// usageError marks bad flags or arguments: exit status 2.
+type usageError struct{ error }
+
+func (e usageError) ExitCode() int { return 2 }
+func (e usageError) Unwrap() error { return e.error }

@@ -1,0 +1,268 @@
+// Package tui is the interactive trace viewer of `gwdiag trace`: the event
+// list (# Type Summary) above a detail pane showing the selected event as
+// YAML, its snapshot, or the snapshot diff, with a status line below.
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/table"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/gwdiag/gwdiag/cli/eventview"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// Status lines, agctl's words.
+const (
+	StatusSent     = "request sent, waiting for trace to complete"
+	StatusComplete = "stream complete, press q to exit"
+	StatusWatching = "waiting for the next request to reach the proxy"
+	StatusSending  = "registering the trace, then sending the request"
+)
+
+// EventMsg delivers one trace event to the viewer.
+type EventMsg struct {
+	Raw   json.RawMessage
+	Event trace.Event
+}
+
+// SentMsg tells the viewer the injected request was sent.
+type SentMsg struct{}
+
+// DoneMsg tells the viewer the stream ended; Err is nil when it completed.
+type DoneMsg struct{ Err error }
+
+// Mode is what the detail pane shows.
+type Mode int
+
+// Detail modes, chosen with e, s and d.
+const (
+	ModeRaw Mode = iota
+	ModeSnapshot
+	ModeDiff
+)
+
+func (m Mode) title() string {
+	switch m {
+	case ModeSnapshot:
+		return "Snapshot"
+	case ModeDiff:
+		return "Snapshot diff"
+	}
+	return "Raw event (YAML)"
+}
+
+type pane int
+
+const (
+	paneList pane = iota
+	paneDetail
+)
+
+// Model is the bubbletea model of the viewer.
+type Model struct {
+	title  string
+	events []trace.Event
+	raws   []json.RawMessage
+	list   table.Model
+	detail viewport.Model
+	focus  pane
+	mode   Mode
+	status string
+	done   bool
+	width  int
+	height int
+}
+
+// New returns a viewer titled title (e.g. the admin URL or file name) whose
+// status line starts as status.
+func New(title, status string) Model {
+	t := table.New(table.WithColumns(columns(80)), table.WithFocused(true))
+	st := table.DefaultStyles()
+	st.Selected = st.Selected.Reverse(true).Foreground(lipgloss.NoColor{})
+	t.SetStyles(st)
+	m := Model{title: title, list: t, detail: viewport.New(80, 10), status: status}
+	m.resize(80, 24)
+	return m
+}
+
+func columns(width int) []table.Column {
+	// Each cell has one space of padding either side.
+	num, typ := 3, 14
+	sum := max(10, width-(num+2)-(typ+2)-2)
+	return []table.Column{{Title: "#", Width: num}, {Title: "Type", Width: typ}, {Title: "Summary", Width: sum}}
+}
+
+// Init starts nothing: events arrive as messages sent by the caller.
+func (m Model) Init() tea.Cmd { return nil }
+
+// Update handles keys, window sizes and stream messages.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.resize(msg.Width, msg.Height)
+		return m, nil
+	case EventMsg:
+		m.events = append(m.events, msg.Event)
+		m.raws = append(m.raws, msg.Raw)
+		rows := m.list.Rows()
+		rows = append(rows, table.Row{strconv.Itoa(len(m.events)), eventview.Label(msg.Event), eventview.Summary(msg.Event)})
+		m.list.SetRows(rows)
+		if len(m.events) == 1 {
+			m.list.SetCursor(0)
+		}
+		m.refreshDetail(len(m.events) == 1)
+		return m, nil
+	case SentMsg:
+		if !m.done {
+			m.status = StatusSent
+		}
+		return m, nil
+	case DoneMsg:
+		m.done = true
+		if msg.Err != nil {
+			m.status = "error: " + msg.Err.Error() + "; press q to exit"
+		} else {
+			m.status = StatusComplete
+		}
+		return m, nil
+	case tea.KeyMsg:
+		switch msg.String() {
+		case "q", "ctrl+c":
+			return m, tea.Quit
+		case "tab", "shift+tab":
+			if m.focus == paneList {
+				m.focus = paneDetail
+				m.list.Blur()
+			} else {
+				m.focus = paneList
+				m.list.Focus()
+			}
+			return m, nil
+		case "e":
+			m.setMode(ModeRaw)
+			return m, nil
+		case "s":
+			m.setMode(ModeSnapshot)
+			return m, nil
+		case "d":
+			m.setMode(ModeDiff)
+			return m, nil
+		}
+		var cmd tea.Cmd
+		if m.focus == paneList {
+			before := m.list.Cursor()
+			m.list, cmd = m.list.Update(msg)
+			if m.list.Cursor() != before {
+				m.refreshDetail(true)
+			}
+		} else {
+			m.detail, cmd = m.detail.Update(msg)
+		}
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m *Model) setMode(mode Mode) {
+	m.mode = mode
+	m.refreshDetail(true)
+}
+
+// Layout rows: title, list header, list rows, detail title, detail rows,
+// status, help.
+const chromeRows = 5
+
+func (m *Model) resize(w, h int) {
+	m.width, m.height = max(w, 20), max(h, chromeRows+4)
+	body := m.height - chromeRows
+	listRows := body / 2
+	m.list.SetColumns(columns(m.width))
+	m.list.SetWidth(m.width)
+	m.list.SetHeight(listRows + 1) // table height counts its header row
+	m.detail.Width = m.width
+	m.detail.Height = body - listRows
+	m.refreshDetail(false)
+}
+
+func (m *Model) refreshDetail(top bool) {
+	m.detail.SetContent(lipgloss.NewStyle().Width(m.width).Render(m.detailText()))
+	if top {
+		m.detail.GotoTop()
+	}
+}
+
+func (m Model) detailText() string {
+	i := m.list.Cursor()
+	if len(m.events) == 0 || i < 0 || i >= len(m.events) {
+		return "no events yet"
+	}
+	switch m.mode {
+	case ModeSnapshot:
+		j := eventview.SnapshotAt(m.events, i)
+		if j < 0 {
+			return "no snapshot at or before this event"
+		}
+		return eventview.SnapshotText(m.events[j])
+	case ModeDiff:
+		return eventview.DiffText(m.events, i)
+	}
+	return eventview.YAML(m.raws[i])
+}
+
+var (
+	focusStyle   = lipgloss.NewStyle().Bold(true).Reverse(true)
+	blurStyle    = lipgloss.NewStyle().Faint(true)
+	statusStyle  = lipgloss.NewStyle().Bold(true)
+	helpStyle    = lipgloss.NewStyle().Faint(true)
+	lineTruncate = lipgloss.NewStyle().Inline(true)
+)
+
+// View renders the whole screen, exactly m.height lines of at most m.width cells.
+func (m Model) View() string {
+	trunc := lineTruncate.MaxWidth(m.width)
+	paneTitle := func(name string, p pane) string {
+		marker := "  "
+		style := blurStyle
+		if m.focus == p {
+			marker, style = "> ", focusStyle
+		}
+		return style.Render(trunc.Render(marker + name))
+	}
+	var b strings.Builder
+	b.WriteString(paneTitle(fmt.Sprintf("Events (%d) · %s", len(m.events), m.title), paneList))
+	b.WriteByte('\n')
+	b.WriteString(m.list.View())
+	b.WriteByte('\n')
+	b.WriteString(paneTitle(m.mode.title(), paneDetail))
+	b.WriteByte('\n')
+	b.WriteString(m.detail.View())
+	b.WriteByte('\n')
+	b.WriteString(statusStyle.Render(trunc.Render(m.status)))
+	b.WriteByte('\n')
+	b.WriteString(helpStyle.Render(trunc.Render("tab pane · ↑/↓ scroll · e event · s snapshot · d diff · q quit")))
+	return b.String()
+}
+
+// Focus reports which pane has the keyboard: "list" or "detail".
+func (m Model) Focus() string {
+	if m.focus == paneList {
+		return "list"
+	}
+	return "detail"
+}
+
+// Mode returns the detail mode.
+func (m Model) Mode() Mode { return m.mode }
+
+// Status returns the status line.
+func (m Model) Status() string { return m.status }
+
+// Events returns the events received so far.
+func (m Model) Events() []trace.Event { return m.events }
