@@ -4,6 +4,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -381,8 +382,12 @@ func checkLimits(ls []RateLimit, path string, fail func(string, string, ...any) 
 		if l.FillInterval <= 0 {
 			return fail(p+".fillInterval", "missing or non-positive fillInterval")
 		}
-		if l.MaxTokens == 0 {
-			return fail(p+".maxTokens", "maxTokens must be at least 1")
+		if err := l.Spec().Validate(); err != nil {
+			var fe *ratelimit.FieldError
+			if errors.As(err, &fe) {
+				return fail(p+"."+fe.Field, "%s", fe.Msg)
+			}
+			return fail(p, "%v", err)
 		}
 	}
 	return nil

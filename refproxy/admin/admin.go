@@ -1,0 +1,281 @@
+// Package admin is the proxy's admin server (spec part 4): config_dump,
+// logging, memory, pprof, tasks, trace and quitquitquit.
+package admin
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy/logfilter"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// Backend is what the admin server needs from the proxy.
+type Backend struct {
+	// Dump returns the /config_dump document.
+	Dump func() any
+	// Registry holds trace watchers.
+	Registry *trace.Registry
+	// Logging is the live log filter.
+	Logging *logfilter.Control
+	// Quit starts a graceful shutdown; it must not block on the admin server.
+	Quit func()
+}
+
+// Handler returns the admin mux.
+func Handler(b Backend) http.Handler {
+	mux := http.NewServeMux()
+	handle := func(path string, h http.HandlerFunc, methods ...string) {
+		allow := strings.Join(methods, ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			for _, m := range methods {
+				if r.Method == m || (m == http.MethodGet && r.Method == http.MethodHead) {
+					h(w, r)
+					return
+				}
+			}
+			w.Header().Set("Allow", allow)
+			http.Error(w, fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, allow), http.StatusMethodNotAllowed)
+		})
+	}
+	handle("/config_dump", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.Dump()) }, http.MethodGet)
+	handle("/logging", b.logging, http.MethodGet, http.MethodPost)
+	handle("/memory", memory, http.MethodGet)
+	handle("/debug/pprof/profile", profile, http.MethodGet)
+	handle("/debug/pprof/heap", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="heap"`)
+		_ = pprof.Lookup("heap").WriteTo(w, 0)
+	}, http.MethodGet)
+	handle("/debug/tasks", tasks, http.MethodGet)
+	handle("/debug/trace", trace.Handler(b.Registry).ServeHTTP, http.MethodGet, http.MethodPost)
+	handle("/quitquitquit", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("shutdown now\n"))
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		b.Quit()
+	}, http.MethodPost)
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, "refproxy admin: /config_dump /logging /memory /debug/pprof/profile /debug/pprof/heap /debug/tasks /debug/trace /quitquitquit\n")
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, "encode: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (b Backend) logging(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		q := r.URL.Query()
+		if !q.Has("level") {
+			http.Error(w, "missing query parameter level (e.g. level=info or level=warn,refproxy::trace=debug)", http.StatusBadRequest)
+			return
+		}
+		f, err := logfilter.Parse(q.Get("level"))
+		if err != nil {
+			http.Error(w, "invalid level: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		b.Logging.Set(f)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "current log level is %s\n", b.Logging.Filter())
+}
+
+func memory(w http.ResponseWriter, r *http.Request) {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	writeJSON(w, map[string]any{
+		"allocator": map[string]any{
+			"allocated": m.HeapAlloc, "active": m.HeapInuse, "resident": m.Sys - m.HeapReleased,
+			"mapped": m.Sys, "retained": m.HeapIdle - m.HeapReleased, "heapObjects": m.HeapObjects,
+			"totalAllocated": m.TotalAlloc, "mallocs": m.Mallocs, "frees": m.Frees,
+			"gcCycles": m.NumGC, "gcPauseTotalNs": m.PauseTotalNs, "nextGC": m.NextGC,
+			"stackInuse": m.StackInuse,
+		},
+		"process": map[string]any{"residentBytes": rss(), "goroutines": runtime.NumGoroutine()},
+	})
+}
+
+// rss reads the process resident set size from /proc (0 where unavailable).
+func rss() uint64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// profileMu allows one CPU profile at a time, as the runtime does.
+var profileMu sync.Mutex
+
+func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s must be an integer from %d to %d, got %q", name, lo, hi, s)
+	}
+	return n, nil
+}
+
+func profile(w http.ResponseWriter, r *http.Request) {
+	secs, err := intParam(r, "seconds", 10, 1, 300)
+	if err == nil {
+		var hz int
+		hz, err = intParam(r, "frequency", 100, 1, 1000)
+		if err == nil && hz != 100 {
+			// The runtime takes the rate from the first call; StartCPUProfile
+			// then keeps it (and notes on stderr that it could not reset it).
+			runtime.SetCPUProfileRate(hz)
+		}
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !profileMu.TryLock() {
+		http.Error(w, "a CPU profile is already running", http.StatusConflict)
+		return
+	}
+	defer profileMu.Unlock()
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		http.Error(w, "start profile: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	t := time.NewTimer(time.Duration(secs) * time.Second)
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+		t.Stop()
+	}
+	pprof.StopCPUProfile()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="profile"`)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// taskGroup is goroutines sharing pprof labels.
+type taskGroup struct {
+	Labels map[string]string `json:"labels"`
+	Count  int               `json:"count"`
+	Stacks []taskStack       `json:"stacks"`
+}
+
+type taskStack struct {
+	Count  int      `json:"count"`
+	Frames []string `json:"frames"`
+}
+
+// tasks answers the live goroutine tree: goroutines grouped by their pprof
+// labels (component, listener), each group with its distinct stacks.
+func tasks(w http.ResponseWriter, r *http.Request) {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	groups := map[string]*taskGroup{}
+	total := 0
+	for block := range strings.SplitSeq(buf.String(), "\n\n") {
+		lines := strings.Split(strings.TrimSpace(block), "\n")
+		if len(lines) == 0 || lines[0] == "" || strings.HasPrefix(lines[0], "goroutine profile:") && len(lines) == 1 {
+			continue
+		}
+		if strings.HasPrefix(lines[0], "goroutine profile:") {
+			lines = lines[1:]
+		}
+		count, _, ok := strings.Cut(lines[0], " @ ")
+		n, err := strconv.Atoi(count)
+		if !ok || err != nil {
+			continue
+		}
+		labels := map[string]string{}
+		var frames []string
+		for _, l := range lines[1:] {
+			l = strings.TrimSpace(l)
+			if rest, ok := strings.CutPrefix(l, "# labels: "); ok {
+				_ = json.Unmarshal([]byte(rest), &labels)
+				continue
+			}
+			if rest, ok := strings.CutPrefix(l, "#\t"); ok {
+				f := strings.Fields(rest)
+				if len(f) >= 2 {
+					frames = append(frames, f[1])
+				}
+			}
+		}
+		keyParts := make([]string, 0, len(labels))
+		for k, v := range labels {
+			keyParts = append(keyParts, k+"="+v)
+		}
+		sort.Strings(keyParts)
+		key := strings.Join(keyParts, ",")
+		g, ok := groups[key]
+		if !ok {
+			g = &taskGroup{Labels: labels}
+			groups[key] = g
+		}
+		g.Count += n
+		g.Stacks = append(g.Stacks, taskStack{Count: n, Frames: frames})
+		total += n
+	}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]*taskGroup, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, groups[k])
+	}
+	writeJSON(w, map[string]any{"goroutines": total, "groups": out})
+}
+
+// CheckAddr refuses an admin address that is not loopback unless allowRemote.
+func CheckAddr(addr string, allowRemote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("admin address %q: %w", addr, err)
+	}
+	if allowRemote {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("admin address %q is not loopback; the admin server has no authentication (pass --admin-allow-remote to bind it anyway)", addr)
+}

@@ -1,0 +1,341 @@
+// Package proxy is the data plane of the reference proxy: one HTTP listener
+// per bind, route matching, the reverse proxy to backends, local rate
+// limiting, per-endpoint statistics and the trace events of each request.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// Options configure a Dataplane.
+type Options struct {
+	// BindHost is the address listeners bind on (default 127.0.0.1).
+	BindHost string
+	// Logger receives data-plane logs (default slog.Default()).
+	Logger *slog.Logger
+	// Registry holds trace watchers; nil means a new one.
+	Registry *trace.Registry
+	// Env is the cluster identity shown as `env` in trace snapshots; nil
+	// when running standalone.
+	Env map[string]any
+	// MaxIdleConnsPerHost sizes the backend keep-alive pool (default 1024).
+	MaxIdleConnsPerHost int
+}
+
+// Dataplane serves every bind of the current config.
+type Dataplane struct {
+	opts      Options
+	log       *slog.Logger
+	reg       *trace.Registry
+	transport *http.Transport
+	bufs      *bufferPool
+
+	table atomic.Pointer[Table]
+
+	applyMu  sync.Mutex
+	servers  map[int]*bindServer
+	buckets  map[string]*ratelimit.Bucket
+	backends map[string]*backend
+	stats    map[string]*EndpointStats
+	// reuse* hold the previous config's state during a build, so limits and
+	// backends configured again keep their counters and connection pools.
+	reuseBuckets  map[string]*ratelimit.Bucket
+	reuseBackends map[string]*backend
+	closed        bool
+	draining      sync.WaitGroup
+}
+
+type bindServer struct {
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+}
+
+// New returns a Dataplane with no binds; Apply gives it a config.
+func New(opts Options) *Dataplane {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Registry == nil {
+		opts.Registry = &trace.Registry{}
+	}
+	if opts.BindHost == "" {
+		opts.BindHost = "127.0.0.1"
+	}
+	if opts.MaxIdleConnsPerHost == 0 {
+		opts.MaxIdleConnsPerHost = 1024
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &Dataplane{
+		opts: opts,
+		log:  opts.Logger,
+		reg:  opts.Registry,
+		transport: &http.Transport{
+			DialContext:           dialer.DialContext,
+			MaxIdleConns:          opts.MaxIdleConnsPerHost * 4,
+			MaxIdleConnsPerHost:   opts.MaxIdleConnsPerHost,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			// A proxy passes Accept-Encoding through; it must not add its own.
+			DisableCompression: true,
+			ReadBufferSize:     32 << 10,
+			WriteBufferSize:    32 << 10,
+		},
+		bufs:     newBufferPool(),
+		servers:  map[int]*bindServer{},
+		buckets:  map[string]*ratelimit.Bucket{},
+		backends: map[string]*backend{},
+		stats:    map[string]*EndpointStats{},
+	}
+}
+
+// Registry returns the trace watcher registry.
+func (dp *Dataplane) Registry() *trace.Registry { return dp.reg }
+
+// Validate compiles cfg without applying it.
+func (dp *Dataplane) Validate(cfg *config.Config) error {
+	scratch := New(dp.opts)
+	_, err := scratch.build(cfg)
+	return err
+}
+
+// Apply makes cfg the running config: it opens listeners for new binds,
+// swaps the routing table atomically (requests in flight finish on the old
+// one), and closes listeners of binds that are gone, letting their requests
+// finish. On error nothing changes.
+func (dp *Dataplane) Apply(cfg *config.Config) error {
+	dp.applyMu.Lock()
+	defer dp.applyMu.Unlock()
+	if dp.closed {
+		return errors.New("proxy is shut down")
+	}
+	oldBuckets, oldBackends := dp.buckets, dp.backends
+	dp.buckets, dp.backends = map[string]*ratelimit.Bucket{}, map[string]*backend{}
+	restore := func() { dp.buckets, dp.backends = oldBuckets, oldBackends }
+	dp.reuseBuckets, dp.reuseBackends = oldBuckets, oldBackends
+	t, err := dp.build(cfg)
+	dp.reuseBuckets, dp.reuseBackends = nil, nil
+	if err != nil {
+		restore()
+		return err
+	}
+	// Open new listeners first, so a bind that cannot listen leaves the old
+	// config fully in place.
+	opened := map[int]*bindServer{}
+	for _, bt := range t.binds {
+		if _, ok := dp.servers[bt.key]; ok {
+			continue
+		}
+		addr := net.JoinHostPort(dp.opts.BindHost, strconv.Itoa(int(bt.port)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, s := range opened {
+				s.ln.Close()
+			}
+			restore()
+			return fmt.Errorf("bind %s: %w", bt.gateway, err)
+		}
+		opened[bt.key] = &bindServer{ln: ln, done: make(chan struct{})}
+	}
+	dp.table.Store(t)
+	for key, s := range opened {
+		dp.servers[key] = s
+		dp.serve(key, s)
+	}
+	keep := map[int]bool{}
+	for _, bt := range t.binds {
+		keep[bt.key] = true
+	}
+	for key, s := range dp.servers {
+		if !keep[key] {
+			delete(dp.servers, key)
+			dp.draining.Add(1)
+			go func() {
+				defer dp.draining.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				s.srv.Shutdown(ctx)
+			}()
+		}
+	}
+	return nil
+}
+
+func (dp *Dataplane) serve(key int, s *bindServer) {
+	h := &bindHandler{dp: dp, key: key}
+	s.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
+	}
+	go pprof.Do(context.Background(), pprof.Labels("component", "dataplane", "listener", s.ln.Addr().String()), func(context.Context) {
+		defer close(s.done)
+		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			dp.log.Error("listener stopped", "addr", s.ln.Addr().String(), "err", err)
+		}
+	})
+}
+
+// Addrs returns the listening address of each bind, in config order.
+func (dp *Dataplane) Addrs() []string {
+	dp.applyMu.Lock()
+	defer dp.applyMu.Unlock()
+	t := dp.table.Load()
+	if t == nil {
+		return nil
+	}
+	out := make([]string, 0, len(t.binds))
+	for _, bt := range t.binds {
+		if s, ok := dp.servers[bt.key]; ok {
+			out = append(out, s.ln.Addr().String())
+		}
+	}
+	return out
+}
+
+// Config returns the running config.
+func (dp *Dataplane) Config() *config.Config {
+	if t := dp.table.Load(); t != nil {
+		return t.cfg
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests
+// (bounded by ctx), then closes idle backend connections.
+func (dp *Dataplane) Shutdown(ctx context.Context) error {
+	dp.applyMu.Lock()
+	dp.closed = true
+	servers := dp.servers
+	dp.servers = map[int]*bindServer{}
+	dp.applyMu.Unlock()
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, s := range servers {
+		wg.Go(func() {
+			err := s.srv.Shutdown(ctx)
+			if err != nil {
+				s.srv.Close()
+			}
+			<-s.done
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	dp.draining.Wait()
+	dp.transport.CloseIdleConnections()
+	return errors.Join(errs...)
+}
+
+// bucket returns the bucket for one limit, keeping its state across reloads
+// when the same limit is configured again.
+func (dp *Dataplane) bucket(key string, rl config.RateLimit) *ratelimit.Bucket {
+	spec := rl.Spec()
+	key += "|" + fmt.Sprint(spec)
+	if b, ok := dp.buckets[key]; ok {
+		return b
+	}
+	b, ok := dp.reuseBuckets[key]
+	if !ok {
+		b = ratelimit.NewBucket(spec)
+	}
+	dp.buckets[key] = b
+	return b
+}
+
+// backend returns the reverse proxy for one configured backend; one per
+// name and address, shared by routes and kept across reloads.
+func (dp *Dataplane) backend(bk config.Backend) *backend {
+	key := bk.Name() + "|" + bk.Address()
+	w := uint64(1)
+	if bk.Weight != nil {
+		w = uint64(*bk.Weight)
+	}
+	if b, ok := dp.backends[key]; ok {
+		c := *b
+		c.weight = w
+		return &c
+	}
+	b, ok := dp.reuseBackends[key]
+	if !ok {
+		b = dp.newBackend(bk)
+	}
+	dp.backends[key] = b
+	c := *b
+	c.weight = w
+	return &c
+}
+
+func (dp *Dataplane) newBackend(bk config.Backend) *backend {
+	b := &backend{name: bk.Name(), addr: bk.Address(), traceType: "backend", ai: bk.AI != nil}
+	if b.ai {
+		b.traceType = "ai"
+	}
+	skey := b.name + "|" + b.addr
+	st, ok := dp.stats[skey]
+	if !ok {
+		st = &EndpointStats{}
+		dp.stats[skey] = st
+	}
+	b.stats = st
+	scheme, host := "http", b.addr
+	if b.ai && bk.AI.HostOverride == "" {
+		scheme = "https"
+	}
+	b.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = scheme
+			pr.Out.URL.Host = host
+			if b.ai {
+				pr.Out.Host = host
+			}
+			pr.SetXForwarded()
+		},
+		Transport: dp.transport,
+		// -1 flushes after every write, so SSE streams pass chunk by chunk.
+		FlushInterval:  -1,
+		BufferPool:     dp.bufs,
+		ErrorLog:       slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
+		ErrorHandler:   dp.backendError,
+		ModifyResponse: dp.modifyResponse,
+	}
+	return b
+}
+
+// bufferSize is the reverse proxies' copy buffer size.
+const bufferSize = 32 << 10
+
+// bufferPool lends copy buffers to the reverse proxies. It pools array
+// pointers so that Put does not allocate a slice header.
+type bufferPool struct{ p sync.Pool }
+
+func newBufferPool() *bufferPool {
+	return &bufferPool{p: sync.Pool{New: func() any { return new([bufferSize]byte) }}}
+}
+
+func (b *bufferPool) Get() []byte { return b.p.Get().(*[bufferSize]byte)[:] }
+
+func (b *bufferPool) Put(s []byte) {
+	if cap(s) == bufferSize {
+		b.p.Put((*[bufferSize]byte)(s[:bufferSize]))
+	}
+}

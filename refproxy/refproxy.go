@@ -1,0 +1,320 @@
+// Package refproxy is the embeddable reference proxy: the data plane of a
+// standalone config plus its admin server. The refproxy binary and the
+// conformance suite's in-process target both use it:
+//
+//	p, err := refproxy.New(cfg, refproxy.WithAdminAddr("127.0.0.1:0"))
+//	err = p.Start(ctx)
+//	... p.AdminAddr(), p.BindAddrs() ...
+//	err = p.Shutdown(ctx)
+package refproxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy/admin"
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/logfilter"
+	"github.com/gwdiag/gwdiag/refproxy/proxy"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// Option changes how a Proxy runs.
+type Option func(*options)
+
+type options struct {
+	adminAddr   string
+	allowRemote bool
+	bindHost    string
+	logOut      io.Writer
+	logFilter   string
+	configFile  string
+	pollEvery   time.Duration
+	env         map[string]any
+	envSet      bool
+}
+
+// WithAdminAddr overrides config.adminAddr ("127.0.0.1:0" picks a free port).
+func WithAdminAddr(addr string) Option { return func(o *options) { o.adminAddr = addr } }
+
+// WithAdminAllowRemote allows a non-loopback admin address. The admin server
+// has no authentication, so it is refused by default.
+func WithAdminAllowRemote(allow bool) Option { return func(o *options) { o.allowRemote = allow } }
+
+// WithBindHost sets the address binds listen on (default 127.0.0.1; the
+// refproxy binary uses 0.0.0.0).
+func WithBindHost(host string) Option { return func(o *options) { o.bindHost = host } }
+
+// WithLogOutput sends logs (text format) to w instead of stderr.
+func WithLogOutput(w io.Writer) Option { return func(o *options) { o.logOut = w } }
+
+// WithLogFilter sets the initial log filter (default "info"), in the syntax
+// /logging accepts.
+func WithLogFilter(f string) Option { return func(o *options) { o.logFilter = f } }
+
+// WithConfigFile names the file cfg came from: the proxy polls it once a
+// second and reloads on change, and ReloadFile re-reads it (SIGHUP).
+func WithConfigFile(path string) Option { return func(o *options) { o.configFile = path } }
+
+// WithEnv sets the cluster identity shown as `env` in trace snapshots. By
+// default it comes from POD_NAME, POD_NAMESPACE and GATEWAY_NAME when set.
+func WithEnv(podName, namespace, gateway string) Option {
+	return func(o *options) {
+		o.env = map[string]any{"podName": podName, "namespace": namespace, "gateway": gateway}
+		o.envSet = true
+	}
+}
+
+// Proxy is one running reference proxy.
+type Proxy struct {
+	opts   options
+	cfg    *config.Config
+	dp     *proxy.Dataplane
+	reg    *trace.Registry
+	logCtl *logfilter.Control
+	log    *slog.Logger
+
+	mu          sync.Mutex
+	started     bool
+	adminLn     net.Listener
+	adminSrv    *http.Server
+	adminCancel context.CancelFunc
+	adminDone   chan struct{}
+	fileSum     [32]byte
+
+	done         chan struct{}
+	shutdownOnce sync.Once
+	shutdownErr  error
+	stopPoll     chan struct{}
+}
+
+// New checks cfg and prepares a proxy; nothing listens until Start.
+func New(cfg *config.Config, opts ...Option) (*Proxy, error) {
+	if cfg == nil {
+		return nil, errors.New("refproxy: nil config")
+	}
+	o := options{logOut: os.Stderr, logFilter: "info", pollEvery: time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.adminAddr == "" {
+		o.adminAddr = cfg.AdminAddress()
+	}
+	if err := admin.CheckAddr(o.adminAddr, o.allowRemote); err != nil {
+		return nil, err
+	}
+	if !o.envSet {
+		pod, ns, gw := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE"), os.Getenv("GATEWAY_NAME")
+		if pod != "" || ns != "" || gw != "" {
+			o.env = map[string]any{"podName": pod, "namespace": ns, "gateway": gw}
+		}
+	}
+	flt, err := logfilter.Parse(o.logFilter)
+	if err != nil {
+		return nil, fmt.Errorf("log filter: %w", err)
+	}
+	ctl := logfilter.NewControl(flt)
+	logger := slog.New(ctl.Handler(slog.NewTextHandler(o.logOut, &slog.HandlerOptions{Level: logfilter.LevelTrace})))
+	reg := &trace.Registry{}
+	dp := proxy.New(proxy.Options{
+		BindHost: o.bindHost,
+		Logger:   logger.With(logfilter.ModuleKey, "refproxy::proxy"),
+		Registry: reg,
+		Env:      o.env,
+	})
+	if err := dp.Validate(cfg); err != nil {
+		return nil, err
+	}
+	return &Proxy{
+		opts: o, cfg: cfg, dp: dp, reg: reg, logCtl: ctl,
+		log:      logger.With(logfilter.ModuleKey, "refproxy"),
+		done:     make(chan struct{}),
+		stopPoll: make(chan struct{}),
+	}, nil
+}
+
+// Start opens every bind and the admin server and returns once they accept
+// connections. Cancelling ctx later shuts the proxy down gracefully.
+func (p *Proxy) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return errors.New("refproxy: already started")
+	}
+	p.started = true
+	ln, err := net.Listen("tcp", p.opts.adminAddr)
+	if err != nil {
+		return fmt.Errorf("admin server: %w", err)
+	}
+	if err := p.dp.Apply(p.cfg); err != nil {
+		ln.Close()
+		return err
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	p.adminLn, p.adminCancel, p.adminDone = ln, cancel, make(chan struct{})
+	p.adminSrv = &http.Server{
+		Handler: admin.Handler(admin.Backend{
+			Dump:     func() any { return p.dp.Dump() },
+			Registry: p.reg,
+			Logging:  p.logCtl,
+			Quit: func() {
+				go func() {
+					sctx, c := context.WithTimeout(context.Background(), 30*time.Second)
+					defer c()
+					_ = p.Shutdown(sctx)
+				}()
+			},
+		}),
+		// Trace streams end when the proxy stops, not only when clients leave.
+		BaseContext:       func(net.Listener) context.Context { return actx },
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+	go pprof.Do(context.Background(), pprof.Labels("component", "admin"), func(context.Context) {
+		defer close(p.adminDone)
+		if err := p.adminSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.log.Error("admin server stopped", "err", err)
+		}
+	})
+	if p.opts.configFile != "" {
+		if data, err := os.ReadFile(p.opts.configFile); err == nil {
+			p.fileSum = sha256.Sum256(data)
+		}
+		go pprof.Do(context.Background(), pprof.Labels("component", "config-watch"), func(context.Context) { p.poll() })
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			sctx, c := context.WithTimeout(context.Background(), 30*time.Second)
+			defer c()
+			_ = p.Shutdown(sctx)
+		case <-p.done:
+		}
+	}()
+	p.log.Info("refproxy started", "admin", ln.Addr().String(), "binds", p.dp.Addrs())
+	return nil
+}
+
+// AdminAddr is the admin server's listening address ("" before Start).
+func (p *Proxy) AdminAddr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.adminLn == nil {
+		return ""
+	}
+	return p.adminLn.Addr().String()
+}
+
+// BindAddrs are the listening addresses of the binds, in config order.
+func (p *Proxy) BindAddrs() []string { return p.dp.Addrs() }
+
+// Config is the running config.
+func (p *Proxy) Config() *config.Config {
+	if c := p.dp.Config(); c != nil {
+		return c
+	}
+	return p.cfg
+}
+
+// Reload applies cfg without dropping in-flight requests. On error the
+// running config stays. The admin address is fixed at Start.
+func (p *Proxy) Reload(cfg *config.Config) error {
+	if cfg == nil {
+		return errors.New("refproxy: nil config")
+	}
+	if err := p.dp.Apply(cfg); err != nil {
+		p.log.Error("config rejected; keeping the running config", "err", err)
+		return err
+	}
+	p.mu.Lock()
+	p.cfg = cfg
+	p.mu.Unlock()
+	p.log.Info("config reloaded", "source", cfg.Source)
+	return nil
+}
+
+// ReloadFile re-reads the config file given by WithConfigFile (what SIGHUP does).
+func (p *Proxy) ReloadFile() error {
+	if p.opts.configFile == "" {
+		return errors.New("refproxy: no config file to reload")
+	}
+	data, err := os.ReadFile(p.opts.configFile)
+	if err != nil {
+		p.log.Error("config rejected; keeping the running config", "err", err)
+		return err
+	}
+	p.mu.Lock()
+	p.fileSum = sha256.Sum256(data)
+	p.mu.Unlock()
+	cfg, err := config.Parse(p.opts.configFile, data)
+	if err != nil {
+		p.log.Error("config rejected; keeping the running config", "err", err)
+		return err
+	}
+	return p.Reload(cfg)
+}
+
+// poll reloads the config file when its content changes. Polling (once a
+// second, by content hash) avoids a file-notification dependency and sees
+// editors that replace the file.
+func (p *Proxy) poll() {
+	t := time.NewTicker(p.opts.pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopPoll:
+			return
+		case <-t.C:
+		}
+		data, err := os.ReadFile(p.opts.configFile)
+		if err != nil {
+			continue
+		}
+		sum := sha256.Sum256(data)
+		p.mu.Lock()
+		changed := !bytes.Equal(sum[:], p.fileSum[:])
+		p.mu.Unlock()
+		if changed {
+			_ = p.ReloadFile()
+		}
+	}
+}
+
+// Shutdown stops accepting requests, lets in-flight ones finish (bounded by
+// ctx), ends trace streams, closes the admin server and releases every port.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.shutdownOnce.Do(func() {
+		close(p.stopPoll)
+		err := p.dp.Shutdown(ctx)
+		p.mu.Lock()
+		srv, cancel, adone := p.adminSrv, p.adminCancel, p.adminDone
+		p.mu.Unlock()
+		if srv != nil {
+			cancel()
+			if e := srv.Shutdown(ctx); e != nil {
+				srv.Close()
+				err = errors.Join(err, e)
+			}
+			<-adone
+		}
+		p.shutdownErr = err
+		p.log.Info("refproxy stopped")
+		close(p.done)
+	})
+	<-p.done
+	return p.shutdownErr
+}
+
+// Done is closed once the proxy has shut down (Shutdown, ctx, /quitquitquit).
+func (p *Proxy) Done() <-chan struct{} { return p.done }

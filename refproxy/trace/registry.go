@@ -1,0 +1,179 @@
+package trace
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cel.dev/cel-go/cel"
+)
+
+// BufferSize is how many events a watcher holds before the stream writer
+// takes them. A trace has at most twelve events, so drops only happen when a
+// watcher's connection stalls; the final event is always kept.
+const BufferSize = 64
+
+// Registry is the FIFO of watchers waiting for a request to trace. Each
+// watcher gets exactly one request: the first to arrive after it registered
+// that its filter accepts.
+type Registry struct {
+	// waiting counts registered watchers so that the request path can skip
+	// all tracing work with one atomic load when nobody watches.
+	waiting atomic.Int32
+	mu      sync.Mutex
+	queue   []*Watcher
+}
+
+// Watcher is one /debug/trace client waiting for, then receiving, one trace.
+type Watcher struct {
+	reg    *Registry
+	filter cel.Program
+
+	mu       sync.Mutex
+	events   []Event
+	final    *Event // requestFinished: kept even when the buffer is full
+	dropped  int
+	closed   bool
+	notify   chan struct{}
+	assigned bool
+}
+
+// Waiting reports whether any watcher is registered.
+func (r *Registry) Waiting() bool { return r.waiting.Load() > 0 }
+
+// Watch registers a watcher at the end of the queue. filter may be nil.
+func (r *Registry) Watch(filter cel.Program) *Watcher {
+	w := &Watcher{reg: r, filter: filter, notify: make(chan struct{}, 1)}
+	r.mu.Lock()
+	r.queue = append(r.queue, w)
+	r.waiting.Add(1)
+	r.mu.Unlock()
+	return w
+}
+
+// Cancel removes a watcher that no longer listens. A watcher already given
+// a request stays with it; its events are simply discarded.
+func (w *Watcher) Cancel() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	r := w.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, q := range r.queue {
+		if q == w {
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			r.waiting.Add(-1)
+			return
+		}
+	}
+}
+
+// Take returns a Tracer for the request if a watcher wants it, else nil.
+// With nobody watching it costs one atomic load and allocates nothing.
+func (r *Registry) Take(req *http.Request) *Tracer {
+	if r.waiting.Load() == 0 {
+		return nil
+	}
+	start := time.Now()
+	var act map[string]any
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, w := range r.queue {
+		if w.filter != nil {
+			if act == nil {
+				act = Activation(req)
+			}
+			out, _, err := w.filter.Eval(act)
+			if err != nil || out.Value() != true {
+				continue
+			}
+		}
+		r.queue = append(r.queue[:i], r.queue[i+1:]...)
+		r.waiting.Add(-1)
+		w.mu.Lock()
+		w.assigned = true
+		w.mu.Unlock()
+		return &Tracer{w: w, start: start}
+	}
+	return nil
+}
+
+// Activation is what a CEL filter sees of a request: `request` with method,
+// path, host, scheme, uri, pathAndQuery, version and headers (lower-case names).
+func Activation(r *http.Request) map[string]any {
+	h := make(map[string]string, len(r.Header))
+	for k, v := range r.Header {
+		h[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return map[string]any{"request": map[string]any{
+		"method":       r.Method,
+		"path":         r.URL.Path,
+		"pathAndQuery": r.URL.RequestURI(),
+		"host":         r.Host,
+		"scheme":       scheme,
+		"uri":          scheme + "://" + r.Host + r.URL.RequestURI(),
+		"version":      r.Proto,
+		"headers":      h,
+	}}
+}
+
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(cel.Variable("request", cel.MapType(cel.StringType, cel.DynType)))
+})
+
+// Compile checks a CEL filter expression; it must yield a bool.
+func Compile(expression string) (cel.Program, error) {
+	env, err := celEnv()
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Compile(expression)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
+		return nil, fmt.Errorf("expression yields %s, want bool", t)
+	}
+	return env.Program(ast)
+}
+
+// push queues an event for the stream; it never blocks.
+func (w *Watcher) push(e Event) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	switch {
+	case e.Type() == RequestFinished:
+		w.final = &e
+	case len(w.events) >= BufferSize:
+		w.dropped++
+	default:
+		w.events = append(w.events, e)
+	}
+	w.mu.Unlock()
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// drain takes what is queued: events, the count dropped since the last
+// drain, and the final event once it has arrived.
+func (w *Watcher) drain() (events []Event, dropped int, final *Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	events, w.events = w.events, nil
+	dropped, w.dropped = w.dropped, 0
+	final = w.final
+	return events, dropped, final
+}
