@@ -1,0 +1,121 @@
+package golden
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+func ev(t *testing.T, s string) trace.Event {
+	t.Helper()
+	e, err := trace.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestNormalizeStrings(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"ipv4 with port", "127.0.0.1:38121", "<addr>:<port>"},
+		{"ipv4 alone", "10.244.0.7", "<addr>"},
+		{"ipv6 bracketed with port", "http://[::1]:3000/get", "http://<addr>:<port>/get"},
+		{"bare ipv6", "::1", "<addr>"},
+		{"timestamp", "at 2026-01-10T08:00:00.123456Z", "at <time>"},
+		{"standalone route key", "default/default/bind/3000/listener0/default/httpbin", "default/default/bind/<port>/listener0/default/httpbin"},
+		{"localhost", "localhost:40123", "localhost:<port>"},
+		{"plain text", "rate limit exceeded", "rate limit exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := normalizeString(tt.in); got != tt.want {
+				t.Errorf("normalizeString(%q): got %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeKeepsOrderAndRelativeTiming(t *testing.T) {
+	in := []trace.Event{
+		ev(t, `{"eventStart":null,"eventEnd":17,"severity":"info","message":{"type":"requestStarted"}}`),
+		ev(t, `{"eventStart":null,"eventEnd":40,"severity":"info","message":{"type":"requestSnapshot","stage":"initial request","requestState":{"source":{"address":"127.0.0.1","port":51234},"env":{"podName":"gw-7d9f"}}}}`),
+		ev(t, `{"eventStart":35,"eventEnd":900,"severity":"success","message":{"type":"backendCallResult","status":200,"error":null}}`),
+		ev(t, `{"eventStart":null,"eventEnd":900,"severity":"success","message":{"type":"requestFinished"}}`),
+	}
+	got := Normalize(in)
+	wantEnds := []int64{0, 2, 3, 3}
+	for i, e := range got {
+		if e.EventEnd != wantEnds[i] {
+			t.Errorf("event %d eventEnd: got %d, want %d", i+1, e.EventEnd, wantEnds[i])
+		}
+	}
+	if got[2].EventStart == nil || *got[2].EventStart != 1 {
+		t.Errorf("backendCallResult eventStart: got %v, want rank 1 (between the first two ends)", got[2].EventStart)
+	}
+	state := got[1].Message["requestState"].(map[string]any)
+	if p := state["source"].(map[string]any)["port"]; p != Port {
+		t.Errorf("source.port: got %v, want %q", p, Port)
+	}
+	if p := state["env"].(map[string]any)["podName"]; p != Pod {
+		t.Errorf("env.podName: got %v, want %q", p, Pod)
+	}
+	if in[1].EventEnd != 40 {
+		t.Errorf("Normalize changed its input: eventEnd %d", in[1].EventEnd)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	a := []trace.Event{
+		ev(t, `{"eventStart":null,"eventEnd":0,"severity":"info","message":{"type":"requestStarted"}}`),
+		ev(t, `{"eventStart":null,"eventEnd":1,"severity":"info","message":{"type":"routeSelection","selectedRoute":"a","evaluatedRoutes":["a"]}}`),
+	}
+	b := []trace.Event{
+		ev(t, `{"eventStart":null,"eventEnd":0,"severity":"info","message":{"type":"requestStarted"}}`),
+		ev(t, `{"eventStart":null,"eventEnd":1,"severity":"error","message":{"type":"routeSelection","selectedRoute":"b","evaluatedRoutes":["a"],"extra":1}}`),
+		ev(t, `{"eventStart":null,"eventEnd":2,"severity":"info","message":{"type":"requestFinished"}}`),
+	}
+	if d := Diff(a, a); d != "" {
+		t.Errorf("Diff of a trace with itself: got %q, want empty", d)
+	}
+	d := Diff(a, b)
+	for _, want := range []string{
+		`~ event 2 routeSelection:`,
+		`~ message.selectedRoute: want "a", got "b"`,
+		`~ severity: want "info", got "error"`,
+		`+ message.extra: 1`,
+		`+ event 3 requestFinished: unexpected`,
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("Diff lacks %q; got:\n%s", want, d)
+		}
+	}
+	if d := Diff(b, a); !strings.Contains(d, "- event 3 requestFinished: missing") {
+		t.Errorf("Diff(b, a) lacks the missing event; got:\n%s", d)
+	}
+}
+
+func TestReadJSONL(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.jsonl")
+	os.WriteFile(good, []byte(`{"eventStart":null,"eventEnd":1,"severity":"info","message":{"type":"requestStarted"}}`+"\n\n"), 0o644)
+	events, err := ReadJSONL(good)
+	if err != nil || len(events) != 1 {
+		t.Fatalf("ReadJSONL: got %d events, %v; want 1, nil", len(events), err)
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{}\nnot json\n"), 0o644)
+	if _, err := ReadJSONL(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2:") {
+		t.Errorf("ReadJSONL of a bad line: got %v, want an error naming bad.jsonl:2", err)
+	}
+	round := filepath.Join(dir, "round.jsonl")
+	if err := WriteJSONL(round, events); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ReadJSONL(round)
+	if err != nil || Diff(events, again) != "" {
+		t.Errorf("WriteJSONL round trip: %v, diff %q", err, Diff(events, again))
+	}
+}

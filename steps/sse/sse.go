@@ -1,0 +1,168 @@
+// Package sse reads the JSON-over-SSE trace stream of /debug/trace: it opens
+// the stream over real HTTP, splits it into frames (data and comments) and
+// decodes the trace events.
+package sse
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// Frame is one SSE frame: either a comment (": ready") or data.
+type Frame struct {
+	// Comment is the text of a comment line without the leading colon and
+	// space; set only when the frame is a comment.
+	Comment string
+	// Data is the joined data lines of the frame.
+	Data string
+	// IsComment tells a comment frame from a data frame.
+	IsComment bool
+}
+
+// Reader splits an SSE stream into frames.
+type Reader struct {
+	r *bufio.Reader
+}
+
+// NewReader reads frames from r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, 64<<10)} }
+
+// Next returns the next frame, or io.EOF at the end of the stream. A comment
+// line is returned as a frame of its own, so that ": ready" is seen as soon
+// as it arrives. event: and id: lines are ignored.
+func (r *Reader) Next() (Frame, error) {
+	var data []string
+	for {
+		line, err := r.r.ReadString('\n')
+		if err != nil {
+			if errors.Is(err, io.EOF) && line == "" {
+				if len(data) > 0 {
+					return Frame{Data: strings.Join(data, "\n")}, nil
+				}
+				return Frame{}, io.EOF
+			}
+			if !errors.Is(err, io.EOF) {
+				return Frame{}, err
+			}
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if len(data) > 0 {
+				return Frame{Data: strings.Join(data, "\n")}, nil
+			}
+		case strings.HasPrefix(line, ":"):
+			if len(data) == 0 {
+				return Frame{Comment: strings.TrimPrefix(strings.TrimPrefix(line, ":"), " "), IsComment: true}, nil
+			}
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+		if err != nil { // EOF after a last unterminated line
+			if len(data) > 0 {
+				return Frame{Data: strings.Join(data, "\n")}, nil
+			}
+			return Frame{}, io.EOF
+		}
+	}
+}
+
+// Stream is an open /debug/trace stream.
+type Stream struct {
+	// Response is the HTTP response; its body is the stream.
+	Response *http.Response
+	// Method is the method the proxy accepted (POST, or GET from older proxies).
+	Method string
+	frames *Reader
+}
+
+// StatusError is returned by Open when the proxy refuses the stream.
+type StatusError struct {
+	Status int
+	Body   string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("/debug/trace answered %d: %s", e.Status, strings.TrimSpace(e.Body))
+}
+
+// Open opens the trace stream of the admin server at adminAddr (host:port),
+// with an optional CEL expression. It tries POST (newer proxies take only
+// POST) and falls back to GET when POST is refused with 405.
+func Open(ctx context.Context, client *http.Client, adminAddr, expression string) (*Stream, error) {
+	u := "http://" + adminAddr + "/debug/trace"
+	if expression != "" {
+		u += "?expression=" + url.QueryEscape(expression)
+	}
+	var last error
+	for _, method := range []string{http.MethodPost, http.MethodGet} {
+		req, err := http.NewRequestWithContext(ctx, method, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode == http.StatusOK {
+			return &Stream{Response: resp, Method: method, frames: NewReader(resp.Body)}, nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		last = &StatusError{Status: resp.StatusCode, Body: string(body)}
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			break
+		}
+	}
+	return nil, last
+}
+
+// Next returns the next frame of the stream.
+func (s *Stream) Next() (Frame, error) { return s.frames.Next() }
+
+// Close closes the stream.
+func (s *Stream) Close() error { return s.Response.Body.Close() }
+
+// Trace is what was read from one trace stream.
+type Trace struct {
+	Events []trace.Event
+	// Comments are the comment frames in order (ready, keepalive, dropped N events).
+	Comments []string
+	// EndedAfterFinished is true when the stream reached EOF and its last
+	// event was requestFinished.
+	EndedAfterFinished bool
+}
+
+// ReadTrace reads events until the stream ends. Frames that are not valid
+// JSON events are an error: the wire format is one JSON object per frame.
+func ReadTrace(r *Reader) (Trace, error) {
+	var t Trace
+	for {
+		f, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			t.EndedAfterFinished = len(t.Events) > 0 && t.Events[len(t.Events)-1].Type() == trace.RequestFinished
+			return t, nil
+		}
+		if err != nil {
+			return t, err
+		}
+		if f.IsComment {
+			t.Comments = append(t.Comments, f.Comment)
+			continue
+		}
+		ev, err := trace.Parse([]byte(f.Data))
+		if err != nil {
+			return t, fmt.Errorf("frame %d is not a JSON trace event: %v: %q", len(t.Events)+1, err, f.Data)
+		}
+		t.Events = append(t.Events, ev)
+	}
+}
