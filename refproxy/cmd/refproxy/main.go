@@ -1,0 +1,89 @@
+// Command refproxy runs the reference proxy from a standalone config file:
+//
+//	refproxy -f config.yaml [--validate-only] [--admin-allow-remote]
+//
+// ADMIN_ADDR overrides config.adminAddr. SIGHUP and edits of the file reload
+// the config; SIGINT/SIGTERM and POST /quitquitquit shut down gracefully.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy"
+	"github.com/gwdiag/gwdiag/refproxy/config"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("refproxy", flag.ContinueOnError)
+	file := fs.String("f", "", "config file (YAML, the standalone format)")
+	fs.StringVar(file, "file", "", "same as -f")
+	validate := fs.Bool("validate-only", false, "check the config and exit")
+	allowRemote := fs.Bool("admin-allow-remote", false, "allow a non-loopback admin address (the admin server has no authentication)")
+	bindHost := fs.String("bind-host", "0.0.0.0", "address the binds listen on")
+	logLevel := fs.String("log-level", "info", "log filter, e.g. info or warn,refproxy::proxy=debug")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *file == "" || fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "refproxy: usage: refproxy -f config.yaml [--validate-only] [--admin-allow-remote]")
+		return 2
+	}
+	cfg, err := config.Load(*file)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "refproxy: invalid config: %v\n", err)
+		return 1
+	}
+	opts := []refproxy.Option{
+		refproxy.WithAdminAllowRemote(*allowRemote),
+		refproxy.WithBindHost(*bindHost),
+		refproxy.WithLogFilter(*logLevel),
+		refproxy.WithConfigFile(*file),
+	}
+	if a := os.Getenv("ADMIN_ADDR"); a != "" {
+		opts = append(opts, refproxy.WithAdminAddr(a))
+	}
+	p, err := refproxy.New(cfg, opts...)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "refproxy: invalid config: %v\n", err)
+		return 1
+	}
+	if *validate {
+		fmt.Printf("%s: valid\n", *file)
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := p.Start(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "refproxy: %v\n", err)
+		return 1
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	for {
+		select {
+		case <-hup:
+			_ = p.ReloadFile() // errors are logged; the running config stays
+		case <-p.Done():
+			return 0
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := p.Shutdown(sctx)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "refproxy: shutdown: %v\n", err)
+				return 1
+			}
+			return 0
+		}
+	}
+}

@@ -1,0 +1,279 @@
+package refproxy
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+var fullTrace = []string{
+	"requestStarted",
+	"requestSnapshot/initial request",
+	"requestSnapshot/gateway policies",
+	"routeSelection",
+	"policySelection",
+	"requestSnapshot/route policies",
+	"requestSnapshot/final request",
+	"backendCallStart",
+	"backendCallResult",
+	"responseSnapshot/backend response ready",
+	"responseSnapshot/final response",
+	"requestFinished",
+}
+
+func TestTraceOfProxiedRequest(t *testing.T) {
+	var gotXFF, gotHop string
+	be := backendServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		gotXFF, gotHop = r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Hop")
+		w.Write([]byte("ok"))
+	})
+	p := startProxy(t, oneRoute(be), WithEnv("gw-pod-1", "gwns", "gw"))
+	s := watch(t, p, http.MethodPost, "")
+	resp, body := get(t, "http://"+p.BindAddrs()[0]+"/get?x=1", "Connection", "X-Hop", "X-Hop", "secret", "X-Test", "yes")
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("response %d %q, want 200 ok", resp.StatusCode, body)
+	}
+	if gotXFF != "127.0.0.1" {
+		t.Errorf("backend X-Forwarded-For = %q, want 127.0.0.1", gotXFF)
+	}
+	if gotHop != "" {
+		t.Errorf("hop-by-hop header named in Connection reached the backend: X-Hop=%q", gotHop)
+	}
+	evs := s.collect(t)
+	if diff := cmp.Diff(fullTrace, types(evs)); diff != "" {
+		t.Fatalf("event order (-want +got):\n%s", diff)
+	}
+	var last int64
+	for i, e := range evs {
+		if e.EventEnd < last {
+			t.Errorf("event %d %s: eventEnd %d < previous %d", i, e.Type(), e.EventEnd, last)
+		}
+		last = e.EventEnd
+		if (e.EventStart != nil) != (e.Type() == trace.BackendCallResult) {
+			t.Errorf("event %d %s: eventStart = %v; want it set only on backendCallResult", i, e.Type(), e.EventStart)
+		}
+		if e.Severity != trace.SeverityInfo {
+			t.Errorf("event %d %s: severity %q, want info", i, e.Type(), e.Severity)
+		}
+	}
+	wantKey := "default/default/bind/0/listener0/default/httpbin"
+	rs := evs[3].Message
+	if rs["selectedRoute"] != wantKey || !slices.Equal(toStrings(rs["evaluatedRoutes"]), []string{wantKey}) {
+		t.Errorf("routeSelection = %v, want selected and evaluated %q", rs, wantKey)
+	}
+	eff, _ := evs[4].Message["effectivePolicy"].(map[string]any)
+	if len(eff) != 17 {
+		t.Errorf("effectivePolicy has %d keys, want 17: %v", len(eff), eff)
+	}
+	for k, v := range eff {
+		if v != nil {
+			t.Errorf("effectivePolicy.%s = %v, want null (no policy)", k, v)
+		}
+	}
+	init := evs[1].Message["requestState"].(map[string]any)
+	req := init["request"].(map[string]any)
+	want := map[string]any{"method": "GET", "path": "/get", "pathAndQuery": "/get?x=1", "scheme": "http", "version": "HTTP/1.1",
+		"host": p.BindAddrs()[0], "uri": "http://" + p.BindAddrs()[0] + "/get?x=1"}
+	for k, v := range want {
+		if req[k] != v {
+			t.Errorf("request.%s = %v, want %v", k, req[k], v)
+		}
+	}
+	if h := req["headers"].(map[string]any); h["x-test"] != "yes" {
+		t.Errorf("request.headers[x-test] = %v, want yes", h["x-test"])
+	}
+	if _, ok := req["startTime"].(string); !ok || !strings.HasSuffix(req["startTime"].(string), "Z") {
+		t.Errorf("request.startTime = %v, want an ISO 8601 UTC string", req["startTime"])
+	}
+	src := init["source"].(map[string]any)
+	if src["address"] != "127.0.0.1" || src["rawAddress"] != "127.0.0.1" || src["port"].(float64) <= 0 || src["port"] != src["rawPort"] {
+		t.Errorf("source = %v", src)
+	}
+	if _, ok := init["backend"]; ok {
+		t.Errorf("initial request snapshot has a backend block; want it only at final request")
+	}
+	if diff := cmp.Diff(map[string]any{"podName": "gw-pod-1", "namespace": "gwns", "gateway": "gw"}, init["env"]); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+	final := evs[6].Message["requestState"].(map[string]any)
+	if diff := cmp.Diff(map[string]any{"name": be, "type": "backend", "protocol": "http"}, final["backend"]); diff != "" {
+		t.Errorf("final request backend (-want +got):\n%s", diff)
+	}
+	if evs[7].Message["target"] != be {
+		t.Errorf("backendCallStart.target = %v, want %s", evs[7].Message["target"], be)
+	}
+	if r := evs[8].Message; r["status"] != float64(200) || r["error"] != nil {
+		t.Errorf("backendCallResult = %v, want status 200 error null", r)
+	}
+	fr := evs[10].Message["requestState"].(map[string]any)["response"].(map[string]any)
+	if fr["code"] != float64(200) || fr["headers"].(map[string]any)["x-backend"] != "a" {
+		t.Errorf("final response = %v", fr)
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, x := range l {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestTraceOfUnroutedRequest(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: one
+      matches: [{path: {exact: /one}}]
+      backends: [{host: "`+be+`"}]
+    - name: two
+      matches: [{path: {pathPrefix: /two}}]
+      backends: [{host: "`+be+`"}]
+`)
+	s := watch(t, p, http.MethodGet, "")
+	resp, _ := get(t, "http://"+p.BindAddrs()[0]+"/nowhere")
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("status %d, want 404", resp.StatusCode)
+	}
+	evs := s.collect(t)
+	want := []string{"requestStarted", "requestSnapshot/initial request", "requestSnapshot/gateway policies", "routeSelection",
+		"responseSnapshot/final response", "requestFinished"}
+	if diff := cmp.Diff(want, types(evs)); diff != "" {
+		t.Fatalf("events (-want +got):\n%s", diff)
+	}
+	rs := evs[3]
+	if rs.Message["selectedRoute"] != nil || rs.Severity != trace.SeverityError {
+		t.Errorf("routeSelection = %v severity %s; want selectedRoute null, severity error", rs.Message, rs.Severity)
+	}
+	wantEval := []string{"default/default/bind/0/listener0/default/one", "default/default/bind/0/listener0/default/two"}
+	if diff := cmp.Diff(wantEval, toStrings(rs.Message["evaluatedRoutes"])); diff != "" {
+		t.Errorf("evaluatedRoutes (-want +got):\n%s", diff)
+	}
+	if c := evs[4].Message["requestState"].(map[string]any)["response"].(map[string]any)["code"]; c != float64(404) {
+		t.Errorf("final response code %v, want 404", c)
+	}
+	if evs[5].Severity != trace.SeverityWarn {
+		t.Errorf("requestFinished severity %s, want warn", evs[5].Severity)
+	}
+}
+
+func TestTraceOfUnreachableBackend(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	p := startProxy(t, oneRoute(dead))
+	s := watch(t, p, http.MethodPost, "")
+	resp, body := get(t, "http://"+p.BindAddrs()[0]+"/x")
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("status %d, want 503", resp.StatusCode)
+	}
+	if !strings.Contains(body, "connection refused") {
+		t.Errorf("body %q does not name the transport error", body)
+	}
+	evs := s.collect(t)
+	if diff := cmp.Diff(fullTrace, types(evs)); diff != "" {
+		t.Fatalf("event order (-want +got):\n%s", diff)
+	}
+	res := evs[8]
+	errStr, _ := res.Message["error"].(string)
+	if res.Message["status"] != float64(503) || !strings.Contains(errStr, "connection refused") || res.Severity != trace.SeverityError {
+		t.Errorf("backendCallResult = %v severity %s; want 503, the dial error, error", res.Message, res.Severity)
+	}
+	if evs[11].Severity != trace.SeverityError {
+		t.Errorf("requestFinished severity %s, want error", evs[11].Severity)
+	}
+}
+
+func TestWatchersAreFIFOAndOneShot(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, oneRoute(be))
+	first := watch(t, p, http.MethodPost, "")
+	second := watch(t, p, http.MethodGet, "")
+	get(t, "http://"+p.BindAddrs()[0]+"/first")
+	get(t, "http://"+p.BindAddrs()[0]+"/second")
+	get(t, "http://"+p.BindAddrs()[0]+"/third") // nobody waits for it
+	for _, c := range []struct {
+		s    *traceStream
+		path string
+	}{{first, "/first"}, {second, "/second"}} {
+		evs := c.s.collect(t)
+		if len(evs) != 12 {
+			t.Fatalf("%s: %d events, want 12", c.path, len(evs))
+		}
+		got := evs[1].Message["requestState"].(map[string]any)["request"].(map[string]any)["path"]
+		if got != c.path {
+			t.Errorf("watcher expecting %s traced %v", c.path, got)
+		}
+	}
+	if p.reg.Waiting() {
+		t.Errorf("registry still has watchers after both traces")
+	}
+}
+
+func TestExpressionPicksRequest(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, oneRoute(be))
+	s := watch(t, p, http.MethodPost, `?expression=request.path+%3D%3D+%22%2Fv1%2Fchat%2Fcompletions%22`)
+	get(t, "http://"+p.BindAddrs()[0]+"/other")
+	get(t, "http://"+p.BindAddrs()[0]+"/v1/chat/completions")
+	evs := s.collect(t)
+	if got := evs[1].Message["requestState"].(map[string]any)["request"].(map[string]any)["path"]; got != "/v1/chat/completions" {
+		t.Errorf("traced %v, want /v1/chat/completions", got)
+	}
+
+	for _, q := range []string{"?expression=request.path+%3D%3D", "?expression=1+%2B+1", "?expression=nosuchvar"} {
+		resp, err := http.Post("http://"+p.AdminAddr()+"/debug/trace"+q, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(string(b), "invalid expression: ") {
+			t.Errorf("%s: %d %q, want 400 invalid expression: ...", q, resp.StatusCode, b)
+		}
+	}
+}
+
+func TestWatcherDisconnectIsDroppedAtOnce(t *testing.T) {
+	p := startProxy(t, oneRoute(backendServer(t, "a", nil)))
+	s := watch(t, p, http.MethodPost, "")
+	if !p.reg.Waiting() {
+		t.Fatal("no watcher registered after : ready")
+	}
+	s.cancel()
+	eventually(t, "the watcher to be dropped", func() bool { return !p.reg.Waiting() })
+}
+
+func TestKeepaliveComments(t *testing.T) {
+	p := startProxy(t, oneRoute(backendServer(t, "a", nil)))
+	s := watch(t, p, http.MethodGet, "")
+	select {
+	case c := <-s.comments:
+		if c != ": keepalive" {
+			t.Errorf("comment %q, want : keepalive", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no keepalive comment within 5s (want one every second)")
+	}
+	if ct := s.resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if cc := s.resp.Header.Get("Cache-Control"); cc != "no-cache" {
+		t.Errorf("Cache-Control %q", cc)
+	}
+}
