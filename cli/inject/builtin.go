@@ -183,15 +183,10 @@ func (Builtin) Build(ctx context.Context, req Request) (*http.Request, error) {
 	return hr, nil
 }
 
-// splitOption splits "--data=x" and "-XPOST" forms into option and value.
+// splitOption splits the "-XPOST" form into option and value, as curl does
+// for short options; long options (curl has no --opt=value form) are whole.
 func splitOption(a string) (opt, val string, inline bool) {
-	if strings.HasPrefix(a, "--") {
-		if o, v, ok := strings.Cut(a, "="); ok {
-			return o, v, true
-		}
-		return a, "", false
-	}
-	if strings.HasPrefix(a, "-") && len(a) > 2 {
+	if !strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && len(a) > 2 {
 		return a[:2], a[2:], true
 	}
 	return a, "", false

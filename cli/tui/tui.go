@@ -240,7 +240,11 @@ func (m Model) View() string {
 	b.WriteByte('\n')
 	b.WriteString(m.list.View())
 	b.WriteByte('\n')
-	b.WriteString(paneTitle(m.mode.title(), paneDetail))
+	detailTitle := m.mode.title()
+	if len(m.events) > 0 {
+		detailTitle += fmt.Sprintf(" · event %d of %d", m.list.Cursor()+1, len(m.events))
+	}
+	b.WriteString(paneTitle(detailTitle, paneDetail))
 	b.WriteByte('\n')
 	b.WriteString(m.detail.View())
 	b.WriteByte('\n')
@@ -266,3 +270,9 @@ func (m Model) Status() string { return m.status }
 
 // Events returns the events received so far.
 func (m Model) Events() []trace.Event { return m.events }
+
+// Selected returns the index of the selected event.
+func (m Model) Selected() int { return m.list.Cursor() }
+
+// DetailOffset returns how far the detail pane is scrolled, in lines.
+func (m Model) DetailOffset() int { return m.detail.YOffset }

@@ -1,0 +1,225 @@
+package tui
+
+import (
+	"bufio"
+	"fmt"
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// loadTrace reads testdata/trace.jsonl, a full twelve-event standalone trace.
+func loadTrace(t *testing.T) []EventMsg {
+	t.Helper()
+	f, err := os.Open("testdata/trace.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []EventMsg
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		raw := append(json.RawMessage(nil), sc.Bytes()...)
+		ev, err := trace.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, EventMsg{Raw: raw, Event: ev})
+	}
+	if len(out) != 12 {
+		t.Fatalf("testdata/trace.jsonl has %d events, want 12", len(out))
+	}
+	return out
+}
+
+// waitFor waits until the program has drawn a frame containing s.
+func waitFor(t *testing.T, tm *teatest.TestModel, s string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		return bytes.Contains(b, []byte(s))
+	}, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+}
+
+// start runs a viewer at 80x24 that has received the whole trace and the
+// "request sent" signal.
+func start(t *testing.T, done bool) *teatest.TestModel {
+	t.Helper()
+	tm := teatest.NewTestModel(t, New("http://127.0.0.1:15000", StatusSending), teatest.WithInitialTermSize(80, 24))
+	t.Cleanup(func() { _ = tm.Quit() })
+	tm.Send(SentMsg{})
+	for _, ev := range loadTrace(t) {
+		tm.Send(ev)
+	}
+	if done {
+		tm.Send(DoneMsg{})
+	}
+	return tm
+}
+
+// finish quits with q and returns the final model. Keys go through Send, like
+// the events, so the program handles everything in order.
+func finish(t *testing.T, tm *teatest.TestModel) Model {
+	t.Helper()
+	tm.Send(keyMsg("q"))
+	return tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(Model)
+}
+
+// frame is the screen as text, without colours, for golden comparison.
+func frame(m Model) []byte { return []byte(ansi.Strip(m.View()) + "\n") }
+
+func TestGoldenFrames(t *testing.T) {
+	tests := []struct {
+		name  string
+		done  bool
+		keys  []string // typed one by one
+		await string   // drawn after the last key
+		check func(t *testing.T, m Model)
+	}{
+		{name: "list", await: "Events (12)", check: func(t *testing.T, m Model) {
+			if m.Status() != StatusSent {
+				t.Errorf("status = %q, want %q", m.Status(), StatusSent)
+			}
+		}},
+		{name: "raw_event", keys: []string{"down", "down", "down", "e"}, await: `selectedRoute: default/default/bind/3000/listener0/default/httpbin`,
+			check: func(t *testing.T, m Model) {
+				if m.Selected() != 3 || m.Mode() != ModeRaw {
+					t.Errorf("selected %d mode %v, want 3 raw", m.Selected(), m.Mode())
+				}
+			}},
+		{name: "snapshot", keys: []string{"down", "down", "down", "down", "down", "s"}, await: "route policies (requestSnapshot)",
+			check: func(t *testing.T, m Model) {
+				if m.Mode() != ModeSnapshot {
+					t.Errorf("mode = %v, want snapshot", m.Mode())
+				}
+			}},
+		{name: "snapshot_diff", keys: []string{"down", "down", "down", "down", "down", "d"}, await: `+ request.headers.x-added: "yes"`,
+			check: func(t *testing.T, m Model) {
+				if m.Mode() != ModeDiff {
+					t.Errorf("mode = %v, want diff", m.Mode())
+				}
+			}},
+		{name: "stream_complete", done: true, await: StatusComplete, check: func(t *testing.T, m Model) {
+			if m.Status() != StatusComplete {
+				t.Errorf("status = %q, want %q", m.Status(), StatusComplete)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tm := start(t, tt.done)
+			for _, k := range tt.keys {
+				tm.Send(keyMsg(k))
+			}
+			m := finish(t, tm)
+			if !strings.Contains(m.View(), tt.await) {
+				t.Errorf("screen lacks %q:\n%s", tt.await, ansi.Strip(m.View()))
+			}
+			tt.check(t, m)
+			golden.RequireEqual(t, frame(m))
+		})
+	}
+}
+
+// keyMsg builds the key message bubbletea would read for a key name.
+func keyMsg(k string) tea.KeyMsg {
+	switch k {
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+}
+
+// TestDrawsToTerminal checks the program really draws: the output stream, not
+// only the model, carries the list.
+func TestDrawsToTerminal(t *testing.T) {
+	tm := start(t, true)
+	waitFor(t, tm, "Backend Result")
+	finish(t, tm)
+}
+
+func TestStaysOpenAfterStreamComplete(t *testing.T) {
+	tm := start(t, true)
+	// Still running: a key after the stream ended changes the screen.
+	tm.Send(keyMsg("s"))
+	m := finish(t, tm)
+	if m.Mode() != ModeSnapshot {
+		t.Errorf("mode = %v, want snapshot: keys must work after the stream completes", m.Mode())
+	}
+}
+
+func TestTabMovesArrowsToDetailPane(t *testing.T) {
+	tm := start(t, true)
+	tm.Send(keyMsg("down")) // list: select event 2, a long snapshot
+	tm.Send(keyMsg("tab"))
+	for range 3 {
+		tm.Send(keyMsg("down"))
+	}
+	tm.Send(keyMsg("tab"))
+	m := finish(t, tm)
+	if m.Selected() != 1 {
+		t.Errorf("selected = %d, want 1: arrows in the detail pane must not move the list", m.Selected())
+	}
+	if m.DetailOffset() != 3 {
+		t.Errorf("detail offset = %d, want 3", m.DetailOffset())
+	}
+	if m.Focus() != "list" {
+		t.Errorf("focus = %s, want list after the second tab", m.Focus())
+	}
+}
+
+func TestResize(t *testing.T) {
+	tm := start(t, true)
+	tm.Send(tea.WindowSizeMsg{Width: 120, Height: 40})
+	tm.Send(keyMsg("e"))
+	m := finish(t, tm)
+	checkSize(t, m.View(), 120, 40)
+	golden.RequireEqual(t, frame(m))
+}
+
+// checkSize asserts the screen is exactly h lines of at most w cells.
+func checkSize(t *testing.T, view string, w, h int) {
+	t.Helper()
+	lines := strings.Split(view, "\n")
+	if len(lines) != h {
+		t.Errorf("view has %d lines, want %d", len(lines), h)
+	}
+	for i, l := range lines {
+		if got := ansi.StringWidth(l); got > w {
+			t.Errorf("line %d is %d cells wide, want <= %d: %q", i+1, got, w, ansi.Strip(l))
+		}
+	}
+}
+
+func TestViewFitsTerminal(t *testing.T) {
+	events := loadTrace(t)
+	for _, size := range []struct{ w, h int }{{80, 24}, {120, 40}, {60, 16}, {200, 60}} {
+		for _, mode := range []string{"e", "s", "d"} {
+			t.Run(fmt.Sprintf("%dx%d_%s", size.w, size.h, mode), func(t *testing.T) {
+				var m tea.Model = New("file.jsonl", StatusComplete)
+				m, _ = m.Update(tea.WindowSizeMsg{Width: size.w, Height: size.h})
+				for _, ev := range events {
+					m, _ = m.Update(ev)
+				}
+				m, _ = m.Update(keyMsg("down"))
+				m, _ = m.Update(keyMsg(mode))
+				checkSize(t, m.View(), size.w, size.h)
+			})
+		}
+	}
+}
+
