@@ -30,9 +30,9 @@ Feature: Admin endpoints
     Then the admin response status is 400
 
     Examples:
-      | filter          |
-      | loud            |
-      | info,mod=shouty |
+      | filter               |
+      | info,mod=shouty      |
+      | info,mod=debug=trace |
 
   Scenario Outline: The CPU profile duration is bounded
     When I GET the admin path "/debug/pprof/profile?seconds=<seconds>"

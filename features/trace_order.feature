@@ -63,8 +63,8 @@ Feature: Trace ordering
     And the trace events follow the order of the spec
 
   Scenario: A backend transport error is reported in backendCallResult
-    Given a route "down" with path prefix "/down" to an unreachable backend
-    When I trace a GET request to "/down"
+    Given a route "down" with path prefix "/" to an unreachable backend on listener "broken"
+    When I trace a GET request to "/down" on listener "broken"
     Then the traced response status is at least 500
     And the "backendCallResult" event has a transport error
     And the "backendCallResult" event has severity "error"

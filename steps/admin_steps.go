@@ -1,0 +1,169 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+)
+
+func registerAdminSteps(sc *godog.ScenarioContext) {
+	step(sc, `^I (GET|POST) the admin path "([^"]*)"$`, func(ctx context.Context, method, path string) error {
+		return getState(ctx).adminCall(ctx, method, path)
+	})
+	step(sc, `^the admin response status is (\d+)$`, func(ctx context.Context, want int) error {
+		r, err := getState(ctx).adminResponse()
+		if err != nil {
+			return err
+		}
+		if r.status != want {
+			return fmt.Errorf("admin response status: got %d (body %q), want %d", r.status, trim(r.body), want)
+		}
+		return nil
+	})
+	step(sc, `^the admin response body matches "(.*)"$`, func(ctx context.Context, pattern string) error {
+		r, err := getState(ctx).adminResponse()
+		if err != nil {
+			return err
+		}
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return err
+		}
+		if body := strings.TrimRight(string(r.body), "\n"); !re.MatchString(body) {
+			return fmt.Errorf("admin response body: got %q, want it to match %q", trim(r.body), pattern)
+		}
+		return nil
+	})
+	step(sc, `^the admin response body is not empty$`, func(ctx context.Context) error {
+		r, err := getState(ctx).adminResponse()
+		if err != nil {
+			return err
+		}
+		if len(r.body) == 0 {
+			return fmt.Errorf("admin response body: got nothing, want content")
+		}
+		return nil
+	})
+	step(sc, `^the admin response is JSON with the keys ([\w, ]+)$`, func(ctx context.Context, list string) error {
+		dump, err := getState(ctx).adminJSON()
+		if err != nil {
+			return err
+		}
+		var missing []string
+		for _, k := range strings.Split(list, ",") {
+			if _, ok := dump[strings.TrimSpace(k)]; !ok {
+				missing = append(missing, strings.TrimSpace(k))
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("config_dump lacks %s; got keys %v", strings.Join(missing, ", "), keys(dump))
+		}
+		return nil
+	})
+	step(sc, `^the config dump lists listeners under binds$`, func(ctx context.Context) error {
+		dump, err := getState(ctx).adminJSON()
+		if err != nil {
+			return err
+		}
+		binds, _ := dump["binds"].([]any)
+		for _, b := range binds {
+			if m, ok := b.(map[string]any); ok && m["listeners"] != nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("config_dump binds: got %s, want binds with listeners", trim(mustJSON(dump["binds"])))
+	})
+	step(sc, `^the config dump mentions the route "([^"]*)"$`, func(ctx context.Context, route string) error {
+		r, err := getState(ctx).adminResponse()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(r.body), `"`+route+`"`) && !strings.Contains(string(r.body), "/"+route+`"`) {
+			return fmt.Errorf("config_dump does not mention route %q", route)
+		}
+		return nil
+	})
+	step(sc, `^within (\d+) seconds the proxy stops accepting requests$`, func(ctx context.Context, secs int) error {
+		s := getState(ctx)
+		addr, err := s.dep.ListenerAddr(DefaultListener)
+		if err != nil {
+			return err
+		}
+		deadline := time.Now().Add(time.Duration(secs) * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return nil
+			}
+			c.Close()
+			if time.Now().After(deadline) {
+				return fmt.Errorf("listener %s still accepts connections %ds after /quitquitquit", addr, secs)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+func (s *state) adminCall(ctx context.Context, method, path string) error {
+	d, err := s.deployment(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeouts.Request.Duration+2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+d.AdminAddr()+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("admin %s %s: body: %w", method, path, err)
+	}
+	s.admin = &response{status: resp.StatusCode, header: resp.Header, body: body}
+	return nil
+}
+
+func (s *state) adminResponse() (*response, error) {
+	if s.admin == nil {
+		return nil, fmt.Errorf("no admin request was made")
+	}
+	return s.admin, nil
+}
+
+func (s *state) adminJSON() (map[string]any, error) {
+	r, err := s.adminResponse()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		return nil, fmt.Errorf("admin response is not a JSON object: %v: %q", err, trim(r.body))
+	}
+	return m, nil
+}
+
+func keys(m map[string]any) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	return k
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}

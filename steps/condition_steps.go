@@ -1,0 +1,48 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cucumber/godog"
+)
+
+func registerConditionSteps(sc *godog.ScenarioContext) {
+	step(sc, `^the Gateway has condition "([^"]*)" with status "([^"]*)"$`, func(ctx context.Context, typ, status string) error {
+		return getState(ctx).condition(ctx, "Gateway", "", typ, status, "")
+	})
+	step(sc, `^the HTTPRoute "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, func(ctx context.Context, name, typ, status string) error {
+		return getState(ctx).condition(ctx, "HTTPRoute", name, typ, status, "")
+	})
+	step(sc, `^the policy of route "([^"]*)" has condition "([^"]*)" with status "([^"]*)" and reason "([^"]*)"$`, func(ctx context.Context, route, typ, status, reason string) error {
+		return getState(ctx).condition(ctx, "Policy", route, typ, status, reason)
+	})
+	step(sc, `^the policy "([^"]*)" has condition "([^"]*)" with status "([^"]*)" and reason "([^"]*)"$`, func(ctx context.Context, name, typ, status, reason string) error {
+		return getState(ctx).condition(ctx, "Policy", name, typ, status, reason)
+	})
+}
+
+func (s *state) condition(ctx context.Context, kind, name, typ, status, reason string) error {
+	d, err := s.deployment(ctx)
+	if err != nil {
+		return err
+	}
+	cr, ok := d.(ConditionReader)
+	if !ok {
+		return fmt.Errorf("the %s target has no resource conditions; condition scenarios need a cluster target", s.target.Name())
+	}
+	conds, err := cr.Conditions(ctx, kind, name)
+	if err != nil {
+		return err
+	}
+	for _, c := range conds {
+		if c.Type != typ {
+			continue
+		}
+		if c.Status != status || (reason != "" && c.Reason != reason) {
+			return fmt.Errorf("%s %s condition %s: got status %q reason %q (%s), want status %q reason %q", kind, name, typ, c.Status, c.Reason, c.Message, status, reason)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s %s has no %s condition; got %+v", kind, name, typ, conds)
+}

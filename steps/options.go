@@ -1,0 +1,153 @@
+package steps
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// FeatureName names a group of scenarios; it is the scenarios' tag without
+// the @ (trace-order, token-overage, ...).
+type FeatureName string
+
+// Core features: every conformant proxy passes them.
+const (
+	FeatureTraceOrder      FeatureName = "trace-order"
+	FeatureTokenOverage    FeatureName = "token-overage"
+	FeatureRequestLimits   FeatureName = "request-limits"
+	FeatureAdmin           FeatureName = "admin"
+	FeatureConditionStatus FeatureName = "condition-status"
+	FeatureForwardCompat   FeatureName = "forward-compat"
+)
+
+// Extended features: optional behaviour. A proxy lacking one is reported as
+// not supporting it, unless Options.SupportedFeatures claims it.
+const (
+	FeatureRateLimitHeadersOnSuccess FeatureName = "ratelimit-headers-on-success"
+	FeatureTraceReadyComment         FeatureName = "trace-ready-comment"
+	FeatureTraceCELExpression        FeatureName = "trace-cel-expression"
+	FeatureTraceWatcherFIFO          FeatureName = "trace-watcher-fifo"
+)
+
+// Duration is a time.Duration written as "1.5s" in YAML and JSON.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"5s\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// Timeouts bounds every wait of the suite.
+type Timeouts struct {
+	// Request bounds one HTTP request to the proxy. Default 10s.
+	Request Duration `json:"request"`
+	// Trace bounds how long a trace may take to complete after its request.
+	// Max value for a conformant implementation: 5 seconds (the default).
+	Trace Duration `json:"trace"`
+	// ReadyGrace is how long the suite waits for the ": ready" comment of a
+	// new trace stream before it takes the watcher as registered (older
+	// proxies send no such comment). Default 300ms.
+	ReadyGrace Duration `json:"readyGrace"`
+}
+
+// Implementation describes the proxy under test in the report.
+type Implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	URL     string `json:"url,omitempty"`
+}
+
+// Options is every knob of a conformance run. It loads from YAML
+// (LoadOptions); command-line flags override only the fields they set.
+type Options struct {
+	// Target is how the proxy is run: inprocess or process.
+	Target string `json:"target"`
+	// ProxyCommand is the process target's command template, e.g.
+	// "refproxy -f {config}".
+	ProxyCommand   string         `json:"proxyCommand,omitempty"`
+	Implementation Implementation `json:"implementation"`
+	// SupportedFeatures are extended features the proxy claims: failing
+	// them is a failure, not "unsupported".
+	SupportedFeatures []FeatureName `json:"supportedFeatures,omitempty"`
+	// ExemptFeatures are not run at all and reported as skipped.
+	ExemptFeatures []FeatureName `json:"exemptFeatures,omitempty"`
+	// SkipScenarios are scenario names not to run.
+	SkipScenarios []string `json:"skipScenarios,omitempty"`
+	// RunScenario, when set, runs only the scenario of that name.
+	RunScenario string `json:"runScenario,omitempty"`
+	// Tags is a godog tag expression, e.g. "@admin && ~@extended".
+	Tags string `json:"tags,omitempty"`
+	// Report, JUnit and CucumberJSON are output paths; empty writes none.
+	Report       string `json:"report,omitempty"`
+	JUnit        string `json:"junit,omitempty"`
+	CucumberJSON string `json:"cucumberJSON,omitempty"`
+	// Concurrency is how many scenarios run at once. Default 4.
+	Concurrency int      `json:"concurrency,omitempty"`
+	Timeouts    Timeouts `json:"timeouts"`
+
+	// Features overrides the embedded features (tests).
+	Features fs.FS `json:"-"`
+	// TargetImpl overrides Target with a ready-made implementation (tests).
+	TargetImpl Target `json:"-"`
+	// Output receives the progress view; nil means os.Stdout.
+	Output io.Writer `json:"-"`
+}
+
+// LoadOptions reads options from a YAML file.
+func LoadOptions(path string) (Options, error) {
+	var o Options
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return o, err
+	}
+	if err := yaml.UnmarshalStrict(b, &o); err != nil {
+		return o, fmt.Errorf("%s: %w", path, err)
+	}
+	return o, nil
+}
+
+// withDefaults fills the zero fields.
+func (o Options) withDefaults() Options {
+	if o.Target == "" {
+		o.Target = "inprocess"
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.Timeouts.Request.Duration == 0 {
+		o.Timeouts.Request.Duration = 10 * time.Second
+	}
+	if o.Timeouts.Trace.Duration == 0 {
+		o.Timeouts.Trace.Duration = 5 * time.Second
+	}
+	if o.Timeouts.ReadyGrace.Duration == 0 {
+		o.Timeouts.ReadyGrace.Duration = 300 * time.Millisecond
+	}
+	if o.Output == nil {
+		o.Output = os.Stdout
+	}
+	if o.Implementation.Name == "" {
+		o.Implementation.Name = "unnamed"
+	}
+	return o
+}
+
+func (o *Options) supports(f FeatureName) bool { return slices.Contains(o.SupportedFeatures, f) }

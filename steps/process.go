@@ -1,0 +1,160 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process runs any proxy binary from a command template, one process per
+// scenario. The suite writes a standalone config (REFERENCE.md format) with
+// the ports it chose, starts the command, waits until the admin server and
+// the listeners accept connections, and stops it with SIGTERM, then SIGKILL.
+type Process struct {
+	// Command is the command template; {config} is replaced by the path of
+	// the config file and {admin} by the admin host:port. It is split on
+	// spaces, not run by a shell.
+	Command string
+	// StopGrace is how long the proxy has to exit after SIGTERM.
+	StopGrace time.Duration
+	dir       string
+}
+
+// NewProcess returns a process target for a command template such as
+// "refproxy -f {config}".
+func NewProcess(command string) *Process {
+	return &Process{Command: command, StopGrace: 5 * time.Second}
+}
+
+// Name implements Target.
+func (*Process) Name() string { return "process" }
+
+// Capabilities implements Target.
+func (*Process) Capabilities() []string { return nil }
+
+// Start implements Target: it checks the command and makes a folder for configs.
+func (p *Process) Start(context.Context) error {
+	args := strings.Fields(p.Command)
+	if len(args) == 0 {
+		return errors.New("process target: --proxy-cmd is empty; want a command such as 'refproxy -f {config}'")
+	}
+	if !strings.Contains(p.Command, "{config}") {
+		return fmt.Errorf("process target: --proxy-cmd %q has no {config} placeholder for the config file", p.Command)
+	}
+	if _, err := exec.LookPath(args[0]); err != nil {
+		return fmt.Errorf("process target: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "gwdiag-conformance-")
+	if err != nil {
+		return err
+	}
+	p.dir = dir
+	return nil
+}
+
+// Stop implements Target.
+func (p *Process) Stop(context.Context) error {
+	if p.dir == "" {
+		return nil
+	}
+	return os.RemoveAll(p.dir)
+}
+
+// Configure implements Target.
+func (p *Process) Configure(ctx context.Context, setup Setup) (Deployment, error) {
+	d, yml, err := prepareLocal(setup)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(p.dir, "config-*.yaml")
+	if err != nil {
+		d.Stop(ctx)
+		return nil, err
+	}
+	_, err = f.Write(yml)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		d.Stop(ctx)
+		return nil, err
+	}
+	path, _ := filepath.Abs(f.Name())
+	var args []string
+	for _, a := range strings.Fields(p.Command) {
+		a = strings.ReplaceAll(a, "{config}", path)
+		args = append(args, strings.ReplaceAll(a, "{admin}", d.admin))
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "ADMIN_ADDR="+d.admin)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		d.Stop(ctx)
+		return nil, fmt.Errorf("process target: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	d.stopProxy = func(context.Context) error {
+		select {
+		case <-exited:
+			return nil
+		default:
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(p.StopGrace):
+			cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("process target: %s did not exit within %s of SIGTERM; killed", args[0], p.StopGrace)
+		}
+	}
+	readyCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-exited:
+			cancel()
+		case <-readyCtx.Done():
+		}
+	}()
+	err = waitReady(readyCtx, d)
+	cancel()
+	if err != nil {
+		d.Stop(ctx)
+		select {
+		case <-exited:
+			return nil, fmt.Errorf("process target: %q exited before it was ready (%v); output:\n%s", strings.Join(args, " "), cmd.ProcessState, out.String())
+		default:
+		}
+		return nil, fmt.Errorf("process target: %w; output:\n%s", err, out.String())
+	}
+	return d, nil
+}
+
+// lockedBuffer collects a child's output while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

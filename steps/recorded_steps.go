@@ -1,0 +1,46 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cucumber/godog"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/steps/tracecheck"
+)
+
+func registerRecordedSteps(sc *godog.ScenarioContext) {
+	step(sc, `^the recorded trace:$`, func(ctx context.Context, doc *godog.DocString) error {
+		s := getState(ctx)
+		text := strings.ReplaceAll(doc.Content, `\n`, "\n")
+		s.recorded = nil
+		for i, line := range strings.Split(text, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" {
+				continue
+			}
+			e, err := trace.Parse([]byte(line))
+			if err != nil {
+				return fmt.Errorf("recorded trace line %d is not a JSON event: %v", i+1, err)
+			}
+			s.recorded = append(s.recorded, e)
+		}
+		return nil
+	})
+	step(sc, `^the trace checks pass$`, func(ctx context.Context) error {
+		ev := getState(ctx).recorded
+		return violations(tracecheck.Check(ev), ev)
+	})
+	step(sc, `^the trace checks fail with "([^"]*)"$`, func(ctx context.Context, reason string) error {
+		ev := getState(ctx).recorded
+		v := tracecheck.Check(ev)
+		for _, x := range v {
+			if strings.Contains(x.String(), reason) {
+				return nil
+			}
+		}
+		return fmt.Errorf("trace checks: got %v, want a violation saying %q", v, reason)
+	})
+}

@@ -1,0 +1,154 @@
+package steps
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ReportAPIVersion and ReportKind identify a ConformanceReport document.
+const (
+	ReportAPIVersion = "gwdiag.dev/v1alpha1"
+	ReportKind       = "ConformanceReport"
+)
+
+// Result of one scenario or feature.
+type Result string
+
+// Results. A feature is failed when any scenario failed, unsupported when
+// every scenario run was unsupported, skipped when none ran.
+const (
+	Passed      Result = "passed"
+	Failed      Result = "failed"
+	Skipped     Result = "skipped"
+	Unsupported Result = "unsupported"
+)
+
+// ConformanceReport is the versioned result of a conformance run.
+type ConformanceReport struct {
+	APIVersion     string          `json:"apiVersion"`
+	Kind           string          `json:"kind"`
+	Implementation Implementation  `json:"implementation"`
+	Target         string          `json:"target"`
+	Date           time.Time       `json:"date"`
+	Duration       string          `json:"duration,omitempty"`
+	Summary        Counts          `json:"summary"`
+	Features       []FeatureReport `json:"features"`
+}
+
+// Counts of scenarios by result.
+type Counts struct {
+	Passed      int `json:"passed"`
+	Failed      int `json:"failed"`
+	Skipped     int `json:"skipped"`
+	Unsupported int `json:"unsupported"`
+}
+
+func (c *Counts) add(r Result) {
+	switch r {
+	case Passed:
+		c.Passed++
+	case Failed:
+		c.Failed++
+	case Skipped:
+		c.Skipped++
+	case Unsupported:
+		c.Unsupported++
+	}
+}
+
+// FeatureReport is the result of one feature.
+type FeatureReport struct {
+	Name     FeatureName `json:"name"`
+	Extended bool        `json:"extended,omitempty"`
+	Result   Result      `json:"result"`
+	Counts   `json:",inline"`
+	// Scenarios lists the scenarios that did not pass, with why.
+	Scenarios []ScenarioReport `json:"scenarios,omitempty"`
+}
+
+// ScenarioReport is one scenario that failed, was skipped or unsupported.
+type ScenarioReport struct {
+	Name   string `json:"name"`
+	File   string `json:"file,omitempty"`
+	Result Result `json:"result"`
+	// Step is the step that failed.
+	Step string `json:"step,omitempty"`
+	// Message says what was got and what was wanted.
+	Message string `json:"message,omitempty"`
+}
+
+// Failed reports whether any scenario failed.
+func (r *ConformanceReport) Failed() bool { return r.Summary.Failed > 0 }
+
+// Scenario returns the report of the named scenarios that did not pass.
+func (r *ConformanceReport) Scenario(name string) []ScenarioReport {
+	var out []ScenarioReport
+	for _, f := range r.Features {
+		for _, s := range f.Scenarios {
+			if s.Name == name {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// scenarioResult is what the runner records per scenario.
+type scenarioResult struct {
+	feature  FeatureName
+	extended bool
+	ScenarioReport
+}
+
+func buildReport(impl Implementation, target string, start time.Time, results []scenarioResult) *ConformanceReport {
+	r := &ConformanceReport{APIVersion: ReportAPIVersion, Kind: ReportKind, Implementation: impl, Target: target,
+		Date: start.UTC().Truncate(time.Second), Duration: time.Since(start).Round(time.Millisecond).String()}
+	byName := map[FeatureName]*FeatureReport{}
+	var order []FeatureName
+	for _, s := range results {
+		f := byName[s.feature]
+		if f == nil {
+			f = &FeatureReport{Name: s.feature, Extended: s.extended}
+			byName[s.feature] = f
+			order = append(order, s.feature)
+		}
+		f.add(s.Result)
+		r.Summary.add(s.Result)
+		if s.Result != Passed {
+			f.Scenarios = append(f.Scenarios, s.ScenarioReport)
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
+	for _, n := range order {
+		f := byName[n]
+		switch {
+		case f.Failed > 0:
+			f.Result = Failed
+		case f.Passed > 0:
+			f.Result = Passed
+		case f.Unsupported > 0:
+			f.Result = Unsupported
+		default:
+			f.Result = Skipped
+		}
+		sort.SliceStable(f.Scenarios, func(i, j int) bool { return f.Scenarios[i].Name < f.Scenarios[j].Name })
+		r.Features = append(r.Features, *f)
+	}
+	return r
+}
+
+// WriteFile writes the report as YAML.
+func (r *ConformanceReport) WriteFile(path string) error {
+	b, err := yaml.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

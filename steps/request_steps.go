@@ -1,0 +1,328 @@
+package steps
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/gwdiag/gwdiag/refproxy/mock"
+)
+
+func registerRequestSteps(sc *godog.ScenarioContext) {
+	step(sc, `^I send a GET request to "([^"]*)"$`, func(ctx context.Context, target string) error {
+		_, err := getState(ctx).send(ctx, DefaultListener, http.MethodGet, target, nil, nil)
+		return err
+	})
+	step(sc, `^I send (\d+) GET requests to "([^"]*)"$`, func(ctx context.Context, n int, target string) error {
+		for range n {
+			if _, err := getState(ctx).send(ctx, DefaultListener, http.MethodGet, target, nil, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	step(sc, `^I send a chat completion using (\d+) tokens$`, func(ctx context.Context, n int) error {
+		_, err := getState(ctx).chat(ctx, n, false)
+		return err
+	})
+	step(sc, `^I send (\d+) chat completions using (\d+) tokens each$`, func(ctx context.Context, count, n int) error {
+		for range count {
+			if _, err := getState(ctx).chat(ctx, n, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	step(sc, `^I send a streaming chat completion using (\d+) tokens$`, func(ctx context.Context, n int) error {
+		_, err := getState(ctx).chat(ctx, n, true)
+		return err
+	})
+	step(sc, `^within (\d+) seconds a GET request to "([^"]*)" succeeds$`, func(ctx context.Context, secs int, target string) error {
+		return getState(ctx).eventually(ctx, secs, func() (*response, error) {
+			return getState(ctx).send(ctx, DefaultListener, http.MethodGet, target, nil, nil)
+		})
+	})
+	step(sc, `^within (\d+) seconds a chat completion using (\d+) tokens succeeds$`, func(ctx context.Context, secs, n int) error {
+		return getState(ctx).eventually(ctx, secs, func() (*response, error) { return getState(ctx).chat(ctx, n, false) })
+	})
+
+	step(sc, `^the response status is (\d+)$`, func(ctx context.Context, want int) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		if r.status != want {
+			return fmt.Errorf("response status: got %d, want %d (body %q)", r.status, want, trim(r.body))
+		}
+		return nil
+	})
+	step(sc, `^the responses have statuses ([\d, ]+)$`, func(ctx context.Context, list string) error {
+		var want []int
+		for _, f := range strings.Split(list, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			want = append(want, n)
+		}
+		var got []int
+		for _, r := range getState(ctx).responses {
+			got = append(got, r.status)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("response statuses: got %v, want %v", got, want)
+		}
+		return nil
+	})
+	step(sc, `^the response body is "([^"]*)"$`, func(ctx context.Context, want string) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		if got := strings.TrimRight(string(r.body), "\r\n"); got != want {
+			return fmt.Errorf("response body: got %q, want %q", got, want)
+		}
+		return nil
+	})
+	step(sc, `^the response header "([^"]*)" is "([^"]*)"$`, func(ctx context.Context, name, want string) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		return headerIs(r, name, want)
+	})
+	step(sc, `^the response header "([^"]*)" starts with "([^"]*)"$`, func(ctx context.Context, name, want string) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		if got := r.header.Get(name); !strings.HasPrefix(got, want) {
+			return fmt.Errorf("response header %s: got %q, want it to start with %q", name, got, want)
+		}
+		return nil
+	})
+	step(sc, `^the response header "([^"]*)" is a whole number of seconds at most (\d+)$`, func(ctx context.Context, name string, max int) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		got := r.header.Get(name)
+		n, err := strconv.Atoi(got)
+		if err != nil || n < 0 || n > max {
+			return fmt.Errorf("response header %s: got %q, want a whole number of seconds from 0 to %d", name, got, max)
+		}
+		return nil
+	})
+	step(sc, `^the response has no header "([^"]*)"$`, func(ctx context.Context, name string) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		if v, ok := r.header[http.CanonicalHeaderKey(name)]; ok {
+			return fmt.Errorf("response header %s: got %q, want it absent", name, v)
+		}
+		return nil
+	})
+	step(sc, `^response (\d+) has header "([^"]*)" "([^"]*)" and header "([^"]*)" "([^"]*)"$`, func(ctx context.Context, i int, n1, v1, n2, v2 string) error {
+		rs := getState(ctx).responses
+		if i < 1 || i > len(rs) {
+			return fmt.Errorf("no response %d: %d were received", i, len(rs))
+		}
+		if err := headerIs(rs[i-1], n1, v1); err != nil {
+			return fmt.Errorf("response %d: %w", i, err)
+		}
+		if err := headerIs(rs[i-1], n2, v2); err != nil {
+			return fmt.Errorf("response %d: %w", i, err)
+		}
+		return nil
+	})
+	step(sc, `^the backend "([^"]*)" received (\d+) requests?$`, func(ctx context.Context, backend string, want int) error {
+		s := getState(ctx)
+		d, err := s.deployment(ctx)
+		if err != nil {
+			return err
+		}
+		got, err := d.BackendRequests(ctx, backend)
+		if err != nil {
+			return err
+		}
+		if got != int64(want) {
+			return fmt.Errorf("requests counted by backend %q: got %d, want %d (refused requests must not be forwarded)", backend, got, want)
+		}
+		return nil
+	})
+	step(sc, `^the stream was delivered whole with its usage chunk$`, func(ctx context.Context) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		return streamWhole(r)
+	})
+}
+
+func headerIs(r *response, name, want string) error {
+	if got, ok := r.header[http.CanonicalHeaderKey(name)]; !ok || strings.Join(got, ", ") != want {
+		if !ok {
+			return fmt.Errorf("response header %s: absent, want %q", name, want)
+		}
+		return fmt.Errorf("response header %s: got %q, want %q", name, strings.Join(got, ", "), want)
+	}
+	return nil
+}
+
+// send makes one request to a listener. target is a path, or an absolute
+// URL whose host becomes the Host header only (the request always goes to
+// the listener, as the trace client's inject mode does).
+func (s *state) send(ctx context.Context, listener, method, target string, header http.Header, body []byte) (*response, error) {
+	d, err := s.deployment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := d.ListenerAddr(listener)
+	if err != nil {
+		return nil, err
+	}
+	host := ""
+	path := target
+	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+		u, err := url.Parse(target)
+		if err != nil {
+			return nil, fmt.Errorf("bad URL %q: %w", target, err)
+		}
+		host = u.Host
+		path = u.RequestURI()
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeouts.Request.Duration)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(string(body)))
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		req.Body = http.NoBody
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s via %s: %w", method, target, addr, err)
+	}
+	defer resp.Body.Close()
+	r := &response{status: resp.StatusCode, header: resp.Header}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				r.chunks = append(r.chunks, strings.TrimSpace(line))
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, target, len(r.chunks), err)
+		}
+	} else if r.body, err = io.ReadAll(resp.Body); err != nil {
+		return nil, fmt.Errorf("%s %s: body cut: %w", method, target, err)
+	}
+	s.responses = append(s.responses, r)
+	return r, nil
+}
+
+// chat sends an OpenAI chat completion whose response reports n tokens of usage.
+func (s *state) chat(ctx context.Context, n int, stream bool) (*response, error) {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set(mock.HeaderPromptTokens, strconv.Itoa(n/2))
+	h.Set(mock.HeaderCompletionTokens, strconv.Itoa(n-n/2))
+	body := map[string]any{"model": "conformance", "messages": []any{map[string]any{"role": "user", "content": "hello"}}}
+	if stream {
+		// No stream_options: the proxy must ask for usage itself.
+		body["stream"] = true
+	}
+	b, _ := json.Marshal(body)
+	r, err := s.send(ctx, DefaultListener, http.MethodPost, "/v1/chat/completions", h, b)
+	if err == nil && stream {
+		s.streamTokens = n
+	}
+	return r, err
+}
+
+// eventually retries try until it gets a 2xx status or secs pass.
+func (s *state) eventually(ctx context.Context, secs int, try func() (*response, error)) error {
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	var last *response
+	for {
+		r, err := try()
+		if err != nil {
+			return err
+		}
+		if r.status/100 == 2 {
+			return nil
+		}
+		last = r
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no success within %ds: last status %d (body %q), want 2xx once the window resets", secs, last.status, trim(last.body))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+var usageRe = regexp.MustCompile(`"usage"\s*:\s*\{`)
+
+// streamWhole checks a streamed chat completion arrived complete: content
+// chunks, a usage chunk with the asked-for total, and [DONE] last.
+func streamWhole(r *response) error {
+	if r.status != http.StatusOK {
+		return fmt.Errorf("stream status: got %d, want 200", r.status)
+	}
+	if len(r.chunks) == 0 || r.chunks[len(r.chunks)-1] != "[DONE]" {
+		return fmt.Errorf("stream cut: got %d chunks, the last %q, want [DONE] last", len(r.chunks), last(r.chunks))
+	}
+	for _, c := range r.chunks {
+		if !usageRe.MatchString(c) {
+			continue
+		}
+		var u struct {
+			Usage struct {
+				Total int `json:"total_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(c), &u); err != nil {
+			return fmt.Errorf("usage chunk is not JSON: %q", c)
+		}
+		return nil
+	}
+	return fmt.Errorf("no usage chunk among %d chunks: the proxy must add stream_options.include_usage to a streaming request that lacks it", len(r.chunks))
+}
+
+func last(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[len(s)-1]
+}
+
+func trim(b []byte) string {
+	s := string(b)
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}

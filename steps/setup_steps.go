@@ -1,0 +1,94 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cucumber/godog"
+)
+
+func registerSetupSteps(sc *godog.ScenarioContext) {
+	step(sc, `^an echo backend "([^"]*)"$`, addBackend(BackendEcho))
+	step(sc, `^an LLM backend "([^"]*)"$`, addBackend(BackendLLM))
+	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)"$`, func(ctx context.Context, name, prefix, backend string) error {
+		return addRoute(ctx, DefaultListener, name, prefix, backend)
+	})
+	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)" on listener "([^"]*)"$`, func(ctx context.Context, name, prefix, backend, listener string) error {
+		return addRoute(ctx, listener, name, prefix, backend)
+	})
+	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to an unreachable backend on listener "([^"]*)"$`, func(ctx context.Context, name, prefix, listener string) error {
+		s := getState(ctx)
+		backend := name + "-unreachable"
+		s.setup.Backends = append(s.setup.Backends, Backend{Name: backend, Kind: BackendUnreachable})
+		return addRoute(ctx, listener, name, prefix, backend)
+	})
+	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour)$`, func(ctx context.Context, route, kind string, n int, unit string) error {
+		return addLimit(ctx, route, kind, n, unit, 0)
+	})
+	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) with burst (\d+)$`, func(ctx context.Context, route, kind string, n int, unit string, burst int) error {
+		return addLimit(ctx, route, kind, n, unit, burst)
+	})
+	step(sc, `^a rate-limit policy "([^"]*)" targets the HTTPRoute "([^"]*)"$`, func(ctx context.Context, name, route string) error {
+		s := getState(ctx)
+		s.setup.Policies = append(s.setup.Policies, Policy{Name: name, TargetKind: "HTTPRoute", TargetName: route,
+			Limits: []Limit{{Kind: LimitRequests, Amount: 1, Unit: time.Second}}})
+		return nil
+	})
+	step(sc, `^the configuration is applied$`, func(ctx context.Context) error {
+		_, err := getState(ctx).deployment(ctx)
+		return err
+	})
+}
+
+func addBackend(kind BackendKind) func(ctx context.Context, name string) error {
+	return func(ctx context.Context, name string) error {
+		s := getState(ctx)
+		if s.setup.backend(name) != nil {
+			return fmt.Errorf("backend %q declared twice", name)
+		}
+		s.setup.Backends = append(s.setup.Backends, Backend{Name: name, Kind: kind})
+		return nil
+	}
+}
+
+func addRoute(ctx context.Context, listener, name, prefix, backend string) error {
+	s := getState(ctx)
+	if s.dep != nil {
+		return fmt.Errorf("route %q declared after the proxy was configured; declare routes first", name)
+	}
+	if s.setup.backend(backend) == nil {
+		return fmt.Errorf("route %q: backend %q is not declared", name, backend)
+	}
+	if s.setup.route(name) != nil {
+		return fmt.Errorf("route %q declared twice", name)
+	}
+	l := s.setup.listener(listener)
+	l.Routes = append(l.Routes, Route{Name: name, PathPrefix: prefix, Backend: backend})
+	return nil
+}
+
+func addLimit(ctx context.Context, route, kind string, n int, unit string, burst int) error {
+	s := getState(ctx)
+	if s.dep != nil {
+		return fmt.Errorf("limit on %q declared after the proxy was configured", route)
+	}
+	r := s.setup.route(route)
+	if r == nil {
+		return fmt.Errorf("no route %q", route)
+	}
+	l := Limit{Kind: LimitRequests, Amount: uint64(n), Burst: uint64(burst)}
+	if kind == "token" {
+		l.Kind = LimitTokens
+	}
+	switch unit {
+	case "second":
+		l.Unit = time.Second
+	case "minute":
+		l.Unit = time.Minute
+	default:
+		l.Unit = time.Hour
+	}
+	r.Limits = append(r.Limits, l)
+	return nil
+}

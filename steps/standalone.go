@@ -1,0 +1,100 @@
+package steps
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// standaloneConfig renders setup in the standalone config format of the
+// reference implementation (REFERENCE.md "Standalone config and admin"):
+// one bind per listener on the chosen ports, route policies as
+// localRateLimit buckets. backendAddrs maps backend names to host:port.
+func standaloneConfig(setup Setup, adminAddr string, ports map[string]int, backendAddrs map[string]string) ([]byte, error) {
+	type node = map[string]any
+	binds := []any{}
+	for _, l := range setup.Listeners {
+		port, ok := ports[l.Name]
+		if !ok {
+			return nil, fmt.Errorf("standalone config: no port chosen for listener %q", l.Name)
+		}
+		routes := []any{}
+		for _, r := range l.Routes {
+			addr, ok := backendAddrs[r.Backend]
+			if !ok {
+				return nil, fmt.Errorf("standalone config: route %q: unknown backend %q", r.Name, r.Backend)
+			}
+			route := node{
+				"name":     r.Name,
+				"matches":  []any{node{"path": node{"pathPrefix": r.PathPrefix}}},
+				"backends": []any{node{"host": addr}},
+			}
+			if len(r.Limits) > 0 {
+				var buckets []any
+				for _, lim := range r.Limits {
+					buckets = append(buckets, bucketFor(lim))
+				}
+				route["policies"] = node{"localRateLimit": buckets}
+			}
+			routes = append(routes, route)
+		}
+		binds = append(binds, node{
+			"port":      port,
+			"listeners": []any{node{"name": l.Name, "protocol": "HTTP", "routes": routes}},
+		})
+	}
+	return yaml.Marshal(node{"config": node{"adminAddr": adminAddr}, "binds": binds})
+}
+
+// bucketFor maps a policy-resource limit to a token bucket the way
+// REFERENCE.md "Local rate limit" does: maxTokens = amount + burst,
+// tokensPerFill = amount, fillInterval = the unit.
+func bucketFor(l Limit) map[string]any {
+	b := map[string]any{
+		"maxTokens":     l.Amount + l.Burst,
+		"tokensPerFill": l.Amount,
+		"fillInterval":  durationString(l.Unit),
+	}
+	if l.Kind == LimitTokens {
+		b["type"] = "tokens"
+	}
+	return b
+}
+
+func durationString(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// freePort asks the kernel for a free loopback port. Another process may
+// take it before the proxy binds it; targets retry start-up once on that.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// choosePorts picks a free port for the admin server and each listener.
+func choosePorts(setup Setup) (admin string, ports map[string]int, err error) {
+	ap, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	ports = map[string]int{}
+	for _, l := range setup.Listeners {
+		p, err := freePort()
+		if err != nil {
+			return "", nil, err
+		}
+		ports[l.Name] = p
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ap)), ports, nil
+}

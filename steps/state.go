@@ -1,0 +1,244 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/steps/sse"
+)
+
+// state is everything one scenario knows; it travels in the step context
+// under stateKey, so scenarios can run in parallel.
+type state struct {
+	target  Target
+	opts    *Options
+	tags    map[string]bool
+	feature FeatureName
+
+	setup Setup
+	dep   Deployment
+
+	client    *http.Client
+	responses []*response
+	admin     *response
+
+	watchers []*watcher
+	// trace is the trace the Then steps check: the last one completed.
+	trace *sse.Trace
+
+	recorded []trace.Event
+
+	// streamTokens is the usage asked of the last streamed completion.
+	streamTokens int
+	// streamErr is the refusal of the last trace stream opened with an expression.
+	streamErr error
+
+	started    time.Time
+	skip       string
+	failedStep string
+
+	// unsupported is set when an @extended scenario found the proxy lacking.
+	unsupported string
+}
+
+type stateKey struct{}
+
+func withState(ctx context.Context, s *state) context.Context {
+	return context.WithValue(ctx, stateKey{}, s)
+}
+
+func getState(ctx context.Context) *state {
+	s, _ := ctx.Value(stateKey{}).(*state)
+	return s
+}
+
+// response is one HTTP exchange a step made.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+	// chunks are the SSE data frames of a streamed body.
+	chunks []string
+}
+
+// deployment configures the target with the scenario's setup on first use.
+func (s *state) deployment(ctx context.Context) (Deployment, error) {
+	if s.dep != nil {
+		return s.dep, nil
+	}
+	if len(s.setup.Listeners) == 0 {
+		return nil, errors.New("the scenario configures no route")
+	}
+	d, err := s.target.Configure(ctx, s.setup)
+	if err != nil {
+		return nil, fmt.Errorf("configure %s target: %w", s.target.Name(), err)
+	}
+	s.dep = d
+	return d, nil
+}
+
+func (s *state) teardown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, w := range s.watchers {
+		w.close()
+	}
+	if s.dep != nil {
+		s.dep.Stop(ctx)
+	}
+	s.client.CloseIdleConnections()
+}
+
+func (s *state) lastResponse() (*response, error) {
+	if len(s.responses) == 0 {
+		return nil, errors.New("no request was sent")
+	}
+	return s.responses[len(s.responses)-1], nil
+}
+
+func (s *state) currentTrace() (*sse.Trace, error) {
+	if s.trace == nil {
+		return nil, errors.New("no trace was taken")
+	}
+	return s.trace, nil
+}
+
+// watcher is one open /debug/trace stream read in the background.
+type watcher struct {
+	stream *sse.Stream
+	ready  chan struct{} // closed at the first comment frame or the first event
+	done   chan struct{} // closed at EOF or error
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	frames   []sse.Frame
+	err      error
+	finished chan struct{} // closed at requestFinished
+	once     sync.Once
+}
+
+func openWatcher(ctx context.Context, client *http.Client, admin, expression string) (*watcher, error) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	st, err := sse.Open(ctx, client, admin, expression)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	w := &watcher{stream: st, ready: make(chan struct{}), done: make(chan struct{}), finished: make(chan struct{}), cancel: cancel}
+	go w.read()
+	return w, nil
+}
+
+func (w *watcher) read() {
+	defer close(w.done)
+	readyOnce := sync.Once{}
+	for {
+		f, err := w.stream.Next()
+		if err != nil {
+			w.mu.Lock()
+			if !isEOF(err) {
+				w.err = err
+			}
+			w.mu.Unlock()
+			readyOnce.Do(func() { close(w.ready) })
+			w.once.Do(func() { close(w.finished) })
+			return
+		}
+		w.mu.Lock()
+		w.frames = append(w.frames, f)
+		w.mu.Unlock()
+		readyOnce.Do(func() { close(w.ready) })
+		if !f.IsComment {
+			if ev, err := trace.Parse([]byte(f.Data)); err == nil && ev.Type() == trace.RequestFinished {
+				w.once.Do(func() { close(w.finished) })
+			}
+		}
+	}
+}
+
+// awaitReady waits for the proxy to show the watcher is registered: the
+// ": ready" comment of newer proxies. Older proxies send nothing before the
+// first event, so after ReadyGrace the watcher is taken as registered.
+func (w *watcher) awaitReady(grace time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-w.ready:
+	case <-t.C:
+	}
+}
+
+// result waits for the trace to complete (requestFinished then EOF, or EOF)
+// and returns it.
+func (w *watcher) result(timeout time.Duration) (*sse.Trace, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-w.finished:
+	case <-t.C:
+		w.close()
+		return w.snapshot(), fmt.Errorf("the trace did not complete within %s (no requestFinished, stream still open); got %d events", timeout, len(w.snapshot().Events))
+	}
+	// The stream should end right after requestFinished; give it a moment
+	// to reach EOF before judging EndedAfterFinished.
+	eof := time.NewTimer(time.Second)
+	defer eof.Stop()
+	select {
+	case <-w.done:
+	case <-eof.C:
+	}
+	tr := w.snapshot()
+	w.mu.Lock()
+	err := w.err
+	w.mu.Unlock()
+	return tr, err
+}
+
+func (w *watcher) snapshot() *sse.Trace {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := &sse.Trace{}
+	for _, f := range w.frames {
+		if f.IsComment {
+			t.Comments = append(t.Comments, f.Comment)
+			continue
+		}
+		if ev, err := trace.Parse([]byte(f.Data)); err == nil {
+			t.Events = append(t.Events, ev)
+		}
+	}
+	select {
+	case <-w.done:
+		t.EndedAfterFinished = len(t.Events) > 0 && t.Events[len(t.Events)-1].Type() == trace.RequestFinished
+	default:
+	}
+	return t
+}
+
+func (w *watcher) close() {
+	w.cancel()
+	w.stream.Close()
+	<-w.done
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)
+}
+
+// unsupported marks an @extended scenario as not supported by the proxy
+// and skips the rest of it; in any other scenario it is a failure.
+func (s *state) unsupportedErr(err error) error {
+	if s.tags["@extended"] && !s.opts.supports(s.feature) {
+		s.unsupported = err.Error()
+		return godog.ErrSkip
+	}
+	return err
+}

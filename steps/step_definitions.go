@@ -1,0 +1,45 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"reflect"
+
+	"github.com/cucumber/godog"
+)
+
+// registerSteps composes the step definitions of every topic.
+func registerSteps(sc *godog.ScenarioContext) {
+	registerSetupSteps(sc)
+	registerRequestSteps(sc)
+	registerTraceSteps(sc)
+	registerAdminSteps(sc)
+	registerConditionSteps(sc)
+	registerRecordedSteps(sc)
+}
+
+var errorType = reflect.TypeFor[error]()
+
+// step registers fn, a func(context.Context, ...) error, so that a failure
+// in an @extended scenario the proxy does not claim to support is recorded
+// as "unsupported" and skips the rest of the scenario instead of failing it.
+func step(sc *godog.ScenarioContext, pattern string, fn any) {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if t.NumIn() == 0 || t.In(0) != reflect.TypeFor[context.Context]() || t.NumOut() != 1 || t.Out(0) != errorType {
+		panic("step " + pattern + ": want func(context.Context, ...) error")
+	}
+	sc.Step(pattern, reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+		out := v.Call(args)
+		err, _ := out[0].Interface().(error)
+		if err == nil || errors.Is(err, godog.ErrSkip) {
+			return out
+		}
+		if s := getState(args[0].Interface().(context.Context)); s != nil {
+			err = s.unsupportedErr(err)
+		}
+		ev := reflect.New(errorType).Elem()
+		ev.Set(reflect.ValueOf(&err).Elem())
+		return []reflect.Value{ev}
+	}).Interface())
+}

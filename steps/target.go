@@ -1,0 +1,167 @@
+package steps
+
+import (
+	"context"
+	"time"
+)
+
+// A Target runs the proxy under test. Features and steps only see this
+// interface, so new ways of running a proxy (a container, a cluster) are new
+// implementations, never new steps.
+//
+// The suite calls Start once, Configure once per scenario (each scenario gets
+// a fresh configuration, so that rate-limit windows start when it starts),
+// and Stop once at the end.
+type Target interface {
+	// Name identifies the target in reports ("inprocess", "process", ...).
+	Name() string
+	// Start prepares what all scenarios share (a cluster, a build, ...).
+	Start(ctx context.Context) error
+	// Configure starts the backends and routes of setup and returns when the
+	// proxy serves them. The deployment is stopped at the end of the scenario.
+	Configure(ctx context.Context, setup Setup) (Deployment, error)
+	// Stop releases what Start took.
+	Stop(ctx context.Context) error
+	// Capabilities says which tagged groups of scenarios the target can run
+	// (for example "cluster"); scenarios needing others are skipped.
+	Capabilities() []string
+}
+
+// A Deployment is the proxy of one scenario, serving one Setup.
+type Deployment interface {
+	// ListenerAddr is the host:port where the named listener takes traffic.
+	ListenerAddr(listener string) (string, error)
+	// AdminAddr is the host:port of the admin server.
+	AdminAddr() string
+	// BackendAddr is the host:port the proxy calls for the named backend,
+	// as it should appear in backendCallStart.target.
+	BackendAddr(backend string) (string, error)
+	// BackendRequests is how many requests the named backend received,
+	// counted by the backend itself.
+	BackendRequests(ctx context.Context, backend string) (int64, error)
+	// Stop stops the proxy and the backends; it is safe to call twice and
+	// after the proxy stopped on its own (quitquitquit).
+	Stop(ctx context.Context) error
+}
+
+// ConditionReader is implemented by deployments on targets that manage the
+// proxy through Gateway API resources (capability "cluster").
+type ConditionReader interface {
+	// Conditions returns the status conditions of a resource; kind is
+	// "Gateway", "HTTPRoute" or "Policy", and for "Policy" name is the
+	// policy's name (the policy of a route is named after the route).
+	Conditions(ctx context.Context, kind, name string) ([]Condition, error)
+}
+
+// Condition is one status condition of a Gateway API or policy resource.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Setup is what one scenario asks of the proxy: backends, listeners with
+// routes, and rate-limit policies, in target-neutral terms.
+type Setup struct {
+	Backends  []Backend
+	Listeners []Listener
+	// Policies are policies that target something other than a configured
+	// route (cluster targets only: a policy on a missing route).
+	Policies []Policy
+}
+
+// BackendKind is the kind of mock backend a route sends to.
+type BackendKind string
+
+// Mock backend kinds.
+const (
+	// BackendEcho is an httpbin-like echo that counts requests.
+	BackendEcho BackendKind = "echo"
+	// BackendLLM is an OpenAI-compatible chat completions mock whose usage
+	// is set per request by headers.
+	BackendLLM BackendKind = "llm"
+	// BackendUnreachable is an address nothing listens on.
+	BackendUnreachable BackendKind = "unreachable"
+)
+
+// Backend is one mock backend.
+type Backend struct {
+	Name string
+	Kind BackendKind
+}
+
+// Listener is one port of the proxy with its routes.
+type Listener struct {
+	Name   string
+	Routes []Route
+}
+
+// Route sends requests whose path starts with PathPrefix to Backend.
+type Route struct {
+	Name       string
+	PathPrefix string
+	Backend    string
+	Limits     []Limit
+}
+
+// LimitKind is what a limit counts.
+type LimitKind string
+
+// Limit kinds, as the policy resource names them.
+const (
+	LimitRequests LimitKind = "requests"
+	LimitTokens   LimitKind = "tokens"
+)
+
+// Limit is one spec.traffic.rateLimit.local[] entry of the policy resource.
+type Limit struct {
+	Kind   LimitKind
+	Amount uint64
+	Unit   time.Duration // time.Second, time.Minute or time.Hour
+	Burst  uint64
+}
+
+// Policy is a rate-limit policy resource on its own.
+type Policy struct {
+	Name       string
+	TargetKind string // HTTPRoute or Gateway
+	TargetName string
+	Limits     []Limit
+}
+
+// DefaultListener is the listener of routes declared without one.
+const DefaultListener = "default"
+
+// listener returns the named listener, adding it when missing.
+func (s *Setup) listener(name string) *Listener {
+	for i := range s.Listeners {
+		if s.Listeners[i].Name == name {
+			return &s.Listeners[i]
+		}
+	}
+	s.Listeners = append(s.Listeners, Listener{Name: name})
+	return &s.Listeners[len(s.Listeners)-1]
+}
+
+// route returns the named route of any listener, or nil.
+func (s *Setup) route(name string) *Route {
+	for i := range s.Listeners {
+		for j := range s.Listeners[i].Routes {
+			if s.Listeners[i].Routes[j].Name == name {
+				return &s.Listeners[i].Routes[j]
+			}
+		}
+	}
+	return nil
+}
+
+// backend returns the named backend, or nil.
+func (s *Setup) backend(name string) *Backend {
+	for i := range s.Backends {
+		if s.Backends[i].Name == name {
+			return &s.Backends[i]
+		}
+	}
+	return nil
+}

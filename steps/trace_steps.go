@@ -1,0 +1,412 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/cucumber/godog"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/steps/sse"
+	"github.com/gwdiag/gwdiag/steps/tracecheck"
+)
+
+func registerTraceSteps(sc *godog.ScenarioContext) {
+	traceOn := func(ctx context.Context, target, listener string) error {
+		s := getState(ctx)
+		w, err := s.watch(ctx, "")
+		if err != nil {
+			return err
+		}
+		if _, err := s.send(ctx, listener, http.MethodGet, target, nil, nil); err != nil {
+			return err
+		}
+		return s.finish(w)
+	}
+	step(sc, `^I trace a GET request to "([^"]*)"$`, func(ctx context.Context, target string) error {
+		return traceOn(ctx, target, DefaultListener)
+	})
+	step(sc, `^I trace a GET request to "([^"]*)" on listener "([^"]*)"$`, traceOn)
+	step(sc, `^I watch for the next request$`, func(ctx context.Context) error {
+		_, err := getState(ctx).watch(ctx, "")
+		return err
+	})
+	step(sc, `^I watch for the next request matching '([^']*)'$`, func(ctx context.Context, expr string) error {
+		_, err := getState(ctx).watch(ctx, expr)
+		return err
+	})
+	step(sc, `^two watchers wait for the next request$`, func(ctx context.Context) error {
+		s := getState(ctx)
+		for range 2 {
+			if _, err := s.watch(ctx, ""); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	step(sc, `^I send GET requests to "([^"]*)" and "([^"]*)" back to back$`, func(ctx context.Context, a, b string) error {
+		s := getState(ctx)
+		for _, p := range []string{a, b} {
+			if _, err := s.send(ctx, DefaultListener, http.MethodGet, p, nil, nil); err != nil {
+				return err
+			}
+		}
+		if len(s.watchers) == 1 {
+			return s.finish(s.watchers[0])
+		}
+		return nil
+	})
+	step(sc, `^I open a trace stream$`, func(ctx context.Context) error {
+		_, err := getState(ctx).watch(ctx, "")
+		return err
+	})
+	step(sc, `^I open a trace stream with expression '([^']*)'$`, func(ctx context.Context, expr string) error {
+		s := getState(ctx)
+		_, err := s.watch(ctx, expr)
+		s.streamErr = err
+		return nil
+	})
+	step(sc, `^the trace stream is refused with status (\d+) and a body containing "([^"]*)"$`, func(ctx context.Context, status int, text string) error {
+		var se *sse.StatusError
+		if err := getState(ctx).streamErr; !errors.As(err, &se) {
+			return fmt.Errorf("trace stream with a bad expression: got %v, want status %d", err, status)
+		}
+		if se.Status != status || !strings.Contains(se.Body, text) {
+			return fmt.Errorf("trace stream refusal: got %d %q, want %d with %q", se.Status, se.Body, status, text)
+		}
+		return nil
+	})
+	step(sc, `^the first frame of the trace stream is the comment "([^"]*)"$`, func(ctx context.Context, want string) error {
+		s := getState(ctx)
+		if len(s.watchers) == 0 {
+			return errors.New("no trace stream is open")
+		}
+		w := s.watchers[len(s.watchers)-1]
+		w.awaitReady(s.opts.Timeouts.Trace.Duration)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if len(w.frames) == 0 || !w.frames[0].IsComment || strings.TrimSpace(w.frames[0].Comment) != want {
+			got := "nothing"
+			if len(w.frames) > 0 {
+				got = fmt.Sprintf("%+v", w.frames[0])
+			}
+			return fmt.Errorf("first trace frame: got %s, want the comment %q", got, want)
+		}
+		return nil
+	})
+	step(sc, `^the trace stream has content type "([^"]*)"$`, func(ctx context.Context, want string) error {
+		s := getState(ctx)
+		w := s.watchers[len(s.watchers)-1]
+		if got := w.stream.Response.Header.Get("Content-Type"); !strings.HasPrefix(got, want) {
+			return fmt.Errorf("trace stream Content-Type: got %q, want %q", got, want)
+		}
+		return nil
+	})
+	step(sc, `^the first watcher traces "([^"]*)" and the second traces "([^"]*)"$`, func(ctx context.Context, a, b string) error {
+		s := getState(ctx)
+		for i, want := range []string{a, b} {
+			if err := s.finish(s.watchers[i]); err != nil {
+				return fmt.Errorf("watcher %d: %w", i+1, err)
+			}
+			if err := snapshotHas(s.trace, trace.StageInitialRequest, "request.path", want); err != nil {
+				return fmt.Errorf("watcher %d: %w", i+1, err)
+			}
+		}
+		return nil
+	})
+
+	step(sc, `^the traced response status is (\d+)$`, func(ctx context.Context, want int) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		if r.status != want {
+			return fmt.Errorf("traced response status: got %d, want %d", r.status, want)
+		}
+		return nil
+	})
+	step(sc, `^the traced response status is at least (\d+)$`, func(ctx context.Context, want int) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		if r.status < want {
+			return fmt.Errorf("traced response status: got %d, want %d or more", r.status, want)
+		}
+		return nil
+	})
+	traceRule := func(check func([]trace.Event) []tracecheck.Violation) func(context.Context) error {
+		return func(ctx context.Context) error {
+			t, err := getState(ctx).currentTrace()
+			if err != nil {
+				return err
+			}
+			return violations(check(t.Events), t.Events)
+		}
+	}
+	step(sc, `^the trace events follow the order of the spec$`, traceRule(tracecheck.CheckOrder))
+	step(sc, `^eventEnd never decreases$`, traceRule(tracecheck.CheckEventEnd))
+	step(sc, `^eventStart is set only on timed events$`, traceRule(tracecheck.CheckEventStart))
+	step(sc, `^the trace covers exactly one request$`, traceRule(func(ev []trace.Event) []tracecheck.Violation {
+		return append(tracecheck.CheckOneRequest(ev), tracecheck.CheckRequired(ev)...)
+	}))
+	step(sc, `^the trace has the events ([\w, ]+)$`, func(ctx context.Context, list string) error {
+		t, err := getState(ctx).currentTrace()
+		if err != nil {
+			return err
+		}
+		var missing []string
+		for _, name := range strings.Split(list, ",") {
+			if _, ok := tracecheck.Find(t.Events, strings.TrimSpace(name)); !ok {
+				missing = append(missing, strings.TrimSpace(name))
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("trace lacks %s; got %s", strings.Join(missing, ", "), names(t.Events))
+		}
+		return nil
+	})
+	step(sc, `^the trace has no "([^"]*)" event$`, func(ctx context.Context, name string) error {
+		t, err := getState(ctx).currentTrace()
+		if err != nil {
+			return err
+		}
+		if _, ok := tracecheck.Find(t.Events, name); ok {
+			return fmt.Errorf("trace has a %s event, want none; got %s", name, names(t.Events))
+		}
+		return nil
+	})
+	step(sc, `^the trace has a "([^"]*)" response snapshot with code (\d+)$`, func(ctx context.Context, stage string, code int) error {
+		t, err := getState(ctx).currentTrace()
+		if err != nil {
+			return err
+		}
+		e, ok := tracecheck.Find(t.Events, "responseSnapshot ("+stage+")")
+		if !ok {
+			return fmt.Errorf("trace has no responseSnapshot (%s); got %s", stage, names(t.Events))
+		}
+		got, _ := tracecheck.Lookup(tracecheck.State(e), "response.code")
+		if f, ok := got.(float64); !ok || int(f) != code {
+			return fmt.Errorf("responseSnapshot (%s) response.code: got %v, want %d", stage, got, code)
+		}
+		return nil
+	})
+	step(sc, `^the "([^"]*)" event has severity "([^"]*)"$`, func(ctx context.Context, name, want string) error {
+		e, err := getState(ctx).event(name)
+		if err != nil {
+			return err
+		}
+		if string(e.Severity) != want {
+			return fmt.Errorf("%s severity: got %q, want %q", name, e.Severity, want)
+		}
+		return nil
+	})
+	step(sc, `^the "backendCallResult" event has a transport error$`, func(ctx context.Context) error {
+		e, err := getState(ctx).event(string(trace.BackendCallResult))
+		if err != nil {
+			return err
+		}
+		if v := e.Message["error"]; v == nil || v == "" {
+			return fmt.Errorf("backendCallResult.error: got %v, want the transport error", v)
+		}
+		return nil
+	})
+	step(sc, `^the trace stream ends after requestFinished$`, func(ctx context.Context) error {
+		t, err := getState(ctx).currentTrace()
+		if err != nil {
+			return err
+		}
+		if !t.EndedAfterFinished {
+			return fmt.Errorf("trace stream: want EOF right after requestFinished; got events %s and the stream still open or ended elsewhere", names(t.Events))
+		}
+		return nil
+	})
+	step(sc, `^the "([^"]*)" request snapshot has (path|host|method) "([^"]*)"$`, func(ctx context.Context, stage, field, want string) error {
+		t, err := getState(ctx).currentTrace()
+		if err != nil {
+			return err
+		}
+		return snapshotHas(t, stage, "request."+field, want)
+	})
+	step(sc, `^the "([^"]*)" request snapshot has path "([^"]*)" and method "([^"]*)"$`, func(ctx context.Context, stage, path, method string) error {
+		t, err := getState(ctx).currentTrace()
+		if err != nil {
+			return err
+		}
+		if err := snapshotHas(t, stage, "request.path", path); err != nil {
+			return err
+		}
+		return snapshotHas(t, stage, "request.method", method)
+	})
+	step(sc, `^every request snapshot has request method, uri, path, pathAndQuery, host, scheme, version, headers and startTime$`, func(ctx context.Context) error {
+		return getState(ctx).everySnapshot(trace.RequestSnapshot, requestFields)
+	})
+	step(sc, `^every request snapshot has the source address and port$`, func(ctx context.Context) error {
+		return getState(ctx).everySnapshot(trace.RequestSnapshot, sourceFields)
+	})
+	step(sc, `^every response snapshot has the response code and headers$`, func(ctx context.Context) error {
+		return getState(ctx).everySnapshot(trace.ResponseSnapshot, responseFields)
+	})
+	step(sc, `^the routeSelection selects a route among the evaluated routes$`, func(ctx context.Context) error {
+		e, err := getState(ctx).event(string(trace.RouteSelection))
+		if err != nil {
+			return err
+		}
+		sel, _ := e.Message["selectedRoute"].(string)
+		ev, _ := e.Message["evaluatedRoutes"].([]any)
+		for _, r := range ev {
+			if r == sel && sel != "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("routeSelection: selectedRoute %q is not among evaluatedRoutes %v", sel, ev)
+	})
+	step(sc, `^the policySelection carries every effectivePolicy key$`, func(ctx context.Context) error {
+		e, err := getState(ctx).event(string(trace.PolicySelection))
+		if err != nil {
+			return err
+		}
+		p, _ := e.Message["effectivePolicy"].(map[string]any)
+		var missing []string
+		for _, k := range policyKeys {
+			if _, ok := p[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("policySelection.effectivePolicy lacks %s (each key is null when no such policy applies)", strings.Join(missing, ", "))
+		}
+		return nil
+	})
+	step(sc, `^the policySelection shows a localRateLimit policy$`, func(ctx context.Context) error {
+		e, err := getState(ctx).event(string(trace.PolicySelection))
+		if err != nil {
+			return err
+		}
+		p, _ := e.Message["effectivePolicy"].(map[string]any)
+		if p["localRateLimit"] == nil {
+			return fmt.Errorf("policySelection.effectivePolicy.localRateLimit: got null, want the route's limit")
+		}
+		return nil
+	})
+	step(sc, `^the backendCallStart target is the backend address$`, func(ctx context.Context) error {
+		s := getState(ctx)
+		e, err := s.event(string(trace.BackendCallStart))
+		if err != nil {
+			return err
+		}
+		want, err := s.dep.BackendAddr(s.setup.Listeners[0].Routes[0].Backend)
+		if err != nil {
+			return err
+		}
+		if got := e.Message["target"]; got != want {
+			return fmt.Errorf("backendCallStart.target: got %v, want %q", got, want)
+		}
+		return nil
+	})
+}
+
+var (
+	requestFields  = []string{"request.method", "request.uri", "request.path", "request.pathAndQuery", "request.host", "request.scheme", "request.version", "request.headers", "request.startTime"}
+	sourceFields   = []string{"source.address", "source.port", "source.rawAddress", "source.rawPort"}
+	responseFields = []string{"response.code", "response.headers"}
+	policyKeys     = []string{"localRateLimit", "remoteRateLimit", "authorization", "jwt", "oidc", "basicAuth", "apiKey", "extAuthz", "extProc", "transformation", "csrf", "directResponse", "requestHeaderModifier", "responseHeaderModifier", "requestRedirect", "urlRewrite", "cors"}
+)
+
+// watch opens a trace stream and waits until the proxy has registered it.
+func (s *state) watch(ctx context.Context, expression string) (*watcher, error) {
+	d, err := s.deployment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression)
+	if err != nil {
+		return nil, fmt.Errorf("open /debug/trace: %w", err)
+	}
+	s.watchers = append(s.watchers, w)
+	w.awaitReady(s.opts.Timeouts.ReadyGrace.Duration)
+	return w, nil
+}
+
+// finish waits for w's trace and makes it the current trace.
+func (s *state) finish(w *watcher) error {
+	t, err := w.result(s.opts.Timeouts.Trace.Duration)
+	s.trace = t
+	if err != nil {
+		return err
+	}
+	if len(t.Events) == 0 {
+		return errors.New("the trace stream ended with no events")
+	}
+	return nil
+}
+
+func (s *state) event(name string) (trace.Event, error) {
+	t, err := s.currentTrace()
+	if err != nil {
+		return trace.Event{}, err
+	}
+	e, ok := tracecheck.Find(t.Events, name)
+	if !ok {
+		return e, fmt.Errorf("trace has no %s event; got %s", name, names(t.Events))
+	}
+	return e, nil
+}
+
+func (s *state) everySnapshot(typ trace.MessageType, fields []string) error {
+	t, err := s.currentTrace()
+	if err != nil {
+		return err
+	}
+	n := 0
+	for i, e := range t.Events {
+		if e.Type() != typ {
+			continue
+		}
+		n++
+		st := tracecheck.State(e)
+		for _, f := range fields {
+			if v, ok := tracecheck.Lookup(st, f); !ok || v == nil {
+				return fmt.Errorf("event %d %s: requestState lacks %s", i+1, tracecheck.Name(e), f)
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("trace has no %s; got %s", typ, names(t.Events))
+	}
+	return nil
+}
+
+func snapshotHas(t *sse.Trace, stage, field, want string) error {
+	e, ok := tracecheck.Find(t.Events, "requestSnapshot ("+stage+")")
+	if !ok {
+		return fmt.Errorf("trace has no requestSnapshot (%s); got %s", stage, names(t.Events))
+	}
+	got, _ := tracecheck.Lookup(tracecheck.State(e), field)
+	if s, _ := got.(string); s != want {
+		return fmt.Errorf("requestSnapshot (%s) %s: got %v, want %q", stage, field, got, want)
+	}
+	return nil
+}
+
+func names(events []trace.Event) string {
+	var n []string
+	for _, e := range events {
+		n = append(n, tracecheck.Name(e))
+	}
+	return "[" + strings.Join(n, ", ") + "]"
+}
+
+func violations(v []tracecheck.Violation, events []trace.Event) error {
+	if len(v) == 0 {
+		return nil
+	}
+	var lines []string
+	for _, x := range v {
+		lines = append(lines, x.String())
+	}
+	return fmt.Errorf("%s\ngot events %s", strings.Join(lines, "\n"), names(events))
+}
