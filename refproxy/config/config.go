@@ -257,6 +257,16 @@ func (b Backend) Name() string {
 	return b.Host
 }
 
+// Validate checks a config built in code the way Parse checks a file; errors
+// name the field path (there is no line).
+func (c *Config) Validate() error {
+	src := c.Source
+	if src == "" {
+		src = "config"
+	}
+	return c.validate(func(string) string { return src })
+}
+
 // validate checks what the types cannot: one-of fields, regexes, addresses.
 // at returns the source position of a field path for the error.
 func (c *Config) validate(at func(path string) string) error {

@@ -109,6 +109,9 @@ func (dp *Dataplane) Registry() *trace.Registry { return dp.reg }
 
 // Validate compiles cfg without applying it.
 func (dp *Dataplane) Validate(cfg *config.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	scratch := New(dp.opts)
 	_, err := scratch.build(cfg)
 	return err
@@ -123,6 +126,9 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 	defer dp.applyMu.Unlock()
 	if dp.closed {
 		return errors.New("proxy is shut down")
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
 	oldBuckets, oldBackends := dp.buckets, dp.backends
 	dp.buckets, dp.backends = map[string]*ratelimit.Bucket{}, map[string]*backend{}

@@ -1,0 +1,419 @@
+package refproxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRouteMatching(t *testing.T) {
+	a, b, c, d := backendServer(t, "a", nil), backendServer(t, "b", nil), backendServer(t, "c", nil), backendServer(t, "d", nil)
+	p := startProxy(t, fmt.Sprintf(`
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: exact
+      matches: [{path: {exact: /status}, method: GET}]
+      backends: [{host: %q}]
+    - name: regex-header
+      matches:
+      - path: {regex: "/v2/[a-z]+"}
+        headers: [{name: x-tenant, value: {exact: blue}}]
+      backends: [{host: %q}]
+    - name: hosts
+      hostnames: [api.example.com, "*.wild.example"]
+      backends: [{host: %q}]
+    - name: prefix
+      matches: [{path: {pathPrefix: /api}}]
+      backends: [{host: %q}]
+`, a, b, c, d))
+	base := "http://" + p.BindAddrs()[0]
+	tests := []struct {
+		name string
+		path string
+		hdr  []string
+		want string // x-backend, or "404"
+	}{
+		{"exact path and method", "/status", nil, "a"},
+		{"exact does not match a longer path", "/status/x", nil, "404"},
+		{"regex with header", "/v2/abc", []string{"X-Tenant", "blue"}, "b"},
+		{"regex is anchored", "/v2/abc/def", []string{"X-Tenant", "blue"}, "404"},
+		{"regex without header", "/v2/abc", nil, "404"},
+		{"header value mismatch", "/v2/abc", []string{"X-Tenant", "red"}, "404"},
+		{"hostname exact", "/anything", []string{"Host", "api.example.com"}, "c"},
+		{"hostname with port and case", "/anything", []string{"Host", "API.example.com:8080"}, "c"},
+		{"hostname wildcard", "/anything", []string{"Host", "x.wild.example"}, "c"},
+		{"wildcard needs a label", "/anything", []string{"Host", "wild.example"}, "404"},
+		{"prefix", "/api/v1", nil, "d"},
+		{"prefix is segment-wise", "/apix", nil, "404"},
+		{"prefix itself", "/api", nil, "d"},
+		{"first match wins", "/api", []string{"Host", "api.example.com"}, "c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, _ := get(t, base+tt.path, tt.hdr...)
+			got := resp.Header.Get("x-backend")
+			if resp.StatusCode == http.StatusNotFound {
+				got = "404"
+			}
+			if got != tt.want {
+				t.Errorf("GET %s %v went to %q (status %d), want %q", tt.path, tt.hdr, got, resp.StatusCode, tt.want)
+			}
+		})
+	}
+	resp, err := http.Post(base+"/status", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /status: %d, want 404 (route is GET only)", resp.StatusCode)
+	}
+}
+
+func TestStreamingPassesChunkByChunk(t *testing.T) {
+	release := make(chan struct{})
+	be := backendServer(t, "sse", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, "data: two\n\n")
+	})
+	p := startProxy(t, oneRoute(be))
+	resp, err := http.Get("http://" + p.BindAddrs()[0] + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "data: one\n" {
+		t.Fatalf("first chunk %q, %v", line, err)
+	}
+	// The first chunk arrived while the backend still holds the second.
+	close(release)
+	rest, _ := io.ReadAll(br)
+	if string(rest) != "\ndata: two\n\n" {
+		t.Errorf("rest %q", rest)
+	}
+}
+
+func TestRequestRateLimit(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: limited
+      policies:
+        localRateLimit: [{maxTokens: 2, tokensPerFill: 1, fillInterval: 1h}]
+      backends: [{host: "`+be+`"}]
+`)
+	url := "http://" + p.BindAddrs()[0] + "/x"
+	for i, want := range []string{"1", "0"} {
+		resp, _ := get(t, url)
+		if resp.StatusCode != 200 || resp.Header.Get("x-ratelimit-remaining") != want || resp.Header.Get("x-ratelimit-limit") != "2" {
+			t.Errorf("request %d: %d remaining=%q limit=%q, want 200 remaining=%s limit=2", i+1, resp.StatusCode,
+				resp.Header.Get("x-ratelimit-remaining"), resp.Header.Get("x-ratelimit-limit"), want)
+		}
+	}
+	s := watch(t, p, http.MethodPost, "")
+	resp, body := get(t, url)
+	if resp.StatusCode != http.StatusTooManyRequests || body != "rate limit exceeded" {
+		t.Errorf("third request: %d %q, want 429 rate limit exceeded", resp.StatusCode, body)
+	}
+	evs := s.collect(t)
+	want := []string{"requestStarted", "requestSnapshot/initial request", "requestSnapshot/gateway policies", "routeSelection",
+		"policySelection", "requestSnapshot/route policies", "responseSnapshot/final response", "requestFinished"}
+	if diff := cmp.Diff(want, types(evs)); diff != "" {
+		t.Fatalf("events of a refused request (-want +got):\n%s", diff)
+	}
+	rl := evs[4].Message["effectivePolicy"].(map[string]any)["localRateLimit"]
+	wantRL := []any{map[string]any{"maxTokens": float64(2), "tokensPerFill": float64(1), "fillInterval": "1h0m0s", "type": "requests"}}
+	if diff := cmp.Diff(wantRL, rl); diff != "" {
+		t.Errorf("effectivePolicy.localRateLimit (-want +got):\n%s", diff)
+	}
+	if c := evs[6].Message["requestState"].(map[string]any)["response"].(map[string]any)["code"]; c != float64(429) {
+		t.Errorf("final response %v, want 429", c)
+	}
+}
+
+func TestGatewayPolicyCapsAllRoutes(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: one
+      matches: [{path: {pathPrefix: /one}}]
+      backends: [{host: "`+be+`"}]
+    - name: two
+      backends: [{host: "`+be+`"}]
+policies:
+- name: {name: cap, namespace: default}
+  target: {gateway: {gatewayName: bind/0, gatewayNamespace: default}}
+  phase: gateway
+  policy:
+    localRateLimit: [{maxTokens: 2, tokensPerFill: 2, fillInterval: 1h}]
+`)
+	base := "http://" + p.BindAddrs()[0]
+	var codes []int
+	for _, path := range []string{"/one", "/two", "/one", "/two"} {
+		resp, _ := get(t, base+path)
+		codes = append(codes, resp.StatusCode)
+	}
+	if diff := cmp.Diff([]int{200, 200, 429, 429}, codes); diff != "" {
+		t.Errorf("status codes across routes (-want +got):\n%s", diff)
+	}
+}
+
+func TestTokenLimitAndUsageWarning(t *testing.T) {
+	llmSrv, err := mock.Listen("127.0.0.1:0", mock.NewLLM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { llmSrv.Close() })
+	p := startProxy(t, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: openai
+      policies:
+        localRateLimit: [{maxTokens: 100, tokensPerFill: 100, fillInterval: 1h, type: tokens}]
+      backends:
+      - ai: {name: openai, provider: {openAI: {}}, hostOverride: "`+llmSrv.Addr()+`"}
+`)
+	url := "http://" + p.BindAddrs()[0] + "/v1/chat/completions"
+	post := func(hdr ...string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	// Usage missing: the request succeeds, the trace warns, nothing is charged.
+	s := watch(t, p, http.MethodPost, "")
+	if resp := post(mock.HeaderUsage, mock.UsageMissing); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	evs := s.collect(t)
+	fin := evs[len(evs)-1]
+	if fin.Type() != trace.RequestFinished || fin.Severity != trace.SeverityWarn || len(toStrings(fin.Message["warnings"])) != 1 {
+		t.Errorf("requestFinished = %+v, want severity warn with one warning", fin)
+	}
+	// 60 + 60 tokens: the second response takes the bucket over; it still succeeds.
+	for i := range 2 {
+		if resp := post(mock.HeaderPromptTokens, "30", mock.HeaderCompletionTokens, "30"); resp.StatusCode != 200 {
+			t.Fatalf("request %d: status %d, want 200", i+1, resp.StatusCode)
+		}
+	}
+	if resp := post(); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("after 120 of 100 tokens: status %d, want 429", resp.StatusCode)
+	}
+}
+
+func TestReloadKeepsInFlightRequests(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	slow := backendServer(t, "slow", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(started)
+			<-release
+		}
+		fmt.Fprint(w, "slow done")
+	})
+	other := backendServer(t, "other", nil)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	cfgA := `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - backends: [{host: "` + slow + `"}]
+`
+	if err := os.WriteFile(file, []byte(cfgA), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard), WithConfigFile(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	base := "http://" + p.BindAddrs()[0]
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	inflight := make(chan result, 1)
+	go func() {
+		resp, err := http.Get(base + "/slow")
+		if err != nil {
+			inflight <- result{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		inflight <- result{resp.StatusCode, string(b), err}
+	}()
+	<-started
+
+	// A bad config is rejected and the old one stays.
+	bad := &config.Config{Binds: []config.Bind{{Listeners: []config.Listener{{Routes: []config.Route{{Matches: []config.Match{{Path: &config.PathMatch{}}}}}}}}}}
+	want := "config: binds[0].listeners[0].routes[0].matches[0].path: set exactly one of exact, pathPrefix or regex"
+	if err := p.Reload(bad); err == nil || err.Error() != want {
+		t.Errorf("Reload(bad) = %v, want %q", err, want)
+	}
+	// Port 0 binds are identified by position, so the listener stays across
+	// a reload; the new table sends everything to other.
+	if err := os.WriteFile(file, []byte(strings.ReplaceAll(cfgA, slow, other)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the file change to be picked up", func() bool {
+		resp, err := http.Get(base + "/x")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.Header.Get("x-backend") == "other"
+	})
+	// A broken file is rejected; routing stays.
+	if err := os.WriteFile(file, []byte("binds: [{port: nope}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ReloadFile(); err == nil || !strings.Contains(err.Error(), "c.yaml:1: binds[0].port") {
+		t.Errorf("ReloadFile of a broken file: %v, want a file:line: field error", err)
+	}
+	if resp, _ := get(t, base+"/x"); resp.Header.Get("x-backend") != "other" {
+		t.Errorf("after a rejected reload, traffic went to %q", resp.Header.Get("x-backend"))
+	}
+	close(release)
+	r := <-inflight
+	if r.err != nil || r.code != 200 || r.body != "slow done" {
+		t.Errorf("in-flight request across reload: %d %q %v, want 200 slow done", r.code, r.body, r.err)
+	}
+}
+
+func TestQuitQuitQuitIsGracefulAndReleasesPorts(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	be := backendServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		fmt.Fprint(w, "finished")
+	})
+	cfg, err := config.Parse("q.yaml", []byte(oneRoute(be)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	bind, adminAddr := p.BindAddrs()[0], p.AdminAddr()
+	done := make(chan string, 1)
+	go func() {
+		resp, err := http.Get("http://" + bind + "/slow")
+		if err != nil {
+			done <- "error: " + err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- string(b)
+	}()
+	<-started
+	resp, err := http.Get("http://" + adminAddr + "/quitquitquit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET /quitquitquit: %d Allow=%q, want 405 Allow=POST", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	resp, err = http.Post("http://"+adminAddr+"/quitquitquit", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "shutdown now\n" {
+		t.Errorf("body %q, want shutdown now", b)
+	}
+	select {
+	case <-p.Done():
+		t.Fatal("proxy stopped while a request was in flight")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if got := <-done; got != "finished" {
+		t.Errorf("in-flight request got %q, want finished", got)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after quitquitquit")
+	}
+	for _, addr := range []string{bind, adminAddr} {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("port %s not released: %v", addr, err)
+			continue
+		}
+		ln.Close()
+	}
+}
+
+func TestStartFailsOnBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg, _ := config.Parse("b.yaml", []byte(oneRoute("127.0.0.1:1")))
+	p, err := New(cfg, WithAdminAddr(ln.Addr().String()), WithLogOutput(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("Start on a busy admin port: %v, want address already in use", err)
+	}
+}
