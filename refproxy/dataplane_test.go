@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestRouteMatching(t *testing.T) {
