@@ -1,0 +1,224 @@
+package refproxy
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gwdiag/gwdiag/refproxy/admin"
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+func adminDo(t *testing.T, p *Proxy, method, path string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+p.AdminAddr()+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestConfigDump(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: httpbin
+      matches: [{path: {regex: "/a+"}, method: GET, headers: [{name: x-a, value: {exact: b}}]}]
+      policies:
+        localRateLimit: [{maxTokens: 5, tokensPerFill: 5, fillInterval: 1s}]
+      backends: [{host: "`+be+`"}]
+    - name: fallback
+      backends: [{host: "`+be+`"}]
+policies:
+- name: {name: p, namespace: default}
+  target: {route: {name: fallback, namespace: default}}
+  policy:
+    localRateLimit: [{maxTokens: 5, tokensPerFill: 5, fillInterval: 1s}]
+`)
+	for range 3 {
+		get(t, "http://"+p.BindAddrs()[0]+"/x")
+	}
+	// Stats are recorded once the response has gone out, just after the client has it.
+	var resp *http.Response
+	var body string
+	eventually(t, "3 requests in the dump", func() bool {
+		resp, body = adminDo(t, p, http.MethodGet, "/config_dump")
+		return strings.Contains(body, `"requests": 3`)
+	})
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("config_dump: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sch, err := jsonschema.NewCompiler().Compile("../../shared/reference/agentgateway/config_dump.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("config_dump does not follow the reference schema:\n%v\n%s", err, body)
+	}
+	var dump struct {
+		Backends []struct {
+			Name, Namespace, Type string
+			Endpoints             []struct {
+				Address    string
+				Health     float64
+				Requests   int
+				LatencyMs  float64
+				EvictedFor string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &dump); err != nil {
+		t.Fatal(err)
+	}
+	if len(dump.Backends) != 1 || len(dump.Backends[0].Endpoints) != 1 {
+		t.Fatalf("backends = %+v, want one backend with one endpoint", dump.Backends)
+	}
+	b, ep := dump.Backends[0], dump.Backends[0].Endpoints[0]
+	if b.Name != be || b.Namespace != "default" || b.Type != "Backend" || ep.Address != be || ep.Requests != 3 || ep.Health != 1 || ep.LatencyMs <= 0 {
+		t.Errorf("backend %+v, want %s default Backend with 3 healthy requests and a latency", dump.Backends[0], be)
+	}
+}
+
+func TestEndpointHealthCountsFailures(t *testing.T) {
+	be := backendServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(500)
+		}
+	})
+	p := startProxy(t, oneRoute(be))
+	for _, path := range []string{"/ok", "/fail", "/ok", "/ok"} {
+		get(t, "http://"+p.BindAddrs()[0]+path)
+	}
+	var body string
+	eventually(t, "4 requests in the dump", func() bool {
+		_, body = adminDo(t, p, http.MethodGet, "/config_dump")
+		return strings.Contains(body, `"requests": 4`)
+	})
+	var dump struct {
+		Backends []struct{ Endpoints []struct{ Health float64 } }
+	}
+	json.Unmarshal([]byte(body), &dump)
+	if h := dump.Backends[0].Endpoints[0].Health; h != 0.75 {
+		t.Errorf("health %v, want 0.75 (3 of 4 succeeded)", h)
+	}
+}
+
+func TestAdminEndpoints(t *testing.T) {
+	p := startProxy(t, oneRoute(backendServer(t, "a", nil)))
+	tests := []struct {
+		method, path string
+		wantCode     int
+		wantBody     string // prefix
+		wantAllow    string
+	}{
+		{"GET", "/logging", 200, "current log level is info\n", ""},
+		{"POST", "/logging?level=warn,refproxy::trace=debug", 200, "current log level is warn,refproxy::trace=debug\n", ""},
+		{"GET", "/logging", 200, "current log level is warn,refproxy::trace=debug\n", ""},
+		{"POST", "/logging?level=refproxy=loud", 400, `invalid level: invalid level "loud" for module "refproxy"`, ""},
+		{"POST", "/logging", 400, "missing query parameter level", ""},
+		{"DELETE", "/logging", 405, "", "GET, POST"},
+		{"GET", "/debug/pprof/profile?seconds=0", 400, `seconds must be an integer from 1 to 300, got "0"`, ""},
+		{"GET", "/debug/pprof/profile?seconds=301", 400, "seconds must be", ""},
+		{"GET", "/debug/pprof/profile?seconds=abc", 400, "seconds must be", ""},
+		{"GET", "/debug/pprof/profile?seconds=1&frequency=0", 400, `frequency must be an integer from 1 to 1000, got "0"`, ""},
+		{"GET", "/debug/pprof/profile?seconds=1&frequency=1001", 400, "frequency must be", ""},
+		{"POST", "/debug/pprof/profile", 405, "", "GET"},
+		{"POST", "/config_dump", 405, "", "GET"},
+		{"PUT", "/debug/trace", 405, "", "GET, POST"},
+		{"POST", "/memory", 405, "", "GET"},
+		{"POST", "/debug/tasks", 405, "", "GET"},
+		{"POST", "/debug/pprof/heap", 405, "", "GET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			resp, body := adminDo(t, p, tt.method, tt.path)
+			if resp.StatusCode != tt.wantCode || !strings.HasPrefix(body, tt.wantBody) {
+				t.Errorf("got %d %q, want %d %q...", resp.StatusCode, body, tt.wantCode, tt.wantBody)
+			}
+			if tt.wantAllow != "" && resp.Header.Get("Allow") != tt.wantAllow {
+				t.Errorf("Allow = %q, want %q", resp.Header.Get("Allow"), tt.wantAllow)
+			}
+		})
+	}
+}
+
+func TestAdminJSONAndProfiles(t *testing.T) {
+	p := startProxy(t, oneRoute(backendServer(t, "a", nil)))
+	var mem struct {
+		Allocator map[string]uint64
+		Process   map[string]uint64
+	}
+	_, body := adminDo(t, p, http.MethodGet, "/memory")
+	if err := json.Unmarshal([]byte(body), &mem); err != nil || mem.Allocator["allocated"] == 0 || mem.Process["residentBytes"] == 0 {
+		t.Errorf("/memory = %s (%v); want allocator and process stats", body, err)
+	}
+	var tasks struct {
+		Goroutines int
+		Groups     []struct {
+			Labels map[string]string
+			Count  int
+		}
+	}
+	_, body = adminDo(t, p, http.MethodGet, "/debug/tasks")
+	if err := json.Unmarshal([]byte(body), &tasks); err != nil || tasks.Goroutines == 0 {
+		t.Fatalf("/debug/tasks = %s (%v)", body, err)
+	}
+	found := map[string]bool{}
+	for _, g := range tasks.Groups {
+		found[g.Labels["component"]] = true
+		if g.Labels["component"] == "dataplane" && g.Labels["listener"] != p.BindAddrs()[0] {
+			t.Errorf("dataplane group labels %v, want listener %s", g.Labels, p.BindAddrs()[0])
+		}
+	}
+	if !found["dataplane"] || !found["admin"] {
+		t.Errorf("task groups %v, want dataplane and admin components", found)
+	}
+	resp, body := adminDo(t, p, http.MethodGet, "/debug/pprof/heap")
+	if resp.StatusCode != 200 || len(body) == 0 {
+		t.Errorf("heap: %d, %d bytes", resp.StatusCode, len(body))
+	}
+	resp, body = adminDo(t, p, http.MethodGet, "/debug/pprof/profile?seconds=1")
+	// A pprof profile is gzip-compressed protobuf.
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "\x1f\x8b") {
+		t.Errorf("profile: %d, %d bytes, want a gzip pprof profile", resp.StatusCode, len(body))
+	}
+}
+
+func TestAdminAddressMustBeLoopback(t *testing.T) {
+	tests := []struct {
+		addr   string
+		remote bool
+		ok     bool
+	}{
+		{"127.0.0.1:15000", false, true},
+		{"localhost:15000", false, true},
+		{"[::1]:15000", false, true},
+		{"0.0.0.0:15000", false, false},
+		{":15000", false, false},
+		{"10.1.2.3:15000", false, false},
+		{"0.0.0.0:15000", true, true},
+	}
+	for _, tt := range tests {
+		err := admin.CheckAddr(tt.addr, tt.remote)
+		if (err == nil) != tt.ok {
+			t.Errorf("CheckAddr(%q, %v) = %v, want ok=%v", tt.addr, tt.remote, err, tt.ok)
+		}
+	}
+	cfg, _ := config.Parse("r.yaml", []byte("config: {adminAddr: \"0.0.0.0:0\"}\n"))
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "--admin-allow-remote") {
+		t.Errorf("New with a non-loopback admin address: %v, want a refusal naming --admin-allow-remote", err)
+	}
+}
