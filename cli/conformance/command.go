@@ -1,22 +1,206 @@
 // Package conformance provides the `gwdiag conformance` command: run the suite
 // against a target (`run`) and check recorded traces (`check`).
-//
-// SKELETON: replaced by the conformance suite work (issue 4).
 package conformance
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gwdiag/gwdiag/golden"
+	"github.com/gwdiag/gwdiag/steps"
 )
 
 // NewCommand returns `gwdiag conformance` with its subcommands.
 func NewCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "conformance",
 		Short: "Run the conformance suite against a proxy, or check recorded traces",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("conformance: not implemented yet")
+		Long: `The conformance suite tells whether a proxy's diagnostics (trace stream,
+admin endpoints, local rate limiting) conform to the specification. Its
+features are built into this binary, so it runs outside the repository.`,
+	}
+	cmd.AddCommand(newRunCommand(), newCheckCommand())
+	return cmd
+}
+
+// failedError makes the process exit 1 when scenarios failed.
+type failedError struct{ msg string }
+
+func (e failedError) Error() string { return e.msg }
+
+// ExitCode implements rootcmd.ExitCoder.
+func (failedError) ExitCode() int { return 1 }
+
+func newRunCommand() *cobra.Command {
+	var (
+		configPath string
+		flags      steps.Options
+		supported  []string
+		exempt     []string
+		reqTimeout time.Duration
+		trTimeout  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the conformance suite against a proxy",
+		Example: `  # The reference proxy, in process (what make conformance runs)
+  gwdiag conformance run --target inprocess --report conformance-report.yaml
+
+  # Any standalone proxy binary; {config} is the config file the suite writes
+  gwdiag conformance run --target process --proxy-cmd 'refproxy -f {config}'
+
+  # One feature, one scenario
+  gwdiag conformance run --tags @request-limits --run-scenario 'The window resets with no manual action'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var o steps.Options
+			if configPath != "" {
+				var err error
+				if o, err = steps.LoadOptions(configPath); err != nil {
+					return err
+				}
+			}
+			// Flags override the file only when set.
+			set := cmd.Flags().Changed
+			if set("target") {
+				o.Target = flags.Target
+			}
+			if set("proxy-cmd") {
+				o.ProxyCommand = flags.ProxyCommand
+			}
+			if set("implementation") {
+				o.Implementation.Name = flags.Implementation.Name
+			}
+			if set("supported-features") {
+				o.SupportedFeatures = names(supported)
+			}
+			if set("exempt-features") {
+				o.ExemptFeatures = names(exempt)
+			}
+			if set("skip-scenario") {
+				o.SkipScenarios = flags.SkipScenarios
+			}
+			if set("run-scenario") {
+				o.RunScenario = flags.RunScenario
+			}
+			if set("tags") {
+				o.Tags = flags.Tags
+			}
+			if set("report") {
+				o.Report = flags.Report
+			}
+			if set("junit") {
+				o.JUnit = flags.JUnit
+			}
+			if set("cucumber-json") {
+				o.CucumberJSON = flags.CucumberJSON
+			}
+			if set("concurrency") {
+				o.Concurrency = flags.Concurrency
+			}
+			if set("request-timeout") {
+				o.Timeouts.Request.Duration = reqTimeout
+			}
+			if set("trace-timeout") {
+				o.Timeouts.Trace.Duration = trTimeout
+			}
+			if o.Target == "process" && o.ProxyCommand == "" {
+				return errors.New("--target process needs --proxy-cmd, e.g. --proxy-cmd 'refproxy -f {config}'")
+			}
+			o.Output = cmd.OutOrStdout()
+			rep, err := steps.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if rep.Failed() {
+				return failedError{fmt.Sprintf("%d of %d scenarios failed", rep.Summary.Failed,
+					rep.Summary.Passed+rep.Summary.Failed+rep.Summary.Skipped+rep.Summary.Unsupported)}
+			}
+			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.StringVarP(&configPath, "config", "c", "", "options file (YAML, the fields of steps.Options); flags override it")
+	f.StringVar(&flags.Target, "target", "inprocess", "how the proxy is run: inprocess or process")
+	f.StringVar(&flags.ProxyCommand, "proxy-cmd", "", "process target: command template; {config} is the config file, {admin} the admin address")
+	f.StringVar(&flags.Implementation.Name, "implementation", "", "name of the proxy under test, for the report")
+	f.StringSliceVar(&supported, "supported-features", nil, "extended features the proxy claims (failing them is a failure)")
+	f.StringSliceVar(&exempt, "exempt-features", nil, "features not to run")
+	f.StringSliceVar(&flags.SkipScenarios, "skip-scenario", nil, "scenario names not to run")
+	f.StringVar(&flags.RunScenario, "run-scenario", "", "run only the scenario of this name")
+	f.StringVar(&flags.Tags, "tags", "", "godog tag expression, e.g. '@admin && ~@extended'")
+	f.StringVar(&flags.Report, "report", "", "write the ConformanceReport YAML here")
+	f.StringVar(&flags.JUnit, "junit", "", "write JUnit XML here")
+	f.StringVar(&flags.CucumberJSON, "cucumber-json", "", "write Cucumber JSON here")
+	f.IntVar(&flags.Concurrency, "concurrency", 4, "scenarios run at once")
+	f.DurationVar(&reqTimeout, "request-timeout", 10*time.Second, "bound on one HTTP request")
+	f.DurationVar(&trTimeout, "trace-timeout", 5*time.Second, "bound on a trace completing after its request")
+	return cmd
+}
+
+func names(s []string) []steps.FeatureName {
+	out := make([]steps.FeatureName, len(s))
+	for i, v := range s {
+		out[i] = steps.FeatureName(v)
+	}
+	return out
+}
+
+func newCheckCommand() *cobra.Command {
+	var report, impl string
+	cmd := &cobra.Command{
+		Use:   "check TRACE.jsonl...",
+		Short: "Check recorded traces with the suite's trace checks",
+		Long: `Check runs the trace checks of the conformance suite (event order, required
+events, eventEnd and eventStart rules, one request per trace, field shapes) on
+JSON Lines traces recorded from a proxy, for example with
+'gwdiag trace --raw > trace.jsonl': conformance without running the proxy.
+Each file holds one trace. Unknown event types and fields of newer proxies are
+accepted. Exits 1 when a trace fails.`,
+		Example: `  gwdiag conformance check captured/*.jsonl --report check-report.yaml`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("check needs at least one trace file (JSON Lines)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var traces []steps.RecordedTrace
+			for _, path := range args {
+				ev, err := golden.ReadJSONL(path)
+				traces = append(traces, steps.RecordedTrace{Name: path, Events: ev, Err: err})
+			}
+			rep := steps.CheckRecorded(steps.Implementation{Name: impl}, traces)
+			printCheck(cmd.OutOrStdout(), rep)
+			if report != "" {
+				if err := rep.WriteFile(report); err != nil {
+					return err
+				}
+			}
+			if rep.Failed() {
+				return failedError{fmt.Sprintf("%d of %d traces failed the checks", rep.Summary.Failed, len(args))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&report, "report", "", "write the ConformanceReport YAML here")
+	cmd.Flags().StringVar(&impl, "implementation", "", "name of the proxy the traces come from, for the report")
+	return cmd
+}
+
+func printCheck(w io.Writer, rep *steps.ConformanceReport) {
+	for _, f := range rep.Features {
+		for _, s := range f.Scenarios {
+			fmt.Fprintf(w, "FAIL  %s\n", s.Name)
+			for _, line := range strings.Split(s.Message, "\n") {
+				fmt.Fprintf(w, "      %s\n", line)
+			}
+		}
+	}
+	fmt.Fprintf(w, "%d passed, %d failed\n", rep.Summary.Passed, rep.Summary.Failed)
 }

@@ -1,0 +1,130 @@
+package conformance
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gwdiag/gwdiag/steps"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := NewCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name     string
+		files    []string
+		wantFail bool
+		wantOut  []string
+	}{
+		{"1.2 standalone trace without middle snapshots", []string{"v1.2-standalone.jsonl"}, false, []string{"1 passed, 0 failed"}},
+		{"1.2 cluster trace with all twelve events", []string{"v1.2-cluster-12-events.jsonl"}, false, []string{"1 passed, 0 failed"}},
+		{"1.3 trace: phases, bodySnapshot, raw response, ipv6", []string{"v1.3-phases.jsonl"}, false, []string{"1 passed, 0 failed"}},
+		{"gateway-phase policySelection after routeSelection", []string{"bad-gateway-phase-after-route.jsonl"}, true,
+			[]string{"FAIL  testdata/bad-gateway-phase-after-route.jsonl", "policySelection (phase gateway) out of order"}},
+		{"missing requestFinished", []string{"bad-no-finished.jsonl"}, true, []string{"missing requestFinished"}},
+		{"one good, one bad", []string{"v1.3-phases.jsonl", "bad-no-finished.jsonl"}, true, []string{"1 passed, 1 failed"}},
+		{"unreadable file", []string{"does-not-exist.jsonl"}, true, []string{"does-not-exist.jsonl"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"check"}
+			for _, f := range tt.files {
+				args = append(args, filepath.Join("testdata", f))
+			}
+			out, err := run(t, args...)
+			if (err != nil) != tt.wantFail {
+				t.Fatalf("check %v: got error %v, want failure %v; output:\n%s", tt.files, err, tt.wantFail, out)
+			}
+			if err != nil {
+				if ec, ok := err.(interface{ ExitCode() int }); !ok || ec.ExitCode() != 1 {
+					t.Errorf("check failure: got %T %v, want exit code 1", err, err)
+				}
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q; got:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckWritesReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.yaml")
+	if _, err := run(t, "check", "--report", path, "--implementation", "agentgateway 1.3", "testdata/bad-no-finished.jsonl"); err == nil {
+		t.Fatal("check of a bad trace: got success, want failure")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep steps.ConformanceReport
+	if err := yaml.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.APIVersion != steps.ReportAPIVersion || rep.Kind != steps.ReportKind || rep.Implementation.Name != "agentgateway 1.3" {
+		t.Errorf("report header: got %s %s %q", rep.APIVersion, rep.Kind, rep.Implementation.Name)
+	}
+	if rep.Summary.Failed != 1 || len(rep.Features) != 1 || !strings.Contains(rep.Features[0].Scenarios[0].Message, "missing requestFinished") {
+		t.Errorf("report body: got %+v, want one failed trace saying why", rep)
+	}
+}
+
+func TestCheckNeedsFiles(t *testing.T) {
+	if _, err := run(t, "check"); err == nil || !strings.Contains(err.Error(), "at least one trace file") {
+		t.Errorf("check with no files: got %v, want an error asking for a file", err)
+	}
+}
+
+func TestRunProcessNeedsCommand(t *testing.T) {
+	if _, err := run(t, "run", "--target", "process"); err == nil || !strings.Contains(err.Error(), "--proxy-cmd") {
+		t.Errorf("run --target process without --proxy-cmd: got %v, want an error naming --proxy-cmd", err)
+	}
+}
+
+func TestRunUnknownTarget(t *testing.T) {
+	if _, err := run(t, "run", "--target", "spaceship"); err == nil || !strings.Contains(err.Error(), `unknown target "spaceship"`) {
+		t.Errorf("run --target spaceship: got %v, want an unknown-target error", err)
+	}
+}
+
+func TestRunOptionsFileAndFlags(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "options.yaml")
+	report := filepath.Join(dir, "report.yaml")
+	os.WriteFile(cfg, []byte("target: inprocess\ntags: '@admin'\nrunScenario: GET /logging tells the current level\nimplementation: {name: file-name}\n"), 0o644)
+	out, err := run(t, "run", "--config", cfg, "--implementation", "flag-name", "--report", report)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(report)
+	var rep steps.ConformanceReport
+	if err := yaml.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Implementation.Name != "flag-name" {
+		t.Errorf("implementation: got %q, want the flag to override the file", rep.Implementation.Name)
+	}
+	if rep.Summary.Passed != 1 {
+		t.Errorf("passed: got %d, want only the one scenario asked for; report %+v", rep.Summary.Passed, rep.Summary)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("targett: inprocess\n"), 0o644)
+	if _, err := run(t, "run", "--config", bad); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("run with an unknown option: got %v, want an error naming the file", err)
+	}
+}
