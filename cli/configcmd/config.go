@@ -20,7 +20,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
+	"gopkg.in/yaml.v3"
 
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/connect"
@@ -210,12 +210,12 @@ func WriteSummary(w io.Writer, s Summary, format string) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	case "yaml":
-		b, err := yaml.Marshal(s)
-		if err != nil {
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(s); err != nil {
 			return err
 		}
-		_, err = w.Write(b)
-		return err
+		return enc.Close()
 	}
 	fmt.Fprintln(w, "ROUTES")
 	rows := make([][]string, 0, len(s.Routes))

@@ -28,40 +28,40 @@ type Backend struct {
 // Summary is what `gwdiag config all` shows: the routes, backends and
 // policies the proxy has loaded, not the raw dump.
 type Summary struct {
-	Routes   []RouteSummary   `json:"routes"`
-	Backends []BackendSummary `json:"backends"`
-	Policies []PolicySummary  `json:"policies"`
+	Routes   []RouteSummary   `json:"routes" yaml:"routes"`
+	Backends []BackendSummary `json:"backends" yaml:"backends"`
+	Policies []PolicySummary  `json:"policies" yaml:"policies"`
 }
 
 // RouteSummary is one route with where it listens, what it matches, where
 // it sends traffic and which policies it carries inline.
 type RouteSummary struct {
-	Name      string   `json:"name"`
-	Namespace string   `json:"namespace,omitempty"`
-	Key       string   `json:"key,omitempty"`
-	Bind      string   `json:"bind,omitempty"`
-	Listener  string   `json:"listener,omitempty"`
-	Hostnames []string `json:"hostnames,omitempty"`
-	Matches   []string `json:"matches,omitempty"`
-	Backends  []string `json:"backends,omitempty"`
-	Policies  []string `json:"policies,omitempty"`
+	Name      string   `json:"name" yaml:"name"`
+	Namespace string   `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Key       string   `json:"key,omitempty" yaml:"key,omitempty"`
+	Bind      string   `json:"bind,omitempty" yaml:"bind,omitempty"`
+	Listener  string   `json:"listener,omitempty" yaml:"listener,omitempty"`
+	Hostnames []string `json:"hostnames,omitempty" yaml:"hostnames,omitempty"`
+	Matches   []string `json:"matches,omitempty" yaml:"matches,omitempty"`
+	Backends  []string `json:"backends,omitempty" yaml:"backends,omitempty"`
+	Policies  []string `json:"policies,omitempty" yaml:"policies,omitempty"`
 }
 
 // BackendSummary is one backend with its endpoint count and traffic.
 type BackendSummary struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
-	Type      string `json:"type,omitempty"`
-	Endpoints int    `json:"endpoints"`
-	Requests  int64  `json:"requests"`
+	Name      string `json:"name" yaml:"name"`
+	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Type      string `json:"type,omitempty" yaml:"type,omitempty"`
+	Endpoints int    `json:"endpoints" yaml:"endpoints"`
+	Requests  int64  `json:"requests" yaml:"requests"`
 }
 
 // PolicySummary is one policy: its name, what it targets and its kinds
 // (localRateLimit, cors, ...).
 type PolicySummary struct {
-	Name   string   `json:"name"`
-	Target string   `json:"target,omitempty"`
-	Kinds  []string `json:"kinds,omitempty"`
+	Name   string   `json:"name" yaml:"name"`
+	Target string   `json:"target,omitempty" yaml:"target,omitempty"`
+	Kinds  []string `json:"kinds,omitempty" yaml:"kinds,omitempty"`
 }
 
 // dump is the part of /config_dump the summary reads. The reference schema
