@@ -57,6 +57,9 @@ type Dataplane struct {
 	reuseBuckets  map[string]*ratelimit.Bucket
 	reuseBackends map[string]*backend
 	closed        bool
+	// tracingOff skips tracing entirely; tests use it as the "compiled out"
+	// baseline that the no-watcher path must match.
+	tracingOff bool
 	draining      sync.WaitGroup
 }
 

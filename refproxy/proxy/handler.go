@@ -33,7 +33,10 @@ func (t *Table) bind(key int) *bindTable {
 // behind `tr != nil`, so untraced requests build no events.
 func (h *bindHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dp := h.dp
-	tr := dp.reg.Take(r)
+	var tr *trace.Tracer
+	if !dp.tracingOff {
+		tr = dp.reg.Take(r)
+	}
 	var bt *bindTable
 	if t := dp.table.Load(); t != nil {
 		bt = t.bind(h.key)

@@ -167,9 +167,9 @@ func (w *Watcher) push(e Event) {
 	}
 }
 
-// drain takes what is queued: events, the count dropped since the last
+// Drain takes what is queued: events, the count dropped since the last
 // drain, and the final event once it has arrived.
-func (w *Watcher) drain() (events []Event, dropped int, final *Event) {
+func (w *Watcher) Drain() (events []Event, dropped int, final *Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	events, w.events = w.events, nil

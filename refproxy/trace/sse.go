@@ -65,7 +65,7 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 				return
 			}
 		case <-watcher.notify:
-			events, dropped, final := watcher.drain()
+			events, dropped, final := watcher.Drain()
 			buf.Reset()
 			for _, e := range events {
 				frame(&buf, e)

@@ -1,0 +1,107 @@
+package trace
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRegistryFilterAndOrder(t *testing.T) {
+	var reg Registry
+	if reg.Take(httptest.NewRequest("GET", "/x", nil)) != nil {
+		t.Fatal("Take with no watchers returned a tracer")
+	}
+	chat, err := Compile(`request.path == "/v1/chat/completions" && request.headers["x-team"] == "blue"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wChat := reg.Watch(chat)
+	wAny := reg.Watch(nil)
+	req := func(path, team string) *http.Request {
+		r := httptest.NewRequest("POST", path, nil)
+		if team != "" {
+			r.Header.Set("X-Team", team)
+		}
+		return r
+	}
+	tests := []struct {
+		name string
+		req  *http.Request
+		want *Watcher
+	}{
+		{"filter rejects, next watcher takes it", req("/other", ""), wAny},
+		{"missing header does not match", req("/v1/chat/completions", ""), nil},
+		{"filter accepts", req("/v1/chat/completions", "blue"), wChat},
+		{"nobody left", req("/v1/chat/completions", "blue"), nil},
+	}
+	for _, tt := range tests {
+		tr := reg.Take(tt.req)
+		var got *Watcher
+		if tr != nil {
+			got = tr.w
+		}
+		if got != tt.want {
+			t.Errorf("%s: got watcher %p, want %p", tt.name, got, tt.want)
+		}
+	}
+	if reg.Waiting() {
+		t.Error("watchers left after each got its request")
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, expr := range []string{`request.path ==`, `1 + 1`, `"a"`, `unknown == 1`} {
+		if _, err := Compile(expr); err == nil {
+			t.Errorf("Compile(%q) accepted it", expr)
+		}
+	}
+}
+
+func TestFullBufferDropsButKeepsFinal(t *testing.T) {
+	var reg Registry
+	w := reg.Watch(nil)
+	tr := reg.Take(httptest.NewRequest("GET", "/", nil))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range BufferSize + 6 {
+			tr.Emit(SeverityInfo, RequestSnapshot, map[string]any{"stage": StageInitialRequest})
+		}
+		tr.Emit(SeverityInfo, RequestFinished, nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("emitting to a watcher nobody reads blocked")
+	}
+	rec := httptest.NewRecorder()
+	serve(rec, httptest.NewRequest("GET", "/debug/trace", nil), w)
+	body := rec.Body.String()
+	if !strings.HasPrefix(body, ": ready\n\n") {
+		t.Errorf("stream does not open with : ready: %.40q", body)
+	}
+	if n := strings.Count(body, "data: "); n != BufferSize+1 {
+		t.Errorf("%d data frames, want %d (buffer) + 1 (requestFinished)", n, BufferSize+1)
+	}
+	if !strings.Contains(body, ": dropped 6 events\n\n") {
+		t.Errorf("no drop announcement in stream")
+	}
+	if !strings.HasSuffix(body, `"message":{"type":"requestFinished"}}`+"\n\n") {
+		t.Errorf("stream does not end with requestFinished: ...%q", body[len(body)-80:])
+	}
+}
+
+func TestEventEndNeverDecreases(t *testing.T) {
+	var reg Registry
+	w := reg.Watch(nil)
+	tr := reg.Take(httptest.NewRequest("GET", "/", nil))
+	tr.last = 1 << 40 // as if the clock had stepped back
+	start := tr.Start()
+	tr.EmitTimed(SeverityInfo, BackendCallResult, &start, nil)
+	evs, _, _ := w.Drain()
+	if len(evs) != 1 || evs[0].EventEnd != 1<<40 || *evs[0].EventStart > evs[0].EventEnd {
+		t.Errorf("event %+v, want eventEnd held at the previous value", evs)
+	}
+}
