@@ -60,7 +60,7 @@ type Dataplane struct {
 	// tracingOff skips tracing entirely; tests use it as the "compiled out"
 	// baseline that the no-watcher path must match.
 	tracingOff bool
-	draining      sync.WaitGroup
+	draining   sync.WaitGroup
 }
 
 type bindServer struct {
