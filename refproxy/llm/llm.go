@@ -2,11 +2,22 @@
 // it asks streaming requests to report usage, and finds usage in JSON and SSE
 // response bodies without buffering or delaying them.
 //
-// SKELETON: the signatures below are the contract the data plane is written
-// against; the bodies are placeholders to be replaced (issue 3).
+// Response bodies are scanned as they pass through, byte by byte, by a small
+// state machine that only keeps the top-level "usage" value (at most
+// MaxUsageSize bytes) of a JSON document or of each SSE event, so memory stays
+// bounded whatever the size of the response or of its lines.
 package llm
 
-import "net/http"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
 
 // Usage is the token count of one LLM response.
 type Usage struct {
@@ -17,16 +28,127 @@ type Usage struct {
 // Total is prompt plus completion tokens: what a tokens bucket is charged.
 func (u Usage) Total() uint64 { return u.PromptTokens + u.CompletionTokens }
 
+// Errors passed to WatchResponse's done, wrapped with details; test with errors.Is.
+var (
+	// ErrNoUsage: the response carried no usage (or "usage": null).
+	ErrNoUsage = errors.New("no usage in LLM response")
+	// ErrMalformedUsage: usage is not an object of non-negative integer token counts.
+	ErrMalformedUsage = errors.New("malformed usage in LLM response")
+	// ErrTruncated: the body ended (or the client went away) before the JSON
+	// document or the SSE event carrying usage was complete.
+	ErrTruncated = errors.New("truncated LLM response")
+)
+
+// MaxUsageSize bounds the bytes kept of one "usage" value; a larger one is malformed.
+const MaxUsageSize = 64 << 10
+
+// MaxRequestSize bounds the request bodies PrepareRequest reads to decide;
+// a larger body is forwarded untouched.
+const MaxRequestSize = 16 << 20
+
 // PrepareRequest adds "stream_options": {"include_usage": true} to a JSON
 // request body that has "stream": true and no stream_options, fixing
 // Content-Length. Any other body is left untouched; it never fails the request.
-func PrepareRequest(r *http.Request) { panic("llm: not implemented") }
+//
+// The option is inserted right after the opening brace, so every other byte
+// of the body is forwarded as the client sent it.
+func PrepareRequest(r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
+		return
+	}
+	orig := r.Body
+	body, err := io.ReadAll(io.LimitReader(orig, MaxRequestSize+1))
+	if err != nil || len(body) > MaxRequestSize {
+		// Hand the bytes read back, followed by the rest (or the read error),
+		// so the forward behaves as if nothing had been read.
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), errOr(err, orig)), orig}
+		return
+	}
+	_ = orig.Close()
+	if out, ok := addIncludeUsage(body); ok {
+		body = out
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		r.TransferEncoding = nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+}
+
+// readCloser reads from r and closes c.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (rc readCloser) Close() error { return rc.c.Close() }
+
+// errOr is a reader failing with err when err is set, else r.
+func errOr(err error, r io.Reader) io.Reader {
+	if err != nil {
+		return errReader{err}
+	}
+	return r
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// addIncludeUsage returns body with stream_options added when the rule of
+// PrepareRequest asks for it.
+func addIncludeUsage(body []byte) ([]byte, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return nil, false
+	}
+	if string(top["stream"]) != "true" {
+		return nil, false
+	}
+	if _, ok := top["stream_options"]; ok {
+		return nil, false
+	}
+	i := bytes.IndexByte(body, '{') // valid JSON object: only whitespace before it
+	const opt = `"stream_options":{"include_usage":true},`
+	out := make([]byte, 0, len(body)+len(opt))
+	out = append(out, body[:i+1]...)
+	out = append(out, opt...)
+	out = append(out, body[i+1:]...)
+	return out, true
+}
 
 // WatchResponse wraps resp.Body so that bytes pass through unchanged and
 // unbuffered, and calls done exactly once, when the body reaches EOF or is
 // closed (client gone), with the usage found: from a JSON body, or from the
 // SSE chunk that carries "usage". err is non-nil when usage was missing,
 // malformed or truncated; then u is zero.
+//
+// The body is scanned as JSON or SSE as its Content-Type says
+// (application/json or +json, text/event-stream); with any other type, a
+// body starting with '{' or '[' is JSON and anything else SSE. When several SSE events
+// carry a non-null usage, the last one counts. A read error from the backend
+// ends the watch like Close, with ErrTruncated unless usage was already
+// complete.
 func WatchResponse(resp *http.Response, done func(u Usage, err error)) {
-	panic("llm: not implemented")
+	w := &watcher{body: resp.Body, done: done}
+	switch ct := resp.Header.Get("Content-Type"); {
+	case isJSON(ct):
+		w.mode = modeJSON
+	case strings.HasPrefix(ct, "text/event-stream"):
+		w.mode = modeSSE
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		w.finish(true) // nothing will be read: the body is complete and empty
+		resp.Body = http.NoBody
+		return
+	}
+	resp.Body = w
 }

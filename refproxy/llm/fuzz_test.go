@@ -1,0 +1,188 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// kind is the error class done reported, for comparing results.
+func kind(err error) string {
+	for _, e := range []error{ErrNoUsage, ErrMalformedUsage, ErrTruncated} {
+		if errors.Is(err, e) {
+			return e.Error()
+		}
+	}
+	if err != nil {
+		return "unexpected: " + err.Error()
+	}
+	return "ok"
+}
+
+// watchBytes scans body in reads of at most step bytes (0: all at once).
+func watchBytes(t *testing.T, contentType string, body []byte, step int) (Usage, error) {
+	t.Helper()
+	var (
+		u     Usage
+		err   error
+		calls int
+	)
+	var rd io.Reader = bytes.NewReader(body)
+	if step > 0 {
+		rd = &stepReader{s: string(body), n: step}
+	}
+	resp := &http.Response{Header: http.Header{"Content-Type": {contentType}}, Body: io.NopCloser(rd)}
+	WatchResponse(resp, func(gu Usage, gerr error) { u, err = gu, gerr; calls++ })
+	got, rerr := io.ReadAll(resp.Body)
+	if rerr != nil || !bytes.Equal(got, body) {
+		t.Fatalf("passed through %q, %v; want %q", got, rerr, body)
+	}
+	_ = resp.Body.Close()
+	if calls != 1 {
+		t.Fatalf("done called %d times, want 1", calls)
+	}
+	if err != nil && u != (Usage{}) {
+		t.Fatalf("done(%+v, %v): usage must be zero with an error", u, err)
+	}
+	return u, err
+}
+
+// oracleJSON is the usage of a valid JSON document per encoding/json; known
+// is false when the document is not valid JSON.
+func oracleJSON(doc []byte) (u Usage, found bool, err error, known bool) {
+	if !json.Valid(doc) {
+		return Usage{}, false, nil, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(doc, &m) != nil {
+		return Usage{}, false, nil, true // valid JSON, not an object
+	}
+	raw, ok := m["usage"]
+	if !ok {
+		return Usage{}, false, nil, true
+	}
+	u, found, err = parseUsage(raw)
+	return u, found, err, true
+}
+
+func FuzzJSONUsage(f *testing.F) {
+	for _, s := range []string{
+		openAIJSON, `{"usage":{"prompt_tokens":1,"completion_tokens":2}}`, `{"usage":null}`, `{"usage":"x"}`,
+		`{"us\u0061ge":{"input_tokens":3}}`, `{"a":{"usage":{"prompt_tokens":1}},"usage":{"completion_tokens":4}}`,
+		`{"usage":{"prompt_tok`, `[{"usage":{}}]`, `{"usage":{"prompt_tokens":-1}}`, ` {"usage" : [ "}" , "\"" ] } `,
+	} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, step uint8) {
+		u, err := watchBytes(t, "application/json", body, int(step))
+		whole, wholeErr := watchBytes(t, "application/json", body, 0)
+		if u != whole || kind(err) != kind(wholeErr) {
+			t.Fatalf("reads of %d bytes: (%+v, %v); one read: (%+v, %v)", step, u, err, whole, wholeErr)
+		}
+		if strings.HasPrefix(kind(err), "unexpected") {
+			t.Fatalf("error of no known class: %v", err)
+		}
+		ou, found, oerr, known := oracleJSON(body)
+		if !known {
+			return
+		}
+		want := "ok"
+		switch {
+		case !found:
+			want = kind(ErrNoUsage)
+		case oerr != nil:
+			want = kind(oerr)
+		}
+		if kind(err) != want || (err == nil && u != ou) {
+			t.Fatalf("scanner: (%+v, %v); encoding/json: (%+v, %s) for %q", u, err, ou, want, body)
+		}
+	})
+}
+
+// oracleSSE parses a whole SSE body the simple way (all in memory) and
+// returns the usage of the last event with a non-null usage; known is false
+// when an event is an object that is not valid JSON.
+func oracleSSE(body []byte) (u Usage, found bool, err error, known bool) {
+	s := strings.ReplaceAll(strings.ReplaceAll(string(body), "\r\n", "\n"), "\r", "\n")
+	var (
+		data    []string
+		hasData bool
+	)
+	known = true
+	dispatch := func() {
+		if !hasData {
+			return
+		}
+		doc := strings.Join(data, "\n")
+		data, hasData = nil, false
+		if t := strings.TrimLeft(doc, " \t\r\n"); !strings.HasPrefix(t, "{") {
+			return
+		}
+		eu, efound, eerr, eknown := oracleJSON([]byte(doc))
+		if !eknown {
+			known = false
+			return
+		}
+		if efound {
+			u, found, err = eu, true, eerr
+		}
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if line == "" {
+			dispatch()
+			continue
+		}
+		field, value, ok := strings.Cut(line, ":")
+		if field != "data" {
+			continue
+		}
+		if ok {
+			value = strings.TrimPrefix(value, " ")
+		}
+		data, hasData = append(data, value), true
+	}
+	dispatch()
+	return u, found, err, known
+}
+
+func FuzzSSEUsage(f *testing.F) {
+	for _, s := range []string{
+		openAISSE, strings.ReplaceAll(openAISSE, "\n", "\r\n"), strings.ReplaceAll(openAISSE, "\n", "\r"),
+		"data: {\"usage\":\ndata: {\"prompt_tokens\":7}}\n\n", "data\ndata:{\"usage\":{\"completion_tokens\":1}}\n\n",
+		`data: {"usage":{"prompt_tok`, "event: x\n:comment\ndata: [DONE]\n\n", "data: {\"usage\":\"lots\"}\n\n",
+		"datadatadata: {\"usage\":{\"prompt_tokens\":1}}\n\n",
+	} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(1))
+		f.Add([]byte(s), uint8(5))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, step uint8) {
+		u, err := watchBytes(t, "text/event-stream", body, int(step))
+		whole, wholeErr := watchBytes(t, "text/event-stream", body, 0)
+		if u != whole || kind(err) != kind(wholeErr) {
+			t.Fatalf("reads of %d bytes: (%+v, %v); one read: (%+v, %v)", step, u, err, whole, wholeErr)
+		}
+		if strings.HasPrefix(kind(err), "unexpected") {
+			t.Fatalf("error of no known class: %v", err)
+		}
+		ou, found, oerr, known := oracleSSE(body)
+		if !known {
+			return
+		}
+		want := "ok"
+		switch {
+		case !found:
+			want = kind(ErrNoUsage)
+		case oerr != nil:
+			want = kind(oerr)
+		}
+		if kind(err) != want || (err == nil && u != ou) {
+			t.Fatalf("scanner: (%+v, %v); reference parser: (%+v, %s) for %q", u, err, ou, want, body)
+		}
+	})
+}

@@ -1,0 +1,481 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"sync"
+)
+
+// mode is how a response body is scanned.
+type mode uint8
+
+const (
+	modeSniff mode = iota // decided by the first non-blank byte
+	modeJSON
+	modeSSE
+)
+
+// watcher is the resp.Body installed by WatchResponse.
+type watcher struct {
+	body io.ReadCloser
+	done func(Usage, error)
+
+	mu       sync.Mutex // Read and Close may race when the client goes away
+	finished bool
+	mode     mode
+	js       jsonScanner
+	sse      sseScanner
+}
+
+func (w *watcher) Read(p []byte) (int, error) {
+	n, err := w.body.Read(p)
+	if n == 0 && err == nil {
+		return 0, nil
+	}
+	w.mu.Lock()
+	if w.finished {
+		w.mu.Unlock()
+		return n, err
+	}
+	w.feed(p[:n])
+	if err == nil {
+		w.mu.Unlock()
+		return n, nil
+	}
+	w.mu.Unlock()
+	w.finish(err == io.EOF)
+	return n, err
+}
+
+func (w *watcher) Close() error {
+	w.finish(false)
+	return w.body.Close()
+}
+
+// feed scans p. w.mu must be held.
+func (w *watcher) feed(p []byte) {
+	if w.mode == modeSniff {
+		i := 0
+		for i < len(p) && isSpace(p[i]) {
+			i++
+		}
+		if i == len(p) {
+			return
+		}
+		if p[i] == '{' || p[i] == '[' {
+			w.mode = modeJSON
+		} else {
+			w.mode = modeSSE
+		}
+		p = p[i:]
+	}
+	if w.mode == modeJSON {
+		w.js.feed(p)
+	} else {
+		w.sse.feed(p)
+	}
+}
+
+// finish calls done once, with what was found; eof tells a complete body
+// from one that was closed or failed early.
+func (w *watcher) finish(eof bool) {
+	w.mu.Lock()
+	if w.finished {
+		w.mu.Unlock()
+		return
+	}
+	w.finished = true
+	var (
+		u   Usage
+		err error
+	)
+	switch w.mode {
+	case modeSniff:
+		if eof {
+			err = fmt.Errorf("%w: empty body", ErrNoUsage)
+		} else {
+			err = fmt.Errorf("%w: body closed before any data", ErrTruncated)
+		}
+	case modeJSON:
+		u, err = w.js.bodyUsage(eof)
+	case modeSSE:
+		u, err = w.sse.streamUsage(eof)
+	}
+	w.mu.Unlock()
+	if err != nil {
+		u = Usage{}
+	}
+	if w.done != nil {
+		w.done(u, err)
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// What the JSON scanner expects next at the top level of the document.
+const (
+	expKey = iota
+	expColon
+	expValue
+)
+
+// maxKey bounds the bytes kept of a top-level key: "usage" spelled with
+// \u escapes only is 30 bytes, so longer keys can never be "usage".
+const maxKey = 64
+
+// jsonScanner follows a JSON document byte by byte and keeps only the raw
+// value of its top-level "usage" key (the last one, as encoding/json does).
+// It tracks strings and nesting, not full syntax: the kept value is checked
+// by encoding/json at the end.
+type jsonScanner struct {
+	started   bool // first non-blank byte seen
+	notObject bool // the document is not an object: nothing to find
+	complete  bool // the top-level object was closed
+	depth     int
+	inStr     bool
+	esc       bool
+	expect    int
+
+	inKey       bool
+	key         [maxKey]byte
+	keyLen      int
+	keyOverflow bool
+	usageKey    bool // the key just read is "usage"
+
+	capturing bool   // inside the usage value
+	sawUsage  bool   // a usage key with a value was seen
+	usage     []byte // the raw usage value
+	overflow  bool   // usage exceeded MaxUsageSize
+}
+
+// reset empties s for the next document, keeping its buffer.
+func (s *jsonScanner) reset() { *s = jsonScanner{usage: s.usage[:0]} }
+
+func (s *jsonScanner) put(c byte) {
+	if s.capturing {
+		if len(s.usage) >= MaxUsageSize {
+			s.overflow = true
+			return
+		}
+		s.usage = append(s.usage, c)
+	}
+}
+
+func (s *jsonScanner) feed(p []byte) {
+	for i := 0; i < len(p); i++ {
+		if s.complete || s.notObject {
+			return
+		}
+		c := p[i]
+		if s.inStr && !s.esc && !s.inKey && !s.capturing {
+			// Most bytes are content strings nobody needs: skip to the
+			// next quote or backslash at once.
+			j := bytes.IndexAny(p[i:], `"\\`)
+			if j < 0 {
+				return
+			}
+			i += j
+			c = p[i]
+		}
+		if s.inStr {
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.inStr = false
+				if s.inKey {
+					s.inKey = false
+					s.usageKey = !s.keyOverflow && isUsage(s.key[:s.keyLen])
+					s.expect = expColon
+					continue
+				}
+			}
+			if s.inKey {
+				if s.keyLen == maxKey {
+					s.keyOverflow = true
+				} else {
+					s.key[s.keyLen] = c
+					s.keyLen++
+				}
+			} else {
+				s.put(c)
+			}
+			continue
+		}
+		if isSpace(c) {
+			if len(s.usage) > 0 {
+				s.put(c)
+			}
+			continue
+		}
+		if !s.started {
+			s.started = true
+			if c != '{' {
+				s.notObject = true
+				return
+			}
+			s.depth, s.expect = 1, expKey
+			continue
+		}
+		if s.depth == 1 {
+			switch s.expect {
+			case expKey:
+				switch c {
+				case '"':
+					s.inStr, s.inKey, s.keyLen, s.keyOverflow = true, true, 0, false
+				case '}':
+					s.depth, s.complete = 0, true
+				}
+				continue // anything else is invalid and ignored
+			case expColon:
+				if c == ':' {
+					s.expect = expValue
+					if s.usageKey {
+						s.capturing, s.sawUsage, s.usage, s.overflow = true, true, s.usage[:0], false
+					}
+				}
+				continue
+			case expValue:
+				switch c {
+				case ',':
+					s.capturing, s.expect = false, expKey
+					continue
+				case '}':
+					s.capturing, s.depth, s.complete = false, 0, true
+					continue
+				}
+			}
+		}
+		s.put(c)
+		switch c {
+		case '"':
+			s.inStr = true
+		case '{', '[':
+			s.depth++
+		case '}', ']':
+			if s.depth > 1 {
+				s.depth--
+			}
+		}
+	}
+}
+
+// isUsage reports whether the raw key (between quotes) is "usage".
+func isUsage(raw []byte) bool {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == "usage"
+	}
+	var k string
+	q := make([]byte, 0, len(raw)+2)
+	q = append(append(append(q, '"'), raw...), '"')
+	return json.Unmarshal(q, &k) == nil && k == "usage"
+}
+
+// found reports the usage of one document (an SSE event): whether it had a
+// non-null usage and, if so, its value or why it is unusable.
+func (s *jsonScanner) found() (Usage, bool, error) {
+	if !s.sawUsage {
+		return Usage{}, false, nil
+	}
+	raw := bytes.TrimSpace(s.usage)
+	if !s.capturing && string(raw) == "null" {
+		return Usage{}, false, nil
+	}
+	if s.capturing || !s.complete {
+		return Usage{}, true, fmt.Errorf("%w: document ends inside or after usage %.64q", ErrTruncated, raw)
+	}
+	if s.overflow {
+		return Usage{}, true, fmt.Errorf("%w: usage larger than %d bytes", ErrMalformedUsage, MaxUsageSize)
+	}
+	u, ok, err := parseUsage(raw)
+	return u, ok, err
+}
+
+// bodyUsage is the usage of a whole JSON response body.
+func (s *jsonScanner) bodyUsage(eof bool) (Usage, error) {
+	switch {
+	case !s.started && eof:
+		return Usage{}, fmt.Errorf("%w: empty body", ErrNoUsage)
+	case s.notObject:
+		return Usage{}, fmt.Errorf("%w: body is not a JSON object", ErrNoUsage)
+	case !s.complete:
+		return Usage{}, fmt.Errorf("%w: JSON body ends before its closing brace", ErrTruncated)
+	}
+	u, ok, err := s.found()
+	if !ok {
+		return Usage{}, fmt.Errorf("%w: JSON body has no usage", ErrNoUsage)
+	}
+	return u, err
+}
+
+// parseUsage reads an OpenAI usage object (prompt_tokens, completion_tokens;
+// input_tokens, output_tokens as the Responses API names them). ok is false
+// for null.
+func parseUsage(raw []byte) (u Usage, ok bool, err error) {
+	if string(raw) == "null" {
+		return Usage{}, false, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Usage{}, true, fmt.Errorf("%w: usage %.64q is not an object", ErrMalformedUsage, raw)
+	}
+	pk, ck := "prompt_tokens", "completion_tokens"
+	if _, has := m[pk]; !has {
+		if _, has := m[ck]; !has {
+			pk, ck = "input_tokens", "output_tokens"
+		}
+	}
+	p, hasP := m[pk]
+	c, hasC := m[ck]
+	if !hasP && !hasC {
+		return Usage{}, true, fmt.Errorf("%w: usage has neither prompt_tokens nor completion_tokens", ErrMalformedUsage)
+	}
+	count := func(name string, v json.RawMessage, has bool) (uint64, error) {
+		if !has {
+			return 0, nil
+		}
+		n, err := strconv.ParseUint(string(v), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s is %.32q, want an integer >= 0", ErrMalformedUsage, name, v)
+		}
+		return n, nil
+	}
+	if u.PromptTokens, err = count(pk, p, hasP); err != nil {
+		return Usage{}, true, err
+	}
+	if u.CompletionTokens, err = count(ck, c, hasC); err != nil {
+		return Usage{}, true, err
+	}
+	if u.PromptTokens > math.MaxUint64-u.CompletionTokens {
+		return Usage{}, true, fmt.Errorf("%w: token counts overflow", ErrMalformedUsage)
+	}
+	return u, true, nil
+}
+
+// Line states of the SSE scanner.
+const (
+	lineStart  = iota // nothing read on this line yet
+	lineField         // reading the field name
+	lineData          // in the value of a data field
+	lineIgnore        // in a line that does not matter (comment, other field)
+)
+
+// maxField bounds the bytes kept of a field name; only "data" matters.
+const maxField = 8
+
+// sseScanner follows an SSE stream byte by byte. The data of each event is
+// fed to a jsonScanner as it arrives, so no line is ever assembled whole.
+type sseScanner struct {
+	line      int
+	field     [maxField]byte
+	fieldLen  int
+	skipSpace bool // a space right after "data:" is not part of the value
+	prevCR    bool // a \n right after \r ends no second line
+	hasData   bool // the current event has a data field
+	ev        jsonScanner
+
+	seen    bool // an event carried a non-null usage
+	last    Usage
+	lastErr error
+}
+
+func (s *sseScanner) feed(p []byte) {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if s.prevCR {
+			s.prevCR = false
+			if c == '\n' {
+				continue
+			}
+		}
+		if c == '\r' || c == '\n' {
+			s.prevCR = c == '\r'
+			s.endLine()
+			continue
+		}
+		switch s.line {
+		case lineStart, lineField:
+			s.line = lineField
+			if c != ':' {
+				if s.fieldLen == maxField {
+					s.line = lineIgnore
+				} else {
+					s.field[s.fieldLen] = c
+					s.fieldLen++
+				}
+				continue
+			}
+			if string(s.field[:s.fieldLen]) != "data" {
+				s.line = lineIgnore
+				continue
+			}
+			s.line, s.skipSpace = lineData, true
+			s.dataLine()
+		case lineData:
+			if s.skipSpace {
+				s.skipSpace = false
+				if c == ' ' {
+					continue
+				}
+			}
+			j := bytes.IndexAny(p[i:], "\r\n")
+			if j < 0 {
+				j = len(p) - i
+			}
+			s.ev.feed(p[i : i+j])
+			i += j - 1
+		}
+	}
+}
+
+// dataLine starts a data line; lines of one event are joined by \n.
+func (s *sseScanner) dataLine() {
+	if s.hasData {
+		s.ev.feed([]byte{'\n'})
+	}
+	s.hasData = true
+}
+
+func (s *sseScanner) endLine() {
+	switch s.line {
+	case lineStart:
+		s.dispatch()
+	case lineField:
+		if string(s.field[:s.fieldLen]) == "data" {
+			s.dataLine() // "data" with no colon: an empty value
+		}
+	}
+	s.line, s.fieldLen = lineStart, 0
+}
+
+// dispatch ends the current event.
+func (s *sseScanner) dispatch() {
+	if s.hasData {
+		if u, ok, err := s.ev.found(); ok {
+			s.seen, s.last, s.lastErr = true, u, err
+		}
+	}
+	s.ev.reset()
+	s.hasData = false
+}
+
+// streamUsage is the usage of the whole stream, once it ended (eof) or was
+// closed early. An event left open at the end is still looked at, so a cut
+// usage chunk reports ErrTruncated rather than ErrNoUsage.
+func (s *sseScanner) streamUsage(eof bool) (Usage, error) {
+	s.dispatch()
+	switch {
+	case s.seen:
+		return s.last, s.lastErr
+	case eof:
+		return Usage{}, fmt.Errorf("%w: no SSE event carried usage", ErrNoUsage)
+	default:
+		return Usage{}, fmt.Errorf("%w: stream closed before the usage event", ErrTruncated)
+	}
+}
