@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy"
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/mock"
+)
+
+// gwdiagBin is the binary under test, built once by TestMain.
+var gwdiagBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gwdiag-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gwdiagBin = filepath.Join(dir, "gwdiag")
+	build := exec.Command("go", "build", "-o", gwdiagBin, "github.com/gwdiag/gwdiag/cli/cmd/gwdiag")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building gwdiag:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is one finished run of the binary.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// gwdiag runs the binary to completion (bounded by a deadline) with env
+// added to the environment.
+func gwdiag(t *testing.T, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gwdiagBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("running gwdiag %v: %v", args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("gwdiag %v did not finish in time; stderr:\n%s", args, r.stderr)
+	}
+	return r
+}
+
+// seenRequest is what the backend received.
+type seenRequest struct {
+	Method, Host, Path, Body string
+	Header                   http.Header
+}
+
+// backend is the mock echo backend, recording every request it gets.
+type backend struct {
+	addr string
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+func startBackend(t *testing.T) *backend {
+	t.Helper()
+	b := &backend{}
+	echo := mock.NewEcho()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		b.mu.Lock()
+		b.seen = append(b.seen, seenRequest{r.Method, r.Host, r.URL.RequestURI(), string(body), r.Header.Clone()})
+		b.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		echo.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	b.addr = srv.Listener.Addr().String()
+	return b
+}
+
+func (b *backend) requests() []seenRequest {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]seenRequest(nil), b.seen...)
+}
+
+// proxy is a running reference proxy with one route to a recording backend.
+type proxy struct {
+	*refproxy.Proxy
+	backend  *backend
+	adminURL string
+	port     int // the listener port
+}
+
+func startProxy(t *testing.T) *proxy {
+	t.Helper()
+	be := startBackend(t)
+	yaml := fmt.Sprintf(`
+binds:
+- port: 0
+  listeners:
+  - protocol: HTTP
+    routes:
+    - name: httpbin
+      matches: [{path: {pathPrefix: /}}]
+      backends: [{host: %q}]
+`, be.addr)
+	cfg, err := config.Parse(t.Name()+".yaml", []byte(yaml))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	p, err := refproxy.New(cfg, refproxy.WithAdminAddr("127.0.0.1:0"), refproxy.WithLogOutput(io.Discard), refproxy.WithEnv("", "", ""))
+	if err != nil {
+		t.Fatalf("refproxy.New: %v", err)
+	}
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	_, portStr, err := net.SplitHostPort(p.BindAddrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(portStr)
+	return &proxy{Proxy: p, backend: be, adminURL: "http://" + p.AdminAddr(), port: port}
+}
+
+// get sends a request to the proxy listener with the given path.
+func (p *proxy) get(t *testing.T, path string) {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path))
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// adminPort returns the admin server's port.
+func (p *proxy) adminPort(t *testing.T) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(p.AdminAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// noCurlPATH is a PATH without curl, so the binary uses its built-in client.
+func noCurlPATH(t *testing.T) string {
+	return "PATH=" + t.TempDir()
+}
+
+func hasCurl() bool {
+	_, err := exec.LookPath("curl")
+	return err == nil
+}
+
+// fakeAdmin serves h as an admin server, for error paths the reference proxy
+// does not produce.
+func fakeAdmin(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func lines(s string) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// closedURL returns the URL of a server that no longer listens.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	u := srv.URL
+	srv.Close()
+	return u
+}
+
+// portOf returns the port of an http://host:port URL.
+func portOf(t *testing.T, u string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(u, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}

@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// parseRaw parses --raw output line by line: every line one event object.
+func parseRaw(t *testing.T, out string) []trace.Event {
+	t.Helper()
+	var events []trace.Event
+	for i, l := range lines(out) {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(l), &obj); err != nil {
+			t.Fatalf("line %d is not a JSON object: %v\n%s", i+1, err, l)
+		}
+		for _, k := range []string{"eventStart", "eventEnd", "severity", "message"} {
+			if _, ok := obj[k]; !ok {
+				t.Errorf("line %d lacks %q: %s", i+1, k, l)
+			}
+		}
+		ev, err := trace.Parse([]byte(l))
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		events = append(events, ev)
+	}
+	return events
+}
+
+// checkTrace checks the event order rules of spec part 3 that hold for every
+// trace: it starts and finishes, eventEnd never decreases, and the route was
+// selected.
+func checkTrace(t *testing.T, events []trace.Event) {
+	t.Helper()
+	if len(events) < 4 {
+		t.Fatalf("got %d events, want a whole trace", len(events))
+	}
+	if events[0].Type() != trace.RequestStarted || events[len(events)-1].Type() != trace.RequestFinished {
+		t.Errorf("trace runs %s .. %s, want requestStarted .. requestFinished", events[0].Type(), events[len(events)-1].Type())
+	}
+	var route string
+	for i, ev := range events {
+		if i > 0 && ev.EventEnd < events[i-1].EventEnd {
+			t.Errorf("eventEnd decreases at event %d: %d < %d", i+1, ev.EventEnd, events[i-1].EventEnd)
+		}
+		if ev.Type() == trace.RouteSelection {
+			route, _ = ev.Message["selectedRoute"].(string)
+		}
+	}
+	if !strings.HasSuffix(route, "/httpbin") {
+		t.Errorf("selectedRoute = %q, want the httpbin route", route)
+	}
+}
+
+// tracedPath returns request.path of the initial request snapshot.
+func tracedPath(events []trace.Event) string {
+	for _, ev := range events {
+		if ev.Type() == trace.RequestSnapshot {
+			if st, ok := ev.Message["requestState"].(map[string]any); ok {
+				if r, ok := st["request"].(map[string]any); ok {
+					p, _ := r["path"].(string)
+					return p
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func TestInjectRaw(t *testing.T) {
+	p := startProxy(t)
+	clients := []struct {
+		name string
+		env  []string
+	}{{"builtin", []string{noCurlPATH(t)}}}
+	if hasCurl() {
+		clients = append(clients, struct {
+			name string
+			env  []string
+		}{"curl", nil})
+	} else {
+		t.Log("curl not on PATH: only the built-in client is tested")
+	}
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(p.backend.requests())
+			r := gwdiag(t, c.env, nil, "trace", "--local", "--admin-url", p.adminURL, "--raw",
+				"--port", fmt.Sprint(p.port), "--", "http://httpbin.example/anything/"+c.name+"?q=1",
+				"-X", "PUT", "-H", "x-test: one", "-d", "a=b")
+			if r.code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+			}
+			events := parseRaw(t, r.stdout)
+			checkTrace(t, events)
+			if got, want := tracedPath(events), "/anything/"+c.name; got != want {
+				t.Errorf("traced path = %q, want %q", got, want)
+			}
+			seen := p.backend.requests()
+			if len(seen) != before+1 {
+				t.Fatalf("backend got %d requests, want 1", len(seen)-before)
+			}
+			got := seen[len(seen)-1]
+			if got.Method != "PUT" || got.Body != "a=b" || got.Header.Get("x-test") != "one" || got.Path != "/anything/"+c.name+"?q=1" {
+				t.Errorf("backend saw %s %s body %q x-test %q; want PUT /anything/%s?q=1 body \"a=b\" x-test \"one\"",
+					got.Method, got.Path, got.Body, got.Header.Get("x-test"), c.name)
+			}
+			if got.Host != "httpbin.example" {
+				t.Errorf("backend saw Host %q, want httpbin.example (the URL host, never resolved)", got.Host)
+			}
+		})
+	}
+}
+
+// TestAdminAddressSources injects a request with the admin server named in
+// each supported way.
+func TestAdminAddressSources(t *testing.T) {
+	p := startProxy(t)
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte("config:\n  adminAddr: "+p.AdminAddr()+"\nbinds: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"proxy-admin-port", nil, []string{"--proxy-admin-port", p.adminPort(t)}},
+		{"config file", nil, []string{"-c", cfgFile}},
+		{"ADMIN_ADDR", []string{"ADMIN_ADDR=" + p.AdminAddr()}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"trace", "--local", "--raw"}, tt.args...)
+			args = append(args, "--port", fmt.Sprint(p.port), "--", "http://h.example/src")
+			r := gwdiag(t, append(tt.env, noCurlPATH(t)), nil, args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+			}
+			checkTrace(t, parseRaw(t, r.stdout))
+		})
+	}
+}
+
+// watch runs `gwdiag trace` in watch mode and, until it exits, sends a
+// request through the proxy every few milliseconds: nothing tells an outside
+// observer when the watcher is registered, and watch mode traces whichever
+// request comes next.
+func watch(t *testing.T, p *proxy, paths func(i int) string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gwdiagBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			r := result{stdout: out.String(), stderr: errb.String()}
+			if err != nil {
+				r.code = cmd.ProcessState.ExitCode()
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("watch did not finish in time; stderr:\n%s", r.stderr)
+			}
+			return r
+		case <-tick.C:
+			p.get(t, paths(i))
+		}
+	}
+}
+
+func TestWatchRaw(t *testing.T) {
+	p := startProxy(t)
+	r := watch(t, p, func(i int) string { return fmt.Sprintf("/watched/%d", i) },
+		"trace", "--local", "--admin-url", p.adminURL, "--raw")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	events := parseRaw(t, r.stdout)
+	checkTrace(t, events)
+	if !strings.HasPrefix(tracedPath(events), "/watched/") {
+		t.Errorf("traced path = %q, want one of the watched requests", tracedPath(events))
+	}
+}
+
+func TestWatchExpression(t *testing.T) {
+	p := startProxy(t)
+	r := watch(t, p, func(i int) string {
+		if i%3 == 2 {
+			return fmt.Sprintf("/wanted/%d", i)
+		}
+		return fmt.Sprintf("/other/%d", i)
+	}, "trace", "--local", "--admin-url", p.adminURL, "--raw", "--expression", `request.path.startsWith("/wanted/")`)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	events := parseRaw(t, r.stdout)
+	checkTrace(t, events)
+	if !strings.HasPrefix(tracedPath(events), "/wanted/") {
+		t.Errorf("traced path = %q, want a request matching the expression", tracedPath(events))
+	}
+}
+
+func TestTraceErrors(t *testing.T) {
+	p := startProxy(t)
+	closed := closedURL(t)
+	broken := fakeAdmin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, ": ready\n\ndata: {\"eventStart\":null,\"eventEnd\":1,\"severity\":\"info\",\"message\":{\"type\":\"requestStarted\"}}\n\n")
+	})
+	failing := fakeAdmin(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "tracing disabled", http.StatusServiceUnavailable)
+	})
+	tests := []struct {
+		name      string
+		args      []string
+		wantCode  int
+		wantErr   string
+		wantLines int
+	}{
+		{"unreachable admin", []string{"trace", "--local", "--raw", "--admin-url", closed}, 1,
+			"Error: cannot reach the admin server at " + closed, 0},
+		{"admin answers an error", []string{"trace", "--local", "--raw", "--admin-url", failing}, 1,
+			"Error: admin server answered 503 Service Unavailable for " + failing + "/debug/trace: tracing disabled", 0},
+		{"stream breaks before requestFinished", []string{"trace", "--local", "--raw", "--admin-url", broken}, 1,
+			"Error: trace failed: trace stream ended before requestFinished (after 1 events)", 1},
+		{"bad expression", []string{"trace", "--local", "--raw", "--admin-url", p.adminURL, "--expression", "request.path ==="}, 1,
+			"Error: admin server answered 400 Bad Request", 0},
+		{"request fails", []string{"trace", "--local", "--raw", "--admin-url", p.adminURL, "--port", portOf(t, closed), "--", "http://x/"}, 1,
+			"Error: sending the request", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := gwdiag(t, []string{noCurlPATH(t)}, nil, tt.args...)
+			if r.code != tt.wantCode || !strings.Contains(r.stderr, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tt.wantCode, tt.wantErr)
+			}
+			if n := len(lines(r.stdout)); n != tt.wantLines {
+				t.Errorf("stdout has %d lines, want %d:\n%s", n, tt.wantLines, r.stdout)
+			}
+		})
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"two resources", []string{"trace", "gateway/a", "gateway/b"}, "accepts at most 1 resource arg, received 2"},
+		{"local with resource", []string{"trace", "--local", "gateway/a"}, "--local does not accept a resource argument"},
+		{"url without port", []string{"trace", "--local", "--", "http://x/"}, "a request URL requires --port"},
+		{"port without url", []string{"trace", "--local", "--port", "3000"}, "--port requires a request URL after --"},
+		{"args without url", []string{"trace", "--local", "--port", "3000", "--", "-X", "POST", "x.example"}, "request args after -- must include at least one http:// or https:// URL"},
+		{"port out of range", []string{"trace", "--local", "--port", "70000", "--", "http://x/"}, "invalid --port 70000: want 1-65535"},
+		{"bad resource", []string{"trace", "deployment/x"}, `invalid resource "deployment/x": unsupported type "deployment" (supported: gateway)`},
+		{"resource without name", []string{"trace", "gateway"}, `invalid resource "gateway": want type/name[.namespace], e.g. gateway/my-gateway`},
+		{"file with local", []string{"trace", "-f", "x.jsonl", "--local"}, "--file replays a saved trace and cannot be combined with --local"},
+		{"file with port", []string{"trace", "-f", "x.jsonl", "--port", "1", "--", "http://x/"}, "--file replays a saved trace and cannot be combined with --port"},
+		{"admin url without local", []string{"trace", "--admin-url", "http://127.0.0.1:1"}, "--admin-url applies to a standalone proxy: add --local"},
+		{"admin url and port", []string{"trace", "--local", "--admin-url", "http://127.0.0.1:1", "--proxy-admin-port", "2"}, "--admin-url and --proxy-admin-port both name the admin server: pass only one"},
+		{"namespace with local", []string{"trace", "--local", "-n", "prod"}, "--namespace and --kubeconfig apply to cluster mode and cannot be combined with --local"},
+		{"bad admin url", []string{"trace", "--local", "--admin-url", "127.0.0.1:15000"}, `invalid --admin-url "127.0.0.1:15000": want http://host:port`},
+		{"unknown flag", []string{"trace", "--nope"}, "unknown flag: --nope"},
+		{"diff arity", []string{"trace", "diff", "a.jsonl"}, "diff takes two trace files, received 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := gwdiag(t, nil, nil, tt.args...)
+			if r.code == 0 || !strings.Contains(r.stderr, "Error: "+tt.want) {
+				t.Errorf("gwdiag %v: exit %d, stderr %q; want non-zero and %q", tt.args, r.code, r.stderr, "Error: "+tt.want)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing", r.stdout)
+			}
+		})
+	}
+}
+
+func TestClusterModeNotBuilt(t *testing.T) {
+	for _, args := range [][]string{
+		{"trace", "gateway/gw", "-n", "prod", "--raw"},
+		{"trace", "--raw"},
+		{"trace", "gw/gw.prod", "--port", "8080", "--", "http://x/"},
+	} {
+		r := gwdiag(t, nil, nil, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "cluster mode needs a kubeconfig and cluster support") {
+			t.Errorf("gwdiag %v: exit %d, stderr %q; want exit 1 and the cluster-mode error", args, r.code, r.stderr)
+		}
+	}
+}
+
+func TestReplayRaw(t *testing.T) {
+	want, err := os.ReadFile("testdata/trace.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gwdiag(t, nil, nil, "trace", "-f", "testdata/trace.jsonl", "--raw")
+	if r.code != 0 || r.stdout != string(want) {
+		t.Errorf("replay from file: exit %d stderr %q; stdout differs from the file:\n%s", r.code, r.stderr, r.stdout)
+	}
+	r = gwdiag(t, nil, bytes.NewReader(want), "trace", "--file", "-", "--raw")
+	if r.code != 0 || r.stdout != string(want) {
+		t.Errorf("replay from stdin: exit %d stderr %q; stdout differs from the file:\n%s", r.code, r.stderr, r.stdout)
+	}
+	r = gwdiag(t, nil, strings.NewReader("{\"eventEnd\":1}\nnot json\n"), "trace", "-f", "-", "--raw")
+	if r.code != 1 || !strings.Contains(r.stderr, "Error: stdin:2: not a JSON trace event") {
+		t.Errorf("bad replay: exit %d stderr %q; want exit 1 and stdin:2", r.code, r.stderr)
+	}
+}
