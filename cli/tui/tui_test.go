@@ -2,9 +2,9 @@ package tui
 
 import (
 	"bufio"
-	"fmt"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -222,4 +222,3 @@ func TestViewFitsTerminal(t *testing.T) {
 		}
 	}
 }
-
