@@ -41,7 +41,7 @@ conformance: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-bench-load: build
+bench-load:
 	./refproxy/bench/load.sh
 
 FUZZTIME ?= 30s
