@@ -320,8 +320,11 @@ func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 			pr.SetXForwarded()
 		},
 		Transport: dp.transport,
-		// -1 flushes after every write, so SSE streams pass chunk by chunk.
-		FlushInterval:  -1,
+		// 0, not -1: httputil already flushes every write of text/event-stream
+		// and unknown-length (streamed) responses, so SSE passes chunk by
+		// chunk; for fixed-length bodies, -1 would cost an extra write
+		// syscall per response (headers and body sent separately).
+		FlushInterval:  0,
 		BufferPool:     dp.bufs,
 		ErrorLog:       slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
 		ErrorHandler:   dp.backendError,
