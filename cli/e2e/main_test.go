@@ -125,7 +125,7 @@ type proxy struct {
 func startProxy(t *testing.T) *proxy {
 	t.Helper()
 	be := startBackend(t)
-	yaml := fmt.Sprintf(`
+	p := startProxyYAML(t, fmt.Sprintf(`
 binds:
 - port: 0
   listeners:
@@ -134,7 +134,15 @@ binds:
     - name: httpbin
       matches: [{path: {pathPrefix: /}}]
       backends: [{host: %q}]
-`, be.addr)
+`, be.addr))
+	p.backend = be
+	return p
+}
+
+// startProxyYAML runs the reference proxy in-process for a config (binds on
+// port 0, admin on a free port) until the test ends.
+func startProxyYAML(t *testing.T, yaml string) *proxy {
+	t.Helper()
 	cfg, err := config.Parse(t.Name()+".yaml", []byte(yaml))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -158,7 +166,7 @@ binds:
 		t.Fatal(err)
 	}
 	port, _ := strconv.Atoi(portStr)
-	return &proxy{Proxy: p, backend: be, adminURL: "http://" + p.AdminAddr(), port: port}
+	return &proxy{Proxy: p, adminURL: "http://" + p.AdminAddr(), port: port}
 }
 
 // get sends a request to the proxy listener with the given path.

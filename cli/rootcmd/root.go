@@ -34,13 +34,50 @@ run the gateway-diagnostics conformance suite against it.`,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	conf := conformance.NewCommand()
+	if conf.Example == "" {
+		// Every command's --help shows examples; the conformance package
+		// documents its subcommands, this covers the group itself.
+		conf.Example = `  gwdiag conformance run --target inprocess --report conformance-report.yaml
+  gwdiag conformance --help`
+	}
 	root.AddCommand(
 		tracecmd.NewCommand(),
 		configcmd.NewCommand(),
-		conformance.NewCommand(),
+		conf,
 		versioncmd.NewCommand(),
 	)
+	addCompletionHelp(root)
 	return root
+}
+
+// completionExamples are shown by `gwdiag completion <shell> --help`.
+var completionExamples = map[string]string{
+	"completion": `  # Load completions into the current bash session
+  source <(gwdiag completion bash)`,
+	"bash": `  source <(gwdiag completion bash)
+  gwdiag completion bash > /etc/bash_completion.d/gwdiag`,
+	"zsh": `  gwdiag completion zsh > "${fpath[1]}/_gwdiag"`,
+	"fish": `  gwdiag completion fish > ~/.config/fish/completions/gwdiag.fish`,
+	"powershell": `  gwdiag completion powershell | Out-String | Invoke-Expression`,
+	"help": `  gwdiag help trace
+  gwdiag help config backends`,
+}
+
+// addCompletionHelp creates cobra's default completion and help commands now,
+// rather than at Execute, so that they carry examples like every other command.
+func addCompletionHelp(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" && c.Name() != "help" {
+			continue
+		}
+		c.Example = completionExamples[c.Name()]
+		for _, sub := range c.Commands() {
+			sub.Example = completionExamples[sub.Name()]
+		}
+	}
 }
 
 // ExitCoder is an error that carries the process exit status it asks for,

@@ -1,0 +1,94 @@
+package rootcmd
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gwdiag/gwdiag/cli/versioncmd"
+)
+
+// TestEveryCommandHasExamples walks the whole tree: --help shows an Example
+// section on every command.
+func TestEveryCommandHasExamples(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		t.Run(c.CommandPath(), func(t *testing.T) {
+			if strings.TrimSpace(c.Example) == "" {
+				t.Errorf("%q has no examples", c.CommandPath())
+			}
+			if c.Short == "" {
+				t.Errorf("%q has no short description", c.CommandPath())
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(New())
+}
+
+func TestCommandsAndAliases(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // command path found
+	}{
+		{[]string{"trace"}, "gwdiag trace"},
+		{[]string{"trace", "diff"}, "gwdiag trace diff"},
+		{[]string{"config", "all"}, "gwdiag config all"},
+		{[]string{"c", "all"}, "gwdiag config all"},
+		{[]string{"cfg", "b"}, "gwdiag config backends"},
+		{[]string{"config", "be"}, "gwdiag config backends"},
+		{[]string{"conformance"}, "gwdiag conformance"},
+		{[]string{"completion", "bash"}, "gwdiag completion bash"},
+		{[]string{"version"}, "gwdiag version"},
+	}
+	root := New()
+	for _, tt := range tests {
+		c, _, err := root.Find(tt.args)
+		if err != nil || c.CommandPath() != tt.want {
+			t.Errorf("Find(%v) = %v, %v; want %s", tt.args, c.CommandPath(), err, tt.want)
+		}
+	}
+}
+
+func TestVersionAndHelpOutput(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"version"}, "gwdiag " + versioncmd.Version},
+		{[]string{"--version"}, versioncmd.Version},
+		{[]string{"trace", "--help"}, "Examples:\n  # Watch: trace the next request"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			root := New()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetArgs(tt.args)
+			if err := root.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("output lacks %q:\n%s", tt.want, out.String())
+			}
+		})
+	}
+}
+
+type coded struct{ error }
+
+func (coded) ExitCode() int { return 7 }
+
+func TestExitCode(t *testing.T) {
+	if got := ExitCode(errors.New("x")); got != 1 {
+		t.Errorf("plain error: exit %d, want 1", got)
+	}
+	if got := ExitCode(coded{errors.New("x")}); got != 7 {
+		t.Errorf("coded error: exit %d, want 7", got)
+	}
+}
