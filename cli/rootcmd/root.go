@@ -57,8 +57,8 @@ var completionExamples = map[string]string{
   source <(gwdiag completion bash)`,
 	"bash": `  source <(gwdiag completion bash)
   gwdiag completion bash > /etc/bash_completion.d/gwdiag`,
-	"zsh": `  gwdiag completion zsh > "${fpath[1]}/_gwdiag"`,
-	"fish": `  gwdiag completion fish > ~/.config/fish/completions/gwdiag.fish`,
+	"zsh":        `  gwdiag completion zsh > "${fpath[1]}/_gwdiag"`,
+	"fish":       `  gwdiag completion fish > ~/.config/fish/completions/gwdiag.fish`,
 	"powershell": `  gwdiag completion powershell | Out-String | Invoke-Expression`,
 	"help": `  gwdiag help trace
   gwdiag help config backends`,

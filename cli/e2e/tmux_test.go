@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxSession drives the real binary in a real terminal: a private tmux
+// server (its own socket, no user config) with one 80x24 window.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+}
+
+func newTmux(t *testing.T, command string) *tmuxSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed: the real-terminal test of the trace viewer cannot run")
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "tmux.conf")
+	// remain-on-exit keeps the pane after gwdiag exits, so its exit status
+	// can be read.
+	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &tmuxSession{t: t, socket: filepath.Join(dir, "sock")}
+	s.run("-f", conf, "new-session", "-d", "-s", "gw", "-x", "80", "-y", "24", command)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) run(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", "gw") }
+
+// waitScreen polls the screen until it contains every want, or fails after
+// a deadline showing the last screen.
+func (s *tmuxSession) waitScreen(want ...string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		scr := s.screen()
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(scr, w)
+		}
+		if ok {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("screen never showed %q; last screen:\n%s", want, scr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitExit polls until the command has exited and returns its status.
+func (s *tmuxSession) waitExit() int {
+	s.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out := strings.TrimSpace(s.run("display-message", "-p", "-t", "gw", "#{pane_dead} #{pane_dead_status}"))
+		var dead, status int
+		fmt.Sscan(out, &dead, &status)
+		if dead == 1 {
+			return status
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("gwdiag did not exit; screen:\n%s", s.screen())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestTUIInTmux(t *testing.T) {
+	p := startProxy(t)
+	cmd := fmt.Sprintf("%s trace --local --admin-url %s --port %d -- http://tmux.example/anything/tui -H 'x-from: tmux'",
+		gwdiagBin, p.adminURL, p.port)
+	s := newTmux(t, cmd)
+
+	scr := s.waitScreen("stream complete, press q to exit")
+	for _, want := range []string{"#", "Type", "Summary", "Request Start", "Snapshot", "Route", "Policies", "Backend Start", "Backend Result",
+		`selected "default/default/bind/`, "status=200", "Raw event (YAML) · event 1 of"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("screen lacks %q:\n%s", want, scr)
+		}
+	}
+	if n := len(strings.Split(strings.TrimRight(scr, "\n"), "\n")); n > 24 {
+		t.Errorf("screen has %d lines, want at most 24", n)
+	}
+	got := p.backend.requests()
+	if len(got) != 1 || got[0].Header.Get("x-from") != "tmux" || got[0].Host != "tmux.example" {
+		t.Errorf("backend saw %+v, want one request with x-from: tmux and Host tmux.example", got)
+	}
+
+	s.run("send-keys", "-t", "gw", "Down", "s")
+	s.waitScreen("Snapshot · event 2 of", "initial request (requestSnapshot)", "x-from: tmux")
+
+	s.run("send-keys", "-t", "gw", "d")
+	s.waitScreen("Snapshot diff · event 2 of", "first snapshot: nothing to compare with")
+
+	s.run("send-keys", "-t", "gw", "e")
+	s.waitScreen("Raw event (YAML) · event 2 of")
+
+	// A taller window shows the whole list, down to Request Done.
+	s.run("resize-window", "-t", "gw", "-x", "100", "-y", "32")
+	s.waitScreen("Request Done", "request finished")
+
+	// Still open after the stream completed, until q.
+	if strings.Contains(s.run("display-message", "-p", "-t", "gw", "#{pane_dead}"), "1") {
+		t.Fatalf("gwdiag exited before q; screen:\n%s", s.screen())
+	}
+	s.run("send-keys", "-t", "gw", "q")
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("exit status %d after q, want 0; screen:\n%s", code, s.screen())
+	}
+}
