@@ -417,3 +417,24 @@ func TestStartFailsOnBusyPort(t *testing.T) {
 		t.Errorf("Start on a busy admin port: %v, want address already in use", err)
 	}
 }
+
+// BenchmarkStartShutdown is what the conformance suite pays per scenario.
+func BenchmarkStartShutdown(b *testing.B) {
+	cfg, err := config.Parse("b.yaml", []byte(oneRoute("127.0.0.1:1")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

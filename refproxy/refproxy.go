@@ -69,9 +69,13 @@ func WithConfigFile(path string) Option { return func(o *options) { o.configFile
 
 // WithEnv sets the cluster identity shown as `env` in trace snapshots. By
 // default it comes from POD_NAME, POD_NAMESPACE and GATEWAY_NAME when set.
+// All empty means standalone: no `env` block, whatever the environment says.
 func WithEnv(podName, namespace, gateway string) Option {
 	return func(o *options) {
-		o.env = map[string]any{"podName": podName, "namespace": namespace, "gateway": gateway}
+		o.env = nil
+		if podName != "" || namespace != "" || gateway != "" {
+			o.env = map[string]any{"podName": podName, "namespace": namespace, "gateway": gateway}
+		}
 		o.envSet = true
 	}
 }
