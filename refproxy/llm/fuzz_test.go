@@ -114,12 +114,17 @@ func oracleSSE(body []byte) (u Usage, found bool, err error, known bool) {
 		hasData bool
 	)
 	known = true
+	ended := false // at [DONE], the scanner reports at once and reads no further
 	dispatch := func() {
-		if !hasData {
+		if !hasData || ended {
 			return
 		}
 		doc := strings.Join(data, "\n")
 		data, hasData = nil, false
+		if strings.HasPrefix(doc, "[DONE]") {
+			ended = true
+			return
+		}
 		if t := strings.TrimLeft(doc, " \t\r\n"); !strings.HasPrefix(t, "{") {
 			return
 		}
@@ -156,6 +161,7 @@ func FuzzSSEUsage(f *testing.F) {
 		"data: {\"usage\":\ndata: {\"prompt_tokens\":7}}\n\n", "data\ndata:{\"usage\":{\"completion_tokens\":1}}\n\n",
 		`data: {"usage":{"prompt_tok`, "event: x\n:comment\ndata: [DONE]\n\n", "data: {\"usage\":\"lots\"}\n\n",
 		"datadatadata: {\"usage\":{\"prompt_tokens\":1}}\n\n",
+		"data: [DONE]\n\ndata: {\"usage\":{\"prompt_tokens\":1}}\n\n", "data: [DO\ndata: NE]\n\ndata: {\"usage\":{\"prompt_tokens\":1}}\n\n",
 	} {
 		f.Add([]byte(s), uint8(0))
 		f.Add([]byte(s), uint8(1))

@@ -131,6 +131,12 @@ func addIncludeUsage(body []byte) ([]byte, bool) {
 // SSE chunk that carries "usage". err is non-nil when usage was missing,
 // malformed or truncated; then u is zero.
 //
+// The response is also over, and done called, at the end of the JSON
+// document or at the SSE event "data: [DONE]" that ends an OpenAI stream,
+// from within the Read that returns those last bytes: the charge is made
+// before the client can see the end of the response, so a client that stops
+// reading there (as the OpenAI SDKs do) cannot race its next request past it.
+//
 // The body is scanned as JSON or SSE as its Content-Type says
 // (application/json or +json, text/event-stream); with any other type, a
 // body starting with '{' or '[' is JSON and anything else SSE. When several SSE events

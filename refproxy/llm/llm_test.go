@@ -251,7 +251,8 @@ func TestWatchResponseDoesNotBuffer(t *testing.T) {
 		}
 		got <- u
 	})
-	frames := strings.SplitAfter(openAISSE, "\n\n")
+	frames := strings.SplitAfter(strings.TrimSuffix(openAISSE, "\n\n"), "\n\n")
+	frames[len(frames)-1] += "\n\n" // data: [DONE]
 	go func() {
 		for _, f := range frames {
 			if _, err := pw.Write([]byte(f)); err != nil {
@@ -272,11 +273,22 @@ func TestWatchResponseDoesNotBuffer(t *testing.T) {
 		default:
 		}
 	}
+	// The [DONE] event ends the stream: done runs before its bytes reach
+	// the client, even though the backend has not closed the body yet.
+	last := frames[len(frames)-1]
+	if n, err := io.ReadFull(resp.Body, buf[:len(last)]); err != nil || string(buf[:n]) != last {
+		t.Fatalf("last frame: read %q, %v; want %q", buf[:n], err, last)
+	}
+	select {
+	case u := <-got:
+		if u != (Usage{12, 27}) {
+			t.Errorf("usage = %+v, want {12 27}", u)
+		}
+	default:
+		t.Fatal("done not called once data: [DONE] was read")
+	}
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Fatal(err)
-	}
-	if u := <-got; u != (Usage{12, 27}) {
-		t.Errorf("usage = %+v, want {12 27}", u)
 	}
 }
 

@@ -42,12 +42,13 @@ func (w *watcher) Read(p []byte) (int, error) {
 		return n, err
 	}
 	w.feed(p[:n])
-	if err == nil {
-		w.mu.Unlock()
-		return n, nil
-	}
+	ended := (w.mode == modeJSON && (w.js.complete || w.js.notObject)) || (w.mode == modeSSE && w.sse.doneEvent)
 	w.mu.Unlock()
-	w.finish(err == io.EOF)
+	if err != nil || ended {
+		// Finishing before these bytes go on means the charge is in place
+		// before the client can see the end of the response and send more.
+		w.finish(ended || err == io.EOF)
+	}
 	return n, err
 }
 
@@ -380,13 +381,17 @@ type sseScanner struct {
 	hasData   bool // the current event has a data field
 	ev        jsonScanner
 
+	head      [6]byte // the first bytes of the event's data, to spot [DONE]
+	headLen   int
+	doneEvent bool // the OpenAI end-of-stream event "data: [DONE]" was dispatched
+
 	seen    bool // an event carried a non-null usage
 	last    Usage
 	lastErr error
 }
 
 func (s *sseScanner) feed(p []byte) {
-	for i := 0; i < len(p); i++ {
+	for i := 0; i < len(p) && !s.doneEvent; i++ {
 		c := p[i]
 		if s.prevCR {
 			s.prevCR = false
@@ -428,6 +433,9 @@ func (s *sseScanner) feed(p []byte) {
 			if j < 0 {
 				j = len(p) - i
 			}
+			if s.headLen < len(s.head) {
+				s.headLen += copy(s.head[s.headLen:], p[i:i+j])
+			}
 			s.ev.feed(p[i : i+j])
 			i += j - 1
 		}
@@ -438,6 +446,10 @@ func (s *sseScanner) feed(p []byte) {
 func (s *sseScanner) dataLine() {
 	if s.hasData {
 		s.ev.feed([]byte{'\n'})
+		if s.headLen < len(s.head) {
+			s.head[s.headLen] = '\n'
+			s.headLen++
+		}
 	}
 	s.hasData = true
 }
@@ -460,16 +472,19 @@ func (s *sseScanner) dispatch() {
 		if u, ok, err := s.ev.found(); ok {
 			s.seen, s.last, s.lastErr = true, u, err
 		}
+		s.doneEvent = string(s.head[:s.headLen]) == "[DONE]"
 	}
 	s.ev.reset()
-	s.hasData = false
+	s.hasData, s.headLen = false, 0
 }
 
 // streamUsage is the usage of the whole stream, once it ended (eof) or was
 // closed early. An event left open at the end is still looked at, so a cut
 // usage chunk reports ErrTruncated rather than ErrNoUsage.
 func (s *sseScanner) streamUsage(eof bool) (Usage, error) {
-	s.dispatch()
+	if !s.doneEvent {
+		s.dispatch()
+	}
 	switch {
 	case s.seen:
 		return s.last, s.lastErr
