@@ -149,8 +149,12 @@ func New(cfg *config.Config, opts ...Option) (*Proxy, error) {
 }
 
 // Start opens every bind and the admin server and returns once they accept
-// connections. Cancelling ctx later shuts the proxy down gracefully.
+// connections. ctx bounds the start only: the proxy runs until Shutdown or
+// /quitquitquit, so that a caller's short-lived context cannot stop it.
 func (p *Proxy) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.started {
@@ -197,15 +201,6 @@ func (p *Proxy) Start(ctx context.Context) error {
 		}
 		go pprof.Do(context.Background(), pprof.Labels("component", "config-watch"), func(context.Context) { p.poll() })
 	}
-	go func() {
-		select {
-		case <-ctx.Done():
-			sctx, c := context.WithTimeout(context.Background(), 30*time.Second)
-			defer c()
-			_ = p.Shutdown(sctx)
-		case <-p.done:
-		}
-	}()
 	p.log.Info("refproxy started", "admin", ln.Addr().String(), "binds", p.dp.Addrs())
 	return nil
 }
