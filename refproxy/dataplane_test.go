@@ -438,3 +438,53 @@ func BenchmarkStartShutdown(b *testing.B) {
 		}
 	}
 }
+
+func TestStreamingLLMChargedAfterStream(t *testing.T) {
+	llm := mock.NewLLM()
+	llmSrv, err := mock.Listen("127.0.0.1:0", llm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { llmSrv.Close() })
+	p := startProxy(t, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: openai
+      policies:
+        localRateLimit: [{maxTokens: 50, tokensPerFill: 50, fillInterval: 1h, type: tokens}]
+      backends:
+      - ai: {name: openai, provider: {openAI: {}}, hostOverride: "`+llmSrv.Addr()+`"}
+`)
+	url := "http://" + p.BindAddrs()[0] + "/v1/chat/completions"
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(mock.HeaderPromptTokens, "30")
+	req.Header.Set(mock.HeaderCompletionTokens, "30")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "data: [DONE]") {
+		t.Fatalf("stream: %d %q", resp.StatusCode, body)
+	}
+	if !strings.Contains(string(llm.LastRequestBody()), `"include_usage":true`) {
+		t.Errorf("backend got %s; want stream_options.include_usage added", llm.LastRequestBody())
+	}
+	// The 60 tokens are charged when the stream ends, just after the client has it.
+	eventually(t, "the next request to be refused", func() bool {
+		// Polls report no usage, so only the stream's charge can exhaust the bucket.
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m","messages":[]}`))
+		req.Header.Set(mock.HeaderUsage, mock.UsageMissing)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		return r.StatusCode == http.StatusTooManyRequests
+	})
+}
