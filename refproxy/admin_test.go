@@ -69,6 +69,13 @@ policies:
 		t.Errorf("config_dump does not follow the reference schema:\n%v\n%s", err, body)
 	}
 	var dump struct {
+		Policies []struct {
+			Name   struct{ Name, Namespace string }
+			Target struct{ Route struct{ Name string } }
+			Policy struct {
+				LocalRateLimit []struct{ FillInterval string }
+			}
+		}
 		Backends []struct {
 			Name, Namespace, Type string
 			Endpoints             []struct {
@@ -82,6 +89,10 @@ policies:
 	}
 	if err := json.Unmarshal([]byte(body), &dump); err != nil {
 		t.Fatal(err)
+	}
+	if len(dump.Policies) != 1 || dump.Policies[0].Name.Name != "p" || dump.Policies[0].Target.Route.Name != "fallback" ||
+		dump.Policies[0].Policy.LocalRateLimit[0].FillInterval != "1s" {
+		t.Errorf("policies = %+v, want policy p on route fallback with fillInterval 1s", dump.Policies)
 	}
 	if len(dump.Backends) != 1 || len(dump.Backends[0].Endpoints) != 1 {
 		t.Fatalf("backends = %+v, want one backend with one endpoint", dump.Backends)

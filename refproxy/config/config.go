@@ -25,90 +25,90 @@ const DefaultNamespace = "default"
 // that every config refproxy runs also validates against config.schema.json.
 type Config struct {
 	// Config holds process settings (config.adminAddr).
-	Config *Settings `yaml:"config"`
+	Config *Settings `yaml:"config" json:"config,omitempty"`
 	// Binds are the ports the proxy listens on, in order.
-	Binds []Bind `yaml:"binds"`
+	Binds []Bind `yaml:"binds" json:"binds,omitempty"`
 	// Policies attach policies to gateways or routes by name.
-	Policies []Policy `yaml:"policies"`
+	Policies []Policy `yaml:"policies" json:"policies,omitempty"`
 
 	// Source is the file name the config came from; empty when built in code.
-	Source string `yaml:"-"`
+	Source string `yaml:"-" json:"-"`
 }
 
 // Settings is the top-level `config:` block.
 type Settings struct {
 	// AdminAddr is the admin server's host:port (default 127.0.0.1:15000).
-	AdminAddr string `yaml:"adminAddr"`
+	AdminAddr string `yaml:"adminAddr" json:"adminAddr,omitempty"`
 }
 
 // Bind is one listening port.
 type Bind struct {
 	// Port is the TCP port; 0 picks a free one (for tests and embedding).
-	Port      uint16     `yaml:"port"`
-	Listeners []Listener `yaml:"listeners"`
+	Port      uint16     `yaml:"port" json:"port,omitempty"`
+	Listeners []Listener `yaml:"listeners" json:"listeners,omitempty"`
 }
 
 // Listener groups routes on a bind; Hostname (optionally a *.wildcard)
 // restricts which Host headers it serves.
 type Listener struct {
-	Name      string  `yaml:"name"`
-	Namespace string  `yaml:"namespace"`
-	Hostname  string  `yaml:"hostname"`
-	Protocol  string  `yaml:"protocol"`
-	Routes    []Route `yaml:"routes"`
+	Name      string  `yaml:"name" json:"name,omitempty"`
+	Namespace string  `yaml:"namespace" json:"namespace,omitempty"`
+	Hostname  string  `yaml:"hostname" json:"hostname,omitempty"`
+	Protocol  string  `yaml:"protocol" json:"protocol,omitempty"`
+	Routes    []Route `yaml:"routes" json:"routes,omitempty"`
 }
 
 // Route is one HTTP route: it matches when any of Matches matches (all of
 // them default to a "/" prefix) and any of Hostnames matches the Host.
 type Route struct {
-	Name      string    `yaml:"name"`
-	Namespace string    `yaml:"namespace"`
-	RuleName  string    `yaml:"ruleName"`
-	Hostnames []string  `yaml:"hostnames"`
-	Matches   []Match   `yaml:"matches"`
-	Policies  *Policies `yaml:"policies"`
-	Backends  []Backend `yaml:"backends"`
+	Name      string    `yaml:"name" json:"name,omitempty"`
+	Namespace string    `yaml:"namespace" json:"namespace,omitempty"`
+	RuleName  string    `yaml:"ruleName" json:"ruleName,omitempty"`
+	Hostnames []string  `yaml:"hostnames" json:"hostnames,omitempty"`
+	Matches   []Match   `yaml:"matches" json:"matches,omitempty"`
+	Policies  *Policies `yaml:"policies" json:"policies,omitempty"`
+	Backends  []Backend `yaml:"backends" json:"backends,omitempty"`
 }
 
 // Match is one route match; every set condition must hold.
 type Match struct {
-	Path    *PathMatch    `yaml:"path"`
-	Method  string        `yaml:"method"`
-	Headers []HeaderMatch `yaml:"headers"`
+	Path    *PathMatch    `yaml:"path" json:"path,omitempty"`
+	Method  string        `yaml:"method" json:"method,omitempty"`
+	Headers []HeaderMatch `yaml:"headers" json:"headers,omitempty"`
 }
 
 // PathMatch holds exactly one of Exact, PathPrefix or Regex.
 type PathMatch struct {
-	Exact      *string `yaml:"exact"`
-	PathPrefix *string `yaml:"pathPrefix"`
-	Regex      *string `yaml:"regex"`
+	Exact      *string `yaml:"exact" json:"exact,omitempty"`
+	PathPrefix *string `yaml:"pathPrefix" json:"pathPrefix,omitempty"`
+	Regex      *string `yaml:"regex" json:"regex,omitempty"`
 }
 
 // HeaderMatch matches one request header by exact value or regex.
 type HeaderMatch struct {
-	Name  string      `yaml:"name"`
-	Value StringMatch `yaml:"value"`
+	Name  string      `yaml:"name" json:"name,omitempty"`
+	Value StringMatch `yaml:"value" json:"value,omitempty"`
 }
 
 // StringMatch holds exactly one of Exact or Regex.
 type StringMatch struct {
-	Exact *string `yaml:"exact"`
-	Regex *string `yaml:"regex"`
+	Exact *string `yaml:"exact" json:"exact,omitempty"`
+	Regex *string `yaml:"regex" json:"regex,omitempty"`
 }
 
 // Policies is the policy block of a route or of a top-level policy. Only
 // localRateLimit is implemented by refproxy.
 type Policies struct {
-	LocalRateLimit []RateLimit `yaml:"localRateLimit"`
+	LocalRateLimit []RateLimit `yaml:"localRateLimit" json:"localRateLimit,omitempty"`
 }
 
 // RateLimit is one token bucket (REFERENCE.md "Local rate limit").
 type RateLimit struct {
-	MaxTokens     uint64   `yaml:"maxTokens"`
-	TokensPerFill uint64   `yaml:"tokensPerFill"`
-	FillInterval  Duration `yaml:"fillInterval"`
+	MaxTokens     uint64   `yaml:"maxTokens" json:"maxTokens,omitempty"`
+	TokensPerFill uint64   `yaml:"tokensPerFill" json:"tokensPerFill,omitempty"`
+	FillInterval  Duration `yaml:"fillInterval" json:"fillInterval,omitempty"`
 	// Type is "requests" (the default when empty) or "tokens".
-	Type string `yaml:"type"`
+	Type string `yaml:"type" json:"type,omitempty"`
 }
 
 // Spec converts the entry to the rate limiter's bucket spec.
@@ -123,67 +123,67 @@ func (r RateLimit) Spec() ratelimit.Spec {
 // Backend is one route backend: exactly one of Host or AI.
 type Backend struct {
 	// Host is host:port of a plain HTTP upstream.
-	Host string `yaml:"host"`
+	Host string `yaml:"host" json:"host,omitempty"`
 	// AI is an LLM provider backend.
-	AI *AIBackend `yaml:"ai"`
+	AI *AIBackend `yaml:"ai" json:"ai,omitempty"`
 	// Weight is the share of traffic (default 1).
-	Weight *uint32 `yaml:"weight"`
+	Weight *uint32 `yaml:"weight" json:"weight,omitempty"`
 }
 
 // AIBackend is an LLM backend; HostOverride sends its traffic to host:port
 // instead of the provider's public endpoint.
 type AIBackend struct {
-	Name         string     `yaml:"name"`
-	Provider     AIProvider `yaml:"provider"`
-	HostOverride string     `yaml:"hostOverride"`
+	Name         string     `yaml:"name" json:"name,omitempty"`
+	Provider     AIProvider `yaml:"provider" json:"provider,omitempty"`
+	HostOverride string     `yaml:"hostOverride" json:"hostOverride,omitempty"`
 }
 
 // AIProvider names the provider; only openAI is implemented.
 type AIProvider struct {
-	OpenAI *OpenAIProvider `yaml:"openAI"`
+	OpenAI *OpenAIProvider `yaml:"openAI" json:"openAI,omitempty"`
 }
 
 // OpenAIProvider is the openAI provider block.
 type OpenAIProvider struct {
-	Model *string `yaml:"model"`
+	Model *string `yaml:"model" json:"model,omitempty"`
 }
 
 // Policy is a top-level policy attached to a gateway or a route.
 type Policy struct {
-	Name   ResourceName `yaml:"name"`
-	Target PolicyTarget `yaml:"target"`
+	Name   ResourceName `yaml:"name" json:"name,omitempty"`
+	Target PolicyTarget `yaml:"target" json:"target,omitempty"`
 	// Phase is "route" (default) or "gateway".
-	Phase  string   `yaml:"phase"`
-	Policy Policies `yaml:"policy"`
+	Phase  string   `yaml:"phase" json:"phase,omitempty"`
+	Policy Policies `yaml:"policy" json:"policy,omitempty"`
 }
 
 // ResourceName is a namespaced name.
 type ResourceName struct {
-	Name      string `yaml:"name"`
-	Namespace string `yaml:"namespace"`
+	Name      string `yaml:"name" json:"name,omitempty"`
+	Namespace string `yaml:"namespace" json:"namespace,omitempty"`
 }
 
 // PolicyTarget holds exactly one of Gateway or Route.
 type PolicyTarget struct {
-	Gateway *GatewayTarget `yaml:"gateway"`
-	Route   *RouteTarget   `yaml:"route"`
+	Gateway *GatewayTarget `yaml:"gateway" json:"gateway,omitempty"`
+	Route   *RouteTarget   `yaml:"route" json:"route,omitempty"`
 }
 
 // GatewayTarget selects the listeners of a gateway. A standalone bind is the
 // gateway "bind/<port>" in namespace "default".
 type GatewayTarget struct {
-	GatewayName      string  `yaml:"gatewayName"`
-	GatewayNamespace string  `yaml:"gatewayNamespace"`
-	ListenerName     *string `yaml:"listenerName"`
-	Port             *uint16 `yaml:"port"`
+	GatewayName      string  `yaml:"gatewayName" json:"gatewayName,omitempty"`
+	GatewayNamespace string  `yaml:"gatewayNamespace" json:"gatewayNamespace,omitempty"`
+	ListenerName     *string `yaml:"listenerName" json:"listenerName,omitempty"`
+	Port             *uint16 `yaml:"port" json:"port,omitempty"`
 }
 
 // RouteTarget selects a route by namespace and name.
 type RouteTarget struct {
-	Name      string  `yaml:"name"`
-	Namespace string  `yaml:"namespace"`
-	RuleName  *string `yaml:"ruleName"`
-	Kind      *string `yaml:"kind"`
+	Name      string  `yaml:"name" json:"name,omitempty"`
+	Namespace string  `yaml:"namespace" json:"namespace,omitempty"`
+	RuleName  *string `yaml:"ruleName" json:"ruleName,omitempty"`
+	Kind      *string `yaml:"kind" json:"kind,omitempty"`
 }
 
 // Duration is a Go duration string such as "1s" or "60s".
@@ -191,6 +191,9 @@ type Duration time.Duration
 
 // String formats the duration as the config writes it.
 func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes the duration as a string ("1s"), as the config does.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
 
 // AdminAddress returns config.adminAddr or the default.
 func (c *Config) AdminAddress() string {
