@@ -151,6 +151,15 @@ func Summarize(d *dump) Summary {
 		sort.Strings(ps.Kinds)
 		s.Policies = append(s.Policies, ps)
 	}
+	// Dumps build these lists from maps: sort them so output is stable.
+	sort.SliceStable(s.Backends, func(i, j int) bool {
+		a, b := s.Backends[i], s.Backends[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	sort.SliceStable(s.Policies, func(i, j int) bool { return s.Policies[i].Name < s.Policies[j].Name })
 	return s
 }
 

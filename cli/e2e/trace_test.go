@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -327,4 +329,69 @@ func TestReplayRaw(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "Error: stdin:2: not a JSON trace event") {
 		t.Errorf("bad replay: exit %d stderr %q; want exit 1 and stdin:2", r.code, r.stderr)
 	}
+}
+
+func TestViewerNeedsTerminal(t *testing.T) {
+	for _, args := range [][]string{
+		{"trace", "--local", "--admin-url", "http://127.0.0.1:1"},
+		{"trace", "-f", "testdata/trace.jsonl"},
+	} {
+		r := gwdiag(t, nil, nil, args...)
+		want := "Error: the interactive viewer needs a terminal on stdin and stdout; use --raw for JSON Lines"
+		if r.code != 2 || !strings.Contains(r.stderr, want) {
+			t.Errorf("gwdiag %v without a terminal: exit %d, stderr %q; want exit 2 and %q", args, r.code, r.stderr, want)
+		}
+	}
+}
+
+// TestInterruptedWatch checks Ctrl-C (SIGINT) ends a waiting watch quietly.
+func TestInterruptedWatch(t *testing.T) {
+	p := startProxy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gwdiagBin, "trace", "--local", "--raw", "--admin-url", p.adminURL)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once gwdiag is waiting: its connection to the admin server
+	// is open (by then its signal handler is installed).
+	waitConnected(t, p.AdminAddr())
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 || errb.Len() != 0 {
+		t.Errorf("after SIGINT: exit %d (%v), stderr %q; want 130 and no error text", code, err, errb.String())
+	}
+}
+
+// waitConnected polls /proc/net/tcp until some socket has an established
+// connection to addr (127.0.0.1:port); only the gwdiag under test connects
+// to this test's admin server.
+func waitConnected(t *testing.T, addr string) {
+	t.Helper()
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp: cannot tell when gwdiag is connected")
+	}
+	_, portStr, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portStr)
+	want := fmt.Sprintf("0100007F:%04X", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile("/proc/net/tcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(l)
+			// f[2] is the remote address, f[3] the state (01 = established).
+			if len(f) > 3 && f[2] == want && f[3] == "01" {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("gwdiag never connected to the admin server at %s", addr)
 }

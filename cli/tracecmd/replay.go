@@ -81,6 +81,9 @@ func replay(cmd *cobra.Command, o *options) error {
 	}
 	m, _ = m.Update(tui.DoneMsg{})
 	in := cmd.InOrStdin()
+	if err := needTerminal(nil, cmd.OutOrStdout()); err != nil {
+		return err
+	}
 	if o.file == "-" {
 		// stdin carried the trace: read keys from the terminal instead.
 		tty, err := os.Open("/dev/tty")
@@ -89,6 +92,8 @@ func replay(cmd *cobra.Command, o *options) error {
 		}
 		defer tty.Close()
 		in = tty
+	} else if err := needTerminal(in, nil); err != nil {
+		return err
 	}
 	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(cmd.OutOrStdout()), tea.WithContext(cmd.Context()))
 	if _, err := prog.Run(); err != nil && cmd.Context().Err() == nil {

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/gwdiag/gwdiag/cli/admin"
@@ -210,10 +212,17 @@ func run(cmd *cobra.Command, o *options, args []string) error {
 		request:  p.request,
 		listener: listener,
 		sender:   inject.NewSender(),
-		stderr:   cmd.ErrOrStderr(),
 	}
 	if o.raw {
+		stderr := cmd.ErrOrStderr()
+		s.stderr = stderr
+		s.dropped = func(n int) {
+			fmt.Fprintf(stderr, "warning: the proxy dropped %d trace events (the trace is incomplete)\n", n)
+		}
 		return s.runRaw(ctx, cmd.OutOrStdout())
+	}
+	if err := needTerminal(cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
+		return err
 	}
 	return s.runTUI(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), adminURL)
 }
@@ -240,7 +249,11 @@ type session struct {
 	request  *inject.Request
 	listener string
 	sender   inject.Sender
-	stderr   io.Writer
+	// stderr receives curl's own output (-v and the like) and warnings; nil
+	// discards them, as the viewer owns the terminal.
+	stderr io.Writer
+	// dropped is told when the proxy announces dropped events.
+	dropped func(n int)
 }
 
 // stream opens the trace, sends the request once the watcher is registered,
@@ -265,7 +278,9 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 			Ready: func() { close(ready) },
 			Event: onEvent,
 			Dropped: func(n int) {
-				fmt.Fprintf(s.stderr, "warning: the proxy dropped %d trace events (watcher too slow)\n", n)
+				if s.dropped != nil {
+					s.dropped(n)
+				}
 			},
 		})
 	}()
@@ -338,6 +353,7 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 		<-progReady
 		prog.Send(msg)
 	}
+	s.dropped = func(n int) { send(tui.DroppedMsg{N: n}) }
 	go func() {
 		err := s.stream(ctx, func() { close(opened) },
 			func(ev admin.Event) { send(tui.EventMsg{Raw: ev.Raw, Event: ev.Event}) },
@@ -363,6 +379,17 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 		return nil
 	}
 	return err
+}
+
+// needTerminal refuses to start the viewer when it cannot work: its screen
+// and keys need a terminal on stdin and stdout.
+func needTerminal(in io.Reader, out io.Writer) error {
+	for _, f := range []any{in, out} {
+		if file, ok := f.(*os.File); ok && !term.IsTerminal(file.Fd()) {
+			return usageError{errors.New("the interactive viewer needs a terminal on stdin and stdout; use --raw for JSON Lines")}
+		}
+	}
+	return nil
 }
 
 // usageError marks bad flags or arguments: exit status 2.

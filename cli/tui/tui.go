@@ -24,6 +24,7 @@ const (
 	StatusComplete = "stream complete, press q to exit"
 	StatusWatching = "waiting for the next request to reach the proxy"
 	StatusSending  = "registering the trace, then sending the request"
+	StatusReceived = "request received, waiting for trace to complete"
 )
 
 // EventMsg delivers one trace event to the viewer.
@@ -37,6 +38,9 @@ type SentMsg struct{}
 
 // DoneMsg tells the viewer the stream ended; Err is nil when it completed.
 type DoneMsg struct{ Err error }
+
+// DroppedMsg tells the viewer the proxy dropped N events of this trace.
+type DroppedMsg struct{ N int }
 
 // Mode is what the detail pane shows.
 type Mode int
@@ -67,17 +71,18 @@ const (
 
 // Model is the bubbletea model of the viewer.
 type Model struct {
-	title  string
-	events []trace.Event
-	raws   []json.RawMessage
-	list   table.Model
-	detail viewport.Model
-	focus  pane
-	mode   Mode
-	status string
-	done   bool
-	width  int
-	height int
+	title   string
+	events  []trace.Event
+	raws    []json.RawMessage
+	list    table.Model
+	detail  viewport.Model
+	focus   pane
+	mode    Mode
+	status  string
+	dropped int
+	done    bool
+	width   int
+	height  int
 }
 
 // New returns a viewer titled title (e.g. the admin URL or file name) whose
@@ -116,8 +121,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.list.SetRows(rows)
 		if len(m.events) == 1 {
 			m.list.SetCursor(0)
+			if m.status == StatusWatching {
+				m.status = StatusReceived
+			}
 		}
 		m.refreshDetail(len(m.events) == 1)
+		return m, nil
+	case DroppedMsg:
+		m.dropped += msg.N
 		return m, nil
 	case SentMsg:
 		if !m.done {
@@ -248,7 +259,11 @@ func (m Model) View() string {
 	b.WriteByte('\n')
 	b.WriteString(m.detail.View())
 	b.WriteByte('\n')
-	b.WriteString(statusStyle.Render(trunc.Render(m.status)))
+	status := m.status
+	if m.dropped > 0 {
+		status += fmt.Sprintf(" (the proxy dropped %d events)", m.dropped)
+	}
+	b.WriteString(statusStyle.Render(trunc.Render(status)))
 	b.WriteByte('\n')
 	b.WriteString(helpStyle.Render(trunc.Render("tab pane · ↑/↓ scroll · e event · s snapshot · d diff · q quit")))
 	return b.String()

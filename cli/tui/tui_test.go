@@ -222,3 +222,46 @@ func TestViewFitsTerminal(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusLine(t *testing.T) {
+	events := loadTrace(t)
+	tests := []struct {
+		name  string
+		start string
+		msgs  []tea.Msg
+		want  string
+	}{
+		{"inject before send", StatusSending, nil, StatusSending},
+		{"inject sent", StatusSending, []tea.Msg{SentMsg{}}, StatusSent},
+		{"watch waiting", StatusWatching, nil, StatusWatching},
+		{"watch got a request", StatusWatching, []tea.Msg{events[0]}, StatusReceived},
+		{"complete", StatusSending, []tea.Msg{SentMsg{}, events[0], DoneMsg{}}, StatusComplete},
+		{"sent after done keeps complete", StatusSending, []tea.Msg{DoneMsg{}, SentMsg{}}, StatusComplete},
+		{"stream error", StatusWatching, []tea.Msg{DoneMsg{Err: fmt.Errorf("trace failed: boom")}}, "error: trace failed: boom; press q to exit"},
+		{"dropped events", StatusSending, []tea.Msg{SentMsg{}, DroppedMsg{N: 2}, DroppedMsg{N: 1}}, StatusSent + " (the proxy dropped 3 events)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m tea.Model = New("x", tt.start)
+			for _, msg := range tt.msgs {
+				m, _ = m.Update(msg)
+			}
+			lines := strings.Split(ansi.Strip(m.View()), "\n")
+			if got := lines[len(lines)-2]; got != tt.want {
+				t.Errorf("status line = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestQuitKeys(t *testing.T) {
+	for _, k := range []tea.KeyMsg{keyMsg("q"), {Type: tea.KeyCtrlC}} {
+		_, cmd := New("x", StatusComplete).Update(k)
+		if cmd == nil {
+			t.Fatalf("%s: no command, want tea.Quit", k)
+		}
+		if _, ok := cmd().(tea.QuitMsg); !ok {
+			t.Errorf("%s: command does not quit", k)
+		}
+	}
+}

@@ -15,7 +15,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := rootcmd.New().ExecuteContext(ctx)
+	interrupted := ctx.Err() != nil
 	stop()
+	if err != nil && interrupted {
+		// Ctrl-C is how a user leaves a watch that waits too long: no error text.
+		os.Exit(130)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(rootcmd.ExitCode(err))
