@@ -110,7 +110,7 @@ func statusError(u string, resp *http.Response) error {
 // wrapping ErrIncomplete when it ended before, or the read or decode error.
 func ReadStream(r io.Reader, h Handler) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	sc.Buffer(make([]byte, 0, 4096), 16*1024*1024) // events can be large; most are small
 	var data bytes.Buffer
 	haveData, ready, finished := false, false, false
 	count := 0

@@ -19,7 +19,7 @@ import (
 )
 
 // loadTrace reads testdata/trace.jsonl, a full twelve-event standalone trace.
-func loadTrace(t *testing.T) []EventMsg {
+func loadTrace(t testing.TB) []EventMsg {
 	t.Helper()
 	f, err := os.Open("testdata/trace.jsonl")
 	if err != nil {
