@@ -107,12 +107,21 @@ func (r reply) remaining() int {
 }
 
 // do sends one request through the proxy and reads the whole response.
-// hdr is name, value pairs.
+// hdr is name, value pairs. It must run on the test's goroutine; others use try.
 func (e *env) do(t testing.TB, method, path, body string, hdr ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest(method, e.base+path, strings.NewReader(body))
+	r, err := e.try(method, path, body, hdr...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return r
+}
+
+// try is do for any goroutine: it returns the error instead of failing.
+func (e *env) try(method, path, body string, hdr ...string) (reply, error) {
+	req, err := http.NewRequest(method, e.base+path, strings.NewReader(body))
+	if err != nil {
+		return reply{}, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -122,14 +131,14 @@ func (e *env) do(t testing.TB, method, path, body string, hdr ...string) reply {
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return reply{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, path, err)
+		return reply{}, fmt.Errorf("%s %s: reading body: %w", method, path, err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}, nil
 }
 
 // chatBody is a chat completion request; stream selects SSE (without
