@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,11 @@ func (s *tmuxSession) run(args ...string) string {
 }
 
 func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", "gw") }
+
+// history is the screen and what scrolled off it, wrapped lines joined.
+func (s *tmuxSession) history() string {
+	return s.run("capture-pane", "-p", "-J", "-S", "-", "-t", "gw")
+}
 
 // waitScreen polls the screen until it contains every want, or fails after
 // a deadline showing the last screen.
@@ -127,4 +133,53 @@ func TestTUIInTmux(t *testing.T) {
 	if code := s.waitExit(); code != 0 {
 		t.Errorf("exit status %d after q, want 0; screen:\n%s", code, s.screen())
 	}
+}
+
+// TestTUIErrorsInTmux checks the viewer's error paths in a real terminal: an
+// unreachable admin server is reported plainly (no screen flashes by), and a
+// stream that breaks is shown on the status line until q.
+func TestTUIErrorsInTmux(t *testing.T) {
+	t.Run("unreachable admin", func(t *testing.T) {
+		url := closedURL(t)
+		s := newTmux(t, gwdiagBin+" trace --local --admin-url "+url)
+		if code := s.waitExit(); code != 1 {
+			t.Errorf("exit status %d, want 1", code)
+		}
+		if h := s.history(); !strings.Contains(h, "Error: cannot reach the admin server at "+url+" (is the proxy running?") {
+			t.Errorf("terminal lacks the error:\n%s", h)
+		}
+	})
+	t.Run("stream breaks", func(t *testing.T) {
+		broken := fakeAdmin(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, ": ready\n\ndata: {\"eventStart\":null,\"eventEnd\":1,\"severity\":\"info\",\"message\":{\"type\":\"requestStarted\"}}\n\n")
+		})
+		s := newTmux(t, gwdiagBin+" trace --local --admin-url "+broken)
+		s.waitScreen("Request Start", "stream failed, press q to exit: trace stream ended before requestFinished")
+		s.run("send-keys", "-t", "gw", "q")
+		if code := s.waitExit(); code != 1 {
+			t.Errorf("exit status %d, want 1 (the trace failed)", code)
+		}
+		if h := s.history(); !strings.Contains(h, "Error: trace failed: trace stream ended before requestFinished (after 1 events)") {
+			t.Errorf("terminal lacks the error after the viewer closed:\n%s", h)
+		}
+	})
+	t.Run("replay", func(t *testing.T) {
+		s := newTmux(t, gwdiagBin+" trace -f testdata/trace.jsonl")
+		s.waitScreen("testdata/trace.jsonl", "Events (12)", "stream complete, press q to exit")
+		s.run("send-keys", "-t", "gw", "q")
+		if code := s.waitExit(); code != 0 {
+			t.Errorf("exit status %d, want 0", code)
+		}
+	})
+	t.Run("replay from stdin", func(t *testing.T) {
+		s := newTmux(t, gwdiagBin+" trace -f - < testdata/trace.jsonl")
+		s.waitScreen("stdin", "Events (12)", "stream complete, press q to exit")
+		s.run("send-keys", "-t", "gw", "s")
+		s.waitScreen("Snapshot · event 1 of 12")
+		s.run("send-keys", "-t", "gw", "q")
+		if code := s.waitExit(); code != 0 {
+			t.Errorf("exit status %d, want 0", code)
+		}
+	})
 }

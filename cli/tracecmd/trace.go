@@ -351,7 +351,9 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 	progReady := make(chan struct{})
 	send := func(msg tea.Msg) {
 		<-progReady
-		prog.Send(msg)
+		if prog != nil { // nil when the stream failed before the viewer started
+			prog.Send(msg)
+		}
 	}
 	s.dropped = func(n int) { send(tui.DroppedMsg{N: n}) }
 	go func() {

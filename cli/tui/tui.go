@@ -138,7 +138,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case DoneMsg:
 		m.done = true
 		if msg.Err != nil {
-			m.status = "error: " + msg.Err.Error() + "; press q to exit"
+			// The hint comes first: a long error is cut at the screen edge,
+			// and gwdiag prints it whole after q.
+			m.status = "stream failed, press q to exit: " + strings.TrimPrefix(msg.Err.Error(), "trace failed: ")
 		} else {
 			m.status = StatusComplete
 		}

@@ -237,7 +237,7 @@ func TestStatusLine(t *testing.T) {
 		{"watch got a request", StatusWatching, []tea.Msg{events[0]}, StatusReceived},
 		{"complete", StatusSending, []tea.Msg{SentMsg{}, events[0], DoneMsg{}}, StatusComplete},
 		{"sent after done keeps complete", StatusSending, []tea.Msg{DoneMsg{}, SentMsg{}}, StatusComplete},
-		{"stream error", StatusWatching, []tea.Msg{DoneMsg{Err: fmt.Errorf("trace failed: boom")}}, "error: trace failed: boom; press q to exit"},
+		{"stream error", StatusWatching, []tea.Msg{DoneMsg{Err: fmt.Errorf("trace failed: boom")}}, "stream failed, press q to exit: boom"},
 		{"dropped events", StatusSending, []tea.Msg{SentMsg{}, DroppedMsg{N: 2}, DroppedMsg{N: 1}}, StatusSent + " (the proxy dropped 3 events)"},
 	}
 	for _, tt := range tests {
