@@ -43,6 +43,7 @@ type Dataplane struct {
 	log       *slog.Logger
 	reg       *trace.Registry
 	transport *http.Transport
+	dialer    *net.Dialer
 	bufs      *bufferPool
 
 	table atomic.Pointer[Table]
@@ -85,9 +86,10 @@ func New(opts Options) *Dataplane {
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &Dataplane{
-		opts: opts,
-		log:  opts.Logger,
-		reg:  opts.Registry,
+		opts:   opts,
+		log:    opts.Logger,
+		reg:    opts.Registry,
+		dialer: dialer,
 		transport: &http.Transport{
 			DialContext:           dialer.DialContext,
 			MaxIdleConns:          opts.MaxIdleConnsPerHost * 4,
@@ -162,6 +164,11 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 		opened[bt.key] = &bindServer{ln: ln, done: make(chan struct{})}
 	}
 	dp.table.Store(t)
+	for key, b := range oldBackends {
+		if _, kept := dp.backends[key]; !kept && b.up != nil {
+			b.up.CloseIdleConnections()
+		}
+	}
 	for key, s := range opened {
 		dp.servers[key] = s
 		dp.serve(key, s)
@@ -251,6 +258,13 @@ func (dp *Dataplane) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	dp.draining.Wait()
+	dp.applyMu.Lock()
+	for _, b := range dp.backends {
+		if b.up != nil {
+			b.up.CloseIdleConnections()
+		}
+	}
+	dp.applyMu.Unlock()
 	dp.transport.CloseIdleConnections()
 	return errors.Join(errs...)
 }
@@ -310,6 +324,11 @@ func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 	if b.ai && bk.AI.HostOverride == "" {
 		scheme = "https"
 	}
+	var rt http.RoundTripper = dp.transport
+	if scheme == "http" {
+		b.up = &upstream{addr: host, dialer: dp.dialer, fallback: dp.transport, maxIdle: dp.opts.MaxIdleConnsPerHost}
+		rt = b.up
+	}
 	b.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = scheme
@@ -319,7 +338,7 @@ func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 			}
 			pr.SetXForwarded()
 		},
-		Transport: dp.transport,
+		Transport: rt,
 		// 0, not -1: httputil already flushes every write of text/event-stream
 		// and unknown-length (streamed) responses, so SSE passes chunk by
 		// chunk; for fixed-length bodies, -1 would cost an extra write

@@ -68,6 +68,7 @@ type backend struct {
 	weight    uint64
 	ai        bool
 	rp        *httputil.ReverseProxy
+	up        *upstream // nil for TLS backends, which use the shared transport
 	stats     *EndpointStats
 }
 
