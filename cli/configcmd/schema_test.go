@@ -1,0 +1,60 @@
+package configcmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// TestAgentgatewayDump reads a dump in the reference implementation's shape
+// (listeners and routes keyed by name, backend references by name or
+// service), after checking the fixture against that project's published
+// schema, so the summary is tested on what a real proxy answers.
+func TestAgentgatewayDump(t *testing.T) {
+	const schemaPath = "../../../shared/reference/agentgateway/config_dump.schema.json"
+	raw, err := os.ReadFile("testdata/agentgateway_dump.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(schemaPath); err == nil {
+		c := jsonschema.NewCompiler()
+		sch, err := c.Compile(schemaPath)
+		if err != nil {
+			t.Fatalf("compiling the reference schema: %v", err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(doc); err != nil {
+			t.Fatalf("fixture does not match the reference schema: %v", err)
+		}
+	} else {
+		t.Logf("reference schema not found at %s: fixture shape not checked", schemaPath)
+	}
+	d, err := ParseDump(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summarize(d)
+	if len(s.Routes) != 1 {
+		t.Fatalf("got %d routes, want 1", len(s.Routes))
+	}
+	r := s.Routes[0]
+	got, _ := json.Marshal(r)
+	want := `{"name":"httpbin","namespace":"default","key":"default/httpbin","bind":"bind/3000","listener":"listener0",` +
+		`"hostnames":["httpbin.local"],"matches":["method=\"GET\" pathPrefix=/"],` +
+		`"backends":["default/httpbin","default/httpbin.default.svc.cluster.local:8000"],"policies":["cors","localRateLimit"]}`
+	if string(got) != want {
+		t.Errorf("route summary:\ngot  %s\nwant %s", got, want)
+	}
+	out, err := run(t, "backends", "-f", "testdata/agentgateway_dump.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.RequireEqual(t, []byte(out))
+}
