@@ -57,7 +57,7 @@ policies:
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("config_dump: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	sch, err := jsonschema.NewCompiler().Compile("../../shared/reference/agentgateway/config_dump.schema.json")
+	sch, err := jsonschema.NewCompiler().Compile("config/testdata/schema/config_dump.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-const schemaPath = "../../../shared/reference/agentgateway/config.schema.json"
+const schemaPath = "testdata/schema/config.schema.json"
 
 // acceptedConfigs is every config refproxy ships or tests with as valid.
 func acceptedConfigs(t *testing.T) []string {

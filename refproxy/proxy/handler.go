@@ -289,7 +289,7 @@ func (dp *Dataplane) requestState(r *http.Request, start time.Time, be *backend)
 			"host":         r.Host,
 			"scheme":       scheme,
 			"version":      r.Proto,
-			"headers":      headerMap(r.Header),
+			"headers":      requestHeaders(r),
 			"startTime":    start.UTC().Format(time.RFC3339Nano),
 		},
 		"source": map[string]any{"address": host, "port": port, "rawAddress": host, "rawPort": port},
@@ -309,6 +309,16 @@ func (dp *Dataplane) responseState(code int, h http.Header) map[string]any {
 		st["env"] = dp.opts.Env
 	}
 	return st
+}
+
+// requestHeaders is the request's headers with host, which Go keeps apart
+// from the header map but HTTP/1.1 sends as a header.
+func requestHeaders(r *http.Request) map[string]any {
+	m := headerMap(r.Header)
+	if r.Host != "" {
+		m["host"] = r.Host
+	}
+	return m
 }
 
 // headerMap renders headers as lower-case name to value, joining repeats.
