@@ -15,26 +15,22 @@ import (
 // service), after checking the fixture against that project's published
 // schema, so the summary is tested on what a real proxy answers.
 func TestAgentgatewayDump(t *testing.T) {
-	const schemaPath = "../../../shared/reference/agentgateway/config_dump.schema.json"
+	// The reference project's schema, as kept in the repo by refproxy's tests.
+	const schemaPath = "../../refproxy/config/testdata/schema/config_dump.schema.json"
 	raw, err := os.ReadFile("testdata/agentgateway_dump.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(schemaPath); err == nil {
-		c := jsonschema.NewCompiler()
-		sch, err := c.Compile(schemaPath)
-		if err != nil {
-			t.Fatalf("compiling the reference schema: %v", err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sch.Validate(doc); err != nil {
-			t.Fatalf("fixture does not match the reference schema: %v", err)
-		}
-	} else {
-		t.Logf("reference schema not found at %s: fixture shape not checked", schemaPath)
+	sch, err := jsonschema.NewCompiler().Compile(schemaPath)
+	if err != nil {
+		t.Fatalf("compiling the reference schema: %v", err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Fatalf("fixture does not match the reference schema: %v", err)
 	}
 	d, err := ParseDump(raw)
 	if err != nil {
