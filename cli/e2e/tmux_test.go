@@ -183,3 +183,26 @@ func TestTUIErrorsInTmux(t *testing.T) {
 		}
 	})
 }
+
+// TestTUIWatchInTmux runs watch mode in a real terminal: the viewer waits,
+// then shows the next request that reaches the proxy.
+func TestTUIWatchInTmux(t *testing.T) {
+	p := startProxy(t)
+	s := newTmux(t, gwdiagBin+" trace --local --admin-url "+p.adminURL)
+	s.waitScreen("waiting for the next request to reach the proxy")
+	// The screen shows once the stream is open; a request sent now could
+	// still race the watcher's registration on a proxy that opens the
+	// stream first, so keep sending until the trace completes.
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 0; !strings.Contains(s.screen(), "stream complete, press q to exit"); i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch never completed; screen:\n%s", s.screen())
+		}
+		p.get(t, fmt.Sprintf("/watched/%d", i))
+	}
+	s.waitScreen("Request Start", "initial request: GET /watched/")
+	s.run("send-keys", "-t", "gw", "q")
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("exit status %d after q, want 0", code)
+	}
+}
