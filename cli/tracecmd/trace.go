@@ -78,7 +78,7 @@ q quits.`,
   # Replay a saved trace
   gwdiag trace -f trace.jsonl
 
-  # A cluster gateway (port-forward to its admin port)
+  # A cluster gateway, through a port-forward (cluster support is not in this build yet)
   gwdiag trace gateway/my-gateway -n prod --port 8080 -- http://example.com/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd, &o, args)
