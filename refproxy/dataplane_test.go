@@ -267,7 +267,7 @@ binds:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard), WithConfigFile(file))
+	p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard), WithConfigFile(file, true))
 	if err != nil {
 		t.Fatal(err)
 	}

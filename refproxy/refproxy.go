@@ -40,6 +40,7 @@ type options struct {
 	logOut      io.Writer
 	logFilter   string
 	configFile  string
+	watch       bool
 	pollEvery   time.Duration
 	env         map[string]any
 	envSet      bool
@@ -63,9 +64,12 @@ func WithLogOutput(w io.Writer) Option { return func(o *options) { o.logOut = w 
 // /logging accepts.
 func WithLogFilter(f string) Option { return func(o *options) { o.logFilter = f } }
 
-// WithConfigFile names the file cfg came from: the proxy polls it once a
-// second and reloads on change, and ReloadFile re-reads it (SIGHUP).
-func WithConfigFile(path string) Option { return func(o *options) { o.configFile = path } }
+// WithConfigFile names the file cfg came from, so that ReloadFile can
+// re-read it (SIGHUP); with watch, the proxy also polls it once a second and
+// reloads when its content changes.
+func WithConfigFile(path string, watch bool) Option {
+	return func(o *options) { o.configFile, o.watch = path, watch }
+}
 
 // WithEnv sets the cluster identity shown as `env` in trace snapshots. By
 // default it comes from POD_NAME, POD_NAMESPACE and GATEWAY_NAME when set.
@@ -195,7 +199,7 @@ func (p *Proxy) Start(ctx context.Context) error {
 			p.log.Error("admin server stopped", "err", err)
 		}
 	})
-	if p.opts.configFile != "" {
+	if p.opts.configFile != "" && p.opts.watch {
 		if data, err := os.ReadFile(p.opts.configFile); err == nil {
 			p.fileSum = sha256.Sum256(data)
 		}

@@ -38,6 +38,7 @@ func run(args []string) int {
 	allowRemote := fs.Bool("admin-allow-remote", false, "allow a non-loopback admin address (the admin server has no authentication)")
 	bindHost := fs.String("bind-host", "0.0.0.0", "address the binds listen on")
 	logLevel := fs.String("log-level", "info", "log filter, e.g. info or warn,refproxy::proxy=debug")
+	watch := fs.Bool("watch", true, "reload the config file when it changes (checked once a second); SIGHUP always reloads")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -54,7 +55,7 @@ func run(args []string) int {
 		refproxy.WithAdminAllowRemote(*allowRemote),
 		refproxy.WithBindHost(*bindHost),
 		refproxy.WithLogFilter(*logLevel),
-		refproxy.WithConfigFile(*file),
+		refproxy.WithConfigFile(*file, *watch),
 	}
 	if a := os.Getenv("ADMIN_ADDR"); a != "" {
 		opts = append(opts, refproxy.WithAdminAddr(a))
@@ -76,6 +77,7 @@ func run(args []string) int {
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	for {
 		select {
 		case <-hup:

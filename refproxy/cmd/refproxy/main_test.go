@@ -2,10 +2,18 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // capture runs fn with stdout and stderr redirected and returns what it wrote.
@@ -66,5 +74,81 @@ func TestRunRefusesRemoteAdmin(t *testing.T) {
 	code, _ = capture(t, func() int { return run([]string{"-f", f, "--validate-only", "--admin-allow-remote"}) })
 	if code != 0 {
 		t.Errorf("with --admin-allow-remote: exit %d, want 0", code)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+func TestSIGHUPReloadsAndQuitStops(t *testing.T) {
+	var hits [2]atomic.Int32
+	var backends [2]string
+	for i := range backends {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits[i].Add(1) }))
+		t.Cleanup(s.Close)
+		backends[i] = strings.TrimPrefix(s.URL, "http://")
+	}
+	bind, admin := freePort(t), freePort(t)
+	cfg := func(backend string) []byte {
+		return fmt.Appendf(nil, "config: {adminAddr: \"127.0.0.1:%s\"}\nbinds:\n- port: %s\n  listeners:\n  - routes:\n    - backends: [{host: %q}]\n", admin, bind, backend)
+	}
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(file, cfg(backends[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run([]string{"-f", file, "--bind-host", "127.0.0.1", "--watch=false", "--log-level", "off"})
+	}()
+	send := func() error {
+		resp, err := http.Get("http://127.0.0.1:" + bind + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for send() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("proxy did not come up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := os.WriteFile(file, cfg(backends[1]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Without --watch only SIGHUP reloads.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for hits[1].Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("traffic did not move to the new backend after SIGHUP")
+		}
+		if err := send(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Post("http://127.0.0.1:"+admin+"/quitquitquit", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Errorf("exit code %d after /quitquitquit, want 0", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("refproxy did not exit after /quitquitquit")
 	}
 }
