@@ -244,7 +244,7 @@ func (rt *route) pick() *backend {
 	return rt.backends[0]
 }
 
-// matches reports whether the route takes the request.
+// matchesReq reports whether the route takes the request; host is requestHost(r).
 func (rt *route) matchesReq(r *http.Request, host string) bool {
 	if len(rt.hostnames) > 0 {
 		ok := false
