@@ -116,3 +116,33 @@ func TestErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestPolicyNames(t *testing.T) {
+	tests := []struct {
+		name       string
+		policy     string
+		wantName   string
+		wantTarget string
+	}{
+		{"reference shape, gateway target",
+			`{"name":{"name":"cap","namespace":"default"},"target":{"gateway":{"gatewayName":"bind/3000","gatewayNamespace":"default"}},"policy":{"localRateLimit":[{}]}}`,
+			"default/cap", "gateway default/bind/3000"},
+		{"route target",
+			`{"name":{"name":"rl","namespace":"ns"},"target":{"route":{"name":"httpbin","namespace":"ns"}},"policy":{"cors":{}}}`,
+			"ns/rl", "route ns/httpbin"},
+		{"plain strings", `{"name":"rl","target":"route/default/httpbin","policy":{}}`, "rl", "route/default/httpbin"},
+		{"unknown target shape kept as JSON", `{"name":"x","target":{"a":1,"b":2}}`, "x", `{"a":1,"b":2}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := ParseDump([]byte(`{"policies":[` + tt.policy + `]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Summarize(d).Policies
+			if len(got) != 1 || got[0].Name != tt.wantName || got[0].Target != tt.wantTarget {
+				t.Errorf("got %+v, want name %q target %q", got, tt.wantName, tt.wantTarget)
+			}
+		})
+	}
+}

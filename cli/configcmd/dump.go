@@ -131,13 +131,7 @@ func Summarize(d *dump) Summary {
 		if !ok {
 			continue
 		}
-		ps := PolicySummary{Name: first(str(pm["name"]), str(pm["key"]))}
-		switch t := pm["target"].(type) {
-		case string:
-			ps.Target = t
-		case map[string]any:
-			ps.Target = compact(t)
-		}
+		ps := PolicySummary{Name: first(resourceName(pm["name"]), str(pm["key"])), Target: targetName(pm["target"])}
 		src := pm
 		if inner, ok := pm["policy"].(map[string]any); ok {
 			src = inner
@@ -314,6 +308,56 @@ func first(s ...string) string {
 	for _, v := range s {
 		if v != "" {
 			return v
+		}
+	}
+	return ""
+}
+
+// resourceName renders a name given as a string or as the reference
+// implementation's {name, namespace} object as namespace/name.
+func resourceName(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return str(v)
+	}
+	if ns := str(m["namespace"]); ns != "" {
+		return ns + "/" + str(m["name"])
+	}
+	return str(m["name"])
+}
+
+// targetName renders a policy target ({gateway: {gatewayName, gatewayNamespace}},
+// {route: {name, namespace}}, ...) as "kind namespace/name"; shapes it does not
+// know stay as compact JSON so nothing is hidden.
+func targetName(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case map[string]any:
+		if len(t) != 1 {
+			return compact(t)
+		}
+		for kind, ref := range t {
+			rm, ok := ref.(map[string]any)
+			if !ok {
+				return kind + " " + str(ref)
+			}
+			var ns, name string
+			for k, v := range rm {
+				switch {
+				case strings.HasSuffix(strings.ToLower(k), "namespace"):
+					ns = str(v)
+				case strings.HasSuffix(strings.ToLower(k), "name"):
+					name = str(v)
+				}
+			}
+			if name == "" {
+				return kind + " " + compact(rm)
+			}
+			if ns != "" {
+				name = ns + "/" + name
+			}
+			return kind + " " + name
 		}
 	}
 	return ""
