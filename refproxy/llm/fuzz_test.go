@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,8 +67,90 @@ func oracleJSON(doc []byte) (u Usage, found bool, err error, known bool) {
 	if !ok {
 		return Usage{}, false, nil, true
 	}
-	u, found, err = parseUsage(raw)
+	u, found, err = refParseUsage(raw)
 	return u, found, err, true
+}
+
+// refParseUsage is parseUsage written the obvious way, with encoding/json.
+func refParseUsage(raw []byte) (u Usage, ok bool, err error) {
+	if string(raw) == "null" {
+		return Usage{}, false, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Usage{}, true, ErrMalformedUsage
+	}
+	pk, ck := "prompt_tokens", "completion_tokens"
+	_, hasP := m[pk]
+	_, hasC := m[ck]
+	if !hasP && !hasC {
+		pk, ck = "input_tokens", "output_tokens"
+	}
+	p, hasP := m[pk]
+	c, hasC := m[ck]
+	if !hasP && !hasC {
+		return Usage{}, true, ErrMalformedUsage
+	}
+	for _, f := range []struct {
+		v   json.RawMessage
+		has bool
+		dst *uint64
+	}{{p, hasP, &u.PromptTokens}, {c, hasC, &u.CompletionTokens}} {
+		if !f.has {
+			continue
+		}
+		if *f.dst, err = strconv.ParseUint(string(f.v), 10, 64); err != nil {
+			return Usage{}, true, ErrMalformedUsage
+		}
+	}
+	if u.PromptTokens > math.MaxUint64-u.CompletionTokens {
+		return Usage{}, true, ErrMalformedUsage
+	}
+	return u, true, nil
+}
+
+// refAddIncludeUsage is the rule of PrepareRequest written the obvious way.
+func refAddIncludeUsage(body []byte) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil || string(top["stream"]) != "true" {
+		return false
+	}
+	_, has := top["stream_options"]
+	return !has
+}
+
+func FuzzPrepareRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","stream":true}`, `{"stream":true,"stream_options":null}`, `{"stream":false}`,
+		` {"messages":[{"stream":true}],"stream" : true}`, `{"stream":true,"stream":false}`, `{"str\u0065am":true}`,
+		`[{"stream":true}]`, `{"stream":true`, `{"x":"}","stream":true}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := http.NewRequest(http.MethodPost, "http://x/", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		PrepareRequest(r)
+		got, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ContentLength != int64(len(got)) {
+			t.Fatalf("ContentLength %d for a body of %d bytes", r.ContentLength, len(got))
+		}
+		added := !bytes.Equal(got, body)
+		if added {
+			var m map[string]json.RawMessage
+			if json.Valid(body) && (json.Unmarshal(got, &m) != nil || string(m["stream_options"]) != `{"include_usage":true}`) {
+				t.Fatalf("rewritten body %q is not the request with stream_options added", got)
+			}
+		}
+		if json.Valid(body) && added != refAddIncludeUsage(body) {
+			t.Fatalf("PrepareRequest added stream_options: %v, want %v, for %q", added, !added, body)
+		}
+	})
 }
 
 func FuzzJSONUsage(f *testing.F) {

@@ -10,7 +10,6 @@ package llm
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -60,7 +59,19 @@ func PrepareRequest(r *http.Request) {
 		return
 	}
 	orig := r.Body
-	body, err := io.ReadAll(io.LimitReader(orig, MaxRequestSize+1))
+	var (
+		body []byte
+		err  error
+	)
+	if n := r.ContentLength; n > 0 && n <= MaxRequestSize {
+		// The server enforces Content-Length: read exactly that, in one buffer.
+		body = make([]byte, n)
+		var k int
+		k, err = io.ReadFull(orig, body)
+		body = body[:k]
+	} else {
+		body, err = io.ReadAll(io.LimitReader(orig, MaxRequestSize+1))
+	}
 	if err != nil || len(body) > MaxRequestSize {
 		// Hand the bytes read back, followed by the rest (or the read error),
 		// so the forward behaves as if nothing had been read.
@@ -104,19 +115,17 @@ func isJSON(contentType string) bool {
 }
 
 // addIncludeUsage returns body with stream_options added when the rule of
-// PrepareRequest asks for it.
+// PrepareRequest asks for it. It looks at the top level of the object
+// only, without decoding the rest (messages can be large).
 func addIncludeUsage(body []byte) ([]byte, bool) {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(body, &top) != nil {
+	stream, found, complete := topValue(body, "stream")
+	if !complete || !found || string(stream) != "true" {
 		return nil, false
 	}
-	if string(top["stream"]) != "true" {
+	if _, found, _ := topValue(body, "stream_options"); found {
 		return nil, false
 	}
-	if _, ok := top["stream_options"]; ok {
-		return nil, false
-	}
-	i := bytes.IndexByte(body, '{') // valid JSON object: only whitespace before it
+	i := bytes.IndexByte(body, '{') // a whole object: only blanks before it
 	const opt = `"stream_options":{"include_usage":true},`
 	out := make([]byte, 0, len(body)+len(opt))
 	out = append(out, body[:i+1]...)

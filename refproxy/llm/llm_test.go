@@ -308,3 +308,34 @@ func BenchmarkWatchSSE(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkPrepareRequest(b *testing.B) {
+	for _, stream := range []bool{false, true} {
+		body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + strings.Repeat("hello ", 200) + `"}],"stream":` + strconv.FormatBool(stream) + `}`
+		b.Run("stream="+strconv.FormatBool(stream), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r, _ := http.NewRequest(http.MethodPost, "http://x/", strings.NewReader(body))
+				r.Header.Set("Content-Type", "application/json")
+				PrepareRequest(r)
+			}
+		})
+	}
+}
+
+func BenchmarkWatchJSON(b *testing.B) {
+	buf := make([]byte, 32<<10)
+	b.SetBytes(int64(len(openAIJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		resp := &http.Response{Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(openAIJSON))}
+		WatchResponse(resp, func(Usage, error) {})
+		for {
+			if _, err := resp.Body.Read(buf); err != nil {
+				break
+			}
+		}
+		_ = resp.Body.Close()
+	}
+}

@@ -129,7 +129,8 @@ const (
 const maxKey = 64
 
 // jsonScanner follows a JSON document byte by byte and keeps only the raw
-// value of its top-level "usage" key (the last one, as encoding/json does).
+// value of one top-level key, "usage" unless want says otherwise (the last
+// occurrence, as encoding/json does).
 // It tracks strings and nesting, not full syntax: the kept value is checked
 // by encoding/json at the end.
 type jsonScanner struct {
@@ -145,7 +146,8 @@ type jsonScanner struct {
 	key         [maxKey]byte
 	keyLen      int
 	keyOverflow bool
-	usageKey    bool // the key just read is "usage"
+	usageKey    bool   // the key just read is the wanted one
+	want        string // the top-level key whose value is kept; "" means "usage"
 
 	capturing bool   // inside the usage value
 	sawUsage  bool   // a usage key with a value was seen
@@ -154,10 +156,13 @@ type jsonScanner struct {
 }
 
 // reset empties s for the next document, keeping its buffer.
-func (s *jsonScanner) reset() { *s = jsonScanner{usage: s.usage[:0]} }
+func (s *jsonScanner) reset() { *s = jsonScanner{usage: s.usage[:0], want: s.want} }
 
 func (s *jsonScanner) put(c byte) {
 	if s.capturing {
+		if s.usage == nil {
+			s.usage = make([]byte, 0, 256) // a usage object, in one allocation
+		}
 		if len(s.usage) >= MaxUsageSize {
 			s.overflow = true
 			return
@@ -192,7 +197,7 @@ func (s *jsonScanner) feed(p []byte) {
 				s.inStr = false
 				if s.inKey {
 					s.inKey = false
-					s.usageKey = !s.keyOverflow && isUsage(s.key[:s.keyLen])
+					s.usageKey = !s.keyOverflow && keyIs(s.key[:s.keyLen], s.want)
 					s.expect = expColon
 					continue
 				}
@@ -267,15 +272,34 @@ func (s *jsonScanner) feed(p []byte) {
 	}
 }
 
-// isUsage reports whether the raw key (between quotes) is "usage".
-func isUsage(raw []byte) bool {
+// keyIs reports whether the raw key (between quotes) is want ("" means "usage").
+func keyIs(raw []byte, want string) bool {
+	if want == "" {
+		want = "usage"
+	}
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw) == "usage"
+		return string(raw) == want
 	}
 	var k string
 	q := make([]byte, 0, len(raw)+2)
 	q = append(append(append(q, '"'), raw...), '"')
-	return json.Unmarshal(q, &k) == nil && k == "usage"
+	return json.Unmarshal(q, &k) == nil && k == want
+}
+
+// topValue returns the raw value of the top-level key of the JSON object
+// doc (the last occurrence); complete is false when doc is not a whole
+// object (unbalanced, or not an object at all).
+func topValue(doc []byte, key string) (val []byte, found, complete bool) {
+	var buf [64]byte // counts and flags are short: keep them off the heap
+	s := jsonScanner{want: key, usage: buf[:0]}
+	s.feed(doc)
+	if !s.complete {
+		return nil, false, false
+	}
+	if !s.sawUsage {
+		return nil, false, true
+	}
+	return bytes.TrimSpace(s.usage), true, true
 }
 
 // found reports the usage of one document (an SSE event): whether it had a
@@ -322,26 +346,25 @@ func parseUsage(raw []byte) (u Usage, ok bool, err error) {
 	if string(raw) == "null" {
 		return Usage{}, false, nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if !json.Valid(raw) || raw[0] != '{' {
 		return Usage{}, true, fmt.Errorf("%w: usage %.64q is not an object", ErrMalformedUsage, raw)
 	}
 	pk, ck := "prompt_tokens", "completion_tokens"
-	if _, has := m[pk]; !has {
-		if _, has := m[ck]; !has {
-			pk, ck = "input_tokens", "output_tokens"
-		}
+	p, hasP, _ := topValue(raw, pk)
+	c, hasC, _ := topValue(raw, ck)
+	if !hasP && !hasC {
+		pk, ck = "input_tokens", "output_tokens"
+		p, hasP, _ = topValue(raw, pk)
+		c, hasC, _ = topValue(raw, ck)
 	}
-	p, hasP := m[pk]
-	c, hasC := m[ck]
 	if !hasP && !hasC {
 		return Usage{}, true, fmt.Errorf("%w: usage has neither prompt_tokens nor completion_tokens", ErrMalformedUsage)
 	}
-	count := func(name string, v json.RawMessage, has bool) (uint64, error) {
+	count := func(name string, v []byte, has bool) (uint64, error) {
 		if !has {
 			return 0, nil
 		}
-		n, err := strconv.ParseUint(string(v), 10, 64)
+		n, err := parseCount(v)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s is %.32q, want an integer >= 0", ErrMalformedUsage, name, v)
 		}
@@ -357,6 +380,25 @@ func parseUsage(raw []byte) (u Usage, ok bool, err error) {
 		return Usage{}, true, fmt.Errorf("%w: token counts overflow", ErrMalformedUsage)
 	}
 	return u, true, nil
+}
+
+// parseCount reads a JSON integer >= 0 without allocating.
+func parseCount(v []byte) (uint64, error) {
+	if len(v) == 0 || len(v) > 20 {
+		return 0, strconv.ErrSyntax
+	}
+	var n uint64
+	for i, c := range v {
+		if c < '0' || c > '9' || (i == 1 && v[0] == '0') {
+			return 0, strconv.ErrSyntax
+		}
+		d := uint64(c - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, strconv.ErrRange
+		}
+		n = n*10 + d
+	}
+	return n, nil
 }
 
 // Line states of the SSE scanner.
