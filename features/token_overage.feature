@@ -19,7 +19,7 @@ Feature: Token overage
     And within 3 seconds a chat completion using 10 tokens succeeds
 
   Scenario: The documented example of 39-token responses
-    Given the route "llm" has a token limit of 100 per second
+    Given the route "llm" has a token limit of 100 per minute
     When I send 4 chat completions using 39 tokens each
     Then the responses have statuses 200, 200, 200, 429
 
@@ -33,13 +33,13 @@ Feature: Token overage
     And within 3 seconds a chat completion using 10 tokens succeeds
 
   Scenario: Several limit entries are all enforced: the request limit
-    Given the route "llm" has a request limit of 2 per second
-    And the route "llm" has a token limit of 1000 per second
+    Given the route "llm" has a request limit of 2 per minute
+    And the route "llm" has a token limit of 1000 per minute
     When I send 3 chat completions using 10 tokens each
     Then the responses have statuses 200, 200, 429
 
   Scenario: Several limit entries are all enforced: the token limit
-    Given the route "llm" has a request limit of 10 per second
-    And the route "llm" has a token limit of 50 per second
+    Given the route "llm" has a request limit of 10 per minute
+    And the route "llm" has a token limit of 50 per minute
     When I send 3 chat completions using 60 tokens each
     Then the responses have statuses 200, 429, 429

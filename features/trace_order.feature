@@ -52,7 +52,7 @@ Feature: Trace ordering
     And the trace stream ends after requestFinished
 
   Scenario: A rate-limited request traces a 429 and no backend call
-    Given the route "httpbin" has a request limit of 1 per second
+    Given the route "httpbin" has a request limit of 1 per minute
     When I send a GET request to "/get"
     And I trace a GET request to "/get"
     Then the traced response status is 429

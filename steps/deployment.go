@@ -14,6 +14,9 @@ import (
 type localDeployment struct {
 	admin     string
 	ports     map[string]int
+	// addrs overrides ports with the addresses the proxy reports it bound
+	// (in-process, where ports are chosen by the kernel at bind time).
+	addrs     map[string]string
 	backends  *mockSet
 	stopProxy func(ctx context.Context) error
 
@@ -22,6 +25,9 @@ type localDeployment struct {
 }
 
 func (d *localDeployment) ListenerAddr(listener string) (string, error) {
+	if a, ok := d.addrs[listener]; ok {
+		return a, nil
+	}
 	p, ok := d.ports[listener]
 	if !ok {
 		return "", fmt.Errorf("no listener %q in this scenario's configuration", listener)
@@ -51,17 +57,23 @@ func (d *localDeployment) Stop(ctx context.Context) error {
 	return d.stopErr
 }
 
-// prepareLocal starts the mock backends of setup, chooses ports and renders
-// the standalone config for them.
-func prepareLocal(setup Setup) (*localDeployment, []byte, error) {
+// prepareLocal starts the mock backends of setup, chooses ports (or port 0
+// everywhere when the proxy reports what it bound) and renders the
+// standalone config for them.
+func prepareLocal(setup Setup, choose bool) (*localDeployment, []byte, error) {
 	mocks, err := startMocks(setup.Backends)
 	if err != nil {
 		return nil, nil, err
 	}
-	admin, ports, err := choosePorts(setup)
-	if err != nil {
-		mocks.close()
-		return nil, nil, err
+	admin, ports := "127.0.0.1:0", map[string]int{}
+	for _, l := range setup.Listeners {
+		ports[l.Name] = 0
+	}
+	if choose {
+		if admin, ports, err = choosePorts(setup); err != nil {
+			mocks.close()
+			return nil, nil, err
+		}
 	}
 	addrs := map[string]string{}
 	for _, b := range setup.Backends {

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config"
@@ -29,7 +30,9 @@ func (*InProcess) Capabilities() []string { return nil }
 
 // Configure implements Target.
 func (*InProcess) Configure(ctx context.Context, setup Setup) (Deployment, error) {
-	d, yml, err := prepareLocal(setup)
+	// Port 0 everywhere: the kernel picks at bind time, so no other test can
+	// take a port between choosing and binding it.
+	d, yml, err := prepareLocal(setup, false)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +41,8 @@ func (*InProcess) Configure(ctx context.Context, setup Setup) (Deployment, error
 		d.Stop(ctx)
 		return nil, fmt.Errorf("inprocess: config rejected: %w\n%s", err, yml)
 	}
-	p, err := refproxy.New(cfg)
+	// The suite reports per scenario; the proxy's own start/stop logs would drown it.
+	p, err := refproxy.New(cfg, refproxy.WithLogOutput(io.Discard))
 	if err != nil {
 		d.Stop(ctx)
 		return nil, fmt.Errorf("inprocess: %w", err)
@@ -48,6 +52,16 @@ func (*InProcess) Configure(ctx context.Context, setup Setup) (Deployment, error
 		return nil, fmt.Errorf("inprocess: start: %w", err)
 	}
 	d.stopProxy = p.Shutdown
+	d.admin = p.AdminAddr()
+	bound := p.BindAddrs()
+	if len(bound) != len(setup.Listeners) {
+		d.Stop(ctx)
+		return nil, fmt.Errorf("inprocess: %d binds for %d listeners", len(bound), len(setup.Listeners))
+	}
+	d.addrs = map[string]string{}
+	for i, l := range setup.Listeners {
+		d.addrs[l.Name] = bound[i]
+	}
 	if err := waitReady(ctx, d); err != nil {
 		d.Stop(ctx)
 		return nil, fmt.Errorf("inprocess: %w", err)

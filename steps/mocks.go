@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"syscall"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 )
@@ -14,6 +15,7 @@ type mockSet struct {
 	servers  map[string]*mock.Server
 	counters map[string]*mock.Counter
 	addrs    map[string]string
+	reserved []int
 }
 
 func startMocks(backends []Backend) (*mockSet, error) {
@@ -21,14 +23,16 @@ func startMocks(backends []Backend) (*mockSet, error) {
 	for _, b := range backends {
 		switch b.Kind {
 		case BackendUnreachable:
-			// A port that was free a moment ago: nothing listens there, so
-			// the proxy gets connection refused, a transport error.
-			p, err := freePort()
+			// A port bound but not listening: nobody else can take it while
+			// the scenario runs, and connecting to it is refused, a
+			// transport error.
+			fd, port, err := reservePort()
 			if err != nil {
 				m.close()
-				return nil, err
+				return nil, fmt.Errorf("backend %q: %w", b.Name, err)
 			}
-			m.addrs[b.Name] = fmt.Sprintf("127.0.0.1:%d", p)
+			m.reserved = append(m.reserved, fd)
+			m.addrs[b.Name] = fmt.Sprintf("127.0.0.1:%d", port)
 			continue
 		case BackendEcho:
 			e := mock.NewEcho()
@@ -78,9 +82,31 @@ func (m *mockSet) requests(name string) (int64, error) {
 }
 
 func (m *mockSet) close() {
+	for _, fd := range m.reserved {
+		syscall.Close(fd)
+	}
+	m.reserved = nil
 	var errs []error
 	for _, s := range m.servers {
 		errs = append(errs, s.Close())
 	}
 	_ = errors.Join(errs...)
+}
+
+// reservePort binds a TCP socket to a free loopback port without listening.
+func reservePort() (fd, port int, err error) {
+	fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err = syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return 0, 0, err
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return 0, 0, err
+	}
+	return fd, sa.(*syscall.SockaddrInet4).Port, nil
 }

@@ -68,9 +68,22 @@ func (p *Process) Stop(context.Context) error {
 	return os.RemoveAll(p.dir)
 }
 
-// Configure implements Target.
+// Configure implements Target. The ports are chosen before the proxy binds
+// them, so another process may take one first; start-up is then retried
+// with new ports.
 func (p *Process) Configure(ctx context.Context, setup Setup) (Deployment, error) {
-	d, yml, err := prepareLocal(setup)
+	var err error
+	for range 3 {
+		var d Deployment
+		if d, err = p.configureOnce(ctx, setup); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return d, err
+		}
+	}
+	return nil, err
+}
+
+func (p *Process) configureOnce(ctx context.Context, setup Setup) (Deployment, error) {
+	d, yml, err := prepareLocal(setup, true)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +108,9 @@ func (p *Process) Configure(ctx context.Context, setup Setup) (Deployment, error
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "ADMIN_ADDR="+d.admin)
+	// Its own process group, so that stopping it also stops whatever a
+	// wrapper script started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -109,12 +125,12 @@ func (p *Process) Configure(ctx context.Context, setup Setup) (Deployment, error
 			return nil
 		default:
 		}
-		cmd.Process.Signal(syscall.SIGTERM)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-exited:
 			return nil
 		case <-time.After(p.StopGrace):
-			cmd.Process.Kill()
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 			return fmt.Errorf("process target: %s did not exit within %s of SIGTERM; killed", args[0], p.StopGrace)
 		}

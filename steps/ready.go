@@ -17,7 +17,7 @@ func waitReady(ctx context.Context, d *localDeployment) error {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
 	addrs := []string{d.admin}
-	for name := range d.ports {
+	for name := range d.ports { // ListenerAddr prefers the bound addresses
 		a, _ := d.ListenerAddr(name)
 		addrs = append(addrs, a)
 	}

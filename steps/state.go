@@ -125,9 +125,12 @@ type watcher struct {
 	once     sync.Once
 }
 
-func openWatcher(ctx context.Context, client *http.Client, admin, expression string) (*watcher, error) {
+func openWatcher(ctx context.Context, client *http.Client, admin, expression string, timeout time.Duration) (*watcher, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The stream outlives this step, so only the opening is bounded.
+	stop := time.AfterFunc(timeout, cancel)
 	st, err := sse.Open(ctx, client, admin, expression)
+	stop.Stop()
 	if err != nil {
 		cancel()
 		return nil, err

@@ -322,7 +322,7 @@ func (s *state) watch(ctx context.Context, expression string) (*watcher, error) 
 	if err != nil {
 		return nil, err
 	}
-	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression)
+	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, s.opts.Timeouts.Request.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("open /debug/trace: %w", err)
 	}

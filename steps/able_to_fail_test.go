@@ -1,0 +1,116 @@
+package steps
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// allExtended claims every extended feature, so that a fault in one is a
+// failure rather than "unsupported".
+var allExtended = []FeatureName{FeatureRateLimitHeadersOnSuccess, FeatureTraceReadyComment, FeatureTraceCELExpression, FeatureTraceWatcherFIFO}
+
+// TestSuiteCatchesFaults runs every feature against a deliberately broken
+// proxy per fault and checks that exactly the expected scenarios fail (or,
+// for a missing extended feature, are reported unsupported), each with a
+// message that says why.
+func TestSuiteCatchesFaults(t *testing.T) {
+	tests := []struct {
+		fault     string
+		claimAll  bool
+		wantFail  map[string]string // scenario -> text its message must contain
+		wantUnsup map[string]string
+	}{
+		{fault: "reordered trace events", claimAll: true, wantFail: map[string]string{
+			"A forwarded request traces every required event in order":   "routeSelection out of order",
+			"A rate-limited request traces a 429 and no backend call":    "routeSelection out of order",
+			"A backend transport error is reported in backendCallResult": "routeSelection out of order",
+		}},
+		{fault: "missing burst", claimAll: true, wantFail: map[string]string{
+			"Burst adds to the base limit and refused requests are not forwarded": "got [200 200 200 429 429 429 429], want [200 200 200 200 200 200 429]",
+			"The 429 response carries the spec body and headers":                  "got [200 200 429 429], want [200 200 200 429]",
+			"Allowed responses carry the rate-limit headers":                      `x-ratelimit-limit: got "3", want "4"`,
+		}},
+		{fault: "forwarded 429s", claimAll: true, wantFail: map[string]string{
+			"Burst adds to the base limit and refused requests are not forwarded":   `backend "httpbin": got 7, want 6`,
+			"The 429 response carries the spec body and headers":                    `backend "httpbin": got 4, want 3`,
+			"The request that crosses the budget succeeds, the next one is refused": `backend "openai": got 3, want 2`,
+		}},
+		{fault: "tokens counted before the response", claimAll: true, wantFail: map[string]string{
+			"The request that crosses the budget succeeds, the next one is refused": "got [200 429 200], want [200 200 429]",
+			"The documented example of 39-token responses":                          "got [200 200 429 429], want [200 200 200 429]",
+			"A streaming response is counted from its final chunk and never cut":    "response status: got 429, want 200",
+			"Several limit entries are all enforced: the token limit":               "got [429 429 429], want [200 429 429]",
+		}},
+		{fault: "wrong headers", claimAll: true, wantFail: map[string]string{
+			"The 429 response carries the spec body and headers": `x-ratelimit-limit: absent, want "3"`,
+			"No rate-limit headers without a policy":             `x-ratelimit-limit: got ["100"], want it absent`,
+		}},
+		{fault: "wrong admin answers", claimAll: true, wantFail: map[string]string{
+			"GET /logging tells the current level":                    `got "log level: info\n"`,
+			"POST /logging sets a level filter":                       `got "log level: info\n"`,
+			"The CPU profile duration is bounded":                     "got 200 (body \"profile\"), want 400",
+			"config_dump has every category and the configured route": "config_dump lacks policies",
+		}},
+		{fault: "trace mixes requests", claimAll: true, wantFail: map[string]string{
+			"A forwarded request traces every required event in order":             "want EOF right after requestFinished",
+			"An unmatched route traces a routeSelection error and no backend call": "want EOF right after requestFinished",
+			"Watch mode traces the next request and only it":                       "more than one request: 2 requestStarted events",
+		}},
+		{fault: "no ready comment", wantUnsup: map[string]string{
+			"The trace stream opens with a ready comment": `first trace frame: got nothing, want the comment "ready"`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fault, func(t *testing.T) {
+			f, ok := faults[tt.fault]
+			if !ok {
+				t.Fatalf("no fault %q", tt.fault)
+			}
+			o := Options{TargetImpl: &faultyTarget{inner: NewInProcess(), fault: f}, Output: &strings.Builder{}}
+			if tt.claimAll {
+				o.SupportedFeatures = allExtended
+			}
+			rep, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[Result]map[string]string{Failed: {}, Unsupported: {}}
+			for _, f := range rep.Features {
+				for _, s := range f.Scenarios {
+					if m, ok := got[s.Result]; ok {
+						m[s.Name] = s.Message
+					}
+				}
+			}
+			compare(t, "failed", got[Failed], tt.wantFail)
+			compare(t, "unsupported", got[Unsupported], tt.wantUnsup)
+		})
+	}
+}
+
+func compare(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	var gotNames, wantNames []string
+	for n := range got {
+		gotNames = append(gotNames, n)
+	}
+	for n := range want {
+		wantNames = append(wantNames, n)
+	}
+	sort.Strings(gotNames)
+	sort.Strings(wantNames)
+	if !slices.Equal(gotNames, wantNames) {
+		t.Errorf("%s scenarios:\n got  %q\n want %q", what, gotNames, wantNames)
+		for _, n := range gotNames {
+			t.Logf("%s: %s", n, got[n])
+		}
+	}
+	for n, text := range want {
+		if msg, ok := got[n]; ok && !strings.Contains(msg, text) {
+			t.Errorf("%s scenario %q: message %q lacks %q", what, n, msg, text)
+		}
+	}
+}

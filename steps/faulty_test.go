@@ -1,0 +1,364 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/steps/sse"
+)
+
+// A fault makes the in-process reference proxy misbehave in one precise
+// way, by changing its configuration or by sitting in front of its
+// listeners and admin server. The suite must catch each one.
+type fault struct {
+	// setup changes the configuration the proxy is given.
+	setup func(*Setup)
+	// listener and admin wrap the real proxy's data plane and admin server.
+	listener func(d *faultyDeployment, next http.Handler) http.Handler
+	admin    func(d *faultyDeployment, next http.Handler) http.Handler
+	// frames rewrites a trace stream; it gets a fresh state per stream.
+	frames func() func(sse.Frame) []sse.Frame
+	// reopen keeps a trace stream going after requestFinished, with the
+	// trace of the next request: one stream, several requests.
+	reopen bool
+	// noComments drops comment frames (": ready").
+	noComments bool
+}
+
+// faultyTarget wraps the in-process target with a fault.
+type faultyTarget struct {
+	inner *InProcess
+	fault fault
+}
+
+func (t *faultyTarget) Name() string                    { return "faulty-inprocess" }
+func (t *faultyTarget) Start(ctx context.Context) error { return t.inner.Start(ctx) }
+func (t *faultyTarget) Stop(ctx context.Context) error  { return t.inner.Stop(ctx) }
+func (t *faultyTarget) Capabilities() []string          { return nil }
+
+func (t *faultyTarget) Configure(ctx context.Context, setup Setup) (Deployment, error) {
+	if t.fault.setup != nil {
+		setup = cloneSetup(setup)
+		t.fault.setup(&setup)
+	}
+	inner, err := t.inner.Configure(ctx, setup)
+	if err != nil {
+		return nil, err
+	}
+	d := &faultyDeployment{Deployment: inner, setup: setup, fault: t.fault, listeners: map[string]*httptest.Server{}}
+	for _, l := range setup.Listeners {
+		addr, _ := inner.ListenerAddr(l.Name)
+		var h http.Handler = reverseProxy(addr)
+		if t.fault.listener != nil {
+			h = t.fault.listener(d, h)
+		}
+		d.listeners[l.Name] = httptest.NewServer(h)
+	}
+	var admin http.Handler = http.HandlerFunc(d.serveAdmin)
+	if t.fault.admin != nil {
+		admin = t.fault.admin(d, admin)
+	}
+	d.adminSrv = httptest.NewServer(admin)
+	return d, nil
+}
+
+func cloneSetup(s Setup) Setup {
+	b, _ := json.Marshal(s)
+	var c Setup
+	json.Unmarshal(b, &c)
+	return c
+}
+
+func reverseProxy(addr string) *httputil.ReverseProxy {
+	u := &url.URL{Scheme: "http", Host: addr}
+	// Director keeps the Host header of the client, as inject mode needs.
+	rp := &httputil.ReverseProxy{Director: func(r *http.Request) {
+		r.URL.Scheme, r.URL.Host = u.Scheme, u.Host
+	}, FlushInterval: -1}
+	return rp
+}
+
+type faultyDeployment struct {
+	Deployment
+	setup     Setup
+	fault     fault
+	listeners map[string]*httptest.Server
+	adminSrv  *httptest.Server
+
+	closeOnce  sync.Once
+	mu         sync.Mutex
+	tokensUsed uint64
+}
+
+func (d *faultyDeployment) ListenerAddr(name string) (string, error) {
+	s, ok := d.listeners[name]
+	if !ok {
+		return "", fmt.Errorf("no listener %q", name)
+	}
+	return strings.TrimPrefix(s.URL, "http://"), nil
+}
+
+func (d *faultyDeployment) AdminAddr() string { return strings.TrimPrefix(d.adminSrv.URL, "http://") }
+
+func (d *faultyDeployment) closeListeners() {
+	d.closeOnce.Do(func() {
+		for _, s := range d.listeners {
+			s.CloseClientConnections()
+			s.Close()
+		}
+	})
+}
+
+func (d *faultyDeployment) Stop(ctx context.Context) error {
+	d.closeListeners()
+	d.adminSrv.CloseClientConnections()
+	d.adminSrv.Close()
+	return d.Deployment.Stop(ctx)
+}
+
+// serveAdmin forwards to the real admin server; trace streams go frame by
+// frame through the fault's rewriting.
+func (d *faultyDeployment) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/debug/trace":
+	case "/quitquitquit":
+		// The real proxy stops; so must the listeners in front of it.
+		reverseProxy(d.Deployment.AdminAddr()).ServeHTTP(w, r)
+		go d.closeListeners()
+		return
+	default:
+		reverseProxy(d.Deployment.AdminAddr()).ServeHTTP(w, r)
+		return
+	}
+	open := func() (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, "http://"+d.Deployment.AdminAddr()+r.URL.RequestURI(), nil)
+		return http.DefaultClient.Do(req)
+	}
+	resp, err := open()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(w, resp.Body)
+		resp.Body.Close()
+		return
+	}
+	flusher := w.(http.Flusher)
+	flusher.Flush()
+	rewrite := func(f sse.Frame) []sse.Frame { return []sse.Frame{f} }
+	if d.fault.frames != nil {
+		rewrite = d.fault.frames()
+	}
+	for {
+		rd := sse.NewReader(resp.Body)
+		for {
+			f, err := rd.Next()
+			if err != nil {
+				break
+			}
+			for _, out := range rewrite(f) {
+				if out.IsComment {
+					if d.fault.noComments {
+						continue
+					}
+					fmt.Fprintf(w, ": %s\n\n", out.Comment)
+				} else {
+					fmt.Fprintf(w, "data: %s\n\n", out.Data)
+				}
+				flusher.Flush()
+			}
+		}
+		resp.Body.Close()
+		if !d.fault.reopen || resp.StatusCode != http.StatusOK || r.Context().Err() != nil {
+			return
+		}
+		if resp, err = open(); err != nil {
+			return
+		}
+	}
+}
+
+// routeOf returns the route of the default listener a path goes to.
+func (d *faultyDeployment) routeFor(path string) *Route {
+	for i := range d.setup.Listeners {
+		for j, r := range d.setup.Listeners[i].Routes {
+			if strings.HasPrefix(path, r.PathPrefix) {
+				return &d.setup.Listeners[i].Routes[j]
+			}
+		}
+	}
+	return nil
+}
+
+func eventType(f sse.Frame) trace.MessageType {
+	if f.IsComment {
+		return ""
+	}
+	e, err := trace.Parse([]byte(f.Data))
+	if err != nil {
+		return ""
+	}
+	return e.Type()
+}
+
+// The faults.
+var faults = map[string]fault{
+	// policySelection is sent before routeSelection.
+	"reordered trace events": {frames: func() func(sse.Frame) []sse.Frame {
+		var held *sse.Frame
+		return func(f sse.Frame) []sse.Frame {
+			switch eventType(f) {
+			case trace.RouteSelection:
+				held = &f
+				return nil
+			case trace.PolicySelection:
+				if held != nil {
+					h := *held
+					held = nil
+					return []sse.Frame{f, h}
+				}
+			}
+			if held != nil && !f.IsComment {
+				h := *held
+				held = nil
+				return []sse.Frame{h, f}
+			}
+			return []sse.Frame{f}
+		}
+	}},
+	// Burst is ignored: the proxy is configured with base limits only.
+	"missing burst": {setup: func(s *Setup) {
+		for i := range s.Listeners {
+			for j := range s.Listeners[i].Routes {
+				for k := range s.Listeners[i].Routes[j].Limits {
+					s.Listeners[i].Routes[j].Limits[k].Burst = 0
+				}
+			}
+		}
+	}},
+	// Refused requests still reach the backend.
+	"forwarded 429s": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			rec := httptest.NewRecorder()
+			r2 := r.Clone(r.Context())
+			r2.Body = io.NopCloser(strings.NewReader(string(body)))
+			next.ServeHTTP(rec, r2)
+			if rec.Code == http.StatusTooManyRequests {
+				if rt := d.routeFor(r.URL.Path); rt != nil {
+					addr, _ := d.BackendAddr(rt.Backend)
+					req, _ := http.NewRequest(r.Method, "http://"+addr+r.URL.RequestURI(), strings.NewReader(string(body)))
+					req.Header = r.Header.Clone()
+					if resp, err := http.DefaultClient.Do(req); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+		})
+	}},
+	// Tokens are counted from the request, before the response: the request
+	// that would cross the budget is refused.
+	"tokens counted before the response": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rt := d.routeFor(r.URL.Path)
+			if rt == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			var limit uint64
+			for _, l := range rt.Limits {
+				if l.Kind == LimitTokens {
+					limit = l.Amount
+				}
+			}
+			p, _ := strconv.ParseUint(r.Header.Get(mock.HeaderPromptTokens), 10, 64)
+			c, _ := strconv.ParseUint(r.Header.Get(mock.HeaderCompletionTokens), 10, 64)
+			d.mu.Lock()
+			refuse := limit > 0 && d.tokensUsed+p+c > limit
+			if !refuse {
+				d.tokensUsed += p + c
+			}
+			d.mu.Unlock()
+			if refuse {
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, "rate limit exceeded\n")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}},
+	// Rate-limit headers are wrong on 429s and present without a policy.
+	"wrong headers": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			h := rec.Header()
+			if rec.Code == http.StatusTooManyRequests {
+				h.Set("X-Ratelimit-Remaining", "1")
+				h.Del("X-Ratelimit-Limit")
+			} else if h.Get("X-Ratelimit-Limit") == "" {
+				h.Set("X-Ratelimit-Limit", "100")
+			}
+			for k, v := range h {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+		})
+	}},
+	// The admin server answers wrongly: a /logging text in another form,
+	// out-of-bounds profile durations accepted, a config_dump without policies.
+	"wrong admin answers": {admin: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/logging":
+				if r.Method == http.MethodGet {
+					io.WriteString(w, "log level: info\n")
+					return
+				}
+			case "/debug/pprof/profile":
+				if s, err := strconv.Atoi(r.URL.Query().Get("seconds")); err != nil || s < 1 || s > 300 {
+					io.WriteString(w, "profile")
+					return
+				}
+			case "/config_dump":
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				var m map[string]any
+				json.Unmarshal(rec.Body.Bytes(), &m)
+				delete(m, "policies")
+				json.NewEncoder(w).Encode(m)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}},
+	// The stream does not end after requestFinished; it goes on with the
+	// next request's trace.
+	"trace mixes requests": {reopen: true},
+	// No ": ready" comment: an extended feature the proxy lacks.
+	"no ready comment": {noComments: true},
+}

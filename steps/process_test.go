@@ -1,0 +1,111 @@
+package steps
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildRefproxy builds the real refproxy binary for the process target.
+func buildRefproxy(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "refproxy")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build refproxy: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestProcessConformance runs every feature against the real refproxy
+// binary started by the process target from a command template.
+func TestProcessConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the refproxy binary")
+	}
+	bin := buildRefproxy(t)
+	var out strings.Builder
+	rep, err := Run(context.Background(), Options{Target: "process", ProxyCommand: bin + " -f {config}", Output: &out})
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || rep.Summary.Passed == 0 {
+		t.Errorf("refproxy binary: got %+v, want no failure", rep.Summary)
+	}
+	if rep.Target != "process" {
+		t.Errorf("report target: got %q, want process", rep.Target)
+	}
+}
+
+func TestProcessTargetErrors(t *testing.T) {
+	setup := Setup{Backends: []Backend{{Name: "b", Kind: BackendEcho}},
+		Listeners: []Listener{{Name: DefaultListener, Routes: []Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+	tests := []struct {
+		name    string
+		command string
+		wantErr string // at Start or Configure
+	}{
+		{"empty command", "", "--proxy-cmd is empty"},
+		{"no config placeholder", "sleep 10", "no {config} placeholder"},
+		{"binary not found", "/nonexistent/proxy -f {config}", "/nonexistent/proxy"},
+		{"exits at once", "sh -c exit {config}", "exited before it was ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewProcess(tt.command)
+			ctx := context.Background()
+			err := p.Start(ctx)
+			if err == nil {
+				defer p.Stop(ctx)
+				var d Deployment
+				d, err = p.Configure(ctx, setup)
+				if d != nil {
+					d.Stop(ctx)
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestProcessTargetStopsStubbornProxy checks the SIGTERM-then-kill stop of
+// the whole process group: a wrapper script that ignores SIGTERM is killed
+// after the grace period, with the proxy it started.
+func TestProcessTargetStopsStubbornProxy(t *testing.T) {
+	bin := buildRefproxy(t)
+	script := filepath.Join(t.TempDir(), "stubborn.sh")
+	body := "#!/bin/sh\ntrap '' TERM\n" + bin + " -f \"$1\" &\nwhile :; do sleep 0.05; done\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setup := Setup{Backends: []Backend{{Name: "b", Kind: BackendEcho}},
+		Listeners: []Listener{{Name: DefaultListener, Routes: []Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+	p := NewProcess(script + " {config}")
+	p.StopGrace = 200 * time.Millisecond
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(ctx)
+	d, err := p.Configure(ctx, setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := d.AdminAddr()
+	err = d.Stop(ctx)
+	if err == nil || !strings.Contains(err.Error(), "did not exit within 200ms of SIGTERM; killed") {
+		t.Errorf("Stop of a wrapper ignoring SIGTERM: got %v, want a killed-after-grace error", err)
+	}
+	if c, err := net.DialTimeout("tcp", admin, time.Second); err == nil {
+		c.Close()
+		t.Errorf("admin %s still accepts connections after Stop: the proxy outlived its wrapper", admin)
+	}
+}
