@@ -12,8 +12,8 @@ import (
 // localDeployment is a proxy on loopback ports with mock backends started in
 // this process: what the inprocess and process targets share.
 type localDeployment struct {
-	admin     string
-	ports     map[string]int
+	admin string
+	ports map[string]int
 	// addrs overrides ports with the addresses the proxy reports it bound
 	// (in-process, where ports are chosen by the kernel at bind time).
 	addrs     map[string]string
