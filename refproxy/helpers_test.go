@@ -17,7 +17,7 @@ import (
 
 // startProxy runs a proxy for cfgYAML (binds on port 0, admin on a free
 // port) until the test ends.
-func startProxy(t *testing.T, cfgYAML string, opts ...Option) *Proxy {
+func startProxy(t testing.TB, cfgYAML string, opts ...Option) *Proxy {
 	t.Helper()
 	cfg, err := config.Parse(t.Name()+".yaml", []byte(cfgYAML))
 	if err != nil {
@@ -56,7 +56,7 @@ binds:
 }
 
 // backendServer is an HTTP backend that names itself in x-backend.
-func backendServer(t *testing.T, name string, h http.HandlerFunc) string {
+func backendServer(t testing.TB, name string, h http.HandlerFunc) string {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("x-backend", name)
