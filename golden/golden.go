@@ -5,6 +5,7 @@ package golden
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -44,27 +45,22 @@ var (
 )
 
 // Normalize returns a copy of events with volatile values replaced by stable
-// placeholders, keeping event order and relative timing: eventStart and
-// eventEnd become ranks (0, 1, 2, ...) of the distinct times in the trace, so
-// which event ended first, and whether an event started before another
-// ended, survive while the microseconds do not.
+// placeholders, keeping event order and relative timing. Microseconds differ
+// from run to run, so times become positions: eventEnd is the event's index
+// (it never decreases, so order is all it carries), and eventStart is the
+// index of the last event that had ended when this one started; a timed
+// event keeps which events it overlapped.
 func Normalize(events []trace.Event) []trace.Event {
-	var times []int64
-	for _, e := range events {
-		times = append(times, e.EventEnd)
-		if e.EventStart != nil {
-			times = append(times, *e.EventStart)
-		}
-	}
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	times = slices.Compact(times)
-	rank := func(t int64) int64 { i, _ := slices.BinarySearch(times, t); return int64(i) }
-
 	out := make([]trace.Event, len(events))
 	for i, e := range events {
-		n := trace.Event{EventEnd: rank(e.EventEnd), Severity: e.Severity, Scope: slices.Clone(e.Scope)}
+		n := trace.Event{EventEnd: int64(i), Severity: e.Severity, Scope: slices.Clone(e.Scope)}
 		if e.EventStart != nil {
-			s := rank(*e.EventStart)
+			s := int64(0)
+			for j := range events {
+				if events[j].EventEnd <= *e.EventStart {
+					s = int64(j)
+				}
+			}
 			n.EventStart = &s
 		}
 		n.Message, _ = normalizeValue("", e.Message).(map[string]any)
@@ -98,6 +94,12 @@ func normalizeValue(key string, v any) any {
 			return Pod
 		case strings.EqualFold(key, "date"):
 			return Date
+		case strings.EqualFold(key, "x-ratelimit-reset"):
+			// seconds left in the window, whatever the run's timing
+			return "<seconds>"
+		case strings.EqualFold(key, "content-length"):
+			// bodies echo addresses, so their length varies with them
+			return "<length>"
 		case dateKeys[key]:
 			return Time
 		case durationKeys[key]:
@@ -124,42 +126,92 @@ func normalizeString(s string) string {
 }
 
 // Diff returns a readable event-by-event, field-level diff of two normalised
-// traces; "" when they are equal. Lines start with "-" for what only want
-// has and "+" for what only got has.
+// traces; "" when they are equal. Events are paired by type and stage (a
+// longest common subsequence), so one missing event shows as one line and
+// not as a shift of every later event. Lines start with "-" for what only
+// want has, "+" for what only got has and "~" for a paired event whose
+// fields differ; event numbers are 1-based positions in want and got.
 func Diff(want, got []trace.Event) string {
 	var b strings.Builder
-	for i := 0; i < max(len(want), len(got)); i++ {
+	for _, p := range align(want, got) {
 		switch {
-		case i >= len(got):
-			fmt.Fprintf(&b, "- event %d %s: missing\n", i+1, label(want[i]))
-			continue
-		case i >= len(want):
-			fmt.Fprintf(&b, "+ event %d %s: unexpected\n", i+1, label(got[i]))
-			continue
-		}
-		w, g := flatten(want[i]), flatten(got[i])
-		var diffs []string
-		for _, k := range unionKeys(w, g) {
-			wv, wok := w[k]
-			gv, gok := g[k]
-			switch {
-			case !gok:
-				diffs = append(diffs, fmt.Sprintf("  - %s: %s", k, wv))
-			case !wok:
-				diffs = append(diffs, fmt.Sprintf("  + %s: %s", k, gv))
-			case wv != gv:
-				diffs = append(diffs, fmt.Sprintf("  ~ %s: want %s, got %s", k, wv, gv))
+		case p.g < 0:
+			fmt.Fprintf(&b, "- event %d %s: missing\n", p.w+1, label(want[p.w]))
+		case p.w < 0:
+			fmt.Fprintf(&b, "+ event %d %s: unexpected\n", p.g+1, label(got[p.g]))
+		default:
+			if d := fieldDiff(want[p.w], got[p.g], p); d != "" {
+				pos := fmt.Sprint(p.w + 1)
+				if p.w != p.g {
+					pos = fmt.Sprintf("%d/%d", p.w+1, p.g+1)
+				}
+				fmt.Fprintf(&b, "~ event %s %s:\n%s\n", pos, label(want[p.w]), d)
 			}
-		}
-		if len(diffs) > 0 {
-			name := label(want[i])
-			if l := label(got[i]); l != name {
-				name += " / " + l
-			}
-			fmt.Fprintf(&b, "~ event %d %s:\n%s\n", i+1, name, strings.Join(diffs, "\n"))
 		}
 	}
 	return b.String()
+}
+
+// pair is an event of want (w) and of got (g); -1 when only one side has it.
+type pair struct{ w, g int }
+
+// align pairs events with equal labels along a longest common subsequence.
+func align(want, got []trace.Event) []pair {
+	n, m := len(want), len(got)
+	lcs := make([][]int, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if label(want[i]) == label(got[j]) {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out []pair
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && label(want[i]) == label(got[j]):
+			out = append(out, pair{i, j})
+			i++
+			j++
+		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+			out = append(out, pair{-1, j})
+			j++
+		default:
+			out = append(out, pair{i, -1})
+			i++
+		}
+	}
+	return out
+}
+
+func fieldDiff(want, got trace.Event, at pair) string {
+	w, g := flatten(want), flatten(got)
+	// Normalised eventEnd is the position; when both are their positions a
+	// difference only repeats what the alignment already shows.
+	if want.EventEnd == int64(at.w) && got.EventEnd == int64(at.g) {
+		delete(w, "eventEnd")
+		delete(g, "eventEnd")
+	}
+	var diffs []string
+	for _, k := range unionKeys(w, g) {
+		wv, wok := w[k]
+		gv, gok := g[k]
+		switch {
+		case !gok:
+			diffs = append(diffs, fmt.Sprintf("  - %s: %s", k, wv))
+		case !wok:
+			diffs = append(diffs, fmt.Sprintf("  + %s: %s", k, gv))
+		case wv != gv:
+			diffs = append(diffs, fmt.Sprintf("  ~ %s: want %s, got %s", k, wv, gv))
+		}
+	}
+	return strings.Join(diffs, "\n")
 }
 
 func label(e trace.Event) string {
@@ -191,8 +243,11 @@ func flatten(e trace.Event) map[string]string {
 				walk(fmt.Sprintf("%s[%d]", prefix, i), val)
 			}
 		default:
-			b, _ := json.Marshal(x)
-			out[prefix] = string(b)
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			enc.Encode(x)
+			out[prefix] = strings.TrimSpace(b.String())
 		}
 	}
 	var start any
@@ -261,14 +316,14 @@ func ReadJSONL(path string) ([]trace.Event, error) {
 
 // WriteJSONL writes events as JSON Lines, one event per line.
 func WriteJSONL(path string, events []trace.Event) error {
-	var b strings.Builder
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// Placeholders such as <port> stay readable.
+	enc.SetEscapeHTML(false)
 	for _, e := range events {
-		line, err := json.Marshal(e)
-		if err != nil {
+		if err := enc.Encode(e); err != nil {
 			return err
 		}
-		b.Write(line)
-		b.WriteByte('\n')
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }

@@ -46,14 +46,14 @@ func TestNormalizeKeepsOrderAndRelativeTiming(t *testing.T) {
 		ev(t, `{"eventStart":null,"eventEnd":900,"severity":"success","message":{"type":"requestFinished"}}`),
 	}
 	got := Normalize(in)
-	wantEnds := []int64{0, 2, 3, 3}
+	wantEnds := []int64{0, 1, 2, 3}
 	for i, e := range got {
 		if e.EventEnd != wantEnds[i] {
 			t.Errorf("event %d eventEnd: got %d, want %d", i+1, e.EventEnd, wantEnds[i])
 		}
 	}
-	if got[2].EventStart == nil || *got[2].EventStart != 1 {
-		t.Errorf("backendCallResult eventStart: got %v, want rank 1 (between the first two ends)", got[2].EventStart)
+	if got[2].EventStart == nil || *got[2].EventStart != 0 {
+		t.Errorf("backendCallResult eventStart: got %v, want 0 (it started after event 0 ended, before event 1)", got[2].EventStart)
 	}
 	state := got[1].Message["requestState"].(map[string]any)
 	if p := state["source"].(map[string]any)["port"]; p != Port {
@@ -94,6 +94,16 @@ func TestDiff(t *testing.T) {
 	}
 	if d := Diff(b, a); !strings.Contains(d, "- event 3 requestFinished: missing") {
 		t.Errorf("Diff(b, a) lacks the missing event; got:\n%s", d)
+	}
+	// An event missing in the middle is one line, not a shift of the rest.
+	c := []trace.Event{a[0], b[2]}
+	d = Diff(b[:1:1], nil)
+	if d != "- event 1 requestStarted: missing\n" {
+		t.Errorf("Diff against nothing: got %q", d)
+	}
+	d = Diff([]trace.Event{a[0], a[1], b[2]}, c)
+	if d != "- event 2 routeSelection: missing\n" {
+		t.Errorf("Diff with a middle event missing: got %q, want only that event", d)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // FeatureName names a group of scenarios; it is the scenarios' tag without
@@ -109,6 +111,10 @@ type Options struct {
 	TargetImpl Target `json:"-"`
 	// Output receives the progress view; nil means os.Stdout.
 	Output io.Writer `json:"-"`
+	// OnTrace, when set, receives every trace a scenario takes, with the
+	// scenario's name (golden traces are recorded through it). It may be
+	// called from several scenarios at once.
+	OnTrace func(scenario string, events []trace.Event) `json:"-"`
 }
 
 // LoadOptions reads options from a YAML file.

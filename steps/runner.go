@@ -111,6 +111,7 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 			s.tags[t.Name] = true
 		}
 		s.feature = featureOf(p)
+		s.scenario = p.Name
 		ctx = withState(ctx, s)
 		s.started = time.Now()
 		if reason := r.skipReason(s, p); reason != "" {

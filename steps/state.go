@@ -22,6 +22,8 @@ type state struct {
 	opts    *Options
 	tags    map[string]bool
 	feature FeatureName
+	// scenario is the scenario's name.
+	scenario string
 
 	setup Setup
 	dep   Deployment

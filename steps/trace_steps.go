@@ -338,6 +338,9 @@ func (s *state) finish(w *watcher) error {
 	if err != nil {
 		return err
 	}
+	if s.opts.OnTrace != nil {
+		s.opts.OnTrace(s.scenario, t.Events)
+	}
 	if len(t.Events) == 0 {
 		return errors.New("the trace stream ended with no events")
 	}
