@@ -204,7 +204,7 @@ func CheckOrder(events []trace.Event) []Violation {
 			continue
 		}
 		retry := r == 7 && last == 8
-		if r < last || (r == last && r != 7 && r != 8) && !retry {
+		if !retry && r <= last {
 			out = append(out, Violation{Rule: RuleOrder, Event: i + 1,
 				Message: fmt.Sprintf("%s out of order: it comes after %s; the spec's order is %s", Name(e), lastName, strings.Join(Order, ", "))})
 			continue
