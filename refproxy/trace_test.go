@@ -277,3 +277,27 @@ func TestKeepaliveComments(t *testing.T) {
 		t.Errorf("Cache-Control %q", cc)
 	}
 }
+
+// The backend-response-ready snapshot is the backend's answer; the proxy's own
+// x-ratelimit-* headers appear only in the final response.
+func TestTraceResponseSnapshotsSeparateProxyHeaders(t *testing.T) {
+	be := backendServer(t, "a", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	cfg := strings.Replace(oneRoute(be), "      backends:", "      policies:\n        localRateLimit:\n        - {maxTokens: 5, tokensPerFill: 5, fillInterval: 60s}\n      backends:", 1)
+	p := startProxy(t, cfg)
+	s := watch(t, p, http.MethodPost, "")
+	if resp, _ := get(t, "http://"+p.BindAddrs()[0]+"/get"); resp.Header.Get("X-Ratelimit-Limit") != "5" {
+		t.Fatalf("x-ratelimit-limit = %q, want 5 (is the policy applied?)", resp.Header.Get("X-Ratelimit-Limit"))
+	}
+	headers := map[string]map[string]any{}
+	for _, e := range s.collect(t) {
+		if e.Type() == trace.ResponseSnapshot {
+			headers[e.Stage()] = e.Message["requestState"].(map[string]any)["response"].(map[string]any)["headers"].(map[string]any)
+		}
+	}
+	if _, ok := headers[trace.StageBackendResponseReady]["x-ratelimit-limit"]; ok {
+		t.Errorf("backend response ready snapshot has x-ratelimit-limit: %v", headers[trace.StageBackendResponseReady])
+	}
+	if got := headers[trace.StageFinalResponse]["x-ratelimit-limit"]; got != "5" {
+		t.Errorf("final response x-ratelimit-limit = %v, want 5", got)
+	}
+}

@@ -157,19 +157,22 @@ func (rw *respWriter) WriteHeader(code int) {
 	}
 	rw.wrote = true
 	rw.status = code
-	if rw.limited {
-		rw.d.WriteHeaders(rw.w.Header())
-	}
-	if tr := rw.tr; tr != nil {
+	tr := rw.tr
+	if tr != nil {
 		var errv any
 		if rw.err != nil {
 			errv = rw.err.Error()
 		}
 		start := rw.start
 		tr.EmitTimed(statusSeverity(code, rw.err), trace.BackendCallResult, &start, map[string]any{"status": code, "error": errv})
-		st := rw.dp.responseState(code, rw.w.Header())
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageBackendResponseReady, "requestState": st})
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": st})
+		// The backend's response as it came, before the proxy adds its own headers.
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageBackendResponseReady, "requestState": rw.dp.responseState(code, rw.w.Header())})
+	}
+	if rw.limited {
+		rw.d.WriteHeaders(rw.w.Header())
+	}
+	if tr != nil {
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": rw.dp.responseState(code, rw.w.Header())})
 	}
 	rw.w.WriteHeader(code)
 }
