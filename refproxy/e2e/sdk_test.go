@@ -22,11 +22,16 @@ import (
 func TestOpenAISDK(t *testing.T) {
 	const limit = 100
 	e := start(t, tokensConfig(limit, limit, time.Minute))
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
 	client := openai.NewClient(
 		option.WithBaseURL(e.base+"/v1/"),
 		option.WithAPIKey("test-key"),
 		option.WithMaxRetries(0), // a 429 must surface, not be retried
-		option.WithHTTPClient(e.client),
+		// A client as the SDK makes it by default: Go's transport asks for
+		// gzip, the mock compresses non-streamed answers, and the proxy
+		// must still read their usage.
+		option.WithHTTPClient(&http.Client{Transport: tr}),
 	)
 	params := openai.ChatCompletionNewParams{
 		Model:    openai.ChatModelGPT4oMini,
@@ -80,6 +85,9 @@ func TestOpenAISDK(t *testing.T) {
 			usage, content = acc.Usage, acc.Choices[0].Message.Content
 		}
 		wantRemaining(what, hr)
+		if !c.stream && !hr.Uncompressed {
+			t.Errorf("%s: the answer was not gzip-compressed; the test means to cover that", what)
+		}
 		if usage.PromptTokens != int64(c.prompt) || usage.CompletionTokens != int64(c.completion) || usage.TotalTokens != int64(c.prompt+c.completion) {
 			t.Errorf("%s: SDK usage %d+%d=%d, want %d+%d", what, usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens, c.prompt, c.completion)
 		}

@@ -36,6 +36,9 @@ var (
 	// ErrTruncated: the body ended (or the client went away) before the JSON
 	// document or the SSE event carrying usage was complete.
 	ErrTruncated = errors.New("truncated LLM response")
+	// ErrUnsupportedEncoding: the body has a Content-Encoding other than
+	// gzip or identity (br, zstd, deflate), so its usage cannot be read.
+	ErrUnsupportedEncoding = errors.New("unsupported Content-Encoding of LLM response")
 )
 
 // MaxUsageSize bounds the bytes kept of one "usage" value; a larger one is malformed.
@@ -146,6 +149,12 @@ func addIncludeUsage(body []byte) ([]byte, bool) {
 // before the client can see the end of the response, so a client that stops
 // reading there (as the OpenAI SDKs do) cannot race its next request past it.
 //
+// A gzip-encoded body (the backend may compress when the client's
+// Accept-Encoding allows it; the proxy passes that header on) is decoded on
+// the side for scanning, on its own goroutine, and passed on still encoded;
+// its usage is then reported at EOF or Close only. Other encodings report
+// ErrUnsupportedEncoding.
+//
 // The body is scanned as JSON or SSE as its Content-Type says
 // (application/json or +json, text/event-stream); with any other type, a
 // body starting with '{' or '[' is JSON and anything else SSE. When several SSE events
@@ -159,6 +168,15 @@ func WatchResponse(resp *http.Response, done func(u Usage, err error)) {
 		w.mode = modeJSON
 	case strings.HasPrefix(ct, "text/event-stream"):
 		w.mode = modeSSE
+	}
+	switch ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		if resp.Body != nil && resp.Body != http.NoBody {
+			w.gz = newGzipTap(w.feed)
+		}
+	default:
+		w.unsupported = ce
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
 		w.finish(true) // nothing will be read: the body is complete and empty

@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"io"
 	"net/http"
@@ -337,5 +339,71 @@ func BenchmarkWatchJSON(b *testing.B) {
 			}
 		}
 		_ = resp.Body.Close()
+	}
+}
+
+func gzipped(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestWatchResponseEncoded(t *testing.T) {
+	tests := []struct {
+		name, contentType, encoding, body string
+		closeAt                           int // > 0: close after reading this many bytes
+		want                              Usage
+		wantErr                           error
+	}{
+		{"gzip json", "application/json", "gzip", gzipped(t, openAIJSON), 0, Usage{30, 9}, nil},
+		{"gzip sse", "text/event-stream", "gzip", gzipped(t, openAISSE), 0, Usage{12, 27}, nil},
+		{"x-gzip", "application/json", "x-gzip", gzipped(t, openAIJSON), 0, Usage{30, 9}, nil},
+		{"gzip missing usage", "application/json", "gzip", gzipped(t, `{"id":"x"}`), 0, Usage{}, ErrNoUsage},
+		{"gzip corrupt", "application/json", "gzip", "\x1f\x8b\x08\x00garbage-garbage-garbage", 0, Usage{}, ErrTruncated},
+		{"gzip cut", "application/json", "gzip", gzipped(t, openAIJSON)[:40], 0, Usage{}, ErrTruncated},
+		{"gzip closed early", "text/event-stream", "gzip", gzipped(t, openAISSE), 10, Usage{}, ErrTruncated},
+		{"brotli", "application/json", "br", "\x0b\x02\x80{}\x03", 0, Usage{}, ErrUnsupportedEncoding},
+		{"identity", "application/json", "identity", openAIJSON, 0, Usage{30, 9}, nil},
+	}
+	for _, tt := range tests {
+		for _, step := range []int{0, 7} {
+			t.Run(tt.name+"/step "+strconv.Itoa(step), func(t *testing.T) {
+				res := &result{}
+				var rd io.Reader = strings.NewReader(tt.body)
+				if step > 0 {
+					rd = &stepReader{s: tt.body, n: step}
+				}
+				resp := &http.Response{Header: http.Header{"Content-Type": {tt.contentType}, "Content-Encoding": {tt.encoding}}, Body: io.NopCloser(rd)}
+				WatchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
+				var got []byte
+				var err error
+				if tt.closeAt > 0 {
+					got = make([]byte, tt.closeAt)
+					_, err = io.ReadFull(resp.Body, got)
+				} else {
+					got, err = io.ReadAll(resp.Body)
+					if string(got) != tt.body {
+						t.Errorf("passed through %q, want the encoded body unchanged", got)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = resp.Body.Close()
+				if res.calls != 1 {
+					t.Fatalf("done called %d times, want 1", res.calls)
+				}
+				if res.u != tt.want || !errors.Is(res.err, tt.wantErr) || (tt.wantErr == nil) != (res.err == nil) {
+					t.Errorf("done(%+v, %v), want done(%+v, %v)", res.u, res.err, tt.want, tt.wantErr)
+				}
+			})
+		}
 	}
 }

@@ -2,7 +2,9 @@ package llm
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -24,6 +26,11 @@ type watcher struct {
 	body io.ReadCloser
 	done func(Usage, error)
 
+	// gz decodes a gzip body on its own goroutine, which then owns the
+	// scanners; unsupported is a Content-Encoding that cannot be scanned.
+	gz          *gzipTap
+	unsupported string
+
 	mu       sync.Mutex // Read and Close may race when the client goes away
 	finished bool
 	mode     mode
@@ -35,6 +42,15 @@ func (w *watcher) Read(p []byte) (int, error) {
 	n, err := w.body.Read(p)
 	if n == 0 && err == nil {
 		return 0, nil
+	}
+	if w.gz != nil || w.unsupported != "" {
+		if w.gz != nil && n > 0 {
+			w.gz.write(p[:n])
+		}
+		if err != nil {
+			w.finish(err == io.EOF)
+		}
+		return n, err
 	}
 	w.mu.Lock()
 	if w.finished {
@@ -57,7 +73,7 @@ func (w *watcher) Close() error {
 	return w.body.Close()
 }
 
-// feed scans p. w.mu must be held.
+// feed scans p. w.mu must be held, or feed runs on the gzip goroutine.
 func (w *watcher) feed(p []byte) {
 	if w.mode == modeSniff {
 		i := 0
@@ -90,6 +106,12 @@ func (w *watcher) finish(eof bool) {
 		return
 	}
 	w.finished = true
+	w.mu.Unlock()
+	var gzErr error
+	if w.gz != nil {
+		gzErr = w.gz.close(eof) // after this, the scanners are ours again
+	}
+	w.mu.Lock()
 	var (
 		u   Usage
 		err error
@@ -105,6 +127,13 @@ func (w *watcher) finish(eof bool) {
 		u, err = w.js.bodyUsage(eof)
 	case modeSSE:
 		u, err = w.sse.streamUsage(eof)
+	}
+	switch {
+	case w.unsupported != "":
+		err = fmt.Errorf("%w: %q", ErrUnsupportedEncoding, w.unsupported)
+	case gzErr != nil:
+		// Whatever was decoded before the damage is not to be trusted.
+		err = fmt.Errorf("%w: gzip body: %v", ErrTruncated, gzErr)
 	}
 	w.mu.Unlock()
 	if err != nil {
@@ -535,4 +564,57 @@ func (s *sseScanner) streamUsage(eof bool) (Usage, error) {
 	default:
 		return Usage{}, fmt.Errorf("%w: stream closed before the usage event", ErrTruncated)
 	}
+}
+
+// gzipTap decodes a copy of a gzip body for the scanners while the encoded
+// bytes pass through untouched. The decoding runs on its own goroutine,
+// fed through a pipe, so the pass-through never waits for it.
+type gzipTap struct {
+	pw   *io.PipeWriter
+	done chan struct{}
+	err  error // decoding error, set before done is closed
+}
+
+// errTapEnded lets writes go on (and be ignored) once decoding stopped.
+var errTapEnded = errors.New("gzip decoding ended")
+
+func newGzipTap(feed func([]byte)) *gzipTap {
+	pr, pw := io.Pipe()
+	g := &gzipTap{pw: pw, done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		zr, err := gzip.NewReader(pr)
+		if err == nil {
+			buf := make([]byte, 4096)
+			for {
+				n, rerr := zr.Read(buf)
+				feed(buf[:n])
+				if rerr != nil {
+					err = rerr
+					break
+				}
+			}
+		}
+		if err != io.EOF {
+			g.err = err
+		}
+		// Corrupt data must not block the pass-through: later writes fail at once.
+		pr.CloseWithError(errTapEnded)
+	}()
+	return g
+}
+
+// write hands encoded bytes to the decoder; it returns as soon as they are taken.
+func (g *gzipTap) write(p []byte) { _, _ = g.pw.Write(p) }
+
+// close ends the input (at EOF, or early with ErrTruncated) and waits for
+// the decoder to finish.
+func (g *gzipTap) close(eof bool) error {
+	if eof {
+		_ = g.pw.Close()
+	} else {
+		_ = g.pw.CloseWithError(ErrTruncated)
+	}
+	<-g.done
+	return g.err
 }

@@ -1,6 +1,8 @@
 package mock
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -147,7 +149,7 @@ func (l *LLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.stream(w, r, req, o, id, includeUsage)
 		return
 	}
-	complete(w, req, o, id)
+	complete(w, r, req, o, id)
 }
 
 func openAIError(w http.ResponseWriter, status int, msg string) {
@@ -176,7 +178,7 @@ func (o options) words() []string {
 }
 
 // complete writes a non-streaming chat completion.
-func complete(w http.ResponseWriter, req chatRequest, o options, id string) {
+func complete(w http.ResponseWriter, r *http.Request, req chatRequest, o options, id string) {
 	resp := map[string]any{
 		"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
 		"choices": []any{map[string]any{
@@ -200,6 +202,15 @@ func complete(w http.ResponseWriter, req chatRequest, o options, id string) {
 	case UsageTruncated, UsageAbort:
 		b = cutInUsage(b)
 	default:
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			// Like real providers: compress when the client allows it.
+			var z bytes.Buffer
+			zw := gzip.NewWriter(&z)
+			_, _ = zw.Write(b)
+			_ = zw.Close()
+			b = z.Bytes()
+			w.Header().Set("Content-Encoding", "gzip")
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	}
 	w.WriteHeader(http.StatusOK)

@@ -40,6 +40,11 @@
 //	x-mock-hold: KEY              streaming: after the first chunk, wait until
 //	                              Release(KEY) or POST /__release?key=KEY
 //
+// A non-streaming answer with well-formed, missing or malformed usage is
+// gzip-compressed (Content-Encoding: gzip) when the request's
+// Accept-Encoding allows gzip, as real providers do; Go clients send that
+// header and decompress transparently unless compression is disabled.
+//
 // Response headers tell a test what the backend saw:
 //
 //	x-mock-request-count: N       this request's number (1-based)

@@ -134,6 +134,26 @@ func TestLLMComplete(t *testing.T) {
 	}
 }
 
+func TestLLMGzipWhenAccepted(t *testing.T) {
+	s := start(t, NewLLM())
+	for _, accept := range []bool{false, true} {
+		req, _ := http.NewRequest("POST", s.URL()+"/v1/chat/completions", strings.NewReader(`{"model":"m"}`))
+		if accept {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		gz := len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b
+		if ce := resp.Header.Get("Content-Encoding"); (ce == "gzip") != accept || gz != accept {
+			t.Errorf("Accept-Encoding gzip %v: Content-Encoding %q, gzip body %v; want both %v", accept, ce, gz, accept)
+		}
+	}
+}
+
 func TestLLMAbortDropsConnection(t *testing.T) {
 	s := start(t, NewLLM())
 	req, _ := http.NewRequest("POST", s.URL()+"/v1/chat/completions", strings.NewReader(`{"model":"m"}`))
