@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -24,14 +25,19 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "mockbackend:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run serves until ctx ends (a signal in main), printing the listening
+// addresses to out.
+func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("mockbackend", flag.ContinueOnError)
+	fs.SetOutput(out)
 	llmAddr := fs.String("llm-addr", "127.0.0.1:8001", "address of the mock LLM (OpenAI chat completions); empty disables it")
 	echoAddr := fs.String("echo-addr", "127.0.0.1:8000", "address of the echo backend (httpbin-like); empty disables it")
 	if err := fs.Parse(args); err != nil {
@@ -61,10 +67,8 @@ func run(args []string) error {
 			return fmt.Errorf("--%s-addr: %w", b.name, err)
 		}
 		servers = append(servers, s)
-		fmt.Printf("%s listening on %s\n", b.name, s.Addr())
+		fmt.Fprintf(out, "%s listening on %s\n", b.name, s.Addr())
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
