@@ -56,7 +56,7 @@ type options struct {
 	delay              time.Duration
 	usage              string
 	status             int
-	hold               string
+	hold, holdDone     string
 }
 
 func parseOptions(h http.Header) (options, error) {
@@ -93,7 +93,7 @@ func parseOptions(h http.Header) (options, error) {
 			return o, fmt.Errorf("%s: want ok, missing, malformed, garbage, truncated or abort, got %q", HeaderUsage, v)
 		}
 	}
-	o.hold = h.Get(HeaderHold)
+	o.hold, o.holdDone = h.Get(HeaderHold), h.Get(HeaderHoldBeforeDone)
 	return o, nil
 }
 
@@ -298,6 +298,13 @@ func (l *LLM) stream(w http.ResponseWriter, r *http.Request, req chatRequest, o 
 			panic(http.ErrAbortHandler)
 		}
 		return
+	}
+	if o.holdDone != "" {
+		select {
+		case <-l.holds.get(o.holdDone):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	send([]byte("[DONE]"))
 }

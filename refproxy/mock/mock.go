@@ -39,6 +39,8 @@
 //	x-mock-status: CODE           answer CODE with an OpenAI-style error body
 //	x-mock-hold: KEY              streaming: after the first chunk, wait until
 //	                              Release(KEY) or POST /__release?key=KEY
+//	x-mock-hold-before-done: KEY  streaming: the same, after the usage chunk and
+//	                              before data: [DONE]
 //
 // A non-streaming answer with well-formed, missing or malformed usage is
 // gzip-compressed (Content-Encoding: gzip) when the request's
@@ -82,6 +84,7 @@ const (
 	HeaderUsage            = "X-Mock-Usage"
 	HeaderStatus           = "X-Mock-Status"
 	HeaderHold             = "X-Mock-Hold"
+	HeaderHoldBeforeDone   = "X-Mock-Hold-Before-Done"
 
 	// Response headers.
 	HeaderRequestCount = "X-Mock-Request-Count"
