@@ -46,6 +46,7 @@ Feature: Trace ordering
     When I trace a GET request to "/nowhere" on listener "narrow"
     Then the traced response status is 404
     And the "routeSelection" event has severity "error"
+    And the "requestFinished" event has severity "warn"
     And the trace has no "backendCallStart" event
     And the trace has a "final response" response snapshot with code 404
     And the trace events follow the order of the spec

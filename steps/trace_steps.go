@@ -99,6 +99,9 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 	})
 	step(sc, `^the trace stream has content type "([^"]*)"$`, func(ctx context.Context, want string) error {
 		s := getState(ctx)
+		if len(s.watchers) == 0 {
+			return errors.New("no trace stream is open")
+		}
 		w := s.watchers[len(s.watchers)-1]
 		if got := w.stream.Response.Header.Get("Content-Type"); !strings.HasPrefix(got, want) {
 			return fmt.Errorf("trace stream Content-Type: got %q, want %q", got, want)
@@ -107,6 +110,9 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 	})
 	step(sc, `^the first watcher traces "([^"]*)" and the second traces "([^"]*)"$`, func(ctx context.Context, a, b string) error {
 		s := getState(ctx)
+		if len(s.watchers) < 2 {
+			return fmt.Errorf("%d watchers are open, want 2", len(s.watchers))
+		}
 		for i, want := range []string{a, b} {
 			if err := s.finish(s.watchers[i]); err != nil {
 				return fmt.Errorf("watcher %d: %w", i+1, err)

@@ -1,0 +1,19 @@
+// Package steps is the conformance suite's engine: the godog step
+// definitions of the features in features/, the Target interface through
+// which a proxy under test is run and configured, the in-process and process
+// targets, the runner and its options, and the ConformanceReport with its
+// JUnit and Cucumber JSON companions.
+//
+// Layout: target.go (Target, Deployment, Setup), inprocess.go and process.go
+// (the targets), mocks.go (the scenario's mock backends), *_steps.go (step
+// definitions by topic, composed in step_definitions.go), state.go (the one
+// per-scenario state, carried in the context), runner.go and options.go (Run
+// and Options), report.go (ConformanceReport), check.go (the same trace
+// checks on recorded traces). The trace rules themselves live in
+// steps/tracecheck and the SSE client in steps/sse.
+//
+// Each scenario gets a fresh deployment, so rate-limit windows start with
+// the scenario and scenarios run in parallel. Scenarios tagged @extended
+// check optional behaviour: a proxy that fails one is reported as not
+// supporting the feature unless Options.SupportedFeatures claims it.
+package steps
