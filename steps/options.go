@@ -72,9 +72,9 @@ type Timeouts struct {
 
 // Implementation describes the proxy under test in the report.
 type Implementation struct {
-	Name    string `json:"name"`
-	Version string `json:"version,omitempty"`
-	URL     string `json:"url,omitempty"`
+	Name    string `json:"name" yaml:"name"`
+	Version string `json:"version,omitempty" yaml:"version,omitempty"`
+	URL     string `json:"url,omitempty" yaml:"url,omitempty"`
 }
 
 // Options is every knob of a conformance run. It loads from YAML

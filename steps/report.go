@@ -1,12 +1,13 @@
 package steps
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sort"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"gopkg.in/yaml.v3"
 )
 
 // ReportAPIVersion and ReportKind identify a ConformanceReport document.
@@ -29,22 +30,22 @@ const (
 
 // ConformanceReport is the versioned result of a conformance run.
 type ConformanceReport struct {
-	APIVersion     string          `json:"apiVersion"`
-	Kind           string          `json:"kind"`
-	Implementation Implementation  `json:"implementation"`
-	Target         string          `json:"target"`
-	Date           time.Time       `json:"date"`
-	Duration       string          `json:"duration,omitempty"`
-	Summary        Counts          `json:"summary"`
-	Features       []FeatureReport `json:"features"`
+	APIVersion     string          `json:"apiVersion" yaml:"apiVersion"`
+	Kind           string          `json:"kind" yaml:"kind"`
+	Implementation Implementation  `json:"implementation" yaml:"implementation"`
+	Target         string          `json:"target" yaml:"target"`
+	Date           time.Time       `json:"date" yaml:"date"`
+	Duration       string          `json:"duration,omitempty" yaml:"duration,omitempty"`
+	Summary        Counts          `json:"summary" yaml:"summary"`
+	Features       []FeatureReport `json:"features" yaml:"features"`
 }
 
 // Counts of scenarios by result.
 type Counts struct {
-	Passed      int `json:"passed"`
-	Failed      int `json:"failed"`
-	Skipped     int `json:"skipped"`
-	Unsupported int `json:"unsupported"`
+	Passed      int `json:"passed" yaml:"passed"`
+	Failed      int `json:"failed" yaml:"failed"`
+	Skipped     int `json:"skipped" yaml:"skipped"`
+	Unsupported int `json:"unsupported" yaml:"unsupported"`
 }
 
 func (c *Counts) add(r Result) {
@@ -62,23 +63,23 @@ func (c *Counts) add(r Result) {
 
 // FeatureReport is the result of one feature.
 type FeatureReport struct {
-	Name     FeatureName `json:"name"`
-	Extended bool        `json:"extended,omitempty"`
-	Result   Result      `json:"result"`
-	Counts   `json:",inline"`
+	Name     FeatureName `json:"name" yaml:"name"`
+	Extended bool        `json:"extended,omitempty" yaml:"extended,omitempty"`
+	Result   Result      `json:"result" yaml:"result"`
+	Counts   `json:",inline" yaml:",inline"`
 	// Scenarios lists the scenarios that did not pass, with why.
-	Scenarios []ScenarioReport `json:"scenarios,omitempty"`
+	Scenarios []ScenarioReport `json:"scenarios,omitempty" yaml:"scenarios,omitempty"`
 }
 
 // ScenarioReport is one scenario that failed, was skipped or unsupported.
 type ScenarioReport struct {
-	Name   string `json:"name"`
-	File   string `json:"file,omitempty"`
-	Result Result `json:"result"`
+	Name   string `json:"name" yaml:"name"`
+	File   string `json:"file,omitempty" yaml:"file,omitempty"`
+	Result Result `json:"result" yaml:"result"`
 	// Step is the step that failed.
-	Step string `json:"step,omitempty"`
+	Step string `json:"step,omitempty" yaml:"step,omitempty"`
 	// Message says what was got and what was wanted.
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" yaml:"message,omitempty"`
 }
 
 // Failed reports whether any scenario failed.
@@ -143,11 +144,14 @@ func buildReport(impl Implementation, target string, start time.Time, results []
 
 // WriteFile writes the report as YAML.
 func (r *ConformanceReport) WriteFile(path string) error {
-	b, err := yaml.Marshal(r)
-	if err != nil {
+	// yaml.v3 keeps the field order, so apiVersion and kind come first.
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(r); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil

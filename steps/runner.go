@@ -45,6 +45,9 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		return nil, err
 	}
 	defer target.Stop(context.WithoutCancel(ctx))
+	if opts.Implementation.Name == "" && opts.TargetImpl == nil && o.Target == "inprocess" {
+		o.Implementation.Name = "gwdiag refproxy (in process)"
+	}
 	start := time.Now()
 	r := &runner{opts: &o, target: target, out: o.Output}
 
