@@ -18,6 +18,8 @@ Feature: Trace ordering
     And eventEnd never decreases
     And eventStart is set only on timed events
     And the trace stream ends after requestFinished
+    And the trace stream has content type "text/event-stream"
+    And the trace stream has header "Cache-Control" "no-cache"
 
   Scenario: Snapshots carry the fields of spec part 2.1
     When I trace a GET request to "/anything?x=1"

@@ -20,7 +20,7 @@ func TestSuiteCatchesFaults(t *testing.T) {
 	tests := []struct {
 		fault     string
 		claimAll  bool
-		wantFail  map[string]string // scenario -> text its message must contain
+		wantFail  map[string]string // scenario -> text its message must contain ("a | b": either)
 		wantUnsup map[string]string
 	}{
 		{fault: "reordered trace events", claimAll: true, wantFail: map[string]string{
@@ -57,7 +57,9 @@ func TestSuiteCatchesFaults(t *testing.T) {
 		{fault: "trace mixes requests", claimAll: true, wantFail: map[string]string{
 			"A forwarded request traces every required event in order":             "want EOF right after requestFinished",
 			"An unmatched route traces a routeSelection error and no backend call": "want EOF right after requestFinished",
-			"Watch mode traces the next request and only it":                       "more than one request: 2 requestStarted events",
+			// Whether the fault's re-opened stream catches the second
+			// request is a race of the fault itself; either way it fails.
+			"Watch mode traces the next request and only it": "more than one request: 2 requestStarted events | want EOF right after requestFinished",
 		}},
 		{fault: "no ready comment", wantUnsup: map[string]string{
 			"The trace stream opens with a ready comment": `first trace frame: got nothing, want the comment "ready"`,
@@ -109,7 +111,15 @@ func compare(t *testing.T, what string, got, want map[string]string) {
 		}
 	}
 	for n, text := range want {
-		if msg, ok := got[n]; ok && !strings.Contains(msg, text) {
+		msg, ok := got[n]
+		if !ok {
+			continue
+		}
+		found := false
+		for _, alt := range strings.Split(text, " | ") {
+			found = found || strings.Contains(msg, alt)
+		}
+		if !found {
 			t.Errorf("%s scenario %q: message %q lacks %q", what, n, msg, text)
 		}
 	}

@@ -108,6 +108,16 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 		}
 		return nil
 	})
+	step(sc, `^the trace stream has header "([^"]*)" "([^"]*)"$`, func(ctx context.Context, name, want string) error {
+		s := getState(ctx)
+		if len(s.watchers) == 0 {
+			return errors.New("no trace stream is open")
+		}
+		if got := s.watchers[len(s.watchers)-1].stream.Response.Header.Get(name); got != want {
+			return fmt.Errorf("trace stream header %s: got %q, want %q", name, got, want)
+		}
+		return nil
+	})
 	step(sc, `^the first watcher traces "([^"]*)" and the second traces "([^"]*)"$`, func(ctx context.Context, a, b string) error {
 		s := getState(ctx)
 		if len(s.watchers) < 2 {

@@ -96,7 +96,7 @@ func (e *StatusError) Error() string {
 
 // Open opens the trace stream of the admin server at adminAddr (host:port),
 // with an optional CEL expression. It tries POST (newer proxies take only
-// POST) and falls back to GET when POST is refused with 405.
+// POST) and falls back to GET when POST is refused with 405 or 404.
 func Open(ctx context.Context, client *http.Client, adminAddr, expression string) (*Stream, error) {
 	u := "http://" + adminAddr + "/debug/trace"
 	if expression != "" {
@@ -119,7 +119,9 @@ func Open(ctx context.Context, client *http.Client, adminAddr, expression string
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		last = &StatusError{Status: resp.StatusCode, Body: string(body)}
-		if resp.StatusCode != http.StatusMethodNotAllowed {
+		// Older proxies route the endpoint by method and may answer 404
+		// rather than 405 to a POST.
+		if resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
 			break
 		}
 	}
