@@ -61,6 +61,15 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			// request is a race of the fault itself; either way it fails.
 			"Watch mode traces the next request and only it": "more than one request: 2 requestStarted events | want EOF right after requestFinished",
 		}},
+		{fault: "eventStart on point events", claimAll: true, wantFail: map[string]string{
+			"A forwarded request traces every required event in order": "eventStart on a point event: routeSelection",
+		}},
+		{fault: "stream cut", claimAll: true, wantFail: map[string]string{
+			"A streaming response is counted from its final chunk and never cut": "stream cut: got 1 chunks",
+		}},
+		{fault: "single watcher slot", wantUnsup: map[string]string{
+			"Watchers are served first in, first out": "watcher 1: the trace stream ended with no events",
+		}},
 		{fault: "no ready comment", wantUnsup: map[string]string{
 			"The trace stream opens with a ready comment": `first trace frame: got nothing, want the comment "ready"`,
 		}},

@@ -34,6 +34,9 @@ type fault struct {
 	reopen bool
 	// noComments drops comment frames (": ready").
 	noComments bool
+	// singleSlot keeps one watcher at a time, as older proxies do: a new
+	// trace stream ends the previous one at once, with no events.
+	singleSlot bool
 }
 
 // faultyTarget wraps the in-process target with a fault.
@@ -96,9 +99,10 @@ type faultyDeployment struct {
 	listeners map[string]*httptest.Server
 	adminSrv  *httptest.Server
 
-	closeOnce  sync.Once
-	mu         sync.Mutex
-	tokensUsed uint64
+	closeOnce   sync.Once
+	mu          sync.Mutex
+	tokensUsed  uint64
+	endPrevious context.CancelFunc
 }
 
 func (d *faultyDeployment) ListenerAddr(name string) (string, error) {
@@ -141,8 +145,20 @@ func (d *faultyDeployment) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		reverseProxy(d.Deployment.AdminAddr()).ServeHTTP(w, r)
 		return
 	}
+	ctx := r.Context()
+	if d.fault.singleSlot {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		d.mu.Lock()
+		if d.endPrevious != nil {
+			d.endPrevious()
+		}
+		d.endPrevious = cancel
+		d.mu.Unlock()
+	}
 	open := func() (*http.Response, error) {
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, "http://"+d.Deployment.AdminAddr()+r.URL.RequestURI(), nil)
+		req, _ := http.NewRequestWithContext(ctx, r.Method, "http://"+d.Deployment.AdminAddr()+r.URL.RequestURI(), nil)
 		return http.DefaultClient.Do(req)
 	}
 	resp, err := open()
@@ -359,6 +375,40 @@ var faults = map[string]fault{
 	// The stream does not end after requestFinished; it goes on with the
 	// next request's trace.
 	"trace mixes requests": {reopen: true},
+	// Point events carry an eventStart.
+	"eventStart on point events": {frames: func() func(sse.Frame) []sse.Frame {
+		return func(f sse.Frame) []sse.Frame {
+			if eventType(f) != trace.RouteSelection {
+				return []sse.Frame{f}
+			}
+			e, _ := trace.Parse([]byte(f.Data))
+			start := e.EventEnd
+			e.EventStart = &start
+			b, _ := json.Marshal(e)
+			return []sse.Frame{{Data: string(b)}}
+		}
+	}},
+	// Streamed LLM responses are cut after the first chunk.
+	"stream cut": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			body := rec.Body.String()
+			if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+				if i := strings.Index(body, "\n\n"); i >= 0 {
+					body = body[:i+2]
+				}
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(rec.Code)
+			io.WriteString(w, body)
+		})
+	}},
+	// One global watcher slot, as in older proxies.
+	"single watcher slot": {singleSlot: true},
 	// No ": ready" comment: an extended feature the proxy lacks.
 	"no ready comment": {noComments: true},
 }
