@@ -166,7 +166,7 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		if err != nil {
 			return err
 		}
-		return streamWhole(r)
+		return streamWhole(r, getState(ctx).streamTokens)
 	})
 }
 
@@ -288,7 +288,7 @@ var usageRe = regexp.MustCompile(`"usage"\s*:\s*\{`)
 
 // streamWhole checks a streamed chat completion arrived complete: content
 // chunks, a usage chunk with the asked-for total, and [DONE] last.
-func streamWhole(r *response) error {
+func streamWhole(r *response, tokens int) error {
 	if r.status != http.StatusOK {
 		return fmt.Errorf("stream status: got %d, want 200", r.status)
 	}
@@ -306,6 +306,9 @@ func streamWhole(r *response) error {
 		}
 		if err := json.Unmarshal([]byte(c), &u); err != nil {
 			return fmt.Errorf("usage chunk is not JSON: %q", c)
+		}
+		if u.Usage.Total != tokens {
+			return fmt.Errorf("usage chunk total_tokens: got %d, want %d", u.Usage.Total, tokens)
 		}
 		return nil
 	}
