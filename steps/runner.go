@@ -91,6 +91,9 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 			return rep, err
 		}
 	}
+	if o.RunScenario != "" && !r.ran(o.RunScenario) {
+		return rep, fmt.Errorf("no scenario named %q ran; check the name and --tags", o.RunScenario)
+	}
 	return rep, nil
 }
 
@@ -157,6 +160,18 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 		return ctx, nil
 	})
 	registerSteps(sc)
+}
+
+// ran reports whether a scenario of that name ran (was not skipped).
+func (r *runner) ran(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, res := range r.results {
+		if res.Name == name && res.Result != Skipped {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *runner) skipReason(s *state, p *godog.Scenario) string {

@@ -122,6 +122,9 @@ func TestRunOptionsFileAndFlags(t *testing.T) {
 	if rep.Summary.Passed != 1 {
 		t.Errorf("passed: got %d, want only the one scenario asked for; report %+v", rep.Summary.Passed, rep.Summary)
 	}
+	if _, err := run(t, "run", "--tags", "@admin", "--run-scenario", "No such scenario"); err == nil || !strings.Contains(err.Error(), `no scenario named "No such scenario"`) {
+		t.Errorf("run of an unknown scenario: got %v, want an error naming it", err)
+	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("targett: inprocess\n"), 0o644)
 	if _, err := run(t, "run", "--config", bad); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
