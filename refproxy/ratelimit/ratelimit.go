@@ -346,9 +346,13 @@ func (d Decision) WriteHeaders(h http.Header) {
 	if !d.Limited {
 		return
 	}
-	h[HeaderLimit] = []string{strconv.FormatUint(d.Limit, 10)}
-	h[HeaderRemaining] = []string{strconv.FormatUint(d.Remaining, 10)}
-	h[HeaderReset] = []string{strconv.FormatInt(int64(d.Reset/time.Second), 10)}
+	// One backing array for the three values: this runs on every response
+	// of a limited route. (strconv does not allocate for values below 100.)
+	v := [...]string{strconv.FormatUint(d.Limit, 10), strconv.FormatUint(d.Remaining, 10), strconv.FormatInt(int64(d.Reset/time.Second), 10)}
+	vs := v[:]
+	h[HeaderLimit] = vs[0:1:1]
+	h[HeaderRemaining] = vs[1:2:2]
+	h[HeaderReset] = vs[2:3:3]
 }
 
 // Refuse writes the 429 response: text/plain, body "rate limit exceeded", headers of d.

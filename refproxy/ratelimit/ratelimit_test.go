@@ -367,3 +367,12 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkWriteHeaders(b *testing.B) {
+	d := Decision{Allowed: true, Limit: 6, Remaining: 5, Reset: 900 * time.Millisecond, Limited: true}
+	h := http.Header{}
+	b.ReportAllocs()
+	for b.Loop() {
+		d.WriteHeaders(h)
+	}
+}
