@@ -101,9 +101,9 @@ var units = map[string]time.Duration{
 // fillInterval = 1s/1m/1h. It is the one mapping used by the standalone
 // config and the cluster controller.
 //
-// Burst is added to tokens entries too, as the reference implementation's
-// mapping does, although its documentation describes burst only for
-// request limits.
+// Burst applies to requests entries only: on a tokens entry it is accepted
+// (the resource allows it) and ignored, as the reference implementation
+// documents ("burst does not apply to token limits"), so maxTokens = tokens.
 func FromPolicy(e PolicyEntry) (Spec, error) {
 	var (
 		base  uint64
@@ -131,7 +131,7 @@ func FromPolicy(e PolicyEntry) (Spec, error) {
 		return Spec{}, &FieldError{Field: "unit", Msg: fmt.Sprintf("must be Seconds, Minutes or Hours, got %q", e.Unit)}
 	}
 	var burst uint64
-	if e.Burst != nil {
+	if e.Burst != nil && kind == Requests {
 		burst = *e.Burst
 	}
 	if burst > math.MaxUint64-base {
@@ -265,7 +265,9 @@ type Decision struct {
 }
 
 // Admit decides one request at time now: a requests bucket takes 1, a tokens
-// bucket needs at least 1 token left and takes nothing yet.
+// bucket needs at least 1 token left and takes nothing yet. The headers come
+// from the bucket with the fewest remaining; on a tie, from the one created
+// first (gateway-wide buckets are created before route ones).
 //
 // All buckets of the Set are locked together (in a global order), checked,
 // and only then taken from, so a refused request consumes nothing anywhere
