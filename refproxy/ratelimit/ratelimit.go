@@ -163,7 +163,8 @@ type Bucket struct {
 }
 
 // NewBucket returns a full bucket. An invalid Spec (see Validate) does not
-// panic: a zero FillInterval never refills, a zero MaxTokens refuses all.
+// panic: a zero FillInterval or TokensPerFill never refills, a zero
+// MaxTokens refuses all.
 func NewBucket(s Spec) *Bucket {
 	if s.Type == "" {
 		s.Type = Requests
@@ -190,7 +191,7 @@ func (b *Bucket) refill(t int64) {
 		b.started, b.last = true, t
 		return
 	}
-	if b.interval <= 0 || t-b.last < b.interval {
+	if b.interval <= 0 || b.spec.TokensPerFill == 0 || t-b.last < b.interval {
 		return // also covers a clock going backwards
 	}
 	k := uint64((t - b.last) / b.interval)

@@ -206,6 +206,25 @@ func TestTokensBucket(t *testing.T) {
 	}
 }
 
+func TestInvalidSpecsDoNotPanic(t *testing.T) {
+	for _, spec := range []Spec{
+		{MaxTokens: 2, TokensPerFill: 0, FillInterval: time.Second},
+		{MaxTokens: 2, TokensPerFill: 1, FillInterval: 0},
+		{MaxTokens: 0, TokensPerFill: 1, FillInterval: time.Second},
+		{MaxTokens: 2, TokensPerFill: 1, FillInterval: -time.Second},
+	} {
+		s := NewSet(NewBucket(spec))
+		var got []bool
+		for _, d := range []time.Duration{0, 0, 0, 10 * time.Second} {
+			got = append(got, s.Admit(at(d)).Allowed)
+		}
+		want := []bool{spec.MaxTokens > 0, spec.MaxTokens > 1, false, spec.MaxTokens > 0 && spec.TokensPerFill > 0 && spec.FillInterval > 0}
+		if !cmp.Equal(got, want) {
+			t.Errorf("%+v: admitted %v, want %v", spec, got, want)
+		}
+	}
+}
+
 func TestSetAllOrNothing(t *testing.T) {
 	wide := NewBucket(Spec{MaxTokens: 10, TokensPerFill: 10, FillInterval: time.Minute})
 	narrow := NewBucket(Spec{MaxTokens: 1, TokensPerFill: 1, FillInterval: time.Second})
