@@ -61,6 +61,9 @@ func PrepareRequest(r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
 		return
 	}
+	if r.ContentLength > MaxRequestSize {
+		return
+	}
 	orig := r.Body
 	var (
 		body []byte

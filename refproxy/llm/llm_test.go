@@ -67,6 +67,21 @@ func TestPrepareRequest(t *testing.T) {
 	}
 }
 
+func TestPrepareRequestLargeBodies(t *testing.T) {
+	big := `{"stream":true,"x":"` + strings.Repeat("a", MaxRequestSize) + `"}`
+	for _, known := range []bool{true, false} {
+		r, _ := http.NewRequest("POST", "http://x/", strings.NewReader(big))
+		if !known {
+			r.ContentLength = -1 // chunked: the size shows only while reading
+		}
+		PrepareRequest(r)
+		got, err := io.ReadAll(r.Body)
+		if err != nil || string(got) != big {
+			t.Errorf("Content-Length known %v: body of %d bytes (%v) after PrepareRequest, want the %d bytes untouched", known, len(got), err, len(big))
+		}
+	}
+}
+
 func TestPrepareRequestReadError(t *testing.T) {
 	boom := errors.New("boom")
 	r, _ := http.NewRequest("POST", "http://x/", io.NopCloser(io.MultiReader(strings.NewReader(`{"stream":`), iotest.ErrReader(boom))))
