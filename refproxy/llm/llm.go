@@ -11,6 +11,7 @@ package llm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -166,6 +167,14 @@ func addIncludeUsage(body []byte) ([]byte, bool) {
 // complete.
 func WatchResponse(resp *http.Response, done func(u Usage, err error)) {
 	w := &watcher{body: resp.Body, done: done}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The body is the upgraded connection, which the reverse proxy needs
+		// as an io.ReadWriteCloser: leave it alone; it carries no usage.
+		if done != nil {
+			done(Usage{}, fmt.Errorf("%w: protocol upgrade (101)", ErrNoUsage))
+		}
+		return
+	}
 	switch ct := resp.Header.Get("Content-Type"); {
 	case isJSON(ct):
 		w.mode = modeJSON

@@ -422,3 +422,21 @@ func TestWatchResponseEncoded(t *testing.T) {
 		}
 	}
 }
+
+func TestWatchResponseLeavesUpgradesAlone(t *testing.T) {
+	type rwc struct {
+		io.Reader
+		io.Writer
+		io.Closer
+	}
+	body := rwc{strings.NewReader(""), io.Discard, io.NopCloser(nil)}
+	resp := &http.Response{StatusCode: http.StatusSwitchingProtocols, Header: http.Header{}, Body: body}
+	res := &result{}
+	WatchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
+	if _, ok := resp.Body.(io.ReadWriteCloser); !ok {
+		t.Errorf("101 body is %T, want the upgraded connection (io.ReadWriteCloser) left in place", resp.Body)
+	}
+	if res.calls != 1 || !errors.Is(res.err, ErrNoUsage) {
+		t.Errorf("done called %d times with %v, want once with ErrNoUsage", res.calls, res.err)
+	}
+}
