@@ -57,12 +57,12 @@ func TestTokenOverage(t *testing.T) {
 // TestTokenOverageFloorsAtZero: one response of 1200 on a 1000 limit
 // succeeds; the bucket floors at 0 and the overage is not carried on.
 func TestTokenOverageFloorsAtZero(t *testing.T) {
-	e := start(t, tokensConfig(1000, 1000, 300*time.Millisecond))
-	wantReply(t, "big response", e.chat(t, false, 200, 1000), http.StatusOK, "1000/1000", 300*time.Millisecond)
-	wantReply(t, "after the overage", e.chat(t, false, 1, 1), http.StatusTooManyRequests, "1000/0", 300*time.Millisecond)
+	e := start(t, tokensConfig(1000, 1000, time.Second))
+	wantReply(t, "big response", e.chat(t, false, 200, 1000), http.StatusOK, "1000/1000", time.Second)
+	wantReply(t, "after the overage", e.chat(t, false, 1, 1), http.StatusTooManyRequests, "1000/0", time.Second)
 	// One fill restores the whole budget: nothing of the 200 overage is owed.
 	r := awaitAllowed(t, 5*time.Second, func() reply { return e.chat(t, false, 1, 1) })
-	wantReply(t, "next window", r, http.StatusOK, "1000/1000", 300*time.Millisecond)
+	wantReply(t, "next window", r, http.StatusOK, "1000/1000", time.Second)
 }
 
 // TestBadUsageCountsZero: malformed, missing or truncated usage never
