@@ -32,6 +32,15 @@ Feature: Token overage
     Then the response status is 429
     And within 3 seconds a chat completion using 10 tokens succeeds
 
+  Scenario: A stream is counted only when it ends
+    Given the route "llm" has a token limit of 100 per minute
+    When I start a streaming chat completion using 120 tokens held before its end at "slow"
+    And I send a chat completion using 10 tokens
+    And I release the held stream "slow" on backend "openai"
+    And I send a chat completion using 10 tokens
+    Then the responses have statuses 200, 429
+    And the held stream "slow" was delivered whole with its usage chunk
+
   Scenario: Several limit entries are all enforced: the request limit
     Given the route "llm" has a request limit of 2 per minute
     And the route "llm" has a token limit of 1000 per minute

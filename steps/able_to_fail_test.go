@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // allExtended claims every extended feature, so that a fault in one is a
@@ -43,6 +44,7 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			"The documented example of 39-token responses":                          "got [200 200 429 429], want [200 200 200 429]",
 			"A streaming response is counted from its final chunk and never cut":    "response status: got 429, want 200",
 			"Several limit entries are all enforced: the token limit":               "got [429 429 429], want [200 429 429]",
+			"A stream is counted only when it ends":                                 "the held stream ended before it was released (status 429",
 		}},
 		{fault: "wrong headers", claimAll: true, wantFail: map[string]string{
 			"The 429 response carries the spec body and headers": `x-ratelimit-limit: absent, want "3"`,
@@ -66,6 +68,10 @@ func TestSuiteCatchesFaults(t *testing.T) {
 		}},
 		{fault: "stream cut", claimAll: true, wantFail: map[string]string{
 			"A streaming response is counted from its final chunk and never cut": "stream cut: got 1 chunks",
+			"A stream is counted only when it ends":                              "the usage chunk of the held stream did not reach the client",
+		}},
+		{fault: "stream counted at its usage chunk", claimAll: true, wantFail: map[string]string{
+			"A stream is counted only when it ends": "got [429 429], want [200 429]",
 		}},
 		{fault: "single watcher slot", wantUnsup: map[string]string{
 			"Watchers are served first in, first out": "watcher 1: the trace stream ended with no events",
@@ -80,7 +86,9 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			if !ok {
 				t.Fatalf("no fault %q", tt.fault)
 			}
-			o := Options{TargetImpl: &faultyTarget{inner: NewInProcess(), fault: f}, Output: &strings.Builder{}}
+			o := Options{TargetImpl: &faultyTarget{inner: NewInProcess(), fault: f}, Output: &strings.Builder{},
+				// Faults that hold a stream make the suite wait this long.
+				Timeouts: Timeouts{Request: Duration{3 * time.Second}}}
 			if tt.claimAll {
 				o.SupportedFeatures = allExtended
 			}

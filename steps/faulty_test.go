@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
@@ -103,6 +104,8 @@ type faultyDeployment struct {
 	mu          sync.Mutex
 	tokensUsed  uint64
 	endPrevious context.CancelFunc
+	// countedStreams are open streams whose usage chunk has passed.
+	countedStreams atomic.Int64
 }
 
 func (d *faultyDeployment) ListenerAddr(name string) (string, error) {
@@ -210,6 +213,71 @@ func (d *faultyDeployment) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// headerHook lets a fault change the headers as they go out, without
+// buffering the body (streams keep streaming).
+type headerHook struct {
+	http.ResponseWriter
+	hook  func(code int, h http.Header)
+	wrote bool
+}
+
+func (h *headerHook) WriteHeader(code int) {
+	if !h.wrote {
+		h.wrote = true
+		h.hook(code, h.Header())
+	}
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func (h *headerHook) Write(b []byte) (int, error) {
+	if !h.wrote {
+		h.WriteHeader(http.StatusOK)
+	}
+	return h.ResponseWriter.Write(b)
+}
+
+func (h *headerHook) Flush() { h.ResponseWriter.(http.Flusher).Flush() }
+
+// frameCutter passes on the first SSE frame of a stream and drops the rest.
+type frameCutter struct {
+	http.ResponseWriter
+	done bool
+}
+
+func (f *frameCutter) Write(b []byte) (int, error) {
+	if !strings.HasPrefix(f.Header().Get("Content-Type"), "text/event-stream") {
+		return f.ResponseWriter.Write(b)
+	}
+	if f.done {
+		return len(b), nil
+	}
+	if i := strings.Index(string(b), "\n\n"); i >= 0 {
+		f.done = true
+		f.ResponseWriter.Write(b[:i+2])
+		return len(b), nil
+	}
+	return f.ResponseWriter.Write(b)
+}
+
+func (f *frameCutter) Flush() { f.ResponseWriter.(http.Flusher).Flush() }
+
+// usageWatcher notes when a streamed response's usage chunk passes.
+type usageWatcher struct {
+	http.ResponseWriter
+	d       *faultyDeployment
+	counted bool
+}
+
+func (u *usageWatcher) Write(b []byte) (int, error) {
+	if !u.counted && strings.HasPrefix(u.Header().Get("Content-Type"), "text/event-stream") && strings.Contains(string(b), `"usage"`) {
+		u.counted = true
+		u.d.countedStreams.Add(1)
+	}
+	return u.ResponseWriter.Write(b)
+}
+
+func (u *usageWatcher) Flush() { u.ResponseWriter.(http.Flusher).Flush() }
+
 // routeOf returns the route of the default listener a path goes to.
 func (d *faultyDeployment) routeFor(path string) *Route {
 	for i := range d.setup.Listeners {
@@ -272,26 +340,20 @@ var faults = map[string]fault{
 	"forwarded 429s": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
-			rec := httptest.NewRecorder()
-			r2 := r.Clone(r.Context())
-			r2.Body = io.NopCloser(strings.NewReader(string(body)))
-			next.ServeHTTP(rec, r2)
-			if rec.Code == http.StatusTooManyRequests {
-				if rt := d.routeFor(r.URL.Path); rt != nil {
-					addr, _ := d.BackendAddr(rt.Backend)
-					req, _ := http.NewRequest(r.Method, "http://"+addr+r.URL.RequestURI(), strings.NewReader(string(body)))
-					req.Header = r.Header.Clone()
-					if resp, err := http.DefaultClient.Do(req); err == nil {
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-					}
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, _ http.Header) {
+				rt := d.routeFor(r.URL.Path)
+				if code != http.StatusTooManyRequests || rt == nil {
+					return
 				}
-			}
-			for k, v := range rec.Header() {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(rec.Code)
-			w.Write(rec.Body.Bytes())
+				addr, _ := d.BackendAddr(rt.Backend)
+				req, _ := http.NewRequest(r.Method, "http://"+addr+r.URL.RequestURI(), strings.NewReader(string(body)))
+				req.Header = r.Header.Clone()
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}}, r)
 		})
 	}},
 	// Tokens are counted from the request, before the response: the request
@@ -329,20 +391,14 @@ var faults = map[string]fault{
 	// Rate-limit headers are wrong on 429s and present without a policy.
 	"wrong headers": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rec := httptest.NewRecorder()
-			next.ServeHTTP(rec, r)
-			h := rec.Header()
-			if rec.Code == http.StatusTooManyRequests {
-				h.Set("X-Ratelimit-Remaining", "1")
-				h.Del("X-Ratelimit-Limit")
-			} else if h.Get("X-Ratelimit-Limit") == "" {
-				h.Set("X-Ratelimit-Limit", "100")
-			}
-			for k, v := range h {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(rec.Code)
-			w.Write(rec.Body.Bytes())
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				if code == http.StatusTooManyRequests {
+					h.Set("X-Ratelimit-Remaining", "1")
+					h.Del("X-Ratelimit-Limit")
+				} else if h.Get("X-Ratelimit-Limit") == "" {
+					h.Set("X-Ratelimit-Limit", "100")
+				}
+			}}, r)
 		})
 	}},
 	// The admin server answers wrongly: a /logging text in another form,
@@ -391,20 +447,24 @@ var faults = map[string]fault{
 	// Streamed LLM responses are cut after the first chunk.
 	"stream cut": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rec := httptest.NewRecorder()
-			next.ServeHTTP(rec, r)
-			body := rec.Body.String()
-			if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
-				if i := strings.Index(body, "\n\n"); i >= 0 {
-					body = body[:i+2]
-				}
+			next.ServeHTTP(&frameCutter{ResponseWriter: w}, r)
+		})
+	}},
+	// A stream's tokens are taken when its usage chunk passes, before the
+	// stream ends: while such a stream is open, requests are refused.
+	"stream counted at its usage chunk": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if d.countedStreams.Load() > 0 {
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, "rate limit exceeded\n")
+				return
 			}
-			for k, v := range rec.Header() {
-				w.Header()[k] = v
+			uw := &usageWatcher{ResponseWriter: w, d: d}
+			next.ServeHTTP(uw, r)
+			if uw.counted {
+				d.countedStreams.Add(-1)
 			}
-			w.Header().Del("Content-Length")
-			w.WriteHeader(rec.Code)
-			io.WriteString(w, body)
 		})
 	}},
 	// One global watcher slot, as in older proxies.

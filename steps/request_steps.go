@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -46,6 +47,22 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 	step(sc, `^I send a streaming chat completion using (\d+) tokens$`, func(ctx context.Context, n int) error {
 		_, err := getState(ctx).chat(ctx, n, true)
 		return err
+	})
+	step(sc, `^I start a streaming chat completion using (\d+) tokens held before its end at "([^"]*)"$`, func(ctx context.Context, n int, key string) error {
+		return getState(ctx).startHeld(ctx, n, key)
+	})
+	step(sc, `^I release the held stream "([^"]*)" on backend "([^"]*)"$`, func(ctx context.Context, key, backend string) error {
+		return getState(ctx).release(ctx, key, backend)
+	})
+	step(sc, `^the held stream "([^"]*)" was delivered whole with its usage chunk$`, func(ctx context.Context, key string) error {
+		h, ok := getState(ctx).held[key]
+		if !ok {
+			return fmt.Errorf("no held stream %q", key)
+		}
+		if h.err != nil {
+			return h.err
+		}
+		return streamWhole(h.resp, h.tokens)
 	})
 	step(sc, `^within (\d+) seconds a GET request to "([^"]*)" succeeds$`, func(ctx context.Context, secs int, target string) error {
 		return getState(ctx).eventually(ctx, secs, func() (*response, error) {
@@ -328,4 +345,108 @@ func trim(b []byte) string {
 		s = s[:200] + "..."
 	}
 	return s
+}
+
+// heldStream is a streamed completion the mock backend holds before its end.
+type heldStream struct {
+	tokens int
+	done   chan struct{}
+	resp   *response
+	err    error
+}
+
+// startHeld starts a streaming completion whose backend holds it after the
+// usage chunk, before [DONE], and returns once the usage chunk has reached
+// the client: the stream is then under way but has not ended.
+func (s *state) startHeld(ctx context.Context, n int, key string) error {
+	d, err := s.deployment(ctx)
+	if err != nil {
+		return err
+	}
+	addr, err := d.ListenerAddr(DefaultListener)
+	if err != nil {
+		return err
+	}
+	body := `{"model":"conformance","stream":true,"messages":[{"role":"user","content":"hello"}]}`
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(mock.HeaderPromptTokens, strconv.Itoa(n/2))
+	req.Header.Set(mock.HeaderCompletionTokens, strconv.Itoa(n-n/2))
+	req.Header.Set(mock.HeaderHoldBeforeDone, key)
+	h := &heldStream{tokens: n, done: make(chan struct{})}
+	if s.held == nil {
+		s.held = map[string]*heldStream{}
+	}
+	s.held[key] = h
+	sawUsage := make(chan struct{})
+	go func() {
+		defer close(h.done)
+		var once sync.Once
+		defer once.Do(func() { close(sawUsage) })
+		resp, err := s.client.Do(req)
+		if err != nil {
+			h.err = err
+			return
+		}
+		defer resp.Body.Close()
+		r := &response{status: resp.StatusCode, header: resp.Header}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				r.chunks = append(r.chunks, strings.TrimSpace(line))
+				if usageRe.MatchString(line) {
+					once.Do(func() { close(sawUsage) })
+				}
+			}
+		}
+		if err := sc.Err(); err != nil {
+			h.err = fmt.Errorf("held stream cut after %d chunks: %w", len(r.chunks), err)
+		}
+		h.resp = r
+	}()
+	t := time.NewTimer(s.opts.Timeouts.Request.Duration)
+	defer t.Stop()
+	select {
+	case <-sawUsage:
+	case <-t.C:
+		return fmt.Errorf("the usage chunk of the held stream did not reach the client within %s: the proxy must pass chunks on as they come", s.opts.Timeouts.Request.Duration)
+	}
+	select {
+	case <-h.done:
+		if h.err != nil {
+			return h.err
+		}
+		return fmt.Errorf("the held stream ended before it was released (status %d, %d chunks)", h.resp.status, len(h.resp.chunks))
+	default:
+		return nil
+	}
+}
+
+// release lets the backend finish a held stream and waits for its end.
+func (s *state) release(ctx context.Context, key, backend string) error {
+	h, ok := s.held[key]
+	if !ok {
+		return fmt.Errorf("no held stream %q", key)
+	}
+	addr, err := s.dep.BackendAddr(backend)
+	if err != nil {
+		return err
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/__release?key="+url.QueryEscape(key), nil)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("release held stream %q on backend %q: %w", key, backend, err)
+	}
+	resp.Body.Close()
+	t := time.NewTimer(s.opts.Timeouts.Request.Duration)
+	defer t.Stop()
+	select {
+	case <-h.done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("held stream %q did not end within %s of its release", key, s.opts.Timeouts.Request.Duration)
+	}
 }

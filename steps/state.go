@@ -40,6 +40,8 @@ type state struct {
 
 	// streamTokens is the usage asked of the last streamed completion.
 	streamTokens int
+	// held are streams the mock backend holds open, by key.
+	held map[string]*heldStream
 	// streamErr is the refusal of the last trace stream opened with an expression.
 	streamErr error
 
