@@ -87,6 +87,7 @@ type FieldError struct {
 	Msg   string
 }
 
+// Error renders the error as "field: message".
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
 // Units of the policy resource and the fill interval each maps to.
