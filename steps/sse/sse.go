@@ -90,6 +90,7 @@ type StatusError struct {
 	Body   string
 }
 
+// Error says what the proxy answered.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("/debug/trace answered %d: %s", e.Status, strings.TrimSpace(e.Body))
 }

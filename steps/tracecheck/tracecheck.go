@@ -34,6 +34,7 @@ type Violation struct {
 	Message string
 }
 
+// String is the violation as reports show it: rule, event, message.
 func (v Violation) String() string {
 	if v.Event == 0 {
 		return fmt.Sprintf("%s: %s", v.Rule, v.Message)
