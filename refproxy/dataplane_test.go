@@ -149,7 +149,7 @@ binds:
 		t.Fatalf("events of a refused request (-want +got):\n%s", diff)
 	}
 	rl := evs[4].Message["effectivePolicy"].(map[string]any)["localRateLimit"]
-	wantRL := []any{map[string]any{"maxTokens": float64(2), "tokensPerFill": float64(1), "fillInterval": "1h0m0s", "type": "requests"}}
+	wantRL := []any{map[string]any{"maxTokens": float64(2), "tokensPerFill": float64(1), "fillInterval": "3600s", "type": "requests"}}
 	if diff := cmp.Diff(wantRL, rl); diff != "" {
 		t.Errorf("effectivePolicy.localRateLimit (-want +got):\n%s", diff)
 	}

@@ -189,8 +189,18 @@ type RouteTarget struct {
 // Duration is a Go duration string such as "1s" or "60s".
 type Duration time.Duration
 
-// String formats the duration as the config writes it.
-func (d Duration) String() string { return time.Duration(d).String() }
+// String formats the duration as the config writes it: whole seconds as
+// "60s" (not Go's "1m0s"), whole milliseconds as "500ms".
+func (d Duration) String() string {
+	switch td := time.Duration(d); {
+	case td != 0 && td%time.Second == 0:
+		return strconv.FormatInt(int64(td/time.Second), 10) + "s"
+	case td != 0 && td%time.Millisecond == 0:
+		return strconv.FormatInt(int64(td/time.Millisecond), 10) + "ms"
+	default:
+		return td.String()
+	}
+}
 
 // MarshalJSON writes the duration as a string ("1s"), as the config does.
 func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }

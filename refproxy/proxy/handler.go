@@ -252,9 +252,12 @@ func (dp *Dataplane) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	set, route := rw.rt.set, rw.rt.key
+	// Error answers from LLM providers carry no usage: counting them as 0 is
+	// expected, not worth a warning.
+	success := resp.StatusCode < 300
 	llm.WatchResponse(resp, func(u llm.Usage, err error) {
 		set.Charge(time.Now(), u.Total())
-		if err != nil {
+		if err != nil && success {
 			msg := "token usage not counted: " + err.Error()
 			dp.log.Warn(msg, "route", route)
 			rw.warnMu.Lock()
