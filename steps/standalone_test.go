@@ -1,0 +1,63 @@
+package steps
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gwdiag/gwdiag/refproxy/config"
+)
+
+// The reference implementation's published schema of the standalone config
+// (a copy of agentgateway's config.schema.json).
+const referenceSchema = "testdata/config.schema.json"
+
+// TestStandaloneConfigMatchesReferenceSchema checks that the config the
+// process target writes for a third-party proxy is one the real
+// implementation accepts, and one the reference proxy accepts too.
+func TestStandaloneConfigMatchesReferenceSchema(t *testing.T) {
+	sch, err := jsonschema.NewCompiler().Compile(referenceSchema)
+	if err != nil {
+		t.Fatalf("compile %s: %v", referenceSchema, err)
+	}
+	setup := Setup{
+		Backends: []Backend{{Name: "httpbin", Kind: BackendEcho}, {Name: "openai", Kind: BackendLLM}},
+		Listeners: []Listener{
+			{Name: DefaultListener, Routes: []Route{
+				{Name: "llm", PathPrefix: "/v1", Backend: "openai", Limits: []Limit{
+					{Kind: LimitRequests, Amount: 3, Burst: 3, Unit: time.Second},
+					{Kind: LimitTokens, Amount: 100, Unit: time.Minute},
+				}},
+				{Name: "httpbin", PathPrefix: "/", Backend: "httpbin"},
+			}},
+			{Name: "narrow", Routes: []Route{{Name: "api", PathPrefix: "/api", Backend: "httpbin"}}},
+		},
+	}
+	yml, err := standaloneConfig(setup, "127.0.0.1:15000", map[string]int{DefaultListener: 3000, "narrow": 3001},
+		map[string]string{"httpbin": "127.0.0.1:8000", "openai": "127.0.0.1:8001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(yml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(js)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("the reference schema rejects the config the suite writes:\n%v\n%s", err, yml)
+	}
+	cfg, err := config.Parse("conformance.yaml", yml)
+	if err != nil {
+		t.Fatalf("refproxy rejects the config the suite writes: %v\n%s", err, yml)
+	}
+	rl := cfg.Binds[0].Listeners[0].Routes[0].Policies.LocalRateLimit
+	if len(rl) != 2 || rl[0].MaxTokens != 6 || rl[0].TokensPerFill != 3 || rl[1].MaxTokens != 100 || rl[1].Type != "tokens" {
+		t.Errorf("rate limits: got %+v, want requests 6/3 per 1s (burst 3) and tokens 100/100 per 1m", rl)
+	}
+}
