@@ -102,9 +102,10 @@ var units = map[string]time.Duration{
 // fillInterval = 1s/1m/1h. It is the one mapping used by the standalone
 // config and the cluster controller.
 //
-// Burst applies to requests entries only: on a tokens entry it is accepted
-// (the resource allows it) and ignored, as the reference implementation
-// documents ("burst does not apply to token limits"), so maxTokens = tokens.
+// The formula is the reference implementation's for both kinds: its
+// documentation says burst is meant for request limits, but a burst given on
+// a tokens entry still raises that bucket's ceiling, and a suite that checks
+// real proxies must expect what they do.
 func FromPolicy(e PolicyEntry) (Spec, error) {
 	var (
 		base  uint64
@@ -132,7 +133,7 @@ func FromPolicy(e PolicyEntry) (Spec, error) {
 		return Spec{}, &FieldError{Field: "unit", Msg: fmt.Sprintf("must be Seconds, Minutes or Hours, got %q", e.Unit)}
 	}
 	var burst uint64
-	if e.Burst != nil && kind == Requests {
+	if e.Burst != nil {
 		burst = *e.Burst
 	}
 	if burst > math.MaxUint64-base {
