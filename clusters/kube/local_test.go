@@ -21,7 +21,6 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
 )
 
-
 // TestLocalAPIServer starts etcd and kube-apiserver, checks the CRDs are
 // served and that the policy schema validates what REFERENCE.md says, and
 // that Stop removes the kubeconfig.

@@ -1,0 +1,141 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// gatewayClassReconciler accepts the GatewayClasses naming this controller.
+type gatewayClassReconciler struct{ base }
+
+func (r *gatewayClassReconciler) setup(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("gatewayclass").For(&gwv1.GatewayClass{}).Complete(r)
+}
+
+func (r *gatewayClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	gc := &gwv1.GatewayClass{}
+	if err := r.client.Get(ctx, req.NamespacedName, gc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if gc.Spec.ControllerName != r.name {
+		return ctrl.Result{}, nil
+	}
+	conds := append([]metav1.Condition(nil), gc.Status.Conditions...)
+	meta.SetStatusCondition(&conds, condition(string(gwv1.GatewayClassConditionStatusAccepted), true,
+		string(gwv1.GatewayClassReasonAccepted), "Handled by "+string(r.name), gc.Generation))
+	if equality.Semantic.DeepEqual(conds, gc.Status.Conditions) {
+		return ctrl.Result{}, nil
+	}
+	gc.Status.Conditions = conds
+	return ctrl.Result{}, r.client.Status().Update(ctx, gc)
+}
+
+// gatewayReconciler writes Accepted and Programmed on the Gateways of this
+// controller's classes.
+type gatewayReconciler struct{ base }
+
+func (r *gatewayReconciler) setup(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("gateway").For(&gwv1.Gateway{}).
+		Watches(&gwv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
+		Complete(r)
+}
+
+func (r *gatewayReconciler) gatewaysOfClass(ctx context.Context, o client.Object) []reconcile.Request {
+	var list gwv1.GatewayList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, gw := range list.Items {
+		if string(gw.Spec.GatewayClassName) == o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
+		}
+	}
+	return reqs
+}
+
+// supportedProtocols are the listener protocols HTTPRoutes attach to.
+var supportedProtocols = map[gwv1.ProtocolType]bool{gwv1.HTTPProtocolType: true, gwv1.HTTPSProtocolType: true}
+
+func (r *gatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	gw := &gwv1.Gateway{}
+	if err := r.client.Get(ctx, req.NamespacedName, gw); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ours, err := r.ownsGateway(ctx, gw)
+	if err != nil || !ours {
+		return ctrl.Result{}, err
+	}
+	var invalid []string
+	for _, l := range gw.Spec.Listeners {
+		if !supportedProtocols[l.Protocol] {
+			invalid = append(invalid, fmt.Sprintf("listener %s: protocol %s is not supported (HTTP, HTTPS)", l.Name, l.Protocol))
+		}
+	}
+	accepted := condition(string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonAccepted), "Gateway accepted", gw.Generation)
+	programmed := condition(string(gwv1.GatewayConditionProgrammed), true, string(gwv1.GatewayReasonProgrammed), "Gateway programmed", gw.Generation)
+	if len(invalid) > 0 {
+		accepted.Reason, accepted.Message = string(gwv1.GatewayReasonListenersNotValid), joinMessages(invalid)
+		if len(invalid) == len(gw.Spec.Listeners) {
+			accepted.Status = metav1.ConditionFalse
+			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, string(gwv1.GatewayReasonInvalid), "no valid listener"
+		}
+	}
+	conds := append([]metav1.Condition(nil), gw.Status.Conditions...)
+	meta.SetStatusCondition(&conds, accepted)
+	meta.SetStatusCondition(&conds, programmed)
+	if equality.Semantic.DeepEqual(conds, gw.Status.Conditions) {
+		return ctrl.Result{}, nil
+	}
+	gw.Status.Conditions = conds
+	return ctrl.Result{}, r.client.Status().Update(ctx, gw)
+}
+
+// ownsGateway tells whether gw's class names this controller, reading the
+// class live.
+func (b base) ownsGateway(ctx context.Context, gw *gwv1.Gateway) (bool, error) {
+	gc := &gwv1.GatewayClass{}
+	err := b.live.Get(ctx, types.NamespacedName{Name: string(gw.Spec.GatewayClassName)}, gc)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return gc.Spec.ControllerName == b.name, nil
+}
+
+func condition(typ string, ok bool, reason, msg string, gen int64) metav1.Condition {
+	st := metav1.ConditionFalse
+	if ok {
+		st = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: gen}
+}
+
+// joinMessages keeps a condition message within the 32768 bytes the
+// Condition schema allows.
+func joinMessages(msgs []string) string {
+	out := ""
+	for i, m := range msgs {
+		if i > 0 {
+			out += "; "
+		}
+		if len(out)+len(m) > 30000 {
+			return out + "..."
+		}
+		out += m
+	}
+	return out
+}
