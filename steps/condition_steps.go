@@ -35,14 +35,18 @@ func (s *state) condition(ctx context.Context, kind, name, typ, status, reason s
 	if err != nil {
 		return err
 	}
+	what := kind
+	if name != "" {
+		what += " " + name
+	}
 	for _, c := range conds {
 		if c.Type != typ {
 			continue
 		}
 		if c.Status != status || (reason != "" && c.Reason != reason) {
-			return fmt.Errorf("%s %s condition %s: got status %q reason %q (%s), want status %q reason %q", kind, name, typ, c.Status, c.Reason, c.Message, status, reason)
+			return fmt.Errorf("%s condition %s: got status %q reason %q (%s), want status %q reason %q", what, typ, c.Status, c.Reason, c.Message, status, reason)
 		}
 		return nil
 	}
-	return fmt.Errorf("%s %s has no %s condition; got %+v", kind, name, typ, conds)
+	return fmt.Errorf("%s has no %s condition; got %+v", what, typ, conds)
 }
