@@ -80,11 +80,13 @@ type Implementation struct {
 // Options is every knob of a conformance run. It loads from YAML
 // (LoadOptions); command-line flags override only the fields they set.
 type Options struct {
-	// Target is how the proxy is run: inprocess or process.
+	// Target is how the proxy is run: inprocess, process or cluster.
 	Target string `json:"target"`
 	// ProxyCommand is the process target's command template, e.g.
 	// "refproxy -f {config}".
-	ProxyCommand   string         `json:"proxyCommand,omitempty"`
+	ProxyCommand string `json:"proxyCommand,omitempty"`
+	// Cluster configures the cluster target (target_cluster.go).
+	Cluster        ClusterOptions `json:"cluster"`
 	Implementation Implementation `json:"implementation"`
 	// SupportedFeatures are extended features the proxy claims: failing
 	// them is a failure, not "unsupported".

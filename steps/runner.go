@@ -26,8 +26,10 @@ func NewTarget(o Options) (Target, error) {
 		return NewInProcess(), nil
 	case "process":
 		return NewProcess(o.ProxyCommand), nil
+	case "cluster":
+		return NewCluster(o.Cluster), nil
 	default:
-		return nil, fmt.Errorf("unknown target %q: want inprocess or process (container and cluster targets are not available yet)", o.Target)
+		return nil, fmt.Errorf("unknown target %q: want inprocess, process or cluster (the container target is not available yet)", o.Target)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -70,7 +71,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (stop func(), err err
 	}
 	log := o.Logger
 	if log.GetSink() == nil {
-		log = logr.Discard()
+		log = DiscardLogger()
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -108,4 +109,11 @@ type base struct {
 	client client.Client
 	live   client.Reader
 	name   gwv1.GatewayController
+}
+
+// DiscardLogger drops every log line. Unlike logr.Discard, its sink is not
+// nil, which controller-runtime would take as "unset" and replace with its
+// global logger.
+func DiscardLogger() logr.Logger {
+	return funcr.New(func(string, string) {}, funcr.Options{})
 }

@@ -1,0 +1,93 @@
+package clusters_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gwdiag/gwdiag/clusters/controller"
+	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
+	"github.com/gwdiag/gwdiag/steps"
+)
+
+// TestClusterConformance runs the condition-status scenarios against the
+// cluster target on a local kube-apiserver with the reference controller
+// in-process: the reference must pass all of them.
+func TestClusterConformance(t *testing.T) {
+	b := kubetest.Binaries(t) // builds or skips for lack of network, before the suite starts
+	t.Setenv("GWDIAG_KUBE_BIN", b.Dir)
+	var out strings.Builder
+	rep, err := steps.Run(context.Background(), steps.Options{
+		Target:  "cluster",
+		Cluster: steps.ClusterOptions{Local: true},
+		Tags:    "@cluster",
+		Output:  &out,
+	})
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() {
+		t.Errorf("the reference controller failed %d condition scenarios", rep.Summary.Failed)
+	}
+	if rep.Summary.Passed < 3 {
+		t.Errorf("passed %d scenarios, want every condition-status scenario (3): %+v", rep.Summary.Passed, rep.Summary)
+	}
+	if rep.Target != "cluster" {
+		t.Errorf("report target: got %q, want cluster", rep.Target)
+	}
+}
+
+// TestClusterConformanceFails shows the suite able to fail on a cluster:
+// against a cluster whose GatewayClass no running controller serves (the
+// local API server reached through its kubeconfig, as any cluster would
+// be), every condition scenario fails and says why.
+func TestClusterConformanceFails(t *testing.T) {
+	l := kubetest.Start(t)
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(l.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "unserved"}, Spec: gwv1.GatewayClassSpec{ControllerName: "example.com/nobody"}}
+	if err := c.Create(context.Background(), gc); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep, err := steps.Run(context.Background(), steps.Options{
+		Target: "cluster",
+		Cluster: steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "unserved",
+			ConditionTimeout: steps.Duration{Duration: 2 * time.Second}},
+		Tags:   "@cluster",
+		Output: &out,
+	})
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Summary.Failed < 3 || rep.Summary.Passed != 0 {
+		t.Errorf("with no controller: got %+v, want every condition scenario failed", rep.Summary)
+	}
+	if want := `no status conditions at the current generation within 2s`; !strings.Contains(out.String(), want) {
+		t.Errorf("progress view does not say why: want %q in\n%s", want, out.String())
+	}
+}
+
+// TestClusterTargetMissingGatewayClass checks Start names the missing class.
+func TestClusterTargetMissingGatewayClass(t *testing.T) {
+	l := kubetest.Start(t)
+	target := steps.NewCluster(steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "agentgateway"})
+	err := target.Start(context.Background())
+	defer target.Stop(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `GatewayClass "agentgateway"`) {
+		t.Errorf("Start: got %v, want an error naming GatewayClass \"agentgateway\"", err)
+	}
+}

@@ -1,0 +1,345 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
+	"github.com/gwdiag/gwdiag/clusters/controller"
+	"github.com/gwdiag/gwdiag/clusters/kube"
+)
+
+// ClusterOptions configure the cluster target (Options.Cluster, YAML key
+// "cluster"). With Local, the target starts its own etcd and kube-apiserver
+// and runs the reference controller in-process; otherwise it uses the
+// cluster of Kubeconfig, where the implementation's controller must run.
+type ClusterOptions struct {
+	// Local starts a local API server with the CRDs and the reference
+	// controller (`--cluster local`).
+	Local bool `json:"local,omitempty"`
+	// Kubeconfig is the kubeconfig file of an existing cluster; empty
+	// means $KUBECONFIG, then ~/.kube/config. Its current context is used.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// InstallCRDs installs the Gateway API and gwdiag policy CRDs into an
+	// existing cluster first (always done with Local).
+	InstallCRDs bool `json:"installCRDs,omitempty"`
+	// GatewayClassName is the class of the scenarios' Gateways. Default
+	// "gwdiag", which Local creates for the reference controller; on an
+	// existing cluster it must exist (for agentgateway: "agentgateway").
+	GatewayClassName string `json:"gatewayClassName,omitempty"`
+	// ControllerName, when set, selects the route and policy status
+	// entries written by that controller; empty takes every entry.
+	ControllerName string `json:"controllerName,omitempty"`
+	// PolicyGroup, PolicyVersion and PolicyKind name the policy resource.
+	// Default gwdiag.dev/v1alpha1 GatewayPolicy; for agentgateway:
+	// agentgateway.dev/v1alpha1 AgentgatewayPolicy.
+	PolicyGroup   string `json:"policyGroup,omitempty"`
+	PolicyVersion string `json:"policyVersion,omitempty"`
+	PolicyKind    string `json:"policyKind,omitempty"`
+	// ConditionTimeout bounds the wait for a controller to write the
+	// status of every object of a scenario. Default 30s.
+	ConditionTimeout Duration `json:"conditionTimeout"`
+}
+
+func (o ClusterOptions) withDefaults() ClusterOptions {
+	if o.GatewayClassName == "" {
+		o.GatewayClassName = "gwdiag"
+	}
+	if o.PolicyGroup == "" && o.PolicyKind == "" && o.PolicyVersion == "" {
+		o.PolicyGroup, o.PolicyVersion, o.PolicyKind = v1alpha1.Group, v1alpha1.Version, v1alpha1.Kind
+	}
+	if o.PolicyVersion == "" {
+		o.PolicyVersion = "v1alpha1"
+	}
+	if o.ConditionTimeout.Duration == 0 {
+		o.ConditionTimeout.Duration = 30 * time.Second
+	}
+	if o.Local && o.ControllerName == "" {
+		o.ControllerName = string(controller.ControllerName)
+	}
+	return o
+}
+
+// Cluster is the cluster target: each scenario's setup becomes a Gateway,
+// Services, HTTPRoutes and policy resources in a namespace of its own, and
+// the condition steps read their status. It runs no data plane (the local
+// API server has no kubelet), so it has only the "cluster" capability and
+// is run with the tag expression @cluster.
+type Cluster struct {
+	opts ClusterOptions
+
+	local    *kube.Local
+	stopCtrl func()
+	client   client.Client
+	policy   schema.GroupVersionKind
+}
+
+// NewCluster returns a cluster target; Start connects or starts the cluster.
+func NewCluster(o ClusterOptions) *Cluster {
+	o = o.withDefaults()
+	return &Cluster{opts: o, policy: schema.GroupVersionKind{Group: o.PolicyGroup, Version: o.PolicyVersion, Kind: o.PolicyKind}}
+}
+
+// Name implements Target.
+func (*Cluster) Name() string { return "cluster" }
+
+// Capabilities implements Target.
+func (*Cluster) Capabilities() []string { return []string{"cluster"} }
+
+// Start implements Target: it starts the local API server and the
+// reference controller, or connects to the kubeconfig's cluster, and checks
+// the GatewayClass is there.
+func (c *Cluster) Start(ctx context.Context) error {
+	var cfg *rest.Config
+	if c.opts.Local {
+		// The control plane and controller-runtime log through a global
+		// logger that warns when never set; the suite reports on its own.
+		ctrllog.SetLogger(controller.DiscardLogger())
+		l, err := kube.StartLocal(ctx, kube.LocalOptions{})
+		if err != nil {
+			return fmt.Errorf("cluster target: %w", err)
+		}
+		c.local, cfg = l, l.Config
+		stop, err := controller.Run(ctx, cfg, controller.Options{})
+		if err != nil {
+			c.Stop(ctx)
+			return fmt.Errorf("cluster target: reference controller: %w", err)
+		}
+		c.stopCtrl = stop
+	} else {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		if c.opts.Kubeconfig != "" {
+			rules.ExplicitPath = c.opts.Kubeconfig
+		}
+		var err error
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return fmt.Errorf("cluster target: kubeconfig: %w", err)
+		}
+		if c.opts.InstallCRDs {
+			if err := kube.InstallCRDs(cfg); err != nil {
+				return fmt.Errorf("cluster target: %w", err)
+			}
+		}
+	}
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return err
+	}
+	// Polling status of a few objects per scenario, several scenarios at
+	// once: client-go's default 5 QPS would throttle the waits themselves.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100, 200
+	if c.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		c.Stop(ctx)
+		return fmt.Errorf("cluster target: client for %s: %w", cfg.Host, err)
+	}
+	if c.opts.Local {
+		gc := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: c.opts.GatewayClassName},
+			Spec: gwv1.GatewayClassSpec{ControllerName: controller.ControllerName}}
+		if err := c.client.Create(ctx, gc); err != nil && !apierrors.IsAlreadyExists(err) {
+			c.Stop(ctx)
+			return fmt.Errorf("cluster target: create GatewayClass %s: %w", gc.Name, err)
+		}
+		return nil
+	}
+	if err := c.client.Get(ctx, client.ObjectKey{Name: c.opts.GatewayClassName}, &gwv1.GatewayClass{}); err != nil {
+		return fmt.Errorf("cluster target: GatewayClass %q on %s: %w (set cluster.gatewayClassName to the implementation's class; --cluster local runs the reference controller)", c.opts.GatewayClassName, cfg.Host, err)
+	}
+	return nil
+}
+
+// Stop implements Target.
+func (c *Cluster) Stop(context.Context) error {
+	if c.stopCtrl != nil {
+		c.stopCtrl()
+		c.stopCtrl = nil
+	}
+	if c.local != nil {
+		err := c.local.Stop()
+		c.local = nil
+		return err
+	}
+	return nil
+}
+
+// Configure implements Target: it creates the scenario's namespace and
+// objects, then waits until a controller has written the status of every
+// one of them at its current generation.
+func (c *Cluster) Configure(ctx context.Context, setup Setup) (Deployment, error) {
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gwdiag-",
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "gwdiag-conformance"}}}
+	if err := c.client.Create(ctx, nsObj); err != nil {
+		return nil, fmt.Errorf("cluster target: create namespace: %w", err)
+	}
+	d := &clusterDeployment{c: c, ns: nsObj.Name}
+	objs, err := clusterManifests(setup, d.ns, c.opts.GatewayClassName, c.policy)
+	if err != nil {
+		d.Stop(ctx)
+		return nil, err
+	}
+	type await struct{ kind, name string }
+	var awaits []await
+	for _, o := range objs {
+		// Read the kind first: creating a typed object clears its TypeMeta.
+		kind := o.GetObjectKind().GroupVersionKind().Kind
+		if err := c.client.Create(ctx, o); err != nil {
+			d.Stop(ctx)
+			return nil, fmt.Errorf("cluster target: create %s %s/%s: %w", kind, d.ns, o.GetName(), err)
+		}
+		switch kind {
+		case "Service":
+		case c.policy.Kind:
+			awaits = append(awaits, await{"Policy", o.GetName()})
+		default:
+			awaits = append(awaits, await{kind, o.GetName()})
+		}
+	}
+	for _, a := range awaits {
+		if _, err := d.Conditions(ctx, a.kind, a.name); err != nil {
+			d.Stop(ctx)
+			return nil, fmt.Errorf("cluster target: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// clusterDeployment is one scenario's namespace.
+type clusterDeployment struct {
+	c  *Cluster
+	ns string
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var errNoDataPlane = errors.New("the cluster target manages Gateway API resources only and runs no proxy; run it with --tags @cluster")
+
+func (d *clusterDeployment) ListenerAddr(string) (string, error) { return "", errNoDataPlane }
+func (d *clusterDeployment) AdminAddr() string                   { return "" }
+func (d *clusterDeployment) BackendAddr(string) (string, error)  { return "", errNoDataPlane }
+func (d *clusterDeployment) BackendRequests(context.Context, string) (int64, error) {
+	return 0, errNoDataPlane
+}
+
+// Stop deletes the scenario's namespace. On the local API server there is
+// no namespace controller to empty it; the whole store goes at Stop.
+func (d *clusterDeployment) Stop(ctx context.Context) error {
+	d.stopOnce.Do(func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.ns}}
+		if err := d.c.client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			d.stopErr = fmt.Errorf("cluster target: delete namespace %s: %w", d.ns, err)
+		}
+	})
+	return d.stopErr
+}
+
+// Conditions implements ConditionReader. It waits (up to the condition
+// timeout) until the resource has conditions written at its current
+// metadata.generation, so the Gateway CRD's default "Waiting for
+// controller" conditions and a stale status are never taken for an answer.
+// For an HTTPRoute or a policy it returns the conditions of every parent or
+// ancestor entry (of ControllerName, when set), in status order.
+func (d *clusterDeployment) Conditions(ctx context.Context, kind, name string) ([]Condition, error) {
+	if kind == "Gateway" && name == "" {
+		name = clusterGatewayName
+	}
+	var (
+		got     []Condition
+		lastErr error
+	)
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, d.c.opts.ConditionTimeout.Duration, true, func(ctx context.Context) (bool, error) {
+		// Each read gets its own bound, so the last one before the deadline
+		// completes and the error says what it saw, not "deadline exceeded".
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		conds, current, err := d.read(readCtx, kind, name)
+		cancel()
+		got, lastErr = conds, err
+		return err == nil && current, nil
+	})
+	if err != nil {
+		if lastErr != nil {
+			return nil, fmt.Errorf("%s %s/%s: %w", kind, d.ns, name, lastErr)
+		}
+		return nil, fmt.Errorf("%s %s/%s: no status conditions at the current generation within %s (got %+v); is a controller for GatewayClass %q running?",
+			kind, d.ns, name, d.c.opts.ConditionTimeout.Duration, got, d.c.opts.GatewayClassName)
+	}
+	return got, nil
+}
+
+// read returns the resource's conditions and whether every one of them
+// was written at its current generation.
+func (d *clusterDeployment) read(ctx context.Context, kind, name string) ([]Condition, bool, error) {
+	key := client.ObjectKey{Namespace: d.ns, Name: name}
+	switch kind {
+	case "Gateway":
+		gw := &gwv1.Gateway{}
+		if err := d.c.client.Get(ctx, key, gw); err != nil {
+			return nil, false, err
+		}
+		return convert(gw.Status.Conditions, gw.Generation)
+	case "HTTPRoute":
+		r := &gwv1.HTTPRoute{}
+		if err := d.c.client.Get(ctx, key, r); err != nil {
+			return nil, false, err
+		}
+		var all []metav1.Condition
+		for _, p := range r.Status.Parents {
+			if d.c.opts.ControllerName == "" || string(p.ControllerName) == d.c.opts.ControllerName {
+				all = append(all, p.Conditions...)
+			}
+		}
+		return convert(all, r.Generation)
+	case "Policy":
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(d.c.policy)
+		if err := d.c.client.Get(ctx, key, u); err != nil {
+			return nil, false, err
+		}
+		status := &gwv1.PolicyStatus{}
+		if raw, ok := u.Object["status"].(map[string]any); ok {
+			if err := runtimeConverter(raw, status); err != nil {
+				return nil, false, fmt.Errorf("status is not a Gateway API PolicyStatus: %w", err)
+			}
+		}
+		var all []metav1.Condition
+		for _, a := range status.Ancestors {
+			if d.c.opts.ControllerName == "" || string(a.ControllerName) == d.c.opts.ControllerName {
+				all = append(all, a.Conditions...)
+			}
+		}
+		return convert(all, u.GetGeneration())
+	default:
+		return nil, false, fmt.Errorf("unknown resource kind %q: want Gateway, HTTPRoute or Policy", kind)
+	}
+}
+
+func convert(conds []metav1.Condition, generation int64) ([]Condition, bool, error) {
+	out := make([]Condition, 0, len(conds))
+	current := len(conds) > 0
+	for _, c := range conds {
+		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+		current = current && c.ObservedGeneration == generation
+	}
+	return out, current, nil
+}
+
+func runtimeConverter(raw map[string]any, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(raw, into)
+}
