@@ -91,3 +91,30 @@ func TestClusterTargetMissingGatewayClass(t *testing.T) {
 		t.Errorf("Start: got %v, want an error naming GatewayClass \"agentgateway\"", err)
 	}
 }
+
+// TestExampleOptions loads the example option files of clusters/examples,
+// so a renamed field cannot leave them silently stale.
+func TestExampleOptions(t *testing.T) {
+	tests := []struct {
+		file string
+		want steps.ClusterOptions
+	}{
+		{"examples/local.yaml", steps.ClusterOptions{Local: true}},
+		{"examples/agentgateway.yaml", steps.ClusterOptions{GatewayClassName: "agentgateway", PolicyGroup: "agentgateway.dev",
+			PolicyVersion: "v1alpha1", PolicyKind: "AgentgatewayPolicy", ConditionTimeout: steps.Duration{Duration: time.Minute}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			o, err := steps.LoadOptions(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Target != "cluster" || o.Tags != "@cluster" {
+				t.Errorf("target %q tags %q, want cluster and @cluster", o.Target, o.Tags)
+			}
+			if o.Cluster != tt.want {
+				t.Errorf("cluster options: got %+v, want %+v", o.Cluster, tt.want)
+			}
+		})
+	}
+}

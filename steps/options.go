@@ -137,6 +137,10 @@ func (o Options) withDefaults() Options {
 	if o.Target == "" {
 		o.Target = "inprocess"
 	}
+	if o.Target == "cluster" && o.Tags == "" {
+		// The cluster target runs no data plane: only @cluster scenarios apply.
+		o.Tags = "@cluster"
+	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}

@@ -8,7 +8,7 @@
 // The control plane itself is started by controller-runtime's envtest
 // package, which generates the serving certificates and service-account
 // keys, picks the ports and waits for readiness; this package supplies the
-// binaries, the CRDs and a kubeconfig file, and wraps it all for
-// sigs.k8s.io/e2e-framework (EnvFuncs) and for a kind cluster (KindEnvFuncs)
-// where a container registry and node image are available.
+// binaries, the CRDs and a kubeconfig file. Package kubeenv wraps it for
+// sigs.k8s.io/e2e-framework, with a kind cluster path for machines where a
+// container registry and kind's node image are available.
 package kube

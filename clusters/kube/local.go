@@ -122,3 +122,16 @@ func (l *Local) Stop() error {
 	}
 	return err
 }
+
+// InstallCRDs creates or updates the Gateway API and policy CRDs on any
+// cluster and waits until they are established.
+func InstallCRDs(cfg *rest.Config) error {
+	all, err := crds.All()
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: all}); err != nil {
+		return fmt.Errorf("install Gateway API %s and policy CRDs: %w", crds.GatewayAPIVersion, err)
+	}
+	return nil
+}

@@ -1,50 +1,38 @@
-package kube
+// Package kubeenv wraps the local control plane and kind for
+// sigs.k8s.io/e2e-framework: env.Funcs that start and stop a cluster with
+// the Gateway API and policy CRDs. It is a package of its own so that the
+// gwdiag binary, which uses package kube, does not link the e2e-framework.
+package kubeenv
 
 import (
 	"context"
-	"fmt"
 
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 	"sigs.k8s.io/e2e-framework/support/kind"
 
-	"github.com/gwdiag/gwdiag/clusters/crds"
+	"github.com/gwdiag/gwdiag/clusters/kube"
 )
-
-// InstallCRDs creates or updates the Gateway API and policy CRDs on any
-// cluster and waits until they are established.
-func InstallCRDs(cfg *rest.Config) error {
-	all, err := crds.All()
-	if err != nil {
-		return err
-	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: all}); err != nil {
-		return fmt.Errorf("install Gateway API %s and policy CRDs: %w", crds.GatewayAPIVersion, err)
-	}
-	return nil
-}
 
 type localKey struct{}
 
-// LocalFromContext returns the Local started by LocalEnvFuncs.
-func LocalFromContext(ctx context.Context) (*Local, bool) {
-	l, ok := ctx.Value(localKey{}).(*Local)
+// LocalFromContext returns the local API server started by LocalEnvFuncs.
+func LocalFromContext(ctx context.Context) (*kube.Local, bool) {
+	l, ok := ctx.Value(localKey{}).(*kube.Local)
 	return l, ok
 }
 
 // LocalEnvFuncs are e2e-framework set-up and tear-down functions for a local
 // etcd + kube-apiserver with the CRDs installed:
 //
-//	setup, finish := kube.LocalEnvFuncs(kube.LocalOptions{})
+//	setup, finish := kubeenv.LocalEnvFuncs(kube.LocalOptions{})
 //	testenv.Setup(setup).Finish(finish)
 //
 // Set-up points the environment's client at the new API server.
-func LocalEnvFuncs(o LocalOptions) (setup, finish env.Func) {
+func LocalEnvFuncs(o kube.LocalOptions) (setup, finish env.Func) {
 	setup = func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		l, err := StartLocal(ctx, o)
+		l, err := kube.StartLocal(ctx, o)
 		if err != nil {
 			return ctx, err
 		}
@@ -62,7 +50,7 @@ func LocalEnvFuncs(o LocalOptions) (setup, finish env.Func) {
 // environment's cluster.
 func InstallCRDsFunc() env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		return ctx, InstallCRDs(cfg.Client().RESTConfig())
+		return ctx, kube.InstallCRDs(cfg.Client().RESTConfig())
 	}
 }
 
@@ -71,7 +59,7 @@ func InstallCRDsFunc() env.Func {
 // and kind's node image; it is not exercised by gwdiag's own tests, which
 // run where kind cannot create a cluster (they use LocalEnvFuncs).
 //
-//	setup, finish := kube.KindEnvFuncs("gwdiag")
+//	setup, finish := kubeenv.KindEnvFuncs("gwdiag")
 //	testenv.Setup(setup...).Finish(finish...)
 func KindEnvFuncs(name string) (setup, finish []env.Func) {
 	setup = []env.Func{envfuncs.CreateCluster(kind.NewProvider(), name), InstallCRDsFunc()}

@@ -1,0 +1,96 @@
+package steps
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+func TestClusterManifests(t *testing.T) {
+	setup := Setup{
+		Backends: []Backend{{Name: "httpbin", Kind: BackendEcho}, {Name: "llm", Kind: BackendLLM}},
+		Listeners: []Listener{{Name: "default", Routes: []Route{{Name: "httpbin", PathPrefix: "/", Backend: "httpbin", Limits: []Limit{{Kind: LimitRequests, Amount: 3, Unit: time.Second, Burst: 3}}}}},
+			{Name: "ai", Routes: []Route{{Name: "chat", PathPrefix: "/v1", Backend: "llm", Limits: []Limit{{Kind: LimitTokens, Amount: 1000, Unit: time.Minute}}}}}},
+		Policies: []Policy{{Name: "orphan", TargetKind: "HTTPRoute", TargetName: "missing", Limits: []Limit{{Kind: LimitRequests, Amount: 1, Unit: time.Hour}}}},
+	}
+	agw := schema.GroupVersionKind{Group: "agentgateway.dev", Version: "v1alpha1", Kind: "AgentgatewayPolicy"}
+	objs, err := clusterManifests(setup, "ns1", "agentgateway", agw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, o := range objs {
+		order = append(order, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName())
+	}
+	wantOrder := []string{"Gateway/gwdiag", "Service/httpbin", "Service/llm", "HTTPRoute/httpbin", "HTTPRoute/chat",
+		"AgentgatewayPolicy/httpbin", "AgentgatewayPolicy/chat", "AgentgatewayPolicy/orphan"}
+	if diff := cmp.Diff(wantOrder, order); diff != "" {
+		t.Errorf("objects in creation order (-want +got):\n%s", diff)
+	}
+	gw := objs[0].(*gwv1.Gateway)
+	if gw.Spec.GatewayClassName != "agentgateway" || len(gw.Spec.Listeners) != 2 || gw.Spec.Listeners[1].Name != "ai" || gw.Spec.Listeners[1].Port != clusterListenerPort+1 {
+		t.Errorf("Gateway: got class %q listeners %+v, want class agentgateway and listeners default:%d, ai:%d", gw.Spec.GatewayClassName, gw.Spec.Listeners, clusterListenerPort, clusterListenerPort+1)
+	}
+	chat := objs[4].(*gwv1.HTTPRoute)
+	if got := *chat.Spec.ParentRefs[0].SectionName; got != "ai" {
+		t.Errorf("route chat parent sectionName: got %q, want ai", got)
+	}
+	if got := *chat.Spec.Rules[0].Matches[0].Path.Value; got != "/v1" {
+		t.Errorf("route chat path prefix: got %q, want /v1", got)
+	}
+
+	tests := []struct {
+		name string
+		obj  int
+		want map[string]any
+	}{
+		{"requests with burst", 5, map[string]any{
+			"targetRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "httpbin"}},
+			"traffic":    map[string]any{"rateLimit": map[string]any{"local": []any{map[string]any{"requests": int64(3), "unit": "Seconds", "burst": int64(3)}}}},
+		}},
+		{"tokens", 6, map[string]any{
+			"targetRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "chat"}},
+			"traffic":    map[string]any{"rateLimit": map[string]any{"local": []any{map[string]any{"tokens": int64(1000), "unit": "Minutes"}}}},
+		}},
+		{"standalone policy", 7, map[string]any{
+			"targetRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "missing"}},
+			"traffic":    map[string]any{"rateLimit": map[string]any{"local": []any{map[string]any{"requests": int64(1), "unit": "Hours"}}}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := objs[tt.obj].(*unstructured.Unstructured)
+			if u.GetAPIVersion() != "agentgateway.dev/v1alpha1" || u.GetNamespace() != "ns1" {
+				t.Errorf("apiVersion %q namespace %q, want agentgateway.dev/v1alpha1 in ns1", u.GetAPIVersion(), u.GetNamespace())
+			}
+			if diff := cmp.Diff(tt.want, u.Object["spec"]); diff != "" {
+				t.Errorf("spec (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	if _, err := clusterManifests(Setup{Listeners: []Listener{{Name: "l", Routes: []Route{{Name: "r", Backend: "b", Limits: []Limit{{Kind: LimitRequests, Amount: 1, Unit: time.Millisecond}}}}}}}, "ns", "c", agw); err == nil {
+		t.Error("a limit per millisecond: got no error, want one naming the unit")
+	}
+}
+
+func TestClusterOptionsDefaults(t *testing.T) {
+	o := NewCluster(ClusterOptions{Local: true}).opts
+	if o.GatewayClassName != "gwdiag" || o.PolicyGroup != "gwdiag.dev" || o.PolicyKind != "GatewayPolicy" || o.PolicyVersion != "v1alpha1" || o.ConditionTimeout.Duration != 30*time.Second || o.ControllerName == "" {
+		t.Errorf("local defaults: got %+v", o)
+	}
+	o = NewCluster(ClusterOptions{PolicyGroup: "agentgateway.dev", PolicyKind: "AgentgatewayPolicy"}).opts
+	if o.PolicyVersion != "v1alpha1" || o.ControllerName != "" {
+		t.Errorf("kubeconfig defaults: got version %q controller %q, want v1alpha1 and any controller", o.PolicyVersion, o.ControllerName)
+	}
+	if got := (Options{Target: "cluster"}).withDefaults().Tags; got != "@cluster" {
+		t.Errorf("cluster target default tags: got %q, want @cluster", got)
+	}
+	if tgt, err := NewTarget(Options{Target: "cluster"}); err != nil || tgt.Name() != "cluster" {
+		t.Errorf("NewTarget(cluster): got %v, %v", tgt, err)
+	}
+}
