@@ -1,0 +1,124 @@
+package clusters_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
+	"github.com/gwdiag/gwdiag/clusters/controller"
+	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
+	"github.com/gwdiag/gwdiag/steps"
+)
+
+const faultyName gwv1.GatewayController = "example.com/faulty"
+
+// runFaultyController is a deliberately naive implementation: it marks
+// every Gateway and HTTPRoute healthy, and every policy Accepted with the
+// generic Gateway API reason "Accepted" (not "Valid") and Attached even
+// when its target does not exist. It re-lists every 50ms until stopped.
+func runFaultyController(c client.Client) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			faultyPass(ctx, c)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+func faultyPass(ctx context.Context, c client.Client) {
+	ok := func(conds *[]metav1.Condition, gen int64, types ...string) {
+		for _, typ := range types {
+			meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: typ, Message: "ok", ObservedGeneration: gen})
+		}
+	}
+	var gws gwv1.GatewayList
+	if c.List(ctx, &gws) == nil {
+		for _, gw := range gws.Items {
+			ok(&gw.Status.Conditions, gw.Generation, "Accepted", "Programmed")
+			c.Status().Update(ctx, &gw)
+		}
+	}
+	var routes gwv1.HTTPRouteList
+	if c.List(ctx, &routes) == nil {
+		for _, r := range routes.Items {
+			ps := gwv1.RouteParentStatus{ParentRef: r.Spec.ParentRefs[0], ControllerName: faultyName}
+			ok(&ps.Conditions, r.Generation, "Accepted", "ResolvedRefs")
+			r.Status.Parents = []gwv1.RouteParentStatus{ps}
+			c.Status().Update(ctx, &r)
+		}
+	}
+	var pols v1alpha1.GatewayPolicyList
+	if c.List(ctx, &pols) == nil {
+		for _, p := range pols.Items {
+			as := gwv1.PolicyAncestorStatus{ControllerName: faultyName, AncestorRef: gwv1.ParentReference{
+				Kind: ptr.To[gwv1.Kind]("Gateway"), Namespace: ptr.To(gwv1.Namespace(p.Namespace)), Name: "gwdiag"}}
+			ok(&as.Conditions, p.Generation, "Accepted", "Attached")
+			p.Status.Ancestors = []gwv1.PolicyAncestorStatus{as}
+			c.Status().Update(ctx, &p)
+		}
+	}
+}
+
+// TestClusterConformanceCatchesFaults runs the condition scenarios against
+// the naive controller: the healthy-resources scenario passes, the two
+// policy scenarios fail on the reason and on the attachment, with got/want.
+func TestClusterConformanceCatchesFaults(t *testing.T) {
+	l := kubetest.Start(t)
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(l.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "faulty"}, Spec: gwv1.GatewayClassSpec{ControllerName: faultyName}}
+	if err := c.Create(context.Background(), gc); err != nil {
+		t.Fatal(err)
+	}
+	stop := runFaultyController(c)
+	defer stop()
+
+	var out strings.Builder
+	rep, err := steps.Run(context.Background(), steps.Options{
+		Target:  "cluster",
+		Cluster: steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "faulty", ConditionTimeout: steps.Duration{Duration: 10 * time.Second}},
+		Output:  &out,
+	})
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Summary.Passed != 1 || rep.Summary.Failed != 2 {
+		t.Errorf("naive controller: got %+v, want 1 passed (healthy Gateway and HTTPRoute) and 2 failed (policy scenarios)", rep.Summary)
+	}
+	for _, want := range []string{
+		`PASS        condition-status             Gateway and HTTPRoute report healthy conditions`,
+		`condition Accepted: got status "True" reason "Accepted" (ok), want status "True" reason "Valid"`,
+		`condition Attached: got status "True" reason "Attached" (ok), want status "False" reason "Pending"`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("progress view: want %q in\n%s", want, out.String())
+		}
+	}
+}
