@@ -251,9 +251,10 @@ func (d *clusterDeployment) Stop(ctx context.Context) error {
 }
 
 // Conditions implements ConditionReader. It waits (up to the condition
-// timeout) until the resource has conditions written at its current
-// metadata.generation, so the Gateway CRD's default "Waiting for
-// controller" conditions and a stale status are never taken for an answer.
+// timeout) until the resource has conditions written for its current
+// metadata.generation (writtenAt), so the Gateway CRD's default "Waiting
+// for controller" conditions and a stale status are never taken for an
+// answer.
 // For an HTTPRoute or a policy it returns the conditions of every parent or
 // ancestor entry (of ControllerName, when set), in status order.
 func (d *clusterDeployment) Conditions(ctx context.Context, kind, name string) ([]Condition, error) {
@@ -335,9 +336,24 @@ func convert(conds []metav1.Condition, generation int64) ([]Condition, bool, err
 	current := len(conds) > 0
 	for _, c := range conds {
 		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
-		current = current && c.ObservedGeneration == generation
+		current = current && writtenAt(c, generation)
 	}
 	return out, current, nil
+}
+
+// crdDefaultMessage is the message of the conditions the Gateway API CRDs
+// default a new Gateway's or GatewayClass's status to.
+const crdDefaultMessage = "Waiting for controller"
+
+// writtenAt tells whether a controller wrote c for the object's current
+// generation. The Gateway API asks controllers to set observedGeneration;
+// some (agentgateway's policy status) leave it 0, so an unset one counts as
+// current unless the condition is the CRD's default.
+func writtenAt(c metav1.Condition, generation int64) bool {
+	if c.ObservedGeneration == 0 {
+		return c.Message != crdDefaultMessage
+	}
+	return c.ObservedGeneration == generation
 }
 
 func runtimeConverter(raw map[string]any, into any) error {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -92,5 +93,29 @@ func TestClusterOptionsDefaults(t *testing.T) {
 	}
 	if tgt, err := NewTarget(Options{Target: "cluster"}); err != nil || tgt.Name() != "cluster" {
 		t.Errorf("NewTarget(cluster): got %v, %v", tgt, err)
+	}
+}
+
+func TestClusterConditionsWrittenAt(t *testing.T) {
+	tests := []struct {
+		name string
+		cond metav1.Condition
+		gen  int64
+		want bool
+	}{
+		{"current generation", metav1.Condition{ObservedGeneration: 2, Message: "ok"}, 2, true},
+		{"stale generation", metav1.Condition{ObservedGeneration: 1, Message: "ok"}, 2, false},
+		{"CRD default of a new Gateway", metav1.Condition{Reason: "Pending", Message: "Waiting for controller"}, 1, false},
+		{"controller that leaves observedGeneration unset", metav1.Condition{Reason: "Valid", Message: "Policy accepted"}, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := writtenAt(tt.cond, tt.gen); got != tt.want {
+				t.Errorf("writtenAt(%+v, %d) = %v, want %v", tt.cond, tt.gen, got, tt.want)
+			}
+		})
+	}
+	if _, current, _ := convert(nil, 1); current {
+		t.Error("no conditions: got current, want not yet written")
 	}
 }
