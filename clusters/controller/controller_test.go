@@ -78,6 +78,25 @@ func (f *fixture) await(obj client.Object, conditions func() []metav1.Condition,
 	}
 }
 
+// awaitListener polls gw until its listener has want attached routes and
+// the wanted conditions.
+func (f *fixture) awaitListener(gw *gwv1.Gateway, listener string, attached int32, wants ...want) {
+	f.t.Helper()
+	var ls *gwv1.ListenerStatus
+	f.await(gw, func() []metav1.Condition {
+		ls = nil
+		for i := range gw.Status.Listeners {
+			if string(gw.Status.Listeners[i].Name) == listener {
+				ls = &gw.Status.Listeners[i]
+			}
+		}
+		if ls == nil || ls.AttachedRoutes != attached {
+			return nil // not there yet: await keeps polling
+		}
+		return ls.Conditions
+	}, wants...)
+}
+
 func show(conds []metav1.Condition) string {
 	var b strings.Builder
 	for _, c := range conds {
@@ -200,6 +219,11 @@ func TestReferenceController(t *testing.T) {
 		f.await(gw, gatewayConds(gw), accepted, programmed)
 		f.await(r, routeConds(r), accepted, resolved)
 		f.await(p, policyConds(p), valid, attached)
+		f.awaitListener(gw, "http", 1, want{"Accepted", "True", "Accepted", ""}, want{"Programmed", "True", "Programmed", ""},
+			want{"ResolvedRefs", "True", "ResolvedRefs", ""}, want{"Conflicted", "False", "NoConflicts", ""})
+		if got := gw.Status.Listeners[0].SupportedKinds; len(got) != 1 || got[0].Kind != "HTTPRoute" {
+			t.Errorf("listener supportedKinds: got %+v, want [HTTPRoute]", got)
+		}
 		if got := p.Status.Ancestors[0]; got.AncestorRef.Name != "gw" || *got.AncestorRef.Kind != "Gateway" || got.ControllerName != controller.ControllerName {
 			t.Errorf("policy ancestor: got %+v, want Gateway gw by %s", got, controller.ControllerName)
 		}
@@ -242,6 +266,7 @@ func TestReferenceController(t *testing.T) {
 		r, p := route("r", gwf.ns, "gw", "b"), policy("p", "HTTPRoute", "r")
 		f.create(service("b"), r, p)
 		f.await(r, routeConds(r), want{"Accepted", "False", "NotAllowedByListeners", ""}, resolved)
+		gwf.awaitListener(gw, "http", 0, want{"Accepted", "True", "Accepted", ""})
 		f.await(p, policyConds(p), valid, want{"Attached", "False", "Pending", "Policy is not attached: HTTPRoute " + f.ns + "/r is not attached to any Gateway"})
 	})
 
@@ -259,6 +284,16 @@ func TestReferenceController(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.await(p, policyConds(p), valid, attached)
+	})
+
+	t.Run("listener with an unsupported protocol", func(t *testing.T) {
+		f := newFixture(t)
+		gw := gateway("gw", "gwdiag", gwv1.NamespacesFromSame)
+		gw.Spec.Listeners = append(gw.Spec.Listeners, gwv1.Listener{Name: "tcp", Port: 9000, Protocol: gwv1.TCPProtocolType})
+		f.create(gw)
+		f.await(gw, gatewayConds(gw), want{"Accepted", "True", "ListenersNotValid", "listener tcp: protocol TCP is not supported (HTTP, HTTPS)"}, programmed)
+		f.awaitListener(gw, "tcp", 0, want{"Accepted", "False", "UnsupportedProtocol", ""}, want{"Programmed", "False", "Invalid", ""})
+		f.awaitListener(gw, "http", 0, want{"Accepted", "True", "Accepted", ""})
 	})
 
 	t.Run("another controller's Gateway gets no status from us", func(t *testing.T) {

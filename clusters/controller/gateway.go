@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -48,7 +49,36 @@ type gatewayReconciler struct{ base }
 func (r *gatewayReconciler) setup(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("gateway").For(&gwv1.Gateway{}).
 		Watches(&gwv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
+		Watches(&gwv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(r.parentsOfRoute)).
 		Complete(r)
+}
+
+// parentsOfRoute maps a route to the Gateways it names, whose listeners
+// count attached routes.
+func (r *gatewayReconciler) parentsOfRoute(_ context.Context, o client.Object) []reconcile.Request {
+	route, ok := o.(*gwv1.HTTPRoute)
+	if !ok {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, ref := range route.Spec.ParentRefs {
+		if key, ok := gatewayKey(route.Namespace, ref); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
+	}
+	return reqs
+}
+
+// gatewayKey is the Gateway a parentRef names, if it names one.
+func gatewayKey(routeNamespace string, ref gwv1.ParentReference) (types.NamespacedName, bool) {
+	if ref.Group != nil && *ref.Group != gwv1.GroupName || ref.Kind != nil && *ref.Kind != "Gateway" {
+		return types.NamespacedName{}, false
+	}
+	key := types.NamespacedName{Namespace: routeNamespace, Name: string(ref.Name)}
+	if ref.Namespace != nil {
+		key.Namespace = string(*ref.Namespace)
+	}
+	return key, true
 }
 
 func (r *gatewayReconciler) gatewaysOfClass(ctx context.Context, o client.Object) []reconcile.Request {
@@ -95,11 +125,67 @@ func (r *gatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	conds := append([]metav1.Condition(nil), gw.Status.Conditions...)
 	meta.SetStatusCondition(&conds, accepted)
 	meta.SetStatusCondition(&conds, programmed)
-	if equality.Semantic.DeepEqual(conds, gw.Status.Conditions) {
+	listeners, err := r.listenerStatus(ctx, gw)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if equality.Semantic.DeepEqual(conds, gw.Status.Conditions) && equality.Semantic.DeepEqual(listeners, gw.Status.Listeners) {
 		return ctrl.Result{}, nil
 	}
-	gw.Status.Conditions = conds
+	gw.Status.Conditions, gw.Status.Listeners = conds, listeners
 	return ctrl.Result{}, r.client.Status().Update(ctx, gw)
+}
+
+// listenerStatus is the status of each listener: its conditions, the
+// route kinds it takes and how many routes attach to it.
+func (r *gatewayReconciler) listenerStatus(ctx context.Context, gw *gwv1.Gateway) ([]gwv1.ListenerStatus, error) {
+	var routes gwv1.HTTPRouteList
+	if err := r.client.List(ctx, &routes); err != nil {
+		return nil, err
+	}
+	self := client.ObjectKeyFromObject(gw)
+	var out []gwv1.ListenerStatus
+	for _, l := range gw.Spec.Listeners {
+		var old []metav1.Condition
+		for _, ls := range gw.Status.Listeners {
+			if ls.Name == l.Name {
+				old = append(old, ls.Conditions...)
+			}
+		}
+		st := gwv1.ListenerStatus{Name: l.Name, SupportedKinds: []gwv1.RouteGroupKind{}, Conditions: old}
+		set := func(typ string, ok bool, reason, msg string) {
+			meta.SetStatusCondition(&st.Conditions, condition(typ, ok, reason, msg, gw.Generation))
+		}
+		if supportedProtocols[l.Protocol] {
+			st.SupportedKinds = append(st.SupportedKinds, gwv1.RouteGroupKind{Group: ptr.To(gwv1.Group(gwv1.GroupName)), Kind: "HTTPRoute"})
+			set(string(gwv1.ListenerConditionAccepted), true, string(gwv1.ListenerReasonAccepted), "Listener accepted")
+			set(string(gwv1.ListenerConditionProgrammed), true, string(gwv1.ListenerReasonProgrammed), "Listener programmed")
+		} else {
+			msg := fmt.Sprintf("protocol %s is not supported (HTTP, HTTPS)", l.Protocol)
+			set(string(gwv1.ListenerConditionAccepted), false, string(gwv1.ListenerReasonUnsupportedProtocol), msg)
+			set(string(gwv1.ListenerConditionProgrammed), false, string(gwv1.ListenerReasonInvalid), msg)
+		}
+		set(string(gwv1.ListenerConditionResolvedRefs), true, string(gwv1.ListenerReasonResolvedRefs), "All references resolved")
+		set(string(gwv1.ListenerConditionConflicted), false, string(gwv1.ListenerReasonNoConflicts), "No conflicts")
+		for i := range routes.Items {
+			route := &routes.Items[i]
+			for _, ref := range route.Spec.ParentRefs {
+				if key, ok := gatewayKey(route.Namespace, ref); !ok || key != self || !selects(ref, l) {
+					continue
+				}
+				ok, err := r.listenerTakes(ctx, gw, l, route.Namespace)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					st.AttachedRoutes++
+					break
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // ownsGateway tells whether gw's class names this controller, reading the

@@ -106,12 +106,9 @@ type parentResult struct {
 func (b base) routeParents(ctx context.Context, route *gwv1.HTTPRoute) ([]parentResult, error) {
 	var out []parentResult
 	for _, ref := range route.Spec.ParentRefs {
-		if ref.Group != nil && *ref.Group != gwv1.GroupName || ref.Kind != nil && *ref.Kind != "Gateway" {
+		key, ok := gatewayKey(route.Namespace, ref)
+		if !ok {
 			continue
-		}
-		key := types.NamespacedName{Namespace: route.Namespace, Name: string(ref.Name)}
-		if ref.Namespace != nil {
-			key.Namespace = string(*ref.Namespace)
 		}
 		gw := &gwv1.Gateway{}
 		if err := b.live.Get(ctx, key, gw); err != nil {
@@ -142,14 +139,11 @@ func (b base) routeParents(ctx context.Context, route *gwv1.HTTPRoute) ([]parent
 func (b base) listenerAllows(ctx context.Context, gw *gwv1.Gateway, ref gwv1.ParentReference, ns string) (bool, string, string, error) {
 	matched := 0
 	for _, l := range gw.Spec.Listeners {
-		if ref.SectionName != nil && l.Name != *ref.SectionName || ref.Port != nil && l.Port != *ref.Port {
+		if !selects(ref, l) {
 			continue
 		}
 		matched++
-		if !supportedProtocols[l.Protocol] || !allowsKind(l.AllowedRoutes) {
-			continue
-		}
-		ok, err := b.allowsNamespace(ctx, gw.Namespace, l.AllowedRoutes, ns)
+		ok, err := b.listenerTakes(ctx, gw, l, ns)
 		if err != nil {
 			return false, "", "", err
 		}
@@ -161,6 +155,20 @@ func (b base) listenerAllows(ctx context.Context, gw *gwv1.Gateway, ref gwv1.Par
 		return false, string(gwv1.RouteReasonNoMatchingParent), fmt.Sprintf("Gateway %s/%s has no listener matching the parentRef", gw.Namespace, gw.Name), nil
 	}
 	return false, string(gwv1.RouteReasonNotAllowedByListeners), fmt.Sprintf("no listener of Gateway %s/%s allows an HTTPRoute from namespace %s", gw.Namespace, gw.Name, ns), nil
+}
+
+// selects tells whether a parentRef's sectionName and port select l.
+func selects(ref gwv1.ParentReference, l gwv1.Listener) bool {
+	return (ref.SectionName == nil || l.Name == *ref.SectionName) && (ref.Port == nil || l.Port == *ref.Port)
+}
+
+// listenerTakes tells whether listener l of gw takes an HTTPRoute from
+// namespace ns.
+func (b base) listenerTakes(ctx context.Context, gw *gwv1.Gateway, l gwv1.Listener, ns string) (bool, error) {
+	if !supportedProtocols[l.Protocol] || !allowsKind(l.AllowedRoutes) {
+		return false, nil
+	}
+	return b.allowsNamespace(ctx, gw.Namespace, l.AllowedRoutes, ns)
 }
 
 func allowsKind(ar *gwv1.AllowedRoutes) bool {
