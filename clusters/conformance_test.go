@@ -81,10 +81,11 @@ func TestClusterConformanceFails(t *testing.T) {
 	}
 }
 
-// TestClusterTargetMissingGatewayClass checks Start names the missing class.
+// TestClusterTargetMissingGatewayClass checks Start installs (here:
+// updates) the CRDs when asked, then names the missing class.
 func TestClusterTargetMissingGatewayClass(t *testing.T) {
 	l := kubetest.Start(t)
-	target := steps.NewCluster(steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "agentgateway"})
+	target := steps.NewCluster(steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "agentgateway", InstallCRDs: true})
 	err := target.Start(context.Background())
 	defer target.Stop(context.Background())
 	if err == nil || !strings.Contains(err.Error(), `GatewayClass "agentgateway"`) {

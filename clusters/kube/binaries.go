@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +53,7 @@ var programs = []struct{ name, pkg string }{
 // (the whole of kube-apiserver), a warm one seconds (Go's build cache), and
 // up-to-date binaries are not rebuilt at all. log receives the go command's
 // output; nil discards it.
-func EnsureBinaries(ctx context.Context, log *os.File) (Binaries, error) {
+func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	for _, env := range []string{EnvBinDir, "KUBEBUILDER_ASSETS"} {
 		if dir := os.Getenv(env); dir != "" {
 			b := Binaries{Dir: dir}
@@ -74,7 +75,7 @@ func EnsureBinaries(ctx context.Context, log *os.File) (Binaries, error) {
 // Build builds kube-apiserver and etcd into dir from the tools module of
 // the repository at root, skipping a binary newer than the module's
 // go.mod and go.sum.
-func Build(ctx context.Context, root, dir string, log *os.File) (Binaries, error) {
+func Build(ctx context.Context, root, dir string, log io.Writer) (Binaries, error) {
 	b := Binaries{Dir: dir}
 	mod := filepath.Join(root, toolsModule)
 	newest, err := newestMod(mod)
