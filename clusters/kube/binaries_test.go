@@ -1,0 +1,81 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNetworkFailure(t *testing.T) {
+	tests := []struct {
+		name string
+		out  string
+		want bool
+	}{
+		{"proxy unreachable", `go: k8s.io/kubernetes@v1.36.3: Get "https://proxy.golang.org/k8s.io/kubernetes/@v/v1.36.3.zip": dial tcp: lookup proxy.golang.org: no such host`, true},
+		{"timeout", "read tcp 10.0.0.2:443: i/o timeout", true},
+		{"compile error", "./main.go:3:1: syntax error: non-declaration statement outside function body", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := networkFailure(tt.out); got != tt.want {
+				t.Errorf("networkFailure(%q) = %v, want %v", tt.out, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnsureBinariesFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EnvBinDir, dir)
+	if _, err := EnsureBinaries(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "$"+EnvBinDir) {
+		t.Errorf("empty $%s: got %v, want an error naming the variable", EnvBinDir, err)
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := EnsureBinaries(context.Background(), nil)
+	if err != nil || b.APIServer() != filepath.Join(dir, "kube-apiserver") || b.Etcd() != filepath.Join(dir, "etcd") {
+		t.Errorf("prebuilt binaries in $%s: got %+v, %v", EnvBinDir, b, err)
+	}
+}
+
+// TestBuildKeepsUpToDateBinaries checks an up-to-date binary is not
+// rebuilt: with binaries newer than the tools module's go.mod, Build must
+// not run the go command at all (an empty PATH would make it fail).
+func TestBuildKeepsUpToDateBinaries(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	future := time.Now().Add(time.Hour)
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, future, future); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", "")
+	if _, err := Build(context.Background(), root, dir, nil); err != nil {
+		t.Errorf("up-to-date binaries: got %v, want no build", err)
+	}
+	// A stale one is rebuilt: with no go command, that fails, naming it.
+	old := time.Unix(0, 0)
+	if err := os.Chtimes(filepath.Join(dir, "etcd"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(context.Background(), root, dir, nil)
+	if err == nil || errors.Is(err, ErrNoNetwork) || !strings.Contains(err.Error(), "go.etcd.io/etcd/server/v3") {
+		t.Errorf("stale etcd without a go command: got %v, want a build error naming the etcd package", err)
+	}
+}
