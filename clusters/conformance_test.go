@@ -48,7 +48,7 @@ func TestClusterConformance(t *testing.T) {
 // local API server reached through its kubeconfig, as any cluster would
 // be), every condition scenario fails and says why.
 func TestClusterConformanceFails(t *testing.T) {
-	l := kubetest.Start(t)
+	l := sharedAPIServer(t)
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestClusterConformanceFails(t *testing.T) {
 // TestClusterTargetMissingGatewayClass checks Start installs (here:
 // updates) the CRDs when asked, then names the missing class.
 func TestClusterTargetMissingGatewayClass(t *testing.T) {
-	l := kubetest.Start(t)
+	l := sharedAPIServer(t)
 	target := steps.NewCluster(steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "agentgateway", InstallCRDs: true})
 	err := target.Start(context.Background())
 	defer target.Stop(context.Background())

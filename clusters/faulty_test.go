@@ -15,7 +15,6 @@ import (
 
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 	"github.com/gwdiag/gwdiag/clusters/controller"
-	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
 	"github.com/gwdiag/gwdiag/steps"
 )
 
@@ -83,7 +82,7 @@ func faultyPass(ctx context.Context, c client.Client) {
 // the naive controller: the healthy-resources scenario passes, the two
 // policy scenarios fail on the reason and on the attachment, with got/want.
 func TestClusterConformanceCatchesFaults(t *testing.T) {
-	l := kubetest.Start(t)
+	l := sharedAPIServer(t)
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		t.Fatal(err)
