@@ -130,7 +130,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 		var err error
 		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 		if err != nil {
-			return fmt.Errorf("cluster target: kubeconfig: %w", err)
+			return fmt.Errorf("cluster target: kubeconfig: %w (set cluster.kubeconfig or $KUBECONFIG, or cluster.local: true for a local API server with the reference controller)", err)
 		}
 		if c.opts.InstallCRDs {
 			if err := kube.InstallCRDs(cfg); err != nil {

@@ -1,6 +1,8 @@
 package steps
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +119,20 @@ func TestClusterConditionsWrittenAt(t *testing.T) {
 	}
 	if _, current, _ := convert(nil, 1); current {
 		t.Error("no conditions: got current, want not yet written")
+	}
+}
+
+func TestClusterTargetNoKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	c := NewCluster(ClusterOptions{})
+	err := c.Start(context.Background())
+	defer c.Stop(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "cluster.local: true") {
+		t.Errorf("Start with no kubeconfig: got %v, want an error pointing at cluster.kubeconfig and cluster.local", err)
+	}
+	missing := NewCluster(ClusterOptions{Kubeconfig: "/nonexistent/kubeconfig"})
+	if err := missing.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "/nonexistent/kubeconfig") {
+		t.Errorf("Start with a missing kubeconfig file: got %v, want an error naming it", err)
 	}
 }
