@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 )
 
 // standaloneConfig renders setup in the standalone config format of the
@@ -15,6 +17,10 @@ import (
 // localRateLimit buckets. backendAddrs maps backend names to host:port.
 func standaloneConfig(setup Setup, adminAddr string, ports map[string]int, backendAddrs map[string]string) ([]byte, error) {
 	type node = map[string]any
+	kinds := map[string]BackendKind{}
+	for _, b := range setup.Backends {
+		kinds[b.Name] = b.Kind
+	}
 	binds := []any{}
 	for _, l := range setup.Listeners {
 		port, ok := ports[l.Name]
@@ -27,15 +33,24 @@ func standaloneConfig(setup Setup, adminAddr string, ports map[string]int, backe
 			if !ok {
 				return nil, fmt.Errorf("standalone config: route %q: unknown backend %q", r.Name, r.Backend)
 			}
+			backend := node{"host": addr}
+			if kinds[r.Backend] == BackendLLM {
+				// An LLM provider backend, as token limits need on real proxies.
+				backend = node{"ai": node{"name": r.Backend, "provider": node{"openAI": node{}}, "hostOverride": addr}}
+			}
 			route := node{
 				"name":     r.Name,
 				"matches":  []any{node{"path": node{"pathPrefix": r.PathPrefix}}},
-				"backends": []any{node{"host": addr}},
+				"backends": []any{backend},
 			}
 			if len(r.Limits) > 0 {
 				var buckets []any
 				for _, lim := range r.Limits {
-					buckets = append(buckets, bucketFor(lim))
+					b, err := bucketFor(lim)
+					if err != nil {
+						return nil, fmt.Errorf("standalone config: route %q: %w", r.Name, err)
+					}
+					buckets = append(buckets, b)
 				}
 				route["policies"] = node{"localRateLimit": buckets}
 			}
@@ -49,26 +64,28 @@ func standaloneConfig(setup Setup, adminAddr string, ports map[string]int, backe
 	return yaml.Marshal(node{"config": node{"adminAddr": adminAddr}, "binds": binds})
 }
 
-// bucketFor maps a policy-resource limit to a token bucket the way
-// REFERENCE.md "Local rate limit" does: maxTokens = amount + burst,
-// tokensPerFill = amount, fillInterval = the unit.
-func bucketFor(l Limit) map[string]any {
-	b := map[string]any{
-		"maxTokens":     l.Amount + l.Burst,
-		"tokensPerFill": l.Amount,
-		"fillInterval":  durationString(l.Unit),
-	}
+// bucketFor maps a policy-resource limit to a token bucket with the one
+// mapping the reference proxy and controller use (ratelimit.FromPolicy).
+func bucketFor(l Limit) (map[string]any, error) {
+	e := ratelimit.PolicyEntry{Unit: l.UnitName(), Burst: &l.Burst}
 	if l.Kind == LimitTokens {
+		e.Tokens = &l.Amount
+	} else {
+		e.Requests = &l.Amount
+	}
+	spec, err := ratelimit.FromPolicy(e)
+	if err != nil {
+		return nil, err
+	}
+	b := map[string]any{
+		"maxTokens":     spec.MaxTokens,
+		"tokensPerFill": spec.TokensPerFill,
+		"fillInterval":  config.Duration(spec.FillInterval).String(),
+	}
+	if spec.Type == ratelimit.Tokens {
 		b["type"] = "tokens"
 	}
-	return b
-}
-
-func durationString(d time.Duration) string {
-	if d%time.Second == 0 {
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	}
-	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	return b, nil
 }
 
 // freePort asks the kernel for a free loopback port. Another process may

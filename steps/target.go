@@ -122,6 +122,20 @@ type Limit struct {
 	Burst  uint64
 }
 
+// UnitName is the policy resource's name of the limit's unit (Seconds,
+// Minutes, Hours), or its duration when it is none of them.
+func (l Limit) UnitName() string {
+	switch l.Unit {
+	case time.Second:
+		return "Seconds"
+	case time.Minute:
+		return "Minutes"
+	case time.Hour:
+		return "Hours"
+	}
+	return l.Unit.String()
+}
+
 // Policy is a rate-limit policy resource on its own.
 type Policy struct {
 	Name       string
