@@ -236,6 +236,13 @@ func TestReferenceController(t *testing.T) {
 		f.await(p, policyConds(p), valid, attached)
 	})
 
+	t.Run("policy on a missing Gateway", func(t *testing.T) {
+		f := newFixture(t)
+		p := policy("gw-wide", "Gateway", "nope")
+		f.create(p)
+		f.await(p, policyConds(p), valid, want{"Attached", "False", "Pending", "Policy is not attached: Gateway " + f.ns + "/nope not found"})
+	})
+
 	t.Run("missing backend resolves when the Service appears", func(t *testing.T) {
 		f := newFixture(t)
 		gw, r := gateway("gw", "gwdiag", gwv1.NamespacesFromSame), route("r", "", "gw", "later")

@@ -150,15 +150,17 @@ func (r *policyReconciler) ancestors(ctx context.Context, pol *v1alpha1.GatewayP
 			if err != nil && !apierrors.IsNotFound(err) {
 				return nil, err
 			}
-			ours := false
-			if err == nil {
+			found, ours := err == nil, false
+			if found {
 				if ours, err = r.ownsGateway(ctx, gw); err != nil {
 					return nil, err
 				}
 			}
 			switch {
+			case !found:
+				unattached = append(unattached, ancestor{ref: self, message: fmt.Sprintf("Gateway %s not found", key)})
 			case !ours:
-				unattached = append(unattached, ancestor{ref: self, message: fmt.Sprintf("Gateway %s is not found or not managed by %s", key, r.name)})
+				unattached = append(unattached, ancestor{ref: self, message: fmt.Sprintf("Gateway %s is not managed by %s", key, r.name)})
 			case t.SectionName != nil && !hasListener(gw, *t.SectionName):
 				unattached = append(unattached, ancestor{ref: self, message: fmt.Sprintf("Gateway %s has no listener %s", key, *t.SectionName)})
 			default:
