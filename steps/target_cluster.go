@@ -106,11 +106,11 @@ func (*Cluster) Capabilities() []string { return []string{"cluster"} }
 // reference controller, or connects to the kubeconfig's cluster, and checks
 // the GatewayClass is there.
 func (c *Cluster) Start(ctx context.Context) error {
+	// envtest and controller-runtime log through a global logger that
+	// warns when never set; the suite reports on its own.
+	ctrllog.SetLogger(controller.DiscardLogger())
 	var cfg *rest.Config
 	if c.opts.Local {
-		// The control plane and controller-runtime log through a global
-		// logger that warns when never set; the suite reports on its own.
-		ctrllog.SetLogger(controller.DiscardLogger())
 		l, err := kube.StartLocal(ctx, kube.LocalOptions{})
 		if err != nil {
 			return fmt.Errorf("cluster target: %w", err)
@@ -160,7 +160,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return nil
 	}
 	if err := c.client.Get(ctx, client.ObjectKey{Name: c.opts.GatewayClassName}, &gwv1.GatewayClass{}); err != nil {
-		return fmt.Errorf("cluster target: GatewayClass %q on %s: %w (set cluster.gatewayClassName to the implementation's class; --cluster local runs the reference controller)", c.opts.GatewayClassName, cfg.Host, err)
+		return fmt.Errorf("cluster target: GatewayClass %q on %s: %w (set cluster.gatewayClassName to the implementation's class; cluster.local: true runs the reference controller)", c.opts.GatewayClassName, cfg.Host, err)
 	}
 	return nil
 }
