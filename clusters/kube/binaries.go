@@ -85,12 +85,22 @@ func Build(ctx context.Context, root, dir string, log io.Writer) (Binaries, erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return b, err
 	}
+	// Test packages run in parallel and each may call Build: one builds,
+	// the others wait and then find the binaries up to date.
+	unlock, err := lockFile(filepath.Join(dir, ".kube-bins.lock"))
+	if err != nil {
+		return b, err
+	}
+	defer unlock()
 	for _, p := range programs {
 		out := filepath.Join(dir, p.name)
 		if st, err := os.Stat(out); err == nil && st.ModTime().After(newest) {
 			continue
 		}
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, p.pkg)
+		// Build beside the target and rename, so a reader never sees a
+		// half-written binary.
+		tmp := out + ".tmp"
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, p.pkg)
 		cmd.Dir = mod
 		// The tools module has its own go.mod; a GOFLAGS=-mod=vendor or a
 		// GOWORK of the caller must not leak into it.
@@ -110,6 +120,9 @@ func Build(ctx context.Context, root, dir string, log io.Writer) (Binaries, erro
 				return b, fmt.Errorf("%w: go build %s: %s", ErrNoNetwork, p.pkg, lastLines(msg, 5))
 			}
 			return b, fmt.Errorf("go build %s in %s: %v\n%s", p.pkg, mod, err, lastLines(msg, 20))
+		}
+		if err := os.Rename(tmp, out); err != nil {
+			return b, err
 		}
 	}
 	return b, nil
