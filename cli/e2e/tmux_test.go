@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,9 @@ import (
 // tmuxSession drives the real binary in a real terminal: a private tmux
 // server (its own socket, no user config) with one 80x24 window.
 type tmuxSession struct {
-	t      *testing.T
-	socket string
+	t          *testing.T
+	socket     string
+	statusFile string
 }
 
 func newTmux(t *testing.T, command string) *tmuxSession {
@@ -30,8 +32,12 @@ func newTmux(t *testing.T, command string) *tmuxSession {
 	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &tmuxSession{t: t, socket: filepath.Join(dir, "sock")}
-	s.run("-f", conf, "new-session", "-d", "-s", "gw", "-x", "80", "-y", "24", command)
+	s := &tmuxSession{t: t, socket: filepath.Join(dir, "sock"), statusFile: filepath.Join(dir, "status")}
+	// The shell writes the exit status to a file: tmux can mark a pane dead
+	// when its terminal closes, before it has reaped the process, and then
+	// never report the status.
+	s.run("-f", conf, "new-session", "-d", "-s", "gw", "-x", "80", "-y", "24",
+		command+"; echo $? > "+s.statusFile+".tmp && mv "+s.statusFile+".tmp "+s.statusFile)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
 	return s
 }
@@ -78,10 +84,11 @@ func (s *tmuxSession) waitExit() int {
 	s.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		out := strings.TrimSpace(s.run("display-message", "-p", "-t", "gw", "#{pane_dead} #{pane_dead_status}"))
-		var dead, status int
-		fmt.Sscan(out, &dead, &status)
-		if dead == 1 {
+		if b, err := os.ReadFile(s.statusFile); err == nil {
+			status, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				s.t.Fatalf("exit status file: %v", err)
+			}
 			return status
 		}
 		if time.Now().After(deadline) {
