@@ -16,7 +16,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/steps/sse"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // A fault makes the in-process reference proxy misbehave in one precise

@@ -12,7 +12,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/steps/sse"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // state is everything one scenario knows; it travels in the step context

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // Event is one trace event as received: Raw holds the exact JSON object of
@@ -56,64 +55,42 @@ func (c *Client) http() *http.Client {
 }
 
 // OpenTrace registers a watcher on /debug/trace (POST, with ?expression= when
-// expression is set; GET for older proxies that answer POST with 405) and
-// returns the open response body. The caller must close it.
+// expression is set; GET for older proxies that refuse POST) and returns the
+// open response body. The caller must close it.
 func (c *Client) OpenTrace(ctx context.Context, expression string) (io.ReadCloser, error) {
-	u := c.BaseURL + "/debug/trace"
-	if expression != "" {
-		u += "?expression=" + url.QueryEscape(expression)
+	st, err := sse.OpenURL(ctx, c.http(), c.BaseURL, expression)
+	var se *sse.StatusError
+	switch {
+	case errors.As(err, &se):
+		return nil, statusError(se.URL, se.Status, se.Body)
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, c.unreachable(err)
 	}
-	resp, err := c.do(ctx, http.MethodPost, u)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode == http.StatusMethodNotAllowed && expression == "" {
-		resp.Body.Close()
-		if resp, err = c.do(ctx, http.MethodGet, u); err != nil {
-			return nil, err
-		}
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		return nil, statusError(u, resp)
-	}
-	return resp.Body, nil
+	return st.Response.Body, nil
 }
 
-func (c *Client) do(ctx context.Context, method, u string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("admin request %s: %w", u, err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.http().Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("cannot reach the admin server at %s (is the proxy running? set --admin-url or --proxy-admin-port): %w", c.BaseURL, err)
-	}
-	return resp, nil
+func (c *Client) unreachable(err error) error {
+	return fmt.Errorf("cannot reach the admin server at %s (is the proxy running? set --admin-url or --proxy-admin-port): %w", c.BaseURL, err)
 }
 
-func statusError(u string, resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	msg := strings.TrimSpace(string(b))
-	if msg == "" {
-		return fmt.Errorf("admin server answered %s for %s", resp.Status, u)
+func statusError(u string, code int, body string) error {
+	status := strconv.Itoa(code) + " " + http.StatusText(code)
+	if msg := strings.TrimSpace(body); msg != "" {
+		return fmt.Errorf("admin server answered %s for %s: %s", status, u, msg)
 	}
-	return fmt.Errorf("admin server answered %s for %s: %s", resp.Status, u, msg)
+	return fmt.Errorf("admin server answered %s for %s", status, u)
 }
 
 // ReadStream parses SSE frames from r and hands them to h until the stream
 // ends. It returns nil when the stream carried requestFinished, an error
 // wrapping ErrIncomplete when it ended before, or the read or decode error.
+// It returns right after requestFinished rather than waiting for an EOF a
+// slow or older proxy might never send.
 func ReadStream(r io.Reader, h Handler) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 16*1024*1024) // events can be large; most are small
-	var data bytes.Buffer
-	haveData, ready, finished := false, false, false
-	count := 0
+	frames := sse.NewReader(r)
+	ready, count := false, 0
 	markReady := func() {
 		if !ready {
 			ready = true
@@ -122,16 +99,25 @@ func ReadStream(r io.Reader, h Handler) error {
 			}
 		}
 	}
-	dispatch := func() error {
-		if !haveData {
-			return nil
+	for {
+		f, err := frames.Next()
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w (after %d events)", ErrIncomplete, count)
 		}
-		raw := append([]byte(nil), data.Bytes()...)
-		data.Reset()
-		haveData = false
+		if err != nil {
+			return fmt.Errorf("%w (after %d events): %v", ErrIncomplete, count, err)
+		}
 		markReady()
+		if f.IsComment {
+			if n, ok := strings.CutPrefix(f.Comment, "dropped "); ok {
+				if v, err := strconv.Atoi(strings.TrimSuffix(n, " events")); err == nil && h.Dropped != nil {
+					h.Dropped(v)
+				}
+			}
+			continue
+		}
 		var compact bytes.Buffer
-		if err := json.Compact(&compact, raw); err != nil {
+		if err := json.Compact(&compact, []byte(f.Data)); err != nil {
 			return fmt.Errorf("trace event %d is not JSON: %w", count+1, err)
 		}
 		ev, err := trace.Parse(compact.Bytes())
@@ -143,53 +129,9 @@ func ReadStream(r io.Reader, h Handler) error {
 			h.Event(Event{Raw: compact.Bytes(), Event: ev})
 		}
 		if ev.Type() == trace.RequestFinished {
-			finished = true
-		}
-		return nil
-	}
-	for sc.Scan() {
-		line := strings.TrimSuffix(sc.Text(), "\r")
-		switch {
-		case line == "":
-			if err := dispatch(); err != nil {
-				return err
-			}
-			if finished {
-				// The stream ends after requestFinished; do not wait for an
-				// EOF a slow or older proxy might never send.
-				return nil
-			}
-		case strings.HasPrefix(line, ":"):
-			comment := strings.TrimSpace(line[1:])
-			if n, ok := strings.CutPrefix(comment, "dropped "); ok {
-				if v, err := strconv.Atoi(strings.TrimSuffix(n, " events")); err == nil && h.Dropped != nil {
-					h.Dropped(v)
-				}
-			}
-			markReady()
-		case strings.HasPrefix(line, "data:"):
-			if haveData {
-				data.WriteByte('\n')
-			}
-			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-			haveData = true
-		default:
-			// event:, id:, retry: carry nothing a trace needs.
-		}
-	}
-	if err := sc.Err(); err != nil {
-		if finished {
 			return nil
 		}
-		return fmt.Errorf("%w (after %d events): %v", ErrIncomplete, count, err)
 	}
-	if err := dispatch(); err != nil {
-		return err
-	}
-	if !finished {
-		return fmt.Errorf("%w (after %d events)", ErrIncomplete, count)
-	}
-	return nil
 }
 
 // ConfigDump fetches /config_dump as raw JSON.
@@ -201,11 +143,12 @@ func (c *Client) ConfigDump(ctx context.Context) ([]byte, error) {
 	}
 	resp, err := c.http().Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the admin server at %s (is the proxy running? set --admin-url or --proxy-admin-port): %w", c.BaseURL, err)
+		return nil, c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(u, resp)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, statusError(u, resp.StatusCode, string(body))
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {

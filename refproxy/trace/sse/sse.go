@@ -1,6 +1,7 @@
 // Package sse reads the JSON-over-SSE trace stream of /debug/trace: it opens
 // the stream over real HTTP, splits it into frames (data and comments) and
-// decodes the trace events.
+// decodes the trace events. The conformance suite and the gwdiag CLI both
+// read traces through it.
 package sse
 
 import (
@@ -88,6 +89,7 @@ type Stream struct {
 type StatusError struct {
 	Status int
 	Body   string
+	URL    string // the stream's URL, with its query
 }
 
 // Error says what the proxy answered.
@@ -96,10 +98,19 @@ func (e *StatusError) Error() string {
 }
 
 // Open opens the trace stream of the admin server at adminAddr (host:port),
-// with an optional CEL expression. It tries POST (newer proxies take only
-// POST) and falls back to GET when POST is refused with 405 or 404.
+// with an optional CEL expression; see OpenURL.
 func Open(ctx context.Context, client *http.Client, adminAddr, expression string) (*Stream, error) {
-	u := "http://" + adminAddr + "/debug/trace"
+	return OpenURL(ctx, client, "http://"+adminAddr, expression)
+}
+
+// OpenURL opens the trace stream of the admin server at baseURL
+// (http://host:port), with an optional CEL expression. It tries POST (newer
+// proxies take only POST) and, without an expression, falls back to GET when
+// POST is refused with 405 or 404 (older proxies route the endpoint by
+// method). With an expression there is no fallback: an older proxy would
+// ignore the filter and trace the wrong request.
+func OpenURL(ctx context.Context, client *http.Client, baseURL, expression string) (*Stream, error) {
+	u := strings.TrimSuffix(baseURL, "/") + "/debug/trace"
 	if expression != "" {
 		u += "?expression=" + url.QueryEscape(expression)
 	}
@@ -119,10 +130,8 @@ func Open(ctx context.Context, client *http.Client, adminAddr, expression string
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		last = &StatusError{Status: resp.StatusCode, Body: string(body)}
-		// Older proxies route the endpoint by method and may answer 404
-		// rather than 405 to a POST.
-		if resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
+		last = &StatusError{Status: resp.StatusCode, Body: string(body), URL: u}
+		if expression != "" || (resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound) {
 			break
 		}
 	}
