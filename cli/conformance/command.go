@@ -54,6 +54,9 @@ func newRunCommand() *cobra.Command {
   # Any standalone proxy binary; {config} is the config file the suite writes
   gwdiag conformance run --target process --proxy-cmd 'refproxy -f {config}'
 
+  # Condition status on a cluster (any kubeconfig; the implementation's GatewayClass)
+  gwdiag conformance run --target cluster --kubeconfig ~/.kube/config --gateway-class agentgateway
+
   # One feature, one scenario
   gwdiag conformance run --tags @request-limits --run-scenario 'The window resets with no manual action'`,
 		Args: cobra.NoArgs,
@@ -109,6 +112,18 @@ func newRunCommand() *cobra.Command {
 			if set("trace-timeout") {
 				o.Timeouts.Trace.Duration = trTimeout
 			}
+			if set("kubeconfig") {
+				o.Cluster.Kubeconfig = flags.Cluster.Kubeconfig
+			}
+			if set("local-cluster") {
+				o.Cluster.Local = flags.Cluster.Local
+			}
+			if set("install-crds") {
+				o.Cluster.InstallCRDs = flags.Cluster.InstallCRDs
+			}
+			if set("gateway-class") {
+				o.Cluster.GatewayClassName = flags.Cluster.GatewayClassName
+			}
 			if o.Target == "process" && o.ProxyCommand == "" {
 				return errors.New("--target process needs --proxy-cmd, e.g. --proxy-cmd 'refproxy -f {config}'")
 			}
@@ -126,7 +141,7 @@ func newRunCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&configPath, "config", "c", "", "options file (YAML, the fields of steps.Options); flags override it")
-	f.StringVar(&flags.Target, "target", "inprocess", "how the proxy is run: inprocess or process")
+	f.StringVar(&flags.Target, "target", "inprocess", "how the proxy is run: inprocess, process or cluster")
 	f.StringVar(&flags.ProxyCommand, "proxy-cmd", "", "process target: command template; {config} is the config file, {admin} the admin address")
 	f.StringVar(&flags.Implementation.Name, "implementation", "", "name of the proxy under test, for the report")
 	f.StringSliceVar(&supported, "supported-features", nil, "extended features the proxy claims (failing them is a failure)")
@@ -138,6 +153,10 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&flags.JUnit, "junit", "", "write JUnit XML here")
 	f.StringVar(&flags.CucumberJSON, "cucumber-json", "", "write Cucumber JSON here")
 	f.IntVar(&flags.Concurrency, "concurrency", 4, "scenarios run at once")
+	f.StringVar(&flags.Cluster.Kubeconfig, "kubeconfig", "", "cluster target: kubeconfig of an existing cluster (default $KUBECONFIG, then ~/.kube/config)")
+	f.BoolVar(&flags.Cluster.Local, "local-cluster", false, "cluster target: start a local API server with the CRDs and the reference controller")
+	f.BoolVar(&flags.Cluster.InstallCRDs, "install-crds", false, "cluster target: install the Gateway API and policy CRDs into the existing cluster first")
+	f.StringVar(&flags.Cluster.GatewayClassName, "gateway-class", "", "cluster target: GatewayClass of the scenarios' Gateways (default gwdiag)")
 	f.DurationVar(&reqTimeout, "request-timeout", 10*time.Second, "bound on one HTTP request")
 	f.DurationVar(&trTimeout, "trace-timeout", 5*time.Second, "bound on a trace completing after its request")
 	return cmd

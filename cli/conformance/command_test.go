@@ -131,3 +131,11 @@ func TestRunOptionsFileAndFlags(t *testing.T) {
 		t.Errorf("run with an unknown option: got %v, want an error naming the file", err)
 	}
 }
+
+func TestRunClusterFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-kubeconfig")
+	_, err := run(t, "run", "--target", "cluster", "--kubeconfig", missing)
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("run --target cluster --kubeconfig %s: got %v, want an error naming the kubeconfig", missing, err)
+	}
+}
