@@ -48,6 +48,10 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./refproxy/config
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./refproxy/logfilter
+	$(GO) test -run '^$$' -fuzz FuzzPrepareRequest -fuzztime $(FUZZTIME) ./refproxy/llm
+	$(GO) test -run '^$$' -fuzz FuzzJSONUsage -fuzztime $(FUZZTIME) ./refproxy/llm
+	$(GO) test -run '^$$' -fuzz FuzzSSEUsage -fuzztime $(FUZZTIME) ./refproxy/llm
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME) ./refproxy/trace/sse
 
 # kube-apiserver and etcd for the cluster tests, built into $(BIN) from the nested
 # module clusters/kube/tools (so the main module never requires k8s.io/kubernetes).
