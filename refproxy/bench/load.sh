@@ -26,7 +26,10 @@ trap cleanup EXIT
 need() {
 	command -v "$1" >/dev/null 2>&1 && return
 	echo "installing $2 (Debian package)" >&2
-	if [ "$(id -u)" = 0 ]; then apt-get install -y "$2" >/dev/null; else sudo apt-get install -y "$2" >/dev/null; fi
+	local sudo=""
+	[ "$(id -u)" = 0 ] || sudo=sudo
+	# A fresh machine has no package lists yet.
+	$sudo apt-get install -y "$2" >/dev/null 2>&1 || { $sudo apt-get update -qq && $sudo apt-get install -y "$2" >/dev/null; }
 }
 need wrk wrk
 [ -x /usr/sbin/nginx ] || need nginx nginx
