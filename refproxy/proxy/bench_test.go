@@ -59,6 +59,7 @@ binds:
 		for _, rt := range l.routes {
 			for _, be := range rt.backends {
 				be.rp.Transport = stubTransport{}
+				be.direct = stubTransport{}
 			}
 		}
 	}

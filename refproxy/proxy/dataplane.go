@@ -328,6 +328,7 @@ func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 	if scheme == "http" {
 		b.up = &upstream{addr: host, dialer: dp.dialer, fallback: dp.transport, maxIdle: dp.opts.MaxIdleConnsPerHost}
 		rt = b.up
+		b.direct = b.up
 	}
 	b.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

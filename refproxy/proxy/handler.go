@@ -96,11 +96,15 @@ func (h *bindHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	rw := writerPool.Get().(*respWriter)
 	*rw = respWriter{w: w, dp: dp, tr: tr, rt: rt, d: d, limited: rt.set != nil, start: time.Now()}
+	defer rw.finish(be)
+	if be.direct != nil && r.Header["Upgrade"] == nil && r.Header["Expect"] == nil {
+		dp.forward(rw, r, be)
+		return
+	}
 	if rt.tokens {
 		// Only token-limited routes need their state in ModifyResponse.
 		r = r.WithContext(context.WithValue(r.Context(), writerKey{}, rw))
 	}
-	defer rw.finish(be)
 	be.rp.ServeHTTP(rw, r)
 }
 
@@ -251,6 +255,12 @@ func (dp *Dataplane) modifyResponse(resp *http.Response) error {
 	if !ok || !rw.rt.tokens {
 		return nil
 	}
+	dp.watchTokens(rw, resp)
+	return nil
+}
+
+// watchTokens charges LLM token usage once the body has passed through.
+func (dp *Dataplane) watchTokens(rw *respWriter, resp *http.Response) {
 	set, route := rw.rt.set, rw.rt.key
 	// Error answers from LLM providers carry no usage: counting them as 0 is
 	// expected, not worth a warning.
@@ -265,7 +275,6 @@ func (dp *Dataplane) modifyResponse(resp *http.Response) error {
 			rw.warnMu.Unlock()
 		}
 	})
-	return nil
 }
 
 // statusSeverity is the severity of backendCallResult and requestFinished.

@@ -69,7 +69,10 @@ type backend struct {
 	ai        bool
 	rp        *httputil.ReverseProxy
 	up        *upstream // nil for TLS backends, which use the shared transport
-	stats     *EndpointStats
+	// direct makes the round trips of forward (be.up, or a stub in
+	// benchmarks); nil sends every request through rp.
+	direct http.RoundTripper
+	stats  *EndpointStats
 }
 
 // bindKey identifies a bind across reloads: its port, or for port 0 (a free
