@@ -92,9 +92,16 @@ func PrepareRequest(r *http.Request) {
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		r.TransferEncoding = nil
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	rb := &bytesBody{}
+	rb.Reset(body)
+	r.Body = rb
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 }
+
+// bytesBody is a request body read from memory, in one allocation.
+type bytesBody struct{ bytes.Reader }
+
+func (*bytesBody) Close() error { return nil }
 
 // readCloser reads from r and closes c.
 type readCloser struct {
@@ -117,6 +124,13 @@ type errReader struct{ err error }
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 func isJSON(contentType string) bool {
+	// The usual values, without mime.ParseMediaType's allocations.
+	mt, params, _ := strings.Cut(contentType, ";")
+	if strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		if p := strings.TrimSpace(params); p == "" && !strings.Contains(contentType, ";") || strings.EqualFold(p, "charset=utf-8") {
+			return true
+		}
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
@@ -125,11 +139,12 @@ func isJSON(contentType string) bool {
 // PrepareRequest asks for it. It looks at the top level of the object
 // only, without decoding the rest (messages can be large).
 func addIncludeUsage(body []byte) ([]byte, bool) {
-	stream, found, complete := topValue(body, "stream")
+	var buf [64]byte
+	stream, found, complete := topValue(body, "stream", buf[:0])
 	if !complete || !found || string(stream) != "true" {
 		return nil, false
 	}
-	if _, found, _ := topValue(body, "stream_options"); found {
+	if _, found, _ := topValue(body, "stream_options", buf[:0]); found {
 		return nil, false
 	}
 	i := bytes.IndexByte(body, '{') // a whole object: only blanks before it

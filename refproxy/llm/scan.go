@@ -318,8 +318,11 @@ func keyIs(raw []byte, want string) bool {
 // topValue returns the raw value of the top-level key of the JSON object
 // doc (the last occurrence); complete is false when doc is not a whole
 // object (unbalanced, or not an object at all).
-func topValue(doc []byte, key string) (val []byte, found, complete bool) {
-	var buf [64]byte // counts and flags are short: keep them off the heap
+//
+// The value is kept in buf (grown only if it does not fit): callers pass a
+// small array on their stack, as counts and flags are short, so that no
+// call allocates.
+func topValue(doc []byte, key string, buf []byte) (val []byte, found, complete bool) {
 	s := jsonScanner{want: key, usage: buf[:0]}
 	s.feed(doc)
 	if !s.complete {
@@ -378,13 +381,14 @@ func parseUsage(raw []byte) (u Usage, ok bool, err error) {
 	if !json.Valid(raw) || raw[0] != '{' {
 		return Usage{}, true, fmt.Errorf("%w: usage %.64q is not an object", ErrMalformedUsage, raw)
 	}
+	var pb, cb [32]byte
 	pk, ck := "prompt_tokens", "completion_tokens"
-	p, hasP, _ := topValue(raw, pk)
-	c, hasC, _ := topValue(raw, ck)
+	p, hasP, _ := topValue(raw, pk, pb[:0])
+	c, hasC, _ := topValue(raw, ck, cb[:0])
 	if !hasP && !hasC {
 		pk, ck = "input_tokens", "output_tokens"
-		p, hasP, _ = topValue(raw, pk)
-		c, hasC, _ = topValue(raw, ck)
+		p, hasP, _ = topValue(raw, pk, pb[:0])
+		c, hasC, _ = topValue(raw, ck, cb[:0])
 	}
 	if !hasP && !hasC {
 		return Usage{}, true, fmt.Errorf("%w: usage has neither prompt_tokens nor completion_tokens", ErrMalformedUsage)
@@ -395,7 +399,8 @@ func parseUsage(raw []byte) (u Usage, ok bool, err error) {
 		}
 		n, err := parseCount(v)
 		if err != nil {
-			return 0, fmt.Errorf("%w: %s is %.32q, want an integer >= 0", ErrMalformedUsage, name, v)
+			// string(v): passing v itself would move the callers' stack buffers to the heap.
+			return 0, fmt.Errorf("%w: %s is %.32q, want an integer >= 0", ErrMalformedUsage, name, string(v))
 		}
 		return n, nil
 	}
