@@ -108,13 +108,14 @@ func TestClusterConformanceCatchesFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Summary.Passed != 1 || rep.Summary.Failed != 2 {
-		t.Errorf("naive controller: got %+v, want 1 passed (healthy Gateway and HTTPRoute) and 2 failed (policy scenarios)", rep.Summary)
+	if rep.Summary.Passed != 1 || rep.Summary.Failed != 3 {
+		t.Errorf("naive controller: got %+v, want 1 passed (healthy Gateway and HTTPRoute) and 3 failed (policy scenarios)", rep.Summary)
 	}
 	for _, want := range []string{
 		`PASS        condition-status             Gateway and HTTPRoute report healthy conditions`,
 		`condition Accepted: got status "True" reason "Accepted" (ok), want status "True" reason "Valid"`,
 		`condition Attached: got status "True" reason "Attached" (ok), want status "False" reason "Pending"`,
+		`Policy gateway-default condition Accepted: got status "True" reason "Accepted" (ok), want status "True" reason "Valid"`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("progress view: want %q in\n%s", want, out.String())

@@ -25,3 +25,9 @@ Feature: Condition status
     Given a rate-limit policy "orphan" targets the HTTPRoute "missing"
     When the configuration is applied
     Then the policy "orphan" has condition "Attached" with status "False" and reason "Pending"
+
+  Scenario: A policy on the Gateway is accepted and attached
+    Given the gateway of listener "default" has a request limit of 10 per minute
+    When the configuration is applied
+    Then the policy "gateway-default" has condition "Accepted" with status "True" and reason "Valid"
+    And the policy "gateway-default" has condition "Attached" with status "True" and reason "Attached"

@@ -3,7 +3,8 @@ Feature: Request limits, burst and rate-limit headers
   A local request limit admits base + burst requests at once; the next gets 429
   with the body "rate limit exceeded" and is not forwarded. The x-ratelimit-*
   headers tell the ceiling (base + burst), what is left and when the window
-  resets; a route without a policy carries none of them.
+  resets; a route without a policy carries none of them. A limit on a gateway
+  caps all its routes together (spec part 8, rule 2).
 
   Background:
     Given an echo backend "httpbin"
@@ -33,6 +34,18 @@ Feature: Request limits, burst and rate-limit headers
     When I send 2 GET requests to "/get"
     Then the responses have statuses 200, 429
     And within 3 seconds a GET request to "/get" succeeds
+
+  Scenario: A gateway-wide limit caps every route of the gateway together
+    Given a route "alpha" with path prefix "/alpha" to backend "httpbin" on listener "shared"
+    And a route "beta" with path prefix "/beta" to backend "httpbin" on listener "shared"
+    And the gateway of listener "shared" has a request limit of 3 per minute
+    When I send 2 GET requests to "/alpha" on listener "shared"
+    And I send 2 GET requests to "/beta" on listener "shared"
+    Then the responses have statuses 200, 200, 200, 429
+    And the response body is "rate limit exceeded"
+    When I send a GET request to "/get"
+    Then the response status is 200
+    And the backend "httpbin" received 4 requests
 
   Scenario: No rate-limit headers without a policy
     When I send a GET request to "/get"

@@ -34,7 +34,11 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			"The 429 response carries the spec body and headers":                  "got [200 200 429 429], want [200 200 200 429]",
 			"Allowed responses carry the rate-limit headers":                      `x-ratelimit-limit: got "3", want "4"`,
 		}},
+		{fault: "gateway limits ignored", claimAll: true, wantFail: map[string]string{
+			"A gateway-wide limit caps every route of the gateway together": "got [200 200 200 200], want [200 200 200 429]",
+		}},
 		{fault: "forwarded 429s", claimAll: true, wantFail: map[string]string{
+			"A gateway-wide limit caps every route of the gateway together":         `backend "httpbin": got 5, want 4`,
 			"Burst adds to the base limit and refused requests are not forwarded":   `backend "httpbin": got 7, want 6`,
 			"The 429 response carries the spec body and headers":                    `backend "httpbin": got 4, want 3`,
 			"The request that crosses the budget succeeds, the next one is refused": `backend "openai": got 3, want 2`,

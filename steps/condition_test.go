@@ -53,6 +53,9 @@ func (d *fakeClusterDeployment) Conditions(_ context.Context, kind, name string)
 			return []Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
 		}
 		for _, p := range d.setup.Policies {
+			if p.Name == name && p.TargetKind == "Gateway" {
+				return []Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
+			}
 			if p.Name == name {
 				return []Condition{ok("Accepted", "Valid"),
 					{Type: "Attached", Status: "False", Reason: "Pending", Message: "Policy is not attached: HTTPRoute default/" + p.TargetName + " is not attached to any Gateway"}}, nil
@@ -72,13 +75,13 @@ func TestConditionStepsOnAClusterTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !broken && (rep.Failed() || rep.Summary.Passed != 3) {
-				t.Errorf("healthy controller: got %+v %+v, want 3 passed", rep.Summary, rep.Features)
+			if !broken && (rep.Failed() || rep.Summary.Passed != 4) {
+				t.Errorf("healthy controller: got %+v %+v, want 4 passed", rep.Summary, rep.Features)
 			}
 			if broken {
 				// The orphan policy's Attached=False is right even here.
-				if rep.Summary.Failed != 2 || rep.Summary.Passed != 1 {
-					t.Errorf("broken controller: got %+v, want 2 failed, 1 passed", rep.Summary)
+				if rep.Summary.Failed != 3 || rep.Summary.Passed != 1 {
+					t.Errorf("broken controller: got %+v, want 3 failed, 1 passed", rep.Summary)
 				}
 				got := rep.Scenario("Gateway and HTTPRoute report healthy conditions")
 				if len(got) != 1 || !strings.Contains(got[0].Message, `Gateway condition Accepted: got status "False" reason "Invalid"`) {

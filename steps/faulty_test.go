@@ -63,7 +63,9 @@ func (t *faultyTarget) Configure(ctx context.Context, setup Setup) (Deployment, 
 	d := &faultyDeployment{Deployment: inner, setup: setup, fault: t.fault, listeners: map[string]*httptest.Server{}}
 	for _, l := range setup.Listeners {
 		addr, _ := inner.ListenerAddr(l.Name)
-		var h http.Handler = reverseProxy(addr)
+		rp := reverseProxy(addr)
+		d.transports = append(d.transports, rp.Transport.(*http.Transport))
+		var h http.Handler = rp
 		if t.fault.listener != nil {
 			h = t.fault.listener(d, h)
 		}
@@ -87,9 +89,11 @@ func cloneSetup(s Setup) Setup {
 func reverseProxy(addr string) *httputil.ReverseProxy {
 	u := &url.URL{Scheme: "http", Host: addr}
 	// Director keeps the Host header of the client, as inject mode needs.
+	// Its own transport: http.DefaultTransport is shared with every other
+	// scenario running at the same time and with httptest's clean-up.
 	rp := &httputil.ReverseProxy{Director: func(r *http.Request) {
 		r.URL.Scheme, r.URL.Host = u.Scheme, u.Host
-	}, FlushInterval: -1}
+	}, FlushInterval: -1, Transport: &http.Transport{DisableCompression: true}}
 	return rp
 }
 
@@ -100,6 +104,7 @@ type faultyDeployment struct {
 	listeners map[string]*httptest.Server
 	adminSrv  *httptest.Server
 
+	transports  []*http.Transport
 	closeOnce   sync.Once
 	mu          sync.Mutex
 	tokensUsed  uint64
@@ -131,6 +136,9 @@ func (d *faultyDeployment) Stop(ctx context.Context) error {
 	d.closeListeners()
 	d.adminSrv.CloseClientConnections()
 	d.adminSrv.Close()
+	for _, t := range d.transports {
+		t.CloseIdleConnections()
+	}
 	return d.Deployment.Stop(ctx)
 }
 
@@ -335,6 +343,16 @@ var faults = map[string]fault{
 				}
 			}
 		}
+	}},
+	// Limits on a gateway are ignored: only route limits apply.
+	"gateway limits ignored": {setup: func(s *Setup) {
+		var kept []Policy
+		for _, p := range s.Policies {
+			if p.TargetKind != "Gateway" {
+				kept = append(kept, p)
+			}
+		}
+		s.Policies = kept
 	}},
 	// Refused requests still reach the backend.
 	"forwarded 429s": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {

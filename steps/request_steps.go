@@ -32,6 +32,14 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		}
 		return nil
 	})
+	step(sc, `^I send (\d+) GET requests to "([^"]*)" on listener "([^"]*)"$`, func(ctx context.Context, n int, target, listener string) error {
+		for range n {
+			if _, err := getState(ctx).send(ctx, listener, http.MethodGet, target, nil, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	step(sc, `^I send a chat completion using (\d+) tokens$`, func(ctx context.Context, n int) error {
 		_, err := getState(ctx).chat(ctx, n, false)
 		return err

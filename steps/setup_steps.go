@@ -29,6 +29,18 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) with burst (\d+)$`, func(ctx context.Context, route, kind string, n int, unit string, burst int) error {
 		return addLimit(ctx, route, kind, n, unit, burst)
 	})
+	step(sc, `^the gateway of listener "([^"]*)" has a request limit of (\d+) per (second|minute|hour)$`, func(ctx context.Context, listener string, n int, unit string) error {
+		s := getState(ctx)
+		if s.dep != nil {
+			return fmt.Errorf("gateway limit on %q declared after the proxy was configured", listener)
+		}
+		if !s.setup.hasListener(listener) {
+			return fmt.Errorf("no listener %q", listener)
+		}
+		l := Limit{Kind: LimitRequests, Amount: uint64(n), Unit: unitOf(unit)}
+		s.setup.Policies = append(s.setup.Policies, Policy{Name: "gateway-" + listener, TargetKind: "Gateway", TargetName: listener, Limits: []Limit{l}})
+		return nil
+	})
 	step(sc, `^a rate-limit policy "([^"]*)" targets the HTTPRoute "([^"]*)"$`, func(ctx context.Context, name, route string) error {
 		s := getState(ctx)
 		s.setup.Policies = append(s.setup.Policies, Policy{Name: name, TargetKind: "HTTPRoute", TargetName: route,
@@ -81,14 +93,19 @@ func addLimit(ctx context.Context, route, kind string, n int, unit string, burst
 	if kind == "token" {
 		l.Kind = LimitTokens
 	}
-	switch unit {
-	case "second":
-		l.Unit = time.Second
-	case "minute":
-		l.Unit = time.Minute
-	default:
-		l.Unit = time.Hour
-	}
+	l.Unit = unitOf(unit)
 	r.Limits = append(r.Limits, l)
 	return nil
+}
+
+// unitOf maps a step's "second", "minute" or "hour" to the limit's unit.
+func unitOf(unit string) time.Duration {
+	switch unit {
+	case "second":
+		return time.Second
+	case "minute":
+		return time.Minute
+	default:
+		return time.Hour
+	}
 }

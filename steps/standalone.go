@@ -61,7 +61,38 @@ func standaloneConfig(setup Setup, adminAddr string, ports map[string]int, backe
 			"listeners": []any{node{"name": l.Name, "protocol": "HTTP", "routes": routes}},
 		})
 	}
-	return yaml.Marshal(node{"config": node{"adminAddr": adminAddr}, "binds": binds})
+	doc := node{"config": node{"adminAddr": adminAddr}, "binds": binds}
+	// Gateway-wide limits: a top-level policy on the listener's bind, the
+	// standalone gateway "bind/<port>". The listener name keeps it to that
+	// bind when several binds share port 0.
+	var policies []any
+	for _, p := range setup.Policies {
+		if p.TargetKind != "Gateway" {
+			continue // route targets that name no configured route exist only in clusters
+		}
+		port, ok := ports[p.TargetName]
+		if !ok {
+			return nil, fmt.Errorf("standalone config: policy %q: no listener %q", p.Name, p.TargetName)
+		}
+		var buckets []any
+		for _, lim := range p.Limits {
+			b, err := bucketFor(lim)
+			if err != nil {
+				return nil, fmt.Errorf("standalone config: policy %q: %w", p.Name, err)
+			}
+			buckets = append(buckets, b)
+		}
+		policies = append(policies, node{
+			"name": node{"name": p.Name, "namespace": "default"},
+			"target": node{"gateway": node{"gatewayName": "bind/" + strconv.Itoa(port), "gatewayNamespace": "default",
+				"listenerName": p.TargetName}},
+			"policy": node{"localRateLimit": buckets},
+		})
+	}
+	if len(policies) > 0 {
+		doc["policies"] = policies
+	}
+	return yaml.Marshal(doc)
 }
 
 // bucketFor maps a policy-resource limit to a token bucket with the one

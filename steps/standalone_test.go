@@ -35,6 +35,10 @@ func TestStandaloneConfigMatchesReferenceSchema(t *testing.T) {
 			}},
 			{Name: "narrow", Routes: []Route{{Name: "api", PathPrefix: "/api", Backend: "httpbin"}}},
 		},
+		Policies: []Policy{
+			{Name: "gateway-narrow", TargetKind: "Gateway", TargetName: "narrow", Limits: []Limit{{Kind: LimitRequests, Amount: 10, Unit: time.Minute}}},
+			{Name: "orphan", TargetKind: "HTTPRoute", TargetName: "missing", Limits: []Limit{{Kind: LimitRequests, Amount: 1, Unit: time.Hour}}},
+		},
 	}
 	yml, err := standaloneConfig(setup, "127.0.0.1:15000", map[string]int{DefaultListener: 3000, "narrow": 3001},
 		map[string]string{"httpbin": "127.0.0.1:8000", "openai": "127.0.0.1:8001"})
@@ -59,5 +63,13 @@ func TestStandaloneConfigMatchesReferenceSchema(t *testing.T) {
 	rl := cfg.Binds[0].Listeners[0].Routes[0].Policies.LocalRateLimit
 	if len(rl) != 2 || rl[0].MaxTokens != 6 || rl[0].TokensPerFill != 3 || rl[1].MaxTokens != 100 || rl[1].Type != "tokens" {
 		t.Errorf("rate limits: got %+v, want requests 6/3 per 1s (burst 3) and tokens 100/100 per 1m", rl)
+	}
+	// The gateway limit targets the narrow listener's bind; the orphan route
+	// policy exists only in clusters.
+	if len(cfg.Policies) != 1 {
+		t.Fatalf("top-level policies: got %d, want 1 (the gateway limit)\n%s", len(cfg.Policies), yml)
+	}
+	if g := cfg.Policies[0].Target.Gateway; g == nil || g.GatewayName != "bind/3001" || g.ListenerName == nil || *g.ListenerName != "narrow" {
+		t.Errorf("gateway policy target: got %+v, want bind/3001 listener narrow", cfg.Policies[0].Target)
 	}
 }

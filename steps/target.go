@@ -140,6 +140,9 @@ func (l Limit) UnitName() string {
 type Policy struct {
 	Name       string
 	TargetKind string // HTTPRoute or Gateway
+	// TargetName is the route's name, or for a Gateway target the listener
+	// whose gateway it caps (standalone: that listener's bind; in a
+	// cluster: the scenario's Gateway, section the listener).
 	TargetName string
 	Limits     []Limit
 }
@@ -156,6 +159,16 @@ func (s *Setup) listener(name string) *Listener {
 	}
 	s.Listeners = append(s.Listeners, Listener{Name: name})
 	return &s.Listeners[len(s.Listeners)-1]
+}
+
+// hasListener reports whether a listener of that name is declared.
+func (s *Setup) hasListener(name string) bool {
+	for _, l := range s.Listeners {
+		if l.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // route returns the named route of any listener, or nil.

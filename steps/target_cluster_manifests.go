@@ -100,8 +100,12 @@ func policyObject(gvk schema.GroupVersionKind, ns string, p Policy) (*unstructur
 		}
 		local = append(local, e)
 	}
-	spec := map[string]any{"targetRefs": []any{map[string]any{
-		"group": gwv1.GroupName, "kind": p.TargetKind, "name": p.TargetName}}}
+	ref := map[string]any{"group": gwv1.GroupName, "kind": p.TargetKind, "name": p.TargetName}
+	if p.TargetKind == "Gateway" {
+		// A gateway limit names the listener; the scenario has one Gateway.
+		ref["name"], ref["sectionName"] = clusterGatewayName, p.TargetName
+	}
+	spec := map[string]any{"targetRefs": []any{ref}}
 	if len(local) > 0 {
 		spec["traffic"] = map[string]any{"rateLimit": map[string]any{"local": local}}
 	}
