@@ -34,6 +34,8 @@ run the gateway-diagnostics conformance suite against it.`,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// A bad flag value is a usage error in every subcommand: exit status 2.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
 	conf := conformance.NewCommand()
 	if conf.Example == "" {
 		// Every command's --help shows examples; the conformance package
@@ -85,6 +87,12 @@ func addCompletionHelp(root *cobra.Command) {
 type ExitCoder interface {
 	ExitCode() int
 }
+
+// flagError is a flag that cobra could not parse.
+type flagError struct{ error }
+
+func (flagError) ExitCode() int   { return 2 }
+func (e flagError) Unwrap() error { return e.error }
 
 // ExitCode returns the exit status for err: the one it asks for, or 1.
 func ExitCode(err error) int {

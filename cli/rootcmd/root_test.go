@@ -3,6 +3,7 @@ package rootcmd
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -90,5 +91,25 @@ func TestExitCode(t *testing.T) {
 	}
 	if got := ExitCode(coded{errors.New("x")}); got != 7 {
 		t.Errorf("coded error: exit %d, want 7", got)
+	}
+}
+
+func TestBadFlagValueIsAUsageError(t *testing.T) {
+	for _, args := range [][]string{
+		{"trace", "--local", "--port", "abc", "--", "http://x/"},
+		{"config", "backends", "--proxy-admin-port", "many"},
+		{"conformance", "run", "--concurrency", "lots"},
+		{"trace", "--no-such-flag"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			root := New()
+			root.SetOut(io.Discard)
+			root.SetErr(io.Discard)
+			root.SetArgs(args)
+			err := root.Execute()
+			if err == nil || ExitCode(err) != 2 {
+				t.Errorf("got error %v with exit %d, want a flag error with exit 2", err, ExitCode(err))
+			}
+		})
 	}
 }
