@@ -6,7 +6,6 @@ package connect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -79,46 +78,4 @@ func ParseResource(s string) (Resource, error) {
 		return Resource{}, fmt.Errorf("invalid resource %q: want type/name[.namespace], e.g. gateway/my-gateway", s)
 	}
 	return Resource{Kind: kind, Name: name, Namespace: ns}, nil
-}
-
-// ErrClusterUnsupported is returned where cluster mode would start a
-// port-forward: this build has no Kubernetes client yet.
-var ErrClusterUnsupported = errors.New("cluster mode needs a kubeconfig and cluster support, which this gwdiag build does not have yet; use --local (with --proxy-admin-port, --admin-url or --config) for a standalone proxy")
-
-// Cluster reaches a gateway's proxy pod in a Kubernetes cluster. The
-// selection rules are agctl's: `gateway/<n>` picks pods labelled
-// gateway.networking.k8s.io/gateway-name=<n> (first by name); no resource
-// means the only Gateway in the namespace.
-type Cluster struct {
-	Resource   *Resource // nil: the only Gateway in Namespace
-	Namespace  string
-	Kubeconfig string
-	AdminPort  int
-}
-
-// AdminURL would port-forward to the pod's admin port; not built yet.
-func (c *Cluster) AdminURL(context.Context) (string, error) {
-	return "", fmt.Errorf("%s: %w", c.describe(), ErrClusterUnsupported)
-}
-
-// Listener would port-forward to the pod's listener port; not built yet.
-func (c *Cluster) Listener(context.Context, int) (string, error) {
-	return "", fmt.Errorf("%s: %w", c.describe(), ErrClusterUnsupported)
-}
-
-// Close does nothing yet.
-func (c *Cluster) Close() error { return nil }
-
-func (c *Cluster) describe() string {
-	ns := c.Namespace
-	if c.Resource != nil && c.Resource.Namespace != "" {
-		ns = c.Resource.Namespace
-	}
-	if ns == "" {
-		ns = "default"
-	}
-	if c.Resource == nil {
-		return fmt.Sprintf("the Gateway in namespace %q", ns)
-	}
-	return fmt.Sprintf("gateway %q in namespace %q", c.Resource.Name, ns)
 }

@@ -2,7 +2,6 @@ package connect
 
 import (
 	"context"
-	"errors"
 	"testing"
 )
 
@@ -49,29 +48,5 @@ func TestLocal(t *testing.T) {
 	// Standalone mode always sends to 127.0.0.1:<port> (spec part 1).
 	if a, err := l.Listener(context.Background(), 3000); err != nil || a != "127.0.0.1:3000" {
 		t.Errorf("Listener = %q, %v; want 127.0.0.1:3000", a, err)
-	}
-}
-
-func TestClusterNotBuilt(t *testing.T) {
-	tests := []struct {
-		name string
-		c    Cluster
-		want string
-	}{
-		{"named gateway", Cluster{Resource: &Resource{Kind: "gateway", Name: "gw"}, Namespace: "prod"}, `gateway "gw" in namespace "prod"`},
-		{"namespace in resource wins", Cluster{Resource: &Resource{Kind: "gateway", Name: "gw", Namespace: "a"}, Namespace: "b"}, `gateway "gw" in namespace "a"`},
-		{"only gateway of default namespace", Cluster{}, `the Gateway in namespace "default"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var c Connector = &tt.c
-			_, err := c.AdminURL(context.Background())
-			if !errors.Is(err, ErrClusterUnsupported) || err.Error() != tt.want+": "+ErrClusterUnsupported.Error() {
-				t.Errorf("AdminURL error = %v, want %s: %v", err, tt.want, ErrClusterUnsupported)
-			}
-			if _, err := c.Listener(context.Background(), 80); !errors.Is(err, ErrClusterUnsupported) {
-				t.Errorf("Listener error = %v, want ErrClusterUnsupported", err)
-			}
-		})
 	}
 }

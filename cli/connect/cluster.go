@@ -1,0 +1,311 @@
+package connect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// GatewayNameLabel is the label by which a Gateway's proxy pods are found
+// (agctl's selector; Gateway API implementations set it on their pods).
+const GatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
+
+// DialFunc opens the streaming connection of a port-forward to the pod
+// whose portforward subresource is at u. It is the seam between the
+// forwarding logic (client-go's PortForwarder, which needs only an
+// httpstream.Dialer) and the network, so tests can forward through an
+// in-process server instead of a kubelet.
+type DialFunc func(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error)
+
+// DialKubernetes is kubectl's dialer: SPDY tunnelled over a websocket
+// first, then plain SPDY when the API server refuses the websocket upgrade
+// (API servers older than 1.30, or proxies that do not pass websockets).
+func DialKubernetes(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+	transport, upgrader, err := spdy.RoundTripperFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	wsDialer, err := portforward.NewSPDYOverWebsocketDialer(u, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return portforward.NewFallbackDialer(wsDialer, spdyDialer, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	}), nil
+}
+
+// Cluster reaches a gateway's proxy pod in a Kubernetes cluster through
+// port-forwards. The selection rules are agctl's: `gateway/<n>` picks the
+// pods labelled gateway.networking.k8s.io/gateway-name=<n> and uses the
+// first Running one by name; no resource means the only Gateway in the
+// namespace. The pod is resolved once, on first use; every port gets its
+// own forward on a free loopback port, all closed by Close.
+type Cluster struct {
+	Resource *Resource // nil: the only Gateway in the namespace
+	// Namespace is -n; empty means the kubeconfig context's namespace
+	// (default "default"). A namespace in Resource wins over both.
+	Namespace string
+	// Kubeconfig is -k; empty means $KUBECONFIG, then ~/.kube/config.
+	Kubeconfig string
+	AdminPort  int
+	// Dial opens port-forward connections; nil means DialKubernetes.
+	Dial DialFunc
+
+	mu       sync.Mutex
+	cfg      *rest.Config
+	pod      *corev1.Pod
+	forwards []*forward
+	admin    string
+	closed   bool
+}
+
+// forward is one running client-go PortForwarder.
+type forward struct {
+	stop chan struct{}
+	done chan error
+}
+
+// AdminURL resolves the pod and forwards a free local port to its admin
+// port; later calls return the same URL.
+func (c *Cluster) AdminURL(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.admin != "" {
+		return c.admin, nil
+	}
+	addr, err := c.forwardLocked(ctx, c.AdminPort)
+	if err != nil {
+		return "", err
+	}
+	c.admin = "http://" + addr
+	return c.admin, nil
+}
+
+// Listener forwards a free local port to the pod's listener port, so an
+// injected request reaches the proxy exactly as in standalone mode.
+func (c *Cluster) Listener(ctx context.Context, port int) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.forwardLocked(ctx, port)
+}
+
+// Close stops every forward and waits until its listener is closed.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, f := range c.forwards {
+		close(f.stop)
+		<-f.done
+	}
+	c.forwards = nil
+	return nil
+}
+
+// Pod resolves the proxy pod the forwards go to (once) and returns it.
+func (c *Cluster) Pod(ctx context.Context) (*corev1.Pod, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.podLocked(ctx)
+}
+
+func (c *Cluster) podLocked(ctx context.Context) (*corev1.Pod, error) {
+	if c.pod != nil {
+		return c.pod, nil
+	}
+	cfg, ns, err := c.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	name := ""
+	if c.Resource != nil {
+		name = c.Resource.Name
+	} else if name, err = onlyGateway(ctx, cl, ns); err != nil {
+		return nil, err
+	}
+	pod, err := gatewayPod(ctx, cl, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	c.cfg, c.pod = cfg, pod
+	return pod, nil
+}
+
+// loadConfig reads the kubeconfig and picks the namespace: the resource's,
+// then -n, then the context's.
+func (c *Cluster) loadConfig() (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if c.Kubeconfig != "" {
+		rules.ExplicitPath = c.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		where := "$KUBECONFIG or ~/.kube/config"
+		if c.Kubeconfig != "" {
+			where = c.Kubeconfig
+		}
+		return nil, "", fmt.Errorf("cluster mode: reading kubeconfig (%s): %w (pass -k/--kubeconfig, or use --local for a standalone proxy)", where, err)
+	}
+	ns := c.Namespace
+	if c.Resource != nil && c.Resource.Namespace != "" {
+		ns = c.Resource.Namespace
+	}
+	if ns == "" {
+		if ns, _, err = cc.Namespace(); err != nil {
+			return nil, "", fmt.Errorf("cluster mode: namespace of the kubeconfig context: %w", err)
+		}
+	}
+	return cfg, ns, nil
+}
+
+func newClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := gwv1.Install(scheme); err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("cluster mode: client for %s: %w", cfg.Host, err)
+	}
+	return cl, nil
+}
+
+// onlyGateway returns the name of the one Gateway in ns.
+func onlyGateway(ctx context.Context, cl client.Client, ns string) (string, error) {
+	var list gwv1.GatewayList
+	if err := cl.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if meta.IsNoMatchError(err) {
+			return "", fmt.Errorf("listing Gateways in namespace %q: the cluster has no Gateway API CRDs (%v); pass a resource explicitly", ns, err)
+		}
+		return "", fmt.Errorf("listing Gateways in namespace %q: %w", ns, err)
+	}
+	switch len(list.Items) {
+	case 0:
+		return "", fmt.Errorf("no Gateways found in namespace %q; pass a resource explicitly", ns)
+	case 1:
+		return list.Items[0].Name, nil
+	}
+	names := make([]string, len(list.Items))
+	for i, g := range list.Items {
+		names[i] = g.Name
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("found %d Gateways in namespace %q (%s); pass one explicitly, e.g. gateway/%s", len(names), ns, strings.Join(names, ", "), names[0])
+}
+
+// gatewayPod returns the first Running pod, by name, of Gateway name.
+func gatewayPod(ctx context.Context, cl client.Client, ns, name string) (*corev1.Pod, error) {
+	var pods corev1.PodList
+	sel := client.MatchingLabels{GatewayNameLabel: name}
+	if err := cl.List(ctx, &pods, client.InNamespace(ns), sel); err != nil {
+		return nil, fmt.Errorf("listing pods of gateway %q in namespace %q: %w", name, ns, err)
+	}
+	if len(pods.Items) == 0 {
+		return nil, fmt.Errorf("no pods found for gateway %q in namespace %q (label %s=%s): is the Gateway programmed and its proxy deployed?", name, ns, GatewayNameLabel, name)
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	var seen []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			return p, nil
+		}
+		phase := string(p.Status.Phase)
+		if p.DeletionTimestamp != nil {
+			phase = "Terminating"
+		}
+		if phase == "" {
+			phase = "Unknown"
+		}
+		seen = append(seen, p.Name+": "+phase)
+	}
+	return nil, fmt.Errorf("no running pod for gateway %q in namespace %q (label %s=%s): %s", name, ns, GatewayNameLabel, name, strings.Join(seen, ", "))
+}
+
+// forwardLocked forwards a free loopback port to port of the pod and
+// returns 127.0.0.1:<local>.
+func (c *Cluster) forwardLocked(ctx context.Context, port int) (string, error) {
+	if c.closed {
+		return "", errors.New("cluster connection is closed")
+	}
+	pod, err := c.podLocked(ctx)
+	if err != nil {
+		return "", err
+	}
+	target := fmt.Sprintf("pod %s/%s port %d", pod.Namespace, pod.Name, port)
+	u, err := portForwardURL(c.cfg, pod)
+	if err != nil {
+		return "", fmt.Errorf("port-forward to %s: %w", target, err)
+	}
+	dial := c.Dial
+	if dial == nil {
+		dial = DialKubernetes
+	}
+	dialer, err := dial(c.cfg, u)
+	if err != nil {
+		return "", fmt.Errorf("port-forward to %s: %w", target, err)
+	}
+	f := &forward{stop: make(chan struct{}), done: make(chan error, 1)}
+	ready := make(chan struct{})
+	// client-go reports per-connection trouble on errOut; the commands own
+	// stdout and stderr (the viewer draws on the terminal), so it is
+	// dropped here and surfaces as the admin client's own error.
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, f.stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		return "", fmt.Errorf("port-forward to %s: %w", target, err)
+	}
+	go func() { f.done <- pf.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-f.done:
+		return "", fmt.Errorf("port-forward to %s through the API server at %s failed: %w (the API server must reach the kubelet of the pod's node)", target, strings.TrimSuffix(c.cfg.Host, "/"), err)
+	case <-ctx.Done():
+		close(f.stop)
+		<-f.done
+		return "", fmt.Errorf("port-forward to %s: %w", target, ctx.Err())
+	}
+	c.forwards = append(c.forwards, f)
+	ports, err := pf.GetPorts()
+	if err != nil || len(ports) != 1 {
+		return "", fmt.Errorf("port-forward to %s: no local port (%v)", target, err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), nil
+}
+
+// portForwardURL is the pod's portforward subresource on the API server.
+func portForwardURL(cfg *rest.Config, pod *corev1.Pod) (*url.URL, error) {
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("API server address %q: %w", cfg.Host, err)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/namespaces/" + url.PathEscape(pod.Namespace) + "/pods/" + url.PathEscape(pod.Name) + "/portforward"
+	return u, nil
+}

@@ -1,0 +1,204 @@
+package connect
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
+)
+
+// TestClusterAgainstAPIServer resolves gateways and pods through a real
+// kube-apiserver (clusters/kube). No kubelet runs, so pods are given a
+// phase through the status subresource.
+func TestClusterAgainstAPIServer(t *testing.T) {
+	api := connecttest.StartAPIServer(t)
+	kc := api.KubeconfigPath
+	// one: one Gateway, pods a-stopped (Pending), b-run and c-run (Running).
+	api.Namespace(t, "one")
+	api.Gateway(t, "one", "gw")
+	api.Pod(t, "one", "a-stopped", "gw", corev1.PodPending)
+	api.Pod(t, "one", "c-run", "gw", corev1.PodRunning)
+	api.Pod(t, "one", "b-run", "gw", corev1.PodRunning)
+	api.Pod(t, "one", "other", "not-gw", corev1.PodRunning)
+	// two: two Gateways.
+	api.Namespace(t, "two")
+	api.Gateway(t, "two", "beta")
+	api.Gateway(t, "two", "alpha")
+	api.Pod(t, "two", "alpha-0", "alpha", corev1.PodRunning)
+	// empty: no Gateway.
+	api.Namespace(t, "empty")
+	// down: a Gateway whose pods do not run.
+	api.Namespace(t, "down")
+	api.Gateway(t, "down", "gw")
+	api.Pod(t, "down", "gw-0", "gw", corev1.PodPending)
+	api.Pod(t, "down", "gw-1", "gw", corev1.PodSucceeded)
+	api.Pod(t, "down", "gw-2", "gw", "") // the API server defaults the phase to Pending
+	// ctx: the kubeconfig context's namespace.
+	api.Namespace(t, "ctx")
+	api.Gateway(t, "ctx", "gw")
+	api.Pod(t, "ctx", "ctx-pod", "gw", corev1.PodRunning)
+	ctxKubeconfig := api.KubeconfigWithNamespace(t, "ctx")
+
+	gw := func(name, ns string) *Resource { return &Resource{Kind: "gateway", Name: name, Namespace: ns} }
+	tests := []struct {
+		name    string
+		c       *Cluster
+		env     string // $KUBECONFIG
+		wantPod string // namespace/name
+		wantErr string
+	}{
+		{"explicit: first running by name", &Cluster{Resource: gw("gw", ""), Namespace: "one", Kubeconfig: kc}, "", "one/b-run", ""},
+		{"namespace in the resource wins over -n", &Cluster{Resource: gw("gw", "one"), Namespace: "two", Kubeconfig: kc}, "", "one/b-run", ""},
+		{"implicit: the only gateway", &Cluster{Namespace: "one", Kubeconfig: kc}, "", "one/b-run", ""},
+		{"implicit: none", &Cluster{Namespace: "empty", Kubeconfig: kc}, "", "",
+			`no Gateways found in namespace "empty"; pass a resource explicitly`},
+		{"implicit: several", &Cluster{Namespace: "two", Kubeconfig: kc}, "", "",
+			`found 2 Gateways in namespace "two" (alpha, beta); pass one explicitly, e.g. gateway/alpha`},
+		{"explicit among several", &Cluster{Resource: gw("alpha", ""), Namespace: "two", Kubeconfig: kc}, "", "two/alpha-0", ""},
+		{"no running pod", &Cluster{Resource: gw("gw", "down"), Kubeconfig: kc}, "", "",
+			`no running pod for gateway "gw" in namespace "down" (label gateway.networking.k8s.io/gateway-name=gw): gw-0: Pending, gw-1: Succeeded, gw-2: Pending`},
+		{"no pods", &Cluster{Resource: gw("missing", "one"), Kubeconfig: kc}, "", "",
+			`no pods found for gateway "missing" in namespace "one" (label gateway.networking.k8s.io/gateway-name=missing): is the Gateway programmed and its proxy deployed?`},
+		{"namespace from the kubeconfig context", &Cluster{Kubeconfig: ctxKubeconfig}, "", "ctx/ctx-pod", ""},
+		{"-n wins over the context", &Cluster{Namespace: "one", Kubeconfig: ctxKubeconfig}, "", "one/b-run", ""},
+		{"kubeconfig from $KUBECONFIG", &Cluster{}, ctxKubeconfig, "ctx/ctx-pod", ""},
+		{"context without namespace means default", &Cluster{Kubeconfig: kc}, "", "",
+			`no Gateways found in namespace "default"; pass a resource explicitly`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tt.env)
+			if tt.env == "" {
+				t.Setenv("HOME", t.TempDir()) // no ~/.kube/config to fall back on
+			}
+			pod, err := tt.c.Pod(t.Context())
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error:\ngot  %v\nwant %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Pod: %v", err)
+			}
+			if got := pod.Namespace + "/" + pod.Name; got != tt.wantPod {
+				t.Errorf("pod = %s, want %s", got, tt.wantPod)
+			}
+		})
+	}
+
+	// The real dialer (websocket, then SPDY) makes the port-forward request
+	// to the API server; with no kubelet behind it, it fails, and the
+	// error says where and why.
+	t.Run("port-forward through the API server fails clearly", func(t *testing.T) {
+		c := &Cluster{Resource: gw("gw", "one"), Kubeconfig: kc, AdminPort: 15000}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		_, err := c.AdminURL(ctx)
+		want := "port-forward to pod one/b-run port 15000 through the API server at " + strings.TrimSuffix(api.Config.Host, "/") + " failed: error upgrading connection: "
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "does not have a host assigned") {
+			t.Fatalf("AdminURL error:\ngot  %v\nwant %s...does not have a host assigned...", err, want)
+		}
+	})
+
+	t.Run("bad kubeconfig", func(t *testing.T) {
+		c := &Cluster{Kubeconfig: "/nonexistent/kubeconfig"}
+		_, err := c.AdminURL(t.Context())
+		want := "cluster mode: reading kubeconfig (/nonexistent/kubeconfig): "
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Fatalf("error:\ngot  %v\nwant %s...", err, want)
+		}
+	})
+
+	// The forwarding logic end to end with an in-process kubelet: the pod's
+	// admin port and listener port lead to two local servers.
+	t.Run("forwards through the port-forward protocol", func(t *testing.T) {
+		admin := serve(t, "admin")
+		listener := serve(t, "listener")
+		k := connecttest.NewKubelet(map[int]string{15000: admin, 8080: listener})
+		defer k.Close()
+		c := &Cluster{Resource: gw("gw", "one"), Kubeconfig: kc, AdminPort: 15000, Dial: k.Dial}
+		u, err := c.AdminURL(t.Context())
+		if err != nil {
+			t.Fatalf("AdminURL: %v", err)
+		}
+		if u2, _ := c.AdminURL(t.Context()); u2 != u {
+			t.Errorf("second AdminURL = %s, want the same forward %s", u2, u)
+		}
+		l, err := c.Listener(t.Context(), 8080)
+		if err != nil {
+			t.Fatalf("Listener: %v", err)
+		}
+		for _, tc := range []struct{ url, want string }{{u + "/x", "admin /x"}, {"http://" + l + "/y", "listener /y"}} {
+			if got := get(t, tc.url); got != tc.want {
+				t.Errorf("GET %s = %q, want %q", tc.url, got, tc.want)
+			}
+		}
+		wantPaths := "/api/v1/namespaces/one/pods/b-run/portforward"
+		if got := k.Paths(); len(got) != 2 || got[0] != wantPaths || got[1] != wantPaths {
+			t.Errorf("portforward paths = %v, want 2 x %s", got, wantPaths)
+		}
+		// A pod port with nothing behind it: the kubelet's error reaches
+		// the client as a broken connection.
+		bad, err := c.Listener(t.Context(), 9999)
+		if err != nil {
+			t.Fatalf("Listener 9999: %v", err)
+		}
+		if _, err := http.Get("http://" + bad + "/"); err == nil {
+			t.Errorf("GET through a forward to a closed pod port succeeded")
+		}
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if _, err := http.Get(u + "/x"); err == nil {
+			t.Errorf("admin forward %s still answers after Close", u)
+		}
+		if _, err := c.Listener(t.Context(), 8080); err == nil {
+			t.Errorf("Listener after Close succeeded")
+		}
+	})
+}
+
+// serve starts an HTTP server answering "<name> <path>".
+func serve(t *testing.T, name string) string {
+	t.Helper()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", name, r.URL.Path)
+	})}
+	ln := listen(t)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+func get(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	return string(b)
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}

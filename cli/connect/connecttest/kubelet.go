@@ -1,0 +1,168 @@
+// Package connecttest provides an in-process stand-in for the kubelet side
+// of a Kubernetes port-forward, so that the cluster connector's forwarding
+// (client-go's PortForwarder over a real SPDY connection) can be tested
+// where no kubelet runs.
+package connecttest
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/apimachinery/pkg/util/httpstream/spdy"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	spdytransport "k8s.io/client-go/transport/spdy"
+)
+
+// Kubelet serves the port-forward protocol (portforward.k8s.io, SPDY) the
+// way a kubelet does for a pod, connecting each forwarded pod port to a
+// local address instead of the pod's network namespace.
+type Kubelet struct {
+	ports map[int]string
+	srv   *httptest.Server
+
+	mu    sync.Mutex
+	paths []string
+	conns []httpstream.Connection
+}
+
+// NewKubelet starts a Kubelet that forwards pod port p to ports[p]. Stop it
+// with Close.
+func NewKubelet(ports map[int]string) *Kubelet {
+	k := &Kubelet{ports: ports}
+	k.srv = httptest.NewServer(http.HandlerFunc(k.serve))
+	return k
+}
+
+// Close stops the server and drops open forward connections.
+func (k *Kubelet) Close() {
+	k.mu.Lock()
+	for _, c := range k.conns {
+		c.Close()
+	}
+	k.mu.Unlock()
+	k.srv.Close()
+}
+
+// Dial is a connect.DialFunc: it ignores the API server of cfg and opens
+// the forward to this Kubelet with client-go's SPDY dialer, recording the
+// portforward URL the connector asked for.
+func (k *Kubelet) Dial(_ *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+	k.mu.Lock()
+	k.paths = append(k.paths, u.Path)
+	k.mu.Unlock()
+	transport, upgrader, err := spdytransport.RoundTripperFor(&rest.Config{Host: k.srv.URL})
+	if err != nil {
+		return nil, err
+	}
+	target, err := url.Parse(k.srv.URL + u.Path)
+	if err != nil {
+		return nil, err
+	}
+	return spdytransport.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, target), nil
+}
+
+// Paths returns the portforward URL paths dialled so far, in order.
+func (k *Kubelet) Paths() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.paths...)
+}
+
+// pair is the error and data stream of one forwarded connection.
+type pair struct {
+	errorStream, dataStream httpstream.Stream
+}
+
+type newStream struct {
+	stream    httpstream.Stream
+	replySent <-chan struct{}
+}
+
+func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
+	if _, err := httpstream.Handshake(r, w, []string{portforward.PortForwardProtocolV1Name}); err != nil {
+		return // Handshake has written the error response
+	}
+	streams := make(chan newStream, 16)
+	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, r, func(s httpstream.Stream, replySent <-chan struct{}) error {
+		streams <- newStream{s, replySent}
+		return nil
+	})
+	if conn == nil {
+		return
+	}
+	k.mu.Lock()
+	k.conns = append(k.conns, conn)
+	k.mu.Unlock()
+	defer conn.Close()
+	pairs := map[string]*pair{}
+	for {
+		select {
+		case <-conn.CloseChan():
+			return
+		case ns := <-streams:
+			<-ns.replySent
+			h := ns.stream.Headers()
+			id := h.Get(corev1.PortForwardRequestIDHeader)
+			p := pairs[id]
+			if p == nil {
+				p = &pair{}
+				pairs[id] = p
+			}
+			switch h.Get(corev1.StreamType) {
+			case corev1.StreamTypeError:
+				p.errorStream = ns.stream
+			case corev1.StreamTypeData:
+				p.dataStream = ns.stream
+			default:
+				ns.stream.Reset()
+				continue
+			}
+			if p.errorStream != nil && p.dataStream != nil {
+				delete(pairs, id)
+				port, _ := strconv.Atoi(h.Get(corev1.PortHeader))
+				go k.forward(p, port)
+			}
+		}
+	}
+}
+
+// forward copies between one data stream and the local address of port,
+// reporting failures on the error stream as a kubelet does.
+func (k *Kubelet) forward(p *pair, port int) {
+	defer p.errorStream.Close()
+	defer p.dataStream.Close()
+	addr, ok := k.ports[port]
+	if !ok {
+		fmt.Fprintf(p.errorStream, "pod has no listener on port %d", port)
+		return
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		fmt.Fprintf(p.errorStream, "failed to connect to port %d: %v", port, err)
+		return
+	}
+	defer c.Close()
+	done := make(chan struct{})
+	go func() {
+		// The client half-closes the data stream when its local side
+		// is done sending; pass that on.
+		io.Copy(c, p.dataStream)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		close(done)
+	}()
+	io.Copy(p.dataStream, c)
+	p.dataStream.Close()
+	<-done
+}
