@@ -103,7 +103,7 @@ func TestErrors(t *testing.T) {
 		{"not json", []string{"backends", "-f", notJSON}, notJSON + ": not a config dump:"},
 		{"admin error", []string{"backends", "--local", "--admin-url", broken.URL}, "admin server answered 500 Internal Server Error for " + broken.URL + "/config_dump: boom"},
 		{"admin unreachable", []string{"all", "--local", "--admin-url", dead.URL}, "cannot reach the admin server at " + dead.URL},
-		{"cluster not built", []string{"backends", "gateway/gw", "-n", "prod"}, `gateway "gw" in namespace "prod": cluster mode needs a kubeconfig`},
+		{"missing kubeconfig", []string{"backends", "gateway/gw", "-n", "prod", "-k", "/nonexistent/kubeconfig"}, "cluster mode: reading kubeconfig (/nonexistent/kubeconfig): "},
 		{"bad resource", []string{"backends", "pod/x"}, `invalid resource "pod/x": unsupported type "pod" (supported: gateway)`},
 		{"admin url without local", []string{"backends", "--admin-url", "http://x:1"}, "--admin-url and --config apply to a standalone proxy: add --local"},
 	}

@@ -6,11 +6,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport/spdy"
 
 	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
 )
@@ -107,6 +111,25 @@ func TestClusterAgainstAPIServer(t *testing.T) {
 		want := "port-forward to pod one/b-run port 15000 through the API server at " + strings.TrimSuffix(api.Config.Host, "/") + " failed: error upgrading connection: "
 		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "does not have a host assigned") {
 			t.Fatalf("AdminURL error:\ngot  %v\nwant %s...does not have a host assigned...", err, want)
+		}
+	})
+
+	// kubectl's fallback, plain SPDY, reaches the API server too.
+	t.Run("plain SPDY port-forward through the API server fails clearly", func(t *testing.T) {
+		spdyOnly := func(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+			transport, upgrader, err := spdy.RoundTripperFor(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u), nil
+		}
+		c := &Cluster{Resource: gw("gw", "one"), Kubeconfig: kc, AdminPort: 15000, Dial: spdyOnly}
+		defer c.Close()
+		_, err := c.Listener(t.Context(), 8080)
+		want := "port-forward to pod one/b-run port 8080 through the API server at " + strings.TrimSuffix(api.Config.Host, "/") +
+			" failed: error upgrading connection: unable to upgrade connection: pod b-run does not have a host assigned"
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Fatalf("Listener error:\ngot  %v\nwant %s...", err, want)
 		}
 	})
 

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -299,16 +302,47 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-func TestClusterModeNotBuilt(t *testing.T) {
-	for _, args := range [][]string{
-		{"trace", "gateway/gw", "-n", "prod", "--raw"},
-		{"trace", "--raw"},
-		{"trace", "gw/gw.prod", "--port", "8080", "--", "http://x/"},
-	} {
-		r := gwdiag(t, nil, nil, args...)
-		if r.code != 1 || !strings.Contains(r.stderr, "cluster mode needs a kubeconfig and cluster support") {
-			t.Errorf("gwdiag %v: exit %d, stderr %q; want exit 1 and the cluster-mode error", args, r.code, r.stderr)
-		}
+// TestClusterMode runs the built binary against a real local API server.
+// No kubelet runs here, so the port-forward itself fails; the forwarding
+// is tested through an in-process kubelet in cli/tracecmd and
+// cli/configcmd.
+func TestClusterMode(t *testing.T) {
+	api := connecttest.StartAPIServer(t)
+	api.Namespace(t, "prod")
+	api.Gateway(t, "prod", "gw")
+	api.Pod(t, "prod", "gw-0", "gw", corev1.PodRunning)
+	api.Namespace(t, "two")
+	api.Gateway(t, "two", "a")
+	api.Gateway(t, "two", "b")
+	api.Namespace(t, "down")
+	api.Gateway(t, "down", "gw")
+	api.Pod(t, "down", "gw-0", "gw", corev1.PodPending)
+	kc := "KUBECONFIG=" + api.KubeconfigPath
+	forwardErr := "Error: port-forward to pod prod/gw-0 port 15000 through the API server at " + strings.TrimSuffix(api.Config.Host, "/") + " failed: "
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"no gateway", []string{kc}, []string{"trace", "--raw"}, `Error: no Gateways found in namespace "default"; pass a resource explicitly`},
+		{"several gateways", []string{kc}, []string{"trace", "-n", "two", "--raw"}, `Error: found 2 Gateways in namespace "two" (a, b); pass one explicitly, e.g. gateway/a`},
+		{"no running pod", []string{kc}, []string{"config", "all", "gateway/gw.down"}, `Error: no running pod for gateway "gw" in namespace "down" (label gateway.networking.k8s.io/gateway-name=gw): gw-0: Pending`},
+		{"trace: forward fails", []string{kc}, []string{"trace", "gateway/gw", "-n", "prod", "--raw"}, forwardErr},
+		{"inject: forward fails", nil, []string{"trace", "gw/gw.prod", "-k", api.KubeconfigPath, "--port", "8080", "--", "http://x/"}, forwardErr},
+		{"config backends: forward fails", []string{kc}, []string{"config", "backends", "-n", "prod"}, forwardErr},
+		{"no kubeconfig", []string{"KUBECONFIG=", "HOME=" + t.TempDir()}, []string{"trace", "gateway/gw", "--raw"}, "Error: cluster mode: no kubeconfig found at $KUBECONFIG or ~/.kube/config (pass -k/--kubeconfig, or use --local for a standalone proxy)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := gwdiag(t, tt.env, nil, tt.args...)
+			if r.code != 1 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("gwdiag %v: exit %d, stderr %q; want exit 1 and %q", tt.args, r.code, r.stderr, tt.want)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing", r.stdout)
+			}
+		})
 	}
 }
 

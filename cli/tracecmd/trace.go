@@ -14,7 +14,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/connect"
@@ -56,6 +58,14 @@ Host header and is never resolved. Extra arguments are passed to curl when it is
 installed; without curl a built-in client understands -X, -H, -d/--data,
 --data-raw, --data-binary, --json, -u and -A.
 
+Without --local the proxy runs in a Kubernetes cluster: gateway/<name>[.namespace]
+picks the first Running pod, by name, labelled
+gateway.networking.k8s.io/gateway-name=<name> (no resource: the only Gateway in
+the namespace), and port-forwards a free local port to its admin port
+(--proxy-admin-port, 15000) and, in inject mode, another to the listener port.
+The namespace is -n, else the kubeconfig context's; the kubeconfig is -k, else
+$KUBECONFIG, else ~/.kube/config.
+
 With --local the standalone proxy's admin server is found from --admin-url,
 --proxy-admin-port, the ADMIN_ADDR environment variable or config.adminAddr of
 --config, in that order (default 127.0.0.1:15000).
@@ -78,15 +88,18 @@ q quits.`,
   # Replay a saved trace
   gwdiag trace -f trace.jsonl
 
-  # A cluster gateway, through a port-forward (cluster support is not in this build yet)
-  gwdiag trace gateway/my-gateway -n prod --port 8080 -- http://example.com/`,
+  # A cluster gateway, through port-forwards to its proxy pod (admin port and listener port)
+  gwdiag trace gateway/my-gateway -n prod --port 8080 -- http://example.com/
+
+  # Watch the only Gateway of the kubeconfig context's namespace
+  gwdiag trace --raw`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd, &o, args)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the gateway (cluster mode)")
-	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "path to the kubeconfig file (cluster mode)")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the gateway (cluster mode; default: the kubeconfig context's)")
+	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "path to the kubeconfig file (cluster mode; default: $KUBECONFIG, then ~/.kube/config)")
 	f.IntVar(&o.adminPort, "proxy-admin-port", admin.DefaultPort, "admin server port of the proxy")
 	f.StringVar(&o.adminURL, "admin-url", "", "admin server base URL, e.g. http://127.0.0.1:15000 (with --local)")
 	f.StringVarP(&o.configFile, "config", "c", "", "standalone config file to read config.adminAddr from (with --local)")
@@ -224,6 +237,10 @@ func run(cmd *cobra.Command, o *options, args []string) error {
 	if err := needTerminal(cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
 		return err
 	}
+	// In cluster mode client-go logs a broken forwarded connection through
+	// klog to stderr, which would draw over the viewer; the viewer reports
+	// the stream's own error instead.
+	klog.SetLogger(logr.Discard())
 	return s.runTUI(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), adminURL)
 }
 

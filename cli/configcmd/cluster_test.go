@@ -1,0 +1,60 @@
+package configcmd
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gwdiag/gwdiag/cli/connect"
+	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
+)
+
+// TestClusterConfig reads the config dump of a gateway's pod found through
+// a real API server, forwarded over SPDY to an in-process kubelet in front
+// of an in-process reference proxy; the output must be what --local gives
+// for the same proxy.
+func TestClusterConfig(t *testing.T) {
+	f := connecttest.StartFixture(t)
+	local := []string{"--local", "--admin-url", "http://" + f.Proxy.AdminAddr()}
+	tests := []struct {
+		name    string
+		cluster []string
+		local   []string
+	}{
+		{"all yaml", []string{"all", "gateway/gw", "-n", f.Namespace, "-k", f.Kubeconfig, "-o", "yaml"}, []string{"all", "-o", "yaml"}},
+		{"all short, the only gateway", []string{"all", "-n", f.Namespace, "-k", f.Kubeconfig}, []string{"all"}},
+		{"backends --all", []string{"be", "gateway/gw." + f.Namespace, "-k", f.Kubeconfig, "--all"}, []string{"backends", "--all"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(f.Kubelet.Paths())
+			got, err := runCtx(connect.WithDial(t.Context(), f.Kubelet.Dial), tt.cluster...)
+			if err != nil {
+				t.Fatalf("config %v: %v\n%s", tt.cluster, err, got)
+			}
+			want, err := runCtx(t.Context(), append(tt.local, local...)...)
+			if err != nil {
+				t.Fatalf("config %v: %v", tt.local, err)
+			}
+			if got != want || got == "" {
+				t.Errorf("config %v:\ngot\n%s\nwant (as --local)\n%s", tt.cluster, got, want)
+			}
+			if paths := f.Kubelet.Paths()[before:]; len(paths) != 1 || paths[0] != f.PortForwardPath() {
+				t.Errorf("port-forwards = %v, want one to %s", paths, f.PortForwardPath())
+			}
+		})
+	}
+}
+
+func runCtx(ctx context.Context, args ...string) (string, error) {
+	root := &cobra.Command{Use: "gwdiag", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(NewCommand())
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"config"}, args...))
+	err := root.ExecuteContext(ctx)
+	return out.String(), err
+}
