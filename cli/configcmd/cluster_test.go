@@ -7,14 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gwdiag/gwdiag/cli/connect"
 	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
 )
 
 // TestClusterConfig reads the config dump of a gateway's pod found through
-// a real API server, forwarded over SPDY to an in-process kubelet in front
-// of an in-process reference proxy; the output must be what --local gives
-// for the same proxy.
+// a real API server and port-forwarded through it to the in-process kubelet
+// of the pod's node, in front of an in-process reference proxy; the output
+// must be what --local gives for the same proxy.
 func TestClusterConfig(t *testing.T) {
 	f := connecttest.StartFixture(t)
 	local := []string{"--local", "--admin-url", "http://" + f.Proxy.AdminAddr()}
@@ -29,8 +28,8 @@ func TestClusterConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := len(f.Kubelet.Paths())
-			got, err := runCtx(connect.WithDial(t.Context(), f.Kubelet.Dial), tt.cluster...)
+			before := len(f.Kubelet.Served())
+			got, err := runCtx(t.Context(), tt.cluster...)
 			if err != nil {
 				t.Fatalf("config %v: %v\n%s", tt.cluster, err, got)
 			}
@@ -41,8 +40,8 @@ func TestClusterConfig(t *testing.T) {
 			if got != want || got == "" {
 				t.Errorf("config %v:\ngot\n%s\nwant (as --local)\n%s", tt.cluster, got, want)
 			}
-			if paths := f.Kubelet.Paths()[before:]; len(paths) != 1 || paths[0] != f.PortForwardPath() {
-				t.Errorf("port-forwards = %v, want one to %s", paths, f.PortForwardPath())
+			if paths := f.Kubelet.Served()[before:]; len(paths) != 1 || paths[0] != f.KubeletPath() {
+				t.Errorf("port-forwards = %v, want one to %s", paths, f.KubeletPath())
 			}
 		})
 	}

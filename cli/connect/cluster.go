@@ -54,15 +54,6 @@ func DialKubernetes(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
 	}), nil
 }
 
-type dialKey struct{}
-
-// WithDial returns a context under which a Cluster with no Dial of its own
-// forwards through dial. It lets a test run a whole command (which builds
-// its Cluster itself) through an in-process kubelet.
-func WithDial(ctx context.Context, dial DialFunc) context.Context {
-	return context.WithValue(ctx, dialKey{}, dial)
-}
-
 // Cluster reaches a gateway's proxy pod in a Kubernetes cluster through
 // port-forwards. The selection rules are agctl's: `gateway/<n>` picks the
 // pods labelled gateway.networking.k8s.io/gateway-name=<n> and uses the
@@ -77,8 +68,7 @@ type Cluster struct {
 	// Kubeconfig is -k; empty means $KUBECONFIG, then ~/.kube/config.
 	Kubeconfig string
 	AdminPort  int
-	// Dial opens port-forward connections; nil means the context's
-	// (WithDial), else DialKubernetes.
+	// Dial opens port-forward connections; nil means DialKubernetes.
 	Dial DialFunc
 
 	mu       sync.Mutex
@@ -279,9 +269,6 @@ func (c *Cluster) forwardLocked(ctx context.Context, port int) (string, error) {
 		return "", fmt.Errorf("port-forward to %s: %w", target, err)
 	}
 	dial := c.Dial
-	if dial == nil {
-		dial, _ = ctx.Value(dialKey{}).(DialFunc)
-	}
 	if dial == nil {
 		dial = DialKubernetes
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 
 	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
@@ -224,4 +225,52 @@ func listen(t *testing.T) net.Listener {
 		t.Fatal(err)
 	}
 	return ln
+}
+
+// TestClusterForwardThroughAPIServer runs the whole production path: the
+// real dialers to a real kube-apiserver, which proxies the port-forward to
+// the kubelet of the pod's Node, here an in-process one in front of a local
+// server. Only the kubelet is a stand-in.
+func TestClusterForwardThroughAPIServer(t *testing.T) {
+	api := connecttest.StartAPIServer(t)
+	admin := serve(t, "admin")
+	k := connecttest.NewKubelet(map[int]string{15000: admin})
+	defer k.Close()
+	api.Node(t, "node-a", k)
+	api.Namespace(t, "ns")
+	api.Gateway(t, "ns", "gw")
+	api.PodOnNode(t, "ns", "gw-0", "gw", "node-a", corev1.PodRunning)
+	tests := []struct {
+		name string
+		dial DialFunc
+	}{
+		{"kubectl's fallback dialer (nil: the default)", nil},
+		{"websocket tunnel only", func(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+			return portforward.NewSPDYOverWebsocketDialer(u, cfg)
+		}},
+		{"SPDY only", func(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+			transport, upgrader, err := spdy.RoundTripperFor(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u), nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(k.Served())
+			c := &Cluster{Namespace: "ns", Kubeconfig: api.KubeconfigPath, AdminPort: 15000, Dial: tt.dial}
+			defer c.Close()
+			u, err := c.AdminURL(t.Context())
+			if err != nil {
+				t.Fatalf("AdminURL: %v", err)
+			}
+			if got := get(t, u+"/config_dump"); got != "admin /config_dump" {
+				t.Errorf("GET through the API server = %q, want %q", got, "admin /config_dump")
+			}
+			if got := k.Served()[before:]; len(got) != 1 || got[0] != "/portForward/ns/gw-0" {
+				t.Errorf("kubelet served %v, want one /portForward/ns/gw-0", got)
+			}
+		})
+	}
 }

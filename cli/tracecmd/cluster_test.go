@@ -12,14 +12,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gwdiag/gwdiag/cli/connect"
 	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
 )
 
 // TestClusterTrace runs `gwdiag trace gateway/gw --raw` through the cluster
-// connector: the pod is found through a real API server, and the admin and
-// listener forwards run client-go's port-forward over SPDY to an
-// in-process kubelet in front of an in-process reference proxy.
+// connector as in production: the pod is found through a real API server,
+// and the admin and listener forwards go through that API server to the
+// in-process kubelet of the pod's node, in front of an in-process reference
+// proxy.
 func TestClusterTrace(t *testing.T) {
 	f := connecttest.StartFixture(t)
 	tests := []struct {
@@ -37,7 +37,7 @@ func TestClusterTrace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := len(f.Kubelet.Paths())
+			before := len(f.Kubelet.Served())
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			type result struct {
@@ -46,7 +46,7 @@ func TestClusterTrace(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				out, err := executeCtx(connect.WithDial(ctx, f.Kubelet.Dial), tt.args...)
+				out, err := executeCtx(ctx, tt.args...)
 				done <- result{out, err}
 			}()
 			var r result
@@ -87,8 +87,8 @@ func TestClusterTrace(t *testing.T) {
 			if host != tt.wantHost || pod != f.Pod {
 				t.Errorf("initial snapshot host %q pod %q, want %q %q", host, pod, tt.wantHost, f.Pod)
 			}
-			paths := f.Kubelet.Paths()[before:]
-			want := slices.Repeat([]string{f.PortForwardPath()}, tt.forwards)
+			paths := f.Kubelet.Served()[before:]
+			want := slices.Repeat([]string{f.KubeletPath()}, tt.forwards)
 			if !slices.Equal(paths, want) {
 				t.Errorf("port-forwards = %v, want %v", paths, want)
 			}

@@ -71,13 +71,20 @@ func (a *APIServer) Gateway(tb testing.TB, ns, name string) {
 }
 
 // Pod creates a proxy pod of Gateway gateway and sets its phase through
-// the status subresource, as a kubelet would ("" leaves it unset).
+// the status subresource, as a kubelet would ("" leaves it unset). It is
+// on no node: the API server refuses to port-forward to it.
 func (a *APIServer) Pod(tb testing.TB, ns, name, gateway string, phase corev1.PodPhase) {
+	tb.Helper()
+	a.PodOnNode(tb, ns, name, gateway, "", phase)
+}
+
+// PodOnNode is Pod, placed on node.
+func (a *APIServer) PodOnNode(tb testing.TB, ns, name, gateway, node string, phase corev1.PodPhase) {
 	tb.Helper()
 	ctx := context.Background()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{GatewayNameLabel: gateway}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "proxy", Image: "gwdiag/refproxy"}}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "proxy", Image: "gwdiag/refproxy"}}},
 	}
 	if err := a.Client.Create(ctx, p); err != nil {
 		tb.Fatalf("create pod %s/%s: %v", ns, name, err)
@@ -88,6 +95,23 @@ func (a *APIServer) Pod(tb testing.TB, ns, name, gateway string, phase corev1.Po
 	p.Status.Phase = phase
 	if err := a.Client.Status().Update(ctx, p); err != nil {
 		tb.Fatalf("set pod %s/%s phase %s: %v", ns, name, phase, err)
+	}
+}
+
+// Node creates a Node whose kubelet is k, so that the API server sends
+// port-forwards of the pods placed on it to k.
+func (a *APIServer) Node(tb testing.TB, name string, k *Kubelet) {
+	tb.Helper()
+	ctx := context.Background()
+	host, port := k.Endpoint()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := a.Client.Create(ctx, n); err != nil {
+		tb.Fatalf("create node %s: %v", name, err)
+	}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: host}}
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+	if err := a.Client.Status().Update(ctx, n); err != nil {
+		tb.Fatalf("set node %s status: %v", name, err)
 	}
 }
 

@@ -22,9 +22,11 @@ const (
 )
 
 // Fixture is a gateway "gw" in namespace "gwdiag" of a real local API
-// server, with one Running proxy pod "gw-0" whose admin port (15000) and
-// listener port (8080) are served, through an in-process Kubelet, by an
-// in-process reference proxy routing everything to an echo backend.
+// server, with one Running proxy pod "gw-0" on Node "node-0". The node's
+// kubelet is an in-process Kubelet that serves the pod's admin port (15000)
+// and listener port (8080) from an in-process reference proxy routing
+// everything to an echo backend. A port-forward with the default dialer
+// thus goes through the real API server; only the kubelet is a stand-in.
 type Fixture struct {
 	API        *APIServer
 	Kubelet    *Kubelet
@@ -42,7 +44,6 @@ func StartFixture(t *testing.T) *Fixture {
 	f.Kubeconfig = f.API.KubeconfigPath
 	f.API.Namespace(t, f.Namespace)
 	f.API.Gateway(t, f.Namespace, f.Gateway)
-	f.API.Pod(t, f.Namespace, f.Pod, f.Gateway, corev1.PodRunning)
 
 	backend := httptest.NewServer(mock.NewEcho())
 	t.Cleanup(backend.Close)
@@ -77,10 +78,13 @@ binds:
 	f.Proxy = p
 	f.Kubelet = NewKubelet(map[int]string{AdminPort: p.AdminAddr(), ListenerPort: p.BindAddrs()[0]})
 	t.Cleanup(f.Kubelet.Close)
+	f.API.Node(t, "node-0", f.Kubelet)
+	f.API.PodOnNode(t, f.Namespace, f.Pod, f.Gateway, "node-0", corev1.PodRunning)
 	return f
 }
 
-// PortForwardPath is the portforward subresource of the Fixture's pod.
-func (f *Fixture) PortForwardPath() string {
-	return "/api/v1/namespaces/" + f.Namespace + "/pods/" + f.Pod + "/portforward"
+// KubeletPath is the path at which the API server asks the Kubelet to
+// port-forward to the Fixture's pod.
+func (f *Fixture) KubeletPath() string {
+	return "/portForward/" + f.Namespace + "/" + f.Pod
 }

@@ -30,17 +30,27 @@ type Kubelet struct {
 	ports map[int]string
 	srv   *httptest.Server
 
-	mu    sync.Mutex
-	paths []string
-	conns []httpstream.Connection
+	mu     sync.Mutex
+	paths  []string
+	served []string
+	conns  []httpstream.Connection
 }
 
 // NewKubelet starts a Kubelet that forwards pod port p to ports[p]. Stop it
 // with Close.
 func NewKubelet(ports map[int]string) *Kubelet {
 	k := &Kubelet{ports: ports}
-	k.srv = httptest.NewServer(http.HandlerFunc(k.serve))
+	// TLS, as a kubelet serves: an API server forwards to it over
+	// https (without verifying it when given no kubelet CA).
+	k.srv = httptest.NewTLSServer(http.HandlerFunc(k.serve))
 	return k
+}
+
+// Endpoint returns the host and port the Kubelet listens on, for a Node's
+// status.addresses and status.daemonEndpoints.kubeletEndpoint.
+func (k *Kubelet) Endpoint() (string, int) {
+	addr := k.srv.Listener.Addr().(*net.TCPAddr)
+	return addr.IP.String(), addr.Port
 }
 
 // Close stops the server and drops open forward connections.
@@ -60,7 +70,7 @@ func (k *Kubelet) Dial(_ *rest.Config, u *url.URL) (httpstream.Dialer, error) {
 	k.mu.Lock()
 	k.paths = append(k.paths, u.Path)
 	k.mu.Unlock()
-	transport, upgrader, err := spdytransport.RoundTripperFor(&rest.Config{Host: k.srv.URL})
+	transport, upgrader, err := spdytransport.RoundTripperFor(&rest.Config{Host: k.srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +81,8 @@ func (k *Kubelet) Dial(_ *rest.Config, u *url.URL) (httpstream.Dialer, error) {
 	return spdytransport.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, target), nil
 }
 
-// Paths returns the portforward URL paths dialled so far, in order.
+// Paths returns the portforward URL paths dialled so far through Dial, in
+// order.
 func (k *Kubelet) Paths() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -88,7 +99,18 @@ type newStream struct {
 	replySent <-chan struct{}
 }
 
+// Served returns the paths of the port-forward requests this Kubelet has
+// accepted (an API server asks for /portForward/<namespace>/<pod>).
+func (k *Kubelet) Served() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.served...)
+}
+
 func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
+	k.mu.Lock()
+	k.served = append(k.served, r.URL.Path)
+	k.mu.Unlock()
 	if _, err := httpstream.Handshake(r, w, []string{portforward.PortForwardProtocolV1Name}); err != nil {
 		return // Handshake has written the error response
 	}
