@@ -346,6 +346,42 @@ func TestClusterMode(t *testing.T) {
 	}
 }
 
+// TestClusterTraceThroughAPIServer runs the built binary in cluster mode
+// the whole way: the pod is found through a real API server and the admin
+// and listener port-forwards go through it, with kubectl's dialer, to the
+// in-process kubelet of the pod's node, which serves them from an
+// in-process reference proxy. The injected request's Host comes from the URL.
+func TestClusterTraceThroughAPIServer(t *testing.T) {
+	f := connecttest.StartFixture(t)
+	env := []string{"KUBECONFIG=" + f.Kubeconfig}
+	r := gwdiag(t, env, nil, "trace", "gateway/gw", "-n", f.Namespace, "--raw", "--port", "8080", "--",
+		"http://cluster.example/get", "-H", "x-test: cluster")
+	if r.code != 0 {
+		t.Fatalf("gwdiag trace: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	events := parseRaw(t, r.stdout)
+	checkTrace(t, events)
+	for _, ev := range events {
+		if ev.Type() != trace.RequestSnapshot || ev.Stage() != "initial request" {
+			continue
+		}
+		state, _ := ev.Message["requestState"].(map[string]any)
+		req, _ := state["request"].(map[string]any)
+		env, _ := state["env"].(map[string]any)
+		if req["host"] != "cluster.example" || env["podName"] != f.Pod || env["gateway"] != f.Gateway {
+			t.Errorf("initial request host %v, env %v; want host cluster.example, pod %s, gateway %s", req["host"], env, f.Pod, f.Gateway)
+		}
+	}
+	if got := f.Kubelet.Served(); len(got) != 2 || got[0] != f.KubeletPath() || got[1] != f.KubeletPath() {
+		t.Errorf("kubelet served %v, want two port-forwards to %s (admin and listener)", got, f.KubeletPath())
+	}
+	// config all through the same path.
+	r = gwdiag(t, env, nil, "config", "all", "-n", f.Namespace, "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"httpbin"`) {
+		t.Errorf("gwdiag config all: exit %d, stdout %q, stderr %q; want the route httpbin", r.code, r.stdout, r.stderr)
+	}
+}
+
 func TestReplayRaw(t *testing.T) {
 	want, err := os.ReadFile("testdata/trace.jsonl")
 	if err != nil {
