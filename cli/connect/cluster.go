@@ -291,8 +291,9 @@ func (c *Cluster) forwardLocked(ctx context.Context, port int) (string, error) {
 	case err := <-f.done:
 		return "", fmt.Errorf("port-forward to %s through the API server at %s failed: %w (the API server must reach the kubelet of the pod's node)", target, strings.TrimSuffix(c.cfg.Host, "/"), err)
 	case <-ctx.Done():
+		// The dial itself cannot be cancelled: do not wait for it (done is
+		// buffered, so the forwarding goroutine ends on its own).
 		close(f.stop)
-		<-f.done
 		return "", fmt.Errorf("port-forward to %s: %w", target, ctx.Err())
 	}
 	c.forwards = append(c.forwards, f)
