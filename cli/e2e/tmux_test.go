@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
 )
 
 // tmuxSession drives the real binary in a real terminal: a private tmux
@@ -211,5 +213,24 @@ func TestTUIWatchInTmux(t *testing.T) {
 	s.run("send-keys", "-t", "gw", "q")
 	if code := s.waitExit(); code != 0 {
 		t.Errorf("exit status %d after q, want 0", code)
+	}
+}
+
+// TestClusterTUIInTmux runs the viewer in cluster mode in a real terminal:
+// the pod is found through a real API server and both forwards go through
+// it to the in-process kubelet of the pod's node.
+func TestClusterTUIInTmux(t *testing.T) {
+	f := connecttest.StartFixture(t)
+	s := newTmux(t, fmt.Sprintf("KUBECONFIG=%s %s trace gateway/gw.%s --port 8080 -- http://tmux.cluster/tui -H 'x-from: tmux'",
+		f.Kubeconfig, gwdiagBin, f.Namespace))
+	s.waitScreen("stream complete, press q to exit", "Request Start", "status=200")
+	s.run("send-keys", "-t", "gw", "Down", "s")
+	s.waitScreen("initial request (requestSnapshot)", "host: tmux.cluster", "podName: "+f.Pod)
+	s.run("send-keys", "-t", "gw", "q")
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("exit status %d after q, want 0; screen:\n%s", code, s.screen())
+	}
+	if got := f.Kubelet.Served(); len(got) != 2 {
+		t.Errorf("kubelet served %v, want two port-forwards (admin and listener)", got)
 	}
 }
