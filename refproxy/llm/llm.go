@@ -92,16 +92,11 @@ func PrepareRequest(r *http.Request) {
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		r.TransferEncoding = nil
 	}
-	rb := &bytesBody{}
-	rb.Reset(body)
-	r.Body = rb
+	// io.NopCloser of a *bytes.Reader, not a type of our own: net/http
+	// sends bodies it knows to be in memory with the headers, in one write.
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 }
-
-// bytesBody is a request body read from memory, in one allocation.
-type bytesBody struct{ bytes.Reader }
-
-func (*bytesBody) Close() error { return nil }
 
 // readCloser reads from r and closes c.
 type readCloser struct {

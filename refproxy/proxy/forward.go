@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -18,7 +19,10 @@ import (
 // a context value and ModifyResponse. Measured: see docs/benchmarks.md.
 // Protocol upgrades and Expect: 100-continue still go through the
 // ReverseProxy (be.rp), which handles 101 and interim responses.
-func (dp *Dataplane) forward(rw *respWriter, r *http.Request, be *backend) {
+//
+// inBody is the server's request body, before PrepareRequest may have
+// replaced it with one in memory.
+func (dp *Dataplane) forward(rw *respWriter, r *http.Request, be *backend, inBody io.ReadCloser) {
 	out := new(http.Request)
 	*out = *r
 	u := *r.URL
@@ -27,9 +31,27 @@ func (dp *Dataplane) forward(rw *respWriter, r *http.Request, be *backend) {
 	out.URL = &u
 	out.RequestURI = ""
 	out.Close = false
-	if r.ContentLength == 0 {
+	switch {
+	case r.ContentLength == 0:
 		out.Body = nil // a client request with a nil body sends no body
-	} else if out.Body != nil {
+	case out.Body != inBody:
+		// Already in memory (PrepareRequest): Request.Write sends it with
+		// the headers in one write.
+	case r.ContentLength > 0 && r.ContentLength <= maxBufferedBody:
+		// Request.Write flushes the headers on their own before a body it
+		// does not know to be in memory, which costs a second write here
+		// and a second read and wake-up at the backend. Small bodies of
+		// known length are read first (nginx buffers request bodies too),
+		// so headers and body leave in one write.
+		buf := dp.bufs.Get()
+		defer dp.bufs.Put(buf)
+		n, err := io.ReadFull(inBody, buf[:r.ContentLength])
+		if err != nil {
+			dp.backendError(rw, r, err)
+			return
+		}
+		out.Body = io.NopCloser(bytes.NewReader(buf[:n]))
+	default:
 		// Request.Write closes the body it sends, and closing the server's
 		// request body early can block reading the rest of it from the
 		// client; the server closes it after the handler.
@@ -97,6 +119,9 @@ func (dp *Dataplane) forward(rw *respWriter, r *http.Request, be *backend) {
 		dst[k] = append(dst[k], vv...)
 	}
 }
+
+// maxBufferedBody is the largest request body forward reads before sending.
+const maxBufferedBody = 16 << 10
 
 // noCloseBody is a request body whose Close does nothing.
 type noCloseBody struct{ io.Reader }

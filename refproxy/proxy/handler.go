@@ -85,6 +85,7 @@ func (h *bindHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		dp.local(w, tr, http.StatusServiceUnavailable, "no backend for route\n", d)
 		return
 	}
+	inBody := r.Body
 	if rt.tokens {
 		llm.PrepareRequest(r)
 	}
@@ -98,7 +99,7 @@ func (h *bindHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	*rw = respWriter{w: w, dp: dp, tr: tr, rt: rt, d: d, limited: rt.set != nil, start: time.Now()}
 	defer rw.finish(be)
 	if be.direct != nil && r.Header["Upgrade"] == nil && r.Header["Expect"] == nil {
-		dp.forward(rw, r, be)
+		dp.forward(rw, r, be, inBody)
 		return
 	}
 	if rt.tokens {
