@@ -29,6 +29,9 @@ import (
 // (agctl's selector; Gateway API implementations set it on their pods).
 const GatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
 
+// DefaultAdminPort is the proxy's admin port when none is given.
+const DefaultAdminPort = 15000
+
 // DialFunc opens the streaming connection of a port-forward to the pod
 // whose portforward subresource is at u. It is the seam between the
 // forwarding logic (client-go's PortForwarder, which needs only an
@@ -67,7 +70,8 @@ type Cluster struct {
 	Namespace string
 	// Kubeconfig is -k; empty means $KUBECONFIG, then ~/.kube/config.
 	Kubeconfig string
-	AdminPort  int
+	// AdminPort is --proxy-admin-port; 0 means DefaultAdminPort.
+	AdminPort int
 	// Dial opens port-forward connections; nil means DialKubernetes.
 	Dial DialFunc
 
@@ -93,7 +97,11 @@ func (c *Cluster) AdminURL(ctx context.Context) (string, error) {
 	if c.admin != "" {
 		return c.admin, nil
 	}
-	addr, err := c.forwardLocked(ctx, c.AdminPort)
+	port := c.AdminPort
+	if port == 0 {
+		port = DefaultAdminPort
+	}
+	addr, err := c.forwardLocked(ctx, port)
 	if err != nil {
 		return "", err
 	}

@@ -259,7 +259,7 @@ func TestClusterForwardThroughAPIServer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(k.Served())
-			c := &Cluster{Namespace: "ns", Kubeconfig: api.KubeconfigPath, AdminPort: 15000, Dial: tt.dial}
+			c := &Cluster{Namespace: "ns", Kubeconfig: api.KubeconfigPath, Dial: tt.dial} // AdminPort 0: 15000
 			defer c.Close()
 			u, err := c.AdminURL(t.Context())
 			if err != nil {
