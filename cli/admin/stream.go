@@ -42,6 +42,9 @@ var ErrIncomplete = errors.New("trace stream ended before requestFinished")
 type Client struct {
 	// BaseURL is the admin server, e.g. http://127.0.0.1:15000.
 	BaseURL string
+	// Hint says what to check when the admin server cannot be reached;
+	// empty means the standalone hint (--admin-url, --proxy-admin-port).
+	Hint string
 	// HTTP is the client to use; nil means a client without timeout, since a
 	// watch may wait for a request for as long as the user likes.
 	HTTP *http.Client
@@ -72,7 +75,11 @@ func (c *Client) OpenTrace(ctx context.Context, expression string) (io.ReadClose
 }
 
 func (c *Client) unreachable(err error) error {
-	return fmt.Errorf("cannot reach the admin server at %s (is the proxy running? set --admin-url or --proxy-admin-port): %w", c.BaseURL, err)
+	hint := c.Hint
+	if hint == "" {
+		hint = "is the proxy running? set --admin-url or --proxy-admin-port"
+	}
+	return fmt.Errorf("cannot reach the admin server at %s (%s): %w", c.BaseURL, hint, err)
 }
 
 func statusError(u string, code int, body string) error {

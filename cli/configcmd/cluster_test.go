@@ -21,14 +21,16 @@ func TestClusterConfig(t *testing.T) {
 		name    string
 		cluster []string
 		local   []string
+		podPort int
 	}{
-		{"all yaml", []string{"all", "gateway/gw", "-n", f.Namespace, "-k", f.Kubeconfig, "-o", "yaml"}, []string{"all", "-o", "yaml"}},
-		{"all short, the only gateway", []string{"all", "-n", f.Namespace, "-k", f.Kubeconfig}, []string{"all"}},
-		{"backends --all", []string{"be", "gateway/gw." + f.Namespace, "-k", f.Kubeconfig, "--all"}, []string{"backends", "--all"}},
+		{"all yaml", []string{"all", "gateway/gw", "-n", f.Namespace, "-k", f.Kubeconfig, "-o", "yaml"}, []string{"all", "-o", "yaml"}, connecttest.AdminPort},
+		{"all short, the only gateway", []string{"all", "-n", f.Namespace, "-k", f.Kubeconfig}, []string{"all"}, connecttest.AdminPort},
+		{"backends --all", []string{"be", "gateway/gw." + f.Namespace, "-k", f.Kubeconfig, "--all"}, []string{"backends", "--all"}, connecttest.AdminPort},
+		{"--proxy-admin-port", []string{"backends", "-n", f.Namespace, "-k", f.Kubeconfig, "--proxy-admin-port", "19000"}, []string{"backends"}, connecttest.OtherAdminPort},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := len(f.Kubelet.Served())
+			before, beforePorts := len(f.Kubelet.Served()), len(f.Kubelet.Ports())
 			got, err := runCtx(t.Context(), tt.cluster...)
 			if err != nil {
 				t.Fatalf("config %v: %v\n%s", tt.cluster, err, got)
@@ -42,6 +44,9 @@ func TestClusterConfig(t *testing.T) {
 			}
 			if paths := f.Kubelet.Served()[before:]; len(paths) != 1 || paths[0] != f.KubeletPath() {
 				t.Errorf("port-forwards = %v, want one to %s", paths, f.KubeletPath())
+			}
+			if ports := f.Kubelet.Ports()[beforePorts:]; len(ports) != 1 || ports[0] != tt.podPort {
+				t.Errorf("forwarded pod ports = %v, want [%d]", ports, tt.podPort)
 			}
 		})
 	}

@@ -196,7 +196,7 @@ func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return (&admin.Client{BaseURL: u}).ConfigDump(ctx)
+	return (&admin.Client{BaseURL: u, Hint: connect.AdminHint(conn)}).ConfigDump(ctx)
 }
 
 // WriteSummary renders s as short tables, JSON or YAML.

@@ -117,6 +117,20 @@ func (c *Cluster) Listener(ctx context.Context, port int) (string, error) {
 	return c.forwardLocked(ctx, port)
 }
 
+// AdminHint names the forward behind the admin URL, for errors.
+func (c *Cluster) AdminHint() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pod == nil {
+		return ""
+	}
+	port := c.AdminPort
+	if port == 0 {
+		port = DefaultAdminPort
+	}
+	return fmt.Sprintf("port-forwarded to pod %s/%s port %d: does the proxy's admin server listen there? set --proxy-admin-port", c.pod.Namespace, c.pod.Name, port)
+}
+
 // Close stops every forward and waits until its listener is closed.
 func (c *Cluster) Close() error {
 	c.mu.Lock()

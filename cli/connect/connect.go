@@ -24,6 +24,16 @@ type Connector interface {
 	Close() error
 }
 
+// AdminHint returns what a user should check when conn's admin URL does
+// not answer, for connectors that know better than the standalone hint;
+// otherwise "".
+func AdminHint(conn Connector) string {
+	if h, ok := conn.(interface{ AdminHint() string }); ok {
+		return h.AdminHint()
+	}
+	return ""
+}
+
 // Local is a standalone proxy on this machine.
 type Local struct {
 	// Admin is the admin server's base URL.

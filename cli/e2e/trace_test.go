@@ -375,6 +375,14 @@ func TestClusterTraceThroughAPIServer(t *testing.T) {
 	if got := f.Kubelet.Served(); len(got) != 2 || got[0] != f.KubeletPath() || got[1] != f.KubeletPath() {
 		t.Errorf("kubelet served %v, want two port-forwards to %s (admin and listener)", got, f.KubeletPath())
 	}
+	// A pod port nothing listens on: the kubelet's refusal reaches the user.
+	r = gwdiag(t, env, nil, "config", "all", "-n", f.Namespace, "--proxy-admin-port", "9")
+	for _, want := range []string{"pod has no listener on port 9",
+		"(port-forwarded to pod gwdiag/gw-0 port 9: does the proxy's admin server listen there? set --proxy-admin-port)"} {
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("config all --proxy-admin-port 9: exit %d, stderr %q; want exit 1 and %q", r.code, r.stderr, want)
+		}
+	}
 	// config all through the same path.
 	r = gwdiag(t, env, nil, "config", "all", "-n", f.Namespace, "-o", "json")
 	if r.code != 0 || !strings.Contains(r.stdout, `"httpbin"`) {

@@ -220,7 +220,7 @@ func run(cmd *cobra.Command, o *options, args []string) error {
 		}
 	}
 	s := session{
-		client:   &admin.Client{BaseURL: adminURL},
+		client:   &admin.Client{BaseURL: adminURL, Hint: connect.AdminHint(conn)},
 		expr:     o.expression,
 		request:  p.request,
 		listener: listener,

@@ -15,10 +15,12 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 )
 
-// Pod ports of the Fixture's proxy pod.
+// Pod ports of the Fixture's proxy pod. OtherAdminPort serves the admin
+// server too, for --proxy-admin-port.
 const (
-	AdminPort    = 15000
-	ListenerPort = 8080
+	AdminPort      = 15000
+	OtherAdminPort = 19000
+	ListenerPort   = 8080
 )
 
 // Fixture is a gateway "gw" in namespace "gwdiag" of a real local API
@@ -76,7 +78,7 @@ binds:
 		}
 	})
 	f.Proxy = p
-	f.Kubelet = NewKubelet(map[int]string{AdminPort: p.AdminAddr(), ListenerPort: p.BindAddrs()[0]})
+	f.Kubelet = NewKubelet(map[int]string{AdminPort: p.AdminAddr(), OtherAdminPort: p.AdminAddr(), ListenerPort: p.BindAddrs()[0]})
 	t.Cleanup(f.Kubelet.Close)
 	f.API.Node(t, "node-0", f.Kubelet)
 	f.API.PodOnNode(t, f.Namespace, f.Pod, f.Gateway, "node-0", corev1.PodRunning)

@@ -33,6 +33,7 @@ type Kubelet struct {
 	mu     sync.Mutex
 	paths  []string
 	served []string
+	seen   []int
 	conns  []httpstream.Connection
 }
 
@@ -99,6 +100,14 @@ type newStream struct {
 	replySent <-chan struct{}
 }
 
+// Ports returns the pod ports of the connections forwarded so far, in
+// order.
+func (k *Kubelet) Ports() []int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]int(nil), k.seen...)
+}
+
 // Served returns the paths of the port-forward requests this Kubelet has
 // accepted (an API server asks for /portForward/<namespace>/<pod>).
 func (k *Kubelet) Served() []string {
@@ -161,6 +170,9 @@ func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
 // forward copies between one data stream and the local address of port,
 // reporting failures on the error stream as a kubelet does.
 func (k *Kubelet) forward(p *pair, port int) {
+	k.mu.Lock()
+	k.seen = append(k.seen, port)
+	k.mu.Unlock()
 	defer p.errorStream.Close()
 	defer p.dataStream.Close()
 	addr, ok := k.ports[port]
