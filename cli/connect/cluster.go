@@ -16,11 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -34,26 +34,29 @@ const DefaultAdminPort = 15000
 
 // DialFunc opens the streaming connection of a port-forward to the pod
 // whose portforward subresource is at u. It is the seam between the
-// forwarding logic (client-go's PortForwarder, which needs only an
-// httpstream.Dialer) and the network, so tests can forward through an
-// in-process server instead of a kubelet.
-type DialFunc func(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error)
+// forwarding logic (client-go's PortForwarder, which needs only a
+// streaming Dialer) and the network, so tests can forward through an
+// in-process server instead of an API server.
+type DialFunc func(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error)
 
-// DialKubernetes is kubectl's dialer: SPDY tunnelled over a websocket
-// first, then plain SPDY when the API server refuses the websocket upgrade
-// (API servers older than 1.30, or proxies that do not pass websockets).
-func DialKubernetes(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+// DialKubernetes is kubectl 1.36's dialer: SPDY tunnelled over a websocket
+// first, then plain SPDY when the server refuses the websocket upgrade (API
+// servers older than 1.30, or proxies that do not pass websockets). Since
+// client-go 0.36 the upgrade errors are k8s.io/streaming's: the fallback
+// test must use that package (apimachinery's httpstream.IsUpgradeFailure
+// never matches them, and the fallback would never happen).
+func DialKubernetes(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	wsDialer, err := portforward.NewSPDYOverWebsocketDialer(u, cfg)
+	spdyDialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	wsDialer, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return portforward.NewFallbackDialer(wsDialer, spdyDialer, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	return portforward.NewFallbackDialerForStreaming(wsDialer, spdyDialer, func(err error) bool {
+		return streamhttp.IsUpgradeFailure(err) || streamhttp.IsHTTPSProxyError(err)
 	}), nil
 }
 
@@ -303,7 +306,7 @@ func (c *Cluster) forwardLocked(ctx context.Context, port int) (string, error) {
 	// client-go reports per-connection trouble on errOut; the commands own
 	// stdout and stderr (the viewer draws on the terminal), so it is
 	// dropped here and surfaces as the admin client's own error.
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, f.stop, ready, io.Discard, io.Discard)
+	pf, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, f.stop, ready, io.Discard, io.Discard)
 	if err != nil {
 		return "", fmt.Errorf("port-forward to %s: %w", target, err)
 	}

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 
 	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
 )
@@ -117,12 +117,12 @@ func TestClusterAgainstAPIServer(t *testing.T) {
 
 	// kubectl's fallback, plain SPDY, reaches the API server too.
 	t.Run("plain SPDY port-forward through the API server fails clearly", func(t *testing.T) {
-		spdyOnly := func(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+		spdyOnly := func(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
 			transport, upgrader, err := spdy.RoundTripperFor(cfg)
 			if err != nil {
 				return nil, err
 			}
-			return spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u), nil
+			return spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u), nil
 		}
 		c := &Cluster{Resource: gw("gw", "one"), Kubeconfig: kc, AdminPort: 15000, Dial: spdyOnly}
 		defer c.Close()
@@ -245,15 +245,15 @@ func TestClusterForwardThroughAPIServer(t *testing.T) {
 		dial DialFunc
 	}{
 		{"kubectl's fallback dialer (nil: the default)", nil},
-		{"websocket tunnel only", func(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
-			return portforward.NewSPDYOverWebsocketDialer(u, cfg)
+		{"websocket tunnel only", func(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
+			return portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg)
 		}},
-		{"SPDY only", func(cfg *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+		{"SPDY only", func(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
 			transport, upgrader, err := spdy.RoundTripperFor(cfg)
 			if err != nil {
 				return nil, err
 			}
-			return spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u), nil
+			return spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u), nil
 		}},
 	}
 	for _, tt := range tests {
@@ -272,5 +272,46 @@ func TestClusterForwardThroughAPIServer(t *testing.T) {
 				t.Errorf("kubelet served %v, want one /portForward/ns/gw-0", got)
 			}
 		})
+	}
+}
+
+// TestDialKubernetesFallsBackToSPDY dials, with kubectl's dialer, a server
+// that refuses the websocket upgrade (as API servers before 1.30 do): the
+// forward must still work, over SPDY.
+func TestDialKubernetesFallsBackToSPDY(t *testing.T) {
+	admin := serve(t, "admin")
+	k := connecttest.NewKubelet(map[int]string{15000: admin})
+	defer k.Close()
+	cfg, u, err := k.Direct("/portForward/ns/pod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := DialKubernetes(cfg, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, ready := make(chan struct{}), make(chan struct{})
+	pf, err := portforward.NewOnAddressesForStreaming(d, []string{"127.0.0.1"}, []string{"0:15000"}, stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- pf.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("ForwardPorts: %v", err)
+	}
+	defer func() { close(stop); <-done }()
+	ports, err := pf.GetPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, fmt.Sprintf("http://127.0.0.1:%d/x", ports[0].Local)); got != "admin /x" {
+		t.Errorf("GET through the forward = %q, want %q", got, "admin /x")
+	}
+	// One refused websocket attempt, then the SPDY connection.
+	if got := k.Served(); len(got) != 2 {
+		t.Errorf("kubelet saw %d requests %v, want 2 (websocket refused, then SPDY)", len(got), got)
 	}
 }

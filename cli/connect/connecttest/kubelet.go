@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	spdytransport "k8s.io/client-go/transport/spdy"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 )
 
 // Kubelet serves the port-forward protocol (portforward.k8s.io, SPDY) the
@@ -67,7 +68,7 @@ func (k *Kubelet) Close() {
 // Dial is a connect.DialFunc: it ignores the API server of cfg and opens
 // the forward to this Kubelet with client-go's SPDY dialer, recording the
 // portforward URL the connector asked for.
-func (k *Kubelet) Dial(_ *rest.Config, u *url.URL) (httpstream.Dialer, error) {
+func (k *Kubelet) Dial(_ *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
 	k.mu.Lock()
 	k.paths = append(k.paths, u.Path)
 	k.mu.Unlock()
@@ -79,7 +80,15 @@ func (k *Kubelet) Dial(_ *rest.Config, u *url.URL) (httpstream.Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return spdytransport.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, target), nil
+	return spdytransport.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, target), nil
+}
+
+// Direct returns a client config and URL that reach this Kubelet directly
+// at path, for dialers under test. The Kubelet refuses websocket upgrades,
+// as API servers before 1.30 do, and speaks SPDY only.
+func (k *Kubelet) Direct(path string) (*rest.Config, *url.URL, error) {
+	u, err := url.Parse(k.srv.URL + path)
+	return &rest.Config{Host: k.srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, u, err
 }
 
 // Paths returns the portforward URL paths dialled so far through Dial, in
