@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy"
-	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 )
 
 // gwdiagBin is the binary under test, built once by TestMain.
@@ -143,24 +143,7 @@ binds:
 // port 0, admin on a free port) until the test ends.
 func startProxyYAML(t *testing.T, yaml string) *proxy {
 	t.Helper()
-	cfg, err := config.Parse(t.Name()+".yaml", []byte(yaml))
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	p, err := refproxy.New(cfg, refproxy.WithAdminAddr("127.0.0.1:0"), refproxy.WithLogOutput(io.Discard), refproxy.WithEnv("", "", ""))
-	if err != nil {
-		t.Fatalf("refproxy.New: %v", err)
-	}
-	if err := p.Start(t.Context()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	p := refproxytest.Start(t, yaml, refproxy.WithEnv("", "", ""))
 	_, portStr, err := net.SplitHostPort(p.BindAddrs()[0])
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,9 +12,9 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy"
-	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 )
 
 // env is one proxy in front of one mock LLM and one echo backend.
@@ -50,24 +49,7 @@ func start(t testing.TB, cfg string) *env {
 	if err := template.Must(template.New("cfg").Parse(cfg)).Execute(&buf, backends{LLM: llmSrv.Addr(), Echo: echoSrv.Addr()}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := config.Parse(strings.ReplaceAll(t.Name(), "/", "_")+".yaml", buf.Bytes())
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, buf.String())
-	}
-	p, err := refproxy.New(c, refproxy.WithAdminAddr("127.0.0.1:0"), refproxy.WithLogOutput(io.Discard))
-	if err != nil {
-		t.Fatalf("refproxy.New: %v", err)
-	}
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	p := refproxytest.Start(t, buf.String())
 	e.proxy = p
 	e.base = "http://" + p.BindAddrs()[0]
 	tr := &http.Transport{MaxIdleConnsPerHost: 128, DisableCompression: true}

@@ -1,18 +1,15 @@
 package connecttest
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gwdiag/gwdiag/refproxy"
-	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 )
 
 // Pod ports of the Fixture's proxy pod. OtherAdminPort serves the admin
@@ -49,7 +46,7 @@ func StartFixture(t *testing.T) *Fixture {
 
 	backend := httptest.NewServer(mock.NewEcho())
 	t.Cleanup(backend.Close)
-	cfg, err := config.Parse("cluster-proxy.yaml", fmt.Appendf(nil, `
+	p := refproxytest.Start(t, fmt.Sprintf(`
 binds:
 - port: 0
   listeners:
@@ -58,25 +55,7 @@ binds:
     - name: httpbin
       matches: [{path: {pathPrefix: /}}]
       backends: [{host: %q}]
-`, backend.Listener.Addr().String()))
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	p, err := refproxy.New(cfg, refproxy.WithAdminAddr("127.0.0.1:0"), refproxy.WithLogOutput(io.Discard),
-		refproxy.WithEnv(f.Pod, f.Namespace, f.Gateway))
-	if err != nil {
-		t.Fatalf("refproxy.New: %v", err)
-	}
-	if err := p.Start(t.Context()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+`, backend.Listener.Addr().String()), refproxy.WithEnv(f.Pod, f.Namespace, f.Gateway))
 	f.Proxy = p
 	f.Kubelet = NewKubelet(map[int]string{AdminPort: p.AdminAddr(), OtherAdminPort: p.AdminAddr(), ListenerPort: p.BindAddrs()[0]})
 	t.Cleanup(f.Kubelet.Close)
