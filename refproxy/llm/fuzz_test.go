@@ -163,28 +163,7 @@ func FuzzJSONUsage(f *testing.F) {
 		f.Add([]byte(s), uint8(3))
 	}
 	f.Fuzz(func(t *testing.T, body []byte, step uint8) {
-		u, err := watchBytes(t, "application/json", body, int(step))
-		whole, wholeErr := watchBytes(t, "application/json", body, 0)
-		if u != whole || kind(err) != kind(wholeErr) {
-			t.Fatalf("reads of %d bytes: (%+v, %v); one read: (%+v, %v)", step, u, err, whole, wholeErr)
-		}
-		if strings.HasPrefix(kind(err), "unexpected") {
-			t.Fatalf("error of no known class: %v", err)
-		}
-		ou, found, oerr, known := oracleJSON(body)
-		if !known {
-			return
-		}
-		want := "ok"
-		switch {
-		case !found:
-			want = kind(ErrNoUsage)
-		case oerr != nil:
-			want = kind(oerr)
-		}
-		if kind(err) != want || (err == nil && u != ou) {
-			t.Fatalf("scanner: (%+v, %v); encoding/json: (%+v, %s) for %q", u, err, ou, want, body)
-		}
+		checkScan(t, "application/json", body, int(step), oracleJSON)
 	})
 }
 
@@ -252,27 +231,36 @@ func FuzzSSEUsage(f *testing.F) {
 		f.Add([]byte(s), uint8(5))
 	}
 	f.Fuzz(func(t *testing.T, body []byte, step uint8) {
-		u, err := watchBytes(t, "text/event-stream", body, int(step))
-		whole, wholeErr := watchBytes(t, "text/event-stream", body, 0)
-		if u != whole || kind(err) != kind(wholeErr) {
-			t.Fatalf("reads of %d bytes: (%+v, %v); one read: (%+v, %v)", step, u, err, whole, wholeErr)
-		}
-		if strings.HasPrefix(kind(err), "unexpected") {
-			t.Fatalf("error of no known class: %v", err)
-		}
-		ou, found, oerr, known := oracleSSE(body)
-		if !known {
-			return
-		}
-		want := "ok"
-		switch {
-		case !found:
-			want = kind(ErrNoUsage)
-		case oerr != nil:
-			want = kind(oerr)
-		}
-		if kind(err) != want || (err == nil && u != ou) {
-			t.Fatalf("scanner: (%+v, %v); reference parser: (%+v, %s) for %q", u, err, ou, want, body)
-		}
+		checkScan(t, "text/event-stream", body, int(step), oracleSSE)
 	})
+}
+
+// checkScan is the check both usage fuzzers make: reading body in pieces of
+// step bytes gives what one read gives, every error is of a known class, and
+// where the reference parser can judge the body, the scanner agrees with it.
+func checkScan(t *testing.T, contentType string, body []byte, step int,
+	oracle func([]byte) (u Usage, found bool, err error, known bool)) {
+	t.Helper()
+	u, err := watchBytes(t, contentType, body, step)
+	whole, wholeErr := watchBytes(t, contentType, body, 0)
+	if u != whole || kind(err) != kind(wholeErr) {
+		t.Fatalf("reads of %d bytes: (%+v, %v); one read: (%+v, %v)", step, u, err, whole, wholeErr)
+	}
+	if strings.HasPrefix(kind(err), "unexpected") {
+		t.Fatalf("error of no known class: %v", err)
+	}
+	ou, found, oerr, known := oracle(body)
+	if !known {
+		return
+	}
+	want := "ok"
+	switch {
+	case !found:
+		want = kind(ErrNoUsage)
+	case oerr != nil:
+		want = kind(oerr)
+	}
+	if kind(err) != want || (err == nil && u != ou) {
+		t.Fatalf("scanner: (%+v, %v); reference parser: (%+v, %s) for %q", u, err, ou, want, body)
+	}
 }
