@@ -189,22 +189,7 @@ policies:
 }
 
 func TestTokenLimitAndUsageWarning(t *testing.T) {
-	llmSrv, err := mock.Listen("127.0.0.1:0", mock.NewLLM())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { llmSrv.Close() })
-	p := startProxy(t, `
-binds:
-- port: 0
-  listeners:
-  - routes:
-    - name: openai
-      policies:
-        localRateLimit: [{maxTokens: 100, tokensPerFill: 100, fillInterval: 1h, type: tokens}]
-      backends:
-      - ai: {name: openai, provider: {openAI: {}}, hostOverride: "`+llmSrv.Addr()+`"}
-`)
+	p := llmProxy(t, mock.NewLLM(), 100)
 	url := "http://" + p.BindAddrs()[0] + "/v1/chat/completions"
 	post := func(hdr ...string) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
@@ -441,22 +426,7 @@ func BenchmarkStartShutdown(b *testing.B) {
 
 func TestStreamingLLMChargedAfterStream(t *testing.T) {
 	llm := mock.NewLLM()
-	llmSrv, err := mock.Listen("127.0.0.1:0", llm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { llmSrv.Close() })
-	p := startProxy(t, `
-binds:
-- port: 0
-  listeners:
-  - routes:
-    - name: openai
-      policies:
-        localRateLimit: [{maxTokens: 50, tokensPerFill: 50, fillInterval: 1h, type: tokens}]
-      backends:
-      - ai: {name: openai, provider: {openAI: {}}, hostOverride: "`+llmSrv.Addr()+`"}
-`)
+	p := llmProxy(t, llm, 50)
 	url := "http://" + p.BindAddrs()[0] + "/v1/chat/completions"
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -487,4 +457,26 @@ binds:
 		r.Body.Close()
 		return r.StatusCode == http.StatusTooManyRequests
 	})
+}
+
+// llmProxy runs a proxy with one route to the mock LLM llm, limited to
+// budget tokens an hour.
+func llmProxy(t *testing.T, llm http.Handler, budget int) *Proxy {
+	t.Helper()
+	llmSrv, err := mock.Listen("127.0.0.1:0", llm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { llmSrv.Close() })
+	return startProxy(t, fmt.Sprintf(`
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: openai
+      policies:
+        localRateLimit: [{maxTokens: %d, tokensPerFill: %d, fillInterval: 1h, type: tokens}]
+      backends:
+      - ai: {name: openai, provider: {openAI: {}}, hostOverride: %q}
+`, budget, budget, llmSrv.Addr()))
 }
