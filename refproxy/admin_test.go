@@ -187,15 +187,17 @@ func TestAdminJSONAndProfiles(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &tasks); err != nil || tasks.Goroutines == 0 {
 		t.Fatalf("/debug/tasks = %s (%v)", body, err)
 	}
+	// Proxies of earlier tests may still have goroutines winding down, so
+	// this one's listener must have a group; others may too.
 	found := map[string]bool{}
 	for _, g := range tasks.Groups {
 		found[g.Labels["component"]] = true
-		if g.Labels["component"] == "dataplane" && g.Labels["listener"] != p.BindAddrs()[0] {
-			t.Errorf("dataplane group labels %v, want listener %s", g.Labels, p.BindAddrs()[0])
+		if g.Labels["component"] == "dataplane" && g.Labels["listener"] == p.BindAddrs()[0] {
+			found["this listener"] = true
 		}
 	}
-	if !found["dataplane"] || !found["admin"] {
-		t.Errorf("task groups %v, want dataplane and admin components", found)
+	if !found["dataplane"] || !found["admin"] || !found["this listener"] {
+		t.Errorf("task groups %v, want dataplane (with listener %s) and admin components", found, p.BindAddrs()[0])
 	}
 	resp, body := adminDo(t, p, http.MethodGet, "/debug/pprof/heap")
 	if resp.StatusCode != 200 || len(body) == 0 {

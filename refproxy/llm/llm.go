@@ -86,7 +86,7 @@ func PrepareRequest(r *http.Request) {
 		return
 	}
 	_ = orig.Close()
-	if out, ok := addIncludeUsage(body); ok {
+	if out, ok := PrepareBody(body); ok {
 		body = out
 		r.ContentLength = int64(len(body))
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -130,10 +130,14 @@ func isJSON(contentType string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
-// addIncludeUsage returns body with stream_options added when the rule of
-// PrepareRequest asks for it. It looks at the top level of the object
+// IsJSON reports whether a Content-Type is JSON (application/json or +json);
+// PrepareBody applies to requests without a Content-Type or with a JSON one.
+func IsJSON(contentType string) bool { return isJSON(contentType) }
+
+// PrepareBody returns body with stream_options added when the rule of
+// PrepareRequest asks for it, and whether it did. It looks at the top level of the object
 // only, without decoding the rest (messages can be large).
-func addIncludeUsage(body []byte) ([]byte, bool) {
+func PrepareBody(body []byte) ([]byte, bool) {
 	var buf [64]byte
 	stream, found, complete := topValue(body, "stream", buf[:0])
 	if !complete || !found || string(stream) != "true" {
@@ -176,7 +180,6 @@ func addIncludeUsage(body []byte) ([]byte, bool) {
 // ends the watch like Close, with ErrTruncated unless usage was already
 // complete.
 func WatchResponse(resp *http.Response, done func(u Usage, err error)) {
-	w := &watcher{body: resp.Body, done: done}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// The body is the upgraded connection, which the reverse proxy needs
 		// as an io.ReadWriteCloser: leave it alone; it carries no usage.
@@ -185,25 +188,40 @@ func WatchResponse(resp *http.Response, done func(u Usage, err error)) {
 		}
 		return
 	}
-	switch ct := resp.Header.Get("Content-Type"); {
+	body := resp.Body
+	if body == http.NoBody {
+		body = nil
+	}
+	if w := Watch(body, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), done); w != nil {
+		resp.Body = w
+	} else {
+		resp.Body = http.NoBody
+	}
+}
+
+// Watch is WatchResponse for a body with the given Content-Type and
+// Content-Encoding: it returns body wrapped, or nil when body is nil (no
+// body: done has then been called, with the usage of an empty body).
+func Watch(body io.ReadCloser, contentType, contentEncoding string, done func(u Usage, err error)) io.ReadCloser {
+	w := &watcher{body: body, done: done}
+	switch ct := contentType; {
 	case isJSON(ct):
 		w.mode = modeJSON
 	case strings.HasPrefix(ct, "text/event-stream"):
 		w.mode = modeSSE
 	}
-	switch ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce {
+	switch ce := strings.ToLower(strings.TrimSpace(contentEncoding)); ce {
 	case "", "identity":
 	case "gzip", "x-gzip":
-		if resp.Body != nil && resp.Body != http.NoBody {
+		if body != nil {
 			w.gz = newGzipTap(w.feed)
 		}
 	default:
 		w.unsupported = ce
 	}
-	if resp.Body == nil || resp.Body == http.NoBody {
+	if body == nil {
 		w.finish(true) // nothing will be read: the body is complete and empty
-		resp.Body = http.NoBody
-		return
+		return nil
 	}
-	resp.Body = w
+	return w
 }

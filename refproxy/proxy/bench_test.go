@@ -1,38 +1,31 @@
 package proxy
 
 import (
+	"bufio"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
+	"net"
 	"strings"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 )
 
-// stubTransport answers every upstream call in process, so that allocation
+// stubBackend answers every upstream call in process, so that allocation
 // counts measure the proxy's own request path and nothing of the network.
-type stubTransport struct{}
+type stubBackend struct{ body strings.Reader }
 
-func (stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return &http.Response{
-		StatusCode: 200, ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {"text/plain"}},
-		Body:    http.NoBody,
-		Request: r,
-	}, nil
+func (s *stubBackend) do(_ *fasthttp.Request, resp *fasthttp.Response) error {
+	resp.SetStatusCode(200)
+	resp.Header.SetContentType("text/plain")
+	s.body.Reset("ok\n")
+	resp.SetBodyStream(&s.body, 3)
+	return nil
 }
 
-// discardWriter is a reusable ResponseWriter.
-type discardWriter struct{ h http.Header }
-
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *discardWriter) WriteHeader(int)             {}
-func (w *discardWriter) Flush()                      {}
-
-func newBenchHandler(tb testing.TB, tracingOff bool) (*Dataplane, http.Handler) {
+func newBenchHandler(tb testing.TB, tracingOff bool) (*Dataplane, fasthttp.RequestHandler) {
 	tb.Helper()
 	cfg, err := config.Parse("bench.yaml", []byte(`
 binds:
@@ -58,24 +51,40 @@ binds:
 	for _, l := range dp.table.Load().binds[0].listeners {
 		for _, rt := range l.routes {
 			for _, be := range rt.backends {
-				be.rp.Transport = stubTransport{}
-				be.direct = stubTransport{}
+				be.do = new(stubBackend).do
 			}
 		}
 	}
-	return dp, &bindHandler{dp: dp, key: dp.table.Load().binds[0].key}
+	return dp, (&bindHandler{dp: dp, key: dp.table.Load().binds[0].key}).serve
 }
 
-func benchRequest() *http.Request {
-	r := httptest.NewRequest(http.MethodGet, "http://gw.example/get?x=1", nil)
-	r.RemoteAddr = "127.0.0.1:40000"
-	r.Header.Set("User-Agent", "bench")
-	return r
+// exchange is one request served in process: the handler runs and the
+// response, body stream included, is written to nowhere.
+type exchange struct {
+	ctx  fasthttp.RequestCtx
+	req  fasthttp.Request
+	out  *bufio.Writer
+	body []byte
 }
 
-func serveOnce(h http.Handler, w *discardWriter, r *http.Request) {
-	clear(w.h)
-	h.ServeHTTP(w, r)
+func newExchange() *exchange {
+	e := &exchange{out: bufio.NewWriter(io.Discard)}
+	e.req.Header.SetMethod("GET")
+	e.req.SetRequestURI("/get?x=1")
+	e.req.Header.SetHost("gw.example")
+	e.req.Header.Set("User-Agent", "bench")
+	e.ctx.Init(&e.req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}, nil)
+	return e
+}
+
+func (e *exchange) serve(h fasthttp.RequestHandler) {
+	e.req.CopyTo(&e.ctx.Request)
+	e.ctx.Response.Reset()
+	h(&e.ctx)
+	if err := e.ctx.Response.Write(e.out); err != nil {
+		panic(err)
+	}
+	e.ctx.Response.Reset()
 }
 
 // TestNoWatcherCostsNothing is the zero-cost guarantee: with nobody
@@ -84,8 +93,8 @@ func serveOnce(h http.Handler, w *discardWriter, r *http.Request) {
 func TestNoWatcherCostsNothing(t *testing.T) {
 	allocs := func(off bool) float64 {
 		_, h := newBenchHandler(t, off)
-		w, r := &discardWriter{h: http.Header{}}, benchRequest()
-		return testing.AllocsPerRun(500, func() { serveOnce(h, w, r) })
+		e := newExchange()
+		return testing.AllocsPerRun(500, func() { e.serve(h) })
 	}
 	off, idle := allocs(true), allocs(false)
 	if idle > off {
@@ -97,27 +106,27 @@ func TestNoWatcherCostsNothing(t *testing.T) {
 func BenchmarkServe(b *testing.B) {
 	b.Run("tracing-off", func(b *testing.B) {
 		_, h := newBenchHandler(b, true)
-		w, r := &discardWriter{h: http.Header{}}, benchRequest()
+		e := newExchange()
 		b.ReportAllocs()
 		for b.Loop() {
-			serveOnce(h, w, r)
+			e.serve(h)
 		}
 	})
 	b.Run("no-watcher", func(b *testing.B) {
 		_, h := newBenchHandler(b, false)
-		w, r := &discardWriter{h: http.Header{}}, benchRequest()
+		e := newExchange()
 		b.ReportAllocs()
 		for b.Loop() {
-			serveOnce(h, w, r)
+			e.serve(h)
 		}
 	})
 	b.Run("watcher", func(b *testing.B) {
 		dp, h := newBenchHandler(b, false)
-		w, r := &discardWriter{h: http.Header{}}, benchRequest()
+		e := newExchange()
 		b.ReportAllocs()
 		for b.Loop() {
 			wt := dp.reg.Watch(nil)
-			serveOnce(h, w, r)
+			e.serve(h)
 			evs, _, final := wt.Drain()
 			if len(evs) != 11 || final == nil {
 				b.Fatalf("traced %d events + final %v, want 11 + requestFinished", len(evs), final != nil)
@@ -130,9 +139,12 @@ func BenchmarkServe(b *testing.B) {
 func TestRouteSelectionAllocatesNothing(t *testing.T) {
 	dp, _ := newBenchHandler(t, true)
 	bt := dp.table.Load().binds[0]
-	r := benchRequest()
+	e := newExchange()
 	var rt *route
-	if n := testing.AllocsPerRun(100, func() { rt, _ = bt.selectRoute(r, false) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() {
+		v := newView(&e.req)
+		rt, _ = bt.selectRoute(&v, false)
+	}); n != 0 {
 		t.Errorf("selectRoute allocates %v times per request, want 0", n)
 	}
 	if rt == nil || !strings.HasSuffix(rt.key, "/httpbin") {

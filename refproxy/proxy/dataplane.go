@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httputil"
 	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -33,18 +33,16 @@ type Options struct {
 	// Env is the cluster identity shown as `env` in trace snapshots; nil
 	// when running standalone.
 	Env map[string]any
-	// MaxIdleConnsPerHost sizes the backend keep-alive pool (default 1024).
-	MaxIdleConnsPerHost int
+	// MaxConnsPerHost bounds the connections to one backend (default 65536).
+	MaxConnsPerHost int
 }
 
 // Dataplane serves every bind of the current config.
 type Dataplane struct {
-	opts      Options
-	log       *slog.Logger
-	reg       *trace.Registry
-	transport *http.Transport
-	dialer    *net.Dialer
-	bufs      *bufferPool
+	opts   Options
+	log    *slog.Logger
+	reg    *trace.Registry
+	dialer *net.Dialer
 
 	table atomic.Pointer[Table]
 
@@ -66,7 +64,7 @@ type Dataplane struct {
 
 type bindServer struct {
 	ln   net.Listener
-	srv  *http.Server
+	srv  *fasthttp.Server
 	done chan struct{}
 }
 
@@ -81,27 +79,14 @@ func New(opts Options) *Dataplane {
 	if opts.BindHost == "" {
 		opts.BindHost = "127.0.0.1"
 	}
-	if opts.MaxIdleConnsPerHost == 0 {
-		opts.MaxIdleConnsPerHost = 1024
+	if opts.MaxConnsPerHost == 0 {
+		opts.MaxConnsPerHost = 1 << 16
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &Dataplane{
-		opts:   opts,
-		log:    opts.Logger,
-		reg:    opts.Registry,
-		dialer: dialer,
-		transport: &http.Transport{
-			DialContext:           dialer.DialContext,
-			MaxIdleConns:          opts.MaxIdleConnsPerHost * 4,
-			MaxIdleConnsPerHost:   opts.MaxIdleConnsPerHost,
-			IdleConnTimeout:       90 * time.Second,
-			ExpectContinueTimeout: time.Second,
-			// A proxy passes Accept-Encoding through; it must not add its own.
-			DisableCompression: true,
-			ReadBufferSize:     32 << 10,
-			WriteBufferSize:    32 << 10,
-		},
-		bufs:     newBufferPool(),
+		opts:     opts,
+		log:      opts.Logger,
+		reg:      opts.Registry,
+		dialer:   &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
 		servers:  map[int]*bindServer{},
 		buckets:  map[string]*ratelimit.Bucket{},
 		backends: map[string]*backend{},
@@ -165,8 +150,8 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 	}
 	dp.table.Store(t)
 	for key, b := range oldBackends {
-		if _, kept := dp.backends[key]; !kept && b.up != nil {
-			b.up.CloseIdleConnections()
+		if _, kept := dp.backends[key]; !kept {
+			b.client.CloseIdleConnections()
 		}
 	}
 	for key, s := range opened {
@@ -185,24 +170,38 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 				defer dp.draining.Done()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				s.srv.Shutdown(ctx)
+				_ = s.srv.ShutdownWithContext(ctx)
+				s.ln.Close() // in case Serve had not registered it yet
 			}()
 		}
 	}
 	return nil
 }
 
+// maxBufferedBody is the largest request body read before the handler
+// runs; larger bodies stream through.
+const maxBufferedBody = 64 << 10
+
 func (dp *Dataplane) serve(key int, s *bindServer) {
 	h := &bindHandler{dp: dp, key: key}
-	s.srv = &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       5 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
+	s.srv = &fasthttp.Server{
+		Handler:                       h.serve,
+		Name:                          "",
+		NoDefaultServerHeader:         true,
+		NoDefaultContentType:          true,
+		StreamRequestBody:             true,
+		MaxRequestBodySize:            maxBufferedBody,
+		DisablePreParseMultipartForm:  true,
+		DisableHeaderNamesNormalizing: false,
+		ReadBufferSize:                upstreamBufferSize,
+		WriteBufferSize:               upstreamBufferSize,
+		IdleTimeout:                   5 * time.Minute,
+		CloseOnShutdown:               true,
+		Logger:                        slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
 	}
 	go pprof.Do(context.Background(), pprof.Labels("component", "dataplane", "listener", s.ln.Addr().String()), func(context.Context) {
 		defer close(s.done)
-		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(s.ln); err != nil {
 			dp.log.Error("listener stopped", "addr", s.ln.Addr().String(), "err", err)
 		}
 	})
@@ -246,10 +245,10 @@ func (dp *Dataplane) Shutdown(ctx context.Context) error {
 	var mu sync.Mutex
 	for _, s := range servers {
 		wg.Go(func() {
-			err := s.srv.Shutdown(ctx)
-			if err != nil {
-				s.srv.Close()
-			}
+			err := s.srv.ShutdownWithContext(ctx)
+			// Shutdown closes only the listeners Serve has registered; one
+			// whose Serve has yet to start would keep it waiting.
+			s.ln.Close()
 			<-s.done
 			mu.Lock()
 			errs = append(errs, err)
@@ -260,12 +259,9 @@ func (dp *Dataplane) Shutdown(ctx context.Context) error {
 	dp.draining.Wait()
 	dp.applyMu.Lock()
 	for _, b := range dp.backends {
-		if b.up != nil {
-			b.up.CloseIdleConnections()
-		}
+		b.client.CloseIdleConnections()
 	}
 	dp.applyMu.Unlock()
-	dp.transport.CloseIdleConnections()
 	return errors.Join(errs...)
 }
 
@@ -312,6 +308,8 @@ func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 	b := &backend{name: bk.Name(), addr: bk.Address(), traceType: "backend", ai: bk.AI != nil}
 	if b.ai {
 		b.traceType = "ai"
+		// A provider without hostOverride is the provider's own HTTPS API.
+		b.tls = bk.AI.HostOverride == ""
 	}
 	skey := b.name + "|" + b.addr
 	st, ok := dp.stats[skey]
@@ -320,54 +318,7 @@ func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 		dp.stats[skey] = st
 	}
 	b.stats = st
-	scheme, host := "http", b.addr
-	if b.ai && bk.AI.HostOverride == "" {
-		scheme = "https"
-	}
-	var rt http.RoundTripper = dp.transport
-	if scheme == "http" {
-		b.up = &upstream{addr: host, dialer: dp.dialer, fallback: dp.transport, maxIdle: dp.opts.MaxIdleConnsPerHost}
-		rt = b.up
-		b.direct = b.up
-	}
-	b.rp = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = scheme
-			pr.Out.URL.Host = host
-			if b.ai {
-				pr.Out.Host = host
-			}
-			pr.SetXForwarded()
-		},
-		Transport: rt,
-		// 0, not -1: httputil already flushes every write of text/event-stream
-		// and unknown-length (streamed) responses, so SSE passes chunk by
-		// chunk; for fixed-length bodies, -1 would cost an extra write
-		// syscall per response (headers and body sent separately).
-		FlushInterval:  0,
-		BufferPool:     dp.bufs,
-		ErrorLog:       slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
-		ErrorHandler:   dp.backendError,
-		ModifyResponse: dp.modifyResponse,
-	}
+	b.client = dp.newClient(b.addr, b.tls)
+	b.do = b.client.Do
 	return b
-}
-
-// bufferSize is the reverse proxies' copy buffer size.
-const bufferSize = 32 << 10
-
-// bufferPool lends copy buffers to the reverse proxies. It pools array
-// pointers so that Put does not allocate a slice header.
-type bufferPool struct{ p sync.Pool }
-
-func newBufferPool() *bufferPool {
-	return &bufferPool{p: sync.Pool{New: func() any { return new([bufferSize]byte) }}}
-}
-
-func (b *bufferPool) Get() []byte { return b.p.Get().(*[bufferSize]byte)[:] }
-
-func (b *bufferPool) Put(s []byte) {
-	if cap(s) == bufferSize {
-		b.p.Put((*[bufferSize]byte)(s[:bufferSize]))
-	}
 }

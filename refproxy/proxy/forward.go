@@ -2,163 +2,204 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/gwdiag/gwdiag/refproxy/llm"
 )
 
-// forward proxies r to a plain-HTTP backend on the calling goroutine, doing
-// what httputil.ReverseProxy (with Rewrite and SetXForwarded) does for such
-// requests, with less work per request: one pass over the request headers
-// that drops hop-by-hop and client-sent forwarding headers and shares the
-// remaining value slices instead of cloning them, no outgoing context, no
-// client trace, and the token watch installed directly instead of through
-// a context value and ModifyResponse. Measured: see docs/benchmarks.md.
-// Protocol upgrades and Expect: 100-continue still go through the
-// ReverseProxy (be.rp), which handles 101 and interim responses.
-//
-// inBody is the server's request body, before PrepareRequest may have
-// replaced it with one in memory.
-func (dp *Dataplane) forward(rw *respWriter, r *http.Request, be *backend, inBody io.ReadCloser) {
-	out := new(http.Request)
-	*out = *r
-	u := *r.URL
-	u.Scheme, u.Host = "http", be.addr
-	u.RawQuery = cleanQueryParams(u.RawQuery)
-	out.URL = &u
-	out.RequestURI = ""
-	out.Close = false
-	switch {
-	case r.ContentLength == 0:
-		out.Body = nil // a client request with a nil body sends no body
-	case out.Body != inBody:
-		// Already in memory (PrepareRequest): Request.Write sends it with
-		// the headers in one write.
-	case r.ContentLength > 0 && r.ContentLength <= maxBufferedBody:
-		// Request.Write flushes the headers on their own before a body it
-		// does not know to be in memory, which costs a second write here
-		// and a second read and wake-up at the backend. Small bodies of
-		// known length are read first (nginx buffers request bodies too),
-		// so headers and body leave in one write.
-		buf := dp.bufs.Get()
-		defer dp.bufs.Put(buf)
-		n, err := io.ReadFull(inBody, buf[:r.ContentLength])
-		if err != nil {
-			dp.backendError(rw, r, err)
+// forward sends the request to c.be and streams the answer back: the
+// request is rewritten in place (hop-by-hop headers out, X-Forwarded-*
+// in) and sent on a pooled keep-alive connection; the response's status
+// and headers are copied, and its body becomes the body stream of the
+// client's response, written (and, when it has no length, flushed chunk by
+// chunk, so SSE passes through as it comes) after the handler returns.
+// What the client and the backend see is what httputil.ReverseProxy would
+// show them, header for header (TestForwardMatchesReverseProxy).
+func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call) {
+	req := &ctx.Request
+	clientClose := req.Header.ConnectionClose()
+	rewriteRequest(ctx, c.be)
+	resp := fasthttp.AcquireResponse()
+	resp.StreamBody = true
+	err := c.be.do(req, resp)
+	if clientClose {
+		ctx.Response.SetConnectionClose()
+	}
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		dp.backendError(ctx, c, err)
+		return
+	}
+	c.resp = resp
+	out := &ctx.Response.Header
+	copyResponseHeader(out, &resp.Header)
+	for t := range resp.Header.Trailers() {
+		// Announced to the client as the backend announced them; the values
+		// follow the body (call.Read). Trailers the backend sends without
+		// announcing them are not passed on.
+		if out.AddTrailerBytes(t) == nil {
+			c.trailers = out
+		}
+	}
+	status := resp.StatusCode()
+	out.SetStatusCode(status)
+	n := resp.Header.ContentLength()
+	if n >= 0 {
+		out.SetContentLength(n)
+	}
+	c.respond(status, &resp.Header, out)
+
+	stream := resp.BodyStream()
+	if stream != nil && n >= 0 && n <= maxBufferedResponse && !c.rt.tokens && !isEventStream(resp.Header.ContentType()) {
+		// A small body of known length is read at once, so the backend
+		// connection goes back to the pool before the client is answered
+		// and the response leaves in one write.
+		if err := readBody(&ctx.Response, stream, n); err != nil {
+			// The status is gone; the only way to tell the client the body
+			// is incomplete is to abort the connection, as ReverseProxy does.
+			c.err = err
+			ctx.Response.SetBodyStream(errReader{err}, n)
+		}
+		c.finish()
+		return
+	}
+	if stream != nil {
+		c.up = upBody{resp: resp}
+		c.body = &c.up
+	}
+	if c.rt.tokens {
+		c.body = dp.watchTokens(c, resp, c.body)
+	}
+	if n < 0 {
+		n = -1 // chunked to the client, flushed after every chunk
+	}
+	ctx.Response.SetBodyStream(c, n)
+}
+
+// maxBufferedResponse is the largest response body forward reads before
+// answering; larger ones, and those of unknown length, stream through.
+const maxBufferedResponse = 16 << 10
+
+var readBufs = sync.Pool{New: func() any { return new([maxBufferedResponse]byte) }}
+
+// readBody reads exactly n bytes of body into resp's body.
+func readBody(resp *fasthttp.Response, body io.Reader, n int) error {
+	buf := readBufs.Get().(*[maxBufferedResponse]byte)
+	defer readBufs.Put(buf)
+	k, err := io.ReadFull(body, buf[:n])
+	resp.SetBody(buf[:k])
+	if err == io.EOF && n > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == nil {
+		// Reading on to EOF tells the client the body is complete, so it
+		// pools the connection instead of closing it.
+		if _, err = body.Read(buf[:1]); err == io.EOF {
+			err = nil
+		} else if err == nil {
+			err = errors.New("backend sent more than Content-Length")
+		}
+	}
+	return err
+}
+
+// isEventStream reports whether a Content-Type is text/event-stream, which
+// always streams.
+func isEventStream(ct []byte) bool {
+	mt, _, _ := strings.Cut(b2s(ct), ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// upBody is the backend response's body stream; closing it returns the
+// connection to the pool, or closes it when the body was not read to the end.
+type upBody struct{ resp *fasthttp.Response }
+
+func (b *upBody) Read(p []byte) (int, error) { return b.resp.BodyStream().Read(p) }
+
+func (b *upBody) Close() error { return b.resp.CloseBodyStream() }
+
+// backendError answers a failed upstream call: 503 with the transport error,
+// which the trace shows in backendCallResult.error.
+func (dp *Dataplane) backendError(ctx *fasthttp.RequestCtx, c *call, err error) {
+	c.err = err
+	dp.log.Debug("backend call failed", "host", c.be.addr, "err", err)
+	resp := &ctx.Response
+	resp.Header.SetContentType("text/plain; charset=utf-8")
+	resp.SetStatusCode(fasthttp.StatusServiceUnavailable)
+	c.respond(fasthttp.StatusServiceUnavailable, nil, &resp.Header)
+	if errors.Is(err, context.Canceled) {
+		c.finish()
+		return
+	}
+	resp.SetBodyString("upstream call failed: " + err.Error() + "\n")
+	c.finish()
+}
+
+// watchTokens charges LLM token usage once the body has passed through.
+func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadCloser) io.ReadCloser {
+	set, route := c.rt.set, c.rt.key
+	// Error answers from LLM providers carry no usage: counting them as 0 is
+	// expected, not worth a warning.
+	success := resp.StatusCode() < 300
+	return llm.Watch(body, b2s(resp.Header.ContentType()), b2s(resp.Header.ContentEncoding()), func(u llm.Usage, err error) {
+		set.Charge(time.Now(), u.Total())
+		if err != nil && success {
+			msg := "token usage not counted: " + err.Error()
+			dp.log.Warn(msg, "route", route)
+			c.warnMu.Lock()
+			c.warnings = append(c.warnings, msg)
+			c.warnMu.Unlock()
+		}
+	})
+}
+
+// prepareLLMRequest applies llm.PrepareBody to a JSON request body of
+// known, bounded size that is already in memory or can be read.
+func prepareLLMRequest(req *fasthttp.Request) {
+	if ct := req.Header.ContentType(); len(ct) > 0 && !llm.IsJSON(b2s(ct)) {
+		return
+	}
+	n := req.Header.ContentLength()
+	if n == 0 || n > llm.MaxRequestSize {
+		return
+	}
+	if stream := req.BodyStream(); stream != nil {
+		// Read what the limit allows; a larger body goes on untouched, the
+		// bytes read first followed by the rest.
+		body, err := io.ReadAll(io.LimitReader(stream, llm.MaxRequestSize+1))
+		if err != nil || len(body) > llm.MaxRequestSize {
+			req.SetBodyStream(io.MultiReader(bytes.NewReader(body), errOr(err, stream)), -1)
 			return
 		}
-		out.Body = io.NopCloser(bytes.NewReader(buf[:n]))
-	default:
-		// Request.Write closes the body it sends, and closing the server's
-		// request body early can block reading the rest of it from the
-		// client; the server closes it after the handler.
-		out.Body = noCloseBody{out.Body}
+		req.SetBodyRaw(body)
+		req.Header.SetContentLength(len(body))
 	}
-	if be.ai {
-		out.Host = be.addr
+	if out, ok := llm.PrepareBody(req.Body()); ok {
+		req.SetBodyRaw(out)
+		req.Header.SetContentLength(len(out))
 	}
-	out.Header = forwardHeader(r)
+}
 
-	resp, err := be.direct.RoundTrip(out)
+// errOr is a reader failing with err when err is set, else r.
+func errOr(err error, r io.Reader) io.Reader {
 	if err != nil {
-		dp.backendError(rw, r, err)
-		return
+		return errReader{err}
 	}
-	if rw.rt.tokens {
-		dp.watchTokens(rw, resp)
-	}
-	removeHopByHop(resp.Header)
-	dst := rw.Header()
-	for k, vv := range resp.Header {
-		if cur, ok := dst[k]; ok {
-			dst[k] = append(cur, vv...)
-		} else {
-			dst[k] = vv
-		}
-	}
-	announced := len(resp.Trailer)
-	if announced > 0 {
-		keys := make([]string, 0, announced)
-		for k := range resp.Trailer {
-			keys = append(keys, k)
-		}
-		dst.Add("Trailer", strings.Join(keys, ", "))
-	}
-	rw.WriteHeader(resp.StatusCode)
-
-	// As ReverseProxy does: streamed bodies (SSE, unknown length) are
-	// flushed after every write, so they pass through chunk by chunk; fixed
-	// length bodies go out with the headers in one write when they fit.
-	stream := resp.ContentLength == -1
-	if !stream {
-		ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
-		stream = strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
-	}
-	if err := dp.copyBody(rw, resp.Body, stream); err != nil {
-		resp.Body.Close()
-		// The status is gone; the only way to tell the client the body is
-		// incomplete is to abort the connection, as ReverseProxy does.
-		panic(http.ErrAbortHandler)
-	}
-	resp.Body.Close()
-	if len(resp.Trailer) > 0 {
-		// Forces chunking, so net/http does not compute a Content-Length.
-		_ = rw.FlushError()
-	}
-	if len(resp.Trailer) == announced {
-		for k, vv := range resp.Trailer {
-			dst[k] = append(dst[k], vv...)
-		}
-		return
-	}
-	for k, vv := range resp.Trailer {
-		k = http.TrailerPrefix + k
-		dst[k] = append(dst[k], vv...)
-	}
+	return r
 }
 
-// maxBufferedBody is the largest request body forward reads before sending.
-const maxBufferedBody = 16 << 10
+type errReader struct{ err error }
 
-// noCloseBody is a request body whose Close does nothing.
-type noCloseBody struct{ io.Reader }
-
-func (noCloseBody) Close() error { return nil }
-
-// copyBody copies body to rw with a pooled buffer, flushing after every
-// write when stream is set. It returns read (other than EOF) and write errors.
-func (dp *Dataplane) copyBody(rw *respWriter, body io.Reader, stream bool) error {
-	if body == http.NoBody {
-		return nil
-	}
-	buf := dp.bufs.Get()
-	defer dp.bufs.Put(buf)
-	for {
-		n, rerr := body.Read(buf)
-		if n > 0 {
-			if _, werr := rw.Write(buf[:n]); werr != nil {
-				return werr
-			}
-			if stream {
-				if err := rw.FlushError(); err != nil {
-					return err
-				}
-			}
-		}
-		if rerr == io.EOF {
-			return nil
-		}
-		if rerr != nil {
-			if !errors.Is(rerr, io.EOF) {
-				dp.log.Debug("read error during body copy", "err", rerr)
-			}
-			return rerr
-		}
-	}
-}
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1 (and the
 // obsolete ones ReverseProxy also removes).
@@ -167,106 +208,146 @@ var hopHeaders = [...]string{
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-func isHop(k string) bool {
+func isHop(k []byte) bool {
 	for _, h := range hopHeaders {
-		if k == h {
+		if strings.EqualFold(b2s(k), h) {
 			return true
 		}
 	}
 	return false
 }
 
-// forwardHeader is the outgoing request's header: r's without hop-by-hop
-// headers (those of RFC 9110 and those named in Connection), without the
-// client's Forwarded and X-Forwarded-*, with X-Forwarded-For (the client's
-// address), -Host and -Proto set as a Rewrite ReverseProxy calling
-// httputil.ProxyRequest.SetXForwarded sets them. Value slices
-// are shared with r.Header, which nothing changes while the request is
-// forwarded.
-func forwardHeader(r *http.Request) http.Header {
-	in := r.Header
-	conn := in["Connection"]
-	h := make(http.Header, len(in)+3)
-	for k, vv := range in {
-		switch k {
-		case "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto":
-			continue
+// rewriteRequest turns the client's request into the backend's, as a
+// Rewrite httputil.ReverseProxy calling SetXForwarded does: hop-by-hop
+// headers (RFC 9110 and those named in Connection) and the client's
+// Forwarded and X-Forwarded-* are dropped; X-Forwarded-For (the client's
+// address), -Host and -Proto are set; "Te: trailers" is kept; a query Go
+// could not parse is re-encoded; Host stays the client's, except for AI
+// backends, which get their own.
+func rewriteRequest(ctx *fasthttp.RequestCtx, be *backend) {
+	h := &ctx.Request.Header
+	h.ResetConnectionClose()
+	if hasDroppedHeader(h) {
+		if conn := h.Peek("Connection"); len(conn) > 0 {
+			for f := range strings.SplitSeq(string(conn), ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					h.Del(f)
+				}
+			}
 		}
-		if isHop(k) || (len(conn) > 0 && connectionListed(conn, k)) {
-			continue
+		teTrailers := containsToken(h.PeekAll("Te"), "trailers")
+		for _, k := range hopHeaders {
+			h.Del(k)
 		}
-		h[k] = vv
+		if teTrailers {
+			h.Set("Te", "trailers")
+		}
+		h.Del("Expect") // the server has answered 100-continue itself
+		h.Del("Forwarded")
+		h.Del("X-Forwarded-For")
+		h.Del("X-Forwarded-Host")
+		h.Del("X-Forwarded-Proto")
 	}
-	// Te: trailers is the one Te value a proxy passes on.
-	if containsToken(in["Te"], "trailers") {
-		h["Te"] = teTrailers
+	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		var buf [64]byte
+		ip, _ := a.IP.AppendText(buf[:0])
+		h.SetBytesV("X-Forwarded-For", ip)
 	}
-	if _, ok := h["User-Agent"]; !ok {
-		// Keeps Request.Write from sending Go's own User-Agent.
-		h["User-Agent"] = emptyValue
-	}
-	// The client's own X-Forwarded-For is dropped, not extended: a Rewrite
-	// ReverseProxy strips it before SetXForwarded, which then has no prior
-	// value to append to.
-	if clientIP, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		h["X-Forwarded-For"] = []string{clientIP}
-	}
-	h["X-Forwarded-Host"] = []string{r.Host}
-	if r.TLS == nil {
-		h["X-Forwarded-Proto"] = protoHTTP
+	h.SetBytesV("X-Forwarded-Host", h.Host())
+	if ctx.IsTLS() {
+		h.Set("X-Forwarded-Proto", "https")
 	} else {
-		h["X-Forwarded-Proto"] = protoHTTPS
+		h.Set("X-Forwarded-Proto", "http")
 	}
-	return h
+	ctx.Request.UseHostHeader = true
+	if be.ai {
+		h.SetHost(be.addr)
+	}
+	uri := ctx.Request.URI()
+	if be.tls {
+		uri.SetScheme("https")
+	} else {
+		uri.SetScheme("http")
+	}
+	if q := b2s(uri.QueryString()); q != "" {
+		if clean := cleanQueryParams(q); clean != q {
+			uri.SetQueryString(clean)
+		}
+	}
 }
 
-// Shared read-only header values; Request.Write only reads them.
-var (
-	teTrailers = []string{"trailers"}
-	emptyValue = []string{""}
-	protoHTTP  = []string{"http"}
-	protoHTTPS = []string{"https"}
-)
-
-// connectionListed reports whether the Connection header values name k.
-func connectionListed(conn []string, k string) bool {
-	for _, v := range conn {
-		for f := range strings.SplitSeq(v, ",") {
-			if f = textprotoTrim(f); f != "" && http.CanonicalHeaderKey(f) == k {
-				return true
-			}
+// hasDroppedHeader reports whether the request has any header
+// rewriteRequest drops, so that the usual request costs one pass.
+func hasDroppedHeader(h *fasthttp.RequestHeader) bool {
+	for k := range h.All() {
+		if isHop(k) {
+			return true
+		}
+		switch ks := b2s(k); {
+		case strings.EqualFold(ks, "Expect"), strings.EqualFold(ks, "Forwarded"),
+			len(ks) > 12 && strings.EqualFold(ks[:12], "X-Forwarded-"):
+			return true
 		}
 	}
 	return false
+}
+
+// copyResponseHeader copies the backend's response headers to the client's
+// response, without hop-by-hop headers (RFC 9110 and those named in
+// Connection), Content-Length, which the body stream sets, and Date, which
+// the server sets (as nginx does).
+func copyResponseHeader(dst, src *fasthttp.ResponseHeader) {
+	conn := connectionTokens(src)
+	for k, v := range src.All() {
+		if forwardable(k, conn) && !strings.EqualFold(b2s(k), "Content-Length") && !strings.EqualFold(b2s(k), "Date") {
+			dst.AddBytesKV(k, v)
+		}
+	}
+}
+
+// backendHeaders renders the backend's response headers for the trace as
+// the proxy takes them: without hop-by-hop headers.
+func backendHeaders(src *fasthttp.ResponseHeader) map[string]any {
+	conn := connectionTokens(src)
+	m := make(map[string]any, src.Len())
+	for k, v := range src.All() {
+		if forwardable(k, conn) {
+			addHeader(m, k, v)
+		}
+	}
+	return m
+}
+
+// connectionTokens is the values of a response's Connection headers,
+// comma-separated.
+func connectionTokens(h *fasthttp.ResponseHeader) []byte {
+	var conn []byte
+	for k, v := range h.All() {
+		if strings.EqualFold(b2s(k), "Connection") {
+			conn = append(conn, v...)
+			conn = append(conn, ',')
+		}
+	}
+	return conn
+}
+
+// forwardable reports whether a response header goes past the proxy: not
+// hop-by-hop, and not named in Connection (conn, from connectionTokens).
+func forwardable(k, conn []byte) bool {
+	return !isHop(k) && (len(conn) == 0 || !containsToken([][]byte{conn}, b2s(k)))
 }
 
 // containsToken reports whether the comma-separated header values hold
 // token (case-insensitive).
-func containsToken(values []string, token string) bool {
+func containsToken(values [][]byte, token string) bool {
 	for _, v := range values {
-		for f := range strings.SplitSeq(v, ",") {
-			if f, _, _ = strings.Cut(f, ";"); strings.EqualFold(textprotoTrim(f), token) {
+		for f := range strings.SplitSeq(b2s(v), ",") {
+			if f, _, _ = strings.Cut(f, ";"); strings.EqualFold(strings.TrimSpace(f), token) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-func textprotoTrim(s string) string { return strings.Trim(s, " \t") }
-
-// removeHopByHop deletes hop-by-hop headers from a backend response.
-func removeHopByHop(h http.Header) {
-	for _, f := range h["Connection"] {
-		for sf := range strings.SplitSeq(f, ",") {
-			if sf = textprotoTrim(sf); sf != "" {
-				h.Del(sf)
-			}
-		}
-	}
-	for _, k := range hopHeaders {
-		delete(h, k)
-	}
 }
 
 // cleanQueryParams drops query parameters Go cannot parse (';' separators,

@@ -1,16 +1,14 @@
 package proxy
 
 import (
-	"context"
 	"errors"
-	"net"
+	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/llm"
+	"github.com/valyala/fasthttp"
+
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
@@ -29,13 +27,13 @@ func (t *Table) bind(key int) *bindTable {
 	return nil
 }
 
-// ServeHTTP handles one data-plane request. Everything tracing does is
-// behind `tr != nil`, so untraced requests build no events.
-func (h *bindHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve handles one data-plane request. Everything tracing does is behind
+// `tr != nil`, so untraced requests build no events.
+func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp := h.dp
 	var tr *trace.Tracer
 	if !dp.tracingOff {
-		tr = dp.reg.Take(r)
+		tr = dp.reg.Take(func() map[string]any { return requestInfo(ctx, time.Time{}) })
 	}
 	var bt *bindTable
 	if t := dp.table.Load(); t != nil {
@@ -43,14 +41,15 @@ func (h *bindHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if tr != nil {
 		tr.Emit(trace.SeverityInfo, trace.RequestStarted, nil)
-		st := dp.requestState(r, tr.Start(), nil)
+		st := dp.requestState(ctx, tr.Start(), nil)
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest, "requestState": st})
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageGatewayPolicies, "requestState": st})
 	}
 	var rt *route
 	var evaluated []any
 	if bt != nil {
-		rt, evaluated = bt.selectRoute(r, tr != nil)
+		v := newView(&ctx.Request)
+		rt, evaluated = bt.selectRoute(&v, tr != nil)
 	}
 	if rt == nil {
 		if tr != nil {
@@ -59,7 +58,7 @@ func (h *bindHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": evaluated})
 		}
-		dp.local(w, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{})
+		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{})
 		return
 	}
 	if tr != nil {
@@ -71,211 +70,170 @@ func (h *bindHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d = rt.set.Admit(time.Now())
 		if !d.Allowed {
 			if tr != nil {
-				tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(r, tr.Start(), nil)})
+				tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
 			}
-			dp.local(w, tr, http.StatusTooManyRequests, "", d)
+			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d)
 			return
 		}
 	}
 	be := rt.pick()
 	if be == nil {
 		if tr != nil {
-			tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(r, tr.Start(), nil)})
+			tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
 		}
-		dp.local(w, tr, http.StatusServiceUnavailable, "no backend for route\n", d)
+		dp.local(ctx, tr, http.StatusServiceUnavailable, "no backend for route\n", d)
 		return
 	}
-	inBody := r.Body
 	if rt.tokens {
-		llm.PrepareRequest(r)
+		prepareLLMRequest(&ctx.Request)
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(r, tr.Start(), nil)})
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageFinalRequest, "requestState": dp.requestState(r, tr.Start(), be)})
+		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageFinalRequest, "requestState": dp.requestState(ctx, tr.Start(), be)})
 		tr.Emit(trace.SeverityInfo, trace.BackendCallStart, map[string]any{"target": be.addr})
 	}
 
-	rw := writerPool.Get().(*respWriter)
-	*rw = respWriter{w: w, dp: dp, tr: tr, rt: rt, d: d, limited: rt.set != nil, start: time.Now()}
-	defer rw.finish(be)
-	if be.direct != nil && r.Header["Upgrade"] == nil && r.Header["Expect"] == nil {
-		dp.forward(rw, r, be, inBody)
+	c := callPool.Get().(*call)
+	*c = call{dp: dp, tr: tr, rt: rt, be: be, d: d, start: time.Now()}
+	if isUpgrade(&ctx.Request.Header) {
+		dp.tunnel(ctx, c)
 		return
 	}
-	if rt.tokens {
-		// Only token-limited routes need their state in ModifyResponse.
-		r = r.WithContext(context.WithValue(r.Context(), writerKey{}, rw))
-	}
-	be.rp.ServeHTTP(rw, r)
+	dp.forward(ctx, c)
 }
 
 // local answers without calling a backend (404, 429, 503) and traces it.
-func (dp *Dataplane) local(w http.ResponseWriter, tr *trace.Tracer, code int, body string, d ratelimit.Decision) {
+func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *trace.Tracer, code int, body string, d ratelimit.Decision) {
+	resp := &ctx.Response
+	d.EachHeader(resp.Header.Set)
 	if code == http.StatusTooManyRequests {
-		d.Refuse(w)
+		resp.Header.SetContentType(ratelimit.RefusedContentType)
 	} else {
-		if d.Limited {
-			d.WriteHeaders(w.Header())
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		_, _ = w.Write([]byte(body))
+		resp.Header.SetContentType("text/plain; charset=utf-8")
+	}
+	resp.SetStatusCode(code)
+	resp.SetBodyString(body)
+	if code == http.StatusTooManyRequests {
+		resp.Header.SetContentLength(len(body))
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, w.Header())})
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, responseHeaders(&resp.Header))})
 		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, nil)
 	}
 }
 
-type writerKey struct{}
+var callPool = sync.Pool{New: func() any { return new(call) }}
 
-var writerPool = sync.Pool{New: func() any { return new(respWriter) }}
+// call is one request forwarded to a backend, from the backend call to the
+// end of the response body: it adds the rate-limit headers, traces the
+// backend's answer, and records the call when the body is done (or the
+// client gone). As the response's body stream, it is read and then closed
+// by the server once the body is written.
+type call struct {
+	dp    *Dataplane
+	tr    *trace.Tracer
+	rt    *route
+	be    *backend
+	d     ratelimit.Decision
+	start time.Time
 
-// respWriter sits between the reverse proxy and the client: it sees the
-// status and headers as they are written, which is where rate-limit headers
-// are added, the backend call is recorded and the response is traced.
-type respWriter struct {
-	w       http.ResponseWriter
-	dp      *Dataplane
-	tr      *trace.Tracer
-	rt      *route
-	d       ratelimit.Decision
-	limited bool
-	start   time.Time
+	resp *fasthttp.Response // the backend's response; released by finish
+	up   upBody
+	body io.ReadCloser // &up, or the token watch around it
+	// trailers is the client's response header when the backend announced
+	// trailers, which are copied there when its body ends.
+	trailers *fasthttp.ResponseHeader
 
 	status   int
-	wrote    bool
 	err      error
-	warnMu   sync.Mutex
+	done     bool
+	warnMu   sync.Mutex // the gzip token watch reports from its own goroutine
 	warnings []any
 }
 
-func (rw *respWriter) Header() http.Header { return rw.w.Header() }
-
-func (rw *respWriter) WriteHeader(code int) {
-	if code < 200 && code != http.StatusSwitchingProtocols {
-		rw.w.WriteHeader(code) // 1xx informational: passed on, not final
-		return
-	}
-	if rw.wrote {
-		return
-	}
-	rw.wrote = true
-	rw.status = code
-	tr := rw.tr
+// respond is the backend's status and headers arriving: trace them as they
+// came (backend; nil when the proxy answers for a failed call), then add
+// the proxy's own headers to the client's response (h).
+func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
+	c.status = code
+	tr := c.tr
 	if tr != nil {
 		var errv any
-		if rw.err != nil {
-			errv = rw.err.Error()
+		if c.err != nil {
+			errv = c.err.Error()
 		}
-		start := rw.start
-		tr.EmitTimed(statusSeverity(code, rw.err), trace.BackendCallResult, &start, map[string]any{"status": code, "error": errv})
+		start := c.start
+		tr.EmitTimed(statusSeverity(code, c.err), trace.BackendCallResult, &start, map[string]any{"status": code, "error": errv})
 		// The backend's response as it came, before the proxy adds its own headers.
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageBackendResponseReady, "requestState": rw.dp.responseState(code, rw.w.Header())})
+		headers := backendHeaders(h)
+		if backend != nil {
+			headers = backendHeaders(backend)
+		}
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageBackendResponseReady, "requestState": c.dp.responseState(code, headers)})
 	}
-	if rw.limited {
-		rw.d.WriteHeaders(rw.w.Header())
-	}
+	c.d.EachHeader(h.Set)
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": rw.dp.responseState(code, rw.w.Header())})
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": c.dp.responseState(code, responseHeaders(h))})
 	}
-	rw.w.WriteHeader(code)
 }
 
-func (rw *respWriter) Write(b []byte) (int, error) {
-	if !rw.wrote {
-		rw.WriteHeader(http.StatusOK)
+func (c *call) Read(p []byte) (int, error) {
+	if c.body == nil {
+		return 0, io.EOF
 	}
-	return rw.w.Write(b)
+	n, err := c.body.Read(p)
+	if err == io.EOF && c.trailers != nil {
+		for t := range c.resp.Header.Trailers() {
+			if v := c.resp.Header.PeekBytes(t); len(v) > 0 {
+				c.trailers.SetBytesKV(t, v)
+			}
+		}
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		c.dp.log.Debug("read error during body copy", "err", err)
+	}
+	return n, err
 }
 
-// FlushError lets http.ResponseController flush through the wrapper, which
-// the reverse proxy does after every write of a streaming response.
-func (rw *respWriter) FlushError() error {
-	if !rw.wrote {
-		rw.WriteHeader(http.StatusOK)
-	}
-	switch f := rw.w.(type) {
-	case interface{ FlushError() error }:
-		return f.FlushError()
-	case http.Flusher:
-		f.Flush()
-		return nil
-	}
-	return http.ErrNotSupported
+// Close ends the call: the server closes the body stream once the body is
+// written, or when writing it failed (client gone).
+func (c *call) Close() error {
+	c.finish()
+	return nil
 }
 
-// Unwrap gives http.ResponseController the connection, for upgrades.
-func (rw *respWriter) Unwrap() http.ResponseWriter { return rw.w }
-
-func (rw *respWriter) finish(be *backend) {
-	status := rw.status
-	if !rw.wrote {
-		// The handler panicked (client gone mid-body) before a status.
+// finish records the call and ends its trace, once.
+func (c *call) finish() {
+	if c.done {
+		return
+	}
+	c.done = true
+	if c.body != nil {
+		_ = c.body.Close()
+	}
+	if c.resp != nil {
+		fasthttp.ReleaseResponse(c.resp)
+	}
+	status := c.status
+	if status == 0 {
 		status = http.StatusBadGateway
 	}
-	be.stats.record(time.Since(rw.start), status < 500 && rw.err == nil)
-	if tr := rw.tr; tr != nil {
-		sev := statusSeverity(status, rw.err)
+	c.be.stats.record(time.Since(c.start), status < 500 && c.err == nil)
+	if tr := c.tr; tr != nil {
+		sev := statusSeverity(status, c.err)
 		var fields map[string]any
-		rw.warnMu.Lock()
-		if len(rw.warnings) > 0 {
-			fields = map[string]any{"warnings": rw.warnings}
+		c.warnMu.Lock()
+		if len(c.warnings) > 0 {
+			fields = map[string]any{"warnings": c.warnings}
 			if sev == trace.SeverityInfo {
 				sev = trace.SeverityWarn
 			}
 		}
-		rw.warnMu.Unlock()
+		c.warnMu.Unlock()
 		tr.Emit(sev, trace.RequestFinished, fields)
 	}
-	*rw = respWriter{}
-	writerPool.Put(rw)
-}
-
-// backendError answers a failed upstream call: 503 with the transport error,
-// which the trace shows in backendCallResult.error.
-func (dp *Dataplane) backendError(w http.ResponseWriter, r *http.Request, err error) {
-	if rw, ok := w.(*respWriter); ok {
-		rw.err = err
-	}
-	dp.log.Debug("backend call failed", "host", r.URL.Host, "err", err)
-	if errors.Is(err, context.Canceled) {
-		// The client went away; nobody reads a body.
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write([]byte("upstream call failed: " + err.Error() + "\n"))
-}
-
-// modifyResponse charges LLM token usage on token-limited routes, once the
-// body has passed through.
-func (dp *Dataplane) modifyResponse(resp *http.Response) error {
-	rw, ok := resp.Request.Context().Value(writerKey{}).(*respWriter)
-	if !ok || !rw.rt.tokens {
-		return nil
-	}
-	dp.watchTokens(rw, resp)
-	return nil
-}
-
-// watchTokens charges LLM token usage once the body has passed through.
-func (dp *Dataplane) watchTokens(rw *respWriter, resp *http.Response) {
-	set, route := rw.rt.set, rw.rt.key
-	// Error answers from LLM providers carry no usage: counting them as 0 is
-	// expected, not worth a warning.
-	success := resp.StatusCode < 300
-	llm.WatchResponse(resp, func(u llm.Usage, err error) {
-		set.Charge(time.Now(), u.Total())
-		if err != nil && success {
-			msg := "token usage not counted: " + err.Error()
-			dp.log.Warn(msg, "route", route)
-			rw.warnMu.Lock()
-			rw.warnings = append(rw.warnings, msg)
-			rw.warnMu.Unlock()
-		}
-	})
+	*c = call{}
+	callPool.Put(c)
 }
 
 // statusSeverity is the severity of backendCallResult and requestFinished.
@@ -290,25 +248,11 @@ func statusSeverity(code int, err error) trace.Severity {
 }
 
 // requestState is requestSnapshot.requestState; be is set at the final request.
-func (dp *Dataplane) requestState(r *http.Request, start time.Time, be *backend) map[string]any {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	host, port := splitAddr(r.RemoteAddr)
+func (dp *Dataplane) requestState(ctx *fasthttp.RequestCtx, start time.Time, be *backend) map[string]any {
+	host, port := remoteHostPort(ctx)
 	st := map[string]any{
-		"request": map[string]any{
-			"method":       r.Method,
-			"uri":          scheme + "://" + r.Host + r.URL.RequestURI(),
-			"path":         r.URL.Path,
-			"pathAndQuery": r.URL.RequestURI(),
-			"host":         r.Host,
-			"scheme":       scheme,
-			"version":      r.Proto,
-			"headers":      requestHeaders(r),
-			"startTime":    start.UTC().Format(time.RFC3339Nano),
-		},
-		"source": map[string]any{"address": host, "port": port, "rawAddress": host, "rawPort": port},
+		"request": requestInfo(ctx, start),
+		"source":  map[string]any{"address": host, "port": port, "rawAddress": host, "rawPort": port},
 	}
 	if be != nil {
 		st["backend"] = map[string]any{"name": be.name, "type": be.traceType, "protocol": "http"}
@@ -319,38 +263,10 @@ func (dp *Dataplane) requestState(r *http.Request, start time.Time, be *backend)
 	return st
 }
 
-func (dp *Dataplane) responseState(code int, h http.Header) map[string]any {
-	st := map[string]any{"response": map[string]any{"code": code, "headers": headerMap(h)}}
+func (dp *Dataplane) responseState(code int, headers map[string]any) map[string]any {
+	st := map[string]any{"response": map[string]any{"code": code, "headers": headers}}
 	if dp.opts.Env != nil {
 		st["env"] = dp.opts.Env
 	}
 	return st
-}
-
-// requestHeaders is the request's headers with host, which Go keeps apart
-// from the header map but HTTP/1.1 sends as a header.
-func requestHeaders(r *http.Request) map[string]any {
-	m := headerMap(r.Header)
-	if r.Host != "" {
-		m["host"] = r.Host
-	}
-	return m
-}
-
-// headerMap renders headers as lower-case name to value, joining repeats.
-func headerMap(h http.Header) map[string]any {
-	m := make(map[string]any, len(h))
-	for k, v := range h {
-		m[strings.ToLower(k)] = strings.Join(v, ",")
-	}
-	return m
-}
-
-func splitAddr(addr string) (string, int) {
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr, 0
-	}
-	n, _ := strconv.Atoi(p)
-	return h, n
 }

@@ -3,10 +3,11 @@ package proxy
 import (
 	"fmt"
 	"net/http"
-	"net/http/httputil"
 	"regexp"
 	"strings"
 	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -67,12 +68,11 @@ type backend struct {
 	addr      string
 	weight    uint64
 	ai        bool
-	rp        *httputil.ReverseProxy
-	up        *upstream // nil for TLS backends, which use the shared transport
-	// direct makes the round trips of forward (be.up, or a stub in
-	// benchmarks); nil sends every request through rp.
-	direct http.RoundTripper
-	stats  *EndpointStats
+	tls       bool
+	client    *fasthttp.HostClient
+	// do makes the round trip: client.Do, or a stub in benchmarks.
+	do    func(req *fasthttp.Request, resp *fasthttp.Response) error
+	stats *EndpointStats
 }
 
 // bindKey identifies a bind across reloads: its port, or for port 0 (a free
@@ -247,8 +247,9 @@ func (rt *route) pick() *backend {
 	return rt.backends[0]
 }
 
-// matchesReq reports whether the route takes the request; host is requestHost(r).
-func (rt *route) matchesReq(r *http.Request, host string) bool {
+// matchesReq reports whether the route takes the request.
+func (rt *route) matchesReq(v *reqView) bool {
+	host := v.host
 	if len(rt.hostnames) > 0 {
 		ok := false
 		for _, h := range rt.hostnames {
@@ -262,18 +263,18 @@ func (rt *route) matchesReq(r *http.Request, host string) bool {
 		}
 	}
 	for i := range rt.matches {
-		if rt.matches[i].matches(r) {
+		if rt.matches[i].matches(v) {
 			return true
 		}
 	}
 	return false
 }
 
-func (m *match) matches(r *http.Request) bool {
-	if m.method != "" && m.method != r.Method {
+func (m *match) matches(v *reqView) bool {
+	if m.method != "" && m.method != v.method {
 		return false
 	}
-	p := r.URL.Path
+	p := v.path
 	switch {
 	case m.regex != nil:
 		if !m.regex.MatchString(p) {
@@ -289,14 +290,14 @@ func (m *match) matches(r *http.Request) bool {
 		}
 	}
 	for _, h := range m.headers {
-		v := r.Header[h.name]
-		if len(v) == 0 {
+		val, ok := v.header(h.name)
+		if !ok {
 			return false
 		}
-		if h.exact != nil && v[0] != *h.exact {
+		if h.exact != nil && val != *h.exact {
 			return false
 		}
-		if h.regex != nil && !h.regex.MatchString(v[0]) {
+		if h.regex != nil && !h.regex.MatchString(val) {
 			return false
 		}
 	}
@@ -325,24 +326,10 @@ func hostMatches(pattern, host string) bool {
 	return pattern == host
 }
 
-// requestHost is the lower-case Host without port.
-func requestHost(r *http.Request) string {
-	h := r.Host
-	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
-		h = h[:i]
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; 'A' <= c && c <= 'Z' {
-			return strings.ToLower(h)
-		}
-	}
-	return h
-}
-
 // selectRoute returns the first matching route in config order and, when
 // collect is set, the keys of every route evaluated on the way.
-func (bt *bindTable) selectRoute(r *http.Request, collect bool) (*route, []any) {
-	host := requestHost(r)
+func (bt *bindTable) selectRoute(v *reqView, collect bool) (*route, []any) {
+	host := v.host
 	var evaluated []any
 	for _, l := range bt.listeners {
 		if l.hostname != "" && !hostMatches(l.hostname, host) {
@@ -352,7 +339,7 @@ func (bt *bindTable) selectRoute(r *http.Request, collect bool) (*route, []any) 
 			if collect {
 				evaluated = append(evaluated, rt.key)
 			}
-			if rt.matchesReq(r, host) {
+			if rt.matchesReq(v) {
 				return rt, evaluated
 			}
 		}

@@ -40,8 +40,12 @@ const (
 	HeaderReset     = "X-Ratelimit-Reset"
 )
 
-// RefusedBody is the body of a 429 answered by the local rate limiter.
-const RefusedBody = "rate limit exceeded"
+// RefusedBody is the body of a 429 answered by the local rate limiter, and
+// RefusedContentType its Content-Type.
+const (
+	RefusedBody        = "rate limit exceeded"
+	RefusedContentType = "text/plain"
+)
 
 // Spec configures one bucket: it starts full at MaxTokens and gains
 // TokensPerFill every FillInterval, in discrete steps, capped at MaxTokens.
@@ -345,6 +349,17 @@ func (s *Set) Charge(now time.Time, n uint64) {
 // plane only inspects response bodies where it must.
 func (s *Set) HasTokens() bool { return s != nil && s.hasTokens }
 
+// EachHeader calls set with each x-ratelimit-* header of d (nothing when
+// !d.Limited); x-ratelimit-reset is in whole seconds, truncated (so it may be 0).
+func (d Decision) EachHeader(set func(name, value string)) {
+	if !d.Limited {
+		return
+	}
+	set(HeaderLimit, strconv.FormatUint(d.Limit, 10))
+	set(HeaderRemaining, strconv.FormatUint(d.Remaining, 10))
+	set(HeaderReset, strconv.FormatInt(int64(d.Reset/time.Second), 10))
+}
+
 // WriteHeaders sets the x-ratelimit-* headers of d on h (nothing when !d.Limited).
 // x-ratelimit-reset is in whole seconds, truncated (so it may be 0).
 func (d Decision) WriteHeaders(h http.Header) {
@@ -364,7 +379,7 @@ func (d Decision) WriteHeaders(h http.Header) {
 func (d Decision) Refuse(w http.ResponseWriter) {
 	h := w.Header()
 	d.WriteHeaders(h)
-	h.Set("Content-Type", "text/plain")
+	h.Set("Content-Type", RefusedContentType)
 	h.Set("Content-Length", strconv.Itoa(len(RefusedBody)))
 	w.WriteHeader(http.StatusTooManyRequests)
 	_, _ = w.Write([]byte(RefusedBody))

@@ -2,8 +2,6 @@ package trace
 
 import (
 	"fmt"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,7 +72,10 @@ func (w *Watcher) Cancel() {
 
 // Take returns a Tracer for the request if a watcher wants it, else nil.
 // With nobody watching it costs one atomic load and allocates nothing.
-func (r *Registry) Take(req *http.Request) *Tracer {
+// request gives what a CEL filter sees as `request`: method, path,
+// pathAndQuery, host, scheme, uri, version and headers (lower-case names),
+// as in requestSnapshot; it is called at most once, and only for a filter.
+func (r *Registry) Take(request func() map[string]any) *Tracer {
 	if r.waiting.Load() == 0 {
 		return nil
 	}
@@ -85,7 +86,7 @@ func (r *Registry) Take(req *http.Request) *Tracer {
 	for i, w := range r.queue {
 		if w.filter != nil {
 			if act == nil {
-				act = Activation(req)
+				act = map[string]any{"request": request()}
 			}
 			out, _, err := w.filter.Eval(act)
 			if err != nil || out.Value() != true {
@@ -100,29 +101,6 @@ func (r *Registry) Take(req *http.Request) *Tracer {
 		return &Tracer{w: w, start: start}
 	}
 	return nil
-}
-
-// Activation is what a CEL filter sees of a request: `request` with method,
-// path, host, scheme, uri, pathAndQuery, version and headers (lower-case names).
-func Activation(r *http.Request) map[string]any {
-	h := make(map[string]string, len(r.Header))
-	for k, v := range r.Header {
-		h[strings.ToLower(k)] = strings.Join(v, ",")
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return map[string]any{"request": map[string]any{
-		"method":       r.Method,
-		"path":         r.URL.Path,
-		"pathAndQuery": r.URL.RequestURI(),
-		"host":         r.Host,
-		"scheme":       scheme,
-		"uri":          scheme + "://" + r.Host + r.URL.RequestURI(),
-		"version":      r.Proto,
-		"headers":      h,
-	}}
 }
 
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {

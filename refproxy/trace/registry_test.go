@@ -8,9 +8,21 @@ import (
 	"time"
 )
 
+// requestOf is the filter's view of r (the proxy builds it from its own
+// request type).
+func requestOf(r *http.Request) func() map[string]any {
+	return func() map[string]any {
+		h := map[string]any{}
+		for k, v := range r.Header {
+			h[strings.ToLower(k)] = strings.Join(v, ",")
+		}
+		return map[string]any{"method": r.Method, "path": r.URL.Path, "host": r.Host, "headers": h}
+	}
+}
+
 func TestRegistryFilterAndOrder(t *testing.T) {
 	var reg Registry
-	if reg.Take(httptest.NewRequest("GET", "/x", nil)) != nil {
+	if reg.Take(requestOf(httptest.NewRequest("GET", "/x", nil))) != nil {
 		t.Fatal("Take with no watchers returned a tracer")
 	}
 	chat, err := Compile(`request.path == "/v1/chat/completions" && request.headers["x-team"] == "blue"`)
@@ -37,7 +49,7 @@ func TestRegistryFilterAndOrder(t *testing.T) {
 		{"nobody left", req("/v1/chat/completions", "blue"), nil},
 	}
 	for _, tt := range tests {
-		tr := reg.Take(tt.req)
+		tr := reg.Take(requestOf(tt.req))
 		var got *Watcher
 		if tr != nil {
 			got = tr.w
@@ -62,7 +74,7 @@ func TestCompileErrors(t *testing.T) {
 func TestFullBufferDropsButKeepsFinal(t *testing.T) {
 	var reg Registry
 	w := reg.Watch(nil)
-	tr := reg.Take(httptest.NewRequest("GET", "/", nil))
+	tr := reg.Take(requestOf(httptest.NewRequest("GET", "/", nil)))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -96,7 +108,7 @@ func TestFullBufferDropsButKeepsFinal(t *testing.T) {
 func TestEventEndNeverDecreases(t *testing.T) {
 	var reg Registry
 	w := reg.Watch(nil)
-	tr := reg.Take(httptest.NewRequest("GET", "/", nil))
+	tr := reg.Take(requestOf(httptest.NewRequest("GET", "/", nil)))
 	tr.last = 1 << 40 // as if the clock had stepped back
 	start := tr.Start()
 	tr.EmitTimed(SeverityInfo, BackendCallResult, &start, nil)

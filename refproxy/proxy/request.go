@@ -1,0 +1,152 @@
+package proxy
+
+import (
+	"net"
+	"net/url"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/valyala/fasthttp"
+)
+
+// b2s views b as a string without copying. The data plane only uses it on
+// request bytes that fasthttp keeps unchanged until the handler returns,
+// and never keeps the strings past that.
+func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// reqView is what route matching reads of a request, prepared once per
+// request without copying: method, the percent-decoded path as net/http's
+// URL.Path has it (not normalised: /a/../b stays as sent), and the
+// lower-case host without port.
+type reqView struct {
+	req    *fasthttp.Request
+	method string
+	path   string
+	host   string
+}
+
+func newView(req *fasthttp.Request) reqView {
+	path, _ := splitRequestURI(b2s(req.Header.RequestURI()))
+	if strings.IndexByte(path, '%') >= 0 {
+		if p, err := url.PathUnescape(path); err == nil {
+			path = p
+		}
+	}
+	return reqView{req: req, method: b2s(req.Header.Method()), path: path, host: hostOnly(b2s(req.Header.Host()))}
+}
+
+// header returns the first value of a header (canonical name) and whether
+// the request has it.
+func (v *reqView) header(name string) (string, bool) {
+	if b := v.req.Header.Peek(name); len(b) > 0 {
+		return b2s(b), true
+	}
+	// Peek cannot tell an empty value from a missing header.
+	return "", len(v.req.Header.PeekAll(name)) > 0
+}
+
+// splitRequestURI splits a request target into its path and query, taking
+// the path out of the absolute form (http://host/path) a client may send.
+func splitRequestURI(uri string) (path, query string) {
+	if !strings.HasPrefix(uri, "/") {
+		if i := strings.Index(uri, "://"); i >= 0 {
+			rest := uri[i+3:]
+			if j := strings.IndexAny(rest, "/?"); j >= 0 {
+				uri = rest[j:]
+			} else {
+				uri = ""
+			}
+		}
+	}
+	path, query, _ = strings.Cut(uri, "?")
+	if path == "" {
+		path = "/"
+	}
+	return path, query
+}
+
+// hostOnly is a Host header lower-cased and without port.
+func hostOnly(h string) string {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		h = h[:i]
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h
+}
+
+// requestInfo is the `request` of a requestSnapshot, and what a CEL trace
+// filter sees: method, uri, path, pathAndQuery, host, scheme, version and
+// the headers (lower-case names, repeated values joined with ",").
+// start, when set, is added as startTime.
+func requestInfo(ctx *fasthttp.RequestCtx, start time.Time) map[string]any {
+	req := &ctx.Request
+	scheme := "http"
+	if ctx.IsTLS() {
+		scheme = "https"
+	}
+	path, query := splitRequestURI(string(req.Header.RequestURI()))
+	decoded := path
+	if p, err := url.PathUnescape(path); err == nil {
+		decoded = p
+	}
+	pq := path
+	if query != "" {
+		pq += "?" + query
+	}
+	host := string(req.Header.Host())
+	m := map[string]any{
+		"method":       string(req.Header.Method()),
+		"uri":          scheme + "://" + host + pq,
+		"path":         decoded,
+		"pathAndQuery": pq,
+		"host":         host,
+		"scheme":       scheme,
+		"version":      string(req.Header.Protocol()),
+		"headers":      requestHeaders(&req.Header),
+	}
+	if !start.IsZero() {
+		m["startTime"] = start.UTC().Format(time.RFC3339Nano)
+	}
+	return m
+}
+
+// requestHeaders renders request headers as lower-case name to value,
+// joining repeats with ",", as HTTP/1.1 sent them (Host included).
+func requestHeaders(h *fasthttp.RequestHeader) map[string]any {
+	m := make(map[string]any, h.Len())
+	for k, v := range h.All() {
+		addHeader(m, k, v)
+	}
+	return m
+}
+
+// responseHeaders is requestHeaders for a response.
+func responseHeaders(h *fasthttp.ResponseHeader) map[string]any {
+	m := make(map[string]any, h.Len())
+	for k, v := range h.All() {
+		addHeader(m, k, v)
+	}
+	return m
+}
+
+func addHeader(m map[string]any, k, v []byte) {
+	key := strings.ToLower(string(k))
+	if prev, ok := m[key]; ok {
+		m[key] = prev.(string) + "," + string(v)
+		return
+	}
+	m[key] = string(v)
+}
+
+// remoteHostPort is the client's address as host and port.
+func remoteHostPort(ctx *fasthttp.RequestCtx) (string, int) {
+	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String(), a.Port
+	}
+	return ctx.RemoteAddr().String(), 0
+}
