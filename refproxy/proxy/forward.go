@@ -75,6 +75,7 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call) {
 	if stream != nil {
 		c.up = upBody{resp: resp}
 		c.body = &c.up
+		c.watchClient(ctx.Conn(), stream)
 	}
 	if c.rt.tokens {
 		c.body = dp.watchTokens(c, resp, c.body)
@@ -294,13 +295,33 @@ func hasDroppedHeader(h *fasthttp.RequestHeader) bool {
 
 // copyResponseHeader copies the backend's response headers to the client's
 // response, without hop-by-hop headers (RFC 9110 and those named in
-// Connection), Content-Length, which the body stream sets, and Date, which
-// the server sets (as nginx does).
+// Connection). The server sets Content-Length from the body and its own
+// Date (as nginx does), in place of the backend's.
 func copyResponseHeader(dst, src *fasthttp.ResponseHeader) {
-	conn := connectionTokens(src)
-	for k, v := range src.All() {
-		if forwardable(k, conn) && !strings.EqualFold(b2s(k), "Content-Length") && !strings.EqualFold(b2s(k), "Date") {
-			dst.AddBytesKV(k, v)
+	src.CopyTo(dst) // one copy of the whole block, cheaper than header by header
+	dst.SetNoDefaultContentType(true)
+	dst.ResetConnectionClose()
+	var present [len(hopHeaders)]bool
+	var listed []byte
+	for k, v := range dst.All() {
+		for i, h := range hopHeaders {
+			if strings.EqualFold(b2s(k), h) {
+				present[i] = true
+				if i == 0 { // Connection
+					listed = append(append(listed, v...), ',')
+				}
+			}
+		}
+	}
+	for f := range strings.SplitSeq(b2s(listed), ",") {
+		// close and keep-alive are the usual values, and no header's name.
+		if f = strings.TrimSpace(f); f != "" && !strings.EqualFold(f, "keep-alive") && !strings.EqualFold(f, "close") {
+			dst.Del(f)
+		}
+	}
+	for i, ok := range present {
+		if ok {
+			dst.Del(hopHeaders[i])
 		}
 	}
 }

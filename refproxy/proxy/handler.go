@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -144,6 +145,11 @@ type call struct {
 	// trailers, which are copied there when its body ends.
 	trailers *fasthttp.ResponseHeader
 
+	// conn and watching are the client's connection and the running
+	// watchClient, for streamed responses.
+	conn     net.Conn
+	watching chan struct{}
+
 	status   int
 	err      error
 	done     bool
@@ -208,6 +214,7 @@ func (c *call) finish() {
 		return
 	}
 	c.done = true
+	c.stopWatch()
 	if c.body != nil {
 		_ = c.body.Close()
 	}
