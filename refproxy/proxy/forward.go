@@ -209,13 +209,42 @@ var hopHeaders = [...]string{
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-func isHop(k []byte) bool {
-	for _, h := range hopHeaders {
-		if strings.EqualFold(b2s(k), h) {
-			return true
+func isHop(k []byte) bool { return hopIndex(k) >= 0 }
+
+// hopIndex is k's index in hopHeaders, or -1. Names are told apart by
+// length first: this runs on every header of every request and response.
+func hopIndex(k []byte) int {
+	var i int
+	switch len(k) {
+	case 2:
+		i = 5 // Te
+	case 7:
+		if k[0]|0x20 == 't' {
+			i = 6 // Trailer
+		} else {
+			i = 8 // Upgrade
 		}
+	case 10:
+		if k[0]|0x20 == 'c' {
+			i = 0 // Connection
+		} else {
+			i = 2 // Keep-Alive
+		}
+	case 16:
+		i = 1 // Proxy-Connection
+	case 17:
+		i = 7 // Transfer-Encoding
+	case 18:
+		i = 3 // Proxy-Authenticate
+	case 19:
+		i = 4 // Proxy-Authorization
+	default:
+		return -1
 	}
-	return false
+	if strings.EqualFold(b2s(k), hopHeaders[i]) {
+		return i
+	}
+	return -1
 }
 
 // rewriteRequest turns the client's request into the backend's, as a
@@ -252,13 +281,13 @@ func rewriteRequest(ctx *fasthttp.RequestCtx, be *backend) {
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		var buf [64]byte
 		ip, _ := a.IP.AppendText(buf[:0])
-		h.SetBytesV("X-Forwarded-For", ip)
+		h.SetCanonical(headerXFF, ip)
 	}
-	h.SetBytesV("X-Forwarded-Host", h.Host())
+	h.SetCanonical(headerXFHost, h.Host())
 	if ctx.IsTLS() {
-		h.Set("X-Forwarded-Proto", "https")
+		h.SetCanonical(headerXFProto, valueHTTPS)
 	} else {
-		h.Set("X-Forwarded-Proto", "http")
+		h.SetCanonical(headerXFProto, valueHTTP)
 	}
 	ctx.Request.UseHostHeader = true
 	if be.ai {
@@ -276,6 +305,15 @@ func rewriteRequest(ctx *fasthttp.RequestCtx, be *backend) {
 		}
 	}
 }
+
+// Canonical header names and values rewriteRequest sets (read only).
+var (
+	headerXFF     = []byte("X-Forwarded-For")
+	headerXFHost  = []byte("X-Forwarded-Host")
+	headerXFProto = []byte("X-Forwarded-Proto")
+	valueHTTP     = []byte("http")
+	valueHTTPS    = []byte("https")
+)
 
 // hasDroppedHeader reports whether the request has any header
 // rewriteRequest drops, so that the usual request costs one pass.
@@ -304,12 +342,10 @@ func copyResponseHeader(dst, src *fasthttp.ResponseHeader) {
 	var present [len(hopHeaders)]bool
 	var listed []byte
 	for k, v := range dst.All() {
-		for i, h := range hopHeaders {
-			if strings.EqualFold(b2s(k), h) {
-				present[i] = true
-				if i == 0 { // Connection
-					listed = append(append(listed, v...), ',')
-				}
+		if i := hopIndex(k); i >= 0 {
+			present[i] = true
+			if i == 0 { // Connection
+				listed = append(append(listed, v...), ',')
 			}
 		}
 	}

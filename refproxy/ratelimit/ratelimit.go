@@ -16,7 +16,6 @@ package ratelimit
 import (
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -358,29 +357,4 @@ func (d Decision) EachHeader(set func(name, value string)) {
 	set(HeaderLimit, strconv.FormatUint(d.Limit, 10))
 	set(HeaderRemaining, strconv.FormatUint(d.Remaining, 10))
 	set(HeaderReset, strconv.FormatInt(int64(d.Reset/time.Second), 10))
-}
-
-// WriteHeaders sets the x-ratelimit-* headers of d on h (nothing when !d.Limited).
-// x-ratelimit-reset is in whole seconds, truncated (so it may be 0).
-func (d Decision) WriteHeaders(h http.Header) {
-	if !d.Limited {
-		return
-	}
-	// One backing array for the three values: this runs on every response
-	// of a limited route. (strconv does not allocate for values below 100.)
-	v := [...]string{strconv.FormatUint(d.Limit, 10), strconv.FormatUint(d.Remaining, 10), strconv.FormatInt(int64(d.Reset/time.Second), 10)}
-	vs := v[:]
-	h[HeaderLimit] = vs[0:1:1]
-	h[HeaderRemaining] = vs[1:2:2]
-	h[HeaderReset] = vs[2:3:3]
-}
-
-// Refuse writes the 429 response: text/plain, body "rate limit exceeded", headers of d.
-func (d Decision) Refuse(w http.ResponseWriter) {
-	h := w.Header()
-	d.WriteHeaders(h)
-	h.Set("Content-Type", RefusedContentType)
-	h.Set("Content-Length", strconv.Itoa(len(RefusedBody)))
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write([]byte(RefusedBody))
 }
