@@ -59,11 +59,22 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call) {
 	c.respond(status, &resp.Header, out)
 
 	stream := resp.BodyStream()
-	if stream != nil && n >= 0 && n <= maxBufferedResponse && !c.rt.tokens && !isEventStream(resp.Header.ContentType()) {
+	if stream != nil && n >= 0 && n <= maxBufferedResponse && !isEventStream(resp.Header.ContentType()) {
 		// A small body of known length is read at once, so the backend
 		// connection goes back to the pool before the client is answered
-		// and the response leaves in one write.
-		if err := readBody(&ctx.Response, stream, n); err != nil {
+		// and the response leaves in one write. On a token-limited route
+		// it is read through the usage watch, which charges at its end.
+		body := stream
+		var watch io.ReadCloser
+		if c.rt.tokens {
+			watch = dp.watchTokens(c, resp, io.NopCloser(stream))
+			body = watch
+		}
+		err := readBody(&ctx.Response, body, n)
+		if watch != nil {
+			_ = watch.Close() // the watch reports before the call ends
+		}
+		if err != nil {
 			// The status is gone; the only way to tell the client the body
 			// is incomplete is to abort the connection, as ReverseProxy does.
 			c.err = err
