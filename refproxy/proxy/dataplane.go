@@ -192,7 +192,7 @@ func (dp *Dataplane) serve(key int, s *bindServer) {
 		StreamRequestBody:             true,
 		MaxRequestBodySize:            maxBufferedBody,
 		DisablePreParseMultipartForm:  true,
-		DisableHeaderNamesNormalizing: false,
+		DisableHeaderNamesNormalizing: true, // see peekFold
 		ReadBufferSize:                upstreamBufferSize,
 		WriteBufferSize:               upstreamBufferSize,
 		IdleTimeout:                   5 * time.Minute,

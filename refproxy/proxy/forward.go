@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +95,8 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call) {
 	if n < 0 {
 		n = -1 // chunked to the client, flushed after every chunk
 	}
+	// An event stream's headers go out at once, before its first event.
+	ctx.Response.ImmediateHeaderFlush = isEventStream(resp.Header.ContentType())
 	ctx.Response.SetBodyStream(c, n)
 }
 
@@ -269,25 +272,7 @@ func rewriteRequest(ctx *fasthttp.RequestCtx, be *backend) {
 	h := &ctx.Request.Header
 	h.ResetConnectionClose()
 	if hasDroppedHeader(h) {
-		if conn := h.Peek("Connection"); len(conn) > 0 {
-			for f := range strings.SplitSeq(string(conn), ",") {
-				if f = strings.TrimSpace(f); f != "" {
-					h.Del(f)
-				}
-			}
-		}
-		teTrailers := containsToken(h.PeekAll("Te"), "trailers")
-		for _, k := range hopHeaders {
-			h.Del(k)
-		}
-		if teTrailers {
-			h.Set("Te", "trailers")
-		}
-		h.Del("Expect") // the server has answered 100-continue itself
-		h.Del("Forwarded")
-		h.Del("X-Forwarded-For")
-		h.Del("X-Forwarded-Host")
-		h.Del("X-Forwarded-Proto")
+		dropRequestHeaders(h)
 	}
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		var buf [64]byte
@@ -317,6 +302,67 @@ func rewriteRequest(ctx *fasthttp.RequestCtx, be *backend) {
 	}
 }
 
+// dropRequestHeaders removes hop-by-hop headers (RFC 9110 and those named
+// in Connection), Expect (the server has answered 100-continue itself) and
+// the client's Forwarded and X-Forwarded-*, keeping "Te: trailers" and the
+// order of every other header: fasthttp's Del moves the last header into
+// the gap, which would reorder repeated fields, so the rest are added back
+// in order instead.
+func dropRequestHeaders(h *fasthttp.RequestHeader) {
+	var listed []string
+	for _, conn := range valuesFold(h, "Connection") {
+		for f := range strings.SplitSeq(string(conn), ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				listed = append(listed, f)
+			}
+		}
+	}
+	teTrailers := containsToken(valuesFold(h, "Te"), "trailers")
+	dropped := func(k string) bool {
+		if isHop([]byte(k)) || strings.EqualFold(k, "Expect") || strings.EqualFold(k, "Forwarded") ||
+			len(k) > 12 && strings.EqualFold(k[:12], "X-Forwarded-") {
+			return true
+		}
+		return slices.ContainsFunc(listed, func(l string) bool { return strings.EqualFold(l, k) })
+	}
+	type field struct{ k, v string }
+	var kept []field
+	var names []string
+	for k, v := range h.All() {
+		ks := string(k)
+		if specialRequestHeader(ks) {
+			continue // kept apart by fasthttp, in no order
+		}
+		if !slices.Contains(names, ks) {
+			names = append(names, ks)
+		}
+		if !dropped(ks) {
+			kept = append(kept, field{ks, string(v)})
+		}
+	}
+	delFold(h, "Trailer")
+	for _, k := range names {
+		h.Del(k)
+	}
+	for _, f := range kept {
+		h.Add(f.k, f.v)
+	}
+	if teTrailers {
+		h.Set("Te", "trailers")
+	}
+}
+
+// specialRequestHeader reports whether fasthttp keeps a request header
+// apart from the others (none of these is dropped, except Trailer).
+func specialRequestHeader(k string) bool {
+	for _, s := range [...]string{"Host", "Content-Length", "Content-Type", "User-Agent", "Cookie", "Trailer"} {
+		if strings.EqualFold(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // Canonical header names and values rewriteRequest sets (read only).
 var (
 	headerXFF     = []byte("X-Forwarded-For")
@@ -343,33 +389,26 @@ func hasDroppedHeader(h *fasthttp.RequestHeader) bool {
 }
 
 // copyResponseHeader copies the backend's response headers to the client's
-// response, without hop-by-hop headers (RFC 9110 and those named in
-// Connection). The server sets Content-Length from the body and its own
+// response, in order, without hop-by-hop headers (RFC 9110 and those named
+// in Connection). The server sets Content-Length from the body and its own
 // Date (as nginx does), in place of the backend's.
 func copyResponseHeader(dst, src *fasthttp.ResponseHeader) {
-	src.CopyTo(dst) // one copy of the whole block, cheaper than header by header
-	dst.SetNoDefaultContentType(true)
-	dst.ResetConnectionClose()
-	var present [len(hopHeaders)]bool
-	var listed []byte
-	for k, v := range dst.All() {
-		if i := hopIndex(k); i >= 0 {
-			present[i] = true
-			if i == 0 { // Connection
-				listed = append(append(listed, v...), ',')
+	conn := connectionTokens(src)
+	for k, v := range src.All() {
+		if !forwardable(k, conn) {
+			continue
+		}
+		switch len(k) {
+		case 4:
+			if strings.EqualFold(b2s(k), "Date") {
+				continue
+			}
+		case 14:
+			if strings.EqualFold(b2s(k), "Content-Length") {
+				continue
 			}
 		}
-	}
-	for f := range strings.SplitSeq(b2s(listed), ",") {
-		// close and keep-alive are the usual values, and no header's name.
-		if f = strings.TrimSpace(f); f != "" && !strings.EqualFold(f, "keep-alive") && !strings.EqualFold(f, "close") {
-			dst.Del(f)
-		}
-	}
-	for i, ok := range present {
-		if ok {
-			dst.Del(hopHeaders[i])
-		}
+		dst.AddBytesKV(k, v)
 	}
 }
 
@@ -387,11 +426,12 @@ func backendHeaders(src *fasthttp.ResponseHeader) map[string]any {
 }
 
 // connectionTokens is the values of a response's Connection headers,
-// comma-separated.
+// comma-separated, without keep-alive and close (the usual values, which
+// name no header), so that it is usually empty.
 func connectionTokens(h *fasthttp.ResponseHeader) []byte {
 	var conn []byte
 	for k, v := range h.All() {
-		if strings.EqualFold(b2s(k), "Connection") {
+		if hopIndex(k) == 0 && !strings.EqualFold(b2s(v), "keep-alive") && !strings.EqualFold(b2s(v), "close") {
 			conn = append(conn, v...)
 			conn = append(conn, ',')
 		}

@@ -113,6 +113,10 @@ binds:
 			"Keep-Alive: timeout=5\r\nProxy-Authorization: Basic x\r\nProxy-Connection: keep-alive\r\nTe: gzip\r\nUpgrade-Insecure-Requests: 1\r\n" +
 			"Forwarded: for=1.2.3.4\r\nX-Forwarded-For: 1.2.3.4\r\nX-Forwarded-For: 5.6.7.8\r\nX-Forwarded-Host: evil\r\nX-Forwarded-Proto: https\r\n"},
 		{"te trailers kept", "GET /get HTTP/1.1\r\nX-Route: plain\r\nTe: trailers, deflate\r\n"},
+		{"repeated headers keep their order", "GET /get HTTP/1.1\r\nX-Route: plain\r\nX-Rep: 1\r\nConnection: x-hop\r\nX-Hop: 1\r\nX-Rep: 2\r\n" +
+			"X-Forwarded-For: 1.2.3.4\r\nX-Rep: 3\r\nAccept: a\r\nAccept: b\r\n"},
+		{"header names in any case", "GET /get HTTP/1.1\r\nx-route: plain\r\nconnection: x-hop\r\nx-hop: 1\r\nkeep-alive: timeout=5\r\n" +
+			"te: trailers\r\nx-forwarded-for: 1.2.3.4\r\nforwarded: for=1.2.3.4\r\nuser-agent: lower\r\nx-lower: kept\r\n"},
 		{"unparsable query cleaned", "GET /get?a=1;b=2&c=%zz HTTP/1.1\r\nX-Route: plain\r\n"},
 		{"post body", "POST /post HTTP/1.1\r\nX-Route: plain\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}"},
 		{"chunked body", "POST /post HTTP/1.1\r\nX-Route: plain\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"},

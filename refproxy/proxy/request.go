@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"iter"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -36,14 +38,54 @@ func newView(req *fasthttp.Request) reqView {
 	return reqView{req: req, method: b2s(req.Header.Method()), path: path, host: hostOnly(b2s(req.Header.Host()))}
 }
 
-// header returns the first value of a header (canonical name) and whether
-// the request has it.
+// header returns the first value of a header and whether the request has it.
 func (v *reqView) header(name string) (string, bool) {
-	if b := v.req.Header.Peek(name); len(b) > 0 {
-		return b2s(b), true
+	b, ok := peekFold(&v.req.Header, name)
+	return b2s(b), ok
+}
+
+// Header names are kept as received (fasthttp's normalising is off: it costs
+// on every header of every request and response, and a proxy passes names
+// on as they came), so lookups by name compare without regard to case.
+
+type headers interface {
+	All() iter.Seq2[[]byte, []byte]
+	Del(key string)
+}
+
+// peekFold returns the first value of the header named name, in any case,
+// and whether there is one.
+func peekFold(h headers, name string) ([]byte, bool) {
+	for k, v := range h.All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+			return v, true
+		}
 	}
-	// Peek cannot tell an empty value from a missing header.
-	return "", len(v.req.Header.PeekAll(name)) > 0
+	return nil, false
+}
+
+// valuesFold returns every value of the header named name, in any case.
+func valuesFold(h headers, name string) [][]byte {
+	var out [][]byte
+	for k, v := range h.All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// delFold deletes every header named name, in any case.
+func delFold(h headers, name string) {
+	var keys []string
+	for k := range h.All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) && !slices.Contains(keys, string(k)) {
+			keys = append(keys, string(k))
+		}
+	}
+	for _, k := range keys {
+		h.Del(k)
+	}
 }
 
 // splitRequestURI splits a request target into its path and query, taking

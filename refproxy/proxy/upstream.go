@@ -27,7 +27,7 @@ func (dp *Dataplane) newClient(addr string, useTLS bool) *fasthttp.HostClient {
 		MaxIdemponentCallAttempts:     2, // one retry, on a pooled connection found closed
 		NoDefaultUserAgentHeader:      true,
 		DisablePathNormalizing:        true,
-		DisableHeaderNamesNormalizing: false,
+		DisableHeaderNamesNormalizing: true, // see peekFold
 		StreamResponseBody:            true,
 		ReadBufferSize:                upstreamBufferSize,
 		WriteBufferSize:               upstreamBufferSize,
@@ -41,7 +41,8 @@ func (dp *Dataplane) dial(addr string) (net.Conn, error) {
 // isUpgrade reports whether the request asks for a protocol upgrade
 // (WebSocket and the like).
 func isUpgrade(h *fasthttp.RequestHeader) bool {
-	return len(h.Peek("Upgrade")) > 0 && containsToken(h.PeekAll("Connection"), "upgrade")
+	up, ok := peekFold(h, "Upgrade")
+	return ok && len(up) > 0 && containsToken(valuesFold(h, "Connection"), "upgrade")
 }
 
 // tunnel forwards a protocol upgrade: the request goes to the backend on a
@@ -50,7 +51,8 @@ func isUpgrade(h *fasthttp.RequestHeader) bool {
 // closes. Any other answer is passed on as a normal response.
 func (dp *Dataplane) tunnel(ctx *fasthttp.RequestCtx, c *call) {
 	req := &ctx.Request
-	upgrade := string(req.Header.Peek("Upgrade"))
+	up, _ := peekFold(&req.Header, "Upgrade")
+	upgrade := string(up)
 	rewriteRequest(ctx, c.be)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", upgrade)
@@ -108,7 +110,8 @@ func (dp *Dataplane) tunnel(ctx *fasthttp.RequestCtx, c *call) {
 		}
 	}
 	out.Set("Connection", "Upgrade")
-	out.SetBytesV("Upgrade", resp.Header.Peek("Upgrade"))
+	up, _ = peekFold(&resp.Header, "Upgrade")
+	out.SetBytesV("Upgrade", up)
 	out.SetStatusCode(status)
 	c.respond(status, &resp.Header, out)
 	fasthttp.ReleaseResponse(resp)
