@@ -100,6 +100,10 @@ func TestNoWatcherCostsNothing(t *testing.T) {
 	if idle > off {
 		t.Errorf("allocs per request with no watcher = %v, with tracing off = %v; want equal", idle, off)
 	}
+	// And the request path itself allocates nothing (the backend is a stub).
+	if off != 0 {
+		t.Errorf("allocs per request with tracing off = %v, want 0", off)
+	}
 	t.Logf("allocs per request: tracing off %v, no watcher %v", off, idle)
 }
 

@@ -190,7 +190,7 @@ func (c *call) Read(p []byte) (int, error) {
 	n, err := c.body.Read(p)
 	if err == io.EOF && c.trailers != nil {
 		for t := range c.resp.Header.Trailers() {
-			if v, ok := peekFold(&c.resp.Header, b2s(t)); ok {
+			if v, ok := firstFold(&c.resp.Header, b2s(t)); ok {
 				c.trailers.SetBytesKV(t, v)
 			}
 		}

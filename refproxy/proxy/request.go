@@ -53,13 +53,22 @@ type headers interface {
 	Del(key string)
 }
 
-// peekFold returns the first value of the header named name, in any case,
-// and whether there is one.
-func peekFold(h headers, name string) ([]byte, bool) {
+// peekFold returns the first value of the request header named name, in
+// any case, and whether there is one. It takes the concrete type: ranging
+// over All through an interface would allocate on every request.
+func peekFold(h *fasthttp.RequestHeader, name string) ([]byte, bool) {
 	for k, v := range h.All() {
 		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
 			return v, true
 		}
+	}
+	return nil, false
+}
+
+// firstFold is peekFold for any header, off the request path.
+func firstFold(h headers, name string) ([]byte, bool) {
+	if vs := valuesFold(h, name); len(vs) > 0 {
+		return vs[0], true
 	}
 	return nil, false
 }

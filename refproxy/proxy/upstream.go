@@ -110,7 +110,7 @@ func (dp *Dataplane) tunnel(ctx *fasthttp.RequestCtx, c *call) {
 		}
 	}
 	out.Set("Connection", "Upgrade")
-	up, _ = peekFold(&resp.Header, "Upgrade")
+	up, _ = firstFold(&resp.Header, "Upgrade")
 	out.SetBytesV("Upgrade", up)
 	out.SetStatusCode(status)
 	c.respond(status, &resp.Header, out)
