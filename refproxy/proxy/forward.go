@@ -25,10 +25,10 @@ import (
 // chunk, so SSE passes through as it comes) after the handler returns.
 // What the client and the backend see is what httputil.ReverseProxy would
 // show them, header for header (TestForwardMatchesReverseProxy).
-func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call) {
+func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
 	req := &ctx.Request
 	clientClose := req.Header.ConnectionClose()
-	rewriteRequest(ctx, c.be)
+	rewriteRequest(ctx, c.be, dropped)
 	resp := fasthttp.AcquireResponse()
 	resp.StreamBody = true
 	err := c.be.do(req, resp)
@@ -268,10 +268,12 @@ func hopIndex(k []byte) int {
 // address), -Host and -Proto are set; "Te: trailers" is kept; a query Go
 // could not parse is re-encoded; Host stays the client's, except for AI
 // backends, which get their own.
-func rewriteRequest(ctx *fasthttp.RequestCtx, be *backend) {
+//
+// dropped is hasDroppedHeader's answer for the request.
+func rewriteRequest(ctx *fasthttp.RequestCtx, be *backend, dropped bool) {
 	h := &ctx.Request.Header
 	h.ResetConnectionClose()
-	if hasDroppedHeader(h) {
+	if dropped {
 		dropRequestHeaders(h)
 	}
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {

@@ -96,11 +96,14 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 
 	c := callPool.Get().(*call)
 	*c = call{dp: dp, tr: tr, rt: rt, be: be, d: d, start: time.Now()}
-	if isUpgrade(&ctx.Request.Header) {
+	// One pass over the headers finds whether any must be dropped; an
+	// upgrade has one (Upgrade is hop-by-hop), so most requests stop here.
+	dropped := hasDroppedHeader(&ctx.Request.Header)
+	if dropped && isUpgrade(&ctx.Request.Header) {
 		dp.tunnel(ctx, c)
 		return
 	}
-	dp.forward(ctx, c)
+	dp.forward(ctx, c, dropped)
 }
 
 // local answers without calling a backend (404, 429, 503) and traces it.

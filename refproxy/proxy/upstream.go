@@ -53,7 +53,7 @@ func (dp *Dataplane) tunnel(ctx *fasthttp.RequestCtx, c *call) {
 	req := &ctx.Request
 	up, _ := peekFold(&req.Header, "Upgrade")
 	upgrade := string(up)
-	rewriteRequest(ctx, c.be)
+	rewriteRequest(ctx, c.be, true)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", upgrade)
 
