@@ -459,6 +459,55 @@ func TestStreamingLLMChargedAfterStream(t *testing.T) {
 	})
 }
 
+// TestLargeLLMRequestBody: request bodies beyond what the server holds in
+// memory (64 KiB) reach the token route as a stream; include_usage is still
+// added below llm.MaxRequestSize, and above it the body goes on untouched.
+func TestLargeLLMRequestBody(t *testing.T) {
+	llm := mock.NewLLM()
+	p := llmProxy(t, llm, 1_000_000)
+	url := "http://" + p.BindAddrs()[0] + "/v1/chat/completions"
+	for _, tc := range []struct {
+		name    string
+		size    int
+		chunked bool
+		usage   bool // include_usage added
+	}{
+		{"200 KiB, Content-Length", 200 << 10, false, true},
+		{"200 KiB, chunked", 200 << 10, true, true},
+		{"over MaxRequestSize, untouched", 17 << 20, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("x", tc.size) + `"}]}`
+			var rd io.Reader = strings.NewReader(body)
+			if tc.chunked {
+				rd = io.MultiReader(rd) // unknown length: sent chunked
+			}
+			req, _ := http.NewRequest(http.MethodPost, url, rd)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(got), "data: [DONE]") {
+				t.Fatalf("status %d, body %.200q", resp.StatusCode, got)
+			}
+			sent := llm.LastRequestBody()
+			if added := strings.Contains(string(sent), `"include_usage":true`); added != tc.usage {
+				t.Errorf("include_usage added = %v, want %v", added, tc.usage)
+			}
+			want := body
+			if tc.usage {
+				want = `{"stream_options":{"include_usage":true},` + body[1:]
+			}
+			if string(sent) != want {
+				t.Errorf("backend got %d bytes, want %d (the body as sent, with include_usage as expected)", len(sent), len(want))
+			}
+		})
+	}
+}
+
 // llmProxy runs a proxy with one route to the mock LLM llm, limited to
 // budget tokens an hour.
 func llmProxy(t *testing.T, llm http.Handler, budget int) *Proxy {

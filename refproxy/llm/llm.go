@@ -66,23 +66,9 @@ func PrepareRequest(r *http.Request) {
 		return
 	}
 	orig := r.Body
-	var (
-		body []byte
-		err  error
-	)
-	if n := r.ContentLength; n > 0 && n <= MaxRequestSize {
-		// The server enforces Content-Length: read exactly that, in one buffer.
-		body = make([]byte, n)
-		var k int
-		k, err = io.ReadFull(orig, body)
-		body = body[:k]
-	} else {
-		body, err = io.ReadAll(io.LimitReader(orig, MaxRequestSize+1))
-	}
-	if err != nil || len(body) > MaxRequestSize {
-		// Hand the bytes read back, followed by the rest (or the read error),
-		// so the forward behaves as if nothing had been read.
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), errOr(err, orig)), orig}
+	body, rest, ok := ReadBody(orig, r.ContentLength)
+	if !ok {
+		r.Body = readCloser{rest, orig}
 		return
 	}
 	_ = orig.Close()
@@ -96,6 +82,30 @@ func PrepareRequest(r *http.Request) {
 	// sends bodies it knows to be in memory with the headers, in one write.
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+}
+
+// ReadBody reads a request body of length n (-1: unknown) to decide on it.
+// A body larger than MaxRequestSize, or one that fails to read, is not
+// taken: ok is false and rest gives the bytes read followed by the remainder
+// (or the read error), so that the body can go on as if nothing had been read.
+func ReadBody(r io.Reader, n int64) (body []byte, rest io.Reader, ok bool) {
+	if n > MaxRequestSize {
+		return nil, r, false
+	}
+	var err error
+	if n > 0 {
+		// The server enforces Content-Length: read exactly that, in one buffer.
+		body = make([]byte, n)
+		var k int
+		k, err = io.ReadFull(r, body)
+		body = body[:k]
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r, MaxRequestSize+1))
+	}
+	if err != nil || len(body) > MaxRequestSize {
+		return nil, io.MultiReader(bytes.NewReader(body), errOr(err, r)), false
+	}
+	return body, nil, true
 }
 
 // readCloser reads from r and closes c.

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -188,11 +187,9 @@ func prepareLLMRequest(req *fasthttp.Request) {
 		return
 	}
 	if stream := req.BodyStream(); stream != nil {
-		// Read what the limit allows; a larger body goes on untouched, the
-		// bytes read first followed by the rest.
-		body, err := io.ReadAll(io.LimitReader(stream, llm.MaxRequestSize+1))
-		if err != nil || len(body) > llm.MaxRequestSize {
-			req.SetBodyStream(io.MultiReader(bytes.NewReader(body), errOr(err, stream)), -1)
+		body, rest, ok := llm.ReadBody(stream, int64(n))
+		if !ok {
+			req.SetBodyStream(rest, -1) // too large, or broken: goes on untouched
 			return
 		}
 		req.SetBodyRaw(body)
@@ -204,14 +201,7 @@ func prepareLLMRequest(req *fasthttp.Request) {
 	}
 }
 
-// errOr is a reader failing with err when err is set, else r.
-func errOr(err error, r io.Reader) io.Reader {
-	if err != nil {
-		return errReader{err}
-	}
-	return r
-}
-
+// errReader is a body that fails with err: writing it aborts the response.
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
