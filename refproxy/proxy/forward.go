@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -150,10 +149,6 @@ func (dp *Dataplane) backendError(ctx *fasthttp.RequestCtx, c *call, err error) 
 	resp.Header.SetContentType("text/plain; charset=utf-8")
 	resp.SetStatusCode(fasthttp.StatusServiceUnavailable)
 	c.respond(fasthttp.StatusServiceUnavailable, nil, &resp.Header)
-	if errors.Is(err, context.Canceled) {
-		c.finish()
-		return
-	}
 	resp.SetBodyString("upstream call failed: " + err.Error() + "\n")
 	c.finish()
 }
