@@ -149,11 +149,11 @@ func IsJSON(contentType string) bool { return isJSON(contentType) }
 // only, without decoding the rest (messages can be large).
 func PrepareBody(body []byte) ([]byte, bool) {
 	var buf [64]byte
-	stream, found, complete := topValue(body, "stream", buf[:0])
-	if !complete || !found || string(stream) != "true" {
-		return nil, false
-	}
-	if _, found, _ := topValue(body, "stream_options", buf[:0]); found {
+	// One pass finds both keys: topValue(body, "stream") and whether
+	// topValue(body, "stream_options") would find a value.
+	s := jsonScanner{want: "stream", also: "stream_options", usage: buf[:0]}
+	s.feed(body)
+	if !s.complete || !s.sawUsage || s.sawAlso || string(bytes.TrimSpace(s.usage)) != "true" {
 		return nil, false
 	}
 	i := bytes.IndexByte(body, '{') // a whole object: only blanks before it
