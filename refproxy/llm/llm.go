@@ -153,7 +153,7 @@ func PrepareBody(body []byte) ([]byte, bool) {
 	// topValue(body, "stream_options") would find a value.
 	s := jsonScanner{want: "stream", also: "stream_options", usage: buf[:0]}
 	s.feed(body)
-	if !s.complete || !s.sawUsage || s.sawAlso || string(bytes.TrimSpace(s.usage)) != "true" {
+	if !s.complete || !s.sawUsage || s.sawAlso || string(trimSpace(s.usage)) != "true" {
 		return nil, false
 	}
 	i := bytes.IndexByte(body, '{') // a whole object: only blanks before it

@@ -440,3 +440,21 @@ func TestWatchResponseLeavesUpgradesAlone(t *testing.T) {
 		t.Errorf("done called %d times with %v, want once with ErrNoUsage", res.calls, res.err)
 	}
 }
+
+// TestUsageWithUnicodeSpaceIsMalformed: only JSON whitespace may surround
+// the usage value; a U+0085 or U+00A0 there makes the document invalid.
+func TestUsageWithUnicodeSpaceIsMalformed(t *testing.T) {
+	for _, sp := range []string{"\u0085", "\u00a0"} {
+		body := `{"id":"x","usage":` + sp + `{"prompt_tokens":3,"completion_tokens":4}}`
+		var got Usage
+		var gotErr error
+		r := Watch(io.NopCloser(strings.NewReader(body)), "application/json", "", func(u Usage, err error) { got, gotErr = u, err })
+		if _, err := io.ReadAll(r); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		if gotErr == nil || got.Total() != 0 {
+			t.Errorf("space %q: usage %+v, err %v; want 0 and an error", sp, got, gotErr)
+		}
+	}
+}

@@ -146,6 +146,19 @@ func (w *watcher) finish(eof bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// trimSpace trims JSON whitespace only: bytes.TrimSpace also takes Unicode
+// spaces (U+0085, U+00A0), which are not JSON and would let a malformed
+// value through.
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // What the JSON scanner expects next at the top level of the document.
 const (
 	expKey = iota
@@ -338,7 +351,7 @@ func topValue(doc []byte, key string, buf []byte) (val []byte, found, complete b
 	if !s.sawUsage {
 		return nil, false, true
 	}
-	return bytes.TrimSpace(s.usage), true, true
+	return trimSpace(s.usage), true, true
 }
 
 // found reports the usage of one document (an SSE event): whether it had a
@@ -347,7 +360,7 @@ func (s *jsonScanner) found() (Usage, bool, error) {
 	if !s.sawUsage {
 		return Usage{}, false, nil
 	}
-	raw := bytes.TrimSpace(s.usage)
+	raw := trimSpace(s.usage)
 	if !s.capturing && string(raw) == "null" {
 		return Usage{}, false, nil
 	}
