@@ -428,19 +428,8 @@ func TestStreamingLLMChargedAfterStream(t *testing.T) {
 	llm := mock.NewLLM()
 	p := llmProxy(t, llm, 50)
 	url := "http://" + p.BindAddrs()[0] + "/v1/chat/completions"
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(mock.HeaderPromptTokens, "30")
-	req.Header.Set(mock.HeaderCompletionTokens, "30")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "data: [DONE]") {
-		t.Fatalf("stream: %d %q", resp.StatusCode, body)
-	}
+	postStream(t, url, strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`),
+		map[string]string{mock.HeaderPromptTokens: "30", mock.HeaderCompletionTokens: "30"})
 	if !strings.Contains(string(llm.LastRequestBody()), `"include_usage":true`) {
 		t.Errorf("backend got %s; want stream_options.include_usage added", llm.LastRequestBody())
 	}
@@ -482,17 +471,7 @@ func TestLargeLLMRequestBody(t *testing.T) {
 			if tc.chunked {
 				rd = io.MultiReader(rd) // unknown length: sent chunked
 			}
-			req, _ := http.NewRequest(http.MethodPost, url, rd)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || !strings.Contains(string(got), "data: [DONE]") {
-				t.Fatalf("status %d, body %.200q", resp.StatusCode, got)
-			}
+			postStream(t, url, rd, nil)
 			sent := llm.LastRequestBody()
 			if added := strings.Contains(string(sent), `"include_usage":true`); added != tc.usage {
 				t.Errorf("include_usage added = %v, want %v", added, tc.usage)
@@ -505,6 +484,26 @@ func TestLargeLLMRequestBody(t *testing.T) {
 				t.Errorf("backend got %d bytes, want %d (the body as sent, with include_usage as expected)", len(sent), len(want))
 			}
 		})
+	}
+}
+
+// postStream posts a streaming chat completion (JSON body, extra headers)
+// and requires a 200 and a complete stream.
+func postStream(t *testing.T, url string, body io.Reader, headers map[string]string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, body)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(got), "data: [DONE]") {
+		t.Fatalf("stream: status %d, body %.200q", resp.StatusCode, got)
 	}
 }
 
