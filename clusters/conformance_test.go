@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gwdiag/gwdiag/clusters/controller"
@@ -49,11 +48,7 @@ func TestClusterConformance(t *testing.T) {
 // be), every condition scenario fails and says why.
 func TestClusterConformanceFails(t *testing.T) {
 	l := sharedAPIServer(t)
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(l.Config, client.Options{Scheme: scheme})
+	c, err := controller.NewClient(l.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,11 +83,7 @@ func faultyPass(ctx context.Context, c client.Client) {
 // policy scenarios fail on the reason and on the attachment, with got/want.
 func TestClusterConformanceCatchesFaults(t *testing.T) {
 	l := sharedAPIServer(t)
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(l.Config, client.Options{Scheme: scheme})
+	c, err := controller.NewClient(l.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,15 +138,12 @@ func (c *Cluster) Start(ctx context.Context) error {
 			}
 		}
 	}
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		return err
-	}
 	// Polling status of a few objects per scenario, several scenarios at
 	// once: client-go's default 5 QPS would throttle the waits themselves.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 100, 200
-	if c.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	var err error
+	if c.client, err = controller.NewClient(cfg); err != nil {
 		c.Stop(ctx)
 		return fmt.Errorf("cluster target: client for %s: %w", cfg.Host, err)
 	}

@@ -179,11 +179,7 @@ var (
 // kube-apiserver; each case works in its own namespace.
 func TestReferenceController(t *testing.T) {
 	l := kubetest.Start(t)
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(l.Config, client.Options{Scheme: scheme})
+	c, err := controller.NewClient(l.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,15 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// NewClient is a client for cfg's cluster that knows NewScheme's types.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
 // Options configure the controller; the zero value works.
 type Options struct {
 	// ControllerName overrides ControllerName.
