@@ -193,8 +193,8 @@ func (dp *Dataplane) serve(key int, s *bindServer) {
 		MaxRequestBodySize:            maxBufferedBody,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: true, // see peekFold
-		ReadBufferSize:                upstreamBufferSize,
-		WriteBufferSize:               upstreamBufferSize,
+		ReadBufferSize:                connBufferSize,
+		WriteBufferSize:               connBufferSize,
 		IdleTimeout:                   5 * time.Minute,
 		CloseOnShutdown:               true,
 		Logger:                        slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),

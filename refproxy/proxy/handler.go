@@ -121,7 +121,7 @@ func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *trace.Tracer, code int,
 		resp.Header.SetContentLength(len(body))
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, responseHeaders(&resp.Header))})
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
 		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, nil)
 	}
 }
@@ -174,15 +174,15 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 		start := c.start
 		tr.EmitTimed(statusSeverity(code, c.err), trace.BackendCallResult, &start, map[string]any{"status": code, "error": errv})
 		// The backend's response as it came, before the proxy adds its own headers.
-		headers := backendHeaders(h)
-		if backend != nil {
-			headers = backendHeaders(backend)
+		if backend == nil {
+			backend = h // the proxy's own answer to a failed call
 		}
+		headers := backendHeaders(backend)
 		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageBackendResponseReady, "requestState": c.dp.responseState(code, headers)})
 	}
 	c.d.EachHeader(h.Set)
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": c.dp.responseState(code, responseHeaders(h))})
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": c.dp.responseState(code, headerMap(h))})
 	}
 }
 

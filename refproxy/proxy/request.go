@@ -158,7 +158,7 @@ func requestInfo(ctx *fasthttp.RequestCtx, start time.Time) map[string]any {
 		"host":         host,
 		"scheme":       scheme,
 		"version":      string(req.Header.Protocol()),
-		"headers":      requestHeaders(&req.Header),
+		"headers":      headerMap(&req.Header),
 	}
 	if !start.IsZero() {
 		m["startTime"] = start.UTC().Format(time.RFC3339Nano)
@@ -166,19 +166,11 @@ func requestInfo(ctx *fasthttp.RequestCtx, start time.Time) map[string]any {
 	return m
 }
 
-// requestHeaders renders request headers as lower-case name to value,
-// joining repeats with ",", as HTTP/1.1 sent them (Host included).
-func requestHeaders(h *fasthttp.RequestHeader) map[string]any {
-	m := make(map[string]any, h.Len())
-	for k, v := range h.All() {
-		addHeader(m, k, v)
-	}
-	return m
-}
-
-// responseHeaders is requestHeaders for a response.
-func responseHeaders(h *fasthttp.ResponseHeader) map[string]any {
-	m := make(map[string]any, h.Len())
+// headerMap renders headers (of a request or a response) as lower-case
+// name to value, joining repeats with ",", as HTTP/1.1 sent them (Host
+// included). It is for traces only: it allocates.
+func headerMap(h headers) map[string]any {
+	m := map[string]any{}
 	for k, v := range h.All() {
 		addHeader(m, k, v)
 	}

@@ -10,9 +10,10 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// upstreamBufferSize bounds a backend response's header block (and sizes
-// the connection buffers).
-const upstreamBufferSize = 8 << 10
+// connBufferSize sizes the read and write buffers of every connection,
+// client and backend side; it bounds a request's or a response's header
+// block.
+const connBufferSize = 8 << 10
 
 // newClient is the keep-alive client of one backend. Paths and queries are
 // sent as the client sent them (no normalising), headers as they came, and
@@ -29,8 +30,8 @@ func (dp *Dataplane) newClient(addr string, useTLS bool) *fasthttp.HostClient {
 		DisablePathNormalizing:        true,
 		DisableHeaderNamesNormalizing: true, // see peekFold
 		StreamResponseBody:            true,
-		ReadBufferSize:                upstreamBufferSize,
-		WriteBufferSize:               upstreamBufferSize,
+		ReadBufferSize:                connBufferSize,
+		WriteBufferSize:               connBufferSize,
 	}
 }
 
@@ -67,7 +68,7 @@ func (dp *Dataplane) tunnel(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	bw := bufio.NewWriter(conn)
-	br := bufio.NewReaderSize(conn, upstreamBufferSize)
+	br := bufio.NewReaderSize(conn, connBufferSize)
 	resp := fasthttp.AcquireResponse()
 	resp.StreamBody = true
 	if err = req.Write(bw); err == nil {
