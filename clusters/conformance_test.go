@@ -24,7 +24,6 @@ func TestClusterConformance(t *testing.T) {
 	rep, err := steps.Run(context.Background(), steps.Options{
 		Target:  "cluster",
 		Cluster: steps.ClusterOptions{Local: true},
-		Tags:    "@cluster",
 		Output:  &out,
 	})
 	t.Log(out.String())
@@ -34,8 +33,8 @@ func TestClusterConformance(t *testing.T) {
 	if rep.Failed() {
 		t.Errorf("the reference controller failed %d condition scenarios", rep.Summary.Failed)
 	}
-	if rep.Summary.Passed < 3 {
-		t.Errorf("passed %d scenarios, want every condition-status scenario (3): %+v", rep.Summary.Passed, rep.Summary)
+	if rep.Summary.Passed < 5 || rep.Summary.Unsupported != 0 {
+		t.Errorf("got %+v, want every scenario of the cluster profile (4 core, 1 extended) passed", rep.Summary)
 	}
 	if rep.Target != "cluster" {
 		t.Errorf("report target: got %q, want cluster", rep.Target)
@@ -61,15 +60,14 @@ func TestClusterConformanceFails(t *testing.T) {
 		Target: "cluster",
 		Cluster: steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "unserved",
 			ConditionTimeout: steps.Duration{Duration: 2 * time.Second}},
-		Tags:   "@cluster",
 		Output: &out,
 	})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Summary.Failed < 3 || rep.Summary.Passed != 0 {
-		t.Errorf("with no controller: got %+v, want every condition scenario failed", rep.Summary)
+	if rep.Summary.Failed < 3 || rep.Summary.Passed != 0 || len(rep.Profiles) != 1 || rep.Profiles[0].Core.Result != steps.Failed {
+		t.Errorf("with no controller: got %+v %+v, want every core condition scenario failed", rep.Summary, rep.Profiles)
 	}
 	if want := `no status conditions at the current generation within 2s`; !strings.Contains(out.String(), want) {
 		t.Errorf("progress view does not say why: want %q in\n%s", want, out.String())
@@ -105,8 +103,8 @@ func TestExampleOptions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.Target != "cluster" || o.Tags != "@cluster" {
-				t.Errorf("target %q tags %q, want cluster and @cluster", o.Target, o.Tags)
+			if o.Target != "cluster" || len(o.Profiles) != 1 || o.Profiles[0] != steps.ProfileCluster {
+				t.Errorf("target %q profiles %v, want cluster and [cluster]", o.Target, o.Profiles)
 			}
 			if o.Cluster != tt.want {
 				t.Errorf("cluster options: got %+v, want %+v", o.Cluster, tt.want)

@@ -6,6 +6,7 @@ Feature: Forward compatibility of the trace checks
   routeSelection; the ordering rule applies to the events the spec names, with
   the route-phase (or phase-less) policySelection after routeSelection.
 
+  @spec-3 @spec-9.2
   Scenario: A 1.2 standalone trace without the middle snapshots passes
     Given the recorded trace:
       """
@@ -20,6 +21,7 @@ Feature: Forward compatibility of the trace checks
       """
     Then the trace checks pass
 
+  @spec-3 @spec-9.2
   Scenario: A 1.3 trace with phases, body snapshots, a raw response stage and IPv6 passes
     Given the recorded trace:
       """
@@ -41,6 +43,7 @@ Feature: Forward compatibility of the trace checks
       """
     Then the trace checks pass
 
+  @spec-2.1 @spec-3
   Scenario: A full 12-event cluster trace passes
     Given the recorded trace:
       """
@@ -59,6 +62,7 @@ Feature: Forward compatibility of the trace checks
       """
     Then the trace checks pass
 
+  @spec-2.1 @spec-3 @spec-6
   Scenario Outline: The checks still catch real faults among unknown events
     Given the recorded trace:
       """

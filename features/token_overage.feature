@@ -2,13 +2,16 @@
 Feature: Token overage
   Tokens are counted after the response (spec part 7): the request that takes
   the budget over the limit succeeds, later requests get 429 until the window
-  resets, then succeed again. A stream is counted from its final chunk after it
-  ends and is never cut.
+  resets, then succeed again. A stream is counted from its final chunk's
+  usage after it ends and is never cut. The spec does not say who asks a
+  streaming backend for usage: core clients ask for it themselves; a proxy
+  that adds the request for usage has an extended feature.
 
   Background:
     Given an LLM backend "openai"
     And a route "llm" with path prefix "/v1" to backend "openai"
 
+  @spec-3 @spec-7.1 @spec-7.2
   Scenario: The request that crosses the budget succeeds, the next one is refused
     Given the route "llm" has a token limit of 100 per second
     When I send a chat completion using 60 tokens
@@ -18,20 +21,23 @@ Feature: Token overage
     And the backend "openai" received 2 requests
     And within 3 seconds a chat completion using 10 tokens succeeds
 
-  Scenario: The documented example of 39-token responses
+  @spec-7.2
+  Scenario: Responses of 39 tokens against a budget of 100
     Given the route "llm" has a token limit of 100 per minute
     When I send 4 chat completions using 39 tokens each
     Then the responses have statuses 200, 200, 200, 429
 
+  @spec-7.3
   Scenario: A streaming response is counted from its final chunk and never cut
     Given the route "llm" has a token limit of 100 per second
-    When I send a streaming chat completion using 120 tokens
+    When I send a streaming chat completion using 120 tokens that asks for usage
     Then the response status is 200
     And the stream was delivered whole with its usage chunk
     When I send a chat completion using 10 tokens
     Then the response status is 429
     And within 3 seconds a chat completion using 10 tokens succeeds
 
+  @spec-7.3
   Scenario: A stream is counted only when it ends
     Given the route "llm" has a token limit of 100 per minute
     When I start a streaming chat completion using 120 tokens held before its end at "slow"
@@ -41,14 +47,25 @@ Feature: Token overage
     Then the responses have statuses 200, 429
     And the held stream "slow" was delivered whole with its usage chunk
 
+  @spec-7.4
   Scenario: Several limit entries are all enforced: the request limit
     Given the route "llm" has a request limit of 2 per minute
     And the route "llm" has a token limit of 1000 per minute
     When I send 3 chat completions using 10 tokens each
     Then the responses have statuses 200, 200, 429
 
+  @spec-7.4
   Scenario: Several limit entries are all enforced: the token limit
     Given the route "llm" has a request limit of 10 per minute
     And the route "llm" has a token limit of 50 per minute
     When I send 3 chat completions using 60 tokens each
     Then the responses have statuses 200, 429, 429
+
+  @extended @llm-stream-usage-injection
+  Scenario: The proxy asks a streaming backend for usage when the client did not
+    Given the route "llm" has a token limit of 100 per minute
+    When I send a streaming chat completion using 120 tokens that does not ask for usage
+    Then the response status is 200
+    And the stream was delivered whole with its usage chunk
+    When I send a chat completion using 10 tokens
+    Then the response status is 429

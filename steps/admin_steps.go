@@ -18,6 +18,50 @@ func registerAdminSteps(sc *godog.ScenarioContext) {
 	step(sc, `^I (GET|POST) the admin path "([^"]*)"$`, func(ctx context.Context, method, path string) error {
 		return getState(ctx).adminCall(ctx, method, path)
 	})
+	// The spec shows the method of /logging only: ask with GET, and when
+	// the proxy answers 405, with a method its Allow header names.
+	step(sc, `^I call the admin path "([^"]*)"$`, func(ctx context.Context, path string) error {
+		s := getState(ctx)
+		if err := s.adminCall(ctx, http.MethodGet, path); err != nil || s.admin.status != http.StatusMethodNotAllowed {
+			return err
+		}
+		allow := s.admin.header.Get("Allow")
+		for _, m := range strings.Split(allow, ",") {
+			if m = strings.TrimSpace(m); m != "" && m != http.MethodGet && m != http.MethodHead && m != http.MethodOptions {
+				return s.adminCall(ctx, m, path)
+			}
+		}
+		if allow == "" {
+			return s.adminCall(ctx, http.MethodPost, path)
+		}
+		return nil
+	})
+	step(sc, `^the admin response is successful$`, func(ctx context.Context) error {
+		r, err := getState(ctx).adminResponse()
+		if err != nil {
+			return err
+		}
+		if r.status/100 != 2 {
+			return fmt.Errorf("admin response status: got %d (body %q), want 2xx", r.status, trim(r.body))
+		}
+		return nil
+	})
+	step(sc, `^the admin response is JSON naming the categories ([\w, ]+)$`, func(ctx context.Context, list string) error {
+		dump, err := getState(ctx).adminJSON()
+		if err != nil {
+			return err
+		}
+		var missing []string
+		for _, k := range strings.Split(list, ",") {
+			if k = strings.TrimSpace(k); !hasKey(dump, k) {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("config_dump names no category %s at any depth; got top-level keys %v", strings.Join(missing, ", "), keys(dump))
+		}
+		return nil
+	})
 	step(sc, `^the admin response status is (\d+)$`, func(ctx context.Context, want int) error {
 		r, err := getState(ctx).adminResponse()
 		if err != nil {
@@ -153,6 +197,28 @@ func (s *state) adminJSON() (map[string]any, error) {
 		return nil, fmt.Errorf("admin response is not a JSON object: %v: %q", err, trim(r.body))
 	}
 	return m, nil
+}
+
+// hasKey reports whether key names a member of any object in v, at any depth.
+func hasKey(v any, key string) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x[key]; ok {
+			return true
+		}
+		for _, e := range x {
+			if hasKey(e, key) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasKey(e, key) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func keys(m map[string]any) []string {

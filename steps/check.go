@@ -28,7 +28,7 @@ func CheckRecorded(impl Implementation, traces []RecordedTrace) *ConformanceRepo
 	start := time.Now()
 	var results []scenarioResult
 	for _, t := range traces {
-		res := scenarioResult{feature: RecordedFeature, ScenarioReport: ScenarioReport{Name: t.Name, File: t.Name, Result: Passed}}
+		res := scenarioResult{feature: RecordedFeature, profile: ProfileStandalone, ScenarioReport: ScenarioReport{Name: t.Name, File: t.Name, Result: Passed}}
 		switch {
 		case t.Err != nil:
 			res.Result, res.Message = Failed, t.Err.Error()
@@ -49,5 +49,5 @@ func CheckRecorded(impl Implementation, traces []RecordedTrace) *ConformanceRepo
 	if impl.Name == "" {
 		impl.Name = "recorded traces"
 	}
-	return buildReport(impl, "recorded", start, results)
+	return buildReport(Options{Implementation: impl}, "recorded", []ConformanceProfileName{ProfileStandalone}, start, results)
 }

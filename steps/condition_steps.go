@@ -14,6 +14,12 @@ func registerConditionSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the HTTPRoute "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, func(ctx context.Context, name, typ, status string) error {
 		return getState(ctx).condition(ctx, "HTTPRoute", name, typ, status, "")
 	})
+	step(sc, `^the policy of route "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, func(ctx context.Context, route, typ, status string) error {
+		return getState(ctx).condition(ctx, "Policy", route, typ, status, "")
+	})
+	step(sc, `^the policy "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, func(ctx context.Context, name, typ, status string) error {
+		return getState(ctx).condition(ctx, "Policy", name, typ, status, "")
+	})
 	step(sc, `^the policy of route "([^"]*)" has condition "([^"]*)" with status "([^"]*)" and reason "([^"]*)"$`, func(ctx context.Context, route, typ, status, reason string) error {
 		return getState(ctx).condition(ctx, "Policy", route, typ, status, reason)
 	})

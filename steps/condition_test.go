@@ -14,29 +14,35 @@ type fakeCluster struct {
 	InProcess
 	// broken makes every condition False, as a failing controller would.
 	broken bool
+	// otherReasons gives the right conditions with reasons of its own: the
+	// spec names condition types only.
+	otherReasons bool
 }
 
 func (*fakeCluster) Name() string           { return "fake-cluster" }
-func (*fakeCluster) Capabilities() []string { return []string{"cluster"} }
+func (*fakeCluster) Capabilities() []string { return []string{CapabilityCluster} }
 
 func (f *fakeCluster) Configure(ctx context.Context, setup Setup) (Deployment, error) {
 	d, err := f.InProcess.Configure(ctx, setup)
 	if err != nil {
 		return nil, err
 	}
-	return &fakeClusterDeployment{Deployment: d, setup: setup, broken: f.broken}, nil
+	return &fakeClusterDeployment{Deployment: d, setup: setup, broken: f.broken, otherReasons: f.otherReasons}, nil
 }
 
 type fakeClusterDeployment struct {
 	Deployment
-	setup  Setup
-	broken bool
+	setup                Setup
+	broken, otherReasons bool
 }
 
 func (d *fakeClusterDeployment) Conditions(_ context.Context, kind, name string) ([]Condition, error) {
 	ok := func(typ, reason string) Condition {
 		if d.broken {
 			return Condition{Type: typ, Status: "False", Reason: "Invalid", Message: "broken on purpose"}
+		}
+		if d.otherReasons {
+			reason = "Fine"
 		}
 		return Condition{Type: typ, Status: "True", Reason: reason}
 	}
@@ -65,27 +71,40 @@ func (d *fakeClusterDeployment) Conditions(_ context.Context, kind, name string)
 	return nil, fmt.Errorf("no %s %q", kind, name)
 }
 
-// TestConditionStepsOnAClusterTarget runs the @cluster scenarios against a
+// TestConditionStepsOnAClusterTarget runs the cluster profile against a
 // fake cluster target: they run (not skipped) and pass with a healthy
 // controller, and fail, saying why, with a broken one.
 func TestConditionStepsOnAClusterTarget(t *testing.T) {
-	for _, broken := range []bool{false, true} {
-		t.Run(fmt.Sprintf("broken=%v", broken), func(t *testing.T) {
-			rep, err := Run(context.Background(), Options{TargetImpl: &fakeCluster{broken: broken}, Tags: "@condition-status", Output: &strings.Builder{}})
+	tests := []struct {
+		name                         string
+		target                       *fakeCluster
+		passed, failed, unsupported  int
+		failedScenario, failedReason string
+	}{
+		{name: "healthy controller", target: &fakeCluster{}, passed: 5},
+		// Reasons are the reference controller's, not the spec's: core
+		// passes and the extended feature is unsupported.
+		{name: "controller with reasons of its own", target: &fakeCluster{otherReasons: true}, passed: 4, unsupported: 1},
+		// The orphan policy's Attached=False is right even here.
+		{name: "broken controller", target: &fakeCluster{broken: true}, passed: 1, failed: 3, unsupported: 1,
+			failedScenario: "Gateway and HTTPRoute report healthy conditions", failedReason: `Gateway condition Accepted: got status "False" reason "Invalid"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := Run(context.Background(), Options{TargetImpl: tt.target, Output: &strings.Builder{}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !broken && (rep.Failed() || rep.Summary.Passed != 4) {
-				t.Errorf("healthy controller: got %+v %+v, want 4 passed", rep.Summary, rep.Features)
+			if s := rep.Summary; s.Passed != tt.passed || s.Failed != tt.failed || s.Unsupported != tt.unsupported {
+				t.Errorf("got %+v, want %d passed, %d failed, %d unsupported; %+v", s, tt.passed, tt.failed, tt.unsupported, rep.Features)
 			}
-			if broken {
-				// The orphan policy's Attached=False is right even here.
-				if rep.Summary.Failed != 3 || rep.Summary.Passed != 1 {
-					t.Errorf("broken controller: got %+v, want 3 failed, 1 passed", rep.Summary)
-				}
-				got := rep.Scenario("Gateway and HTTPRoute report healthy conditions")
-				if len(got) != 1 || !strings.Contains(got[0].Message, `Gateway condition Accepted: got status "False" reason "Invalid"`) {
-					t.Errorf("broken controller message: got %+v", got)
+			if len(rep.Profiles) != 1 || rep.Profiles[0].Name != ProfileCluster {
+				t.Errorf("profiles: got %+v, want the cluster profile only", rep.Profiles)
+			}
+			if tt.failedScenario != "" {
+				got := rep.Scenario(tt.failedScenario)
+				if len(got) != 1 || !strings.Contains(got[0].Message, tt.failedReason) {
+					t.Errorf("%s: got %+v, want a failure with %q", tt.failedScenario, got, tt.failedReason)
 				}
 			}
 		})

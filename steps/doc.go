@@ -4,7 +4,8 @@
 // targets, the runner and its options, and the ConformanceReport with its
 // JUnit and Cucumber JSON companions.
 //
-// Layout: target.go (Target, Deployment, Setup), inprocess.go and process.go
+// Layout: target.go (Target, Deployment, Setup), profiles.go (profiles and
+// their core and extended features), inprocess.go and process.go
 // (the targets), mocks.go (the scenario's mock backends), *_steps.go (step
 // definitions by topic, composed in step_definitions.go), state.go (the one
 // per-scenario state, carried in the context), runner.go and options.go (Run
@@ -13,7 +14,12 @@
 // steps/tracecheck and the SSE client in steps/sse.
 //
 // Each scenario gets a fresh deployment, so rate-limit windows start with
-// the scenario and scenarios run in parallel. Scenarios tagged @extended
-// check optional behaviour: a proxy that fails one is reported as not
-// supporting the feature unless Options.SupportedFeatures claims it.
+// the scenario and scenarios run in parallel. Features belong to profiles
+// (profiles.go: standalone, cluster); a run covers the profiles its target
+// hosts. Core features assert only what the spec says (each core scenario
+// names its spec parts, features/spec.go); extended features check the
+// reference implementation's behaviour where the spec is silent: a proxy
+// that fails one is reported as not supporting it unless it claims it
+// (Options.SupportedFeatures, AllFeatures). The spec-minimal proxy of
+// steps/specminimal keeps that split honest in the tests.
 package steps

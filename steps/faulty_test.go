@@ -17,6 +17,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
 // A fault makes the in-process reference proxy misbehave in one precise
@@ -49,7 +50,7 @@ type faultyTarget struct {
 func (t *faultyTarget) Name() string                    { return "faulty-inprocess" }
 func (t *faultyTarget) Start(ctx context.Context) error { return t.inner.Start(ctx) }
 func (t *faultyTarget) Stop(ctx context.Context) error  { return t.inner.Stop(ctx) }
-func (t *faultyTarget) Capabilities() []string          { return nil }
+func (t *faultyTarget) Capabilities() []string          { return []string{CapabilityStandalone} }
 
 func (t *faultyTarget) Configure(ctx context.Context, setup Setup) (Deployment, error) {
 	if t.fault.setup != nil {
@@ -489,4 +490,54 @@ var faults = map[string]fault{
 	"single watcher slot": {singleSlot: true},
 	// No ": ready" comment: an extended feature the proxy lacks.
 	"no ready comment": {noComments: true},
+	// backendCallResult and the final response snapshot always say 200,
+	// whatever the backend answered and the client received.
+	"trace hides the backend status": {frames: func() func(sse.Frame) []sse.Frame {
+		return rewriteEvents(func(e *trace.Event) {
+			switch e.Type() {
+			case trace.BackendCallResult:
+				e.Message["status"] = 200
+			case trace.ResponseSnapshot:
+				if r, ok := tracecheck.State(*e)["response"].(map[string]any); ok {
+					r["code"] = 200
+				}
+			}
+		})
+	}},
+	// Snapshots carry startTime in local time without a zone and ports as
+	// strings.
+	"snapshot fields of the wrong type": {frames: func() func(sse.Frame) []sse.Frame {
+		return rewriteEvents(func(e *trace.Event) {
+			st := tracecheck.State(*e)
+			if r, ok := st["request"].(map[string]any); ok {
+				r["startTime"] = "2026-01-02 10:00:00"
+			}
+			if src, ok := st["source"].(map[string]any); ok {
+				src["port"] = fmt.Sprint(src["port"])
+			}
+		})
+	}},
+	// Every response closes its connection, as proxies may after a 429.
+	"connection closed after every response": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Connection", "close")
+			next.ServeHTTP(w, r)
+		})
+	}},
+}
+
+// rewriteEvents changes every data frame's event with edit.
+func rewriteEvents(edit func(*trace.Event)) func(sse.Frame) []sse.Frame {
+	return func(f sse.Frame) []sse.Frame {
+		if f.IsComment {
+			return []sse.Frame{f}
+		}
+		e, err := trace.Parse([]byte(f.Data))
+		if err != nil {
+			return []sse.Frame{f}
+		}
+		edit(&e)
+		b, _ := json.Marshal(e)
+		return []sse.Frame{{Data: string(b)}}
+	}
 }

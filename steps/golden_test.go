@@ -14,14 +14,14 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden traces in golden/traces from the reference proxy")
+var update = flag.Bool("update", false, "rewrite generated files: the golden traces in golden/traces from the reference proxy, the tables of features/README.md")
 
 // goldenScenarios are the trace-order scenarios whose traces are kept as
 // canonical JSONL in golden/traces, one file per scenario.
 var goldenScenarios = []string{
 	"A forwarded request traces every required event in order",
 	"Inject mode sets the Host header from the URL host only",
-	"An unmatched route traces a routeSelection error and no backend call",
+	"An unmatched route traces no backend call",
 	"A rate-limited request traces a 429 and no backend call",
 	"A backend transport error is reported in backendCallResult",
 }

@@ -26,7 +26,7 @@ func (*InProcess) Start(context.Context) error { return nil }
 func (*InProcess) Stop(context.Context) error { return nil }
 
 // Capabilities implements Target.
-func (*InProcess) Capabilities() []string { return nil }
+func (*InProcess) Capabilities() []string { return []string{CapabilityStandalone} }
 
 // Configure implements Target.
 func (*InProcess) Configure(ctx context.Context, setup Setup) (Deployment, error) {

@@ -28,13 +28,43 @@ const (
 	FeatureForwardCompat   FeatureName = "forward-compat"
 )
 
-// Extended features: optional behaviour. A proxy lacking one is reported as
-// not supporting it, unless Options.SupportedFeatures claims it.
+// Extended features: behaviour of the reference implementation that the
+// spec leaves open. A proxy lacking one is reported as not supporting it,
+// unless Options.SupportedFeatures (or AllFeatures) claims it.
 const (
+	// FeatureTraceSeverity: severity success/info/warn/error as the
+	// reference sets it (the spec shows only info).
+	FeatureTraceSeverity FeatureName = "trace-severity"
+	// FeatureTraceStreamHeaders: Cache-Control: no-cache on the trace stream.
+	FeatureTraceStreamHeaders FeatureName = "trace-stream-headers"
+	// FeatureTraceReadyComment: the stream opens with ": ready".
+	FeatureTraceReadyComment FeatureName = "trace-ready-comment"
+	// FeatureTraceCELExpression: ?expression=<CEL> picks the traced request.
+	FeatureTraceCELExpression FeatureName = "trace-cel-expression"
+	// FeatureTraceWatcherFIFO: several watchers served first in, first out.
+	FeatureTraceWatcherFIFO FeatureName = "trace-watcher-fifo"
+	// FeatureProxyStatusCodes: 404 for no matching route, 5xx for a
+	// backend transport error.
+	FeatureProxyStatusCodes FeatureName = "proxy-status-codes"
+	// FeatureRateLimitHeadersOnSuccess: x-ratelimit-* on allowed responses.
 	FeatureRateLimitHeadersOnSuccess FeatureName = "ratelimit-headers-on-success"
-	FeatureTraceReadyComment         FeatureName = "trace-ready-comment"
-	FeatureTraceCELExpression        FeatureName = "trace-cel-expression"
-	FeatureTraceWatcherFIFO          FeatureName = "trace-watcher-fifo"
+	// FeatureRateLimitResponseFormat: a 429 is text/plain and
+	// x-ratelimit-reset is whole seconds.
+	FeatureRateLimitResponseFormat FeatureName = "ratelimit-response-format"
+	// FeatureGatewayRateLimit: a standalone limit on a whole gateway (bind).
+	FeatureGatewayRateLimit FeatureName = "gateway-rate-limit"
+	// FeatureLLMStreamUsageInjection: the proxy asks a streaming LLM backend
+	// for usage (stream_options.include_usage) when the client did not.
+	FeatureLLMStreamUsageInjection FeatureName = "llm-stream-usage-injection"
+	// FeatureConfigDumpLayout: /config_dump with the categories at the top
+	// level and listeners nested under binds.
+	FeatureConfigDumpLayout FeatureName = "config-dump-layout"
+	// FeatureAdminErrorStatus: the admin server refuses a bad log filter or
+	// profile duration with 400.
+	FeatureAdminErrorStatus FeatureName = "admin-error-status"
+	// FeaturePolicyConditionReasons: the reasons Valid, Attached and
+	// Pending on policy conditions.
+	FeaturePolicyConditionReasons FeatureName = "policy-condition-reasons"
 )
 
 // Duration is a time.Duration written as "1.5s" in YAML and JSON.
@@ -88,9 +118,14 @@ type Options struct {
 	// Cluster configures the cluster target (target_cluster.go).
 	Cluster        ClusterOptions `json:"cluster"`
 	Implementation Implementation `json:"implementation"`
+	// Profiles are the profiles to run; empty runs every profile the
+	// target can host (profiles.go).
+	Profiles []ConformanceProfileName `json:"profiles,omitempty"`
 	// SupportedFeatures are extended features the proxy claims: failing
 	// them is a failure, not "unsupported".
 	SupportedFeatures []FeatureName `json:"supportedFeatures,omitempty"`
+	// AllFeatures claims every extended feature.
+	AllFeatures bool `json:"allFeatures,omitempty"`
 	// ExemptFeatures are not run at all and reported as skipped.
 	ExemptFeatures []FeatureName `json:"exemptFeatures,omitempty"`
 	// SkipScenarios are scenario names not to run.
@@ -137,10 +172,6 @@ func (o Options) withDefaults() Options {
 	if o.Target == "" {
 		o.Target = "inprocess"
 	}
-	if o.Target == "cluster" && o.Tags == "" {
-		// The cluster target runs no data plane: only @cluster scenarios apply.
-		o.Tags = "@cluster"
-	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}
@@ -162,4 +193,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o *Options) supports(f FeatureName) bool { return slices.Contains(o.SupportedFeatures, f) }
+// claims reports whether the proxy claims the extended feature f.
+func (o *Options) claims(f FeatureName) bool {
+	return o.AllFeatures || slices.Contains(o.SupportedFeatures, f)
+}

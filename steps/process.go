@@ -38,7 +38,7 @@ func NewProcess(command string) *Process {
 func (*Process) Name() string { return "process" }
 
 // Capabilities implements Target.
-func (*Process) Capabilities() []string { return nil }
+func (*Process) Capabilities() []string { return []string{CapabilityStandalone} }
 
 // Start implements Target: it checks the command and makes a folder for configs.
 func (p *Process) Start(context.Context) error {

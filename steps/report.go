@@ -26,18 +26,59 @@ const (
 	Failed      Result = "failed"
 	Skipped     Result = "skipped"
 	Unsupported Result = "unsupported"
+	// Partial is the extended result of a profile where some features are
+	// supported and some are not.
+	Partial Result = "partial"
 )
 
 // ConformanceReport is the versioned result of a conformance run.
 type ConformanceReport struct {
-	APIVersion     string          `json:"apiVersion" yaml:"apiVersion"`
-	Kind           string          `json:"kind" yaml:"kind"`
-	Implementation Implementation  `json:"implementation" yaml:"implementation"`
-	Target         string          `json:"target" yaml:"target"`
-	Date           time.Time       `json:"date" yaml:"date"`
-	Duration       string          `json:"duration,omitempty" yaml:"duration,omitempty"`
-	Summary        Counts          `json:"summary" yaml:"summary"`
-	Features       []FeatureReport `json:"features" yaml:"features"`
+	APIVersion     string         `json:"apiVersion" yaml:"apiVersion"`
+	Kind           string         `json:"kind" yaml:"kind"`
+	Implementation Implementation `json:"implementation" yaml:"implementation"`
+	Target         string         `json:"target" yaml:"target"`
+	Date           time.Time      `json:"date" yaml:"date"`
+	Duration       string         `json:"duration,omitempty" yaml:"duration,omitempty"`
+	// Claims is what the run was told about the proxy's extended features.
+	Claims  Claims `json:"claims" yaml:"claims"`
+	Summary Counts `json:"summary" yaml:"summary"`
+	// Profiles is the result per profile run: core, then extended.
+	Profiles []ProfileReport `json:"profiles" yaml:"profiles"`
+	Features []FeatureReport `json:"features" yaml:"features"`
+}
+
+// Claims are the feature options of the run.
+type Claims struct {
+	SupportedFeatures []FeatureName `json:"supportedFeatures,omitempty" yaml:"supportedFeatures,omitempty"`
+	AllFeatures       bool          `json:"allFeatures,omitempty" yaml:"allFeatures,omitempty"`
+	ExemptFeatures    []FeatureName `json:"exemptFeatures,omitempty" yaml:"exemptFeatures,omitempty"`
+}
+
+// ProfileReport is the result of one profile. A core failure fails the
+// run; an extended feature the proxy lacks and does not claim is listed as
+// unsupported, one it claims and fails as failed.
+type ProfileReport struct {
+	Name     ConformanceProfileName `json:"name" yaml:"name"`
+	Core     CoreResult             `json:"core" yaml:"core"`
+	Extended ExtendedResult         `json:"extended" yaml:"extended"`
+}
+
+// CoreResult is the result of a profile's core features.
+type CoreResult struct {
+	Result Result `json:"result" yaml:"result"`
+	Counts `json:",inline" yaml:",inline"`
+}
+
+// ExtendedResult is the result of a profile's extended features, by feature.
+type ExtendedResult struct {
+	// Result is passed when every extended feature run passed, partial when
+	// some are unsupported, failed when a claimed one failed, skipped when
+	// none ran.
+	Result              Result        `json:"result" yaml:"result"`
+	SupportedFeatures   []FeatureName `json:"supportedFeatures,omitempty" yaml:"supportedFeatures,omitempty"`
+	UnsupportedFeatures []FeatureName `json:"unsupportedFeatures,omitempty" yaml:"unsupportedFeatures,omitempty"`
+	FailedFeatures      []FeatureName `json:"failedFeatures,omitempty" yaml:"failedFeatures,omitempty"`
+	SkippedFeatures     []FeatureName `json:"skippedFeatures,omitempty" yaml:"skippedFeatures,omitempty"`
 }
 
 // Counts of scenarios by result.
@@ -63,9 +104,11 @@ func (c *Counts) add(r Result) {
 
 // FeatureReport is the result of one feature.
 type FeatureReport struct {
-	Name     FeatureName `json:"name" yaml:"name"`
-	Extended bool        `json:"extended,omitempty" yaml:"extended,omitempty"`
-	Result   Result      `json:"result" yaml:"result"`
+	Name     FeatureName            `json:"name" yaml:"name"`
+	Profile  ConformanceProfileName `json:"profile" yaml:"profile"`
+	Extended bool                   `json:"extended,omitempty" yaml:"extended,omitempty"`
+	Claimed  bool                   `json:"claimed,omitempty" yaml:"claimed,omitempty"`
+	Result   Result                 `json:"result" yaml:"result"`
 	Counts   `json:",inline" yaml:",inline"`
 	// Scenarios lists the scenarios that did not pass, with why.
 	Scenarios []ScenarioReport `json:"scenarios,omitempty" yaml:"scenarios,omitempty"`
@@ -101,19 +144,21 @@ func (r *ConformanceReport) Scenario(name string) []ScenarioReport {
 // scenarioResult is what the runner records per scenario.
 type scenarioResult struct {
 	feature  FeatureName
+	profile  ConformanceProfileName
 	extended bool
 	ScenarioReport
 }
 
-func buildReport(impl Implementation, target string, start time.Time, results []scenarioResult) *ConformanceReport {
-	r := &ConformanceReport{APIVersion: ReportAPIVersion, Kind: ReportKind, Implementation: impl, Target: target,
-		Date: start.UTC().Truncate(time.Second), Duration: time.Since(start).Round(time.Millisecond).String()}
+func buildReport(o Options, target string, profiles []ConformanceProfileName, start time.Time, results []scenarioResult) *ConformanceReport {
+	r := &ConformanceReport{APIVersion: ReportAPIVersion, Kind: ReportKind, Implementation: o.Implementation, Target: target,
+		Date: start.UTC().Truncate(time.Second), Duration: time.Since(start).Round(time.Millisecond).String(),
+		Claims: Claims{SupportedFeatures: o.SupportedFeatures, AllFeatures: o.AllFeatures, ExemptFeatures: o.ExemptFeatures}}
 	byName := map[FeatureName]*FeatureReport{}
 	var order []FeatureName
 	for _, s := range results {
 		f := byName[s.feature]
 		if f == nil {
-			f = &FeatureReport{Name: s.feature, Extended: s.extended}
+			f = &FeatureReport{Name: s.feature, Profile: s.profile, Extended: s.extended, Claimed: s.extended && o.claims(s.feature)}
 			byName[s.feature] = f
 			order = append(order, s.feature)
 		}
@@ -129,17 +174,68 @@ func buildReport(impl Implementation, target string, start time.Time, results []
 		switch {
 		case f.Failed > 0:
 			f.Result = Failed
-		case f.Passed > 0:
-			f.Result = Passed
 		case f.Unsupported > 0:
 			f.Result = Unsupported
+		case f.Passed > 0:
+			f.Result = Passed
 		default:
 			f.Result = Skipped
 		}
 		sort.SliceStable(f.Scenarios, func(i, j int) bool { return f.Scenarios[i].Name < f.Scenarios[j].Name })
 		r.Features = append(r.Features, *f)
 	}
+	for _, p := range profiles {
+		r.Profiles = append(r.Profiles, profileReport(p, r.Features))
+	}
 	return r
+}
+
+func profileReport(name ConformanceProfileName, features []FeatureReport) ProfileReport {
+	p := ProfileReport{Name: name}
+	for _, f := range features {
+		if f.Profile != name {
+			continue
+		}
+		if !f.Extended {
+			p.Core.Passed += f.Passed
+			p.Core.Failed += f.Failed
+			p.Core.Skipped += f.Skipped
+			p.Core.Unsupported += f.Unsupported
+			continue
+		}
+		e := &p.Extended
+		switch f.Result {
+		case Passed:
+			e.SupportedFeatures = append(e.SupportedFeatures, f.Name)
+		case Unsupported:
+			e.UnsupportedFeatures = append(e.UnsupportedFeatures, f.Name)
+		case Failed:
+			e.FailedFeatures = append(e.FailedFeatures, f.Name)
+		default:
+			e.SkippedFeatures = append(e.SkippedFeatures, f.Name)
+		}
+	}
+	switch c := p.Core; {
+	case c.Failed > 0:
+		p.Core.Result = Failed
+	case c.Passed > 0:
+		p.Core.Result = Passed
+	default:
+		p.Core.Result = Skipped
+	}
+	switch e := p.Extended; {
+	case len(e.FailedFeatures) > 0:
+		p.Extended.Result = Failed
+	case len(e.UnsupportedFeatures) > 0 && len(e.SupportedFeatures) > 0:
+		p.Extended.Result = Partial
+	case len(e.UnsupportedFeatures) > 0:
+		p.Extended.Result = Unsupported
+	case len(e.SupportedFeatures) > 0:
+		p.Extended.Result = Passed
+	default:
+		p.Extended.Result = Skipped
+	}
+	return p
 }
 
 // WriteFile writes the report as YAML.

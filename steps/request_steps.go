@@ -2,6 +2,7 @@ package steps
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,19 +42,19 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		return nil
 	})
 	step(sc, `^I send a chat completion using (\d+) tokens$`, func(ctx context.Context, n int) error {
-		_, err := getState(ctx).chat(ctx, n, false)
+		_, err := getState(ctx).chat(ctx, n, noStream)
 		return err
 	})
 	step(sc, `^I send (\d+) chat completions using (\d+) tokens each$`, func(ctx context.Context, count, n int) error {
 		for range count {
-			if _, err := getState(ctx).chat(ctx, n, false); err != nil {
+			if _, err := getState(ctx).chat(ctx, n, noStream); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	step(sc, `^I send a streaming chat completion using (\d+) tokens$`, func(ctx context.Context, n int) error {
-		_, err := getState(ctx).chat(ctx, n, true)
+	step(sc, `^I send a streaming chat completion using (\d+) tokens that (asks|does not ask) for usage$`, func(ctx context.Context, n int, asks string) error {
+		_, err := getState(ctx).chat(ctx, n, streamAsking(asks == "asks"))
 		return err
 	})
 	step(sc, `^I start a streaming chat completion using (\d+) tokens held before its end at "([^"]*)"$`, func(ctx context.Context, n int, key string) error {
@@ -78,7 +79,7 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		})
 	})
 	step(sc, `^within (\d+) seconds a chat completion using (\d+) tokens succeeds$`, func(ctx context.Context, secs, n int) error {
-		return getState(ctx).eventually(ctx, secs, func() (*response, error) { return getState(ctx).chat(ctx, n, false) })
+		return getState(ctx).eventually(ctx, secs, func() (*response, error) { return getState(ctx).chat(ctx, n, noStream) })
 	})
 
 	step(sc, `^the response status is (\d+)$`, func(ctx context.Context, want int) error {
@@ -136,6 +137,18 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		}
 		return nil
 	})
+	step(sc, `^the response header "([^"]*)" is a number of seconds at most (\d+)$`, func(ctx context.Context, name string, max int) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		got := r.header.Get(name)
+		n, err := strconv.ParseFloat(got, 64)
+		if err != nil || n < 0 || n > float64(max) {
+			return fmt.Errorf("response header %s: got %q, want a number of seconds from 0 to %d", name, got, max)
+		}
+		return nil
+	})
 	step(sc, `^the response header "([^"]*)" is a whole number of seconds at most (\d+)$`, func(ctx context.Context, name string, max int) error {
 		r, err := getState(ctx).lastResponse()
 		if err != nil {
@@ -153,8 +166,13 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		if err != nil {
 			return err
 		}
-		if v, ok := r.header[http.CanonicalHeaderKey(name)]; ok {
-			return fmt.Errorf("response header %s: got %q, want it absent", name, v)
+		// "<proxy>" stands for any proxy name, as the spec writes
+		// x-<proxy>-ratelimited.
+		re := regexp.MustCompile("(?i)^" + strings.ReplaceAll(regexp.QuoteMeta(name), "<proxy>", ".+") + "$")
+		for k, v := range r.header {
+			if re.MatchString(k) {
+				return fmt.Errorf("response header %s: got %q, want no header %s", k, v, name)
+			}
 		}
 		return nil
 	})
@@ -266,20 +284,47 @@ func (s *state) send(ctx context.Context, listener, method, target string, heade
 	return r, nil
 }
 
+// chatMode is how a chat completion asks for its answer.
+type chatMode int
+
+const (
+	noStream chatMode = iota
+	// streamWithUsage asks for a stream and its usage
+	// (stream_options.include_usage), as a client that wants its usage does.
+	streamWithUsage
+	// streamWithoutUsage asks for a stream only: a proxy that counts tokens
+	// must ask the backend for usage itself (an extended feature).
+	streamWithoutUsage
+)
+
+func streamAsking(usage bool) chatMode {
+	if usage {
+		return streamWithUsage
+	}
+	return streamWithoutUsage
+}
+
+// chatBody is an OpenAI chat completion request of the mode.
+func chatBody(mode chatMode) []byte {
+	body := map[string]any{"model": "conformance", "messages": []any{map[string]any{"role": "user", "content": "hello"}}}
+	if mode != noStream {
+		body["stream"] = true
+	}
+	if mode == streamWithUsage {
+		body["stream_options"] = map[string]any{"include_usage": true}
+	}
+	b, _ := json.Marshal(body)
+	return b
+}
+
 // chat sends an OpenAI chat completion whose response reports n tokens of usage.
-func (s *state) chat(ctx context.Context, n int, stream bool) (*response, error) {
+func (s *state) chat(ctx context.Context, n int, mode chatMode) (*response, error) {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set(mock.HeaderPromptTokens, strconv.Itoa(n/2))
 	h.Set(mock.HeaderCompletionTokens, strconv.Itoa(n-n/2))
-	body := map[string]any{"model": "conformance", "messages": []any{map[string]any{"role": "user", "content": "hello"}}}
-	if stream {
-		// No stream_options: the proxy must ask for usage itself.
-		body["stream"] = true
-	}
-	b, _ := json.Marshal(body)
-	r, err := s.send(ctx, DefaultListener, http.MethodPost, "/v1/chat/completions", h, b)
-	if err == nil && stream {
+	r, err := s.send(ctx, DefaultListener, http.MethodPost, "/v1/chat/completions", h, chatBody(mode))
+	if err == nil && mode != noStream {
 		s.streamTokens = n
 	}
 	return r, err
@@ -337,7 +382,7 @@ func streamWhole(r *response, tokens int) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("no usage chunk among %d chunks: the proxy must add stream_options.include_usage to a streaming request that lacks it", len(r.chunks))
+	return fmt.Errorf("no usage chunk among %d chunks", len(r.chunks))
 }
 
 func last(s []string) string {
@@ -375,8 +420,7 @@ func (s *state) startHeld(ctx context.Context, n int, key string) error {
 	if err != nil {
 		return err
 	}
-	body := `{"model":"conformance","stream":true,"messages":[{"role":"user","content":"hello"}]}`
-	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, "http://"+addr+"/v1/chat/completions", bytes.NewReader(chatBody(streamWithUsage)))
 	if err != nil {
 		return err
 	}

@@ -39,9 +39,16 @@ func NewTarget(o Options) (Target, error) {
 // the report (report.Failed()).
 func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	o := opts.withDefaults()
+	if err := o.validateFeatures(); err != nil {
+		return nil, err
+	}
 	target, err := NewTarget(o)
 	if err != nil {
 		return nil, err
+	}
+	profiles := o.profilesFor(target)
+	if len(profiles) == 0 {
+		return nil, fmt.Errorf("the %s target hosts none of the profiles asked for", target.Name())
 	}
 	if err := target.Start(ctx); err != nil {
 		return nil, err
@@ -51,7 +58,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		o.Implementation.Name = "gwdiag refproxy (in process)"
 	}
 	start := time.Now()
-	r := &runner{opts: &o, target: target, out: o.Output}
+	r := &runner{opts: &o, target: target, profiles: profiles, out: o.Output}
 
 	fsys := o.Features
 	if fsys == nil {
@@ -72,16 +79,16 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 			Strict:         true,
 			NoColors:       true,
 			Concurrency:    o.Concurrency,
-			Tags:           o.Tags,
+			Tags:           tagsFor(o.Tags, profiles),
 			FS:             fsys,
 			Paths:          []string{"."},
 			Output:         io.Discard, // the runner prints its own progress view
 			DefaultContext: ctx,
 		},
 	}
-	fmt.Fprintf(r.out, "gwdiag conformance: target %s, implementation %s\n", target.Name(), o.Implementation.Name)
+	fmt.Fprintf(r.out, "gwdiag conformance: target %s, implementation %s, profiles %v\n", target.Name(), o.Implementation.Name, profiles)
 	status := suite.Run()
-	rep := buildReport(o.Implementation, target.Name(), start, r.results)
+	rep := buildReport(o, target.Name(), profiles, start, r.results)
 	r.summary(rep)
 	if status != 0 && !rep.Failed() {
 		// godog failed before or outside any scenario: a parse error, an
@@ -99,22 +106,49 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	return rep, nil
 }
 
+// tagsFor adds to the user's tag expression the exclusion of every feature
+// of the profiles the run does not cover, so that they are not even listed.
+func tagsFor(user string, profiles []ConformanceProfileName) string {
+	parts := []string{}
+	if user != "" {
+		parts = append(parts, user)
+	}
+	for _, p := range Profiles {
+		if slices.Contains(profiles, p.Name) {
+			continue
+		}
+		for _, f := range slices.Concat(p.CoreFeatures, p.ExtendedFeatures) {
+			parts = append(parts, "~@"+string(f))
+		}
+	}
+	return strings.Join(parts, " && ")
+}
+
 type runner struct {
-	opts   *Options
-	target Target
-	out    io.Writer
+	opts     *Options
+	target   Target
+	profiles []ConformanceProfileName
+	out      io.Writer
 
 	mu      sync.Mutex
 	results []scenarioResult
 }
 
-// generic tags are not feature names.
-var genericTags = map[string]bool{"@extended": true, "@cluster": true}
+// tagExtended marks a scenario of an extended feature; the feature's own tag
+// follows it.
+const tagExtended = "@extended"
+
+// tagSpecPrefix starts the tags naming the spec part a scenario enforces
+// (@spec-7.2); features/spec.go lists the parts.
+const tagSpecPrefix = "@spec-"
 
 func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
 		s := &state{target: r.target, opts: r.opts, tags: map[string]bool{},
-			client: &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4}}}
+			// A new connection per request: a proxy may close a connection
+			// after any response (a 429, say), and reuse is not what the
+			// suite tests.
+			client: &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}}}
 		for _, t := range p.Tags {
 			s.tags[t.Name] = true
 		}
@@ -122,6 +156,11 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 		s.scenario = p.Name
 		ctx = withState(ctx, s)
 		s.started = time.Now()
+		prof, ext, ok := profileOf(s.feature)
+		if !ok {
+			return ctx, fmt.Errorf("scenario %q: feature %q belongs to no profile (profiles.go)", p.Name, s.feature)
+		}
+		s.profile, s.extended = prof.Name, ext
 		if reason := r.skipReason(s, p); reason != "" {
 			s.skip = reason
 			return ctx, godog.ErrSkip
@@ -134,7 +173,7 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 			return ctx, err
 		}
 		s.teardown()
-		res := scenarioResult{feature: s.feature, extended: s.tags["@extended"],
+		res := scenarioResult{feature: s.feature, profile: s.profile, extended: s.extended,
 			ScenarioReport: ScenarioReport{Name: p.Name, File: p.Uri}}
 		switch {
 		case s.skip != "":
@@ -180,8 +219,8 @@ func (r *runner) skipReason(s *state, p *godog.Scenario) string {
 	if slices.Contains(r.opts.ExemptFeatures, s.feature) {
 		return fmt.Sprintf("feature %s is exempt", s.feature)
 	}
-	if s.tags["@cluster"] && !slices.Contains(r.target.Capabilities(), "cluster") {
-		return fmt.Sprintf("needs a cluster target; the %s target has none", r.target.Name())
+	if !slices.Contains(r.profiles, s.profile) {
+		return fmt.Sprintf("feature %s is in the %s profile, which this run (the %s target) does not cover", s.feature, s.profile, r.target.Name())
 	}
 	if slices.Contains(r.opts.SkipScenarios, p.Name) {
 		return "skipped by request"
@@ -192,22 +231,24 @@ func (r *runner) skipReason(s *state, p *godog.Scenario) string {
 	return ""
 }
 
-// featureOf names a scenario's feature: for an extended scenario its
-// specific tag, otherwise the feature's tag.
+// featureOf names a scenario's feature: for an extended scenario the tag
+// after @extended, otherwise the feature file's tag (the first).
 func featureOf(p *godog.Scenario) FeatureName {
 	var names []string
+	extended := false
 	for _, t := range p.Tags {
-		if !genericTags[t.Name] {
+		switch {
+		case t.Name == tagExtended:
+			extended = true
+		case !strings.HasPrefix(t.Name, tagSpecPrefix):
 			names = append(names, strings.TrimPrefix(t.Name, "@"))
 		}
 	}
 	if len(names) == 0 {
 		return FeatureName(strings.TrimSuffix(p.Uri, ".feature"))
 	}
-	for _, t := range p.Tags {
-		if t.Name == "@extended" {
-			return FeatureName(names[len(names)-1])
-		}
+	if extended {
+		return FeatureName(names[len(names)-1])
 	}
 	return FeatureName(names[0])
 }
@@ -217,7 +258,7 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	defer r.mu.Unlock()
 	r.results = append(r.results, res)
 	label := map[Result]string{Passed: "PASS", Failed: "FAIL", Skipped: "SKIP", Unsupported: "UNSUPPORTED"}[res.Result]
-	fmt.Fprintf(r.out, "%-11s %-28s %s (%s)\n", label, res.feature, res.Name, took.Round(time.Millisecond))
+	fmt.Fprintf(r.out, "%-11s %-30s %s (%s)\n", label, res.feature, res.Name, took.Round(time.Millisecond))
 	if res.Result == Failed {
 		fmt.Fprintf(r.out, "    step: %s\n    %s\n", res.Step, strings.ReplaceAll(res.Message, "\n", "\n    "))
 	}
@@ -226,7 +267,21 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 func (r *runner) summary(rep *ConformanceReport) {
 	s := rep.Summary
 	fmt.Fprintf(r.out, "\n%d passed, %d failed, %d skipped, %d unsupported in %s\n", s.Passed, s.Failed, s.Skipped, s.Unsupported, rep.Duration)
+	for _, p := range rep.Profiles {
+		fmt.Fprintf(r.out, "profile %s: core %s (%d passed, %d failed)", p.Name, p.Core.Result, p.Core.Passed, p.Core.Failed)
+		if e := p.Extended; e.Result != Skipped {
+			fmt.Fprintf(r.out, "; extended %s: supported %v, unsupported %v", e.Result, e.SupportedFeatures, e.UnsupportedFeatures)
+			if len(e.FailedFeatures) > 0 {
+				fmt.Fprintf(r.out, ", failed (claimed) %v", e.FailedFeatures)
+			}
+		}
+		fmt.Fprintln(r.out)
+	}
 	for _, f := range rep.Features {
-		fmt.Fprintf(r.out, "  %-28s %s\n", f.Name, f.Result)
+		kind := "core"
+		if f.Extended {
+			kind = "extended"
+		}
+		fmt.Fprintf(r.out, "  %-30s %-9s %s\n", f.Name, kind, f.Result)
 	}
 }

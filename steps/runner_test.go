@@ -22,6 +22,7 @@ func featureFS(files map[string]string) fstest.MapFS {
 func TestRunnerIsStrict(t *testing.T) {
 	fs := featureFS(map[string]string{"strict.feature": `@admin
 Feature: strictness
+  @spec-4
   Scenario: a step nobody defined
     Given an echo backend "httpbin"
     And the moon is made of cheese
@@ -54,37 +55,76 @@ Feature: strictness
 	}
 }
 
-func TestRunnerSkipsExemptAndClusterScenarios(t *testing.T) {
+func TestRunnerSkipsExemptFeatures(t *testing.T) {
 	fs := featureFS(map[string]string{"skip.feature": `@admin
 Feature: skipping
+  @spec-4
   Scenario: exempt one
     Given an echo backend "httpbin"
+`})
+	rep, err := Run(context.Background(), Options{Features: fs, ExemptFeatures: []FeatureName{FeatureAdmin}, Output: &strings.Builder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rep.Scenario("exempt one")
+	if len(got) != 1 || got[0].Result != Skipped || !strings.Contains(got[0].Message, "feature admin is exempt") {
+		t.Errorf("got %+v, want skipped as exempt", got)
+	}
+	if rep.Failed() {
+		t.Errorf("skipped scenarios made the run fail: %+v", rep.Summary)
+	}
+}
 
-  @cluster
+// TestRunnerCoversTheTargetsProfiles: a run covers the profiles its target
+// hosts, or those asked for; features of other profiles are not run or
+// listed at all.
+func TestRunnerCoversTheTargetsProfiles(t *testing.T) {
+	fs := featureFS(map[string]string{"p.feature": `@admin
+Feature: standalone
+  @spec-4
+  Scenario: standalone one
+    Given an echo backend "httpbin"
+`, "c.feature": `@condition-status
+Feature: cluster
+  @spec-3
   Scenario: cluster one
     Given an echo backend "httpbin"
 `})
+	rep, err := Run(context.Background(), Options{Features: fs, Output: &strings.Builder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Profiles) != 1 || rep.Profiles[0].Name != ProfileStandalone || rep.Profiles[0].Core.Passed != 1 {
+		t.Errorf("profiles of an inprocess run: got %+v, want standalone with 1 core pass", rep.Profiles)
+	}
+	for _, f := range rep.Features {
+		if f.Name == FeatureConditionStatus {
+			t.Errorf("a cluster feature is listed in a standalone run: %+v", f)
+		}
+	}
+	if _, err := Run(context.Background(), Options{Features: fs, Profiles: []ConformanceProfileName{ProfileCluster}, Output: &strings.Builder{}}); err == nil ||
+		!strings.Contains(err.Error(), "hosts none of the profiles") {
+		t.Errorf("cluster profile on the inprocess target: got %v, want an error", err)
+	}
+}
+
+// TestRunnerRefusesUnknownFeatures: a typo in a claim is an error naming it.
+func TestRunnerRefusesUnknownFeatures(t *testing.T) {
 	tests := []struct {
-		name     string
-		exempt   []FeatureName
-		scenario string
-		want     string
+		name string
+		o    Options
+		want string
 	}{
-		{"exempt feature", []FeatureName{FeatureAdmin}, "exempt one", "feature admin is exempt"},
-		{"cluster scenario on inprocess", nil, "cluster one", "needs a cluster target"},
+		{"unknown claim", Options{SupportedFeatures: []FeatureName{"trace-severty"}}, `supportedFeatures: unknown feature "trace-severty"`},
+		{"core claim", Options{SupportedFeatures: []FeatureName{FeatureTraceOrder}}, `"trace-order" is a core feature`},
+		{"unknown exemption", Options{ExemptFeatures: []FeatureName{"nope"}}, `exemptFeatures: unknown feature "nope"`},
+		{"unknown profile", Options{Profiles: []ConformanceProfileName{"mesh"}}, `unknown profile "mesh"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep, err := Run(context.Background(), Options{Features: fs, ExemptFeatures: tt.exempt, Output: &strings.Builder{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := rep.Scenario(tt.scenario)
-			if len(got) != 1 || got[0].Result != Skipped || !strings.Contains(got[0].Message, tt.want) {
-				t.Errorf("scenario %q: got %+v, want skipped with %q", tt.scenario, got, tt.want)
-			}
-			if rep.Failed() {
-				t.Errorf("skipped scenarios made the run fail: %+v", rep.Summary)
+			tt.o.Output = &strings.Builder{}
+			if _, err := Run(context.Background(), tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error with %q", err, tt.want)
 			}
 		})
 	}
@@ -103,7 +143,7 @@ timeouts: {trace: 2s, request: 1500ms}
 		t.Fatal(err)
 	}
 	o = o.withDefaults()
-	if o.Target != "process" || o.ProxyCommand != "refproxy -f {config}" || !o.supports(FeatureTraceReadyComment) ||
+	if o.Target != "process" || o.ProxyCommand != "refproxy -f {config}" || !o.claims(FeatureTraceReadyComment) ||
 		o.Timeouts.Trace.Seconds() != 2 || o.Timeouts.Request.Milliseconds() != 1500 || o.Timeouts.ReadyGrace.Milliseconds() != 300 {
 		t.Errorf("got %+v", o)
 	}

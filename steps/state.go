@@ -22,6 +22,10 @@ type state struct {
 	opts    *Options
 	tags    map[string]bool
 	feature FeatureName
+	// profile is the feature's profile; extended is true when the feature
+	// is an extended one there.
+	profile  ConformanceProfileName
+	extended bool
 	// scenario is the scenario's name.
 	scenario string
 
@@ -243,7 +247,7 @@ func isEOF(err error) bool {
 // unsupported marks an @extended scenario as not supported by the proxy
 // and skips the rest of it; in any other scenario it is a failure.
 func (s *state) unsupportedErr(err error) error {
-	if s.tags["@extended"] && !s.opts.supports(s.feature) {
+	if s.extended && !s.opts.claims(s.feature) {
 		s.unsupported = err.Error()
 		return godog.ErrSkip
 	}

@@ -9,12 +9,14 @@ import (
 )
 
 // TestInProcessConformance runs every feature against the in-process
-// reference proxy: the reference must pass all of them.
+// reference proxy, claiming every extended feature: the reference must
+// pass all of them.
 func TestInProcessConformance(t *testing.T) {
 	var out strings.Builder
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), Options{
 		Target:       "inprocess",
+		AllFeatures:  true,
 		Output:       &out,
 		Report:       filepath.Join(dir, "report.yaml"),
 		JUnit:        filepath.Join(dir, "junit.xml"),
@@ -27,8 +29,11 @@ func TestInProcessConformance(t *testing.T) {
 	if rep.Failed() {
 		t.Errorf("the reference proxy failed %d scenarios", rep.Summary.Failed)
 	}
-	if rep.Summary.Passed == 0 {
-		t.Errorf("no scenario passed: %+v", rep.Summary)
+	if rep.Summary.Passed == 0 || rep.Summary.Unsupported != 0 || rep.Summary.Skipped != 0 {
+		t.Errorf("got %+v, want every scenario passed", rep.Summary)
+	}
+	if len(rep.Profiles) != 1 || rep.Profiles[0].Extended.Result != Passed || len(rep.Profiles[0].Extended.SupportedFeatures) != len(Profiles[0].ExtendedFeatures) {
+		t.Errorf("profiles: got %+v, want standalone with every extended feature supported", rep.Profiles)
 	}
 	for _, f := range []string{"report.yaml", "junit.xml", "cucumber.json"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {

@@ -80,7 +80,7 @@ func (o ClusterOptions) withDefaults() ClusterOptions {
 // Services, HTTPRoutes and policy resources in a namespace of its own, and
 // the condition steps read their status. It runs no data plane (the local
 // API server has no kubelet), so it has only the "cluster" capability and
-// is run with the tag expression @cluster.
+// runs the cluster profile.
 type Cluster struct {
 	opts ClusterOptions
 
@@ -100,7 +100,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 func (*Cluster) Name() string { return "cluster" }
 
 // Capabilities implements Target.
-func (*Cluster) Capabilities() []string { return []string{"cluster"} }
+func (*Cluster) Capabilities() []string { return []string{CapabilityCluster} }
 
 // Start implements Target: it starts the local API server and the
 // reference controller, or connects to the kubeconfig's cluster, and checks
@@ -226,7 +226,7 @@ type clusterDeployment struct {
 	stopErr  error
 }
 
-var errNoDataPlane = errors.New("the cluster target manages Gateway API resources only and runs no proxy; run it with --tags @cluster")
+var errNoDataPlane = errors.New("the cluster target manages Gateway API resources only and runs no proxy; it runs the cluster profile only")
 
 func (d *clusterDeployment) ListenerAddr(string) (string, error) { return "", errNoDataPlane }
 func (d *clusterDeployment) AdminAddr() string                   { return "" }

@@ -90,8 +90,8 @@ func TestClusterOptionsDefaults(t *testing.T) {
 	if o.PolicyVersion != "v1alpha1" || o.ControllerName != "" {
 		t.Errorf("kubeconfig defaults: got version %q controller %q, want v1alpha1 and any controller", o.PolicyVersion, o.ControllerName)
 	}
-	if got := (Options{Target: "cluster"}).withDefaults().Tags; got != "@cluster" {
-		t.Errorf("cluster target default tags: got %q, want @cluster", got)
+	if got := (Options{}).profilesFor(NewCluster(ClusterOptions{})); len(got) != 1 || got[0] != ProfileCluster {
+		t.Errorf("cluster target profiles: got %v, want [cluster]", got)
 	}
 	if tgt, err := NewTarget(Options{Target: "cluster"}); err != nil || tgt.Name() != "cluster" {
 		t.Errorf("NewTarget(cluster): got %v, %v", tgt, err)

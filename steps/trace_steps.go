@@ -210,6 +210,40 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 		}
 		return nil
 	})
+	step(sc, `^the trace has a "([^"]*)" response snapshot with the status the client received$`, func(ctx context.Context, stage string) error {
+		s := getState(ctx)
+		r, err := s.lastResponse()
+		if err != nil {
+			return err
+		}
+		t, err := s.currentTrace()
+		if err != nil {
+			return err
+		}
+		e, ok := tracecheck.Find(t.Events, "responseSnapshot ("+stage+")")
+		if !ok {
+			return fmt.Errorf("trace has no responseSnapshot (%s); got %s", stage, names(t.Events))
+		}
+		got, _ := tracecheck.Lookup(tracecheck.State(e), "response.code")
+		if f, ok := got.(float64); !ok || int(f) != r.status {
+			return fmt.Errorf("responseSnapshot (%s) response.code: got %v, but the client received %d", stage, got, r.status)
+		}
+		return nil
+	})
+	step(sc, `^the "backendCallResult" event has status (\d+) and no error$`, func(ctx context.Context, want int) error {
+		e, err := getState(ctx).event(string(trace.BackendCallResult))
+		if err != nil {
+			return err
+		}
+		if got, ok := e.Message["status"].(float64); !ok || int(got) != want {
+			return fmt.Errorf("backendCallResult.status: got %v, want %d, what the backend answered", e.Message["status"], want)
+		}
+		if v, ok := e.Message["error"]; !ok || v != nil {
+			return fmt.Errorf("backendCallResult.error: got %v, want null on success", describe(v, ok))
+		}
+		return nil
+	})
+	step(sc, `^every event has the fields of spec part 2\.1$`, traceRule(tracecheck.CheckShape))
 	step(sc, `^the "([^"]*)" event has severity "([^"]*)"$`, func(ctx context.Context, name, want string) error {
 		e, err := getState(ctx).event(name)
 		if err != nil {
@@ -417,6 +451,14 @@ func snapshotHas(t *sse.Trace, stage, field, want string) error {
 		return fmt.Errorf("requestSnapshot (%s) %s: got %v, want %q", stage, field, got, want)
 	}
 	return nil
+}
+
+// describe renders a JSON field for a message: absent, or its value.
+func describe(v any, present bool) string {
+	if !present {
+		return "no field"
+	}
+	return string(mustJSON(v))
 }
 
 func names(events []trace.Event) string {

@@ -42,6 +42,7 @@ func newRunCommand() *cobra.Command {
 		flags      steps.Options
 		supported  []string
 		exempt     []string
+		profiles   []string
 		reqTimeout time.Duration
 		trTimeout  time.Duration
 	)
@@ -84,6 +85,15 @@ func newRunCommand() *cobra.Command {
 			}
 			if set("exempt-features") {
 				o.ExemptFeatures = names(exempt)
+			}
+			if set("all-features") {
+				o.AllFeatures = flags.AllFeatures
+			}
+			if set("profiles") {
+				o.Profiles = nil
+				for _, p := range profiles {
+					o.Profiles = append(o.Profiles, steps.ConformanceProfileName(p))
+				}
 			}
 			if set("skip-scenario") {
 				o.SkipScenarios = flags.SkipScenarios
@@ -144,8 +154,10 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&flags.Target, "target", "inprocess", "how the proxy is run: inprocess, process or cluster")
 	f.StringVar(&flags.ProxyCommand, "proxy-cmd", "", "process target: command template; {config} is the config file, {admin} the admin address")
 	f.StringVar(&flags.Implementation.Name, "implementation", "", "name of the proxy under test, for the report")
-	f.StringSliceVar(&supported, "supported-features", nil, "extended features the proxy claims (failing them is a failure)")
-	f.StringSliceVar(&exempt, "exempt-features", nil, "features not to run")
+	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run: standalone, cluster (default: every profile the target hosts)")
+	f.StringSliceVar(&supported, "supported-features", nil, "extended features the proxy claims: failing one is a failure, not 'unsupported'")
+	f.BoolVar(&flags.AllFeatures, "all-features", false, "claim every extended feature")
+	f.StringSliceVar(&exempt, "exempt-features", nil, "features not to run (reported as skipped)")
 	f.StringSliceVar(&flags.SkipScenarios, "skip-scenario", nil, "scenario names not to run")
 	f.StringVar(&flags.RunScenario, "run-scenario", "", "run only the scenario of this name")
 	f.StringVar(&flags.Tags, "tags", "", "godog tag expression, e.g. '@admin && ~@extended'")

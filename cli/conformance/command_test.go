@@ -139,3 +139,38 @@ func TestRunClusterFlags(t *testing.T) {
 		t.Fatalf("run --target cluster --kubeconfig %s: got %v, want an error naming the kubeconfig", missing, err)
 	}
 }
+
+// TestRunFeatureFlags: --all-features and --supported-features reach the
+// report's claims, --profiles narrows the run, and an unknown name is an
+// error that says which.
+func TestRunFeatureFlags(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report.yaml")
+	out, err := run(t, "run", "--tags", "@admin", "--run-scenario", "GET /logging tells the current level",
+		"--profiles", "standalone", "--all-features", "--exempt-features", "admin-error-status", "--report", report)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(report)
+	var rep steps.ConformanceReport
+	if err := yaml.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Claims.AllFeatures || len(rep.Claims.ExemptFeatures) != 1 || rep.Claims.ExemptFeatures[0] != steps.FeatureAdminErrorStatus {
+		t.Errorf("claims: got %+v, want allFeatures and admin-error-status exempt", rep.Claims)
+	}
+	if len(rep.Profiles) != 1 || rep.Profiles[0].Name != steps.ProfileStandalone || rep.Profiles[0].Core.Result != steps.Passed {
+		t.Errorf("profiles: got %+v, want standalone with core passed", rep.Profiles)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--supported-features", "trace-severty"}, `unknown feature "trace-severty"`},
+		{[]string{"--profiles", "mesh"}, `unknown profile "mesh"`},
+	} {
+		if _, err := run(t, append([]string{"run"}, tt.args...)...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("run %v: got %v, want an error with %q", tt.args, err, tt.want)
+		}
+	}
+}

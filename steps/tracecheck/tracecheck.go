@@ -7,8 +7,13 @@
 package tracecheck
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
@@ -282,8 +287,12 @@ func CheckShape(events []trace.Event) []Violation {
 			if _, ok := m["stage"].(string); !ok {
 				bad(i, "%s has no string stage", e.Type())
 			}
-			if _, ok := m["requestState"].(map[string]any); !ok {
+			st, ok := m["requestState"].(map[string]any)
+			if !ok {
 				bad(i, "%s has no requestState object", Name(e))
+			}
+			for _, msg := range stateTypes(st) {
+				bad(i, "%s: %s", Name(e), msg)
 			}
 		case trace.RouteSelection:
 			if s, ok := m["selectedRoute"]; ok && s != nil {
@@ -292,8 +301,14 @@ func CheckShape(events []trace.Event) []Violation {
 				}
 			}
 			if r, ok := m["evaluatedRoutes"]; ok && r != nil {
-				if _, ok := r.([]any); !ok {
+				list, ok := r.([]any)
+				if !ok {
 					bad(i, "routeSelection.evaluatedRoutes is %T, want an array", r)
+				}
+				for _, x := range list {
+					if _, ok := x.(string); !ok {
+						bad(i, "routeSelection.evaluatedRoutes holds %T %v, want strings", x, x)
+					}
 				}
 			}
 		case trace.PolicySelection:
@@ -301,8 +316,11 @@ func CheckShape(events []trace.Event) []Violation {
 				bad(i, "policySelection has no effectivePolicy object")
 			}
 		case trace.BackendCallStart:
-			if _, ok := m["target"].(string); !ok {
+			t, ok := m["target"].(string)
+			if !ok {
 				bad(i, "backendCallStart has no string target")
+			} else if _, port, err := net.SplitHostPort(t); err != nil || port == "" {
+				bad(i, "backendCallStart.target %q is not host:port", t)
 			}
 		case trace.BackendCallResult:
 			_, hasErr := m["error"]
@@ -316,6 +334,57 @@ func CheckShape(events []trace.Event) []Violation {
 		}
 	}
 	return out
+}
+
+// stateTypes checks the fields of a snapshot's requestState that are
+// present against the types of spec part 2.1. A field that is absent is not
+// a type error (which fields a snapshot must carry is a separate check).
+func stateTypes(st map[string]any) []string {
+	var out []string
+	want := func(path, what string, ok func(any) bool) {
+		if v, present := Lookup(st, path); present && v != nil && !ok(v) {
+			out = append(out, fmt.Sprintf("requestState %s is %s, want %s", path, show(v), what))
+		}
+	}
+	str := func(v any) bool { _, ok := v.(string); return ok }
+	obj := func(v any) bool { _, ok := v.(map[string]any); return ok }
+	integer := func(v any) bool { f, ok := v.(float64); return ok && f == float64(int64(f)) }
+	for _, f := range []string{"request.method", "request.path", "request.pathAndQuery", "request.host", "request.scheme",
+		"source.address", "source.rawAddress", "backend.name", "backend.type", "backend.protocol"} {
+		want(f, "a string", str)
+	}
+	for _, f := range []string{"request.headers", "response.headers", "backend", "env"} {
+		want(f, "an object", obj)
+	}
+	for _, f := range []string{"source.port", "source.rawPort", "response.code"} {
+		want(f, "an integer", integer)
+	}
+	want("request.uri", "an absolute URI", func(v any) bool {
+		s, _ := v.(string)
+		u, err := url.Parse(s)
+		return err == nil && u.IsAbs() && u.Host != ""
+	})
+	want("request.version", "an HTTP version such as HTTP/1.1", func(v any) bool {
+		s, _ := v.(string)
+		return httpVersion.MatchString(s)
+	})
+	want("request.startTime", "an ISO 8601 UTC timestamp", func(v any) bool {
+		s, _ := v.(string)
+		t, err := time.Parse(time.RFC3339Nano, s)
+		_, offset := t.Zone()
+		return err == nil && offset == 0
+	})
+	return out
+}
+
+var httpVersion = regexp.MustCompile(`^HTTP/\d(\.\d)?$`)
+
+func show(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 80 {
+		b = append(b[:80], "..."...)
+	}
+	return fmt.Sprintf("%T %s", v, b)
 }
 
 // Lookup returns the value at a dotted path in a snapshot's requestState,

@@ -1,0 +1,147 @@
+package steps
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ConformanceProfileName names a profile: a set of features for one way of
+// running a proxy.
+type ConformanceProfileName string
+
+// The profiles. A target runs the profiles it can host (Target.Capabilities);
+// Options.Profiles narrows them.
+const (
+	// ProfileStandalone is a proxy run on its own from a config file, with
+	// its admin server and data plane reachable (inprocess, process).
+	ProfileStandalone ConformanceProfileName = "standalone"
+	// ProfileCluster is a proxy managed through Gateway API resources.
+	ProfileCluster ConformanceProfileName = "cluster"
+)
+
+// ConformanceProfile is the features of one profile. Core features are what
+// the specification requires: every scenario of one asserts only what a
+// sentence of the spec says (features/README.md names the sentence), so a
+// proxy written from the spec alone passes them. Extended features are
+// behaviour of the reference implementation the spec leaves open; a proxy
+// that lacks one is reported as not supporting it unless it claims it.
+type ConformanceProfile struct {
+	Name             ConformanceProfileName
+	Description      string
+	CoreFeatures     []FeatureName
+	ExtendedFeatures []FeatureName
+}
+
+// Profiles are every profile of the suite, in report order.
+var Profiles = []ConformanceProfile{
+	{
+		Name:        ProfileStandalone,
+		Description: "a proxy run from a config file: trace stream, admin endpoints, local rate limits",
+		CoreFeatures: []FeatureName{
+			FeatureTraceOrder, FeatureTokenOverage, FeatureRequestLimits, FeatureAdmin, FeatureForwardCompat,
+		},
+		ExtendedFeatures: []FeatureName{
+			FeatureTraceSeverity, FeatureTraceStreamHeaders, FeatureTraceReadyComment, FeatureTraceCELExpression,
+			FeatureTraceWatcherFIFO, FeatureProxyStatusCodes, FeatureRateLimitHeadersOnSuccess,
+			FeatureRateLimitResponseFormat, FeatureGatewayRateLimit, FeatureLLMStreamUsageInjection,
+			FeatureConfigDumpLayout, FeatureAdminErrorStatus,
+		},
+	},
+	{
+		Name:             ProfileCluster,
+		Description:      "a proxy managed through Gateway API resources: condition status",
+		CoreFeatures:     []FeatureName{FeatureConditionStatus},
+		ExtendedFeatures: []FeatureName{FeaturePolicyConditionReasons},
+	},
+}
+
+// profileCapability is the target capability a profile needs.
+var profileCapability = map[ConformanceProfileName]string{
+	ProfileStandalone: CapabilityStandalone,
+	ProfileCluster:    CapabilityCluster,
+}
+
+// Target capabilities (Target.Capabilities).
+const (
+	// CapabilityStandalone: the target runs a proxy from a standalone config
+	// and reaches its listeners and admin server.
+	CapabilityStandalone = "standalone"
+	// CapabilityCluster: the target manages the proxy through Gateway API
+	// resources and reads their conditions.
+	CapabilityCluster = "cluster"
+)
+
+// profileOf returns the profile a feature belongs to and whether it is
+// extended there.
+func profileOf(f FeatureName) (p ConformanceProfile, extended, ok bool) {
+	for _, p := range Profiles {
+		if slices.Contains(p.CoreFeatures, f) {
+			return p, false, true
+		}
+		if slices.Contains(p.ExtendedFeatures, f) {
+			return p, true, true
+		}
+	}
+	return ConformanceProfile{}, false, false
+}
+
+// ExtendedFeatures lists every extended feature of every profile.
+func ExtendedFeatures() []FeatureName {
+	var out []FeatureName
+	for _, p := range Profiles {
+		out = append(out, p.ExtendedFeatures...)
+	}
+	return out
+}
+
+// validateFeatures checks the feature names of the options: a claimed or
+// exempt feature that no profile has is a typo the user should hear about.
+func (o Options) validateFeatures() error {
+	check := func(what string, names []FeatureName, extendedOnly bool) error {
+		for _, n := range names {
+			_, ext, ok := profileOf(n)
+			switch {
+			case !ok:
+				return fmt.Errorf("%s: unknown feature %q; known features: %s", what, n, knownFeatures())
+			case extendedOnly && !ext:
+				return fmt.Errorf("%s: %q is a core feature, which every conformant proxy supports; claim extended features only", what, n)
+			}
+		}
+		return nil
+	}
+	if err := check("supportedFeatures", o.SupportedFeatures, true); err != nil {
+		return err
+	}
+	if err := check("exemptFeatures", o.ExemptFeatures, false); err != nil {
+		return err
+	}
+	for _, p := range o.Profiles {
+		if _, ok := profileCapability[p]; !ok {
+			return fmt.Errorf("profiles: unknown profile %q; known profiles: %s, %s", p, ProfileStandalone, ProfileCluster)
+		}
+	}
+	return nil
+}
+
+func knownFeatures() string {
+	var n []string
+	for _, p := range Profiles {
+		for _, f := range slices.Concat(p.CoreFeatures, p.ExtendedFeatures) {
+			n = append(n, string(f))
+		}
+	}
+	return strings.Join(n, ", ")
+}
+
+// profilesFor is the profiles a run covers: every profile the target can
+// host, or those of them asked for.
+func (o Options) profilesFor(t Target) []ConformanceProfileName {
+	var out []ConformanceProfileName
+	for _, p := range Profiles {
+		if slices.Contains(t.Capabilities(), profileCapability[p.Name]) && (len(o.Profiles) == 0 || slices.Contains(o.Profiles, p.Name)) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
