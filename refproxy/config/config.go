@@ -9,6 +9,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -280,6 +281,23 @@ func (c *Config) Validate() error {
 	return c.validate(func(string) string { return src })
 }
 
+// checkAddr checks a host:port: the port a number from minPort to 65535,
+// and the host present when needHost. Dialling "127.0.0.1:99999" would fail
+// only at the first request; the config names it at load.
+func checkAddr(addr string, minPort int, needHost bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port: %v", err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < minPort || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+		return fmt.Errorf("port %q is not a number from %d to 65535", port, minPort)
+	}
+	if needHost && host == "" {
+		return fmt.Errorf("missing host before %q", addr)
+	}
+	return nil
+}
+
 // validate checks what the types cannot: one-of fields, regexes, addresses.
 // at returns the source position of a field path for the error.
 func (c *Config) validate(at func(path string) string) error {
@@ -287,8 +305,10 @@ func (c *Config) validate(at func(path string) string) error {
 		return &Error{Pos: at(path), Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
 	if c.Config != nil && c.Config.AdminAddr != "" {
-		if _, _, err := net.SplitHostPort(c.Config.AdminAddr); err != nil {
-			return fail("config.adminAddr", "want host:port: %v", err)
+		// Port 0 lets the kernel choose (tests, embedding); an empty host
+		// binds every interface, which Start refuses unless allowed.
+		if err := checkAddr(c.Config.AdminAddr, 0, false); err != nil {
+			return fail("config.adminAddr", "%v", err)
 		}
 	}
 	ports := map[uint16]bool{}
@@ -349,13 +369,13 @@ func (c *Config) validate(at func(path string) string) error {
 							return fail(bkp+".ai.provider", "missing provider (refproxy implements openAI)")
 						}
 						if bk.AI.HostOverride != "" {
-							if _, _, err := net.SplitHostPort(bk.AI.HostOverride); err != nil {
-								return fail(bkp+".ai.hostOverride", "want host:port: %v", err)
+							if err := checkAddr(bk.AI.HostOverride, 1, true); err != nil {
+								return fail(bkp+".ai.hostOverride", "%v", err)
 							}
 						}
 					case bk.Host != "":
-						if _, _, err := net.SplitHostPort(bk.Host); err != nil {
-							return fail(bkp+".host", "want host:port: %v", err)
+						if err := checkAddr(bk.Host, 1, true); err != nil {
+							return fail(bkp+".host", "%v", err)
 						}
 					default:
 						return fail(bkp, "set one of host or ai")

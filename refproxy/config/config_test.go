@@ -103,6 +103,19 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:4: binds[0].listeners[0].routes[0].policies.cors: unknown field "cors" (known fields: localRateLimit)`},
 		{"syntax error", "binds: [\n", `t.yaml:1: did not find expected node content`},
 		{"bad admin address", "config: {adminAddr: nowhere}\n", `t.yaml:1: config.adminAddr: want host:port: address nowhere: missing port in address`},
+		{"admin port out of range", "config: {adminAddr: \"127.0.0.1:99999\"}\n", `t.yaml:1: config.adminAddr: port "99999" is not a number from 0 to 65535`},
+		{"backend with an empty port", "binds:\n- listeners:\n  - routes:\n    - backends:\n      - host: \"127.0.0.1:\"\n",
+			`t.yaml:5: binds[0].listeners[0].routes[0].backends[0].host: port "" is not a number from 1 to 65535`},
+		{"backend port out of range", "binds:\n- listeners:\n  - routes:\n    - backends:\n      - host: \"127.0.0.1:99999\"\n",
+			`t.yaml:5: binds[0].listeners[0].routes[0].backends[0].host: port "99999" is not a number from 1 to 65535`},
+		{"backend port not a number", "binds:\n- listeners:\n  - routes:\n    - backends:\n      - host: \"127.0.0.1:abc\"\n",
+			`t.yaml:5: binds[0].listeners[0].routes[0].backends[0].host: port "abc" is not a number from 1 to 65535`},
+		{"backend port zero", "binds:\n- listeners:\n  - routes:\n    - backends:\n      - host: \"127.0.0.1:0\"\n",
+			`t.yaml:5: binds[0].listeners[0].routes[0].backends[0].host: port "0" is not a number from 1 to 65535`},
+		{"backend without a host", "binds:\n- listeners:\n  - routes:\n    - backends:\n      - host: \":8000\"\n",
+			`t.yaml:5: binds[0].listeners[0].routes[0].backends[0].host: missing host before ":8000"`},
+		{"AI backend port out of range", "binds:\n- listeners:\n  - routes:\n    - backends:\n      - ai: {name: o, provider: {openAI: {}}, hostOverride: \"127.0.0.1:70000\"}\n",
+			`t.yaml:5: binds[0].listeners[0].routes[0].backends[0].ai.hostOverride: port "70000" is not a number from 1 to 65535`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
