@@ -528,3 +528,54 @@ binds:
       - ai: {name: openai, provider: {openAI: {}}, hostOverride: %q}
 `, budget, budget, llmSrv.Addr()))
 }
+
+// TestReloadNeverEmptiesARunningProxy: an editor that truncates the config
+// file before writing it, or a ConfigMap update, passes through an empty
+// file. Reloading it must keep the running config (traffic flows), say why
+// (the error, and /config_dump's X-Config-Rejected header), and apply the
+// file again once it is whole.
+func TestReloadNeverEmptiesARunningProxy(t *testing.T) {
+	be := backendServer(t, "be", nil)
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	whole := "binds:\n- port: 0\n  listeners:\n  - routes:\n    - backends: [{host: \"" + be + "\"}]\n"
+	if err := os.WriteFile(file, []byte(whole), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard), WithConfigFile(file, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	base := "http://" + p.BindAddrs()[0]
+	for _, content := range []string{"", "\n", "# nothing yet\n", "binds: []\n"} {
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := p.ReloadFile()
+		if err == nil || !strings.Contains(err.Error(), "c.yaml: the config has no binds") {
+			t.Errorf("reload of %q: got %v, want a refusal naming the file", content, err)
+		}
+		if resp, _ := get(t, base+"/x"); resp.StatusCode != 200 {
+			t.Errorf("after reloading %q: status %d, want the running config to keep serving", content, resp.StatusCode)
+		}
+		resp, _ := adminDo(t, p, http.MethodGet, "/config_dump")
+		if got := resp.Header.Get("X-Config-Rejected"); !strings.Contains(got, "no binds") {
+			t.Errorf("after reloading %q: X-Config-Rejected %q, want the reason", content, got)
+		}
+	}
+	// The poller applies the whole file again and the rejection is gone.
+	if err := os.WriteFile(file, []byte(whole), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the restored file to be applied", func() bool {
+		resp, _ := adminDo(t, p, http.MethodGet, "/config_dump")
+		return resp.Header.Get("X-Config-Rejected") == "" && resp.Header.Get("X-Config-Source") == file
+	})
+}

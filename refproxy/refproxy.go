@@ -100,6 +100,8 @@ type Proxy struct {
 	adminCancel context.CancelFunc
 	adminDone   chan struct{}
 	fileSum     [32]byte
+	// rejected is the last reload's refusal, nil once a config is applied.
+	rejected *admin.Rejection
 
 	done         chan struct{}
 	shutdownOnce sync.Once
@@ -178,6 +180,7 @@ func (p *Proxy) Start(ctx context.Context) error {
 	p.adminSrv = &http.Server{
 		Handler: admin.Handler(admin.Backend{
 			Dump:     func() any { return p.dp.Dump() },
+			Status:   p.configStatus,
 			Registry: p.reg,
 			Logging:  p.logCtl,
 			Quit: func() {
@@ -231,20 +234,50 @@ func (p *Proxy) Config() *config.Config {
 }
 
 // Reload applies cfg without dropping in-flight requests. On error the
-// running config stays. The admin address is fixed at Start.
+// running config stays, and /config_dump says why (X-Config-Rejected). A
+// config with no binds is never applied to a proxy that serves some: an
+// empty file is what an editor or a ConfigMap update leaves between
+// truncating and writing, not a wish to stop serving (/quitquitquit stops
+// a proxy). The admin address is fixed at Start.
 func (p *Proxy) Reload(cfg *config.Config) error {
 	if cfg == nil {
 		return errors.New("refproxy: nil config")
 	}
+	if len(cfg.Binds) == 0 && len(p.dp.Addrs()) > 0 {
+		return p.reject(fmt.Errorf("%s: the config has no binds; a reload never removes every bind of a running proxy (keeping the running config)", sourceOf(cfg)))
+	}
 	if err := p.dp.Apply(cfg); err != nil {
-		p.log.Error("config rejected; keeping the running config", "err", err)
-		return err
+		return p.reject(err)
 	}
 	p.mu.Lock()
-	p.cfg = cfg
+	p.cfg, p.rejected = cfg, nil
 	p.mu.Unlock()
 	p.log.Info("config reloaded", "source", cfg.Source)
 	return nil
+}
+
+// reject records and logs a refused reload, and returns err.
+func (p *Proxy) reject(err error) error {
+	p.log.Error("config rejected; keeping the running config", "err", err)
+	p.mu.Lock()
+	p.rejected = &admin.Rejection{At: time.Now(), Err: err}
+	p.mu.Unlock()
+	return err
+}
+
+// configStatus is what /config_dump tells of the config: where the running
+// one came from, and the last refused reload.
+func (p *Proxy) configStatus() admin.ConfigStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return admin.ConfigStatus{Source: sourceOf(p.Config()), Rejected: p.rejected}
+}
+
+func sourceOf(cfg *config.Config) string {
+	if cfg.Source == "" {
+		return "config"
+	}
+	return cfg.Source
 }
 
 // ReloadFile re-reads the config file given by WithConfigFile (what SIGHUP does).
@@ -254,16 +287,14 @@ func (p *Proxy) ReloadFile() error {
 	}
 	data, err := os.ReadFile(p.opts.configFile)
 	if err != nil {
-		p.log.Error("config rejected; keeping the running config", "err", err)
-		return err
+		return p.reject(err)
 	}
 	p.mu.Lock()
 	p.fileSum = sha256.Sum256(data)
 	p.mu.Unlock()
 	cfg, err := config.Parse(p.opts.configFile, data)
 	if err != nil {
-		p.log.Error("config rejected; keeping the running config", "err", err)
-		return err
+		return p.reject(err)
 	}
 	return p.Reload(cfg)
 }

@@ -26,12 +26,55 @@ import (
 type Backend struct {
 	// Dump returns the /config_dump document.
 	Dump func() any
+	// Status tells where the running config came from and the last refused
+	// reload; /config_dump sends it as headers, so the document keeps the
+	// reference schema. Nil sends none.
+	Status func() ConfigStatus
 	// Registry holds trace watchers.
 	Registry *trace.Registry
 	// Logging is the live log filter.
 	Logging *logfilter.Control
 	// Quit starts a graceful shutdown; it must not block on the admin server.
 	Quit func()
+}
+
+// ConfigStatus is the state of the proxy's config.
+type ConfigStatus struct {
+	// Source is the file (or "config") the running config came from.
+	Source string
+	// Rejected is the last reload the proxy refused, nil once a later one
+	// was applied.
+	Rejected *Rejection
+}
+
+// Rejection is a refused reload.
+type Rejection struct {
+	At  time.Time
+	Err error
+}
+
+// configDump answers /config_dump: the document, with the config's status
+// in X-Config-Source and, while the last reload stands refused,
+// X-Config-Rejected ("<RFC 3339 time> <error>").
+func (b Backend) configDump(w http.ResponseWriter, _ *http.Request) {
+	if b.Status != nil {
+		st := b.Status()
+		w.Header().Set("X-Config-Source", headerSafe(st.Source))
+		if r := st.Rejected; r != nil {
+			w.Header().Set("X-Config-Rejected", r.At.UTC().Format(time.RFC3339)+" "+headerSafe(r.Err.Error()))
+		}
+	}
+	writeJSON(w, b.Dump())
+}
+
+// headerSafe keeps a header value on one line of printable text.
+func headerSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // Handler returns the admin mux.
@@ -50,7 +93,7 @@ func Handler(b Backend) http.Handler {
 			http.Error(w, fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, allow), http.StatusMethodNotAllowed)
 		})
 	}
-	handle("/config_dump", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.Dump()) }, http.MethodGet)
+	handle("/config_dump", b.configDump, http.MethodGet)
 	handle("/logging", b.logging, http.MethodGet, http.MethodPost)
 	handle("/memory", memory, http.MethodGet)
 	handle("/debug/pprof/profile", profile, http.MethodGet)
