@@ -69,6 +69,9 @@ policies:
 		t.Errorf("config_dump does not follow the reference schema:\n%v\n%s", err, body)
 	}
 	var dump struct {
+		Binds []struct {
+			Address string
+		}
 		Policies []struct {
 			Name   struct{ Name, Namespace string }
 			Target struct{ Route struct{ Name string } }
@@ -93,6 +96,10 @@ policies:
 	if len(dump.Policies) != 1 || dump.Policies[0].Name.Name != "p" || dump.Policies[0].Target.Route.Name != "fallback" ||
 		dump.Policies[0].Policy.LocalRateLimit[0].FillInterval != "1s" {
 		t.Errorf("policies = %+v, want policy p on route fallback with fillInterval 1s", dump.Policies)
+	}
+	// The address the bind really listens on, not a wildcard.
+	if len(dump.Binds) != 1 || dump.Binds[0].Address != p.BindAddrs()[0] {
+		t.Errorf("binds = %+v, want one bind at %s", dump.Binds, p.BindAddrs()[0])
 	}
 	if len(dump.Backends) != 1 || len(dump.Backends[0].Endpoints) != 1 {
 		t.Fatalf("backends = %+v, want one backend with one endpoint", dump.Backends)

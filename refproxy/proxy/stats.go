@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -32,6 +33,17 @@ func (s *EndpointStats) Snapshot() (requests uint64, health, latencyMs float64) 
 		return 0, 1, 0
 	}
 	return n, float64(s.successes.Load()) / float64(n), float64(s.latencyNs.Load()) / float64(n) / 1e6
+}
+
+// bindAddr is the address a bind listens on: the bound one (port 0 resolved)
+// while it serves, else the configured host and port.
+func (dp *Dataplane) bindAddr(bt *bindTable) string {
+	dp.applyMu.Lock()
+	defer dp.applyMu.Unlock()
+	if s, ok := dp.servers[bt.key]; ok {
+		return s.ln.Addr().String()
+	}
+	return net.JoinHostPort(dp.opts.BindHost, strconv.Itoa(int(bt.port)))
 }
 
 // Dump is the /config_dump document: the shape of the reference
@@ -68,7 +80,7 @@ func (dp *Dataplane) Dump() map[string]any {
 					"listenerName": l.name, "hostname": hostname, "protocol": "HTTP", "routes": routes,
 				}
 			}
-			addr := "[::]:" + strconv.Itoa(int(bt.port))
+			addr := dp.bindAddr(bt)
 			binds = append(binds, map[string]any{
 				"key": bt.gateway, "address": addr, "protocol": "http", "tunnelProtocol": "direct",
 				"mode": "standard", "listeners": listeners,
