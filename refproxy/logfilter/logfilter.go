@@ -44,12 +44,24 @@ type Filter struct {
 	Directives []Directive
 }
 
-// Parse reads a filter. An empty filter and unknown levels are errors.
+// MaxLen bounds a filter: a real one is a few directives long.
+const MaxLen = 1024
+
+// Root is the module every refproxy logger lives under.
+const Root = "refproxy"
+
+// Parse reads a filter. An empty filter, unknown levels and modules that
+// refproxy does not log under are errors: env_logger would take a typo such
+// as "garbage" as a module to enable and silently lower everything else to
+// error.
 func Parse(s string) (Filter, error) {
 	f := Filter{Default: "error"}
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return f, fmt.Errorf("empty log filter")
+	}
+	if len(s) > MaxLen {
+		return f, fmt.Errorf("log filter too long: %d bytes, at most %d", len(s), MaxLen)
 	}
 	// env_logger allows a trailing /regex on the message; refproxy does not
 	// filter messages, so say so rather than silently ignore it.
@@ -78,6 +90,9 @@ func Parse(s string) (Filter, error) {
 			if err := checkModule(mod); err != nil {
 				return f, err
 			}
+			if !ours(mod) {
+				return f, fmt.Errorf("%s is neither a level (off, error, warn, info, debug, trace) nor a module of refproxy (%s, %s::...)", quote(mod), Root, Root)
+			}
 			f.Directives = append(f.Directives, Directive{Module: mod, Level: "trace"})
 		default:
 			if strings.Contains(lvl, "=") {
@@ -85,6 +100,9 @@ func Parse(s string) (Filter, error) {
 			}
 			if err := checkModule(mod); err != nil {
 				return f, err
+			}
+			if !ours(mod) {
+				return f, fmt.Errorf("%s is not a module of refproxy (%s, %s::...)", quote(mod), Root, Root)
 			}
 			if _, ok := levels[lvl]; !ok {
 				return f, fmt.Errorf("invalid level %q for module %q (want off, error, warn, info, debug or trace)", lvl, mod)
@@ -96,6 +114,17 @@ func Parse(s string) (Filter, error) {
 		return f, fmt.Errorf("empty log filter")
 	}
 	return f, nil
+}
+
+// ours reports whether m is refproxy's root module or one below it.
+func ours(m string) bool { return m == Root || strings.HasPrefix(m, Root+"::") }
+
+// quote quotes s for an error, cut to 64 bytes: errors are echoed to clients.
+func quote(s string) string {
+	if len(s) > 64 {
+		return fmt.Sprintf("%q...", s[:64])
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 func checkModule(m string) error {

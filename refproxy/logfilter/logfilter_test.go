@@ -18,16 +18,27 @@ func TestParse(t *testing.T) {
 		{in: "refproxy", want: "error,refproxy=trace"},
 		{in: "", wantErr: "empty log filter"},
 		{in: " , ", wantErr: "empty log filter"},
-		{in: "loud", wantErr: ""}, // a bare module name is valid
+		{in: "refproxy::trace::sse", want: "error,refproxy::trace::sse=trace"},
+		// A word that is neither a level nor a module refproxy logs under
+		// is a typo, not a module to enable.
+		{in: "garbage", wantErr: `"garbage" is neither a level (off, error, warn, info, debug, trace) nor a module of refproxy (refproxy, refproxy::...)`},
+		{in: "info,garbage=debug", wantErr: `"garbage" is not a module of refproxy (refproxy, refproxy::...)`},
+		{in: "refproxyx=debug", wantErr: `"refproxyx" is not a module of refproxy (refproxy, refproxy::...)`},
 		{in: "refproxy=loud", wantErr: `invalid level "loud" for module "refproxy" (want off, error, warn, info, debug or trace)`},
 		{in: "a=b=c", wantErr: `invalid directive "a=b=c": more than one '='`},
 		{in: "=info", wantErr: "empty module name"},
 		{in: "info,debug", wantErr: `default level set twice ("debug")`},
 		{in: "info/foo", wantErr: "message filters (/regex) are not supported"},
 		{in: "a b=info", wantErr: `invalid module name "a b"`},
+		{in: strings.Repeat("x", 100<<10), wantErr: "log filter too long: 102400 bytes, at most 1024"},
+		{in: "info," + strings.Repeat("y", 500) + "=info", wantErr: `"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"... is not a module of refproxy (refproxy, refproxy::...)`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
+		name := tt.in
+		if len(name) > 40 {
+			name = name[:40]
+		}
+		t.Run(name, func(t *testing.T) {
 			f, err := Parse(tt.in)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
