@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -95,8 +96,25 @@ func ExtendedFeatures() []FeatureName {
 	return out
 }
 
-// validateFeatures checks the feature names of the options: a claimed or
-// exempt feature that no profile has is a typo the user should hear about.
+// Validate checks the options before a run: the target's name and what it
+// needs, and the feature and profile names (a claimed or exempt feature that
+// no profile has is a typo the user should hear about). Its errors are the
+// user's to fix on the command line or in the options file.
+func (o Options) Validate() error {
+	switch o.Target {
+	case "", "inprocess", "cluster":
+	case "process":
+		if o.ProxyCommand == "" && o.TargetImpl == nil {
+			return errors.New("--target process needs --proxy-cmd (proxyCommand), e.g. --proxy-cmd 'refproxy -f {config}'")
+		}
+	default:
+		if o.TargetImpl == nil {
+			return fmt.Errorf("unknown target %q: want inprocess, process or cluster (the container target is not available yet)", o.Target)
+		}
+	}
+	return o.validateFeatures()
+}
+
 func (o Options) validateFeatures() error {
 	check := func(what string, names []FeatureName, extendedOnly bool) error {
 		for _, n := range names {

@@ -39,7 +39,7 @@ func NewTarget(o Options) (Target, error) {
 // the report (report.Failed()).
 func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	o := opts.withDefaults()
-	if err := o.validateFeatures(); err != nil {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	target, err := NewTarget(o)

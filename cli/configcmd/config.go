@@ -24,6 +24,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/connect"
+	"github.com/gwdiag/gwdiag/cli/exitcode"
 )
 
 type options struct {
@@ -83,7 +84,7 @@ proxy has loaded, from its /config_dump or a saved dump file.`,
   gwdiag config all gateway/my-gateway -n prod -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.output != "short" && o.output != "json" && o.output != "yaml" {
-				return usageError{fmt.Errorf("invalid --output %q: want short, json or yaml", o.output)}
+				return exitcode.Usage(fmt.Errorf("invalid --output %q: want short, json or yaml", o.output))
 			}
 			raw, err := load(cmd, &o, args)
 			if err != nil {
@@ -144,11 +145,11 @@ func source(o *options) string {
 // load returns the raw /config_dump from --file or the admin server.
 func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 	if len(args) > 1 {
-		return nil, usageError{fmt.Errorf("accepts at most 1 resource arg, received %d", len(args))}
+		return nil, exitcode.Usage(fmt.Errorf("accepts at most 1 resource arg, received %d", len(args)))
 	}
 	if o.file != "" {
 		if len(args) > 0 || o.local {
-			return nil, usageError{errors.New("--file reads a saved dump and cannot be combined with --local or a resource argument")}
+			return nil, exitcode.Usage(errors.New("--file reads a saved dump and cannot be combined with --local or a resource argument"))
 		}
 		if o.file == "-" {
 			return io.ReadAll(cmd.InOrStdin())
@@ -162,26 +163,26 @@ func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 	var conn connect.Connector
 	if o.local {
 		if len(args) == 1 {
-			return nil, usageError{errors.New("--local does not accept a resource argument")}
+			return nil, exitcode.Usage(errors.New("--local does not accept a resource argument"))
 		}
 		if o.adminURL != "" && cmd.Flags().Changed("proxy-admin-port") {
-			return nil, usageError{errors.New("--admin-url and --proxy-admin-port both name the admin server: pass only one")}
+			return nil, exitcode.Usage(errors.New("--admin-url and --proxy-admin-port both name the admin server: pass only one"))
 		}
 		u, err := admin.ResolveURL(admin.Options{URL: o.adminURL, Port: o.adminPort,
 			PortSet: cmd.Flags().Changed("proxy-admin-port"), ConfigFile: o.configFile})
 		if err != nil {
-			return nil, usageError{err}
+			return nil, exitcode.Usage(err)
 		}
 		conn = connect.Local{Admin: u}
 	} else {
 		if o.adminURL != "" || o.configFile != "" {
-			return nil, usageError{errors.New("--admin-url and --config apply to a standalone proxy: add --local")}
+			return nil, exitcode.Usage(errors.New("--admin-url and --config apply to a standalone proxy: add --local"))
 		}
 		c := &connect.Cluster{Namespace: o.namespace, Kubeconfig: o.kubeconfig, AdminPort: o.adminPort}
 		if len(args) == 1 {
 			r, err := connect.ParseResource(args[0])
 			if err != nil {
-				return nil, usageError{err}
+				return nil, exitcode.Usage(err)
 			}
 			c.Resource = &r
 		}
@@ -332,9 +333,3 @@ func table(w io.Writer, header []string, rows [][]string) error {
 	}
 	return nil
 }
-
-// usageError marks bad flags or arguments: exit status 2.
-type usageError struct{ error }
-
-func (e usageError) ExitCode() int { return 2 }
-func (e usageError) Unwrap() error { return e.error }

@@ -3,7 +3,6 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/golden"
 	"github.com/gwdiag/gwdiag/steps"
 )
@@ -33,7 +33,7 @@ type failedError struct{ msg string }
 
 func (e failedError) Error() string { return e.msg }
 
-// ExitCode implements rootcmd.ExitCoder.
+// ExitCode implements exitcode.Coder.
 func (failedError) ExitCode() int { return 1 }
 
 func newRunCommand() *cobra.Command {
@@ -134,8 +134,8 @@ func newRunCommand() *cobra.Command {
 			if set("gateway-class") {
 				o.Cluster.GatewayClassName = flags.Cluster.GatewayClassName
 			}
-			if o.Target == "process" && o.ProxyCommand == "" {
-				return errors.New("--target process needs --proxy-cmd, e.g. --proxy-cmd 'refproxy -f {config}'")
+			if err := o.Validate(); err != nil {
+				return exitcode.Usage(err)
 			}
 			o.Output = cmd.OutOrStdout()
 			rep, err := steps.Run(cmd.Context(), o)
@@ -196,7 +196,7 @@ accepted. Exits 1 when a trace fails.`,
 		Example: `  gwdiag conformance check captured/*.jsonl --report check-report.yaml`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return errors.New("check needs at least one trace file (JSON Lines)")
+				return exitcode.Usagef("check needs at least one trace file (JSON Lines)")
 			}
 			return nil
 		},

@@ -3,12 +3,14 @@
 package rootcmd
 
 import (
-	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gwdiag/gwdiag/cli/configcmd"
 	"github.com/gwdiag/gwdiag/cli/conformance"
+	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/tracecmd"
 	"github.com/gwdiag/gwdiag/cli/versioncmd"
 )
@@ -35,7 +37,7 @@ run the gateway-diagnostics conformance suite against it.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	// A bad flag value is a usage error in every subcommand: exit status 2.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitcode.Usage(err) })
 	conf := conformance.NewCommand()
 	if conf.Example == "" {
 		// Every command's --help shows examples; the conformance package
@@ -50,7 +52,35 @@ run the gateway-diagnostics conformance suite against it.`,
 		versioncmd.NewCommand(),
 	)
 	addCompletionHelp(root)
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes every bad argument a usage error (exit status 2): each
+// command's argument check is wrapped, and a command that only groups
+// subcommands answers an unknown one itself (cobra reports it as a plain
+// error, exit status 1) and shows its help when called bare.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; !c.HasSubCommands() || c.Runnable() {
+		if check != nil {
+			c.Args = func(cmd *cobra.Command, args []string) error { return exitcode.Usage(check(cmd, args)) }
+		}
+	} else {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return exitcode.Usagef("%s (see %s --help)", msg, cmd.CommandPath())
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // completionExamples are shown by `gwdiag completion <shell> --help`.
@@ -82,23 +112,5 @@ func addCompletionHelp(root *cobra.Command) {
 	}
 }
 
-// ExitCoder is an error that carries the process exit status it asks for,
-// such as 1 for "traces differ" as opposed to 2 for a usage error.
-type ExitCoder interface {
-	ExitCode() int
-}
-
-// flagError is a flag that cobra could not parse.
-type flagError struct{ error }
-
-func (flagError) ExitCode() int   { return 2 }
-func (e flagError) Unwrap() error { return e.error }
-
-// ExitCode returns the exit status for err: the one it asks for, or 1.
-func ExitCode(err error) int {
-	var ec ExitCoder
-	if errors.As(err, &ec) {
-		return ec.ExitCode()
-	}
-	return 1
-}
+// ExitCode returns the exit status for err (exitcode.Code).
+func ExitCode(err error) int { return exitcode.Code(err) }

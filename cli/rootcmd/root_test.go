@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gwdiag/gwdiag/cli/versioncmd"
+
+	"github.com/gwdiag/gwdiag/cli/exitcode"
 )
 
 // TestEveryCommandHasExamples walks the whole tree: --help shows an Example
@@ -109,6 +112,45 @@ func TestBadFlagValueIsAUsageError(t *testing.T) {
 			err := root.Execute()
 			if err == nil || ExitCode(err) != 2 {
 				t.Errorf("got error %v with exit %d, want a flag error with exit 2", err, ExitCode(err))
+			}
+		})
+	}
+}
+
+// TestExitCodes: every usage error (a bad argument, an unknown command or
+// option value, anywhere in the tree) exits 2, a command that ran and
+// failed exits 1, and a group called bare shows its help.
+func TestExitCodes(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	tests := []struct {
+		args []string
+		want int
+		text string
+	}{
+		{[]string{"nosuch"}, 2, `unknown command "nosuch" for "gwdiag"`},
+		{[]string{"config", "nosuch"}, 2, `unknown command "nosuch" for "gwdiag config"`},
+		{[]string{"completion", "nosuch"}, 2, `unknown command "nosuch" for "gwdiag completion"`},
+		{[]string{"conformance", "nosuch"}, 2, `unknown command "nosuch" for "gwdiag conformance"`},
+		{[]string{"conformance", "run", "extra"}, 2, `unknown command "extra"`},
+		{[]string{"conformance", "check"}, 2, "at least one trace file"},
+		{[]string{"conformance", "run", "--target", "spaceship"}, 2, `unknown target "spaceship"`},
+		{[]string{"conformance", "run", "--target", "process"}, 2, "needs --proxy-cmd"},
+		{[]string{"conformance", "run", "--supported-features", "nope"}, 2, `unknown feature "nope"`},
+		{[]string{"trace", "diff"}, 2, "diff takes two trace files"},
+		{[]string{"trace", "--local", "a", "b"}, 2, "accepts at most 1 resource arg"},
+		{[]string{"config", "backends", "--file", missing}, 1, "missing.json"},
+		{[]string{"config"}, 0, ""},
+		{[]string{"conformance"}, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			root := New()
+			root.SetOut(io.Discard)
+			root.SetErr(io.Discard)
+			root.SetArgs(tt.args)
+			err := root.Execute()
+			if got := exitcode.Code(err); got != tt.want || (err != nil && !strings.Contains(err.Error(), tt.text)) {
+				t.Errorf("got exit %d (%v), want %d with %q", got, err, tt.want, tt.text)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/golden"
 )
 
@@ -25,7 +26,7 @@ they differ and 2 when a trace cannot be read.`,
   gwdiag trace diff golden/traces/basic.jsonl got.jsonl`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
-				return usageError{fmt.Errorf("diff takes two trace files, received %d", len(args))}
+				return exitcode.Usage(fmt.Errorf("diff takes two trace files, received %d", len(args)))
 			}
 			return nil
 		},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/connect"
+	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/inject"
 	"github.com/gwdiag/gwdiag/cli/tui"
 )
@@ -198,7 +199,7 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 func run(cmd *cobra.Command, o *options, args []string) error {
 	p, err := validate(cmd, o, args)
 	if err != nil {
-		return usageError{err}
+		return exitcode.Usage(err)
 	}
 	if o.file != "" {
 		return replay(cmd, o)
@@ -252,7 +253,7 @@ func connector(cmd *cobra.Command, p plan) (connect.Connector, error) {
 			ConfigFile: o.configFile,
 		})
 		if err != nil {
-			return nil, usageError{err}
+			return nil, exitcode.Usage(err)
 		}
 		return connect.Local{Admin: u}, nil
 	}
@@ -405,14 +406,8 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 func needTerminal(in io.Reader, out io.Writer) error {
 	for _, f := range []any{in, out} {
 		if file, ok := f.(*os.File); ok && !term.IsTerminal(file.Fd()) {
-			return usageError{errors.New("the interactive viewer needs a terminal on stdin and stdout; use --raw for JSON Lines")}
+			return exitcode.Usage(errors.New("the interactive viewer needs a terminal on stdin and stdout; use --raw for JSON Lines"))
 		}
 	}
 	return nil
 }
-
-// usageError marks bad flags or arguments: exit status 2.
-type usageError struct{ error }
-
-func (e usageError) ExitCode() int { return 2 }
-func (e usageError) Unwrap() error { return e.error }
