@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // These tests run the real Dataplane on loopback in front of real backends
@@ -35,6 +36,13 @@ const netTestTimeout = 30 * time.Second
 // startNetProxy runs a Dataplane with one bind whose only route sends
 // everything to backendAddr, and returns the bind's address.
 func startNetProxy(t *testing.T, backendAddr string) string {
+	t.Helper()
+	_, addr := startNetDataplane(t, backendAddr)
+	return addr
+}
+
+// startNetDataplane is startNetProxy that also returns the Dataplane.
+func startNetDataplane(t *testing.T, backendAddr string) (*Dataplane, string) {
 	t.Helper()
 	cfg, err := config.Parse("net.yaml", []byte(fmt.Sprintf(`
 binds:
@@ -64,7 +72,7 @@ binds:
 	if len(addrs) != 1 {
 		t.Fatalf("proxy listens on %v, want one address", addrs)
 	}
-	return addrs[0]
+	return dp, addrs[0]
 }
 
 // startHTTPBackend is a net/http backend; its address is host:port.
@@ -564,5 +572,68 @@ func TestMalformedBackendResponse(t *testing.T) {
 			}
 			expectServing(t, proxy)
 		})
+	}
+}
+
+// TestBackendClosesIdleConnections: many servers (Python's, Node's) close a
+// keep-alive connection after a short idle time. A request must never be
+// sent on such a connection and fail for it: every POST after the backend
+// closed the pooled connection succeeds, reaches the backend exactly once,
+// and its trace shows the discarded connection and the new attempt.
+func TestBackendClosesIdleConnections(t *testing.T) {
+	var received atomic.Int64
+	closed := make(chan struct{}, 64)
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		received.Add(1)
+		io.WriteString(w, "got "+string(b))
+	}))
+	s.Config.IdleTimeout = 20 * time.Millisecond
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	dp, proxy := startNetDataplane(t, s.Listener.Addr().String())
+	nc := dialProxy(t, proxy)
+	const rounds = 4
+	for i := range rounds {
+		body := fmt.Sprintf(`{"n":%d}`, i)
+		wt := dp.reg.Watch(nil)
+		nc.send(fmt.Sprintf("POST /v1/chat HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: %d", len(body)), []byte(body))
+		resp, got, err := nc.read(http.MethodPost)
+		if err != nil || resp.StatusCode != http.StatusOK || string(got) != "got "+body {
+			t.Fatalf("round %d: %v %v %q, want 200 %q", i, resp, err, got, "got "+body)
+		}
+		events, _, final := wt.Drain()
+		wt.Cancel()
+		if final == nil {
+			t.Fatalf("round %d: the trace did not finish", i)
+		}
+		var results []string
+		for _, e := range events {
+			if e.Type() == trace.BackendCallResult {
+				results = append(results, fmt.Sprintf("%v/%v", e.Message["status"], e.Message["error"]))
+			}
+		}
+		want := 1
+		if i > 0 {
+			want = 2 // the pooled connection, closed by the backend, then a new one
+		}
+		if len(results) != want || !strings.HasPrefix(results[len(results)-1], "200/") ||
+			(want == 2 && !strings.Contains(results[0], "closed the idle connection")) {
+			t.Errorf("round %d: backendCallResults %q, want %d ending in 200 (the first naming the closed idle connection)", i, results, want)
+		}
+		// Wait until the backend has closed the idle connection.
+		select {
+		case <-closed:
+		case <-time.After(netTestTimeout):
+			t.Fatalf("round %d: the backend never closed its idle connection", i)
+		}
+	}
+	if n := received.Load(); n != rounds {
+		t.Errorf("the backend received %d requests, want %d: each exactly once", n, rounds)
 	}
 }

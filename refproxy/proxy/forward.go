@@ -30,6 +30,13 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
 	resp := fasthttp.AcquireResponse()
 	resp.StreamBody = true
 	err := c.be.do(req, resp)
+	// A pooled connection the backend had closed carried nothing: send the
+	// request again on another (the pool may hold several such), unless its
+	// body was a stream already partly read.
+	for try := 0; errors.Is(err, errIdleClosed) && !req.IsBodyStream() && try < maxIdleRetries; try++ {
+		c.retried(err)
+		err = c.be.do(req, resp)
+	}
 	if clientClose {
 		ctx.Response.SetConnectionClose()
 	}
@@ -97,6 +104,10 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
 	ctx.Response.ImmediateHeaderFlush = isEventStream(resp.Header.ContentType())
 	ctx.Response.SetBodyStream(c, n)
 }
+
+// maxIdleRetries bounds the new attempts after pooled connections found
+// closed by the backend.
+const maxIdleRetries = 8
 
 // maxBufferedResponse is the largest response body forward reads before
 // answering; larger ones, and those of unknown length, stream through.

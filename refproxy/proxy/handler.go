@@ -186,6 +186,16 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 	}
 }
 
+// retried traces an attempt that failed before anything was sent (err) and
+// the new attempt that follows.
+func (c *call) retried(err error) {
+	if tr := c.tr; tr != nil {
+		start := c.start
+		tr.EmitTimed(trace.SeverityWarn, trace.BackendCallResult, &start, map[string]any{"status": nil, "error": err.Error(), "retry": true})
+		tr.Emit(trace.SeverityInfo, trace.BackendCallStart, map[string]any{"target": c.be.addr})
+	}
+}
+
 func (c *call) Read(p []byte) (int, error) {
 	if c.body == nil {
 		return 0, io.EOF

@@ -3,8 +3,10 @@ package proxy
 import (
 	"bufio"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,6 +28,7 @@ func (dp *Dataplane) newClient(addr string, useTLS bool) *fasthttp.HostClient {
 		MaxConns:                      dp.opts.MaxConnsPerHost,
 		MaxIdleConnDuration:           90 * time.Second,
 		MaxIdemponentCallAttempts:     2, // one retry, on a pooled connection found closed
+		RetryIfErr:                    retryIfErr,
 		NoDefaultUserAgentHeader:      true,
 		DisablePathNormalizing:        true,
 		DisableHeaderNamesNormalizing: true, // see peekFold
@@ -36,7 +39,82 @@ func (dp *Dataplane) newClient(addr string, useTLS bool) *fasthttp.HostClient {
 }
 
 func (dp *Dataplane) dial(addr string) (net.Conn, error) {
-	return dp.dialer.Dial("tcp", addr)
+	c, err := dp.dialer.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return newUpConn(c), nil
+}
+
+// retryIfErr is the client's retry rule after a failed attempt on a pooled
+// connection: idempotent requests once, as fasthttp does by default, but
+// never errIdleClosed, which forward handles itself so the trace shows it.
+func retryIfErr(req *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
+	if errors.Is(err, errIdleClosed) {
+		return false, false
+	}
+	h := &req.Header
+	return false, h.IsGet() || h.IsHead() || h.IsPut()
+}
+
+// errIdleClosed is a pooled backend connection found closed (or sending
+// bytes nobody asked for) before a request was written to it: servers close
+// idle keep-alive connections after a few seconds. Nothing was sent, so the
+// request is safe to send again on another connection, whatever its method.
+var errIdleClosed = errors.New("the backend closed the idle connection before the request was sent")
+
+// upConn is a backend connection that checks, before the first write of each
+// request after the first, that the backend has not closed it while it sat
+// in the pool: a peek at the socket (one non-blocking recv, no allocation).
+type upConn struct {
+	net.Conn
+	raw syscall.RawConn // nil when the connection is not a socket
+	// reused is set once a response was read: the next write starts a new
+	// request on a pooled connection.
+	reused bool
+	peek   func(fd uintptr) bool // upConn.peekFD, bound once at dial
+	closed bool                  // the result of the last peek
+	buf    [1]byte
+}
+
+func newUpConn(c net.Conn) *upConn {
+	uc := &upConn{Conn: c}
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			uc.raw = raw
+		}
+	}
+	uc.peek = uc.peekFD
+	return uc
+}
+
+func (c *upConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.reused = true
+	}
+	return n, err
+}
+
+func (c *upConn) Write(p []byte) (int, error) {
+	if c.reused {
+		c.reused = false
+		if c.raw != nil {
+			c.closed = false
+			if err := c.raw.Read(c.peek); err != nil || c.closed {
+				return 0, errIdleClosed
+			}
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// peekFD looks at the socket without waiting: end of stream, an error or
+// unasked-for bytes mean the connection cannot carry a request.
+func (c *upConn) peekFD(fd uintptr) bool {
+	n, _, err := syscall.Recvfrom(int(fd), c.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	c.closed = n > 0 || (err == nil && n == 0) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
+	return true
 }
 
 // isUpgrade reports whether the request asks for a protocol upgrade
@@ -58,7 +136,9 @@ func (dp *Dataplane) tunnel(ctx *fasthttp.RequestCtx, c *call) {
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", upgrade)
 
-	conn, err := dp.dial(c.be.addr)
+	// A plain connection: once upgraded, either side writes whenever it
+	// likes, which upConn's check between requests would take for a close.
+	conn, err := dp.dialer.Dial("tcp", c.be.addr)
 	if err == nil && c.be.tls {
 		host, _, _ := net.SplitHostPort(c.be.addr)
 		conn = tls.Client(conn, &tls.Config{ServerName: host})
