@@ -44,7 +44,12 @@ type options struct {
 	pollEvery   time.Duration
 	env         map[string]any
 	envSet      bool
+	timeouts    proxy.Timeouts
 }
+
+// WithTimeouts sets the client-side timeouts of every listener; zero fields
+// keep the defaults (proxy.DefaultTimeouts: head 10s, body 5m, idle 5m).
+func WithTimeouts(t proxy.Timeouts) Option { return func(o *options) { o.timeouts = t } }
 
 // WithAdminAddr overrides config.adminAddr ("127.0.0.1:0" picks a free port).
 func WithAdminAddr(addr string) Option { return func(o *options) { o.adminAddr = addr } }
@@ -142,6 +147,7 @@ func New(cfg *config.Config, opts ...Option) (*Proxy, error) {
 		Logger:   logger.With(logfilter.ModuleKey, "refproxy::proxy"),
 		Registry: reg,
 		Env:      o.env,
+		Timeouts: o.timeouts,
 	})
 	if err := dp.Validate(cfg); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -35,6 +36,39 @@ type Options struct {
 	Env map[string]any
 	// MaxConnsPerHost bounds the connections to one backend (default 65536).
 	MaxConnsPerHost int
+	// Timeouts bound how long a client may take; zero fields take the
+	// defaults of DefaultTimeouts.
+	Timeouts Timeouts
+}
+
+// Timeouts bound the client side of every listener.
+type Timeouts struct {
+	// Header is how long a request's head (request line and headers) may
+	// take: from the connection's opening for its first request, from the
+	// first byte for later ones. A client that sends nothing, or half its
+	// headers, is cut off after it (slowloris).
+	Header time.Duration
+	// Body is how long a request body may take to arrive once the head has.
+	Body time.Duration
+	// Idle is how long a keep-alive connection may wait for its next request.
+	Idle time.Duration
+}
+
+// DefaultTimeouts are the timeouts of a zero Options.Timeouts.
+var DefaultTimeouts = Timeouts{Header: 10 * time.Second, Body: 5 * time.Minute, Idle: 5 * time.Minute}
+
+// withDefaults fills the zero fields from DefaultTimeouts.
+func (t Timeouts) withDefaults() Timeouts {
+	if t.Header <= 0 {
+		t.Header = DefaultTimeouts.Header
+	}
+	if t.Body <= 0 {
+		t.Body = DefaultTimeouts.Body
+	}
+	if t.Idle <= 0 {
+		t.Idle = DefaultTimeouts.Idle
+	}
+	return t
 }
 
 // Dataplane serves every bind of the current config.
@@ -82,6 +116,7 @@ func New(opts Options) *Dataplane {
 	if opts.MaxConnsPerHost == 0 {
 		opts.MaxConnsPerHost = 1 << 16
 	}
+	opts.Timeouts = opts.Timeouts.withDefaults()
 	return &Dataplane{
 		opts:     opts,
 		log:      opts.Logger,
@@ -182,6 +217,31 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 // runs; larger bodies stream through.
 const maxBufferedBody = 64 << 10
 
+// requestError answers a request the server could not read: 408 when its
+// head or body did not arrive in time (fasthttp wraps such timeouts so that
+// its default handler says 400), 431 for a head larger than the buffer,
+// 413 for a body over the limit, else 400.
+func (h *bindHandler) requestError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.As(err, &small):
+		ctx.Error("request header too large\n", fasthttp.StatusRequestHeaderFieldsTooLarge)
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):
+		ctx.Error("request not received in time\n", fasthttp.StatusRequestTimeout)
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		ctx.Error("request body too large\n", fasthttp.StatusRequestEntityTooLarge)
+	default:
+		ctx.Error("malformed request\n", fasthttp.StatusBadRequest)
+	}
+	ctx.SetConnectionClose()
+}
+
+// headerReceived gives a request's body its deadline once its head is in.
+func (h *bindHandler) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	return fasthttp.RequestConfig{ReadTimeout: h.dp.opts.Timeouts.Body}
+}
+
 func (dp *Dataplane) serve(key int, s *bindServer) {
 	h := &bindHandler{dp: dp, key: key}
 	s.srv = &fasthttp.Server{
@@ -195,9 +255,14 @@ func (dp *Dataplane) serve(key int, s *bindServer) {
 		DisableHeaderNamesNormalizing: true, // see peekFold
 		ReadBufferSize:                connBufferSize,
 		WriteBufferSize:               connBufferSize,
-		IdleTimeout:                   5 * time.Minute,
-		CloseOnShutdown:               true,
-		Logger:                        slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
+		// ReadTimeout bounds the head; once it is in, HeaderReceived gives
+		// the body its own deadline.
+		ReadTimeout:     dp.opts.Timeouts.Header,
+		HeaderReceived:  h.headerReceived,
+		ErrorHandler:    h.requestError,
+		IdleTimeout:     dp.opts.Timeouts.Idle,
+		CloseOnShutdown: true,
+		Logger:          slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
 	}
 	go pprof.Do(context.Background(), pprof.Labels("component", "dataplane", "listener", s.ln.Addr().String()), func(context.Context) {
 		defer close(s.done)

@@ -44,6 +44,13 @@ func startNetProxy(t *testing.T, backendAddr string) string {
 // startNetDataplane is startNetProxy that also returns the Dataplane.
 func startNetDataplane(t *testing.T, backendAddr string) (*Dataplane, string) {
 	t.Helper()
+	return startNetDataplaneWith(t, backendAddr, Options{})
+}
+
+// startNetDataplaneWith is startNetDataplane with options (the logger is
+// always discarded).
+func startNetDataplaneWith(t *testing.T, backendAddr string, opts Options) (*Dataplane, string) {
+	t.Helper()
 	cfg, err := config.Parse("net.yaml", []byte(fmt.Sprintf(`
 binds:
 - port: 0
@@ -56,7 +63,8 @@ binds:
 	if err != nil {
 		t.Fatal(err)
 	}
-	dp := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	dp := New(opts)
 	if err := dp.Apply(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -636,4 +644,88 @@ func TestBackendClosesIdleConnections(t *testing.T) {
 	if n := received.Load(); n != rounds {
 		t.Errorf("the backend received %d requests, want %d: each exactly once", n, rounds)
 	}
+}
+
+// TestHeaderTimeout: a client that sends nothing, or half its headers, is cut
+// off once the header timeout passes (it used to hold its connection for
+// minutes); a body that arrives slowly after a prompt head is not; and while
+// many such clients hang, a normal client is served at once.
+func TestHeaderTimeout(t *testing.T) {
+	const headerTimeout = 300 * time.Millisecond
+	backend := startHTTPBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		io.WriteString(w, "got "+string(b))
+	})
+	_, proxy := startNetDataplaneWith(t, backend, Options{Timeouts: Timeouts{Header: headerTimeout}})
+
+	// cutOff waits for the proxy to end a connection stalled since start:
+	// it may say 408 first; it must not answer anything else.
+	cutOff := func(t *testing.T, c net.Conn, start time.Time, sent string) {
+		t.Helper()
+		if _, err := io.WriteString(c, sent); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(netTestTimeout))
+		got, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("after sending %q: %v, want the proxy to close the connection", sent, err)
+		}
+		if len(got) > 0 && !bytes.HasPrefix(got, []byte("HTTP/1.1 408")) {
+			t.Errorf("after sending %q: got %q, want nothing or a 408", sent, got)
+		}
+		if took := time.Since(start); took < headerTimeout {
+			t.Errorf("after sending %q: closed after %s, before the header timeout %s", sent, took, headerTimeout)
+		}
+	}
+	// Slowloris connections open while a normal client is served.
+	var stalled []net.Conn
+	stalledAt := time.Now()
+	for range 50 {
+		c, err := net.Dial("tcp", proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n")
+		stalled = append(stalled, c)
+	}
+	nc := dialProxy(t, proxy)
+	if resp, body := nc.get("/fast"); resp.StatusCode != 200 || string(body) != "got " {
+		t.Errorf("a normal client among 50 stalled ones: %d %q, want 200", resp.StatusCode, body)
+	}
+	for _, tc := range []struct{ name, sent string }{
+		{"nothing", ""},
+		{"half the headers", "GET /x HTTP/1.1\r\nHost: x\r\nX-Slow: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", proxy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			cutOff(t, c, time.Now(), tc.sent)
+		})
+	}
+	t.Run("stalled keep-alive connections", func(t *testing.T) {
+		for _, c := range stalled {
+			cutOff(t, c, stalledAt, "")
+		}
+	})
+	t.Run("slow body after a prompt head", func(t *testing.T) {
+		nc := dialProxy(t, proxy)
+		body := "abcdef"
+		nc.send("POST /upload HTTP/1.1\r\nContent-Length: "+strconv.Itoa(len(body)), nil)
+		for i := range len(body) {
+			// The client's pace is the point of the test: the body takes
+			// twice the header timeout to arrive.
+			time.Sleep(2 * headerTimeout / time.Duration(len(body)))
+			if _, err := nc.c.Write([]byte{body[i]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp, got, err := nc.read(http.MethodPost)
+		if err != nil || resp.StatusCode != 200 || string(got) != "got "+body {
+			t.Errorf("slow body: %v %v %q, want 200 %q", resp, err, got, "got "+body)
+		}
+	})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/proxy"
 )
 
 func main() {
@@ -39,6 +40,10 @@ func run(args []string) int {
 	bindHost := fs.String("bind-host", "0.0.0.0", "address the binds listen on")
 	logLevel := fs.String("log-level", "info", "log filter, e.g. info or warn,refproxy::proxy=debug")
 	watch := fs.Bool("watch", true, "reload the config file when it changes (checked once a second); SIGHUP always reloads")
+	var timeouts proxy.Timeouts
+	fs.DurationVar(&timeouts.Header, "header-timeout", proxy.DefaultTimeouts.Header, "how long a client may take to send a request's head (slowloris guard); then 408")
+	fs.DurationVar(&timeouts.Body, "body-timeout", proxy.DefaultTimeouts.Body, "how long a request body may take to arrive once its head has; then 408")
+	fs.DurationVar(&timeouts.Idle, "idle-timeout", proxy.DefaultTimeouts.Idle, "how long a keep-alive client connection may wait for its next request")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,6 +61,7 @@ func run(args []string) int {
 		refproxy.WithBindHost(*bindHost),
 		refproxy.WithLogFilter(*logLevel),
 		refproxy.WithConfigFile(*file, *watch),
+		refproxy.WithTimeouts(timeouts),
 	}
 	if a := os.Getenv("ADMIN_ADDR"); a != "" {
 		opts = append(opts, refproxy.WithAdminAddr(a))
