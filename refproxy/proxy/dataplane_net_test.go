@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -463,49 +462,91 @@ func TestLargeBodies(t *testing.T) {
 
 func TestTruncatedBackendBody(t *testing.T) {
 	backend := startRawBackend(t, func(r *http.Request, c net.Conn) bool {
-		var n int
+		var n, sent int
 		switch r.URL.Path {
-		case "/small":
-			n = 100
-		case "/large":
-			n = 100000
+		case "/small": // read whole before answering
+			n, sent = 100, 10
+		case "/large": // the case: 1000 of 100000 bytes
+			n, sent = 100000, 1000
+		case "/late": // cut after more than the proxy reads ahead
+			n, sent = 100000, 40000
 		default:
 			return rawOK(c)
 		}
-		// Announce n bytes, send 10, and close.
-		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n0123456789", n)
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", n)
+		c.Write(netPayload(sent, 1))
 		return false
 	})
-	proxy := startNetProxy(t, backend)
+	dp, proxy := startNetDataplane(t, backend)
 
 	for _, tc := range []struct {
 		path string
 		n    int
-	}{{"/small", 100}, {"/large", 100000}} {
+		// early: the cut is found before anything went to the client, who
+		// gets a 502 and a trace whose backendCallResult carries the error;
+		// otherwise the client's connection is aborted mid-body and the
+		// trace's requestFinished carries it.
+		early bool
+	}{{"/small", 100, true}, {"/large", 100000, true}, {"/late", 100000, false}} {
 		t.Run(tc.path, func(t *testing.T) {
+			wt := dp.reg.Watch(nil)
+			defer wt.Cancel()
 			nc := dialProxy(t, proxy)
 			nc.send("GET "+tc.path+" HTTP/1.1", nil)
 			resp, body, err := nc.read(http.MethodGet)
 			switch {
-			case err == nil && resp.StatusCode == http.StatusOK:
-				t.Fatalf("the client got a complete 200 response of %d bytes (%q) for a body cut after 10 of %d bytes", len(body), body, tc.n)
-			case err == nil:
-				// An error status is no success either, but the proxy cannot
-				// know the body is short before it has sent the status.
-				t.Logf("status %d, body %q", resp.StatusCode, body)
-			case resp == nil:
-				t.Logf("no response head: %v", err)
-			default:
-				if len(body) >= tc.n {
-					t.Fatalf("read %d bytes and then %v", len(body), err)
+			case tc.early && (err != nil || resp.StatusCode != http.StatusBadGateway):
+				t.Errorf("got %v %v, want a 502 before any byte of the body", resp, err)
+			case !tc.early && (err == nil || len(body) >= tc.n):
+				t.Errorf("got %v with %d bytes and error %v, want the body aborted", resp, len(body), err)
+			}
+			var events []trace.Event
+			for {
+				evs, _, final := wt.Drain()
+				events = append(events, evs...)
+				if final != nil {
+					events = append(events, *final)
+					break
 				}
-				if !errors.Is(err, io.ErrUnexpectedEOF) {
-					t.Logf("body read failed with %v (not unexpected EOF)", err)
+				select {
+				case <-wt.Notify():
+				case <-time.After(netTestTimeout):
+					t.Fatal("the trace never finished")
 				}
-				t.Logf("status %d, %d body bytes, then %v", resp.StatusCode, len(body), err)
+			}
+			var result, finished *trace.Event
+			var finalCode any
+			for i, e := range events {
+				switch e.Type() {
+				case trace.BackendCallResult:
+					result = &events[i]
+				case trace.RequestFinished:
+					finished = &events[i]
+				case trace.ResponseSnapshot:
+					if e.Stage() == trace.StageFinalResponse {
+						finalCode = e.Message["requestState"].(map[string]any)["response"].(map[string]any)["code"]
+					}
+				}
+			}
+			if result == nil || finished == nil {
+				t.Fatalf("trace lacks backendCallResult or requestFinished: %v", events)
+			}
+			if tc.early {
+				if msg, _ := result.Message["error"].(string); !strings.Contains(msg, "body cut short") || result.Severity != trace.SeverityError {
+					t.Errorf("backendCallResult %v (%s), want the error and severity error", result.Message, result.Severity)
+				}
+				if finalCode != http.StatusBadGateway {
+					t.Errorf("final response code %v, want 502, what the client received", finalCode)
+				}
+			} else if msg, _ := finished.Message["error"].(string); !strings.Contains(msg, "body cut short") || finished.Severity != trace.SeverityError {
+				t.Errorf("requestFinished %v (%s), want the error and severity error", finished.Message, finished.Severity)
 			}
 			expectServing(t, proxy)
 		})
+	}
+	// Every cut body counts against the backend's health.
+	if n, health, _ := dp.backends[backend+"|"+backend].stats.Snapshot(); n < 3 || health > float64(n-3)/float64(n) {
+		t.Errorf("backend stats: %d requests, health %.2f, want the 3 cut bodies counted as failures", n, health)
 	}
 }
 
@@ -565,6 +606,8 @@ func TestMalformedBackendResponse(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 abc\r\n\r\n")
 		case "/not-http":
 			io.WriteString(c, "not http at all")
+		case "/garbage":
+			io.WriteString(c, "SECRET "+strings.Repeat("garbage ", 320))
 		default:
 			return rawOK(c)
 		}
@@ -572,11 +615,14 @@ func TestMalformedBackendResponse(t *testing.T) {
 	})
 	proxy := startNetProxy(t, backend)
 
-	for _, path := range []string{"/bad-status", "/not-http"} {
+	for _, path := range []string{"/bad-status", "/not-http", "/garbage"} {
 		t.Run(path, func(t *testing.T) {
 			resp, body := dialProxy(t, proxy).get(path)
-			if resp.StatusCode != http.StatusServiceUnavailable {
-				t.Errorf("status %d (%q), want 503", resp.StatusCode, body)
+			// 502: the backend answered, wrongly. The client hears what
+			// failed, never the backend's bytes.
+			if resp.StatusCode != http.StatusBadGateway || len(body) > 300 ||
+				bytes.Contains(body, []byte("not http")) || bytes.Contains(body, []byte("SECRET")) || bytes.Contains(body, []byte("garbage")) {
+				t.Errorf("status %d, body %q, want 502 saying what failed, in its own words", resp.StatusCode, body)
 			}
 			expectServing(t, proxy)
 		})

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -45,50 +46,53 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
 		dp.backendError(ctx, c, err)
 		return
 	}
-	c.resp = resp
-	out := &ctx.Response.Header
-	copyResponseHeader(out, &resp.Header)
-	for t := range resp.Header.Trailers() {
-		// Announced to the client as the backend announced them; the values
-		// follow the body (call.Read). Trailers the backend sends without
-		// announcing them are not passed on.
-		if out.AddTrailerBytes(t) == nil {
-			c.trailers = out
-		}
-	}
 	status := resp.StatusCode()
-	out.SetStatusCode(status)
 	n := resp.Header.ContentLength()
-	if n >= 0 {
-		out.SetContentLength(n)
-	}
-	c.respond(status, &resp.Header, out)
-
 	stream := resp.BodyStream()
-	if stream != nil && n >= 0 && n <= maxBufferedResponse && !isEventStream(resp.Header.ContentType()) {
-		// A small body of known length is read at once, so the backend
-		// connection goes back to the pool before the client is answered
-		// and the response leaves in one write. On a token-limited route
-		// it is read through the usage watch, which charges at its end.
-		body := stream
+	if stream != nil && n >= 0 && !isEventStream(resp.Header.ContentType()) {
+		// A body of known length is read ahead before anything goes to the
+		// client: whole when small (the backend connection goes back to the
+		// pool before the client is answered, and the response leaves in
+		// one write), else its first part. A body cut short there gets a
+		// 502, and the trace's backendCallResult says why. On a
+		// token-limited route a small body is read through the usage watch,
+		// which charges at its end.
+		small := n <= maxBufferedResponse
 		var watch io.ReadCloser
-		if c.rt.tokens {
+		body := io.Reader(stream)
+		if small && c.rt.tokens {
 			watch = dp.watchTokens(c, resp, io.NopCloser(stream))
 			body = watch
 		}
-		err := readBody(&ctx.Response, body, n)
+		buf, k, err := readAhead(body, n, small)
 		if watch != nil {
 			_ = watch.Close() // the watch reports before the call ends
 		}
 		if err != nil {
-			// The status is gone; the only way to tell the client the body
-			// is incomplete is to abort the connection, as ReverseProxy does.
-			c.err = err
-			ctx.Response.SetBodyStream(errReader{err}, n)
+			fasthttp.ReleaseResponse(resp)
+			dp.backendError(ctx, c, bodyError(err))
+			return
 		}
-		c.finish()
+		c.resp = resp
+		dp.respondHeaders(ctx, c, status, n)
+		if small {
+			ctx.Response.SetBody(buf[:k])
+			readBufs.Put(buf)
+			c.finish()
+			return
+		}
+		c.up = upBody{resp: resp}
+		c.ahead = aheadBody{buf: buf, n: k, rest: &c.up}
+		c.body = &c.ahead
+		c.watchClient(ctx.Conn(), stream)
+		if c.rt.tokens {
+			c.body = dp.watchTokens(c, resp, c.body)
+		}
+		ctx.Response.SetBodyStream(c, n)
 		return
 	}
+	c.resp = resp
+	dp.respondHeaders(ctx, c, status, n)
 	if stream != nil {
 		c.up = upBody{resp: resp}
 		c.body = &c.up
@@ -109,31 +113,93 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
 // closed by the backend.
 const maxIdleRetries = 8
 
-// maxBufferedResponse is the largest response body forward reads before
-// answering; larger ones, and those of unknown length, stream through.
+// maxBufferedResponse is the largest response body forward reads whole
+// before answering, and how much of a larger one of known length it reads
+// ahead; bodies of unknown length stream through as they come.
 const maxBufferedResponse = 16 << 10
 
-var readBufs = sync.Pool{New: func() any { return new([maxBufferedResponse]byte) }}
+// readBufs hold read-ahead bodies: one byte more than maxBufferedResponse,
+// to read past a small body's end.
+var readBufs = sync.Pool{New: func() any { return new([maxBufferedResponse + 1]byte) }}
 
-// readBody reads exactly n bytes of body into resp's body.
-func readBody(resp *fasthttp.Response, body io.Reader, n int) error {
-	buf := readBufs.Get().(*[maxBufferedResponse]byte)
-	defer readBufs.Put(buf)
-	k, err := io.ReadFull(body, buf[:n])
-	resp.SetBody(buf[:k])
-	if err == io.EOF && n > 0 {
+// readAhead reads the first min(n, maxBufferedResponse) bytes of a body of
+// length n into a pooled buffer; with whole (n fits), it reads on to the
+// body's end, which also tells the backend's client that the connection can
+// go back to the pool. On error the buffer is already returned.
+func readAhead(body io.Reader, n int, whole bool) (buf *[maxBufferedResponse + 1]byte, k int, err error) {
+	buf = readBufs.Get().(*[maxBufferedResponse + 1]byte)
+	want := min(n, maxBufferedResponse)
+	k, err = io.ReadFull(body, buf[:want])
+	if err == io.EOF && want > 0 {
 		err = io.ErrUnexpectedEOF
 	}
-	if err == nil {
-		// Reading on to EOF tells the client the body is complete, so it
-		// pools the connection instead of closing it.
-		if _, err = body.Read(buf[:1]); err == io.EOF {
+	if err == nil && whole {
+		if _, err = body.Read(buf[k : k+1]); err == io.EOF {
 			err = nil
 		} else if err == nil {
 			err = errors.New("backend sent more than Content-Length")
 		}
 	}
-	return err
+	if err != nil {
+		readBufs.Put(buf)
+		return nil, 0, err
+	}
+	return buf, k, nil
+}
+
+// bodyError says what went wrong with a backend's body.
+func bodyError(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("backend body cut short: %w", err)
+	}
+	return fmt.Errorf("backend body: %w", err)
+}
+
+// aheadBody is a body of known length whose first part was read ahead: it
+// serves that part, then the rest, and returns the buffer on Close.
+type aheadBody struct {
+	buf    *[maxBufferedResponse + 1]byte
+	off, n int
+	rest   io.ReadCloser
+}
+
+func (a *aheadBody) Read(p []byte) (int, error) {
+	if a.off < a.n {
+		k := copy(p, a.buf[a.off:a.n])
+		a.off += k
+		return k, nil
+	}
+	return a.rest.Read(p)
+}
+
+func (a *aheadBody) Close() error {
+	if a.buf != nil {
+		readBufs.Put(a.buf)
+		a.buf = nil
+	}
+	return a.rest.Close()
+}
+
+// respondHeaders copies the backend's status and headers to the client's
+// response, announces the trailers the backend announced, and traces the
+// answer (call.respond).
+func (dp *Dataplane) respondHeaders(ctx *fasthttp.RequestCtx, c *call, status, n int) {
+	resp := c.resp
+	out := &ctx.Response.Header
+	copyResponseHeader(out, &resp.Header)
+	for t := range resp.Header.Trailers() {
+		// Announced to the client as the backend announced them; the values
+		// follow the body (call.Read). Trailers the backend sends without
+		// announcing them are not passed on.
+		if out.AddTrailerBytes(t) == nil {
+			c.trailers = out
+		}
+	}
+	out.SetStatusCode(status)
+	if n >= 0 {
+		out.SetContentLength(n)
+	}
+	c.respond(status, &resp.Header, out)
 }
 
 // isEventStream reports whether a Content-Type is text/event-stream, which
@@ -151,17 +217,42 @@ func (b *upBody) Read(p []byte) (int, error) { return b.resp.BodyStream().Read(p
 
 func (b *upBody) Close() error { return b.resp.CloseBodyStream() }
 
-// backendError answers a failed upstream call: 503 with the transport error,
-// which the trace shows in backendCallResult.error.
+// backendError answers a failed upstream call: 503 when the backend could
+// not be reached, 502 when it answered wrongly (a malformed response, a
+// body cut short). The trace shows the transport error in
+// backendCallResult.error; the client is told what failed, never the bytes
+// the backend sent.
 func (dp *Dataplane) backendError(ctx *fasthttp.RequestCtx, c *call, err error) {
 	c.err = err
 	dp.log.Debug("backend call failed", "host", c.be.addr, "err", err)
+	code := fasthttp.StatusBadGateway
+	if unreachable(err) {
+		code = fasthttp.StatusServiceUnavailable
+	}
 	resp := &ctx.Response
 	resp.Header.SetContentType("text/plain; charset=utf-8")
-	resp.SetStatusCode(fasthttp.StatusServiceUnavailable)
-	c.respond(fasthttp.StatusServiceUnavailable, nil, &resp.Header)
-	resp.SetBodyString("upstream call failed: " + err.Error() + "\n")
+	resp.SetStatusCode(code)
+	c.respond(code, nil, &resp.Header)
+	resp.SetBodyString("upstream call failed: " + clientMessage(err) + "\n")
 	c.finish()
+}
+
+// unreachable reports whether err is a failure to reach the backend at all.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns)
+}
+
+// clientMessage is an upstream error as the client may read it: the
+// proxy's words, cut before any quoted bytes of the backend's answer and
+// bounded in length.
+func clientMessage(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), `"`)
+	msg = strings.TrimRight(msg, " :")
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	return msg
 }
 
 // watchTokens charges LLM token usage once the body has passed through.

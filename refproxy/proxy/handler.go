@@ -141,9 +141,10 @@ type call struct {
 	d     ratelimit.Decision
 	start time.Time
 
-	resp *fasthttp.Response // the backend's response; released by finish
-	up   upBody
-	body io.ReadCloser // &up, or the token watch around it
+	resp  *fasthttp.Response // the backend's response; released by finish
+	up    upBody
+	ahead aheadBody     // a large body's first part, read before answering
+	body  io.ReadCloser // &up, or the token watch around it
 	// trailers is the client's response header when the backend announced
 	// trailers, which are copied there when its body ends.
 	trailers *fasthttp.ResponseHeader
@@ -153,18 +154,20 @@ type call struct {
 	conn     net.Conn
 	watching chan struct{}
 
-	status   int
-	err      error
-	done     bool
-	warnMu   sync.Mutex // the gzip token watch reports from its own goroutine
-	warnings []any
+	status int
+	err    error
+	// respondErr is the error backendCallResult reported (c.err then).
+	respondErr error
+	done       bool
+	warnMu     sync.Mutex // the gzip token watch reports from its own goroutine
+	warnings   []any
 }
 
 // respond is the backend's status and headers arriving: trace them as they
 // came (backend; nil when the proxy answers for a failed call), then add
 // the proxy's own headers to the client's response (h).
 func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
-	c.status = code
+	c.status, c.respondErr = code, c.err
 	tr := c.tr
 	if tr != nil {
 		var errv any
@@ -210,6 +213,11 @@ func (c *call) Read(p []byte) (int, error) {
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		c.dp.log.Debug("read error during body copy", "err", err)
+		if !errors.Is(err, errClientGone) && c.err == nil {
+			// The backend failed mid-body: the call failed, whatever the
+			// status said; requestFinished and the endpoint's health show it.
+			c.err = bodyError(err)
+		}
 	}
 	return n, err
 }
@@ -242,9 +250,17 @@ func (c *call) finish() {
 	if tr := c.tr; tr != nil {
 		sev := statusSeverity(status, c.err)
 		var fields map[string]any
+		if c.err != nil && c.status != 0 && c.err != c.respondErr {
+			// An error found after backendCallResult went out (a body cut
+			// short mid-stream) is told here.
+			fields = map[string]any{"error": c.err.Error()}
+		}
 		c.warnMu.Lock()
 		if len(c.warnings) > 0 {
-			fields = map[string]any{"warnings": c.warnings}
+			if fields == nil {
+				fields = map[string]any{}
+			}
+			fields["warnings"] = c.warnings
 			if sev == trace.SeverityInfo {
 				sev = trace.SeverityWarn
 			}

@@ -145,6 +145,10 @@ func (w *Watcher) push(e Event) {
 	}
 }
 
+// Notify signals, without blocking the sender, that events were queued
+// since the last Drain; a reader drains after each signal.
+func (w *Watcher) Notify() <-chan struct{} { return w.notify }
+
 // Drain takes what is queued: events, the count dropped since the last
 // drain, and the final event once it has arrived.
 func (w *Watcher) Drain() (events []Event, dropped int, final *Event) {
