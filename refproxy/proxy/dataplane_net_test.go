@@ -775,3 +775,24 @@ func TestHeaderTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestMalformedChunkedRequestBody: a client whose chunked body is malformed
+// gets 400, the proxy keeps serving, and the backend's health does not pay
+// for the client's fault (it used to get 503 and lower the health).
+func TestMalformedChunkedRequestBody(t *testing.T) {
+	backend := startHTTPBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	})
+	dp, proxy := startNetDataplane(t, backend)
+	nc := dialProxy(t, proxy)
+	nc.send("POST /upload HTTP/1.1\r\nTransfer-Encoding: chunked", []byte("5\r\nhello\r\nzz-not-a-size\r\n\r\n"))
+	resp, body, err := nc.read(http.MethodPost)
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("malformed chunked body: %v %v %q, want 400", resp, err, body)
+	}
+	expectServing(t, proxy)
+	if n, health, _ := dp.backends[backend+"|"+backend].stats.Snapshot(); health != 1 {
+		t.Errorf("backend stats after a client's malformed body: %d requests, health %.2f, want 1.00", n, health)
+	}
+}

@@ -28,6 +28,24 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
 	req := &ctx.Request
 	clientClose := req.Header.ConnectionClose()
 	rewriteRequest(ctx, c.be, dropped)
+	if n := req.Header.ContentLength(); req.IsBodyStream() && n >= 0 && n <= maxBufferedBody {
+		// The server read this body whole before calling the handler:
+		// take it as bytes, so that the request can be sent again.
+		req.Body()
+	}
+	if req.IsBodyStream() {
+		// A body streamed from the client (large, or chunked) is read while
+		// it is sent; a request of its own reads it through clientBody, to
+		// tell a failure of the client's (a malformed chunked body) from the
+		// backend's. The client's request keeps its stream, which the
+		// server releases.
+		c.clientBody = clientBody{r: req.BodyStream()}
+		up := fasthttp.AcquireRequest()
+		defer fasthttp.ReleaseRequest(up)
+		req.Header.CopyTo(&up.Header)
+		up.SetBodyStream(&c.clientBody, req.Header.ContentLength())
+		req = up
+	}
 	resp := fasthttp.AcquireResponse()
 	resp.StreamBody = true
 	err := c.be.do(req, resp)
@@ -43,6 +61,10 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
 	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
+		if cerr := c.clientBody.err; cerr != nil {
+			dp.clientBodyError(ctx, c, cerr)
+			return
+		}
 		dp.backendError(ctx, c, err)
 		return
 	}
@@ -235,6 +257,34 @@ func (dp *Dataplane) backendError(ctx *fasthttp.RequestCtx, c *call, err error) 
 	c.respond(code, nil, &resp.Header)
 	resp.SetBodyString("upstream call failed: " + clientMessage(err) + "\n")
 	c.finish()
+}
+
+// clientBodyError answers a request whose body the client sent malformed:
+// 400, and the backend's health does not count the call.
+func (dp *Dataplane) clientBodyError(ctx *fasthttp.RequestCtx, c *call, err error) {
+	c.err, c.clientFault = fmt.Errorf("the client's request body: %w", err), true
+	resp := &ctx.Response
+	resp.Header.SetContentType("text/plain; charset=utf-8")
+	resp.SetStatusCode(fasthttp.StatusBadRequest)
+	resp.SetConnectionClose()
+	c.respond(fasthttp.StatusBadRequest, nil, &resp.Header)
+	resp.SetBodyString("malformed request body: " + clientMessage(err) + "\n")
+	c.finish()
+}
+
+// clientBody is a client's streamed request body; it keeps the error
+// reading it failed with.
+type clientBody struct {
+	r   io.Reader
+	err error
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }
 
 // unreachable reports whether err is a failure to reach the backend at all.

@@ -145,6 +145,10 @@ type call struct {
 	up    upBody
 	ahead aheadBody     // a large body's first part, read before answering
 	body  io.ReadCloser // &up, or the token watch around it
+	// clientBody is the client's streamed request body, and clientFault
+	// marks a call that failed by the client's fault (not the backend's).
+	clientBody  clientBody
+	clientFault bool
 	// trailers is the client's response header when the backend announced
 	// trailers, which are copied there when its body ends.
 	trailers *fasthttp.ResponseHeader
@@ -170,12 +174,15 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 	c.status, c.respondErr = code, c.err
 	tr := c.tr
 	if tr != nil {
-		var errv any
+		var errv, statusv any = nil, code
 		if c.err != nil {
 			errv = c.err.Error()
 		}
+		if c.clientFault {
+			statusv = nil // the backend never answered
+		}
 		start := c.start
-		tr.EmitTimed(statusSeverity(code, c.err), trace.BackendCallResult, &start, map[string]any{"status": code, "error": errv})
+		tr.EmitTimed(statusSeverity(code, c.err), trace.BackendCallResult, &start, map[string]any{"status": statusv, "error": errv})
 		// The backend's response as it came, before the proxy adds its own headers.
 		if backend == nil {
 			backend = h // the proxy's own answer to a failed call
@@ -246,7 +253,9 @@ func (c *call) finish() {
 	if status == 0 {
 		status = http.StatusBadGateway
 	}
-	c.be.stats.record(time.Since(c.start), status < 500 && c.err == nil)
+	if !c.clientFault {
+		c.be.stats.record(time.Since(c.start), status < 500 && c.err == nil)
+	}
 	if tr := c.tr; tr != nil {
 		sev := statusSeverity(status, c.err)
 		var fields map[string]any
