@@ -94,6 +94,18 @@ Feature: Trace ordering
     And the trace has a "final response" response snapshot with the status the client received
     And the trace events follow the order of the spec
 
+  @spec-2.1 @spec-6 @spec-7
+  Scenario: A backend that cuts its body short is never traced as a clean success
+    When I trace a GET request to "/cut/1000", whatever comes back
+    Then the trace does not claim a response the client never received
+    And the trace reports the transport error unless the client received the backend's status 200
+    And the trace events follow the order of the spec
+
+  @extended @trace-body-errors
+  Scenario: A body cut short after the response began is reported in the trace
+    When I trace a GET request to "/cut/40000", whatever comes back
+    Then the trace reports the error in backendCallResult or requestFinished with severity "error"
+
   @extended @trace-severity
   Scenario: Severity says how each step went
     Given a route "only-api" with path prefix "/api" to backend "httpbin" on listener "narrow"

@@ -25,16 +25,22 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			"A rate-limited request traces a 429 and no backend call":                   "routeSelection out of order",
 			"A backend transport error is reported in backendCallResult":                "routeSelection out of order",
 			"The trace reports the status the backend answered and the client received": "routeSelection out of order",
+			"A backend that cuts its body short is never traced as a clean success":     "routeSelection out of order",
 		}},
 		{fault: "trace hides the backend status", wantFail: map[string]string{
 			"The trace reports the status the backend answered and the client received": "backendCallResult.status: got 200, want",
 			"A backend transport error is reported in backendCallResult":                "response.code: got 200, but the client received",
 			"A rate-limited request traces a 429 and no backend call":                   "response.code: got 200, want 429",
 			"An unmatched route traces no backend call":                                 "response.code: got 200, but the client received 404",
+			"A backend that cuts its body short is never traced as a clean success":     "the client received 502, but the final response snapshot says 200",
 		}},
 		{fault: "snapshot fields of the wrong type", wantFail: map[string]string{
 			"A forwarded request traces every required event in order": "request.startTime is string",
 			"Snapshots carry the fields of spec part 2.1":              "source.port is string",
+		}},
+		{fault: "trace claims a cut body succeeded", claimAll: true, wantFail: map[string]string{
+			"A backend that cuts its body short is never traced as a clean success": "the client received no response",
+			"A body cut short after the response began is reported in the trace":    "neither backendCallResult nor requestFinished carries an error",
 		}},
 		// A proxy may close a connection after any response: the suite
 		// opens a new one for each request, so nothing fails.

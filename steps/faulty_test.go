@@ -517,6 +517,46 @@ var faults = map[string]fault{
 			}
 		})
 	}},
+	// A backend body cut short: the client gets no response at all, while
+	// the trace says the backend answered 200 with no error and the final
+	// response was 200 (what refproxy did before it read bodies ahead).
+	"trace claims a cut body succeeded": {
+		listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasPrefix(r.URL.Path, "/cut/") {
+					next.ServeHTTP(w, r)
+					return
+				}
+				// The proxy behind still handles (and traces) the request.
+				next.ServeHTTP(httptest.NewRecorder(), r)
+				if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+					c.Close()
+				}
+			})
+		},
+		frames: func() func(sse.Frame) []sse.Frame {
+			cut := false // the traced request is one to /cut/
+			return rewriteEvents(func(e *trace.Event) {
+				if p, _ := tracecheck.Lookup(tracecheck.State(*e), "request.path"); e.Stage() == trace.StageInitialRequest {
+					cut = strings.HasPrefix(fmt.Sprint(p), "/cut/")
+				}
+				if !cut {
+					return
+				}
+				switch e.Type() {
+				case trace.BackendCallResult:
+					e.Message["status"], e.Message["error"], e.Severity = 200, nil, trace.SeverityInfo
+				case trace.ResponseSnapshot:
+					if r, ok := tracecheck.State(*e)["response"].(map[string]any); ok {
+						r["code"] = 200
+					}
+				case trace.RequestFinished:
+					delete(e.Message, "error")
+					e.Severity = trace.SeverityInfo
+				}
+			})
+		},
+	},
 	// Every response closes its connection, as proxies may after a 429.
 	"connection closed after every response": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -35,6 +35,10 @@ const (
 	// FeatureTraceSeverity: severity success/info/warn/error as the
 	// reference sets it (the spec shows only info).
 	FeatureTraceSeverity FeatureName = "trace-severity"
+	// FeatureTraceBodyErrors: a backend body cut short after the response
+	// began is reported in backendCallResult or requestFinished, severity
+	// error.
+	FeatureTraceBodyErrors FeatureName = "trace-body-errors"
 	// FeatureTraceStreamHeaders: Cache-Control: no-cache on the trace stream.
 	FeatureTraceStreamHeaders FeatureName = "trace-stream-headers"
 	// FeatureTraceReadyComment: the stream opens with ": ready".

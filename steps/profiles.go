@@ -43,7 +43,7 @@ var Profiles = []ConformanceProfile{
 			FeatureTraceOrder, FeatureTokenOverage, FeatureRequestLimits, FeatureAdmin, FeatureForwardCompat,
 		},
 		ExtendedFeatures: []FeatureName{
-			FeatureTraceSeverity, FeatureTraceStreamHeaders, FeatureTraceReadyComment, FeatureTraceCELExpression,
+			FeatureTraceSeverity, FeatureTraceBodyErrors, FeatureTraceStreamHeaders, FeatureTraceReadyComment, FeatureTraceCELExpression,
 			FeatureTraceWatcherFIFO, FeatureProxyStatusCodes, FeatureRateLimitHeadersOnSuccess,
 			FeatureRateLimitResponseFormat, FeatureGatewayRateLimit, FeatureLLMStreamUsageInjection,
 			FeatureConfigDumpLayout, FeatureAdminErrorStatus,

@@ -225,8 +225,20 @@ func headerIs(r *response, name, want string) error {
 
 // send makes one request to a listener. target is a path, or an absolute
 // URL whose host becomes the Host header only (the request always goes to
-// the listener, as the trace client's inject mode does).
+// the listener, as the trace client's inject mode does). A response that
+// does not arrive whole is an error.
 func (s *state) send(ctx context.Context, listener, method, target string, header http.Header, body []byte) (*response, error) {
+	r, err := s.exchange(ctx, listener, method, target, header, body)
+	if err == nil && r.broken != nil {
+		return nil, r.broken
+	}
+	return r, err
+}
+
+// exchange is send that records a response which did not arrive whole
+// (no head: status 0; a body cut short) in response.broken instead of
+// failing: what a proxy in front of a broken backend may rightly do.
+func (s *state) exchange(ctx context.Context, listener, method, target string, header http.Header, body []byte) (*response, error) {
 	d, err := s.deployment(ctx)
 	if err != nil {
 		return nil, err
@@ -262,7 +274,12 @@ func (s *state) send(ctx context.Context, listener, method, target string, heade
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s via %s: %w", method, target, addr, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s %s via %s: %w", method, target, addr, err)
+		}
+		r := &response{broken: fmt.Errorf("%s %s via %s: no response: %w", method, target, addr, err)}
+		s.responses = append(s.responses, r)
+		return r, nil
 	}
 	defer resp.Body.Close()
 	r := &response{status: resp.StatusCode, header: resp.Header}
@@ -275,10 +292,10 @@ func (s *state) send(ctx context.Context, listener, method, target string, heade
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, target, len(r.chunks), err)
+			r.broken = fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, target, len(r.chunks), err)
 		}
 	} else if r.body, err = io.ReadAll(resp.Body); err != nil {
-		return nil, fmt.Errorf("%s %s: body cut: %w", method, target, err)
+		r.broken = fmt.Errorf("%s %s: body cut after %d bytes: %w", method, target, len(r.body), err)
 	}
 	s.responses = append(s.responses, r)
 	return r, nil

@@ -75,6 +75,9 @@ type response struct {
 	body   []byte
 	// chunks are the SSE data frames of a streamed body.
 	chunks []string
+	// broken is set when the response did not arrive whole: no head
+	// (status 0), or a body cut short.
+	broken error
 }
 
 // deployment configures the target with the scenario's setup on first use.

@@ -29,6 +29,80 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 	step(sc, `^I trace a GET request to "([^"]*)"$`, func(ctx context.Context, target string) error {
 		return traceOn(ctx, target, DefaultListener)
 	})
+	step(sc, `^I trace a GET request to "([^"]*)", whatever comes back$`, func(ctx context.Context, target string) error {
+		s := getState(ctx)
+		w, err := s.watch(ctx, "")
+		if err != nil {
+			return err
+		}
+		if _, err := s.exchange(ctx, DefaultListener, http.MethodGet, target, nil, nil); err != nil {
+			return err
+		}
+		return s.finish(w)
+	})
+	step(sc, `^the trace does not claim a response the client never received$`, func(ctx context.Context) error {
+		s := getState(ctx)
+		r, err := s.lastResponse()
+		if err != nil {
+			return err
+		}
+		t, err := s.currentTrace()
+		if err != nil {
+			return err
+		}
+		e, ok := tracecheck.Find(t.Events, "responseSnapshot ("+trace.StageFinalResponse+")")
+		var code any
+		if ok {
+			code, _ = tracecheck.Lookup(tracecheck.State(e), "response.code")
+		}
+		f, _ := code.(float64)
+		switch {
+		case r.status == 0 && ok && f >= 200 && f < 300:
+			return fmt.Errorf("the client received no response (%v), but the final response snapshot claims %v", r.broken, code)
+		case r.status != 0 && (!ok || int(f) != r.status):
+			return fmt.Errorf("the client received %d, but the final response snapshot says %v", r.status, code)
+		}
+		return nil
+	})
+	step(sc, `^the trace reports the transport error unless the client received the backend's status (\d+)$`, func(ctx context.Context, backendStatus int) error {
+		s := getState(ctx)
+		r, err := s.lastResponse()
+		if err != nil {
+			return err
+		}
+		if r.status == backendStatus {
+			// The answer went on as the backend began it; where a streaming
+			// proxy reports what it learns later is not the spec's.
+			return nil
+		}
+		e, err := s.event(string(trace.BackendCallResult))
+		if err != nil {
+			return err
+		}
+		if v := e.Message["error"]; v == nil || v == "" {
+			got := fmt.Sprintf("status %d", r.status)
+			if r.status == 0 {
+				got = fmt.Sprintf("no response (%v)", r.broken)
+			}
+			return fmt.Errorf("the backend answered %d and cut its body short, the client got %s, but backendCallResult.error is %v: the trace must say why", backendStatus, got, v)
+		}
+		return nil
+	})
+	step(sc, `^the trace reports the error in backendCallResult or requestFinished with severity "([^"]*)"$`, func(ctx context.Context, severity string) error {
+		t, err := getState(ctx).currentTrace()
+		if err != nil {
+			return err
+		}
+		for _, e := range t.Events {
+			if (e.Type() == trace.BackendCallResult || e.Type() == trace.RequestFinished) && e.Message["error"] != nil && e.Message["error"] != "" {
+				if string(e.Severity) != severity {
+					return fmt.Errorf("%s reports %v with severity %q, want %q", e.Type(), e.Message["error"], e.Severity, severity)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("neither backendCallResult nor requestFinished carries an error; got %s", names(t.Events))
+	})
 	step(sc, `^I trace a GET request to "([^"]*)" on listener "([^"]*)"$`, traceOn)
 	step(sc, `^I watch for the next request$`, func(ctx context.Context) error {
 		_, err := getState(ctx).watch(ctx, "")

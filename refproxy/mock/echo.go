@@ -23,6 +23,7 @@ func NewEcho() *Echo {
 	e.mux.HandleFunc("/headers", e.headers)
 	e.mux.HandleFunc("/status/{code}", e.status)
 	e.mux.HandleFunc("/delay/{ms}", e.delay)
+	e.mux.HandleFunc("/cut/{sent}", e.cut)
 	e.mux.HandleFunc("/", e.anything)
 	return e
 }
@@ -57,6 +58,27 @@ func (e *Echo) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(code)
+}
+
+// CutLength is the Content-Length /cut/{sent} announces.
+const CutLength = 100000
+
+// cut announces a body of CutLength bytes, sends the first {sent} of them
+// and closes the connection: a backend that cuts its body short.
+func (e *Echo) cut(w http.ResponseWriter, r *http.Request) {
+	sent, err := strconv.Atoi(r.PathValue("sent"))
+	if err != nil || sent < 0 || sent >= CutLength {
+		http.Error(w, "cut: want a byte count from 0 to "+strconv.Itoa(CutLength-1)+", got "+strconv.Quote(r.PathValue("sent")), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(CutLength))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(strings.Repeat("x", sent)))
+	_ = http.NewResponseController(w).Flush()
+	if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		_ = c.Close()
+	}
 }
 
 func (e *Echo) delay(w http.ResponseWriter, r *http.Request) {

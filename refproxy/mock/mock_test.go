@@ -3,6 +3,8 @@ package mock
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -52,6 +54,7 @@ func TestEcho(t *testing.T) {
 		{"headers", "GET", "/headers", "", 200, `"X-Test":"yes"`},
 		{"status", "GET", "/status/418", "", 418, ""},
 		{"bad status", "GET", "/status/abc", "", 400, "want an integer HTTP status code"},
+		{"bad cut", "GET", "/cut/many", "", 400, "want a byte count"},
 		{"delay", "GET", "/delay/10", "", 200, `"path":"/delay/10"`},
 		{"anything", "POST", "/anything/x?a=1", "hello", 200, `"body":"hello"`},
 		{"anything method", "PUT", "/anything", "", 200, `"method":"PUT"`},
@@ -69,7 +72,7 @@ func TestEcho(t *testing.T) {
 		t.Errorf("Count() = %d, want %d", got, want)
 	}
 	_, body := do(t, "GET", s.URL()+"/__count", "", nil)
-	if want := `{"count":7}`; strings.TrimSpace(body) != want {
+	if want := fmt.Sprintf(`{"count":%d}`, len(tests)); strings.TrimSpace(body) != want {
 		t.Errorf("GET /__count = %q, want %q", body, want)
 	}
 	if resp, _ := do(t, "POST", s.URL()+"/__reset", "", nil); resp.StatusCode != 204 {
@@ -248,5 +251,24 @@ func TestLLMHold(t *testing.T) {
 	l.Release("k")
 	if rest := <-done; !strings.HasSuffix(rest, "data: [DONE]\n\n") {
 		t.Errorf("rest after release = %q, want it to end with [DONE]", rest)
+	}
+}
+
+// TestEchoCut: /cut/{sent} announces CutLength bytes, sends {sent} and
+// closes: the client reads a 200 head, then an unexpected EOF.
+func TestEchoCut(t *testing.T) {
+	s, err := Listen("127.0.0.1:0", NewEcho())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	resp, err := http.Get("http://" + s.Addr() + "/cut/1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.ContentLength != CutLength || len(body) != 1000 || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("got %d, length %d, %d bytes, %v; want 200, %d, 1000 bytes, unexpected EOF", resp.StatusCode, resp.ContentLength, len(body), err, CutLength)
 	}
 }
