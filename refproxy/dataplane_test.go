@@ -236,8 +236,6 @@ func TestReloadKeepsInFlightRequests(t *testing.T) {
 		fmt.Fprint(w, "slow done")
 	})
 	other := backendServer(t, "other", nil)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "c.yaml")
 	cfgA := `
 binds:
 - port: 0
@@ -245,21 +243,7 @@ binds:
   - routes:
     - backends: [{host: "` + slow + `"}]
 `
-	if err := os.WriteFile(file, []byte(cfgA), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard), WithConfigFile(file, true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p, file := startWatching(t, cfgA)
 	base := "http://" + p.BindAddrs()[0]
 	type result struct {
 		code int
@@ -536,23 +520,8 @@ binds:
 // file again once it is whole.
 func TestReloadNeverEmptiesARunningProxy(t *testing.T) {
 	be := backendServer(t, "be", nil)
-	file := filepath.Join(t.TempDir(), "c.yaml")
 	whole := "binds:\n- port: 0\n  listeners:\n  - routes:\n    - backends: [{host: \"" + be + "\"}]\n"
-	if err := os.WriteFile(file, []byte(whole), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard), WithConfigFile(file, true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
+	p, file := startWatching(t, whole)
 	base := "http://" + p.BindAddrs()[0]
 	for _, content := range []string{"", "\n", "# nothing yet\n", "binds: []\n"} {
 		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
@@ -578,4 +547,27 @@ func TestReloadNeverEmptiesARunningProxy(t *testing.T) {
 		resp, _ := adminDo(t, p, http.MethodGet, "/config_dump")
 		return resp.Header.Get("X-Config-Rejected") == "" && resp.Header.Get("X-Config-Source") == file
 	})
+}
+
+// startWatching writes a config file c.yaml with content and starts a proxy
+// that reloads it when it changes; the proxy stops when the test ends.
+func startWatching(t *testing.T, content string) (*Proxy, string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard), WithConfigFile(file, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	return p, file
 }

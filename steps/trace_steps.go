@@ -15,30 +15,28 @@ import (
 )
 
 func registerTraceSteps(sc *godog.ScenarioContext) {
-	traceOn := func(ctx context.Context, target, listener string) error {
+	// traceWith traces one GET sent with send (which wants a whole
+	// response) or exchange (which records a broken one).
+	type sender func(s *state, ctx context.Context, listener, method, target string, header http.Header, body []byte) (*response, error)
+	traceWith := func(ctx context.Context, send sender, target, listener string) error {
 		s := getState(ctx)
 		w, err := s.watch(ctx, "")
 		if err != nil {
 			return err
 		}
-		if _, err := s.send(ctx, listener, http.MethodGet, target, nil, nil); err != nil {
+		if _, err := send(s, ctx, listener, http.MethodGet, target, nil, nil); err != nil {
 			return err
 		}
 		return s.finish(w)
+	}
+	traceOn := func(ctx context.Context, target, listener string) error {
+		return traceWith(ctx, (*state).send, target, listener)
 	}
 	step(sc, `^I trace a GET request to "([^"]*)"$`, func(ctx context.Context, target string) error {
 		return traceOn(ctx, target, DefaultListener)
 	})
 	step(sc, `^I trace a GET request to "([^"]*)", whatever comes back$`, func(ctx context.Context, target string) error {
-		s := getState(ctx)
-		w, err := s.watch(ctx, "")
-		if err != nil {
-			return err
-		}
-		if _, err := s.exchange(ctx, DefaultListener, http.MethodGet, target, nil, nil); err != nil {
-			return err
-		}
-		return s.finish(w)
+		return traceWith(ctx, (*state).exchange, target, DefaultListener)
 	})
 	step(sc, `^the trace does not claim a response the client never received$`, func(ctx context.Context) error {
 		s := getState(ctx)

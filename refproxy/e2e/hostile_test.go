@@ -258,9 +258,9 @@ func posts(n int, closed <-chan struct{}) func(t *testing.T, addr string) string
 	}
 }
 
-// raw writes bytes on a connection, then reads what the proxy answers
-// until it closes.
-func raw(sent string) func(t *testing.T, addr string) string {
+// onConn dials the proxy, lets write send what it likes, then reads the
+// proxy's answer: its status, or "closed" for none.
+func onConn(write func(c net.Conn)) func(t *testing.T, addr string) string {
 	return func(t *testing.T, addr string) string {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -268,7 +268,7 @@ func raw(sent string) func(t *testing.T, addr string) string {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(hostileBound))
-		io.WriteString(c, sent)
+		write(c)
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			return "closed"
@@ -278,26 +278,19 @@ func raw(sent string) func(t *testing.T, addr string) string {
 	}
 }
 
+// raw writes bytes on a connection, then reads the answer.
+func raw(sent string) func(t *testing.T, addr string) string {
+	return onConn(func(c net.Conn) { io.WriteString(c, sent) })
+}
+
 // slowBody sends a prompt head, then an n-byte body over d.
 func slowBody(n int, d time.Duration) func(t *testing.T, addr string) string {
-	return func(t *testing.T, addr string) string {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(hostileBound))
+	return onConn(func(c net.Conn) {
 		fmt.Fprintf(c, "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", n)
 		for range n {
 			// The client's pace is the case itself.
 			time.Sleep(d / time.Duration(n))
 			c.Write([]byte("b"))
 		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			return "closed"
-		}
-		resp.Body.Close()
-		return fmt.Sprint(resp.StatusCode)
-	}
+	})
 }
