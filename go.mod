@@ -16,6 +16,7 @@ require (
 	github.com/cucumber/messages/go/v21 v21.0.1
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
+	github.com/mattn/go-shellwords v1.0.12
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3

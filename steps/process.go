@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mattn/go-shellwords"
 )
 
 // Process runs any proxy binary from a command template, one process per
@@ -20,12 +22,15 @@ import (
 // the listeners accept connections, and stops it with SIGTERM, then SIGKILL.
 type Process struct {
 	// Command is the command template; {config} is replaced by the path of
-	// the config file and {admin} by the admin host:port. It is split on
-	// spaces, not run by a shell.
+	// the config file and {admin} by the admin host:port. It is split into
+	// arguments as a POSIX shell would (quotes and backslashes; no
+	// expansion, pipes or redirections), then each placeholder is replaced
+	// inside its argument, so a path with spaces stays one argument.
 	Command string
 	// StopGrace is how long the proxy has to exit after SIGTERM.
 	StopGrace time.Duration
 	dir       string
+	args      []string // Command split, placeholders not yet replaced
 }
 
 // NewProcess returns a process target for a command template such as
@@ -42,10 +47,14 @@ func (*Process) Capabilities() []string { return []string{CapabilityStandalone} 
 
 // Start implements Target: it checks the command and makes a folder for configs.
 func (p *Process) Start(context.Context) error {
-	args := strings.Fields(p.Command)
+	args, err := shellwords.Parse(p.Command)
+	if err != nil {
+		return fmt.Errorf("process target: --proxy-cmd %q: %w", p.Command, err)
+	}
 	if len(args) == 0 {
 		return errors.New("process target: --proxy-cmd is empty; want a command such as 'refproxy -f {config}'")
 	}
+	p.args = args
 	if !strings.Contains(p.Command, "{config}") {
 		return fmt.Errorf("process target: --proxy-cmd %q has no {config} placeholder for the config file", p.Command)
 	}
@@ -101,10 +110,9 @@ func (p *Process) configureOnce(ctx context.Context, setup Setup) (Deployment, e
 		return nil, err
 	}
 	path, _ := filepath.Abs(f.Name())
-	var args []string
-	for _, a := range strings.Fields(p.Command) {
-		a = strings.ReplaceAll(a, "{config}", path)
-		args = append(args, strings.ReplaceAll(a, "{admin}", d.admin))
+	args := make([]string, len(p.args))
+	for i, a := range p.args {
+		args[i] = strings.NewReplacer("{config}", path, "{admin}", d.admin).Replace(a)
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "ADMIN_ADDR="+d.admin)

@@ -55,6 +55,7 @@ func TestProcessTargetErrors(t *testing.T) {
 		{"no config placeholder", "sleep 10", "no {config} placeholder"},
 		{"binary not found", "/nonexistent/proxy -f {config}", "/nonexistent/proxy"},
 		{"exits at once", "sh -c exit {config}", "exited before it was ready"},
+		{"unbalanced quote", `refproxy -f "{config}`, "invalid command line string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,5 +108,42 @@ func TestProcessTargetStopsStubbornProxy(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", admin, time.Second); err == nil {
 		c.Close()
 		t.Errorf("admin %s still accepts connections after Stop: the proxy outlived its wrapper", admin)
+	}
+}
+
+// TestProcessCommandQuoting: --proxy-cmd is split as a shell would, so a
+// quoted argument with spaces, and a placeholder inside a quoted argument,
+// reach the proxy as one argument each. The proxy here is a wrapper script
+// that records its arguments, one per line, then runs refproxy on {config}.
+func TestProcessCommandQuoting(t *testing.T) {
+	bin := buildRefproxy(t)
+	dir := t.TempDir()
+	argsFile := filepath.Join(dir, "args")
+	script := filepath.Join(dir, "proxy with space.sh")
+	body := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argsFile + "\nexec " + bin + " -f \"$2\" --watch=false\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setup := Setup{Backends: []Backend{{Name: "b", Kind: BackendEcho}},
+		Listeners: []Listener{{Name: DefaultListener, Routes: []Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+	p := NewProcess(`'` + script + `' -c "{config}" --flag "a b" --admin='{admin}' plain\ word`)
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(ctx)
+	d, err := p.Configure(ctx, setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop(ctx)
+	b, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(got) != 6 || got[0] != "-c" || !strings.HasSuffix(got[1], ".yaml") || got[2] != "--flag" || got[3] != "a b" ||
+		got[4] != "--admin="+d.AdminAddr() || got[5] != "plain word" {
+		t.Errorf("arguments the proxy got: %q, want -c <config> --flag \"a b\" --admin=<admin> \"plain word\"", got)
 	}
 }
