@@ -1,7 +1,6 @@
 package refproxy
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // startProxy runs a proxy for cfgYAML (binds on port 0, admin on a free
@@ -123,36 +123,30 @@ func watch(t *testing.T, p *Proxy, method, query string) *traceStream {
 	}
 	s := &traceStream{resp: resp, events: make(chan trace.Event, 64), comments: make(chan string, 64), done: make(chan struct{}), cancel: cancel}
 	t.Cleanup(func() { cancel(); resp.Body.Close(); <-s.done })
-	br := bufio.NewReader(resp.Body)
-	line, err := br.ReadString('\n')
-	if err != nil || line != ": ready\n" {
-		t.Fatalf("first line = %q, %v; want \": ready\"", line, err)
+	fr := sse.NewReader(resp.Body)
+	if f, err := fr.Next(); err != nil || !f.IsComment || f.Comment != "ready" {
+		t.Fatalf("first frame = %+v, %v; want the comment \"ready\"", f, err)
 	}
 	go func() {
 		defer close(s.done)
 		for {
-			line, err := br.ReadString('\n')
+			f, err := fr.Next()
 			if err != nil {
 				return
 			}
-			line = strings.TrimSuffix(line, "\n")
-			switch {
-			case strings.HasPrefix(line, "data: "):
-				e, err := trace.Parse([]byte(strings.TrimPrefix(line, "data: ")))
-				if err != nil {
-					t.Errorf("bad event %q: %v", line, err)
-					return
-				}
-				s.events <- e
-			case strings.HasPrefix(line, ":"):
+			if f.IsComment {
 				select {
-				case s.comments <- line:
+				case s.comments <- ": " + f.Comment:
 				default:
 				}
-			case line == "":
-			default:
-				t.Errorf("unexpected SSE line %q", line)
+				continue
 			}
+			e, err := trace.Parse([]byte(f.Data))
+			if err != nil {
+				t.Errorf("bad event %q: %v", f.Data, err)
+				return
+			}
+			s.events <- e
 		}
 	}()
 	return s

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 func registerRequestSteps(sc *godog.ScenarioContext) {
@@ -284,14 +284,7 @@ func (s *state) exchange(ctx context.Context, listener, method, target string, h
 	defer resp.Body.Close()
 	r := &response{status: resp.StatusCode, header: resp.Header}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			if line, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				r.chunks = append(r.chunks, strings.TrimSpace(line))
-			}
-		}
-		if err := sc.Err(); err != nil {
+		if err := sse.EachData(resp.Body, func(d string) { r.chunks = append(r.chunks, strings.TrimSpace(d)) }); err != nil {
 			r.broken = fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, target, len(r.chunks), err)
 		}
 	} else if r.body, err = io.ReadAll(resp.Body); err != nil {
@@ -462,16 +455,13 @@ func (s *state) startHeld(ctx context.Context, n int, key string) error {
 		}
 		defer resp.Body.Close()
 		r := &response{status: resp.StatusCode, header: resp.Header}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if line, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				r.chunks = append(r.chunks, strings.TrimSpace(line))
-				if usageRe.MatchString(line) {
-					once.Do(func() { close(sawUsage) })
-				}
+		err = sse.EachData(resp.Body, func(d string) {
+			r.chunks = append(r.chunks, strings.TrimSpace(d))
+			if usageRe.MatchString(d) {
+				once.Do(func() { close(sawUsage) })
 			}
-		}
-		if err := sc.Err(); err != nil {
+		})
+		if err != nil {
 			h.err = fmt.Errorf("held stream cut after %d chunks: %w", len(r.chunks), err)
 		}
 		h.resp = r

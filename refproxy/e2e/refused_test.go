@@ -5,11 +5,11 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // TestRefusedRequestTrace: a refused request is never forwarded; its trace
@@ -86,20 +86,11 @@ func traceNext(t *testing.T, e *env, send func()) []trace.Event {
 		t.Fatalf("trace stream starts with %q, %v; want \": ready\"", line, err)
 	}
 	send()
-	var out []trace.Event
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return out // EOF after requestFinished
-		}
-		if d, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "data: "); ok {
-			ev, err := trace.Parse([]byte(d))
-			if err != nil {
-				t.Fatalf("bad trace event %q: %v", d, err)
-			}
-			out = append(out, ev)
-		}
+	tr, err := sse.ReadTrace(sse.NewReader(br))
+	if err != nil {
+		t.Fatalf("reading the trace: %v", err)
 	}
+	return tr.Events // EOF after requestFinished
 }
 
 func types(evs []trace.Event) []string {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 func start(t *testing.T, h http.Handler) *Server {
@@ -174,12 +176,7 @@ func TestLLMAbortDropsConnection(t *testing.T) {
 // sseData returns the data payloads of an SSE body, in order.
 func sseData(body string) []string {
 	var out []string
-	sc := bufio.NewScanner(strings.NewReader(body))
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			out = append(out, d)
-		}
-	}
+	_ = sse.EachData(strings.NewReader(body), func(d string) { out = append(out, d) })
 	return out
 }
 

@@ -76,6 +76,26 @@ func (r *Reader) Next() (Frame, error) {
 	}
 }
 
+// EachData reads r to its end as an event stream, calling fn with the data
+// of every data frame as it arrives (comments are skipped). It returns nil
+// at the end of the stream and the read error otherwise. Chat completion
+// streams and trace streams alike are read through it.
+func EachData(r io.Reader, fn func(data string)) error {
+	fr := NewReader(r)
+	for {
+		f, err := fr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !f.IsComment {
+			fn(f.Data)
+		}
+	}
+}
+
 // Stream is an open /debug/trace stream.
 type Stream struct {
 	// Response is the HTTP response; its body is the stream.
