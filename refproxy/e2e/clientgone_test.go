@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"net/http"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // TestStreamCountedWhenClientGoesAway: a client that leaves after the usage
@@ -32,9 +33,13 @@ func TestStreamCountedWhenClientGoesAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	br := bufio.NewReader(resp.Body)
+	fr := sse.NewReader(resp.Body)
 	for {
-		if f := readFrame(t, br); strings.Contains(f, `"usage":{`) {
+		f, err := fr.Next()
+		if err != nil {
+			t.Fatalf("reading the stream before its usage chunk: %v", err)
+		}
+		if strings.Contains(f.Data, `"usage":{`) {
 			break // the backend now holds the stream before [DONE]
 		}
 	}

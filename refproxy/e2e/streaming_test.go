@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"bufio"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // TestStreamingCountedAtEnd: a slow multi-chunk stream reaches the client
@@ -39,10 +40,10 @@ func TestStreamingCountedAtEnd(t *testing.T) {
 	if got := resp.Header.Get(mock.HeaderIncludeUsage); got != "true" {
 		t.Errorf("backend saw include_usage=%q, want true (the proxy adds stream_options)", got)
 	}
-	br := bufio.NewReader(resp.Body)
-	first := readFrame(t, br)
-	if !strings.Contains(first, `"role":"assistant"`) {
-		t.Fatalf("first frame %q, want the first content chunk", first)
+	fr := sse.NewReader(resp.Body)
+	first, err := fr.Next()
+	if err != nil || !strings.Contains(first.Data, `"role":"assistant"`) {
+		t.Fatalf("first frame %+v, %v; want the first content chunk", first, err)
 	}
 	// The backend is held after its first chunk, so the proxy passed that
 	// chunk on before the backend finished. Meanwhile the stream is not
@@ -50,36 +51,27 @@ func TestStreamingCountedAtEnd(t *testing.T) {
 	wantReply(t, "request during the stream", e.chat(t, false, 1, 0), http.StatusOK, "50/50", time.Minute)
 
 	e.llm.Release("stream-1")
-	rest, err := io.ReadAll(br)
-	if err != nil {
-		t.Fatalf("reading the rest of the stream: %v", err)
+	frames := []string{first.Data}
+	for {
+		f, err := fr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading the rest of the stream: %v", err)
+		}
+		frames = append(frames, f.Data)
 	}
-	body := first + string(rest)
+	body := strings.Join(frames, "\n")
 	if n := strings.Count(body, `"content":"tok`); n != 5 {
 		t.Errorf("stream has %d content chunks, want 5:\n%s", n, body)
 	}
-	if !strings.Contains(body, `"usage":{"prompt_tokens":30,"completion_tokens":50,"total_tokens":80}`) || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+	if !strings.Contains(body, `"usage":{"prompt_tokens":30,"completion_tokens":50,"total_tokens":80}`) || frames[len(frames)-1] != "[DONE]" {
 		t.Errorf("stream was cut or lacks its usage chunk:\n%s", body)
 	}
 	// 50 - 1 - 80 floors at 0: the budget is exhausted until the window resets.
 	wantReply(t, "after the stream", e.chat(t, false, 1, 0), http.StatusTooManyRequests, "50/0", time.Minute)
 	if got := e.llm.Count(); got != 2 {
 		t.Errorf("LLM backend got %d requests, want 2", got)
-	}
-}
-
-// readFrame reads one SSE frame (up to and including its blank line).
-func readFrame(t *testing.T, br *bufio.Reader) string {
-	t.Helper()
-	var b strings.Builder
-	for {
-		line, err := br.ReadString('\n')
-		b.WriteString(line)
-		if err != nil {
-			t.Fatalf("reading a frame: %v (got %q)", err, b.String())
-		}
-		if line == "\n" {
-			return b.String()
-		}
 	}
 }
