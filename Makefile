@@ -14,8 +14,13 @@ PKGS      := ./...
 
 all: build
 
+# The revision gwdiag reports (version, conformance reports), whatever GOFLAGS
+# says of -buildvcs; empty outside a git checkout.
+REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$r || echo $$r+dirty; })
+LDFLAGS  := -X github.com/gwdiag/gwdiag/cli/versioncmd.revision=$(REVISION)
+
 build:
-	$(GO) build -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./refproxy/cmd/mockbackend
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./refproxy/cmd/mockbackend
 
 # The CI gate: static checks, unit and integration tests with the race detector,
 # then the conformance suite against the reference proxy.

@@ -152,6 +152,9 @@ type Options struct {
 	TargetImpl Target `json:"-"`
 	// Output receives the progress view; nil means os.Stdout.
 	Output io.Writer `json:"-"`
+	// Producer is gwdiag's version and revision, for the report (the CLI
+	// sets them).
+	Producer Producer `json:"-"`
 	// OnTrace, when set, receives every trace a scenario takes, with the
 	// scenario's name (golden traces are recorded through it). It may be
 	// called from several scenarios at once.

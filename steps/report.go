@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gwdiag/gwdiag/features"
 )
 
 // ReportAPIVersion and ReportKind identify a ConformanceReport document.
@@ -39,12 +41,44 @@ type ConformanceReport struct {
 	Target         string         `json:"target" yaml:"target"`
 	Date           time.Time      `json:"date" yaml:"date"`
 	Duration       string         `json:"duration,omitempty" yaml:"duration,omitempty"`
+	// Producer is what produced the report: gwdiag's version and revision
+	// and the feature set it ran.
+	Producer Producer `json:"producer" yaml:"producer"`
+	// Options are the settings of the run that decide what ran and how.
+	Options RunOptions `json:"options" yaml:"options"`
 	// Claims is what the run was told about the proxy's extended features.
 	Claims  Claims `json:"claims" yaml:"claims"`
 	Summary Counts `json:"summary" yaml:"summary"`
 	// Profiles is the result per profile run: core, then extended.
 	Profiles []ProfileReport `json:"profiles" yaml:"profiles"`
 	Features []FeatureReport `json:"features" yaml:"features"`
+}
+
+// Producer says what produced a report.
+type Producer struct {
+	// Version and Revision are gwdiag's release and VCS revision (set by
+	// the CLI; empty for a library run without them).
+	Version  string `json:"version,omitempty" yaml:"version,omitempty"`
+	Revision string `json:"revision,omitempty" yaml:"revision,omitempty"`
+	// FeatureSet and FeatureDigest name the features that ran
+	// (features.Version, features.Digest).
+	FeatureSet    string `json:"featureSet" yaml:"featureSet"`
+	FeatureDigest string `json:"featureDigest" yaml:"featureDigest"`
+}
+
+// RunOptions are the options of a run that decide what ran and how.
+type RunOptions struct {
+	Target       string                   `json:"target" yaml:"target"`
+	ProxyCommand string                   `json:"proxyCommand,omitempty" yaml:"proxyCommand,omitempty"`
+	GatewayClass string                   `json:"gatewayClass,omitempty" yaml:"gatewayClass,omitempty"`
+	Profiles     []ConformanceProfileName `json:"profiles" yaml:"profiles"`
+	Tags         string                   `json:"tags,omitempty" yaml:"tags,omitempty"`
+	RunScenario  string                   `json:"runScenario,omitempty" yaml:"runScenario,omitempty"`
+	Skipped      []string                 `json:"skipScenarios,omitempty" yaml:"skipScenarios,omitempty"`
+	Concurrency  int                      `json:"concurrency" yaml:"concurrency"`
+	// Timeouts are the request and trace bounds, as Go durations.
+	RequestTimeout string `json:"requestTimeout" yaml:"requestTimeout"`
+	TraceTimeout   string `json:"traceTimeout" yaml:"traceTimeout"`
 }
 
 // Claims are the feature options of the run.
@@ -152,7 +186,13 @@ type scenarioResult struct {
 func buildReport(o Options, target string, profiles []ConformanceProfileName, start time.Time, results []scenarioResult) *ConformanceReport {
 	r := &ConformanceReport{APIVersion: ReportAPIVersion, Kind: ReportKind, Implementation: o.Implementation, Target: target,
 		Date: start.UTC().Truncate(time.Second), Duration: time.Since(start).Round(time.Millisecond).String(),
+		Producer: Producer{Version: o.Producer.Version, Revision: o.Producer.Revision, FeatureSet: features.Version, FeatureDigest: features.Digest()},
+		Options: RunOptions{Target: o.Target, ProxyCommand: o.ProxyCommand, Profiles: profiles, Tags: o.Tags, RunScenario: o.RunScenario,
+			Skipped: o.SkipScenarios, Concurrency: o.Concurrency, RequestTimeout: o.Timeouts.Request.String(), TraceTimeout: o.Timeouts.Trace.String()},
 		Claims: Claims{SupportedFeatures: o.SupportedFeatures, AllFeatures: o.AllFeatures, ExemptFeatures: o.ExemptFeatures}}
+	if o.Target == "cluster" {
+		r.Options.GatewayClass = o.Cluster.GatewayClassName
+	}
 	byName := map[FeatureName]*FeatureReport{}
 	var order []FeatureName
 	for _, s := range results {

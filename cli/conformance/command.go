@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gwdiag/gwdiag/cli/exitcode"
+	"github.com/gwdiag/gwdiag/cli/versioncmd"
 	"github.com/gwdiag/gwdiag/golden"
 	"github.com/gwdiag/gwdiag/steps"
 )
@@ -138,6 +139,7 @@ func newRunCommand() *cobra.Command {
 				return exitcode.Usage(err)
 			}
 			o.Output = cmd.OutOrStdout()
+			o.Producer = steps.Producer{Version: versioncmd.Version, Revision: versioncmd.Revision()}
 			rep, err := steps.Run(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -9,6 +9,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gwdiag/gwdiag/cli/versioncmd"
+	"github.com/gwdiag/gwdiag/features"
 	"github.com/gwdiag/gwdiag/steps"
 )
 
@@ -161,6 +163,14 @@ func TestRunFeatureFlags(t *testing.T) {
 	}
 	if len(rep.Profiles) != 1 || rep.Profiles[0].Name != steps.ProfileStandalone || rep.Profiles[0].Core.Result != steps.Passed {
 		t.Errorf("profiles: got %+v, want standalone with core passed", rep.Profiles)
+	}
+	// The report says what produced it and with which options.
+	if p := rep.Producer; p.Version != versioncmd.Version || p.FeatureSet != features.Version || p.FeatureDigest != features.Digest() || len(p.FeatureDigest) != 12 {
+		t.Errorf("producer: got %+v, want version %s, feature set %s, digest %s", p, versioncmd.Version, features.Version, features.Digest())
+	}
+	if o := rep.Options; o.Target != "inprocess" || o.Tags != "@admin" || o.RunScenario != "GET /logging tells the current level" ||
+		len(o.Profiles) != 1 || o.Concurrency != 4 || o.RequestTimeout != "10s" || o.TraceTimeout != "5s" {
+		t.Errorf("options: got %+v", o)
 	}
 	for _, tt := range []struct {
 		args []string

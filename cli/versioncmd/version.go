@@ -13,15 +13,42 @@ import (
 // -ldflags "-X github.com/gwdiag/gwdiag/cli/versioncmd.Version=v1.2.3".
 var Version = "dev"
 
+// revision is the VCS revision when set at link time (make build does:
+// -X github.com/gwdiag/gwdiag/cli/versioncmd.revision=...), for builds made
+// with -buildvcs=false.
+var revision string
+
+// Revision is the VCS revision the binary was built from (12 hex digits,
+// "+dirty" when the tree had changes), or "" when the build has none
+// (go run, go test).
+func Revision() string {
+	if revision != "" {
+		return revision
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
+}
+
 // String returns the one-line version text printed by `gwdiag version`.
 func String() string {
 	rev := ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				rev = " (" + s.Value[:12] + ")"
-			}
-		}
+	if r := Revision(); r != "" {
+		rev = " (" + r + ")"
 	}
 	return fmt.Sprintf("gwdiag %s%s %s %s/%s", Version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
