@@ -6,6 +6,12 @@
 // state machine that only keeps the top-level "usage" value (at most
 // MaxUsageSize bytes) of a JSON document or of each SSE event, so memory stays
 // bounded whatever the size of the response or of its lines.
+//
+// Files: llm.go (the API: requests, WatchResponse, Usage), watch.go (the
+// body tee that feeds the scanners), jsonscan.go (the JSON scanner that
+// keeps the usage value), ssescan.go (the SSE scanner that feeds it per
+// event), usage.go (one-pass validation and reading of the usage counts),
+// gziptap.go (decoding a gzip body for the scanners off the copy path).
 package llm
 
 import (
