@@ -11,7 +11,7 @@
 // per-scenario state, carried in the context), runner.go and options.go (Run
 // and Options), report.go (ConformanceReport), check.go (the same trace
 // checks on recorded traces). The trace rules themselves live in
-// steps/tracecheck and the SSE client in steps/sse.
+// steps/tracecheck and the SSE reader in refproxy/trace/sse.
 //
 // Each scenario gets a fresh deployment, so rate-limit windows start with
 // the scenario and scenarios run in parallel. Features belong to profiles

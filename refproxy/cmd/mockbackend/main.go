@@ -1,7 +1,9 @@
 // Command mockbackend serves the mock backends of package refproxy/mock: an
 // OpenAI-compatible chat completions server and an httpbin-like echo server,
-// for process and container targets of the conformance suite. See the
-// package documentation of refproxy/mock for the x-mock-* headers.
+// as separate processes: for trying refproxy and gwdiag by hand (the
+// README's "Trace a request"). The conformance suite runs the same mocks in
+// its own process. See the package documentation of refproxy/mock for the
+// x-mock-* headers.
 //
 //	mockbackend --llm-addr 127.0.0.1:8001 --echo-addr 127.0.0.1:8000
 //
