@@ -59,7 +59,7 @@ func TestClusterConformanceFails(t *testing.T) {
 	rep, err := steps.Run(context.Background(), steps.Options{
 		Target: "cluster",
 		Cluster: steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "unserved",
-			ConditionTimeout: steps.Duration{Duration: 2 * time.Second}},
+			ConditionTimeout: steps.Duration(2 * time.Second)},
 		Output: &out,
 	})
 	t.Log(out.String())
@@ -95,7 +95,7 @@ func TestExampleOptions(t *testing.T) {
 	}{
 		{"examples/local.yaml", steps.ClusterOptions{Local: true}},
 		{"examples/agentgateway.yaml", steps.ClusterOptions{GatewayClassName: "agentgateway", PolicyGroup: "agentgateway.dev",
-			PolicyVersion: "v1alpha1", PolicyKind: "AgentgatewayPolicy", ConditionTimeout: steps.Duration{Duration: time.Minute}}},
+			PolicyVersion: "v1alpha1", PolicyKind: "AgentgatewayPolicy", ConditionTimeout: steps.Duration(time.Minute)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -101,7 +101,7 @@ func TestClusterConformanceCatchesFaults(t *testing.T) {
 		var out strings.Builder
 		rep, err := steps.Run(context.Background(), steps.Options{
 			Target:      "cluster",
-			Cluster:     steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "faulty", ConditionTimeout: steps.Duration{Duration: 10 * time.Second}},
+			Cluster:     steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "faulty", ConditionTimeout: steps.Duration(10 * time.Second)},
 			AllFeatures: claim,
 			Output:      &out,
 		})

@@ -115,7 +115,7 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			}
 			o := Options{TargetImpl: &faultyTarget{inner: NewInProcess(), fault: f}, Output: &strings.Builder{},
 				// Faults that hold a stream make the suite wait this long.
-				Timeouts: Timeouts{Request: Duration{3 * time.Second}}}
+				Timeouts: Timeouts{Request: Duration(3 * time.Second)}}
 			o.AllFeatures = tt.claimAll
 			rep, err := Run(context.Background(), o)
 			if err != nil {

@@ -146,7 +146,7 @@ func (s *state) adminCall(ctx context.Context, method, path string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeouts.Request.Duration+2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.opts.Timeouts.Request)+2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+d.AdminAddr()+path, nil)
 	if err != nil {

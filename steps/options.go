@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -71,25 +71,9 @@ const (
 	FeaturePolicyConditionReasons FeatureName = "policy-condition-reasons"
 )
 
-// Duration is a time.Duration written as "1.5s" in YAML and JSON.
-type Duration struct{ time.Duration }
-
-// UnmarshalJSON reads a Go duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"5s\", got %s", b)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalJSON writes a Go duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+// Duration is a time.Duration written as "1.5s" in YAML and JSON: the one
+// duration type of the project (refproxy's config has it too).
+type Duration = config.Duration
 
 // Timeouts bounds every wait of the suite.
 type Timeouts struct {
@@ -182,14 +166,14 @@ func (o Options) withDefaults() Options {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}
-	if o.Timeouts.Request.Duration == 0 {
-		o.Timeouts.Request.Duration = 10 * time.Second
+	if o.Timeouts.Request == 0 {
+		o.Timeouts.Request = Duration(10 * time.Second)
 	}
-	if o.Timeouts.Trace.Duration == 0 {
-		o.Timeouts.Trace.Duration = 5 * time.Second
+	if o.Timeouts.Trace == 0 {
+		o.Timeouts.Trace = Duration(5 * time.Second)
 	}
-	if o.Timeouts.ReadyGrace.Duration == 0 {
-		o.Timeouts.ReadyGrace.Duration = 300 * time.Millisecond
+	if o.Timeouts.ReadyGrace == 0 {
+		o.Timeouts.ReadyGrace = Duration(300 * time.Millisecond)
 	}
 	if o.Output == nil {
 		o.Output = os.Stdout

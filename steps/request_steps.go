@@ -257,7 +257,7 @@ func (s *state) exchange(ctx context.Context, listener, method, target string, h
 		host = u.Host
 		path = u.RequestURI()
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeouts.Request.Duration)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.opts.Timeouts.Request))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(string(body)))
 	if err != nil {
@@ -466,12 +466,12 @@ func (s *state) startHeld(ctx context.Context, n int, key string) error {
 		}
 		h.resp = r
 	}()
-	t := time.NewTimer(s.opts.Timeouts.Request.Duration)
+	t := time.NewTimer(time.Duration(s.opts.Timeouts.Request))
 	defer t.Stop()
 	select {
 	case <-sawUsage:
 	case <-t.C:
-		return fmt.Errorf("the usage chunk of the held stream did not reach the client within %s: the proxy must pass chunks on as they come", s.opts.Timeouts.Request.Duration)
+		return fmt.Errorf("the usage chunk of the held stream did not reach the client within %s: the proxy must pass chunks on as they come", time.Duration(s.opts.Timeouts.Request))
 	}
 	select {
 	case <-h.done:
@@ -500,12 +500,12 @@ func (s *state) release(ctx context.Context, key, backend string) error {
 		return fmt.Errorf("release held stream %q on backend %q: %w", key, backend, err)
 	}
 	resp.Body.Close()
-	t := time.NewTimer(s.opts.Timeouts.Request.Duration)
+	t := time.NewTimer(time.Duration(s.opts.Timeouts.Request))
 	defer t.Stop()
 	select {
 	case <-h.done:
 		return nil
 	case <-t.C:
-		return fmt.Errorf("held stream %q did not end within %s of its release", key, s.opts.Timeouts.Request.Duration)
+		return fmt.Errorf("held stream %q did not end within %s of its release", key, time.Duration(s.opts.Timeouts.Request))
 	}
 }

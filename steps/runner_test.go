@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -144,7 +145,7 @@ timeouts: {trace: 2s, request: 1500ms}
 	}
 	o = o.withDefaults()
 	if o.Target != "process" || o.ProxyCommand != "refproxy -f {config}" || !o.claims(FeatureTraceReadyComment) ||
-		o.Timeouts.Trace.Seconds() != 2 || o.Timeouts.Request.Milliseconds() != 1500 || o.Timeouts.ReadyGrace.Milliseconds() != 300 {
+		o.Timeouts.Trace != Duration(2*time.Second) || o.Timeouts.Request != Duration(1500*time.Millisecond) || o.Timeouts.ReadyGrace != Duration(300*time.Millisecond) {
 		t.Errorf("got %+v", o)
 	}
 	os.WriteFile(path, []byte("timeouts: {trace: soon}\n"), 0o644)

@@ -135,7 +135,7 @@ func TestSpecMinimalProxyPassesCore(t *testing.T) {
 func TestSpecMinimalClaimsFail(t *testing.T) {
 	rep, err := Run(context.Background(), Options{TargetImpl: specMinimalTarget{}, Output: &strings.Builder{},
 		Tags: "@trace-order", SupportedFeatures: []FeatureName{FeatureTraceSeverity},
-		Timeouts: Timeouts{Trace: Duration{2 * time.Second}}})
+		Timeouts: Timeouts{Trace: Duration(2 * time.Second)}})
 	if err != nil {
 		t.Fatal(err)
 	}

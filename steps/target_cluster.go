@@ -67,8 +67,8 @@ func (o ClusterOptions) withDefaults() ClusterOptions {
 	if o.PolicyVersion == "" {
 		o.PolicyVersion = "v1alpha1"
 	}
-	if o.ConditionTimeout.Duration == 0 {
-		o.ConditionTimeout.Duration = 30 * time.Second
+	if o.ConditionTimeout == 0 {
+		o.ConditionTimeout = Duration(30 * time.Second)
 	}
 	if o.Local && o.ControllerName == "" {
 		o.ControllerName = string(controller.ControllerName)
@@ -262,7 +262,7 @@ func (d *clusterDeployment) Conditions(ctx context.Context, kind, name string) (
 		got     []Condition
 		lastErr error
 	)
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, d.c.opts.ConditionTimeout.Duration, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Duration(d.c.opts.ConditionTimeout), true, func(ctx context.Context) (bool, error) {
 		// Each read gets its own bound, so the last one before the deadline
 		// completes and the error says what it saw, not "deadline exceeded".
 		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -276,7 +276,7 @@ func (d *clusterDeployment) Conditions(ctx context.Context, kind, name string) (
 			return nil, fmt.Errorf("%s %s/%s: %w", kind, d.ns, name, lastErr)
 		}
 		return nil, fmt.Errorf("%s %s/%s: no status conditions at the current generation within %s (got %+v); is a controller for GatewayClass %q running?",
-			kind, d.ns, name, d.c.opts.ConditionTimeout.Duration, got, d.c.opts.GatewayClassName)
+			kind, d.ns, name, time.Duration(d.c.opts.ConditionTimeout), got, d.c.opts.GatewayClassName)
 	}
 	return got, nil
 }

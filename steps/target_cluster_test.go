@@ -83,7 +83,7 @@ func TestClusterManifests(t *testing.T) {
 
 func TestClusterOptionsDefaults(t *testing.T) {
 	o := NewCluster(ClusterOptions{Local: true}).opts
-	if o.GatewayClassName != "gwdiag" || o.PolicyGroup != "gwdiag.dev" || o.PolicyKind != "GatewayPolicy" || o.PolicyVersion != "v1alpha1" || o.ConditionTimeout.Duration != 30*time.Second || o.ControllerName == "" {
+	if o.GatewayClassName != "gwdiag" || o.PolicyGroup != "gwdiag.dev" || o.PolicyKind != "GatewayPolicy" || o.PolicyVersion != "v1alpha1" || time.Duration(o.ConditionTimeout) != 30*time.Second || o.ControllerName == "" {
 		t.Errorf("local defaults: got %+v", o)
 	}
 	o = NewCluster(ClusterOptions{PolicyGroup: "agentgateway.dev", PolicyKind: "AgentgatewayPolicy"}).opts

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/cucumber/godog"
 
@@ -157,7 +158,7 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 			return errors.New("no trace stream is open")
 		}
 		w := s.watchers[len(s.watchers)-1]
-		w.awaitReady(s.opts.Timeouts.Trace.Duration)
+		w.awaitReady(time.Duration(s.opts.Timeouts.Trace))
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if len(w.frames) == 0 || !w.frames[0].IsComment || strings.TrimSpace(w.frames[0].Comment) != want {
@@ -444,18 +445,18 @@ func (s *state) watch(ctx context.Context, expression string) (*watcher, error) 
 	if err != nil {
 		return nil, err
 	}
-	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, s.opts.Timeouts.Request.Duration)
+	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, time.Duration(s.opts.Timeouts.Request))
 	if err != nil {
 		return nil, fmt.Errorf("open /debug/trace: %w", err)
 	}
 	s.watchers = append(s.watchers, w)
-	w.awaitReady(s.opts.Timeouts.ReadyGrace.Duration)
+	w.awaitReady(time.Duration(s.opts.Timeouts.ReadyGrace))
 	return w, nil
 }
 
 // finish waits for w's trace and makes it the current trace.
 func (s *state) finish(w *watcher) error {
-	t, err := w.result(s.opts.Timeouts.Trace.Duration)
+	t, err := w.result(time.Duration(s.opts.Timeouts.Trace))
 	s.trace = t
 	if err != nil {
 		return err

@@ -118,10 +118,10 @@ func newRunCommand() *cobra.Command {
 				o.Concurrency = flags.Concurrency
 			}
 			if set("request-timeout") {
-				o.Timeouts.Request.Duration = reqTimeout
+				o.Timeouts.Request = steps.Duration(reqTimeout)
 			}
 			if set("trace-timeout") {
-				o.Timeouts.Trace.Duration = trTimeout
+				o.Timeouts.Trace = steps.Duration(trTimeout)
 			}
 			if set("kubeconfig") {
 				o.Cluster.Kubeconfig = flags.Cluster.Kubeconfig

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -201,6 +202,21 @@ func (d Duration) String() string {
 	default:
 		return td.String()
 	}
+}
+
+// UnmarshalJSON reads a Go duration string ("1.5s", "500ms"); option
+// files loaded through JSON (the conformance suite's) use it.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"5s\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
 }
 
 // MarshalJSON writes the duration as a string ("1s"), as the config does.
