@@ -41,11 +41,7 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 	})
 	step(sc, `^the trace does not claim a response the client never received$`, func(ctx context.Context) error {
 		s := getState(ctx)
-		r, err := s.lastResponse()
-		if err != nil {
-			return err
-		}
-		t, err := s.currentTrace()
+		r, t, err := s.responseAndTrace()
 		if err != nil {
 			return err
 		}
@@ -284,12 +280,7 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 		return nil
 	})
 	step(sc, `^the trace has a "([^"]*)" response snapshot with the status the client received$`, func(ctx context.Context, stage string) error {
-		s := getState(ctx)
-		r, err := s.lastResponse()
-		if err != nil {
-			return err
-		}
-		t, err := s.currentTrace()
+		r, t, err := getState(ctx).responseAndTrace()
 		if err != nil {
 			return err
 		}
@@ -468,6 +459,16 @@ func (s *state) finish(w *watcher) error {
 		return errors.New("the trace stream ended with no events")
 	}
 	return nil
+}
+
+// responseAndTrace is the last response and the trace taken of it.
+func (s *state) responseAndTrace() (*response, *sse.Trace, error) {
+	r, err := s.lastResponse()
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := s.currentTrace()
+	return r, t, err
 }
 
 func (s *state) event(name string) (trace.Event, error) {
