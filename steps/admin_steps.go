@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func registerAdminSteps(sc *godog.ScenarioContext) {
@@ -126,18 +127,19 @@ func registerAdminSteps(sc *godog.ScenarioContext) {
 		if err != nil {
 			return err
 		}
-		deadline := time.Now().Add(time.Duration(secs) * time.Second)
-		for {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
+		var dialer net.Dialer
+		err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Duration(secs)*time.Second, true, func(ctx context.Context) (bool, error) {
+			c, err := dialer.DialContext(ctx, "tcp", addr)
 			if err != nil {
-				return nil
+				return true, nil
 			}
 			c.Close()
-			if time.Now().After(deadline) {
-				return fmt.Errorf("listener %s still accepts connections %ds after /quitquitquit", addr, secs)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return false, nil
+		})
+		if wait.Interrupted(err) {
+			return fmt.Errorf("listener %s still accepts connections %ds after /quitquitquit", addr, secs)
 		}
+		return err
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // ReadyTimeout bounds how long a target may take to serve a new
@@ -14,26 +16,30 @@ const ReadyTimeout = 10 * time.Second
 // waitReady polls until the admin server and every listener of d accept TCP
 // connections, or the deadline passes.
 func waitReady(ctx context.Context, d *localDeployment) error {
-	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
-	defer cancel()
 	addrs := []string{d.admin}
 	for name := range d.ports { // ListenerAddr prefers the bound addresses
 		a, _ := d.ListenerAddr(name)
 		addrs = append(addrs, a)
 	}
+	for name, a := range d.addrs {
+		if _, ok := d.ports[name]; !ok {
+			addrs = append(addrs, a)
+		}
+	}
 	var dialer net.Dialer
 	for _, a := range addrs {
-		for {
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, ReadyTimeout, true, func(ctx context.Context) (bool, error) {
 			c, err := dialer.DialContext(ctx, "tcp", a)
-			if err == nil {
-				c.Close()
-				break
+			if err != nil {
+				last = err
+				return false, nil
 			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("proxy not accepting connections on %s within %s: %v", a, ReadyTimeout, err)
-			case <-time.After(10 * time.Millisecond):
-			}
+			c.Close()
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("proxy not accepting connections on %s within %s: %v", a, ReadyTimeout, last)
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
@@ -342,26 +343,19 @@ func (s *state) chat(ctx context.Context, n int, mode chatMode) (*response, erro
 
 // eventually retries try until it gets a 2xx status or secs pass.
 func (s *state) eventually(ctx context.Context, secs int, try func() (*response, error)) error {
-	deadline := time.Now().Add(time.Duration(secs) * time.Second)
 	var last *response
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Duration(secs)*time.Second, true, func(context.Context) (bool, error) {
 		r, err := try()
 		if err != nil {
-			return err
-		}
-		if r.status/100 == 2 {
-			return nil
+			return false, err
 		}
 		last = r
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no success within %ds: last status %d (body %q), want 2xx once the window resets", secs, last.status, trim(last.body))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+		return r.status/100 == 2, nil
+	})
+	if err != nil && last != nil && wait.Interrupted(err) {
+		return fmt.Errorf("no success within %ds: last status %d (body %q), want 2xx once the window resets", secs, last.status, trim(last.body))
 	}
+	return err
 }
 
 var usageRe = regexp.MustCompile(`"usage"\s*:\s*\{`)
