@@ -520,7 +520,7 @@ binds:
 // file again once it is whole.
 func TestReloadNeverEmptiesARunningProxy(t *testing.T) {
 	be := backendServer(t, "be", nil)
-	whole := "binds:\n- port: 0\n  listeners:\n  - routes:\n    - backends: [{host: \"" + be + "\"}]\n"
+	whole := oneRoute(be)
 	p, file := startWatching(t, whole)
 	base := "http://" + p.BindAddrs()[0]
 	for _, content := range []string{"", "\n", "# nothing yet\n", "binds: []\n"} {

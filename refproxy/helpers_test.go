@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
@@ -41,19 +42,8 @@ func startProxy(t testing.TB, cfgYAML string, opts ...Option) *Proxy {
 	return p
 }
 
-// oneRoute is a config with one bind on a free port, routing everything to backend.
-func oneRoute(backend string) string {
-	return fmt.Sprintf(`
-binds:
-- port: 0
-  listeners:
-  - protocol: HTTP
-    routes:
-    - name: httpbin
-      matches: [{path: {pathPrefix: /}}]
-      backends: [{host: %q}]
-`, backend)
-}
+// oneRoute is configtest.OneRoute: one bind, every path to backend.
+func oneRoute(backend string) string { return configtest.OneRoute(backend) }
 
 // backendServer is an HTTP backend that names itself in x-backend.
 func backendServer(t testing.TB, name string, h http.HandlerFunc) string {

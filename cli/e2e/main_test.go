@@ -21,6 +21,8 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
+
+	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
 )
 
 // gwdiagBin is the binary under test, built once by TestMain.
@@ -125,16 +127,7 @@ type proxy struct {
 func startProxy(t *testing.T) *proxy {
 	t.Helper()
 	be := startBackend(t)
-	p := startProxyYAML(t, fmt.Sprintf(`
-binds:
-- port: 0
-  listeners:
-  - protocol: HTTP
-    routes:
-    - name: httpbin
-      matches: [{path: {pathPrefix: /}}]
-      backends: [{host: %q}]
-`, be.addr))
+	p := startProxyYAML(t, configtest.OneRoute(be.addr))
 	p.backend = be
 	return p
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy"
+	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
 	"github.com/gwdiag/gwdiag/refproxy/proxy"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
@@ -85,7 +86,7 @@ func TestHostileNetwork(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			backend := hostileBackend(t, tt.backend)
-			p := refproxytest.Start(t, fmt.Sprintf("binds:\n- port: 0\n  listeners:\n  - routes:\n    - backends: [{host: %q}]\n", backend),
+			p := refproxytest.Start(t, configtest.OneRoute(backend),
 				refproxy.WithTimeouts(proxy.Timeouts{Header: hostileHeaderTimeout}))
 			ctx, cancel := context.WithTimeout(context.Background(), hostileBound)
 			defer cancel()

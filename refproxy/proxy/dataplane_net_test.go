@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -50,15 +51,7 @@ func startNetDataplane(t *testing.T, backendAddr string) (*Dataplane, string) {
 // always discarded).
 func startNetDataplaneWith(t *testing.T, backendAddr string, opts Options) (*Dataplane, string) {
 	t.Helper()
-	cfg, err := config.Parse("net.yaml", []byte(fmt.Sprintf(`
-binds:
-- port: 0
-  listeners:
-  - routes:
-    - name: all
-      matches: [{path: {pathPrefix: /}}]
-      backends: [{host: %q}]
-`, backendAddr)))
+	cfg, err := config.Parse("net.yaml", []byte(configtest.OneRoute(backendAddr)))
 	if err != nil {
 		t.Fatal(err)
 	}
