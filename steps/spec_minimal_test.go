@@ -3,6 +3,8 @@ package steps
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -80,9 +82,31 @@ func (t specMinimalTarget) Configure(ctx context.Context, setup Setup) (Deployme
 // every extended feature it lacks is reported unsupported (not failed). The
 // day a core scenario asserts what the spec does not say, this fails.
 func TestSpecMinimalProxyPassesCore(t *testing.T) {
+	checkSpecMinimal(t, Options{TargetImpl: specMinimalTarget{}})
+}
+
+// TestSpecMinimalAsProcess runs the same proxy as a user runs a third-party
+// one: its binary started by the process target from the config the suite
+// writes, through gwdiag's own engine.
+func TestSpecMinimalAsProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the specminimal binary")
+	}
+	bin := filepath.Join(t.TempDir(), "specminimal")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/steps/specminimal/cmd/specminimal").CombinedOutput(); err != nil {
+		t.Fatalf("go build specminimal: %v\n%s", err, out)
+	}
+	checkSpecMinimal(t, Options{Target: "process", ProxyCommand: bin + " -f {config}"})
+}
+
+// checkSpecMinimal runs the suite with o against the spec-minimal proxy:
+// every core scenario passes, and exactly the extended features it lacks
+// are unsupported.
+func checkSpecMinimal(t *testing.T, o Options) {
+	t.Helper()
 	var out strings.Builder
-	rep, err := Run(context.Background(), Options{TargetImpl: specMinimalTarget{}, Output: &out,
-		Implementation: Implementation{Name: "spec-minimal"}})
+	o.Output, o.Implementation = &out, Implementation{Name: "spec-minimal"}
+	rep, err := Run(context.Background(), o)
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -121,8 +145,7 @@ func TestSpecMinimalProxyPassesCore(t *testing.T) {
 		FeatureTraceStreamHeaders,
 		FeatureTraceWatcherFIFO, // one global slot
 	}
-	var got []FeatureName
-	got = append(got, p.Extended.UnsupportedFeatures...)
+	got := slices.Clone(p.Extended.UnsupportedFeatures)
 	slices.Sort(got)
 	slices.Sort(wantUnsupported)
 	if !slices.Equal(got, wantUnsupported) {

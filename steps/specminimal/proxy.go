@@ -14,12 +14,25 @@ import (
 )
 
 // Config is the proxy's configuration: listeners with their routes.
-type Config struct{ Listeners []Listener }
+type Config struct {
+	// AdminAddr is the admin server's host:port (default 127.0.0.1:0).
+	AdminAddr string
+	Listeners []Listener
+}
 
 // Listener is one port with its routes.
 type Listener struct {
-	Name   string
+	Name string
+	// Addr is the host:port to listen on (default 127.0.0.1:0).
+	Addr   string
 	Routes []Route
+}
+
+func orAny(addr string) string {
+	if addr == "" {
+		return "127.0.0.1:0"
+	}
+	return addr
 }
 
 // Route sends requests whose path starts with PathPrefix to Backend; the
@@ -57,8 +70,9 @@ type Proxy struct {
 	done      chan struct{}
 }
 
-// Start binds one listener per Config listener and the admin server, all on
-// 127.0.0.1:0, and serves until Close or /quitquitquit.
+// Start binds one listener per Config listener and the admin server (on
+// 127.0.0.1:0 where no address is given), and serves until Close or
+// /quitquitquit.
 func Start(cfg Config) (*Proxy, error) {
 	p := &Proxy{listeners: map[string]string{}, done: make(chan struct{}), logLevel: logLevel{filter: "info"}}
 	p.limits.start = time.Now()
@@ -70,7 +84,7 @@ func Start(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	for _, l := range cfg.Listeners {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", orAny(l.Addr))
 		if err != nil {
 			return fail(err)
 		}
@@ -78,7 +92,7 @@ func Start(cfg Config) (*Proxy, error) {
 		p.listeners[l.Name] = ln.Addr().String()
 		p.servers = append(p.servers, &http.Server{Handler: p.dataPlane(l), ReadHeaderTimeout: 10 * time.Second})
 	}
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	aln, err := net.Listen("tcp", orAny(cfg.AdminAddr))
 	if err != nil {
 		return fail(err)
 	}
