@@ -12,6 +12,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
 	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/target/cluster"
 )
 
 // TestClusterConformance runs the condition-status scenarios against the
@@ -23,7 +24,7 @@ func TestClusterConformance(t *testing.T) {
 	var out strings.Builder
 	rep, err := steps.Run(context.Background(), steps.Options{
 		Target:  "cluster",
-		Cluster: steps.ClusterOptions{Local: true},
+		Cluster: cluster.Options{Local: true},
 		Output:  &out,
 	})
 	t.Log(out.String())
@@ -58,7 +59,7 @@ func TestClusterConformanceFails(t *testing.T) {
 	var out strings.Builder
 	rep, err := steps.Run(context.Background(), steps.Options{
 		Target: "cluster",
-		Cluster: steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "unserved",
+		Cluster: cluster.Options{Kubeconfig: l.KubeconfigPath, GatewayClassName: "unserved",
 			ConditionTimeout: steps.Duration(2 * time.Second)},
 		Output: &out,
 	})
@@ -78,7 +79,7 @@ func TestClusterConformanceFails(t *testing.T) {
 // updates) the CRDs when asked, then names the missing class.
 func TestClusterTargetMissingGatewayClass(t *testing.T) {
 	l := sharedAPIServer(t)
-	target := steps.NewCluster(steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "agentgateway", InstallCRDs: true})
+	target := cluster.New(cluster.Options{Kubeconfig: l.KubeconfigPath, GatewayClassName: "agentgateway", InstallCRDs: true})
 	err := target.Start(context.Background())
 	defer target.Stop(context.Background())
 	if err == nil || !strings.Contains(err.Error(), `GatewayClass "agentgateway"`) {
@@ -91,10 +92,10 @@ func TestClusterTargetMissingGatewayClass(t *testing.T) {
 func TestExampleOptions(t *testing.T) {
 	tests := []struct {
 		file string
-		want steps.ClusterOptions
+		want cluster.Options
 	}{
-		{"examples/local.yaml", steps.ClusterOptions{Local: true}},
-		{"examples/agentgateway.yaml", steps.ClusterOptions{GatewayClassName: "agentgateway", PolicyGroup: "agentgateway.dev",
+		{"examples/local.yaml", cluster.Options{Local: true}},
+		{"examples/agentgateway.yaml", cluster.Options{GatewayClassName: "agentgateway", PolicyGroup: "agentgateway.dev",
 			PolicyVersion: "v1alpha1", PolicyKind: "AgentgatewayPolicy", ConditionTimeout: steps.Duration(time.Minute)}},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/target/cluster"
 )
 
 const faultyName gwv1.GatewayController = "example.com/faulty"
@@ -101,7 +102,7 @@ func TestClusterConformanceCatchesFaults(t *testing.T) {
 		var out strings.Builder
 		rep, err := steps.Run(context.Background(), steps.Options{
 			Target:      "cluster",
-			Cluster:     steps.ClusterOptions{Kubeconfig: l.KubeconfigPath, GatewayClassName: "faulty", ConditionTimeout: steps.Duration(10 * time.Second)},
+			Cluster:     cluster.Options{Kubeconfig: l.KubeconfigPath, GatewayClassName: "faulty", ConditionTimeout: steps.Duration(10 * time.Second)},
 			AllFeatures: claim,
 			Output:      &out,
 		})

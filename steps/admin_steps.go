@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"github.com/gwdiag/gwdiag/steps/target"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -123,7 +124,7 @@ func registerAdminSteps(sc *godog.ScenarioContext) {
 	})
 	step(sc, `^within (\d+) seconds the proxy stops accepting requests$`, func(ctx context.Context, secs int) error {
 		s := getState(ctx)
-		addr, err := s.dep.ListenerAddr(DefaultListener)
+		addr, err := s.dep.ListenerAddr(target.DefaultListener)
 		if err != nil {
 			return err
 		}

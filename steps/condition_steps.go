@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cucumber/godog"
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
 func registerConditionSteps(sc *godog.ScenarioContext) {
@@ -33,7 +34,7 @@ func (s *state) condition(ctx context.Context, kind, name, typ, status, reason s
 	if err != nil {
 		return err
 	}
-	cr, ok := d.(ConditionReader)
+	cr, ok := d.(target.ConditionReader)
 	if !ok {
 		return fmt.Errorf("the %s target has no resource conditions; condition scenarios need a cluster target", s.target.Name())
 	}

@@ -3,6 +3,8 @@ package steps
 import (
 	"context"
 	"fmt"
+	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/inprocess"
 	"strings"
 	"testing"
 )
@@ -11,7 +13,7 @@ import (
 // in-process proxy serves traffic and the conditions are canned, computed
 // from the Setup the way a controller would set them.
 type fakeCluster struct {
-	InProcess
+	inprocess.InProcess
 	// broken makes every condition False, as a failing controller would.
 	broken bool
 	// otherReasons gives the right conditions with reasons of its own: the
@@ -20,9 +22,9 @@ type fakeCluster struct {
 }
 
 func (*fakeCluster) Name() string           { return "fake-cluster" }
-func (*fakeCluster) Capabilities() []string { return []string{CapabilityCluster} }
+func (*fakeCluster) Capabilities() []string { return []string{target.CapabilityCluster} }
 
-func (f *fakeCluster) Configure(ctx context.Context, setup Setup) (Deployment, error) {
+func (f *fakeCluster) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	d, err := f.InProcess.Configure(ctx, setup)
 	if err != nil {
 		return nil, err
@@ -31,39 +33,39 @@ func (f *fakeCluster) Configure(ctx context.Context, setup Setup) (Deployment, e
 }
 
 type fakeClusterDeployment struct {
-	Deployment
-	setup                Setup
+	target.Deployment
+	setup                target.Setup
 	broken, otherReasons bool
 }
 
-func (d *fakeClusterDeployment) Conditions(_ context.Context, kind, name string) ([]Condition, error) {
-	ok := func(typ, reason string) Condition {
+func (d *fakeClusterDeployment) Conditions(_ context.Context, kind, name string) ([]target.Condition, error) {
+	ok := func(typ, reason string) target.Condition {
 		if d.broken {
-			return Condition{Type: typ, Status: "False", Reason: "Invalid", Message: "broken on purpose"}
+			return target.Condition{Type: typ, Status: "False", Reason: "Invalid", Message: "broken on purpose"}
 		}
 		if d.otherReasons {
 			reason = "Fine"
 		}
-		return Condition{Type: typ, Status: "True", Reason: reason}
+		return target.Condition{Type: typ, Status: "True", Reason: reason}
 	}
 	switch kind {
 	case "Gateway":
-		return []Condition{ok("Accepted", "Accepted"), ok("Programmed", "Programmed")}, nil
+		return []target.Condition{ok("Accepted", "Accepted"), ok("Programmed", "Programmed")}, nil
 	case "HTTPRoute":
-		if d.setup.route(name) == nil {
+		if d.setup.RouteNamed(name) == nil {
 			return nil, fmt.Errorf("no HTTPRoute %q", name)
 		}
-		return []Condition{ok("Accepted", "Accepted"), ok("ResolvedRefs", "ResolvedRefs")}, nil
+		return []target.Condition{ok("Accepted", "Accepted"), ok("ResolvedRefs", "ResolvedRefs")}, nil
 	case "Policy":
-		if r := d.setup.route(name); r != nil && len(r.Limits) > 0 {
-			return []Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
+		if r := d.setup.RouteNamed(name); r != nil && len(r.Limits) > 0 {
+			return []target.Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
 		}
 		for _, p := range d.setup.Policies {
 			if p.Name == name && p.TargetKind == "Gateway" {
-				return []Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
+				return []target.Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
 			}
 			if p.Name == name {
-				return []Condition{ok("Accepted", "Valid"),
+				return []target.Condition{ok("Accepted", "Valid"),
 					{Type: "Attached", Status: "False", Reason: "Pending", Message: "Policy is not attached: HTTPRoute default/" + p.TargetName + " is not attached to any Gateway"}}, nil
 			}
 		}

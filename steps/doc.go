@@ -4,14 +4,16 @@
 // targets, the runner and its options, and the ConformanceReport with its
 // JUnit and Cucumber JSON companions.
 //
-// Layout: target.go (Target, Deployment, Setup), profiles.go (profiles and
-// their core and extended features), inprocess.go and process.go
-// (the targets), mocks.go (the scenario's mock backends), *_steps.go (step
-// definitions by topic, composed in step_definitions.go), state.go (the one
+// Layout: profiles.go (profiles and their core and extended features),
+// *_steps.go (step definitions by topic, composed in step_definitions.go),
+// state.go (the one
 // per-scenario state, carried in the context), runner.go and options.go (Run
 // and Options), report.go (ConformanceReport), check.go (the same trace
-// checks on recorded traces). The trace rules themselves live in
-// steps/tracecheck and the SSE reader in refproxy/trace/sse.
+// checks on recorded traces). The targets live below steps/target: the
+// Target interface and Setup in steps/target, one package per way of
+// running a proxy (steps/target/inprocess, process, cluster) and what the
+// on-machine targets share in steps/target/local. The trace rules live in
+// steps/tracecheck, the SSE reader in refproxy/trace/sse.
 //
 // Each scenario gets a fresh deployment, so rate-limit windows start with
 // the scenario and scenarios run in parallel. Features belong to profiles

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/cluster"
 )
 
 // FeatureName names a group of scenarios; it is the scenarios' tag without
@@ -103,9 +105,9 @@ type Options struct {
 	// ProxyCommand is the process target's command template, e.g.
 	// "refproxy -f {config}".
 	ProxyCommand string `json:"proxyCommand,omitempty"`
-	// Cluster configures the cluster target (target_cluster.go).
-	Cluster        ClusterOptions `json:"cluster"`
-	Implementation Implementation `json:"implementation"`
+	// Cluster configures the cluster target (steps/target/cluster).
+	Cluster        cluster.Options `json:"cluster"`
+	Implementation Implementation  `json:"implementation"`
 	// Profiles are the profiles to run; empty runs every profile the
 	// target can host (profiles.go).
 	Profiles []ConformanceProfileName `json:"profiles,omitempty"`
@@ -133,7 +135,7 @@ type Options struct {
 	// Features overrides the embedded features (tests).
 	Features fs.FS `json:"-"`
 	// TargetImpl overrides Target with a ready-made implementation (tests).
-	TargetImpl Target `json:"-"`
+	TargetImpl target.Target `json:"-"`
 	// Output receives the progress view; nil means os.Stdout.
 	Output io.Writer `json:"-"`
 	// Producer is gwdiag's version and revision, for the report (the CLI

@@ -3,6 +3,7 @@ package steps
 import (
 	"errors"
 	"fmt"
+	"github.com/gwdiag/gwdiag/steps/target"
 	"slices"
 	"strings"
 )
@@ -59,19 +60,9 @@ var Profiles = []ConformanceProfile{
 
 // profileCapability is the target capability a profile needs.
 var profileCapability = map[ConformanceProfileName]string{
-	ProfileStandalone: CapabilityStandalone,
-	ProfileCluster:    CapabilityCluster,
+	ProfileStandalone: target.CapabilityStandalone,
+	ProfileCluster:    target.CapabilityCluster,
 }
-
-// Target capabilities (Target.Capabilities).
-const (
-	// CapabilityStandalone: the target runs a proxy from a standalone config
-	// and reaches its listeners and admin server.
-	CapabilityStandalone = "standalone"
-	// CapabilityCluster: the target manages the proxy through Gateway API
-	// resources and reads their conditions.
-	CapabilityCluster = "cluster"
-)
 
 // profileOf returns the profile a feature belongs to and whether it is
 // extended there.
@@ -154,7 +145,7 @@ func knownFeatures() string {
 
 // profilesFor is the profiles a run covers: every profile the target can
 // host, or those of them asked for.
-func (o Options) profilesFor(t Target) []ConformanceProfileName {
+func (o Options) profilesFor(t target.Target) []ConformanceProfileName {
 	var out []ConformanceProfileName
 	for _, p := range Profiles {
 		if slices.Contains(t.Capabilities(), profileCapability[p.Name]) && (len(o.Profiles) == 0 || slices.Contains(o.Profiles, p.Name)) {

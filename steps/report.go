@@ -183,8 +183,8 @@ type scenarioResult struct {
 	ScenarioReport
 }
 
-func buildReport(o Options, target string, profiles []ConformanceProfileName, start time.Time, results []scenarioResult) *ConformanceReport {
-	r := &ConformanceReport{APIVersion: ReportAPIVersion, Kind: ReportKind, Implementation: o.Implementation, Target: target,
+func buildReport(o Options, targetName string, profiles []ConformanceProfileName, start time.Time, results []scenarioResult) *ConformanceReport {
+	r := &ConformanceReport{APIVersion: ReportAPIVersion, Kind: ReportKind, Implementation: o.Implementation, Target: targetName,
 		Date: start.UTC().Truncate(time.Second), Duration: time.Since(start).Round(time.Millisecond).String(),
 		Producer: Producer{Version: o.Producer.Version, Revision: o.Producer.Revision, FeatureSet: features.Version, FeatureDigest: features.Digest()},
 		Options: RunOptions{Target: o.Target, ProxyCommand: o.ProxyCommand, Profiles: profiles, Tags: o.Tags, RunScenario: o.RunScenario,

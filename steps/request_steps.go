@@ -19,24 +19,25 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
 func registerRequestSteps(sc *godog.ScenarioContext) {
-	step(sc, `^I send a GET request to "([^"]*)"$`, func(ctx context.Context, target string) error {
-		_, err := getState(ctx).send(ctx, DefaultListener, http.MethodGet, target, nil, nil)
+	step(sc, `^I send a GET request to "([^"]*)"$`, func(ctx context.Context, reqTarget string) error {
+		_, err := getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, nil, nil)
 		return err
 	})
-	step(sc, `^I send (\d+) GET requests to "([^"]*)"$`, func(ctx context.Context, n int, target string) error {
+	step(sc, `^I send (\d+) GET requests to "([^"]*)"$`, func(ctx context.Context, n int, reqTarget string) error {
 		for range n {
-			if _, err := getState(ctx).send(ctx, DefaultListener, http.MethodGet, target, nil, nil); err != nil {
+			if _, err := getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, nil, nil); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	step(sc, `^I send (\d+) GET requests to "([^"]*)" on listener "([^"]*)"$`, func(ctx context.Context, n int, target, listener string) error {
+	step(sc, `^I send (\d+) GET requests to "([^"]*)" on listener "([^"]*)"$`, func(ctx context.Context, n int, reqTarget, listener string) error {
 		for range n {
-			if _, err := getState(ctx).send(ctx, listener, http.MethodGet, target, nil, nil); err != nil {
+			if _, err := getState(ctx).send(ctx, listener, http.MethodGet, reqTarget, nil, nil); err != nil {
 				return err
 			}
 		}
@@ -74,9 +75,9 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		}
 		return streamWhole(h.resp, h.tokens)
 	})
-	step(sc, `^within (\d+) seconds a GET request to "([^"]*)" succeeds$`, func(ctx context.Context, secs int, target string) error {
+	step(sc, `^within (\d+) seconds a GET request to "([^"]*)" succeeds$`, func(ctx context.Context, secs int, reqTarget string) error {
 		return getState(ctx).eventually(ctx, secs, func() (*response, error) {
-			return getState(ctx).send(ctx, DefaultListener, http.MethodGet, target, nil, nil)
+			return getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, nil, nil)
 		})
 	})
 	step(sc, `^within (\d+) seconds a chat completion using (\d+) tokens succeeds$`, func(ctx context.Context, secs, n int) error {
@@ -228,8 +229,8 @@ func headerIs(r *response, name, want string) error {
 // URL whose host becomes the Host header only (the request always goes to
 // the listener, as the trace client's inject mode does). A response that
 // does not arrive whole is an error.
-func (s *state) send(ctx context.Context, listener, method, target string, header http.Header, body []byte) (*response, error) {
-	r, err := s.exchange(ctx, listener, method, target, header, body)
+func (s *state) send(ctx context.Context, listener, method, reqTarget string, header http.Header, body []byte) (*response, error) {
+	r, err := s.exchange(ctx, listener, method, reqTarget, header, body)
 	if err == nil && r.broken != nil {
 		return nil, r.broken
 	}
@@ -239,7 +240,7 @@ func (s *state) send(ctx context.Context, listener, method, target string, heade
 // exchange is send that records a response which did not arrive whole
 // (no head: status 0; a body cut short) in response.broken instead of
 // failing: what a proxy in front of a broken backend may rightly do.
-func (s *state) exchange(ctx context.Context, listener, method, target string, header http.Header, body []byte) (*response, error) {
+func (s *state) exchange(ctx context.Context, listener, method, reqTarget string, header http.Header, body []byte) (*response, error) {
 	d, err := s.deployment(ctx)
 	if err != nil {
 		return nil, err
@@ -249,11 +250,11 @@ func (s *state) exchange(ctx context.Context, listener, method, target string, h
 		return nil, err
 	}
 	host := ""
-	path := target
-	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
-		u, err := url.Parse(target)
+	path := reqTarget
+	if strings.HasPrefix(reqTarget, "http://") || strings.HasPrefix(reqTarget, "https://") {
+		u, err := url.Parse(reqTarget)
 		if err != nil {
-			return nil, fmt.Errorf("bad URL %q: %w", target, err)
+			return nil, fmt.Errorf("bad URL %q: %w", reqTarget, err)
 		}
 		host = u.Host
 		path = u.RequestURI()
@@ -276,9 +277,9 @@ func (s *state) exchange(ctx context.Context, listener, method, target string, h
 	resp, err := s.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s %s via %s: %w", method, target, addr, err)
+			return nil, fmt.Errorf("%s %s via %s: %w", method, reqTarget, addr, err)
 		}
-		r := &response{broken: fmt.Errorf("%s %s via %s: no response: %w", method, target, addr, err)}
+		r := &response{broken: fmt.Errorf("%s %s via %s: no response: %w", method, reqTarget, addr, err)}
 		s.responses = append(s.responses, r)
 		return r, nil
 	}
@@ -286,10 +287,10 @@ func (s *state) exchange(ctx context.Context, listener, method, target string, h
 	r := &response{status: resp.StatusCode, header: resp.Header}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		if err := sse.EachData(resp.Body, func(d string) { r.chunks = append(r.chunks, strings.TrimSpace(d)) }); err != nil {
-			r.broken = fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, target, len(r.chunks), err)
+			r.broken = fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, reqTarget, len(r.chunks), err)
 		}
 	} else if r.body, err = io.ReadAll(resp.Body); err != nil {
-		r.broken = fmt.Errorf("%s %s: body cut after %d bytes: %w", method, target, len(r.body), err)
+		r.broken = fmt.Errorf("%s %s: body cut after %d bytes: %w", method, reqTarget, len(r.body), err)
 	}
 	s.responses = append(s.responses, r)
 	return r, nil
@@ -334,7 +335,7 @@ func (s *state) chat(ctx context.Context, n int, mode chatMode) (*response, erro
 	h.Set("Content-Type", "application/json")
 	h.Set(mock.HeaderPromptTokens, strconv.Itoa(n/2))
 	h.Set(mock.HeaderCompletionTokens, strconv.Itoa(n-n/2))
-	r, err := s.send(ctx, DefaultListener, http.MethodPost, "/v1/chat/completions", h, chatBody(mode))
+	r, err := s.send(ctx, target.DefaultListener, http.MethodPost, "/v1/chat/completions", h, chatBody(mode))
 	if err == nil && mode != noStream {
 		s.streamTokens = n
 	}
@@ -420,7 +421,7 @@ func (s *state) startHeld(ctx context.Context, n int, key string) error {
 	if err != nil {
 		return err
 	}
-	addr, err := d.ListenerAddr(DefaultListener)
+	addr, err := d.ListenerAddr(target.DefaultListener)
 	if err != nil {
 		return err
 	}

@@ -14,20 +14,24 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gwdiag/gwdiag/features"
+	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/cluster"
+	"github.com/gwdiag/gwdiag/steps/target/inprocess"
+	"github.com/gwdiag/gwdiag/steps/target/process"
 )
 
 // NewTarget builds the target the options name.
-func NewTarget(o Options) (Target, error) {
+func NewTarget(o Options) (target.Target, error) {
 	if o.TargetImpl != nil {
 		return o.TargetImpl, nil
 	}
 	switch o.Target {
 	case "", "inprocess":
-		return NewInProcess(), nil
+		return inprocess.New(), nil
 	case "process":
-		return NewProcess(o.ProxyCommand), nil
+		return process.New(o.ProxyCommand), nil
 	case "cluster":
-		return NewCluster(o.Cluster), nil
+		return cluster.New(o.Cluster), nil
 	default:
 		return nil, fmt.Errorf("unknown target %q: want inprocess, process or cluster (the container target is not available yet)", o.Target)
 	}
@@ -42,23 +46,23 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	target, err := NewTarget(o)
+	tgt, err := NewTarget(o)
 	if err != nil {
 		return nil, err
 	}
-	profiles := o.profilesFor(target)
+	profiles := o.profilesFor(tgt)
 	if len(profiles) == 0 {
-		return nil, fmt.Errorf("the %s target hosts none of the profiles asked for", target.Name())
+		return nil, fmt.Errorf("the %s target hosts none of the profiles asked for", tgt.Name())
 	}
-	if err := target.Start(ctx); err != nil {
+	if err := tgt.Start(ctx); err != nil {
 		return nil, err
 	}
-	defer target.Stop(context.WithoutCancel(ctx))
+	defer tgt.Stop(context.WithoutCancel(ctx))
 	if opts.Implementation.Name == "" && opts.TargetImpl == nil && o.Target == "inprocess" {
 		o.Implementation.Name = "gwdiag refproxy (in process)"
 	}
 	start := time.Now()
-	r := &runner{opts: &o, target: target, profiles: profiles, out: o.Output}
+	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output}
 
 	fsys := o.Features
 	if fsys == nil {
@@ -86,9 +90,9 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 			DefaultContext: ctx,
 		},
 	}
-	fmt.Fprintf(r.out, "gwdiag conformance: target %s, implementation %s, profiles %v\n", target.Name(), o.Implementation.Name, profiles)
+	fmt.Fprintf(r.out, "gwdiag conformance: target %s, implementation %s, profiles %v\n", tgt.Name(), o.Implementation.Name, profiles)
 	status := suite.Run()
-	rep := buildReport(o, target.Name(), profiles, start, r.results)
+	rep := buildReport(o, tgt.Name(), profiles, start, r.results)
 	r.summary(rep)
 	if status != 0 && !rep.Failed() {
 		// godog failed before or outside any scenario: a parse error, an
@@ -126,7 +130,7 @@ func tagsFor(user string, profiles []ConformanceProfileName) string {
 
 type runner struct {
 	opts     *Options
-	target   Target
+	target   target.Target
 	profiles []ConformanceProfileName
 	out      io.Writer
 

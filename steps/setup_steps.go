@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
 func registerSetupSteps(sc *godog.ScenarioContext) {
-	step(sc, `^an echo backend "([^"]*)"$`, addBackend(BackendEcho))
-	step(sc, `^an LLM backend "([^"]*)"$`, addBackend(BackendLLM))
+	step(sc, `^an echo backend "([^"]*)"$`, addBackend(target.BackendEcho))
+	step(sc, `^an LLM backend "([^"]*)"$`, addBackend(target.BackendLLM))
 	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)"$`, func(ctx context.Context, name, prefix, backend string) error {
-		return addRoute(ctx, DefaultListener, name, prefix, backend)
+		return addRoute(ctx, target.DefaultListener, name, prefix, backend)
 	})
 	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)" on listener "([^"]*)"$`, func(ctx context.Context, name, prefix, backend, listener string) error {
 		return addRoute(ctx, listener, name, prefix, backend)
@@ -20,7 +21,7 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to an unreachable backend on listener "([^"]*)"$`, func(ctx context.Context, name, prefix, listener string) error {
 		s := getState(ctx)
 		backend := name + "-unreachable"
-		s.setup.Backends = append(s.setup.Backends, Backend{Name: backend, Kind: BackendUnreachable})
+		s.setup.Backends = append(s.setup.Backends, target.Backend{Name: backend, Kind: target.BackendUnreachable})
 		return addRoute(ctx, listener, name, prefix, backend)
 	})
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour)$`, func(ctx context.Context, route, kind string, n int, unit string) error {
@@ -34,17 +35,17 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 		if s.dep != nil {
 			return fmt.Errorf("gateway limit on %q declared after the proxy was configured", listener)
 		}
-		if !s.setup.hasListener(listener) {
+		if !s.setup.HasListener(listener) {
 			return fmt.Errorf("no listener %q", listener)
 		}
-		l := Limit{Kind: LimitRequests, Amount: uint64(n), Unit: unitOf(unit)}
-		s.setup.Policies = append(s.setup.Policies, Policy{Name: "gateway-" + listener, TargetKind: "Gateway", TargetName: listener, Limits: []Limit{l}})
+		l := target.Limit{Kind: target.LimitRequests, Amount: uint64(n), Unit: unitOf(unit)}
+		s.setup.Policies = append(s.setup.Policies, target.Policy{Name: "gateway-" + listener, TargetKind: "Gateway", TargetName: listener, Limits: []target.Limit{l}})
 		return nil
 	})
 	step(sc, `^a rate-limit policy "([^"]*)" targets the HTTPRoute "([^"]*)"$`, func(ctx context.Context, name, route string) error {
 		s := getState(ctx)
-		s.setup.Policies = append(s.setup.Policies, Policy{Name: name, TargetKind: "HTTPRoute", TargetName: route,
-			Limits: []Limit{{Kind: LimitRequests, Amount: 1, Unit: time.Second}}})
+		s.setup.Policies = append(s.setup.Policies, target.Policy{Name: name, TargetKind: "HTTPRoute", TargetName: route,
+			Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 1, Unit: time.Second}}})
 		return nil
 	})
 	step(sc, `^the configuration is applied$`, func(ctx context.Context) error {
@@ -53,13 +54,13 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	})
 }
 
-func addBackend(kind BackendKind) func(ctx context.Context, name string) error {
+func addBackend(kind target.BackendKind) func(ctx context.Context, name string) error {
 	return func(ctx context.Context, name string) error {
 		s := getState(ctx)
-		if s.setup.backend(name) != nil {
+		if s.setup.BackendNamed(name) != nil {
 			return fmt.Errorf("backend %q declared twice", name)
 		}
-		s.setup.Backends = append(s.setup.Backends, Backend{Name: name, Kind: kind})
+		s.setup.Backends = append(s.setup.Backends, target.Backend{Name: name, Kind: kind})
 		return nil
 	}
 }
@@ -69,14 +70,14 @@ func addRoute(ctx context.Context, listener, name, prefix, backend string) error
 	if s.dep != nil {
 		return fmt.Errorf("route %q declared after the proxy was configured; declare routes first", name)
 	}
-	if s.setup.backend(backend) == nil {
+	if s.setup.BackendNamed(backend) == nil {
 		return fmt.Errorf("route %q: backend %q is not declared", name, backend)
 	}
-	if s.setup.route(name) != nil {
+	if s.setup.RouteNamed(name) != nil {
 		return fmt.Errorf("route %q declared twice", name)
 	}
-	l := s.setup.listener(listener)
-	l.Routes = append(l.Routes, Route{Name: name, PathPrefix: prefix, Backend: backend})
+	l := s.setup.ListenerNamed(listener)
+	l.Routes = append(l.Routes, target.Route{Name: name, PathPrefix: prefix, Backend: backend})
 	return nil
 }
 
@@ -85,13 +86,13 @@ func addLimit(ctx context.Context, route, kind string, n int, unit string, burst
 	if s.dep != nil {
 		return fmt.Errorf("limit on %q declared after the proxy was configured", route)
 	}
-	r := s.setup.route(route)
+	r := s.setup.RouteNamed(route)
 	if r == nil {
 		return fmt.Errorf("no route %q", route)
 	}
-	l := Limit{Kind: LimitRequests, Amount: uint64(n), Burst: uint64(burst)}
+	l := target.Limit{Kind: target.LimitRequests, Amount: uint64(n), Burst: uint64(burst)}
 	if kind == "token" {
-		l.Kind = LimitTokens
+		l.Kind = target.LimitTokens
 	}
 	l.Unit = unitOf(unit)
 	r.Limits = append(r.Limits, l)

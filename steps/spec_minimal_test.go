@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/steps/specminimal"
+	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/local"
 )
 
 // specMinimalTarget runs steps/specminimal, a proxy written from the spec
@@ -20,8 +22,8 @@ type specMinimalTarget struct{}
 func (specMinimalTarget) Name() string                { return "spec-minimal" }
 func (specMinimalTarget) Start(context.Context) error { return nil }
 func (specMinimalTarget) Stop(context.Context) error  { return nil }
-func (specMinimalTarget) Capabilities() []string      { return []string{CapabilityStandalone} }
-func (specMinimalTarget) configFor(setup Setup, m *mockSet) (specminimal.Config, error) {
+func (specMinimalTarget) Capabilities() []string      { return []string{target.CapabilityStandalone} }
+func (specMinimalTarget) configFor(setup target.Setup, m *local.Mocks) (specminimal.Config, error) {
 	var cfg specminimal.Config
 	for _, p := range setup.Policies {
 		// The spec's standalone config has no policies of its own, so a
@@ -31,13 +33,13 @@ func (specMinimalTarget) configFor(setup Setup, m *mockSet) (specminimal.Config,
 	for _, l := range setup.Listeners {
 		ml := specminimal.Listener{Name: l.Name}
 		for _, r := range l.Routes {
-			addr, err := m.addr(r.Backend)
+			addr, err := m.Addr(r.Backend)
 			if err != nil {
 				return cfg, err
 			}
 			mr := specminimal.Route{Name: r.Name, PathPrefix: r.PathPrefix, Backend: addr}
 			for _, lim := range r.Limits {
-				mr.Limits = append(mr.Limits, specminimal.Limit{Tokens: lim.Kind == LimitTokens, Amount: lim.Amount, Unit: lim.Unit, Burst: lim.Burst})
+				mr.Limits = append(mr.Limits, specminimal.Limit{Tokens: lim.Kind == target.LimitTokens, Amount: lim.Amount, Unit: lim.Unit, Burst: lim.Burst})
 			}
 			ml.Routes = append(ml.Routes, mr)
 		}
@@ -46,30 +48,30 @@ func (specMinimalTarget) configFor(setup Setup, m *mockSet) (specminimal.Config,
 	return cfg, nil
 }
 
-func (t specMinimalTarget) Configure(ctx context.Context, setup Setup) (Deployment, error) {
-	mocks, err := startMocks(setup.Backends)
+func (t specMinimalTarget) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
+	mocks, err := local.StartMocks(setup.Backends)
 	if err != nil {
 		return nil, err
 	}
 	cfg, err := t.configFor(setup, mocks)
 	if err != nil {
-		mocks.close()
+		mocks.Close()
 		return nil, err
 	}
 	p, err := specminimal.Start(cfg)
 	if err != nil {
-		mocks.close()
+		mocks.Close()
 		return nil, err
 	}
-	d := &localDeployment{admin: p.AdminAddr(), backends: mocks, addrs: map[string]string{},
-		stopProxy: func(context.Context) error { return p.Close() }}
+	d := &local.Deployment{Admin: p.AdminAddr(), Backends: mocks, Addrs: map[string]string{},
+		StopProxy: func(context.Context) error { return p.Close() }}
 	for _, l := range setup.Listeners {
-		if d.addrs[l.Name], err = p.ListenerAddr(l.Name); err != nil {
+		if d.Addrs[l.Name], err = p.ListenerAddr(l.Name); err != nil {
 			d.Stop(ctx)
 			return nil, err
 		}
 	}
-	if err := waitReady(ctx, d); err != nil {
+	if err := local.WaitReady(ctx, d); err != nil {
 		d.Stop(ctx)
 		return nil, err
 	}

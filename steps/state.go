@@ -13,12 +13,13 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
 // state is everything one scenario knows; it travels in the step context
 // under stateKey, so scenarios can run in parallel.
 type state struct {
-	target  Target
+	target  target.Target
 	opts    *Options
 	tags    map[string]bool
 	feature FeatureName
@@ -29,8 +30,8 @@ type state struct {
 	// scenario is the scenario's name.
 	scenario string
 
-	setup Setup
-	dep   Deployment
+	setup target.Setup
+	dep   target.Deployment
 
 	client    *http.Client
 	responses []*response
@@ -81,7 +82,7 @@ type response struct {
 }
 
 // deployment configures the target with the scenario's setup on first use.
-func (s *state) deployment(ctx context.Context) (Deployment, error) {
+func (s *state) deployment(ctx context.Context) (target.Deployment, error) {
 	if s.dep != nil {
 		return s.dep, nil
 	}

@@ -12,32 +12,33 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
 func registerTraceSteps(sc *godog.ScenarioContext) {
 	// traceWith traces one GET sent with send (which wants a whole
 	// response) or exchange (which records a broken one).
-	type sender func(s *state, ctx context.Context, listener, method, target string, header http.Header, body []byte) (*response, error)
-	traceWith := func(ctx context.Context, send sender, target, listener string) error {
+	type sender func(s *state, ctx context.Context, listener, method, reqTarget string, header http.Header, body []byte) (*response, error)
+	traceWith := func(ctx context.Context, send sender, reqTarget, listener string) error {
 		s := getState(ctx)
 		w, err := s.watch(ctx, "")
 		if err != nil {
 			return err
 		}
-		if _, err := send(s, ctx, listener, http.MethodGet, target, nil, nil); err != nil {
+		if _, err := send(s, ctx, listener, http.MethodGet, reqTarget, nil, nil); err != nil {
 			return err
 		}
 		return s.finish(w)
 	}
-	traceOn := func(ctx context.Context, target, listener string) error {
-		return traceWith(ctx, (*state).send, target, listener)
+	traceOn := func(ctx context.Context, reqTarget, listener string) error {
+		return traceWith(ctx, (*state).send, reqTarget, listener)
 	}
-	step(sc, `^I trace a GET request to "([^"]*)"$`, func(ctx context.Context, target string) error {
-		return traceOn(ctx, target, DefaultListener)
+	step(sc, `^I trace a GET request to "([^"]*)"$`, func(ctx context.Context, reqTarget string) error {
+		return traceOn(ctx, reqTarget, target.DefaultListener)
 	})
-	step(sc, `^I trace a GET request to "([^"]*)", whatever comes back$`, func(ctx context.Context, target string) error {
-		return traceWith(ctx, (*state).exchange, target, DefaultListener)
+	step(sc, `^I trace a GET request to "([^"]*)", whatever comes back$`, func(ctx context.Context, reqTarget string) error {
+		return traceWith(ctx, (*state).exchange, reqTarget, target.DefaultListener)
 	})
 	step(sc, `^the trace does not claim a response the client never received$`, func(ctx context.Context) error {
 		s := getState(ctx)
@@ -119,7 +120,7 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 	step(sc, `^I send GET requests to "([^"]*)" and "([^"]*)" back to back$`, func(ctx context.Context, a, b string) error {
 		s := getState(ctx)
 		for _, p := range []string{a, b} {
-			if _, err := s.send(ctx, DefaultListener, http.MethodGet, p, nil, nil); err != nil {
+			if _, err := s.send(ctx, target.DefaultListener, http.MethodGet, p, nil, nil); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,4 @@
-package steps
+package local
 
 import (
 	"fmt"
@@ -9,15 +9,17 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
-// standaloneConfig renders setup in the standalone config format of the
+// StandaloneConfig renders setup in the standalone config format of the
 // reference implementation (REFERENCE.md "Standalone config and admin"):
 // one bind per listener on the chosen ports, route policies as
 // localRateLimit buckets. backendAddrs maps backend names to host:port.
-func standaloneConfig(setup Setup, adminAddr string, ports map[string]int, backendAddrs map[string]string) ([]byte, error) {
+func StandaloneConfig(setup target.Setup, adminAddr string, ports map[string]int, backendAddrs map[string]string) ([]byte, error) {
 	type node = map[string]any
-	kinds := map[string]BackendKind{}
+	kinds := map[string]target.BackendKind{}
 	for _, b := range setup.Backends {
 		kinds[b.Name] = b.Kind
 	}
@@ -34,7 +36,7 @@ func standaloneConfig(setup Setup, adminAddr string, ports map[string]int, backe
 				return nil, fmt.Errorf("standalone config: route %q: unknown backend %q", r.Name, r.Backend)
 			}
 			backend := node{"host": addr}
-			if kinds[r.Backend] == BackendLLM {
+			if kinds[r.Backend] == target.BackendLLM {
 				// An LLM provider backend, as token limits need on real proxies.
 				backend = node{"ai": node{"name": r.Backend, "provider": node{"openAI": node{}}, "hostOverride": addr}}
 			}
@@ -97,9 +99,9 @@ func standaloneConfig(setup Setup, adminAddr string, ports map[string]int, backe
 
 // bucketFor maps a policy-resource limit to a token bucket with the one
 // mapping the reference proxy and controller use (ratelimit.FromPolicy).
-func bucketFor(l Limit) (map[string]any, error) {
+func bucketFor(l target.Limit) (map[string]any, error) {
 	e := ratelimit.PolicyEntry{Unit: l.UnitName(), Burst: &l.Burst}
-	if l.Kind == LimitTokens {
+	if l.Kind == target.LimitTokens {
 		e.Tokens = &l.Amount
 	} else {
 		e.Requests = &l.Amount
@@ -131,7 +133,7 @@ func freePort() (int, error) {
 }
 
 // choosePorts picks a free port for the admin server and each listener.
-func choosePorts(setup Setup) (admin string, ports map[string]int, err error) {
+func choosePorts(setup target.Setup) (admin string, ports map[string]int, err error) {
 	ap, err := freePort()
 	if err != nil {
 		return "", nil, err

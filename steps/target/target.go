@@ -1,4 +1,10 @@
-package steps
+// Package target is what the conformance suite knows of a proxy under
+// test: the Target interface through which it is run and configured, the
+// Deployment of one scenario, and the target-neutral Setup a scenario asks
+// for. Each way of running a proxy is a package below this one
+// (inprocess, process, cluster); local holds what the targets running a
+// proxy on this machine share. It imports nothing of the suite.
+package target
 
 import (
 	"context"
@@ -150,8 +156,8 @@ type Policy struct {
 // DefaultListener is the listener of routes declared without one.
 const DefaultListener = "default"
 
-// listener returns the named listener, adding it when missing.
-func (s *Setup) listener(name string) *Listener {
+// ListenerNamed returns the named listener, adding it when missing.
+func (s *Setup) ListenerNamed(name string) *Listener {
 	for i := range s.Listeners {
 		if s.Listeners[i].Name == name {
 			return &s.Listeners[i]
@@ -161,8 +167,8 @@ func (s *Setup) listener(name string) *Listener {
 	return &s.Listeners[len(s.Listeners)-1]
 }
 
-// hasListener reports whether a listener of that name is declared.
-func (s *Setup) hasListener(name string) bool {
+// HasListener reports whether a listener of that name is declared.
+func (s *Setup) HasListener(name string) bool {
 	for _, l := range s.Listeners {
 		if l.Name == name {
 			return true
@@ -171,8 +177,8 @@ func (s *Setup) hasListener(name string) bool {
 	return false
 }
 
-// route returns the named route of any listener, or nil.
-func (s *Setup) route(name string) *Route {
+// RouteNamed returns the named route of any listener, or nil.
+func (s *Setup) RouteNamed(name string) *Route {
 	for i := range s.Listeners {
 		for j := range s.Listeners[i].Routes {
 			if s.Listeners[i].Routes[j].Name == name {
@@ -183,8 +189,8 @@ func (s *Setup) route(name string) *Route {
 	return nil
 }
 
-// backend returns the named backend, or nil.
-func (s *Setup) backend(name string) *Backend {
+// BackendNamed returns the named backend, or nil.
+func (s *Setup) BackendNamed(name string) *Backend {
 	for i := range s.Backends {
 		if s.Backends[i].Name == name {
 			return &s.Backends[i]
@@ -192,3 +198,13 @@ func (s *Setup) backend(name string) *Backend {
 	}
 	return nil
 }
+
+// Target capabilities (Target.Capabilities): the profiles a target can host.
+const (
+	// CapabilityStandalone: the target runs a proxy from a standalone config
+	// and reaches its listeners and admin server.
+	CapabilityStandalone = "standalone"
+	// CapabilityCluster: the target manages the proxy through Gateway API
+	// resources and reads their conditions.
+	CapabilityCluster = "cluster"
+)

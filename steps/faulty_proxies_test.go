@@ -17,6 +17,8 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/inprocess"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
@@ -25,7 +27,7 @@ import (
 // listeners and admin server. The suite must catch each one.
 type fault struct {
 	// setup changes the configuration the proxy is given.
-	setup func(*Setup)
+	setup func(*target.Setup)
 	// listener and admin wrap the real proxy's data plane and admin server.
 	listener func(d *faultyDeployment, next http.Handler) http.Handler
 	admin    func(d *faultyDeployment, next http.Handler) http.Handler
@@ -43,16 +45,16 @@ type fault struct {
 
 // faultyTarget wraps the in-process target with a fault.
 type faultyTarget struct {
-	inner *InProcess
+	inner *inprocess.InProcess
 	fault fault
 }
 
 func (t *faultyTarget) Name() string                    { return "faulty-inprocess" }
 func (t *faultyTarget) Start(ctx context.Context) error { return t.inner.Start(ctx) }
 func (t *faultyTarget) Stop(ctx context.Context) error  { return t.inner.Stop(ctx) }
-func (t *faultyTarget) Capabilities() []string          { return []string{CapabilityStandalone} }
+func (t *faultyTarget) Capabilities() []string          { return []string{target.CapabilityStandalone} }
 
-func (t *faultyTarget) Configure(ctx context.Context, setup Setup) (Deployment, error) {
+func (t *faultyTarget) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	if t.fault.setup != nil {
 		setup = cloneSetup(setup)
 		t.fault.setup(&setup)
@@ -80,9 +82,9 @@ func (t *faultyTarget) Configure(ctx context.Context, setup Setup) (Deployment, 
 	return d, nil
 }
 
-func cloneSetup(s Setup) Setup {
+func cloneSetup(s target.Setup) target.Setup {
 	b, _ := json.Marshal(s)
-	var c Setup
+	var c target.Setup
 	json.Unmarshal(b, &c)
 	return c
 }
@@ -99,8 +101,8 @@ func reverseProxy(addr string) *httputil.ReverseProxy {
 }
 
 type faultyDeployment struct {
-	Deployment
-	setup     Setup
+	target.Deployment
+	setup     target.Setup
 	fault     fault
 	listeners map[string]*httptest.Server
 	adminSrv  *httptest.Server
@@ -288,7 +290,7 @@ func (u *usageWatcher) Write(b []byte) (int, error) {
 func (u *usageWatcher) Flush() { u.ResponseWriter.(http.Flusher).Flush() }
 
 // routeOf returns the route of the default listener a path goes to.
-func (d *faultyDeployment) routeFor(path string) *Route {
+func (d *faultyDeployment) routeFor(path string) *target.Route {
 	for i := range d.setup.Listeners {
 		for j, r := range d.setup.Listeners[i].Routes {
 			if strings.HasPrefix(path, r.PathPrefix) {
@@ -336,7 +338,7 @@ var faults = map[string]fault{
 		}
 	}},
 	// Burst is ignored: the proxy is configured with base limits only.
-	"missing burst": {setup: func(s *Setup) {
+	"missing burst": {setup: func(s *target.Setup) {
 		for i := range s.Listeners {
 			for j := range s.Listeners[i].Routes {
 				for k := range s.Listeners[i].Routes[j].Limits {
@@ -346,8 +348,8 @@ var faults = map[string]fault{
 		}
 	}},
 	// Limits on a gateway are ignored: only route limits apply.
-	"gateway limits ignored": {setup: func(s *Setup) {
-		var kept []Policy
+	"gateway limits ignored": {setup: func(s *target.Setup) {
+		var kept []target.Policy
 		for _, p := range s.Policies {
 			if p.TargetKind != "Gateway" {
 				kept = append(kept, p)
@@ -386,7 +388,7 @@ var faults = map[string]fault{
 			}
 			var limit uint64
 			for _, l := range rt.Limits {
-				if l.Kind == LimitTokens {
+				if l.Kind == target.LimitTokens {
 					limit = l.Amount
 				}
 			}

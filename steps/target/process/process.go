@@ -1,4 +1,7 @@
-package steps
+// Package process is the process target: any proxy binary started from a
+// command template, one process per scenario, with the standalone config
+// the suite writes.
+package process
 
 import (
 	"bytes"
@@ -14,6 +17,9 @@ import (
 	"time"
 
 	"github.com/mattn/go-shellwords"
+
+	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/local"
 )
 
 // Process runs any proxy binary from a command template, one process per
@@ -33,9 +39,9 @@ type Process struct {
 	args      []string // Command split, placeholders not yet replaced
 }
 
-// NewProcess returns a process target for a command template such as
+// New returns a process target for a command template such as
 // "refproxy -f {config}".
-func NewProcess(command string) *Process {
+func New(command string) *Process {
 	return &Process{Command: command, StopGrace: 5 * time.Second}
 }
 
@@ -43,7 +49,7 @@ func NewProcess(command string) *Process {
 func (*Process) Name() string { return "process" }
 
 // Capabilities implements Target.
-func (*Process) Capabilities() []string { return []string{CapabilityStandalone} }
+func (*Process) Capabilities() []string { return []string{target.CapabilityStandalone} }
 
 // Start implements Target: it checks the command and makes a folder for configs.
 func (p *Process) Start(context.Context) error {
@@ -80,10 +86,10 @@ func (p *Process) Stop(context.Context) error {
 // Configure implements Target. The ports are chosen before the proxy binds
 // them, so another process may take one first; start-up is then retried
 // with new ports.
-func (p *Process) Configure(ctx context.Context, setup Setup) (Deployment, error) {
+func (p *Process) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	var err error
 	for range 3 {
-		var d Deployment
+		var d target.Deployment
 		if d, err = p.configureOnce(ctx, setup); err == nil || !strings.Contains(err.Error(), "address already in use") {
 			return d, err
 		}
@@ -91,8 +97,8 @@ func (p *Process) Configure(ctx context.Context, setup Setup) (Deployment, error
 	return nil, err
 }
 
-func (p *Process) configureOnce(ctx context.Context, setup Setup) (Deployment, error) {
-	d, yml, err := prepareLocal(setup, true)
+func (p *Process) configureOnce(ctx context.Context, setup target.Setup) (target.Deployment, error) {
+	d, yml, err := local.Prepare(setup, true)
 	if err != nil {
 		return nil, err
 	}
@@ -112,10 +118,10 @@ func (p *Process) configureOnce(ctx context.Context, setup Setup) (Deployment, e
 	path, _ := filepath.Abs(f.Name())
 	args := make([]string, len(p.args))
 	for i, a := range p.args {
-		args[i] = strings.NewReplacer("{config}", path, "{admin}", d.admin).Replace(a)
+		args[i] = strings.NewReplacer("{config}", path, "{admin}", d.Admin).Replace(a)
 	}
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "ADMIN_ADDR="+d.admin)
+	cmd.Env = append(os.Environ(), "ADMIN_ADDR="+d.Admin)
 	// Its own process group, so that stopping it also stops whatever a
 	// wrapper script started.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -127,7 +133,7 @@ func (p *Process) configureOnce(ctx context.Context, setup Setup) (Deployment, e
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	d.stopProxy = func(context.Context) error {
+	d.StopProxy = func(context.Context) error {
 		select {
 		case <-exited:
 			return nil
@@ -151,7 +157,7 @@ func (p *Process) configureOnce(ctx context.Context, setup Setup) (Deployment, e
 		case <-readyCtx.Done():
 		}
 	}()
-	err = waitReady(readyCtx, d)
+	err = local.WaitReady(readyCtx, d)
 	cancel()
 	if err != nil {
 		d.Stop(ctx)

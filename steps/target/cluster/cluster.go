@@ -1,4 +1,8 @@
-package steps
+// Package cluster is the cluster target: each scenario's setup becomes
+// Gateway API and policy resources on a cluster (any kubeconfig, or a local
+// API server with the reference controller), and the condition steps read
+// their status.
+package cluster
 
 import (
 	"context"
@@ -23,13 +27,15 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/clusters/kube"
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
-// ClusterOptions configure the cluster target (Options.Cluster, YAML key
+// Options configure the cluster target (Options.Cluster, YAML key
 // "cluster"). With Local, the target starts its own etcd and kube-apiserver
 // and runs the reference controller in-process; otherwise it uses the
 // cluster of Kubeconfig, where the implementation's controller must run.
-type ClusterOptions struct {
+type Options struct {
 	// Local starts a local API server with the CRDs and the reference
 	// controller (`--cluster local`).
 	Local bool `json:"local,omitempty"`
@@ -54,10 +60,10 @@ type ClusterOptions struct {
 	PolicyKind    string `json:"policyKind,omitempty"`
 	// ConditionTimeout bounds the wait for a controller to write the
 	// status of every object of a scenario. Default 30s.
-	ConditionTimeout Duration `json:"conditionTimeout"`
+	ConditionTimeout config.Duration `json:"conditionTimeout"`
 }
 
-func (o ClusterOptions) withDefaults() ClusterOptions {
+func (o Options) withDefaults() Options {
 	if o.GatewayClassName == "" {
 		o.GatewayClassName = "gwdiag"
 	}
@@ -68,7 +74,7 @@ func (o ClusterOptions) withDefaults() ClusterOptions {
 		o.PolicyVersion = "v1alpha1"
 	}
 	if o.ConditionTimeout == 0 {
-		o.ConditionTimeout = Duration(30 * time.Second)
+		o.ConditionTimeout = config.Duration(30 * time.Second)
 	}
 	if o.Local && o.ControllerName == "" {
 		o.ControllerName = string(controller.ControllerName)
@@ -82,7 +88,7 @@ func (o ClusterOptions) withDefaults() ClusterOptions {
 // API server has no kubelet), so it has only the "cluster" capability and
 // runs the cluster profile.
 type Cluster struct {
-	opts ClusterOptions
+	opts Options
 
 	local    *kube.Local
 	stopCtrl func()
@@ -90,8 +96,8 @@ type Cluster struct {
 	policy   schema.GroupVersionKind
 }
 
-// NewCluster returns a cluster target; Start connects or starts the cluster.
-func NewCluster(o ClusterOptions) *Cluster {
+// New returns a cluster target; Start connects or starts the cluster.
+func New(o Options) *Cluster {
 	o = o.withDefaults()
 	return &Cluster{opts: o, policy: schema.GroupVersionKind{Group: o.PolicyGroup, Version: o.PolicyVersion, Kind: o.PolicyKind}}
 }
@@ -100,7 +106,7 @@ func NewCluster(o ClusterOptions) *Cluster {
 func (*Cluster) Name() string { return "cluster" }
 
 // Capabilities implements Target.
-func (*Cluster) Capabilities() []string { return []string{CapabilityCluster} }
+func (*Cluster) Capabilities() []string { return []string{target.CapabilityCluster} }
 
 // Start implements Target: it starts the local API server and the
 // reference controller, or connects to the kubeconfig's cluster, and checks
@@ -179,7 +185,7 @@ func (c *Cluster) Stop(context.Context) error {
 // Configure implements Target: it creates the scenario's namespace and
 // objects, then waits until a controller has written the status of every
 // one of them at its current generation.
-func (c *Cluster) Configure(ctx context.Context, setup Setup) (Deployment, error) {
+func (c *Cluster) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gwdiag-",
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "gwdiag-conformance"}}}
 	if err := c.client.Create(ctx, nsObj); err != nil {
@@ -247,19 +253,19 @@ func (d *clusterDeployment) Stop(ctx context.Context) error {
 	return d.stopErr
 }
 
-// Conditions implements ConditionReader. It waits (up to the condition
+// Conditions implements target.ConditionReader. It waits (up to the condition
 // timeout) until the resource has conditions written for its current
 // metadata.generation (writtenAt), so the Gateway CRD's default "Waiting
 // for controller" conditions and a stale status are never taken for an
 // answer.
 // For an HTTPRoute or a policy it returns the conditions of every parent or
 // ancestor entry (of ControllerName, when set), in status order.
-func (d *clusterDeployment) Conditions(ctx context.Context, kind, name string) ([]Condition, error) {
+func (d *clusterDeployment) Conditions(ctx context.Context, kind, name string) ([]target.Condition, error) {
 	if kind == "Gateway" && name == "" {
 		name = clusterGatewayName
 	}
 	var (
-		got     []Condition
+		got     []target.Condition
 		lastErr error
 	)
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Duration(d.c.opts.ConditionTimeout), true, func(ctx context.Context) (bool, error) {
@@ -283,7 +289,7 @@ func (d *clusterDeployment) Conditions(ctx context.Context, kind, name string) (
 
 // read returns the resource's conditions and whether every one of them
 // was written at its current generation.
-func (d *clusterDeployment) read(ctx context.Context, kind, name string) ([]Condition, bool, error) {
+func (d *clusterDeployment) read(ctx context.Context, kind, name string) ([]target.Condition, bool, error) {
 	key := client.ObjectKey{Namespace: d.ns, Name: name}
 	switch kind {
 	case "Gateway":
@@ -324,15 +330,15 @@ func (d *clusterDeployment) read(ctx context.Context, kind, name string) ([]Cond
 		}
 		return convert(all, u.GetGeneration())
 	default:
-		return nil, false, fmt.Errorf("unknown resource kind %q: want Gateway, HTTPRoute or Policy", kind)
+		return nil, false, fmt.Errorf("unknown resource kind %q: want Gateway, HTTPRoute or target.Policy", kind)
 	}
 }
 
-func convert(conds []metav1.Condition, generation int64) ([]Condition, bool, error) {
-	out := make([]Condition, 0, len(conds))
+func convert(conds []metav1.Condition, generation int64) ([]target.Condition, bool, error) {
+	out := make([]target.Condition, 0, len(conds))
 	current := len(conds) > 0
 	for _, c := range conds {
-		out = append(out, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+		out = append(out, target.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 		current = current && writtenAt(c, generation)
 	}
 	return out, current, nil

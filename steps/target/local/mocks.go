@@ -1,4 +1,4 @@
-package steps
+package local
 
 import (
 	"errors"
@@ -7,57 +7,59 @@ import (
 	"syscall"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
+
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
-// mockSet is the mock backends of one scenario, served from this process on
+// Mocks is the mock backends of one scenario, served from this process on
 // loopback ports (refproxy/mock).
-type mockSet struct {
+type Mocks struct {
 	servers  map[string]*mock.Server
 	counters map[string]*mock.Counter
 	addrs    map[string]string
 	reserved []int
 }
 
-func startMocks(backends []Backend) (*mockSet, error) {
-	m := &mockSet{servers: map[string]*mock.Server{}, counters: map[string]*mock.Counter{}, addrs: map[string]string{}}
+func StartMocks(backends []target.Backend) (*Mocks, error) {
+	m := &Mocks{servers: map[string]*mock.Server{}, counters: map[string]*mock.Counter{}, addrs: map[string]string{}}
 	for _, b := range backends {
 		switch b.Kind {
-		case BackendUnreachable:
+		case target.BackendUnreachable:
 			// A port bound but not listening: nobody else can take it while
 			// the scenario runs, and connecting to it is refused, a
 			// transport error.
 			fd, port, err := reservePort()
 			if err != nil {
-				m.close()
+				m.Close()
 				return nil, fmt.Errorf("backend %q: %w", b.Name, err)
 			}
 			m.reserved = append(m.reserved, fd)
 			m.addrs[b.Name] = fmt.Sprintf("127.0.0.1:%d", port)
 			continue
-		case BackendEcho:
+		case target.BackendEcho:
 			e := mock.NewEcho()
 			m.counters[b.Name] = &e.Counter
 			if err := m.listen(b.Name, e); err != nil {
 				return nil, err
 			}
-		case BackendLLM:
+		case target.BackendLLM:
 			l := mock.NewLLM()
 			m.counters[b.Name] = &l.Counter
 			if err := m.listen(b.Name, l); err != nil {
 				return nil, err
 			}
 		default:
-			m.close()
+			m.Close()
 			return nil, fmt.Errorf("backend %q: unknown kind %q", b.Name, b.Kind)
 		}
 	}
 	return m, nil
 }
 
-func (m *mockSet) listen(name string, h http.Handler) error {
+func (m *Mocks) listen(name string, h http.Handler) error {
 	s, err := mock.Listen("127.0.0.1:0", h)
 	if err != nil {
-		m.close()
+		m.Close()
 		return fmt.Errorf("backend %q: %w", name, err)
 	}
 	m.servers[name] = s
@@ -65,7 +67,7 @@ func (m *mockSet) listen(name string, h http.Handler) error {
 	return nil
 }
 
-func (m *mockSet) addr(name string) (string, error) {
+func (m *Mocks) Addr(name string) (string, error) {
 	a, ok := m.addrs[name]
 	if !ok {
 		return "", fmt.Errorf("no backend %q in this scenario", name)
@@ -73,7 +75,7 @@ func (m *mockSet) addr(name string) (string, error) {
 	return a, nil
 }
 
-func (m *mockSet) requests(name string) (int64, error) {
+func (m *Mocks) Requests(name string) (int64, error) {
 	c, ok := m.counters[name]
 	if !ok {
 		return 0, fmt.Errorf("no counting backend %q in this scenario", name)
@@ -81,7 +83,7 @@ func (m *mockSet) requests(name string) (int64, error) {
 	return c.Count(), nil
 }
 
-func (m *mockSet) close() {
+func (m *Mocks) Close() {
 	for _, fd := range m.reserved {
 		syscall.Close(fd)
 	}

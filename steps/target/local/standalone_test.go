@@ -1,4 +1,4 @@
-package steps
+package local
 
 import (
 	"strings"
@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
+
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
 // The reference implementation's published schema of the standalone config
@@ -23,24 +25,24 @@ func TestStandaloneConfigMatchesReferenceSchema(t *testing.T) {
 	if err != nil {
 		t.Fatalf("compile %s: %v", referenceSchema, err)
 	}
-	setup := Setup{
-		Backends: []Backend{{Name: "httpbin", Kind: BackendEcho}, {Name: "openai", Kind: BackendLLM}},
-		Listeners: []Listener{
-			{Name: DefaultListener, Routes: []Route{
-				{Name: "llm", PathPrefix: "/v1", Backend: "openai", Limits: []Limit{
-					{Kind: LimitRequests, Amount: 3, Burst: 3, Unit: time.Second},
-					{Kind: LimitTokens, Amount: 100, Unit: time.Minute},
+	setup := target.Setup{
+		Backends: []target.Backend{{Name: "httpbin", Kind: target.BackendEcho}, {Name: "openai", Kind: target.BackendLLM}},
+		Listeners: []target.Listener{
+			{Name: target.DefaultListener, Routes: []target.Route{
+				{Name: "llm", PathPrefix: "/v1", Backend: "openai", Limits: []target.Limit{
+					{Kind: target.LimitRequests, Amount: 3, Burst: 3, Unit: time.Second},
+					{Kind: target.LimitTokens, Amount: 100, Unit: time.Minute},
 				}},
 				{Name: "httpbin", PathPrefix: "/", Backend: "httpbin"},
 			}},
-			{Name: "narrow", Routes: []Route{{Name: "api", PathPrefix: "/api", Backend: "httpbin"}}},
+			{Name: "narrow", Routes: []target.Route{{Name: "api", PathPrefix: "/api", Backend: "httpbin"}}},
 		},
-		Policies: []Policy{
-			{Name: "gateway-narrow", TargetKind: "Gateway", TargetName: "narrow", Limits: []Limit{{Kind: LimitRequests, Amount: 10, Unit: time.Minute}}},
-			{Name: "orphan", TargetKind: "HTTPRoute", TargetName: "missing", Limits: []Limit{{Kind: LimitRequests, Amount: 1, Unit: time.Hour}}},
+		Policies: []target.Policy{
+			{Name: "gateway-narrow", TargetKind: "Gateway", TargetName: "narrow", Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 10, Unit: time.Minute}}},
+			{Name: "orphan", TargetKind: "HTTPRoute", TargetName: "missing", Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 1, Unit: time.Hour}}},
 		},
 	}
-	yml, err := standaloneConfig(setup, "127.0.0.1:15000", map[string]int{DefaultListener: 3000, "narrow": 3001},
+	yml, err := StandaloneConfig(setup, "127.0.0.1:15000", map[string]int{target.DefaultListener: 3000, "narrow": 3001},
 		map[string]string{"httpbin": "127.0.0.1:8000", "openai": "127.0.0.1:8001"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package steps
+package process_test
 
 import (
 	"context"
@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/process"
 )
 
 // buildRefproxy builds the real refproxy binary for the process target.
@@ -30,7 +34,7 @@ func TestProcessConformance(t *testing.T) {
 	}
 	bin := buildRefproxy(t)
 	var out strings.Builder
-	rep, err := Run(context.Background(), Options{Target: "process", ProxyCommand: bin + " -f {config}", Output: &out})
+	rep, err := steps.Run(context.Background(), steps.Options{Target: "process", ProxyCommand: bin + " -f {config}", Output: &out})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +48,8 @@ func TestProcessConformance(t *testing.T) {
 }
 
 func TestProcessTargetErrors(t *testing.T) {
-	setup := Setup{Backends: []Backend{{Name: "b", Kind: BackendEcho}},
-		Listeners: []Listener{{Name: DefaultListener, Routes: []Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+	setup := target.Setup{Backends: []target.Backend{{Name: "b", Kind: target.BackendEcho}},
+		Listeners: []target.Listener{{Name: target.DefaultListener, Routes: []target.Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
 	tests := []struct {
 		name    string
 		command string
@@ -59,12 +63,12 @@ func TestProcessTargetErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := NewProcess(tt.command)
+			p := process.New(tt.command)
 			ctx := context.Background()
 			err := p.Start(ctx)
 			if err == nil {
 				defer p.Stop(ctx)
-				var d Deployment
+				var d target.Deployment
 				d, err = p.Configure(ctx, setup)
 				if d != nil {
 					d.Stop(ctx)
@@ -87,9 +91,9 @@ func TestProcessTargetStopsStubbornProxy(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	setup := Setup{Backends: []Backend{{Name: "b", Kind: BackendEcho}},
-		Listeners: []Listener{{Name: DefaultListener, Routes: []Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
-	p := NewProcess(script + " {config}")
+	setup := target.Setup{Backends: []target.Backend{{Name: "b", Kind: target.BackendEcho}},
+		Listeners: []target.Listener{{Name: target.DefaultListener, Routes: []target.Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+	p := process.New(script + " {config}")
 	p.StopGrace = 200 * time.Millisecond
 	ctx := context.Background()
 	if err := p.Start(ctx); err != nil {
@@ -124,9 +128,9 @@ func TestProcessCommandQuoting(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	setup := Setup{Backends: []Backend{{Name: "b", Kind: BackendEcho}},
-		Listeners: []Listener{{Name: DefaultListener, Routes: []Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
-	p := NewProcess(`'` + script + `' -c "{config}" --flag "a b" --admin='{admin}' plain\ word`)
+	setup := target.Setup{Backends: []target.Backend{{Name: "b", Kind: target.BackendEcho}},
+		Listeners: []target.Listener{{Name: target.DefaultListener, Routes: []target.Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+	p := process.New(`'` + script + `' -c "{config}" --flag "a b" --admin='{admin}' plain\ word`)
 	ctx := context.Background()
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,10 @@
-package steps
+package cluster
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/gwdiag/gwdiag/steps/target"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +31,7 @@ const clusterListenerPort = 8080
 // backend Services, the HTTPRoutes, then the policies (a controller that
 // reads its dependencies when it first reconciles then writes the settled
 // status at once).
-func clusterManifests(setup Setup, ns, class string, policy schema.GroupVersionKind) ([]client.Object, error) {
+func clusterManifests(setup target.Setup, ns, class string, policy schema.GroupVersionKind) ([]client.Object, error) {
 	gw := &gwv1.Gateway{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gwv1.GroupVersion.String(), Kind: "Gateway"},
 		ObjectMeta: metav1.ObjectMeta{Name: clusterGatewayName, Namespace: ns},
@@ -66,8 +67,8 @@ func clusterManifests(setup Setup, ns, class string, policy schema.GroupVersionK
 				},
 			})
 			if len(r.Limits) > 0 {
-				// The policy of a route is named after the route (ConditionReader).
-				p, err := policyObject(policy, ns, Policy{Name: r.Name, TargetKind: "HTTPRoute", TargetName: r.Name, Limits: r.Limits})
+				// The policy of a route is named after the route (target.ConditionReader).
+				p, err := policyObject(policy, ns, target.Policy{Name: r.Name, TargetKind: "HTTPRoute", TargetName: r.Name, Limits: r.Limits})
 				if err != nil {
 					return nil, err
 				}
@@ -87,7 +88,7 @@ func clusterManifests(setup Setup, ns, class string, policy schema.GroupVersionK
 
 // policyObject is the policy resource of spec part 2.3, of whatever kind
 // the implementation names it (GatewayPolicy, AgentgatewayPolicy, ...).
-func policyObject(gvk schema.GroupVersionKind, ns string, p Policy) (*unstructured.Unstructured, error) {
+func policyObject(gvk schema.GroupVersionKind, ns string, p target.Policy) (*unstructured.Unstructured, error) {
 	var local []any
 	for i, l := range p.Limits {
 		unit, ok := map[time.Duration]string{time.Second: "Seconds", time.Minute: "Minutes", time.Hour: "Hours"}[l.Unit]

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"github.com/gwdiag/gwdiag/steps/target/inprocess"
 	"slices"
 	"sort"
 	"strings"
@@ -113,7 +114,7 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			if !ok {
 				t.Fatalf("no fault %q", tt.fault)
 			}
-			o := Options{TargetImpl: &faultyTarget{inner: NewInProcess(), fault: f}, Output: &strings.Builder{},
+			o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: f}, Output: &strings.Builder{},
 				// Faults that hold a stream make the suite wait this long.
 				Timeouts: Timeouts{Request: Duration(3 * time.Second)}}
 			o.AllFeatures = tt.claimAll

@@ -1,4 +1,4 @@
-package steps
+package cluster
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gwdiag/gwdiag/steps/target"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,11 +15,11 @@ import (
 )
 
 func TestClusterManifests(t *testing.T) {
-	setup := Setup{
-		Backends: []Backend{{Name: "httpbin", Kind: BackendEcho}, {Name: "llm", Kind: BackendLLM}},
-		Listeners: []Listener{{Name: "default", Routes: []Route{{Name: "httpbin", PathPrefix: "/", Backend: "httpbin", Limits: []Limit{{Kind: LimitRequests, Amount: 3, Unit: time.Second, Burst: 3}}}}},
-			{Name: "ai", Routes: []Route{{Name: "chat", PathPrefix: "/v1", Backend: "llm", Limits: []Limit{{Kind: LimitTokens, Amount: 1000, Unit: time.Minute}}}}}},
-		Policies: []Policy{{Name: "orphan", TargetKind: "HTTPRoute", TargetName: "missing", Limits: []Limit{{Kind: LimitRequests, Amount: 1, Unit: time.Hour}}}},
+	setup := target.Setup{
+		Backends: []target.Backend{{Name: "httpbin", Kind: target.BackendEcho}, {Name: "llm", Kind: target.BackendLLM}},
+		Listeners: []target.Listener{{Name: "default", Routes: []target.Route{{Name: "httpbin", PathPrefix: "/", Backend: "httpbin", Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 3, Unit: time.Second, Burst: 3}}}}},
+			{Name: "ai", Routes: []target.Route{{Name: "chat", PathPrefix: "/v1", Backend: "llm", Limits: []target.Limit{{Kind: target.LimitTokens, Amount: 1000, Unit: time.Minute}}}}}},
+		Policies: []target.Policy{{Name: "orphan", TargetKind: "HTTPRoute", TargetName: "missing", Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 1, Unit: time.Hour}}}},
 	}
 	agw := schema.GroupVersionKind{Group: "agentgateway.dev", Version: "v1alpha1", Kind: "AgentgatewayPolicy"}
 	objs, err := clusterManifests(setup, "ns1", "agentgateway", agw)
@@ -76,25 +77,22 @@ func TestClusterManifests(t *testing.T) {
 		})
 	}
 
-	if _, err := clusterManifests(Setup{Listeners: []Listener{{Name: "l", Routes: []Route{{Name: "r", Backend: "b", Limits: []Limit{{Kind: LimitRequests, Amount: 1, Unit: time.Millisecond}}}}}}}, "ns", "c", agw); err == nil {
+	if _, err := clusterManifests(target.Setup{Listeners: []target.Listener{{Name: "l", Routes: []target.Route{{Name: "r", Backend: "b", Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 1, Unit: time.Millisecond}}}}}}}, "ns", "c", agw); err == nil {
 		t.Error("a limit per millisecond: got no error, want one naming the unit")
 	}
 }
 
 func TestClusterOptionsDefaults(t *testing.T) {
-	o := NewCluster(ClusterOptions{Local: true}).opts
+	o := New(Options{Local: true}).opts
 	if o.GatewayClassName != "gwdiag" || o.PolicyGroup != "gwdiag.dev" || o.PolicyKind != "GatewayPolicy" || o.PolicyVersion != "v1alpha1" || time.Duration(o.ConditionTimeout) != 30*time.Second || o.ControllerName == "" {
 		t.Errorf("local defaults: got %+v", o)
 	}
-	o = NewCluster(ClusterOptions{PolicyGroup: "agentgateway.dev", PolicyKind: "AgentgatewayPolicy"}).opts
+	o = New(Options{PolicyGroup: "agentgateway.dev", PolicyKind: "AgentgatewayPolicy"}).opts
 	if o.PolicyVersion != "v1alpha1" || o.ControllerName != "" {
 		t.Errorf("kubeconfig defaults: got version %q controller %q, want v1alpha1 and any controller", o.PolicyVersion, o.ControllerName)
 	}
-	if got := (Options{}).profilesFor(NewCluster(ClusterOptions{})); len(got) != 1 || got[0] != ProfileCluster {
-		t.Errorf("cluster target profiles: got %v, want [cluster]", got)
-	}
-	if tgt, err := NewTarget(Options{Target: "cluster"}); err != nil || tgt.Name() != "cluster" {
-		t.Errorf("NewTarget(cluster): got %v, %v", tgt, err)
+	if got := New(Options{}).Capabilities(); len(got) != 1 || got[0] != target.CapabilityCluster {
+		t.Errorf("cluster target capabilities: got %v, want [cluster]", got)
 	}
 }
 
@@ -125,13 +123,13 @@ func TestClusterConditionsWrittenAt(t *testing.T) {
 func TestClusterTargetNoKubeconfig(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("HOME", t.TempDir())
-	c := NewCluster(ClusterOptions{})
+	c := New(Options{})
 	err := c.Start(context.Background())
 	defer c.Stop(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "cluster.local: true") {
 		t.Errorf("Start with no kubeconfig: got %v, want an error pointing at cluster.kubeconfig and cluster.local", err)
 	}
-	missing := NewCluster(ClusterOptions{Kubeconfig: "/nonexistent/kubeconfig"})
+	missing := New(Options{Kubeconfig: "/nonexistent/kubeconfig"})
 	if err := missing.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "/nonexistent/kubeconfig") {
 		t.Errorf("Start with a missing kubeconfig file: got %v, want an error naming it", err)
 	}

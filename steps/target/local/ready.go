@@ -1,4 +1,4 @@
-package steps
+package local
 
 import (
 	"context"
@@ -13,16 +13,16 @@ import (
 // configuration. Max value for a conformant implementation: 10 seconds.
 const ReadyTimeout = 10 * time.Second
 
-// waitReady polls until the admin server and every listener of d accept TCP
+// WaitReady polls until the admin server and every listener of d accept TCP
 // connections, or the deadline passes.
-func waitReady(ctx context.Context, d *localDeployment) error {
-	addrs := []string{d.admin}
-	for name := range d.ports { // ListenerAddr prefers the bound addresses
+func WaitReady(ctx context.Context, d *Deployment) error {
+	addrs := []string{d.Admin}
+	for name := range d.Ports { // ListenerAddr prefers the bound addresses
 		a, _ := d.ListenerAddr(name)
 		addrs = append(addrs, a)
 	}
-	for name, a := range d.addrs {
-		if _, ok := d.ports[name]; !ok {
+	for name, a := range d.Addrs {
+		if _, ok := d.Ports[name]; !ok {
 			addrs = append(addrs, a)
 		}
 	}

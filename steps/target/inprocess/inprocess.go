@@ -1,4 +1,6 @@
-package steps
+// Package inprocess is the inprocess target: the reference proxy run as a
+// library in the suite's own process, one instance per scenario.
+package inprocess
 
 import (
 	"context"
@@ -7,14 +9,17 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config"
+
+	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/local"
 )
 
 // InProcess runs the reference proxy as a library, one instance per
 // scenario, configured from the same standalone YAML a process target writes.
 type InProcess struct{}
 
-// NewInProcess returns the in-process target.
-func NewInProcess() *InProcess { return &InProcess{} }
+// New returns the in-process target.
+func New() *InProcess { return &InProcess{} }
 
 // Name implements Target.
 func (*InProcess) Name() string { return "inprocess" }
@@ -26,13 +31,13 @@ func (*InProcess) Start(context.Context) error { return nil }
 func (*InProcess) Stop(context.Context) error { return nil }
 
 // Capabilities implements Target.
-func (*InProcess) Capabilities() []string { return []string{CapabilityStandalone} }
+func (*InProcess) Capabilities() []string { return []string{target.CapabilityStandalone} }
 
 // Configure implements Target.
-func (*InProcess) Configure(ctx context.Context, setup Setup) (Deployment, error) {
+func (*InProcess) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	// Port 0 everywhere: the kernel picks at bind time, so no other test can
 	// take a port between choosing and binding it.
-	d, yml, err := prepareLocal(setup, false)
+	d, yml, err := local.Prepare(setup, false)
 	if err != nil {
 		return nil, err
 	}
@@ -51,18 +56,18 @@ func (*InProcess) Configure(ctx context.Context, setup Setup) (Deployment, error
 		d.Stop(ctx)
 		return nil, fmt.Errorf("inprocess: start: %w", err)
 	}
-	d.stopProxy = p.Shutdown
-	d.admin = p.AdminAddr()
+	d.StopProxy = p.Shutdown
+	d.Admin = p.AdminAddr()
 	bound := p.BindAddrs()
 	if len(bound) != len(setup.Listeners) {
 		d.Stop(ctx)
 		return nil, fmt.Errorf("inprocess: %d binds for %d listeners", len(bound), len(setup.Listeners))
 	}
-	d.addrs = map[string]string{}
+	d.Addrs = map[string]string{}
 	for i, l := range setup.Listeners {
-		d.addrs[l.Name] = bound[i]
+		d.Addrs[l.Name] = bound[i]
 	}
-	if err := waitReady(ctx, d); err != nil {
+	if err := local.WaitReady(ctx, d); err != nil {
 		d.Stop(ctx)
 		return nil, fmt.Errorf("inprocess: %w", err)
 	}
