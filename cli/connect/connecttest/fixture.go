@@ -1,13 +1,13 @@
 package connecttest
 
 import (
-	"fmt"
 	"net/http/httptest"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gwdiag/gwdiag/refproxy"
+	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 )
@@ -46,16 +46,7 @@ func StartFixture(t *testing.T) *Fixture {
 
 	backend := httptest.NewServer(mock.NewEcho())
 	t.Cleanup(backend.Close)
-	p := refproxytest.Start(t, fmt.Sprintf(`
-binds:
-- port: 0
-  listeners:
-  - protocol: HTTP
-    routes:
-    - name: httpbin
-      matches: [{path: {pathPrefix: /}}]
-      backends: [{host: %q}]
-`, backend.Listener.Addr().String()), refproxy.WithEnv(f.Pod, f.Namespace, f.Gateway))
+	p := refproxytest.Start(t, configtest.OneRoute(backend.Listener.Addr().String()), refproxy.WithEnv(f.Pod, f.Namespace, f.Gateway))
 	f.Proxy = p
 	f.Kubelet = NewKubelet(map[int]string{AdminPort: p.AdminAddr(), OtherAdminPort: p.AdminAddr(), ListenerPort: p.BindAddrs()[0]})
 	t.Cleanup(f.Kubelet.Close)

@@ -15,6 +15,10 @@ import (
 	"github.com/gwdiag/gwdiag/steps/target/process"
 )
 
+// oneRoute is a setup with one echo backend and one route to it.
+var oneRoute = target.Setup{Backends: []target.Backend{{Name: "b", Kind: target.BackendEcho}},
+	Listeners: []target.Listener{{Name: target.DefaultListener, Routes: []target.Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+
 // buildRefproxy builds the real refproxy binary for the process target.
 func buildRefproxy(t *testing.T) string {
 	t.Helper()
@@ -48,8 +52,7 @@ func TestProcessConformance(t *testing.T) {
 }
 
 func TestProcessTargetErrors(t *testing.T) {
-	setup := target.Setup{Backends: []target.Backend{{Name: "b", Kind: target.BackendEcho}},
-		Listeners: []target.Listener{{Name: target.DefaultListener, Routes: []target.Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+	setup := oneRoute
 	tests := []struct {
 		name    string
 		command string
@@ -91,8 +94,7 @@ func TestProcessTargetStopsStubbornProxy(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	setup := target.Setup{Backends: []target.Backend{{Name: "b", Kind: target.BackendEcho}},
-		Listeners: []target.Listener{{Name: target.DefaultListener, Routes: []target.Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+	setup := oneRoute
 	p := process.New(script + " {config}")
 	p.StopGrace = 200 * time.Millisecond
 	ctx := context.Background()
@@ -128,8 +130,7 @@ func TestProcessCommandQuoting(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	setup := target.Setup{Backends: []target.Backend{{Name: "b", Kind: target.BackendEcho}},
-		Listeners: []target.Listener{{Name: target.DefaultListener, Routes: []target.Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
+	setup := oneRoute
 	p := process.New(`'` + script + `' -c "{config}" --flag "a b" --admin='{admin}' plain\ word`)
 	ctx := context.Background()
 	if err := p.Start(ctx); err != nil {
