@@ -2,11 +2,9 @@ package proxy
 
 import (
 	"iter"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
@@ -43,10 +41,6 @@ func (v *reqView) header(name string) (string, bool) {
 	b, ok := peekFold(&v.req.Header, name)
 	return b2s(b), ok
 }
-
-// Header names are kept as received (fasthttp's normalising is off: it costs
-// on every header of every request and response, and a proxy passes names
-// on as they came), so lookups by name compare without regard to case.
 
 type headers interface {
 	All() iter.Seq2[[]byte, []byte]
@@ -128,68 +122,4 @@ func hostOnly(h string) string {
 		}
 	}
 	return h
-}
-
-// requestInfo is the `request` of a requestSnapshot, and what a CEL trace
-// filter sees: method, uri, path, pathAndQuery, host, scheme, version and
-// the headers (lower-case names, repeated values joined with ",").
-// start, when set, is added as startTime.
-func requestInfo(ctx *fasthttp.RequestCtx, start time.Time) map[string]any {
-	req := &ctx.Request
-	scheme := "http"
-	if ctx.IsTLS() {
-		scheme = "https"
-	}
-	path, query := splitRequestURI(string(req.Header.RequestURI()))
-	decoded := path
-	if p, err := url.PathUnescape(path); err == nil {
-		decoded = p
-	}
-	pq := path
-	if query != "" {
-		pq += "?" + query
-	}
-	host := string(req.Header.Host())
-	m := map[string]any{
-		"method":       string(req.Header.Method()),
-		"uri":          scheme + "://" + host + pq,
-		"path":         decoded,
-		"pathAndQuery": pq,
-		"host":         host,
-		"scheme":       scheme,
-		"version":      string(req.Header.Protocol()),
-		"headers":      headerMap(&req.Header),
-	}
-	if !start.IsZero() {
-		m["startTime"] = start.UTC().Format(time.RFC3339Nano)
-	}
-	return m
-}
-
-// headerMap renders headers (of a request or a response) as lower-case
-// name to value, joining repeats with ",", as HTTP/1.1 sent them (Host
-// included). It is for traces only: it allocates.
-func headerMap(h headers) map[string]any {
-	m := map[string]any{}
-	for k, v := range h.All() {
-		addHeader(m, k, v)
-	}
-	return m
-}
-
-func addHeader(m map[string]any, k, v []byte) {
-	key := strings.ToLower(string(k))
-	if prev, ok := m[key]; ok {
-		m[key] = prev.(string) + "," + string(v)
-		return
-	}
-	m[key] = string(v)
-}
-
-// remoteHostPort is the client's address as host and port.
-func remoteHostPort(ctx *fasthttp.RequestCtx) (string, int) {
-	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.String(), a.Port
-	}
-	return ctx.RemoteAddr().String(), 0
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -117,13 +118,6 @@ func (c *upConn) peekFD(fd uintptr) bool {
 	return true
 }
 
-// isUpgrade reports whether the request asks for a protocol upgrade
-// (WebSocket and the like).
-func isUpgrade(h *fasthttp.RequestHeader) bool {
-	up, ok := peekFold(h, "Upgrade")
-	return ok && len(up) > 0 && containsToken(valuesFold(h, "Connection"), "upgrade")
-}
-
 // tunnel forwards a protocol upgrade: the request goes to the backend on a
 // connection of its own; when the backend answers 101, the client's and
 // the backend's connections are joined byte for byte until either side
@@ -210,10 +204,20 @@ func (dp *Dataplane) tunnel(ctx *fasthttp.RequestCtx, c *call) {
 	})
 }
 
-// readCloser reads from r and closes c.
-type readCloser struct {
-	io.Reader
-	c io.Closer
+// unreachable reports whether err is a failure to reach the backend at all.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns)
 }
 
-func (rc readCloser) Close() error { return rc.c.Close() }
+// clientMessage is an upstream error as the client may read it: the
+// proxy's words, cut before any quoted bytes of the backend's answer and
+// bounded in length.
+func clientMessage(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), `"`)
+	msg = strings.TrimRight(msg, " :")
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	return msg
+}

@@ -1,0 +1,352 @@
+// The request path, top-down: accept a request and take a trace watcher
+// (serve), select a route and apply the rate limits, answer locally (local)
+// or forward to the backend (forward), answer with the backend's status and
+// headers (respondHeaders) or the failure (backendError, clientBodyError),
+// and charge LLM tokens as the body passes (watchTokens). The call that
+// carries a forwarded request to its end is in call.go; the rules for
+// forwarded headers in headers.go; trace snapshots in snapshots.go; backend
+// connections and bodies in upstream.go and bodies.go.
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/gwdiag/gwdiag/refproxy/llm"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+type bindHandler struct {
+	dp  *Dataplane
+	key int
+}
+
+func (t *Table) bind(key int) *bindTable {
+	for _, b := range t.binds {
+		if b.key == key {
+			return b
+		}
+	}
+	return nil
+}
+
+// serve handles one data-plane request. Everything tracing does is behind
+// `tr != nil`, so untraced requests build no events.
+func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
+	dp := h.dp
+	var tr *trace.Tracer
+	if !dp.tracingOff {
+		tr = dp.reg.Take(func() map[string]any { return requestInfo(ctx, time.Time{}) })
+	}
+	var bt *bindTable
+	if t := dp.table.Load(); t != nil {
+		bt = t.bind(h.key)
+	}
+	if tr != nil {
+		tr.Emit(trace.SeverityInfo, trace.RequestStarted, nil)
+		st := dp.requestState(ctx, tr.Start(), nil)
+		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest, "requestState": st})
+		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageGatewayPolicies, "requestState": st})
+	}
+	var rt *route
+	var evaluated []any
+	if bt != nil {
+		v := newView(&ctx.Request)
+		rt, evaluated = bt.selectRoute(&v, tr != nil)
+	}
+	if rt == nil {
+		if tr != nil {
+			if evaluated == nil {
+				evaluated = []any{}
+			}
+			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": evaluated})
+		}
+		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{})
+		return
+	}
+	if tr != nil {
+		tr.Emit(trace.SeverityInfo, trace.RouteSelection, map[string]any{"selectedRoute": rt.key, "evaluatedRoutes": evaluated})
+		tr.Emit(trace.SeverityInfo, trace.PolicySelection, map[string]any{"effectivePolicy": rt.effective})
+	}
+	var d ratelimit.Decision
+	if rt.set != nil {
+		d = rt.set.Admit(time.Now())
+		if !d.Allowed {
+			if tr != nil {
+				tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+			}
+			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d)
+			return
+		}
+	}
+	be := rt.pick()
+	if be == nil {
+		if tr != nil {
+			tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+		}
+		dp.local(ctx, tr, http.StatusServiceUnavailable, "no backend for route\n", d)
+		return
+	}
+	if rt.tokens {
+		prepareLLMRequest(&ctx.Request)
+	}
+	if tr != nil {
+		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageFinalRequest, "requestState": dp.requestState(ctx, tr.Start(), be)})
+		tr.Emit(trace.SeverityInfo, trace.BackendCallStart, map[string]any{"target": be.addr})
+	}
+
+	c := callPool.Get().(*call)
+	*c = call{dp: dp, tr: tr, rt: rt, be: be, d: d, start: time.Now()}
+	// One pass over the headers finds whether any must be dropped; an
+	// upgrade has one (Upgrade is hop-by-hop), so most requests stop here.
+	dropped := hasDroppedHeader(&ctx.Request.Header)
+	if dropped && isUpgrade(&ctx.Request.Header) {
+		dp.tunnel(ctx, c)
+		return
+	}
+	dp.forward(ctx, c, dropped)
+}
+
+// local answers without calling a backend (404, 429, 503) and traces it.
+func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *trace.Tracer, code int, body string, d ratelimit.Decision) {
+	resp := &ctx.Response
+	d.EachHeader(resp.Header.Set)
+	if code == http.StatusTooManyRequests {
+		resp.Header.SetContentType(ratelimit.RefusedContentType)
+	} else {
+		resp.Header.SetContentType("text/plain; charset=utf-8")
+	}
+	resp.SetStatusCode(code)
+	resp.SetBodyString(body)
+	if code == http.StatusTooManyRequests {
+		resp.Header.SetContentLength(len(body))
+	}
+	if tr != nil {
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
+		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, nil)
+	}
+}
+
+// forward sends the request to c.be and streams the answer back: the
+// request is rewritten in place (hop-by-hop headers out, X-Forwarded-*
+// in) and sent on a pooled keep-alive connection; the response's status
+// and headers are copied, and its body becomes the body stream of the
+// client's response, written (and, when it has no length, flushed chunk by
+// chunk, so SSE passes through as it comes) after the handler returns.
+// What the client and the backend see is what httputil.ReverseProxy would
+// show them, header for header (TestForwardMatchesReverseProxy).
+func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
+	req := &ctx.Request
+	clientClose := req.Header.ConnectionClose()
+	rewriteRequest(ctx, c.be, dropped)
+	if n := req.Header.ContentLength(); req.IsBodyStream() && n >= 0 && n <= maxBufferedBody {
+		// The server read this body whole before calling the handler:
+		// take it as bytes, so that the request can be sent again.
+		req.Body()
+	}
+	if req.IsBodyStream() {
+		// A body streamed from the client (large, or chunked) is read while
+		// it is sent; a request of its own reads it through clientBody, to
+		// tell a failure of the client's (a malformed chunked body) from the
+		// backend's. The client's request keeps its stream, which the
+		// server releases.
+		c.clientBody = clientBody{r: req.BodyStream()}
+		up := fasthttp.AcquireRequest()
+		defer fasthttp.ReleaseRequest(up)
+		req.Header.CopyTo(&up.Header)
+		up.SetBodyStream(&c.clientBody, req.Header.ContentLength())
+		req = up
+	}
+	resp := fasthttp.AcquireResponse()
+	resp.StreamBody = true
+	err := c.be.do(req, resp)
+	// A pooled connection the backend had closed carried nothing: send the
+	// request again on another (the pool may hold several such), unless its
+	// body was a stream already partly read.
+	for try := 0; errors.Is(err, errIdleClosed) && !req.IsBodyStream() && try < maxIdleRetries; try++ {
+		c.retried(err)
+		err = c.be.do(req, resp)
+	}
+	if clientClose {
+		ctx.Response.SetConnectionClose()
+	}
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		if cerr := c.clientBody.err; cerr != nil {
+			dp.clientBodyError(ctx, c, cerr)
+			return
+		}
+		dp.backendError(ctx, c, err)
+		return
+	}
+	status := resp.StatusCode()
+	n := resp.Header.ContentLength()
+	stream := resp.BodyStream()
+	if stream != nil && n >= 0 && !isEventStream(resp.Header.ContentType()) {
+		// A body of known length is read ahead before anything goes to the
+		// client: whole when small (the backend connection goes back to the
+		// pool before the client is answered, and the response leaves in
+		// one write), else its first part. A body cut short there gets a
+		// 502, and the trace's backendCallResult says why. On a
+		// token-limited route a small body is read through the usage watch,
+		// which charges at its end.
+		small := n <= maxBufferedResponse
+		var watch io.ReadCloser
+		body := io.Reader(stream)
+		if small && c.rt.tokens {
+			watch = dp.watchTokens(c, resp, io.NopCloser(stream))
+			body = watch
+		}
+		buf, k, err := readAhead(body, n, small)
+		if watch != nil {
+			_ = watch.Close() // the watch reports before the call ends
+		}
+		if err != nil {
+			fasthttp.ReleaseResponse(resp)
+			dp.backendError(ctx, c, bodyError(err))
+			return
+		}
+		c.resp = resp
+		dp.respondHeaders(ctx, c, status, n)
+		if small {
+			ctx.Response.SetBody(buf[:k])
+			readBufs.Put(buf)
+			c.finish()
+			return
+		}
+		c.up = upBody{resp: resp}
+		c.ahead = aheadBody{buf: buf, n: k, rest: &c.up}
+		c.body = &c.ahead
+		c.watchClient(ctx.Conn(), stream)
+		if c.rt.tokens {
+			c.body = dp.watchTokens(c, resp, c.body)
+		}
+		ctx.Response.SetBodyStream(c, n)
+		return
+	}
+	c.resp = resp
+	dp.respondHeaders(ctx, c, status, n)
+	if stream != nil {
+		c.up = upBody{resp: resp}
+		c.body = &c.up
+		c.watchClient(ctx.Conn(), stream)
+	}
+	if c.rt.tokens {
+		c.body = dp.watchTokens(c, resp, c.body)
+	}
+	if n < 0 {
+		n = -1 // chunked to the client, flushed after every chunk
+	}
+	// An event stream's headers go out at once, before its first event.
+	ctx.Response.ImmediateHeaderFlush = isEventStream(resp.Header.ContentType())
+	ctx.Response.SetBodyStream(c, n)
+}
+
+// maxIdleRetries bounds the new attempts after pooled connections found
+// closed by the backend.
+const maxIdleRetries = 8
+
+// respondHeaders copies the backend's status and headers to the client's
+// response, announces the trailers the backend announced, and traces the
+// answer (call.respond).
+func (dp *Dataplane) respondHeaders(ctx *fasthttp.RequestCtx, c *call, status, n int) {
+	resp := c.resp
+	out := &ctx.Response.Header
+	copyResponseHeader(out, &resp.Header)
+	for t := range resp.Header.Trailers() {
+		// Announced to the client as the backend announced them; the values
+		// follow the body (call.Read). Trailers the backend sends without
+		// announcing them are not passed on.
+		if out.AddTrailerBytes(t) == nil {
+			c.trailers = out
+		}
+	}
+	out.SetStatusCode(status)
+	if n >= 0 {
+		out.SetContentLength(n)
+	}
+	c.respond(status, &resp.Header, out)
+}
+
+// backendError answers a failed upstream call: 503 when the backend could
+// not be reached, 502 when it answered wrongly (a malformed response, a
+// body cut short). The trace shows the transport error in
+// backendCallResult.error; the client is told what failed, never the bytes
+// the backend sent.
+func (dp *Dataplane) backendError(ctx *fasthttp.RequestCtx, c *call, err error) {
+	c.err = err
+	dp.log.Debug("backend call failed", "host", c.be.addr, "err", err)
+	code := fasthttp.StatusBadGateway
+	if unreachable(err) {
+		code = fasthttp.StatusServiceUnavailable
+	}
+	resp := &ctx.Response
+	resp.Header.SetContentType("text/plain; charset=utf-8")
+	resp.SetStatusCode(code)
+	c.respond(code, nil, &resp.Header)
+	resp.SetBodyString("upstream call failed: " + clientMessage(err) + "\n")
+	c.finish()
+}
+
+// clientBodyError answers a request whose body the client sent malformed:
+// 400, and the backend's health does not count the call.
+func (dp *Dataplane) clientBodyError(ctx *fasthttp.RequestCtx, c *call, err error) {
+	c.err, c.clientFault = fmt.Errorf("the client's request body: %w", err), true
+	resp := &ctx.Response
+	resp.Header.SetContentType("text/plain; charset=utf-8")
+	resp.SetStatusCode(fasthttp.StatusBadRequest)
+	resp.SetConnectionClose()
+	c.respond(fasthttp.StatusBadRequest, nil, &resp.Header)
+	resp.SetBodyString("malformed request body: " + clientMessage(err) + "\n")
+	c.finish()
+}
+
+// watchTokens charges LLM token usage once the body has passed through.
+func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadCloser) io.ReadCloser {
+	set, route := c.rt.set, c.rt.key
+	// Error answers from LLM providers carry no usage: counting them as 0 is
+	// expected, not worth a warning.
+	success := resp.StatusCode() < 300
+	return llm.Watch(body, b2s(resp.Header.ContentType()), b2s(resp.Header.ContentEncoding()), func(u llm.Usage, err error) {
+		set.Charge(time.Now(), u.Total())
+		if err != nil && success {
+			msg := "token usage not counted: " + err.Error()
+			dp.log.Warn(msg, "route", route)
+			c.warnMu.Lock()
+			c.warnings = append(c.warnings, msg)
+			c.warnMu.Unlock()
+		}
+	})
+}
+
+// prepareLLMRequest applies llm.PrepareBody to a JSON request body of
+// known, bounded size that is already in memory or can be read.
+func prepareLLMRequest(req *fasthttp.Request) {
+	if ct := req.Header.ContentType(); len(ct) > 0 && !llm.IsJSON(b2s(ct)) {
+		return
+	}
+	n := req.Header.ContentLength()
+	if n == 0 || n > llm.MaxRequestSize {
+		return
+	}
+	if stream := req.BodyStream(); stream != nil {
+		body, rest, ok := llm.ReadBody(stream, int64(n))
+		if !ok {
+			req.SetBodyStream(rest, -1) // too large, or broken: goes on untouched
+			return
+		}
+		req.SetBodyRaw(body)
+		req.Header.SetContentLength(len(body))
+	}
+	if out, ok := llm.PrepareBody(req.Body()); ok {
+		req.SetBodyRaw(out)
+		req.Header.SetContentLength(len(out))
+	}
+}
