@@ -1,6 +1,16 @@
 // Package proxy is the data plane of the reference proxy: one HTTP listener
 // per bind, route matching, the reverse proxy to backends, local rate
 // limiting, per-endpoint statistics and the trace events of each request.
+//
+// Files: dataplane.go (listeners, config apply, timeouts), serve.go (the
+// request path, top-down), call.go (a forwarded request to its end),
+// table.go (routes and their matching), request.go (the request view and
+// case-insensitive header lookups), headers.go (forwarding header rules),
+// snapshots.go (trace snapshots), upstream.go (backend connections and
+// tunnels), bodies.go (read-ahead and streamed bodies), clientgone.go
+// (noticing a client that left), stats.go (endpoint stats, /config_dump).
+// It imports refproxy/config, ratelimit, llm and trace, never the admin
+// server or the suite.
 package proxy
 
 import (
