@@ -1,15 +1,14 @@
-// Package steps is the conformance suite's engine: the godog step
-// definitions of the features in features/, the Target interface through
-// which a proxy under test is run and configured, the in-process and process
-// targets, the runner and its options, and the ConformanceReport with its
-// JUnit and Cucumber JSON companions.
+// Package steps is the conformance suite's engine: it runs the features of
+// features/ with godog against a target and writes the ConformanceReport
+// with its JUnit and Cucumber JSON companions.
 //
-// Layout: profiles.go (profiles and their core and extended features),
-// *_steps.go (step definitions by topic, composed in step_definitions.go),
-// state.go (the one
-// per-scenario state, carried in the context), runner.go and options.go (Run
-// and Options), report.go (ConformanceReport), check.go (the same trace
-// checks on recorded traces). The targets live below steps/target: the
+// Layout: runner.go and options.go (Run and Options), profiles.go (profiles
+// and their core and extended features), report.go (ConformanceReport),
+// check.go (the same trace checks on recorded traces). The step definitions
+// and the per-scenario state they share are in steps/stepdefs; the engine
+// starts and ends each scenario and decides, from its feature and the
+// claims, whether a failing step fails it or makes it unsupported. The
+// targets live below steps/target: the
 // Target interface and Setup in steps/target, one package per way of
 // running a proxy (steps/target/inprocess, process, cluster) and what the
 // on-machine targets share in steps/target/local. The trace rules live in

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gwdiag/gwdiag/features"
+	"github.com/gwdiag/gwdiag/steps/stepdefs"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
 	"github.com/gwdiag/gwdiag/steps/target/inprocess"
@@ -62,7 +62,9 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		o.Implementation.Name = "gwdiag refproxy (in process)"
 	}
 	start := time.Now()
-	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output}
+	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, stepConfig: stepdefs.Config{
+		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
+		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace}}
 
 	fsys := o.Features
 	if fsys == nil {
@@ -129,10 +131,11 @@ func tagsFor(user string, profiles []ConformanceProfileName) string {
 }
 
 type runner struct {
-	opts     *Options
-	target   target.Target
-	profiles []ConformanceProfileName
-	out      io.Writer
+	opts       *Options
+	target     target.Target
+	stepConfig stepdefs.Config
+	profiles   []ConformanceProfileName
+	out        io.Writer
 
 	mu      sync.Mutex
 	results []scenarioResult
@@ -146,65 +149,61 @@ const tagExtended = "@extended"
 // (@spec-7.2); features/spec.go lists the parts.
 const tagSpecPrefix = "@spec-"
 
+// scenarioRun is the engine's record of one scenario, beside the step
+// definitions' state (stepdefs.Begin).
+type scenarioRun struct {
+	feature  FeatureName
+	profile  ConformanceProfileName
+	extended bool
+	started  time.Time
+	// skip is why the scenario did not run ("" when it ran).
+	skip string
+}
+
+type runKey struct{}
+
 func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
-		s := &state{target: r.target, opts: r.opts, tags: map[string]bool{},
-			// A new connection per request: a proxy may close a connection
-			// after any response (a 429, say), and reuse is not what the
-			// suite tests.
-			client: &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}}}
-		for _, t := range p.Tags {
-			s.tags[t.Name] = true
-		}
-		s.feature = featureOf(p)
-		s.scenario = p.Name
-		ctx = withState(ctx, s)
-		s.started = time.Now()
-		prof, ext, ok := profileOf(s.feature)
+		run := &scenarioRun{feature: featureOf(p), started: time.Now()}
+		ctx = context.WithValue(ctx, runKey{}, run)
+		prof, ext, ok := profileOf(run.feature)
 		if !ok {
-			return ctx, fmt.Errorf("scenario %q: feature %q belongs to no profile (profiles.go)", p.Name, s.feature)
+			return ctx, fmt.Errorf("scenario %q: feature %q belongs to no profile (profiles.go)", p.Name, run.feature)
 		}
-		s.profile, s.extended = prof.Name, ext
-		if reason := r.skipReason(s, p); reason != "" {
-			s.skip = reason
+		run.profile, run.extended = prof.Name, ext
+		ctx = stepdefs.Begin(ctx, r.stepConfig, p.Name, ext && !r.opts.claims(run.feature))
+		if reason := r.skipReason(run, p); reason != "" {
+			run.skip = reason
 			return ctx, godog.ErrSkip
 		}
 		return ctx, nil
 	})
 	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
-		s := getState(ctx)
-		if s == nil {
+		run, _ := ctx.Value(runKey{}).(*scenarioRun)
+		unsupported, failedStep, ok := stepdefs.End(ctx)
+		if run == nil || !ok {
 			return ctx, err
 		}
-		s.teardown()
-		res := scenarioResult{feature: s.feature, profile: s.profile, extended: s.extended,
+		res := scenarioResult{feature: run.feature, profile: run.profile, extended: run.extended,
 			ScenarioReport: ScenarioReport{Name: p.Name, File: p.Uri}}
 		switch {
-		case s.skip != "":
-			res.Result, res.Message = Skipped, s.skip
-		case s.unsupported != "":
-			res.Result, res.Message = Unsupported, s.unsupported
+		case run.skip != "":
+			res.Result, res.Message = Skipped, run.skip
+		case unsupported != "":
+			res.Result, res.Message = Unsupported, unsupported
 		case err != nil && !errors.Is(err, godog.ErrSkip):
 			res.Result, res.Message = Failed, err.Error()
 		default:
 			res.Result = Passed
 		}
-		res.Step = s.failedStep
-		if res.Result != Failed {
-			res.Step = ""
+		if res.Result == Failed {
+			res.Step = failedStep
 		}
-		r.record(res, time.Since(s.started))
+		r.record(res, time.Since(run.started))
 		// nil keeps the step's error as it is; returning it would repeat it.
 		return ctx, nil
 	})
-	sc.StepContext().After(func(ctx context.Context, st *godog.Step, status godog.StepResultStatus, err error) (context.Context, error) {
-		if s := getState(ctx); s != nil && err != nil && s.failedStep == "" {
-			s.failedStep = st.Text
-		}
-		// nil keeps the step's error as it is; returning it would repeat it.
-		return ctx, nil
-	})
-	registerSteps(sc)
+	stepdefs.Register(sc)
 }
 
 // ran reports whether a scenario of that name ran (was not skipped).
@@ -219,7 +218,7 @@ func (r *runner) ran(name string) bool {
 	return false
 }
 
-func (r *runner) skipReason(s *state, p *godog.Scenario) string {
+func (r *runner) skipReason(s *scenarioRun, p *godog.Scenario) string {
 	if slices.Contains(r.opts.ExemptFeatures, s.feature) {
 		return fmt.Sprintf("feature %s is exempt", s.feature)
 	}

@@ -1,4 +1,4 @@
-package steps
+package stepdefs
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
+
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 

@@ -1,4 +1,4 @@
-package steps
+package stepdefs
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	"github.com/gwdiag/gwdiag/steps/target"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
 func registerAdminSteps(sc *godog.ScenarioContext) {
@@ -149,7 +150,7 @@ func (s *state) adminCall(ctx context.Context, method, path string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.opts.Timeouts.Request)+2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout+2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+d.AdminAddr()+path, nil)
 	if err != nil {

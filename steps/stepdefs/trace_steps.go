@@ -1,4 +1,4 @@
-package steps
+package stepdefs
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/cucumber/godog"
 
@@ -155,7 +154,7 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 			return errors.New("no trace stream is open")
 		}
 		w := s.watchers[len(s.watchers)-1]
-		w.awaitReady(time.Duration(s.opts.Timeouts.Trace))
+		w.awaitReady(s.cfg.TraceTimeout)
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if len(w.frames) == 0 || !w.frames[0].IsComment || strings.TrimSpace(w.frames[0].Comment) != want {
@@ -437,24 +436,24 @@ func (s *state) watch(ctx context.Context, expression string) (*watcher, error) 
 	if err != nil {
 		return nil, err
 	}
-	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, time.Duration(s.opts.Timeouts.Request))
+	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, s.cfg.RequestTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("open /debug/trace: %w", err)
 	}
 	s.watchers = append(s.watchers, w)
-	w.awaitReady(time.Duration(s.opts.Timeouts.ReadyGrace))
+	w.awaitReady(s.cfg.ReadyGrace)
 	return w, nil
 }
 
 // finish waits for w's trace and makes it the current trace.
 func (s *state) finish(w *watcher) error {
-	t, err := w.result(time.Duration(s.opts.Timeouts.Trace))
+	t, err := w.result(s.cfg.TraceTimeout)
 	s.trace = t
 	if err != nil {
 		return err
 	}
-	if s.opts.OnTrace != nil {
-		s.opts.OnTrace(s.scenario, t.Events)
+	if s.cfg.OnTrace != nil {
+		s.cfg.OnTrace(s.scenario, t.Events)
 	}
 	if len(t.Events) == 0 {
 		return errors.New("the trace stream ended with no events")

@@ -1,4 +1,10 @@
-package steps
+// Package stepdefs holds the godog step definitions of the conformance
+// suite, one file per topic (setup, requests, traces, admin, conditions,
+// recorded traces), and the one per-scenario state they share, carried in
+// the scenario's context. The engine (package steps) starts and ends each
+// scenario (Begin, End) and registers the steps (Register); the steps reach
+// the proxy only through a steps/target Target.
+package stepdefs
 
 import (
 	"context"
@@ -8,8 +14,16 @@ import (
 	"github.com/cucumber/godog"
 )
 
-// registerSteps composes the step definitions of every topic.
-func registerSteps(sc *godog.ScenarioContext) {
+// Register composes the step definitions of every topic, and notes the
+// first step of a scenario that fails (End reports it).
+func Register(sc *godog.ScenarioContext) {
+	sc.StepContext().After(func(ctx context.Context, st *godog.Step, _ godog.StepResultStatus, err error) (context.Context, error) {
+		if s := getState(ctx); s != nil && err != nil && s.failedStep == "" {
+			s.failedStep = st.Text
+		}
+		// nil keeps the step's error as it is; returning it would repeat it.
+		return ctx, nil
+	})
 	registerSetupSteps(sc)
 	registerRequestSteps(sc)
 	registerTraceSteps(sc)

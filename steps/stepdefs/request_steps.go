@@ -1,4 +1,4 @@
-package steps
+package stepdefs
 
 import (
 	"bytes"
@@ -259,7 +259,7 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 		host = u.Host
 		path = u.RequestURI()
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.opts.Timeouts.Request))
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(string(body)))
 	if err != nil {
@@ -461,12 +461,12 @@ func (s *state) startHeld(ctx context.Context, n int, key string) error {
 		}
 		h.resp = r
 	}()
-	t := time.NewTimer(time.Duration(s.opts.Timeouts.Request))
+	t := time.NewTimer(s.cfg.RequestTimeout)
 	defer t.Stop()
 	select {
 	case <-sawUsage:
 	case <-t.C:
-		return fmt.Errorf("the usage chunk of the held stream did not reach the client within %s: the proxy must pass chunks on as they come", time.Duration(s.opts.Timeouts.Request))
+		return fmt.Errorf("the usage chunk of the held stream did not reach the client within %s: the proxy must pass chunks on as they come", s.cfg.RequestTimeout)
 	}
 	select {
 	case <-h.done:
@@ -495,12 +495,12 @@ func (s *state) release(ctx context.Context, key, backend string) error {
 		return fmt.Errorf("release held stream %q on backend %q: %w", key, backend, err)
 	}
 	resp.Body.Close()
-	t := time.NewTimer(time.Duration(s.opts.Timeouts.Request))
+	t := time.NewTimer(s.cfg.RequestTimeout)
 	defer t.Stop()
 	select {
 	case <-h.done:
 		return nil
 	case <-t.C:
-		return fmt.Errorf("held stream %q did not end within %s of its release", key, time.Duration(s.opts.Timeouts.Request))
+		return fmt.Errorf("held stream %q did not end within %s of its release", key, s.cfg.RequestTimeout)
 	}
 }

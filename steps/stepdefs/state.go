@@ -1,4 +1,4 @@
-package steps
+package stepdefs
 
 import (
 	"context"
@@ -16,17 +16,25 @@ import (
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
+// Config is what the step definitions need of a run.
+type Config struct {
+	// Target runs the proxy under test.
+	Target target.Target
+	// RequestTimeout bounds one HTTP request, TraceTimeout a trace's
+	// completion after its request, ReadyGrace the wait for a new trace
+	// stream's ": ready" comment.
+	RequestTimeout, TraceTimeout, ReadyGrace time.Duration
+	// OnTrace, when set, receives every trace a scenario takes.
+	OnTrace func(scenario string, events []trace.Event)
+}
+
 // state is everything one scenario knows; it travels in the step context
 // under stateKey, so scenarios can run in parallel.
 type state struct {
-	target  target.Target
-	opts    *Options
-	tags    map[string]bool
-	feature FeatureName
-	// profile is the feature's profile; extended is true when the feature
-	// is an extended one there.
-	profile  ConformanceProfileName
-	extended bool
+	cfg Config
+	// optional is set for a scenario of an extended feature the proxy does
+	// not claim: a failing step makes it unsupported, not failed.
+	optional bool
 	// scenario is the scenario's name.
 	scenario string
 
@@ -50,8 +58,6 @@ type state struct {
 	// streamErr is the refusal of the last trace stream opened with an expression.
 	streamErr error
 
-	started    time.Time
-	skip       string
 	failedStep string
 
 	// unsupported is set when an @extended scenario found the proxy lacking.
@@ -60,8 +66,28 @@ type state struct {
 
 type stateKey struct{}
 
-func withState(ctx context.Context, s *state) context.Context {
+// Begin puts a new scenario's state in ctx. optional marks a scenario of an
+// extended feature the proxy does not claim.
+func Begin(ctx context.Context, cfg Config, scenario string, optional bool) context.Context {
+	s := &state{cfg: cfg, optional: optional, scenario: scenario,
+		// A new connection per request: a proxy may close a connection
+		// after any response (a 429, say), and reuse is not what the
+		// suite tests.
+		client: &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}}}
 	return context.WithValue(ctx, stateKey{}, s)
+}
+
+// End tears down the scenario of ctx (its deployment, trace streams and
+// connections) and tells how it ended: why the proxy lacks the scenario's
+// extended feature ("" when it does not), and the text of the first step
+// that failed. ok is false when ctx holds no scenario.
+func End(ctx context.Context) (unsupported, failedStep string, ok bool) {
+	s := getState(ctx)
+	if s == nil {
+		return "", "", false
+	}
+	s.teardown()
+	return s.unsupported, s.failedStep, true
 }
 
 func getState(ctx context.Context) *state {
@@ -89,9 +115,9 @@ func (s *state) deployment(ctx context.Context) (target.Deployment, error) {
 	if len(s.setup.Listeners) == 0 {
 		return nil, errors.New("the scenario configures no route")
 	}
-	d, err := s.target.Configure(ctx, s.setup)
+	d, err := s.cfg.Target.Configure(ctx, s.setup)
 	if err != nil {
-		return nil, fmt.Errorf("configure %s target: %w", s.target.Name(), err)
+		return nil, fmt.Errorf("configure %s target: %w", s.cfg.Target.Name(), err)
 	}
 	s.dep = d
 	return d, nil
@@ -251,7 +277,7 @@ func isEOF(err error) bool {
 // unsupported marks an @extended scenario as not supported by the proxy
 // and skips the rest of it; in any other scenario it is a failure.
 func (s *state) unsupportedErr(err error) error {
-	if s.extended && !s.opts.claims(s.feature) {
+	if s.optional {
 		s.unsupported = err.Error()
 		return godog.ErrSkip
 	}

@@ -1,10 +1,11 @@
-package steps
+package stepdefs
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/cucumber/godog"
+
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -36,7 +37,7 @@ func (s *state) condition(ctx context.Context, kind, name, typ, status, reason s
 	}
 	cr, ok := d.(target.ConditionReader)
 	if !ok {
-		return fmt.Errorf("the %s target has no resource conditions; condition scenarios need a cluster target", s.target.Name())
+		return fmt.Errorf("the %s target has no resource conditions; condition scenarios need a cluster target", s.cfg.Target.Name())
 	}
 	conds, err := cr.Conditions(ctx, kind, name)
 	if err != nil {
