@@ -30,7 +30,7 @@ func (p *Proxy) adminHandler(cfg Config) http.Handler {
 		writeJSON(w, configDump(cfg, p.listeners))
 	}))
 	mux.HandleFunc("/logging", p.logging)
-	mux.HandleFunc("/debug/pprof/profile", only(http.MethodGet, profile))
+	mux.HandleFunc("/debug/pprof/profile", only(http.MethodGet, p.profile))
 	mux.HandleFunc("/debug/pprof/heap", only(http.MethodGet, func(w http.ResponseWriter, _ *http.Request) {
 		_ = pprof.Lookup("heap").WriteTo(w, 0)
 	}))
@@ -43,8 +43,8 @@ func (p *Proxy) adminHandler(cfg Config) http.Handler {
 		_ = pprof.Lookup("goroutine").WriteTo(w, 1)
 	}))
 	mux.HandleFunc("/quitquitquit", only(http.MethodPost, func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "shutting down")
-		go p.Close()
+		fmt.Fprint(w, "shutting down")
+		go p.Close() // Shutdown lets this answer finish
 	}))
 	return mux
 }
@@ -84,13 +84,16 @@ type logLevel struct {
 var levels = map[string]bool{"error": true, "warn": true, "info": true, "debug": true, "trace": true, "off": true}
 
 // checkFilter checks the Rust log-filter syntax: comma-separated
-// directives, each a level or target=level.
+// directives, each a level or target=level (levels in any case); empty
+// directives are skipped, as Rust's filters do, but one must remain.
 func checkFilter(f string) error {
-	if strings.TrimSpace(f) == "" {
-		return fmt.Errorf("empty filter")
-	}
+	n := 0
 	for _, d := range strings.Split(f, ",") {
-		target, level, hasEq := strings.Cut(strings.TrimSpace(d), "=")
+		if d = strings.TrimSpace(d); d == "" {
+			continue
+		}
+		n++
+		target, level, hasEq := strings.Cut(d, "=")
 		if !hasEq {
 			level, target = target, ""
 		} else if target == "" {
@@ -99,6 +102,9 @@ func checkFilter(f string) error {
 		if !levels[strings.ToLower(level)] {
 			return fmt.Errorf("directive %q: %q is not a level", d, level)
 		}
+	}
+	if n == 0 {
+		return fmt.Errorf("empty filter")
 	}
 	return nil
 }
@@ -126,8 +132,9 @@ func (p *Proxy) logging(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "current log level is %s", l.filter)
 }
 
-// profile serves a CPU profile of 1 to 300 seconds (default 10).
-func profile(w http.ResponseWriter, r *http.Request) {
+// profile serves a CPU profile of 1 to 300 seconds (default 10), cut short
+// when the client leaves or the proxy stops.
+func (p *Proxy) profile(w http.ResponseWriter, r *http.Request) {
 	secs := 10
 	if s := r.URL.Query().Get("seconds"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -137,13 +144,17 @@ func profile(w http.ResponseWriter, r *http.Request) {
 		}
 		secs = n
 	}
+	w.Header().Set("Content-Type", "application/octet-stream")
 	if err := pprof.StartCPUProfile(w); err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		http.Error(w, "cpu profile: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	timer := time.NewTimer(time.Duration(secs) * time.Second)
+	defer timer.Stop()
 	select {
-	case <-time.After(time.Duration(secs) * time.Second):
+	case <-timer.C:
 	case <-r.Context().Done():
+	case <-p.stopping:
 	}
 	pprof.StopCPUProfile()
 }

@@ -104,54 +104,87 @@ func hasTokenLimit(rt Route) bool {
 }
 
 // usageBody passes an LLM response body on as it comes and, once it has
-// ended (Close), reports its usage: the JSON body's, or the last usage of an
-// event stream's chunks.
+// ended, reports its usage: the JSON body's, or the last usage of an event
+// stream's data chunks. The end is seen at the read that reaches it (EOF, or
+// the last byte of a known length), before those bytes go on to the client,
+// so that the client's next request meets the charged window; a body the
+// client abandons is reported at Close with what was seen.
 type usageBody struct {
 	r      io.ReadCloser
 	stream bool
-	json   bytes.Buffer // a JSON body, kept to read its usage at the end
+	left   int64        // bytes still to come of a known length, else -1
+	json   bytes.Buffer // a JSON body, kept (up to maxKept) to read its usage at the end
 	line   bytes.Buffer // the event stream's current line
 	usage  uint64
 	report func(uint64)
 	once   sync.Once
 }
 
-func newUsageBody(r io.ReadCloser, contentType string, report func(uint64)) io.ReadCloser {
-	return &usageBody{r: r, stream: strings.HasPrefix(contentType, "text/event-stream"), report: report}
+// maxKept bounds what a usage body keeps of a JSON answer or of one line.
+const maxKept = 1 << 20
+
+func newUsageBody(r io.ReadCloser, contentType string, length int64, report func(uint64)) io.ReadCloser {
+	return &usageBody{r: r, stream: strings.HasPrefix(contentType, "text/event-stream"), left: length, report: report}
 }
 
 func (u *usageBody) Read(p []byte) (int, error) {
 	n, err := u.r.Read(p)
-	if !u.stream {
-		if u.json.Len() < 1<<20 {
-			u.json.Write(p[:n])
-		}
-		return n, err
+	u.scan(p[:n])
+	if u.left >= 0 {
+		u.left -= int64(n)
 	}
-	for _, b := range p[:n] {
-		if b != '\n' {
-			u.line.WriteByte(b)
-			continue
-		}
-		if data, ok := bytes.CutPrefix(bytes.TrimSpace(u.line.Bytes()), []byte("data:")); ok {
-			if t, ok := usageOf(bytes.TrimSpace(data)); ok {
-				u.usage = t
-			}
-		}
-		u.line.Reset()
+	if err == io.EOF || u.left == 0 {
+		u.finish()
 	}
 	return n, err
 }
 
-// Close reports the usage once the body has ended.
-func (u *usageBody) Close() error {
-	err := u.r.Close()
+// scan keeps a JSON body, or notes the usage of each data line of a stream.
+func (u *usageBody) scan(b []byte) {
+	if !u.stream {
+		if u.json.Len() < maxKept {
+			u.json.Write(b)
+		}
+		return
+	}
+	for len(b) > 0 {
+		line, rest, full := bytes.Cut(b, []byte("\n"))
+		if u.line.Len() < maxKept {
+			u.line.Write(line)
+		}
+		if !full {
+			return
+		}
+		u.endLine()
+		b = rest
+	}
+}
+
+func (u *usageBody) endLine() {
+	if data, ok := bytes.CutPrefix(bytes.TrimSpace(u.line.Bytes()), []byte("data:")); ok {
+		if t, ok := usageOf(bytes.TrimSpace(data)); ok {
+			u.usage = t
+		}
+	}
+	u.line.Reset()
+}
+
+// finish reports the usage, once.
+func (u *usageBody) finish() {
 	u.once.Do(func() {
-		if !u.stream {
+		if u.stream {
+			u.endLine() // a last line with no newline
+		} else {
 			u.usage, _ = usageOf(u.json.Bytes())
 		}
 		u.report(u.usage)
 	})
+}
+
+// Close reports the usage if the end was not read.
+func (u *usageBody) Close() error {
+	err := u.r.Close()
+	u.finish()
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -67,14 +68,20 @@ type Proxy struct {
 	logLevel  logLevel
 
 	closeOnce sync.Once
-	done      chan struct{}
+	stopping  chan struct{} // closed when Close begins: long admin answers end
+	done      chan struct{} // closed when Close has ended
 }
 
 // Start binds one listener per Config listener and the admin server (on
 // 127.0.0.1:0 where no address is given), and serves until Close or
 // /quitquitquit.
 func Start(cfg Config) (*Proxy, error) {
-	p := &Proxy{listeners: map[string]string{}, done: make(chan struct{}), logLevel: logLevel{filter: "info"}}
+	cfg, err := clone(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{listeners: map[string]string{}, stopping: make(chan struct{}), done: make(chan struct{}),
+		logLevel: logLevel{filter: "info"}}
 	p.limits.start = time.Now()
 	var lns []net.Listener
 	fail := func(err error) (*Proxy, error) {
@@ -89,8 +96,12 @@ func Start(cfg Config) (*Proxy, error) {
 			return fail(err)
 		}
 		lns = append(lns, ln)
+		if _, dup := p.listeners[l.Name]; dup {
+			return fail(fmt.Errorf("specminimal: two listeners named %q", l.Name))
+		}
 		p.listeners[l.Name] = ln.Addr().String()
-		p.servers = append(p.servers, &http.Server{Handler: p.dataPlane(l), ReadHeaderTimeout: 10 * time.Second})
+		_, port := splitAddr(ln.Addr().String())
+		p.servers = append(p.servers, &http.Server{Handler: p.dataPlane(port, l), ReadHeaderTimeout: 10 * time.Second})
 	}
 	aln, err := net.Listen("tcp", orAny(cfg.AdminAddr))
 	if err != nil {
@@ -103,6 +114,27 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	go p.admin.Serve(aln)
 	return p, nil
+}
+
+// clone copies cfg, so that the caller may change its own afterwards, and
+// checks that every limit has a unit.
+func clone(cfg Config) (Config, error) {
+	out := cfg
+	out.Listeners = make([]Listener, len(cfg.Listeners))
+	for i, l := range cfg.Listeners {
+		l.Routes = append([]Route(nil), l.Routes...)
+		for j := range l.Routes {
+			rt := &l.Routes[j]
+			rt.Limits = append([]Limit(nil), rt.Limits...)
+			for _, lim := range rt.Limits {
+				if lim.Unit <= 0 {
+					return cfg, fmt.Errorf("specminimal: route %q: a limit without a unit", rt.Name)
+				}
+			}
+		}
+		out.Listeners[i] = l
+	}
+	return out, nil
 }
 
 // ListenerAddr is the host:port of the named listener.
@@ -120,19 +152,22 @@ func (p *Proxy) AdminAddr() string { return p.adminAddr }
 // Done is closed once the proxy has stopped.
 func (p *Proxy) Done() <-chan struct{} { return p.done }
 
-// Close stops the proxy gracefully; it is safe to call twice and after
-// /quitquitquit.
+// Close stops the proxy gracefully (requests in flight may finish for up to
+// 10 seconds, then their connections are cut); it is safe to call twice and
+// after /quitquitquit.
 func (p *Proxy) Close() error {
 	var err error
 	p.closeOnce.Do(func() {
+		close(p.stopping)
 		p.tracer.endAll()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var errs []error
-		for _, s := range p.servers {
-			errs = append(errs, s.Shutdown(ctx))
+		for _, s := range append(p.servers[:len(p.servers):len(p.servers)], p.admin) {
+			if e := s.Shutdown(ctx); e != nil {
+				errs = append(errs, e, s.Close())
+			}
 		}
-		errs = append(errs, p.admin.Shutdown(ctx))
 		err = errors.Join(errs...)
 		close(p.done)
 	})
@@ -140,7 +175,7 @@ func (p *Proxy) Close() error {
 }
 
 // dataPlane is the handler of one listener: route, limit, forward, trace.
-func (p *Proxy) dataPlane(l Listener) http.Handler {
+func (p *Proxy) dataPlane(port int, l Listener) http.Handler {
 	proxies := make([]*httputil.ReverseProxy, len(l.Routes))
 	for i, rt := range l.Routes {
 		u := &url.URL{Scheme: "http", Host: rt.Backend}
@@ -162,7 +197,7 @@ func (p *Proxy) dataPlane(l Listener) http.Handler {
 		var evaluated []string
 		idx := -1
 		for i, rt := range l.Routes {
-			evaluated = append(evaluated, routeID(l, rt))
+			evaluated = append(evaluated, routeID(port, l, rt))
 			if strings.HasPrefix(r.URL.Path, rt.PathPrefix) {
 				idx = i
 				break
@@ -174,7 +209,7 @@ func (p *Proxy) dataPlane(l Listener) http.Handler {
 			return
 		}
 		rt := &l.Routes[idx]
-		t.emit(nil, "routeSelection", map[string]any{"selectedRoute": routeID(l, *rt), "evaluatedRoutes": evaluated})
+		t.emit(nil, "routeSelection", map[string]any{"selectedRoute": routeID(port, l, *rt), "evaluatedRoutes": evaluated})
 		t.emit(nil, "policySelection", map[string]any{"effectivePolicy": effectivePolicy(*rt)})
 		if refused := p.limits.admit(rt, time.Now()); refused != nil {
 			refused.writeHeaders(cw.Header(), time.Now())
@@ -189,7 +224,7 @@ func (p *Proxy) dataPlane(l Listener) http.Handler {
 		rp.ModifyResponse = func(resp *http.Response) error {
 			t.emit(&callStart, "backendCallResult", map[string]any{"status": resp.StatusCode, "error": nil})
 			if hasTokenLimit(*rt) {
-				resp.Body = newUsageBody(resp.Body, resp.Header.Get("Content-Type"), func(n uint64) { p.limits.charge(rt, n, time.Now()) })
+				resp.Body = newUsageBody(resp.Body, resp.Header.Get("Content-Type"), resp.ContentLength, func(n uint64) { p.limits.charge(rt, n, time.Now()) })
 			}
 			return nil
 		}
@@ -201,7 +236,11 @@ func (p *Proxy) dataPlane(l Listener) http.Handler {
 	})
 }
 
-func routeID(l Listener, rt Route) string { return "listener/" + l.Name + "/route/" + rt.Name }
+// routeID names a route by bind, listener and route (spec 2.1: standalone,
+// "a path that includes the bind, listener and route name").
+func routeID(port int, l Listener, rt Route) string {
+	return "bind/" + strconv.Itoa(port) + "/listener/" + l.Name + "/route/" + rt.Name
+}
 
 // effectivePolicy has every key of spec 2.1, null but for the route's limits.
 func effectivePolicy(rt Route) map[string]any {
@@ -248,7 +287,7 @@ type capture struct {
 }
 
 func (c *capture) WriteHeader(code int) {
-	if !c.wrote {
+	if !c.wrote && code >= 200 { // a 1xx goes on; the final status follows
 		c.wrote = true
 		c.t.emit(nil, "responseSnapshot", map[string]any{"stage": "final response",
 			"requestState": map[string]any{"response": map[string]any{"code": code, "headers": flat(c.Header())}}})
@@ -285,8 +324,7 @@ func splitAddr(a string) (string, int) {
 	if err != nil {
 		return a, 0
 	}
-	var n int
-	fmt.Sscanf(p, "%d", &n)
+	n, _ := strconv.Atoi(p)
 	return h, n
 }
 
