@@ -19,6 +19,22 @@ import (
 var oneRoute = target.Setup{Backends: []target.Backend{{Name: "b", Kind: target.BackendEcho}},
 	Listeners: []target.Listener{{Name: target.DefaultListener, Routes: []target.Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
 
+// startOneRoute starts p and configures it with oneRoute; p stops when the
+// test ends.
+func startOneRoute(t *testing.T, p *process.Process) target.Deployment {
+	t.Helper()
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(ctx) })
+	d, err := p.Configure(ctx, oneRoute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // buildRefproxy builds the real refproxy binary for the process target.
 func buildRefproxy(t *testing.T) string {
 	t.Helper()
@@ -94,20 +110,12 @@ func TestProcessTargetStopsStubbornProxy(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	setup := oneRoute
 	p := process.New(script + " {config}")
 	p.StopGrace = 200 * time.Millisecond
 	ctx := context.Background()
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(ctx)
-	d, err := p.Configure(ctx, setup)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := startOneRoute(t, p)
 	admin := d.AdminAddr()
-	err = d.Stop(ctx)
+	err := d.Stop(ctx)
 	if err == nil || !strings.Contains(err.Error(), "did not exit within 200ms of SIGTERM; killed") {
 		t.Errorf("Stop of a wrapper ignoring SIGTERM: got %v, want a killed-after-grace error", err)
 	}
@@ -130,18 +138,9 @@ func TestProcessCommandQuoting(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	setup := oneRoute
 	p := process.New(`'` + script + `' -c "{config}" --flag "a b" --admin='{admin}' plain\ word`)
-	ctx := context.Background()
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop(ctx)
-	d, err := p.Configure(ctx, setup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop(ctx)
+	d := startOneRoute(t, p)
+	defer d.Stop(context.Background())
 	b, err := os.ReadFile(argsFile)
 	if err != nil {
 		t.Fatal(err)
