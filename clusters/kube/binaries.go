@@ -1,16 +1,13 @@
 package kube
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"time"
+
+	"github.com/gwdiag/gwdiag/steps/toolbin"
 )
 
 // Binaries are the control-plane programs a local API server needs.
@@ -28,7 +25,7 @@ func (b Binaries) Etcd() string { return filepath.Join(b.Dir, "etcd") }
 // ErrNoNetwork is returned (wrapped) when the binaries are missing and
 // cannot be built because the Go module proxy is unreachable. Tests skip on
 // it; everything else is a failure.
-var ErrNoNetwork = errors.New("cannot build kube-apiserver and etcd: the Go module proxy is unreachable")
+var ErrNoNetwork = toolbin.ErrNoNetwork
 
 // EnvBinDir names a directory holding prebuilt kube-apiserver and etcd; when
 // set, nothing is built. KUBEBUILDER_ASSETS (setup-envtest's variable) is
@@ -41,9 +38,9 @@ const EnvBinDir = "GWDIAG_KUBE_BIN"
 const toolsModule = "clusters/kube/tools"
 
 // programs maps each binary to the package it is built from.
-var programs = []struct{ name, pkg string }{
-	{"kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver"},
-	{"etcd", "go.etcd.io/etcd/server/v3"},
+var programs = []toolbin.Program{
+	{Name: "kube-apiserver", Pkg: "k8s.io/kubernetes/cmd/kube-apiserver"},
+	{Name: "etcd", Pkg: "go.etcd.io/etcd/server/v3"},
 }
 
 // EnsureBinaries returns kube-apiserver and etcd: from $GWDIAG_KUBE_BIN or
@@ -74,108 +71,17 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 
 // Build builds kube-apiserver and etcd into dir from the tools module of
 // the repository at root, skipping a binary newer than the module's
-// go.mod and go.sum.
+// go.mod and go.sum (toolbin.Build).
 func Build(ctx context.Context, root, dir string, log io.Writer) (Binaries, error) {
-	b := Binaries{Dir: dir}
-	mod := filepath.Join(root, toolsModule)
-	newest, err := newestMod(mod)
-	if err != nil {
-		return b, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return b, err
-	}
-	// Test packages run in parallel and each may call Build: one builds,
-	// the others wait and then find the binaries up to date.
-	unlock, err := lockFile(filepath.Join(dir, ".kube-bins.lock"))
-	if err != nil {
-		return b, err
-	}
-	defer unlock()
-	for _, p := range programs {
-		out := filepath.Join(dir, p.name)
-		if st, err := os.Stat(out); err == nil && st.ModTime().After(newest) {
-			continue
-		}
-		// Build beside the target and rename, so a reader never sees a
-		// half-written binary.
-		tmp := out + ".tmp"
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, p.pkg)
-		cmd.Dir = mod
-		// The tools module has its own go.mod; a GOFLAGS=-mod=vendor or a
-		// GOWORK of the caller must not leak into it.
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-		var buf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &buf, &buf
-		if log != nil {
-			fmt.Fprintf(log, "building %s (%s) in %s\n", p.name, p.pkg, mod)
-		}
-		err := cmd.Run()
-		if log != nil {
-			log.Write(buf.Bytes())
-		}
-		if err != nil {
-			msg := buf.String()
-			if networkFailure(msg) {
-				return b, fmt.Errorf("%w: go build %s: %s", ErrNoNetwork, p.pkg, lastLines(msg, 5))
-			}
-			return b, fmt.Errorf("go build %s in %s: %v\n%s", p.pkg, mod, err, lastLines(msg, 20))
-		}
-		if err := os.Rename(tmp, out); err != nil {
-			return b, err
-		}
-	}
-	return b, nil
+	return Binaries{Dir: dir}, toolbin.Build(ctx, root, toolsModule, dir, programs, log)
 }
 
-// networkFailure tells a download failure from a compile error by the
-// messages the go command prints when the module proxy is unreachable.
-func networkFailure(out string) bool {
-	for _, s := range []string{"dial tcp", "no such host", "i/o timeout", "connection refused", "proxy.golang.org", "TLS handshake", "network is unreachable"} {
-		if strings.Contains(out, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func newestMod(mod string) (t0 time.Time, err error) {
-	for _, f := range []string{"go.mod", "go.sum"} {
-		st, err := os.Stat(filepath.Join(mod, f))
-		if err != nil {
-			return t0, fmt.Errorf("tools module: %w", err)
-		}
-		if st.ModTime().After(t0) {
-			t0 = st.ModTime()
-		}
-	}
-	return t0, nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// RepoRoot finds the gwdiag repository root (the directory holding the
-// tools module) from the working directory upwards, so tests of any
-// package and `make` targets find the same .bin.
+// RepoRoot finds the gwdiag repository root from the working directory
+// upwards.
 func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
+	root, err := toolbin.RepoRoot(toolsModule)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w; set $%s to a directory holding kube-apiserver and etcd", err, EnvBinDir)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, toolsModule, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no %s/go.mod above the working directory; set $%s to a directory holding kube-apiserver and etcd", toolsModule, EnvBinDir)
-		}
-		dir = parent
-	}
+	return root, nil
 }

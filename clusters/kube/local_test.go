@@ -78,6 +78,10 @@ func TestLocalAPIServer(t *testing.T) {
 	req := func(n int64) v1alpha1.LocalRateLimit {
 		return v1alpha1.LocalRateLimit{Requests: ptr.To(n), Unit: v1alpha1.UnitSeconds}
 	}
+	withGlobal := func(p *v1alpha1.GatewayPolicy, g *v1alpha1.GlobalRateLimit) *v1alpha1.GatewayPolicy {
+		p.Spec.Traffic = &v1alpha1.Traffic{RateLimit: &v1alpha1.RateLimit{Global: g}}
+		return p
+	}
 	many := make([]v1alpha1.LocalRateLimit, 17)
 	for i := range many {
 		many[i] = req(1)
@@ -99,6 +103,22 @@ func TestLocalAPIServer(t *testing.T) {
 		{"bad unit", policy("days", 1, v1alpha1.LocalRateLimit{Requests: ptr.To[int64](1), Unit: "Days"}), `Unsupported value: "Days"`},
 		{"empty local list", policy("empty-local", 1, []v1alpha1.LocalRateLimit{}...), ""},
 		{"seventeen limits", policy("17-limits", 1, many...), "spec.traffic.rateLimit.local"},
+		{"valid global", withGlobal(policy("global", 1), globalLimit()), ""},
+		{"global without descriptors", withGlobal(policy("global-none", 1), func() *v1alpha1.GlobalRateLimit {
+			g := globalLimit()
+			g.Descriptors = nil
+			return g
+		}()), "spec.traffic.rateLimit.global.descriptors"},
+		{"global without port", withGlobal(policy("global-noport", 1), func() *v1alpha1.GlobalRateLimit {
+			g := globalLimit()
+			g.BackendRef.Port = nil
+			return g
+		}()), "port is required"},
+		{"global, bad unit", withGlobal(policy("global-unit", 1), func() *v1alpha1.GlobalRateLimit {
+			g := globalLimit()
+			g.Descriptors[0].Limit.Unit = "Weeks"
+			return g
+		}()), `Unsupported value: "Weeks"`},
 		{"kind Service", func() *v1alpha1.GatewayPolicy {
 			p := policy("svc", 1, req(1))
 			p.Spec.TargetRefs[0].Kind = "Service"
@@ -143,5 +163,17 @@ func TestLocalAPIServer(t *testing.T) {
 	}
 	if err := l.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// globalLimit is a valid spec.traffic.rateLimit.global.
+func globalLimit() *v1alpha1.GlobalRateLimit {
+	return &v1alpha1.GlobalRateLimit{
+		BackendRef: gwv1.BackendObjectReference{Name: "ratelimit", Port: ptr.To[gwv1.PortNumber](8081)},
+		Domain:     "gateway",
+		Descriptors: []v1alpha1.GlobalRateLimitDescriptor{{
+			Entries: []v1alpha1.DescriptorEntry{{Name: "user", Expression: `request.headers["x-user"]`}},
+			Limit:   &v1alpha1.GlobalLimit{Amount: 100, Unit: "Minutes"},
+		}},
 	}
 }

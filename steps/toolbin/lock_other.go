@@ -1,6 +1,6 @@
 //go:build !unix
 
-package kube
+package toolbin
 
 // lockFile is a no-op where flock is not available: parallel builds there
 // only cost time, since each output is renamed into place whole.
