@@ -2,12 +2,13 @@
 // test: the Target interface through which it is run and configured, the
 // Deployment of one scenario, and the target-neutral Setup a scenario asks
 // for. Each way of running a proxy is a package below this one
-// (inprocess, process, cluster); local holds what the targets running a
+// (inprocess, process, container, cluster); local holds what the targets running a
 // proxy on this machine share. It imports nothing of the suite.
 package target
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -45,9 +46,37 @@ type Deployment interface {
 	// BackendRequests is how many requests the named backend received,
 	// counted by the backend itself.
 	BackendRequests(ctx context.Context, backend string) (int64, error)
+	// ReleaseHeld lets the named LLM backend finish the streams it holds
+	// under key (the x-mock-hold headers of refproxy/mock).
+	ReleaseHeld(ctx context.Context, backend, key string) error
 	// Stop stops the proxy and the backends; it is safe to call twice and
 	// after the proxy stopped on its own (quitquitquit).
 	Stop(ctx context.Context) error
+}
+
+// A LogKeeper is a deployment that keeps what the proxy wrote to its
+// output (a process's stdout and stderr, a container's logs), so that the
+// report of a failing scenario can show it. ProxyLogs is valid after Stop.
+type LogKeeper interface {
+	// ProxyLogs returns the end of the proxy's output, at most
+	// MaxProxyLogs bytes.
+	ProxyLogs() string
+}
+
+// MaxProxyLogs bounds the proxy output a report keeps per scenario.
+const MaxProxyLogs = 8 << 10
+
+// TailLogs returns the last complete lines of logs that fit in
+// MaxProxyLogs bytes.
+func TailLogs(logs string) string {
+	if len(logs) <= MaxProxyLogs {
+		return logs
+	}
+	logs = logs[len(logs)-MaxProxyLogs:]
+	if i := strings.IndexByte(logs, '\n'); i >= 0 {
+		logs = logs[i+1:]
+	}
+	return logs
 }
 
 // ConditionReader is implemented by deployments on targets that manage the
@@ -75,6 +104,34 @@ type Setup struct {
 	// Policies are policies that target something other than a configured
 	// route (cluster targets only: a policy on a missing route).
 	Policies []Policy
+	// RateLimitService is the gRPC host:port of the global rate-limit
+	// service (envoy.service.ratelimit.v3) that routes with Global limits
+	// use; the suite runs it, or the user names one.
+	RateLimitService string
+	// RateLimitKey is unique to the scenario: its descriptors carry it, so
+	// that scenarios sharing a service never share a budget.
+	RateLimitKey string
+}
+
+// RateLimitDomain is the domain of every global limit the suite configures;
+// a rate-limit service the user names must know it (its descriptors may be
+// empty: each descriptor carries its limit as an override).
+const RateLimitDomain = "gwdiag-conformance"
+
+// GlobalLimit is one limit kept by the global rate-limit service: a
+// budget shared by every replica that asks the same service.
+type GlobalLimit struct {
+	Kind   LimitKind
+	Amount uint64
+	// Unit is second, minute, hour or day. The service's windows are
+	// fixed and aligned to the clock, so scenarios use days: a scenario
+	// never straddles a reset.
+	Unit string
+}
+
+// UnitSeconds is the limit's window in seconds.
+func (g GlobalLimit) UnitSeconds() int {
+	return map[string]int{"second": 1, "minute": 60, "hour": 3600, "day": 86400}[g.Unit]
 }
 
 // BackendKind is the kind of mock backend a route sends to.
@@ -109,6 +166,11 @@ type Route struct {
 	PathPrefix string
 	Backend    string
 	Limits     []Limit
+	// Global are limits kept by Setup.RateLimitService.
+	Global []GlobalLimit
+	// GlobalFailOpen lets requests through when the service cannot
+	// answer; otherwise they are refused (the reference's default).
+	GlobalFailOpen bool
 }
 
 // LimitKind is what a limit counts.
@@ -208,3 +270,13 @@ const (
 	// resources and reads their conditions.
 	CapabilityCluster = "cluster"
 )
+
+// A ServiceHost is a target whose proxy can reach services the suite runs
+// on this machine (the global rate-limit service).
+type ServiceHost interface {
+	// ServiceAddr is the address on this machine that services for the
+	// proxy listen on, and the proxy reaches: 127.0.0.1 for a proxy on
+	// this machine, the gateway of the container target's network. ok is
+	// false when there is none (a remote Docker daemon).
+	ServiceAddr() (addr string, ok bool)
+}

@@ -65,3 +65,47 @@ func TestRunServes(t *testing.T) {
 		t.Errorf("run after cancel = %v, want nil", err)
 	}
 }
+
+// TestRunServesSeveralOfAKind: a repeated flag starts one server per
+// address, each counting only its own requests (the container target runs
+// all the backends of a scenario in one mock container this way).
+func TestRunServesSeveralOfAKind(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	go func() {
+		_ = run(ctx, []string{"--llm-addr", "", "--echo-addr", "127.0.0.1:0", "--echo-addr", "127.0.0.1:0"}, pw)
+		pw.Close()
+	}()
+	var addrs []string
+	sc := bufio.NewScanner(pr)
+	for len(addrs) < 2 && sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 4 || f[0] != "echo" {
+			t.Fatalf("unexpected output line %q, want echo listening on <addr>", sc.Text())
+		}
+		addrs = append(addrs, f[3])
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if len(addrs) != 2 || addrs[0] == addrs[1] {
+		t.Fatalf("echo servers: got %q, want two addresses", addrs)
+	}
+	get := func(url string) string {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.TrimSpace(string(b))
+	}
+	get("http://" + addrs[0] + "/anything")
+	get("http://" + addrs[0] + "/anything")
+	get("http://" + addrs[1] + "/anything")
+	for i, want := range []string{`{"count":2}`, `{"count":1}`} {
+		if got := get("http://" + addrs[i] + "/__count"); got != want {
+			t.Errorf("server %d: /__count = %s, want %s", i, got, want)
+		}
+	}
+}

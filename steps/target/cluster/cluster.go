@@ -243,6 +243,9 @@ func (d *clusterDeployment) BackendRequests(context.Context, string) (int64, err
 
 // Stop deletes the scenario's namespace. On the local API server there is
 // no namespace controller to empty it; the whole store goes at Stop.
+func (d *clusterDeployment) ReleaseHeld(context.Context, string, string) error {
+	return errNoDataPlane
+}
 func (d *clusterDeployment) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.ns}}

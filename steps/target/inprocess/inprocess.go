@@ -30,6 +30,10 @@ func (*InProcess) Start(context.Context) error { return nil }
 // Stop implements Target.
 func (*InProcess) Stop(context.Context) error { return nil }
 
+// ServiceAddr implements target.ServiceHost: the proxy runs on this
+// machine.
+func (*InProcess) ServiceAddr() (string, bool) { return "127.0.0.1", true }
+
 // Capabilities implements Target.
 func (*InProcess) Capabilities() []string { return []string{target.CapabilityStandalone} }
 

@@ -29,6 +29,8 @@ type Deployment struct {
 	Backends *Mocks
 	// StopProxy stops the proxy; Stop calls it once, then stops the mocks.
 	StopProxy func(ctx context.Context) error
+	// Output, when set, returns what the proxy wrote to its output so far.
+	Output func() string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -57,6 +59,20 @@ func (d *Deployment) BackendAddr(backend string) (string, error) {
 // BackendRequests implements target.Deployment.
 func (d *Deployment) BackendRequests(_ context.Context, backend string) (int64, error) {
 	return d.Backends.Requests(backend)
+}
+
+// ReleaseHeld implements target.Deployment.
+func (d *Deployment) ReleaseHeld(_ context.Context, backend, key string) error {
+	return d.Backends.Release(backend, key)
+}
+
+// ProxyLogs implements target.LogKeeper: the proxy's output, where it has
+// one of its own (a process).
+func (d *Deployment) ProxyLogs() string {
+	if d.Output == nil {
+		return ""
+	}
+	return target.TailLogs(d.Output())
 }
 
 // Stop implements target.Deployment.

@@ -16,12 +16,13 @@ import (
 type Mocks struct {
 	servers  map[string]*mock.Server
 	counters map[string]*mock.Counter
+	llms     map[string]*mock.LLM
 	addrs    map[string]string
 	reserved []int
 }
 
 func StartMocks(backends []target.Backend) (*Mocks, error) {
-	m := &Mocks{servers: map[string]*mock.Server{}, counters: map[string]*mock.Counter{}, addrs: map[string]string{}}
+	m := &Mocks{servers: map[string]*mock.Server{}, counters: map[string]*mock.Counter{}, llms: map[string]*mock.LLM{}, addrs: map[string]string{}}
 	for _, b := range backends {
 		switch b.Kind {
 		case target.BackendUnreachable:
@@ -45,6 +46,7 @@ func StartMocks(backends []target.Backend) (*Mocks, error) {
 		case target.BackendLLM:
 			l := mock.NewLLM()
 			m.counters[b.Name] = &l.Counter
+			m.llms[b.Name] = l
 			if err := m.listen(b.Name, l); err != nil {
 				return nil, err
 			}
@@ -81,6 +83,16 @@ func (m *Mocks) Requests(name string) (int64, error) {
 		return 0, fmt.Errorf("no counting backend %q in this scenario", name)
 	}
 	return c.Count(), nil
+}
+
+// Release lets the named LLM backend finish the streams held under key.
+func (m *Mocks) Release(name, key string) error {
+	l, ok := m.llms[name]
+	if !ok {
+		return fmt.Errorf("no LLM backend %q in this scenario", name)
+	}
+	l.Release(key)
+	return nil
 }
 
 func (m *Mocks) Close() {

@@ -56,6 +56,17 @@ func StandaloneConfig(setup target.Setup, adminAddr string, ports map[string]int
 				}
 				route["policies"] = node{"localRateLimit": buckets}
 			}
+			if len(r.Global) > 0 {
+				if setup.RateLimitService == "" {
+					return nil, fmt.Errorf("standalone config: route %q has global limits and the setup names no rate-limit service", r.Name)
+				}
+				pol, _ := route["policies"].(node)
+				if pol == nil {
+					pol = node{}
+				}
+				pol["remoteRateLimit"] = remoteRateLimit(setup, r)
+				route["policies"] = pol
+			}
 			routes = append(routes, route)
 		}
 		binds = append(binds, node{
@@ -95,6 +106,32 @@ func StandaloneConfig(setup target.Setup, adminAddr string, ports map[string]int
 		doc["policies"] = policies
 	}
 	return yaml.Marshal(doc)
+}
+
+// remoteRateLimit is the reference's remoteRateLimit policy for a route's
+// global limits: one descriptor per limit, keyed by the scenario, the route
+// and the limit's place, carrying its limit as a limitOverride so that the
+// service needs no configuration of its own beyond the domain.
+func remoteRateLimit(setup target.Setup, r target.Route) map[string]any {
+	var descriptors []any
+	for i, g := range r.Global {
+		d := map[string]any{
+			"entries": []any{
+				map[string]any{"key": "gwdiag_scenario", "value": strconv.Quote(setup.RateLimitKey)},
+				map[string]any{"key": "gwdiag_route", "value": strconv.Quote(r.Name)},
+				map[string]any{"key": "gwdiag_limit", "value": strconv.Quote(strconv.Itoa(i))},
+			},
+			"type":          string(g.Kind),
+			"limitOverride": fmt.Sprintf(`{"unit": %q, "requestsPerUnit": %d}`, g.Unit, g.Amount),
+		}
+		descriptors = append(descriptors, d)
+	}
+	mode := "failClosed"
+	if r.GlobalFailOpen {
+		mode = "failOpen"
+	}
+	return map[string]any{"host": setup.RateLimitService, "domain": target.RateLimitDomain,
+		"failureMode": mode, "descriptors": descriptors}
 }
 
 // bucketFor maps a policy-resource limit to a token bucket with the one

@@ -4,7 +4,6 @@
 package process
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,12 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/mattn/go-shellwords"
 
+	"github.com/gwdiag/gwdiag/steps/procout"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/local"
 )
@@ -47,6 +46,10 @@ func New(command string) *Process {
 
 // Name implements Target.
 func (*Process) Name() string { return "process" }
+
+// ServiceAddr implements target.ServiceHost: the proxy runs on this
+// machine.
+func (*Process) ServiceAddr() (string, bool) { return "127.0.0.1", true }
 
 // Capabilities implements Target.
 func (*Process) Capabilities() []string { return []string{target.CapabilityStandalone} }
@@ -125,7 +128,7 @@ func (p *Process) configureOnce(ctx context.Context, setup target.Setup) (target
 	// Its own process group, so that stopping it also stops whatever a
 	// wrapper script started.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &lockedBuffer{}
+	out := &procout.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		d.Stop(ctx)
@@ -133,6 +136,7 @@ func (p *Process) configureOnce(ctx context.Context, setup target.Setup) (target
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
+	d.Output = out.String
 	d.StopProxy = func(context.Context) error {
 		select {
 		case <-exited:
@@ -169,22 +173,4 @@ func (p *Process) configureOnce(ctx context.Context, setup target.Setup) (target
 		return nil, fmt.Errorf("process target: %w; output:\n%s", err, out.String())
 	}
 	return d, nil
-}
-
-// lockedBuffer collects a child's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

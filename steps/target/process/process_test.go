@@ -13,13 +13,10 @@ import (
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/process"
+	"github.com/gwdiag/gwdiag/steps/target/targettest"
 )
 
-// oneRoute is a setup with one echo backend and one route to it.
-var oneRoute = target.Setup{Backends: []target.Backend{{Name: "b", Kind: target.BackendEcho}},
-	Listeners: []target.Listener{{Name: target.DefaultListener, Routes: []target.Route{{Name: "r", PathPrefix: "/", Backend: "b"}}}}}
-
-// startOneRoute starts p and configures it with oneRoute; p stops when the
+// startOneRoute starts p and configures it with targettest.OneRoute; p stops when the
 // test ends.
 func startOneRoute(t *testing.T, p *process.Process) target.Deployment {
 	t.Helper()
@@ -28,7 +25,7 @@ func startOneRoute(t *testing.T, p *process.Process) target.Deployment {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Stop(ctx) })
-	d, err := p.Configure(ctx, oneRoute)
+	d, err := p.Configure(ctx, targettest.OneRoute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +51,7 @@ func TestProcessConformance(t *testing.T) {
 	}
 	bin := buildRefproxy(t)
 	var out strings.Builder
-	rep, err := steps.Run(context.Background(), steps.Options{Target: "process", ProxyCommand: bin + " -f {config}", Output: &out})
+	rep, err := steps.Run(context.Background(), steps.Options{Target: "process", ProxyCommand: bin + " --bind-host 127.0.0.1 -f {config}", Output: &out})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +65,7 @@ func TestProcessConformance(t *testing.T) {
 }
 
 func TestProcessTargetErrors(t *testing.T) {
-	setup := oneRoute
+	setup := targettest.OneRoute
 	tests := []struct {
 		name    string
 		command string
@@ -106,7 +103,7 @@ func TestProcessTargetErrors(t *testing.T) {
 func TestProcessTargetStopsStubbornProxy(t *testing.T) {
 	bin := buildRefproxy(t)
 	script := filepath.Join(t.TempDir(), "stubborn.sh")
-	body := "#!/bin/sh\ntrap '' TERM\n" + bin + " -f \"$1\" &\nwhile :; do sleep 0.05; done\n"
+	body := "#!/bin/sh\ntrap '' TERM\n" + bin + " --bind-host 127.0.0.1 -f \"$1\" &\nwhile :; do sleep 0.05; done\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +131,7 @@ func TestProcessCommandQuoting(t *testing.T) {
 	dir := t.TempDir()
 	argsFile := filepath.Join(dir, "args")
 	script := filepath.Join(dir, "proxy with space.sh")
-	body := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argsFile + "\nexec " + bin + " -f \"$2\" --watch=false\n"
+	body := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argsFile + "\nexec " + bin + " --bind-host 127.0.0.1 -f \"$2\" --watch=false\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gwdiag/gwdiag/steps/procout"
+	"github.com/gwdiag/gwdiag/steps/target/container"
+	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
+)
+
+// TestConformanceContainerErrors: bad container-target arguments are usage
+// errors (exit 2), and a Docker daemon that cannot be reached is a plain
+// error (exit 1) that says so.
+func TestConformanceContainerErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{"no image", nil, []string{"--target", "container"}, 2, "--target container needs --image"},
+		{"bad pull policy", nil, []string{"--target", "container", "--image", "x", "--pull", "sometimes"}, 2, `--pull "sometimes": want missing or never`},
+		{"bad env", nil, []string{"--target", "container", "--image", "x", "--env", "NOVALUE"}, 2, `--env "NOVALUE": want K=V`},
+		{"bad admin port", nil, []string{"--target", "container", "--image", "x", "--admin-port", "70000"}, 2, "--admin-port 70000"},
+		{"no daemon", []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, []string{"--target", "container", "--image", "x"}, 1,
+			"container target: no Docker daemon answers at DOCKER_HOST=unix:///nonexistent/docker.sock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := gwdiag(t, tt.env, nil, append([]string{"conformance", "run"}, tt.args...)...)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tt.code, tt.want)
+			}
+			if tt.name == "no daemon" && !strings.Contains(r.stderr, "/nonexistent/docker.sock") {
+				t.Errorf("stderr %q: want the daemon address it tried", r.stderr)
+			}
+		})
+	}
+}
+
+// TestConformanceContainerInterrupt: Ctrl-C in the middle of a run on the
+// container target removes every container and network of the run before
+// gwdiag exits, and a second run finds nothing left over. The mock image
+// is the one gwdiag builds from itself.
+func TestConformanceContainerInterrupt(t *testing.T) {
+	proxy, _ := containertest.Images(t)
+	cmd := exec.Command(gwdiagBin, "conformance", "run", "--target", "container", "--image", proxy, "--pull", "never")
+	var out procout.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	exited := false
+	defer func() {
+		if !exited {
+			cmd.Process.Kill()
+			<-done
+		}
+	}()
+	pid := cmd.Process.Pid
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Interrupt once a proxy container of the run is up.
+	err := kwait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		cs, _ := leftovers(t, pid)
+		for _, c := range cs {
+			if strings.Contains(c, "-proxy") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no proxy container of the run appeared: %v\n%s", err, out.String())
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-done:
+		exited = true
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+			t.Errorf("gwdiag after Ctrl-C: %v, want exit status 130\n%s", err, out.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("gwdiag did not exit after Ctrl-C\n%s", out.String())
+	}
+	if cs, ns := leftovers(t, pid); len(cs)+len(ns) > 0 {
+		t.Errorf("left on the Docker host after Ctrl-C: containers %v, networks %v", cs, ns)
+	}
+	// A second run, one scenario, passes and leaves nothing either.
+	r := gwdiag(t, nil, nil, "conformance", "run", "--target", "container", "--image", proxy, "--pull", "never",
+		"--run-scenario", "A forwarded request traces every required event in order")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 passed, 0 failed") {
+		t.Errorf("second run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// leftovers lists the names of the containers and networks of the gwdiag
+// run of that process id.
+func leftovers(t *testing.T, pid int) (containers, networks []string) {
+	t.Helper()
+	p, err := container.DockerProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	f := client.Filters{}.Add("label", "org.gwdiag.conformance.pid="+strconv.Itoa(pid))
+	ctx := context.Background()
+	cs, err := p.Client().ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		containers = append(containers, strings.Join(c.Names, ","))
+	}
+	ns, err := p.Client().NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns.Items {
+		networks = append(networks, n.Name)
+	}
+	return containers, networks
+}
