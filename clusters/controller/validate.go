@@ -13,8 +13,9 @@ import (
 // Validate reports what is wrong with a policy's spec, naming the field by
 // its path (spec.traffic.rateLimit.local[1].unit: ...). It checks what the
 // CRD schema cannot or may not (a cluster may carry an older, looser CRD):
-// one target kind per policy, and every rate-limit entry through
-// ratelimit.FromPolicy, the mapping the data plane uses.
+// one target kind per policy, every rate-limit entry through
+// ratelimit.FromPolicy, the mapping the data plane uses, and every global
+// descriptor expression through the data plane's CEL compiler.
 func Validate(spec v1alpha1.GatewayPolicySpec) error {
 	var errs []error
 	if n := len(spec.TargetRefs); n < 1 || n > 16 {
@@ -39,6 +40,9 @@ func Validate(spec v1alpha1.GatewayPolicySpec) error {
 			if _, err := fromPolicy(e); err != nil {
 				errs = append(errs, fmt.Errorf("spec.traffic.rateLimit.local[%d].%w", i, err))
 			}
+		}
+		if g := spec.Traffic.RateLimit.Global; g != nil {
+			errs = append(errs, validateGlobal(g)...)
 		}
 	}
 	return errors.Join(errs...)

@@ -17,6 +17,13 @@ func TestValidate(t *testing.T) {
 		return v1alpha1.GatewayPolicySpec{TargetRefs: targets, Traffic: &v1alpha1.Traffic{RateLimit: &v1alpha1.RateLimit{Local: local}}}
 	}
 	one := []v1alpha1.PolicyTargetReference{route}
+	global := func(targets []v1alpha1.PolicyTargetReference, edit func(*v1alpha1.GlobalRateLimit)) v1alpha1.GatewayPolicySpec {
+		g := exampleGlobal()
+		if edit != nil {
+			edit(g)
+		}
+		return v1alpha1.GatewayPolicySpec{TargetRefs: targets, Traffic: &v1alpha1.Traffic{RateLimit: &v1alpha1.RateLimit{Global: g}}}
+	}
 	tests := []struct {
 		name    string
 		spec    v1alpha1.GatewayPolicySpec
@@ -34,6 +41,13 @@ func TestValidate(t *testing.T) {
 		{"negative requests", spec(one, v1alpha1.LocalRateLimit{Requests: ptr.To[int64](-2), Unit: "Seconds"}), "spec.traffic.rateLimit.local[0].requests: must be >= 1, got -2"},
 		{"negative burst", spec(one, v1alpha1.LocalRateLimit{Requests: ptr.To[int64](1), Burst: ptr.To[int64](-1), Unit: "Seconds"}), "spec.traffic.rateLimit.local[0].burst: must be >= 0, got -1"},
 		{"seventeen entries", spec(one, make([]v1alpha1.LocalRateLimit, 17)...), "spec.traffic.rateLimit.local: must have at most 16 entries, got 17"},
+		{"global", global(one, nil), ""},
+		{"global, bad CEL", global(one, func(g *v1alpha1.GlobalRateLimit) { g.Descriptors[0].Entries[0].Expression = "request.headers[" }),
+			"spec.traffic.rateLimit.global.descriptors[0].entries[0].expression: ERROR: <input>:1:17: Syntax error"},
+		{"global without port", global(one, func(g *v1alpha1.GlobalRateLimit) { g.BackendRef.Port = nil }), "spec.traffic.rateLimit.global.backendRef.port: required"},
+		{"global, bad limit unit", global(one, func(g *v1alpha1.GlobalRateLimit) { g.Descriptors[0].Limit.Unit = "Weeks" }),
+			`spec.traffic.rateLimit.global.descriptors[0].limit.unit: must be Seconds, Minutes, Hours or Days, got "Weeks"`},
+		{"global, no descriptors", global(one, func(g *v1alpha1.GlobalRateLimit) { g.Descriptors = nil }), "spec.traffic.rateLimit.global.descriptors: must have 1 to 16 entries, got 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

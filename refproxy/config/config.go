@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
 )
 
 // DefaultAdminAddr is the admin server address when the config sets none.
@@ -98,10 +99,75 @@ type StringMatch struct {
 	Regex *string `yaml:"regex" json:"regex,omitempty"`
 }
 
-// Policies is the policy block of a route or of a top-level policy. Only
-// localRateLimit is implemented by refproxy.
+// Policies is the policy block of a route or of a top-level policy. Of the
+// reference's policies, refproxy implements localRateLimit and
+// remoteRateLimit.
 type Policies struct {
-	LocalRateLimit []RateLimit `yaml:"localRateLimit" json:"localRateLimit,omitempty"`
+	LocalRateLimit  []RateLimit      `yaml:"localRateLimit" json:"localRateLimit,omitempty"`
+	RemoteRateLimit *RemoteRateLimit `yaml:"remoteRateLimit" json:"remoteRateLimit,omitempty"`
+}
+
+// RemoteRateLimit is a global limit: counters kept by an Envoy-compatible
+// rate-limit service (envoy.service.ratelimit.v3) and shared by every
+// replica that asks it. Of the reference's three ways to name the service,
+// refproxy takes host.
+type RemoteRateLimit struct {
+	// Host is the service's host:port (gRPC, plaintext).
+	Host   string `yaml:"host" json:"host,omitempty"`
+	Domain string `yaml:"domain" json:"domain,omitempty"`
+	// Descriptors are sent with every request that they apply to.
+	Descriptors []RateLimitDescriptor `yaml:"descriptors" json:"descriptors,omitempty"`
+	// FailureMode is failClosed (the default: 500 when the service cannot
+	// answer) or failOpen (the request goes on).
+	FailureMode string `yaml:"failureMode" json:"failureMode,omitempty"`
+	// Policies of the connection to the service; refproxy reads
+	// http.requestTimeout, the bound on each call (default 1s).
+	Policies *ServicePolicies `yaml:"policies" json:"policies,omitempty"`
+}
+
+// RateLimitDescriptor is one descriptor: entries whose values are CEL
+// expressions over the request (request.*, source.address).
+type RateLimitDescriptor struct {
+	Entries []DescriptorEntry `yaml:"entries" json:"entries,omitempty"`
+	// Type is "requests" (the default when empty) or "tokens".
+	Type string `yaml:"type" json:"type,omitempty"`
+	// LimitOverride is a CEL expression for the limit the service applies
+	// instead of its own configuration, e.g.
+	// '{"unit": "minute", "requestsPerUnit": 100}'.
+	LimitOverride string `yaml:"limitOverride" json:"limitOverride,omitempty"`
+}
+
+// DescriptorEntry is a key, and a CEL expression for its value.
+type DescriptorEntry struct {
+	Key   string `yaml:"key" json:"key,omitempty"`
+	Value string `yaml:"value" json:"value,omitempty"`
+}
+
+// ServicePolicies are the connection policies of a service.
+type ServicePolicies struct {
+	HTTP *HTTPPolicy `yaml:"http" json:"http,omitempty"`
+}
+
+// HTTPPolicy is the http block of backend policies.
+type HTTPPolicy struct {
+	RequestTimeout *Duration `yaml:"requestTimeout" json:"requestTimeout,omitempty"`
+}
+
+// Remote converts the policy to the remote limiter's.
+func (r *RemoteRateLimit) Remote() remote.Policy {
+	mode, _ := remote.ParseFailureMode(r.FailureMode)
+	p := remote.Policy{Addr: r.Host, Domain: r.Domain, FailureMode: mode}
+	if r.Policies != nil && r.Policies.HTTP != nil && r.Policies.HTTP.RequestTimeout != nil {
+		p.Timeout = time.Duration(*r.Policies.HTTP.RequestTimeout)
+	}
+	for _, d := range r.Descriptors {
+		rd := remote.Descriptor{Tokens: d.Type == string(ratelimit.Tokens), LimitOverride: d.LimitOverride}
+		for _, e := range d.Entries {
+			rd.Entries = append(rd.Entries, remote.Entry{Key: e.Key, Value: e.Value})
+		}
+		p.Descriptors = append(p.Descriptors, rd)
+	}
+	return p
 }
 
 // RateLimit is one token bucket (REFERENCE.md "Local rate limit").
@@ -371,6 +437,9 @@ func (c *Config) validate(at func(path string) string) error {
 					if err := checkLimits(r.Policies.LocalRateLimit, rp+".policies.localRateLimit", fail); err != nil {
 						return err
 					}
+					if err := checkRemote(r.Policies.RemoteRateLimit, rp+".policies.remoteRateLimit", fail); err != nil {
+						return err
+					}
 				}
 				for bki, bk := range r.Backends {
 					bkp := fmt.Sprintf("%s.backends[%d]", rp, bki)
@@ -425,6 +494,58 @@ func (c *Config) validate(at func(path string) string) error {
 		}
 		if err := checkLimits(p.Policy.LocalRateLimit, pp+".policy.localRateLimit", fail); err != nil {
 			return err
+		}
+		if err := checkRemote(p.Policy.RemoteRateLimit, pp+".policy.remoteRateLimit", fail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkRemote(r *RemoteRateLimit, path string, fail func(string, string, ...any) error) error {
+	if r == nil {
+		return nil
+	}
+	switch {
+	case r.Host == "":
+		return fail(path+".host", "missing required field host (host:port of the rate-limit service)")
+	case r.Domain == "":
+		return fail(path+".domain", "missing required field domain")
+	case len(r.Descriptors) == 0:
+		return fail(path+".descriptors", "want at least one descriptor")
+	}
+	if err := checkAddr(r.Host, 1, true); err != nil {
+		return fail(path+".host", "%v", err)
+	}
+	if _, err := remote.ParseFailureMode(r.FailureMode); err != nil {
+		return fail(path+".failureMode", "%v", err)
+	}
+	if r.Policies != nil && r.Policies.HTTP != nil && r.Policies.HTTP.RequestTimeout != nil && *r.Policies.HTTP.RequestTimeout <= 0 {
+		return fail(path+".policies.http.requestTimeout", "want a positive duration")
+	}
+	for i, d := range r.Descriptors {
+		dp := fmt.Sprintf("%s.descriptors[%d]", path, i)
+		switch d.Type {
+		case "", "requests", "tokens":
+		default:
+			return fail(dp+".type", "unknown type %q (want requests or tokens)", d.Type)
+		}
+		if len(d.Entries) == 0 {
+			return fail(dp+".entries", "want at least one entry")
+		}
+		if d.LimitOverride != "" {
+			if _, err := remote.CompileOverride(d.LimitOverride); err != nil {
+				return fail(dp+".limitOverride", "CEL: %v", err)
+			}
+		}
+		for j, e := range d.Entries {
+			ep := fmt.Sprintf("%s.entries[%d]", dp, j)
+			if e.Key == "" {
+				return fail(ep+".key", "missing required field key")
+			}
+			if _, err := remote.Compile(e.Value); err != nil {
+				return fail(ep+".value", "CEL: %v", err)
+			}
 		}
 	}
 	return nil

@@ -24,6 +24,7 @@ type env struct {
 	proxy  *refproxy.Proxy
 	base   string // http://host:port of the first bind
 	client *http.Client
+	cfg    string // the rendered config, for replicas
 }
 
 // backends are the addresses a config template refers to as {{.LLM}} and {{.Echo}}.
@@ -49,13 +50,29 @@ func start(t testing.TB, cfg string) *env {
 	if err := template.Must(template.New("cfg").Parse(cfg)).Execute(&buf, backends{LLM: llmSrv.Addr(), Echo: echoSrv.Addr()}); err != nil {
 		t.Fatal(err)
 	}
-	p := refproxytest.Start(t, buf.String())
+	e.cfg = buf.String()
+	p := refproxytest.Start(t, e.cfg)
 	e.proxy = p
 	e.base = "http://" + p.BindAddrs()[0]
 	tr := &http.Transport{MaxIdleConnsPerHost: 128, DisableCompression: true}
 	t.Cleanup(tr.CloseIdleConnections)
 	e.client = &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	return e
+}
+
+// replica starts another proxy with the same config, in front of the
+// same mocks, until the test ends.
+func (e *env) replica(t testing.TB) *env {
+	t.Helper()
+	r := *e
+	r.proxy = refproxytest.Start(t, e.cfg)
+	r.base = "http://" + r.proxy.BindAddrs()[0]
+	// The client shares e's transport: its connections to this replica
+	// close before the replica shuts down (cleanups run last-in first-out),
+	// or connections it dialled but never used would hold the shutdown for
+	// the seconds the server gives a new connection before calling it idle.
+	t.Cleanup(r.client.Transport.(*http.Transport).CloseIdleConnections)
+	return &r
 }
 
 // reply is one response as the client saw it.

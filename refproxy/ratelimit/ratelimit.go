@@ -268,6 +268,21 @@ type Decision struct {
 	Remaining uint64        // x-ratelimit-remaining, after this request
 	Reset     time.Duration // x-ratelimit-reset, rounded to whole seconds on the wire
 	Limited   bool          // false when the Set has no buckets: no headers
+	// LimitHeader, when set, is x-ratelimit-limit as a global limit writes
+	// it, with windows ("10, 10;w=60"); otherwise Limit is written.
+	LimitHeader string
+}
+
+// Tighter returns the more constrained of two decisions, the one with
+// fewer remaining; a decision without headers never wins.
+func Tighter(a, b Decision) Decision {
+	switch {
+	case !b.Limited:
+		return a
+	case !a.Limited || b.Remaining < a.Remaining:
+		return b
+	}
+	return a
 }
 
 // Admit decides one request at time now: a requests bucket takes 1, a tokens
@@ -354,7 +369,11 @@ func (d Decision) EachHeader(set func(name, value string)) {
 	if !d.Limited {
 		return
 	}
-	set(HeaderLimit, strconv.FormatUint(d.Limit, 10))
+	if d.LimitHeader != "" {
+		set(HeaderLimit, d.LimitHeader)
+	} else {
+		set(HeaderLimit, strconv.FormatUint(d.Limit, 10))
+	}
 	set(HeaderRemaining, strconv.FormatUint(d.Remaining, 10))
 	set(HeaderReset, strconv.FormatInt(int64(d.Reset/time.Second), 10))
 }

@@ -86,7 +86,121 @@ type RateLimit struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	Local []LocalRateLimit `json:"local,omitempty"`
+	// Global limits keep their counters in an Envoy-compatible rate-limit
+	// service (envoy.service.ratelimit.v3), shared by every replica.
+	//
+	// +optional
+	Global *GlobalRateLimit `json:"global,omitempty"`
 }
+
+// GlobalRateLimit names the rate-limit service and the descriptors the
+// proxy sends it for each request.
+type GlobalRateLimit struct {
+	// BackendRef is the rate-limit service: a Service and its gRPC port.
+	//
+	// +required
+	// +kubebuilder:validation:XValidation:rule="(!has(self.group) || self.group == '') && (!has(self.kind) || self.kind == 'Service')",message="must be a core Service"
+	// +kubebuilder:validation:XValidation:rule="has(self.port)",message="port is required"
+	BackendRef gwv1.BackendObjectReference `json:"backendRef"`
+	// Domain is the domain of the service's configuration the limits
+	// belong to.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Domain string `json:"domain"`
+	// Descriptors are sent with every request they apply to; a request
+	// must pass all of them.
+	//
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Descriptors []GlobalRateLimitDescriptor `json:"descriptors"`
+	// FailureMode is what a request gets when the service cannot answer in
+	// time: FailClosed (the default) refuses it with 500, FailOpen lets it
+	// through. Either way the trace says so.
+	//
+	// +optional
+	// +kubebuilder:validation:Enum=FailClosed;FailOpen
+	FailureMode *FailureMode `json:"failureMode,omitempty"`
+}
+
+// FailureMode is the behaviour of a global limit whose service is down.
+type FailureMode string
+
+// Failure modes.
+const (
+	FailClosed FailureMode = "FailClosed"
+	FailOpen   FailureMode = "FailOpen"
+)
+
+// GlobalRateLimitDescriptor is one descriptor: entries computed from the
+// request, what it counts, and optionally the limit the service applies.
+type GlobalRateLimitDescriptor struct {
+	// Entries are the descriptor's keys and values.
+	//
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Entries []DescriptorEntry `json:"entries"`
+	// Type is what the descriptor counts: Requests (the default), checked
+	// and counted before the request is forwarded, or Tokens (LLM usage),
+	// counted after the response.
+	//
+	// +optional
+	// +kubebuilder:validation:Enum=Requests;Tokens
+	Type *DescriptorType `json:"type,omitempty"`
+	// Limit, when set, is the limit the service applies to the descriptor
+	// instead of its own configuration.
+	//
+	// +optional
+	Limit *GlobalLimit `json:"limit,omitempty"`
+}
+
+// DescriptorType is what a descriptor counts.
+type DescriptorType string
+
+// Descriptor types.
+const (
+	DescriptorRequests DescriptorType = "Requests"
+	DescriptorTokens   DescriptorType = "Tokens"
+)
+
+// DescriptorEntry is one key of a descriptor and how its value is computed.
+type DescriptorEntry struct {
+	// Name is the descriptor key.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Expression is a CEL expression yielding the value, over the request
+	// (request.method, request.path, request.headers["x-user"], ...) and
+	// the client (source.address). A request for which it fails does not
+	// send the descriptor.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Expression string `json:"expression"`
+}
+
+// GlobalLimit is a limit override: Amount per Unit.
+type GlobalLimit struct {
+	// Amount is the requests (or tokens) allowed per unit.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	Amount int64 `json:"amount"`
+	// Unit is the window, fixed and aligned to the clock by the service.
+	//
+	// +required
+	// +kubebuilder:validation:Enum=Seconds;Minutes;Hours;Days
+	Unit GlobalRateLimitUnit `json:"unit"`
+}
+
+// GlobalRateLimitUnit is the window of a global limit.
+type GlobalRateLimitUnit string
 
 // LocalRateLimit is one limit: Requests or Tokens per Unit, plus Burst.
 //

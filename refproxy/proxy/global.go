@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
+)
+
+// HeaderRateLimited marks a 429 that a global rate-limit service decided,
+// as Envoy marks it; local 429s never carry it (spec part 7).
+const HeaderRateLimited = "x-envoy-ratelimited"
+
+// remoteResult is what the global limits decided for one request.
+type remoteResult struct {
+	verdicts []remote.Verdict
+	// d is the most constrained decision, for the headers.
+	d ratelimit.Decision
+	// refused: a service said over limit; failed: one could not answer
+	// and its policy fails closed.
+	refused, failed bool
+	// warnings tell, in the trace, of services that could not answer and
+	// whose policy let the request through.
+	warnings []any
+}
+
+// checkRemote asks every global limit of the route, in order, and stops at
+// the first refusal.
+func (dp *Dataplane) checkRemote(ctx *fasthttp.RequestCtx, rt *route) remoteResult {
+	var r remoteResult
+	act := map[string]any{"request": requestInfo(ctx, time.Time{}), "source": sourceInfo(ctx.RemoteAddr())}
+	r.verdicts = make([]remote.Verdict, len(rt.remote))
+	for i, l := range rt.remote {
+		v := l.Check(context.Background(), act)
+		r.verdicts[i] = v
+		r.d = ratelimit.Tighter(r.d, v.Decision)
+		switch v.Outcome {
+		case remote.OverLimit:
+			r.refused = true
+			return r
+		case remote.Failed:
+			dp.log.Warn("global rate limit not checked", "route", rt.key, "err", v.Err, "failureMode", l.Policy().FailureMode)
+			if l.Policy().FailureMode == remote.FailClosed {
+				r.failed = true
+				r.warnings = append(r.warnings, "global rate limit not checked, request refused (failClosed): "+v.Err.Error())
+				return r
+			}
+			r.warnings = append(r.warnings, "global rate limit not checked, request let through (failOpen): "+v.Err.Error())
+		}
+	}
+	return r
+}
+
+// chargeRemote takes a response's tokens from the global token budgets its
+// request matched; what cannot be charged is a warning.
+func (c *call) chargeRemote(tokens uint64) {
+	for i, l := range c.rt.remote {
+		if i >= len(c.remote.verdicts) {
+			return
+		}
+		if err := l.Charge(context.Background(), &c.remote.verdicts[i], tokens); err != nil {
+			msg := "global token usage not charged: " + err.Error()
+			c.dp.log.Warn(msg, "route", c.rt.key)
+			c.warnMu.Lock()
+			c.warnings = append(c.warnings, msg)
+			c.warnMu.Unlock()
+		}
+	}
+}
+
+// sourceInfo is the client's address for descriptor expressions.
+func sourceInfo(a net.Addr) map[string]any {
+	m := map[string]any{"address": "", "port": int64(0)}
+	if ta, ok := a.(*net.TCPAddr); ok {
+		m["address"] = ta.IP.String()
+		m["port"] = int64(ta.Port)
+	}
+	return m
+}
+
+// statusRateLimitServiceDown is the answer when a failClosed service
+// cannot answer, as in the reference.
+const statusRateLimitServiceDown = http.StatusInternalServerError

@@ -1,0 +1,366 @@
+// Package remote is refproxy's client of a global rate-limit service: any
+// server of envoy.service.ratelimit.v3.RateLimitService, such as
+// github.com/envoyproxy/ratelimit, which shares counters across replicas.
+//
+// A Limiter is one remoteRateLimit policy: a domain and descriptors whose
+// entry values are CEL expressions over the request. Check runs before
+// the request is forwarded: request descriptors are charged one hit,
+// token descriptors are only looked at (a per-descriptor hits_addend of
+// 0), and a token budget with nothing left refuses, as the local limiter
+// does. Charge runs after the response, with the tokens its usage
+// reports, so the request that crosses the limit succeeds and the next
+// ones are refused (spec part 7, token-limit timing rules).
+package remote
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+)
+
+// FailureMode is what a request gets when the service cannot answer.
+type FailureMode string
+
+const (
+	// FailClosed refuses the request with 500, the reference's default:
+	// a budget nobody can check is not spent.
+	FailClosed FailureMode = "failClosed"
+	// FailOpen lets the request through, as Envoy's rate-limit filter does
+	// by default; the trace says the limit was not checked.
+	FailOpen FailureMode = "failOpen"
+)
+
+// ParseFailureMode accepts the reference's spellings (failClosed,
+// FailClosed, failOpen, FailOpen); empty is FailClosed.
+func ParseFailureMode(s string) (FailureMode, error) {
+	switch s {
+	case "", "failClosed", "FailClosed":
+		return FailClosed, nil
+	case "failOpen", "FailOpen":
+		return FailOpen, nil
+	}
+	return "", fmt.Errorf("unknown failure mode %q (want failClosed or failOpen)", s)
+}
+
+// DefaultTimeout bounds one call to the service when the policy sets no
+// policies.http.requestTimeout. Envoy's is 20 ms; refproxy allows more for
+// a loaded machine, and the data plane still never waits longer.
+const DefaultTimeout = time.Second
+
+// Entry is a descriptor entry: a key, and a CEL expression for its value.
+type Entry struct {
+	Key   string
+	Value string
+}
+
+// Descriptor is one descriptor sent to the service.
+type Descriptor struct {
+	Entries []Entry
+	// Tokens: the descriptor counts LLM tokens, charged after the
+	// response; otherwise it counts requests.
+	Tokens bool
+	// LimitOverride, when set, is a CEL expression yielding the limit the
+	// service applies to this descriptor instead of its own configuration:
+	// a map {"unit": "second|minute|hour|day|month|year",
+	// "requestsPerUnit": N}.
+	LimitOverride string
+}
+
+// Policy is one remoteRateLimit policy.
+type Policy struct {
+	// Addr is the service's host:port (gRPC, plaintext).
+	Addr        string
+	Domain      string
+	Descriptors []Descriptor
+	FailureMode FailureMode
+	// Timeout bounds each call; 0 is DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Limiter checks and charges one policy's descriptors.
+type Limiter struct {
+	policy Policy
+	client rlsv3.RateLimitServiceClient
+	descs  []compiled
+	tokens bool
+}
+
+type compiled struct {
+	keys     []string
+	values   []cel.Program
+	tokens   bool
+	override cel.Program // nil without limitOverride
+}
+
+// Compile checks a descriptor value expression; it must yield a string.
+func Compile(expression string) (cel.Program, error) {
+	env, err := celEnv()
+	if err != nil {
+		return nil, err
+	}
+	return celexpr.Compile(env, expression, "string", []*cel.Type{cel.StringType}, cel.CostLimit(maxCost))
+}
+
+// maxCost bounds the work of one expression on one request (CEL's cost
+// units, roughly one per operation): a descriptor is a few lookups, and an
+// expression that would cost more is cut off, its descriptor skipped,
+// rather than stall the data plane.
+const maxCost = 10000
+
+// CompileOverride checks a limitOverride expression; it must yield a map.
+func CompileOverride(expression string) (cel.Program, error) {
+	env, err := celEnv()
+	if err != nil {
+		return nil, err
+	}
+	return celexpr.Compile(env, expression, "a map with unit and requestsPerUnit",
+		[]*cel.Type{cel.MapType(cel.StringType, cel.DynType)}, cel.CostLimit(maxCost))
+}
+
+// overrideUnits are the units a limitOverride may name.
+var overrideUnits = map[string]typev3.RateLimitUnit{
+	"second": typev3.RateLimitUnit_SECOND, "minute": typev3.RateLimitUnit_MINUTE, "hour": typev3.RateLimitUnit_HOUR,
+	"day": typev3.RateLimitUnit_DAY, "month": typev3.RateLimitUnit_MONTH, "year": typev3.RateLimitUnit_YEAR,
+}
+
+// The descriptor expressions see the request as the trace filter does
+// (request.method, .path, .host, .headers, ...) and the client's address
+// as source.address and source.port.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("request", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("source", cel.MapType(cel.StringType, cel.DynType)),
+	)
+})
+
+// New compiles the policy's expressions; conn reaches the service (see
+// Dial).
+func New(conn grpc.ClientConnInterface, p Policy) (*Limiter, error) {
+	if p.Timeout <= 0 {
+		p.Timeout = DefaultTimeout
+	}
+	if p.FailureMode == "" {
+		p.FailureMode = FailClosed
+	}
+	l := &Limiter{policy: p, client: rlsv3.NewRateLimitServiceClient(conn)}
+	for i, d := range p.Descriptors {
+		c := compiled{tokens: d.Tokens}
+		for j, e := range d.Entries {
+			prog, err := Compile(e.Value)
+			if err != nil {
+				return nil, fmt.Errorf("descriptors[%d].entries[%d].value: %w", i, j, err)
+			}
+			c.keys = append(c.keys, e.Key)
+			c.values = append(c.values, prog)
+		}
+		if d.LimitOverride != "" {
+			prog, err := CompileOverride(d.LimitOverride)
+			if err != nil {
+				return nil, fmt.Errorf("descriptors[%d].limitOverride: %w", i, err)
+			}
+			c.override = prog
+		}
+		l.descs = append(l.descs, c)
+		l.tokens = l.tokens || d.Tokens
+	}
+	return l, nil
+}
+
+// Dial opens a lazy plaintext gRPC connection to a service. It redials
+// within a second once the service is back, so a limit recovers soon
+// after an outage instead of after gRPC's default back-off of minutes.
+func Dial(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient("passthrough:///"+addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: time.Second,
+		}))
+}
+
+// Policy returns the limiter's policy.
+func (l *Limiter) Policy() Policy { return l.policy }
+
+// Tokens reports whether a descriptor counts tokens.
+func (l *Limiter) Tokens() bool { return l.tokens }
+
+// Outcome is what a check decided.
+type Outcome int
+
+const (
+	// Allowed: the service admitted the request, or no descriptor applied.
+	Allowed Outcome = iota
+	// OverLimit: the service refused it; answer 429.
+	OverLimit
+	// Failed: the service could not answer; the failure mode decides.
+	Failed
+)
+
+// Verdict is the result of Check.
+type Verdict struct {
+	Outcome Outcome
+	// Err says why the service could not answer (Failed).
+	Err error
+	// Decision is for the x-ratelimit-* headers: the most constrained
+	// descriptor's limit, remaining and reset, with its window.
+	Decision ratelimit.Decision
+	// charge holds the token descriptors the request matched, with their
+	// values, for Charge after the response.
+	charge []*ratelimitv3.RateLimitDescriptor
+}
+
+// Check evaluates the descriptors for a request (act holds "request" and
+// "source") and asks the service. A descriptor whose expression fails is
+// skipped, as in the reference.
+func (l *Limiter) Check(ctx context.Context, act map[string]any) Verdict {
+	var v Verdict
+	req := &rlsv3.RateLimitRequest{Domain: l.policy.Domain, HitsAddend: 1}
+	for _, d := range l.descs {
+		rd, ok := d.eval(act)
+		if !ok {
+			continue
+		}
+		if d.tokens {
+			rd.HitsAddend = wrapperspb.UInt64(0)
+			v.charge = append(v.charge, rd)
+		}
+		req.Descriptors = append(req.Descriptors, rd)
+	}
+	if len(req.Descriptors) == 0 {
+		return v
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.policy.Timeout)
+	defer cancel()
+	resp, err := l.client.ShouldRateLimit(ctx, req)
+	if err != nil {
+		v.Outcome, v.Err = Failed, fmt.Errorf("rate limit service %s: %w", l.policy.Addr, err)
+		return v
+	}
+	if resp.GetOverallCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
+		v.Outcome = OverLimit
+	}
+	statuses := resp.GetStatuses()
+	for i, st := range statuses {
+		if i < len(req.Descriptors) && req.Descriptors[i].HitsAddend != nil && st.GetCurrentLimit() != nil && st.GetLimitRemaining() == 0 {
+			// A token budget with nothing left: the next request needs at
+			// least one token, as with local limits.
+			v.Outcome = OverLimit
+		}
+	}
+	v.Decision = decision(statuses)
+	return v
+}
+
+// Charge takes the tokens a response used from the budgets its request
+// matched. It waits for the service (bounded by the timeout), so a request
+// sent after the response ends sees the charge.
+func (l *Limiter) Charge(ctx context.Context, v *Verdict, tokens uint64) error {
+	if len(v.charge) == 0 || tokens == 0 {
+		return nil
+	}
+	req := &rlsv3.RateLimitRequest{Domain: l.policy.Domain}
+	for _, d := range v.charge {
+		req.Descriptors = append(req.Descriptors, &ratelimitv3.RateLimitDescriptor{Entries: d.Entries, Limit: d.Limit, HitsAddend: wrapperspb.UInt64(tokens)})
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.policy.Timeout)
+	defer cancel()
+	if _, err := l.client.ShouldRateLimit(ctx, req); err != nil {
+		return fmt.Errorf("rate limit service %s: %w", l.policy.Addr, err)
+	}
+	return nil
+}
+
+func (d compiled) eval(act map[string]any) (*ratelimitv3.RateLimitDescriptor, bool) {
+	rd := &ratelimitv3.RateLimitDescriptor{}
+	for i, prog := range d.values {
+		out, _, err := prog.Eval(act)
+		if err != nil {
+			return nil, false
+		}
+		s, ok := out.Value().(string)
+		if !ok {
+			return nil, false
+		}
+		rd.Entries = append(rd.Entries, &ratelimitv3.RateLimitDescriptor_Entry{Key: d.keys[i], Value: s})
+	}
+	if d.override != nil {
+		out, _, err := d.override.Eval(act)
+		if err != nil {
+			return nil, false
+		}
+		m, err := out.ConvertToNative(reflect.TypeFor[map[string]any]())
+		if err != nil {
+			return nil, false
+		}
+		unit, ok := overrideUnits[fmt.Sprint(m.(map[string]any)["unit"])]
+		n, nok := m.(map[string]any)["requestsPerUnit"].(int64)
+		if !ok || !nok || n < 0 || n > math.MaxUint32 {
+			return nil, false
+		}
+		rd.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: uint32(n), Unit: unit}
+	}
+	return rd, true
+}
+
+// decision picks the most constrained status (fewest remaining) for the
+// headers: its limit with every window (Envoy's x-ratelimit-limit form,
+// "10, 10;w=60"), its remaining and its reset.
+func decision(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) ratelimit.Decision {
+	var d ratelimit.Decision
+	var windows []string
+	best := uint64(math.MaxUint64)
+	for _, st := range statuses {
+		cl := st.GetCurrentLimit()
+		if cl == nil {
+			continue
+		}
+		w := unitSeconds(cl.GetUnit())
+		windows = append(windows, strconv.FormatUint(uint64(cl.GetRequestsPerUnit()), 10)+";w="+strconv.FormatUint(w, 10))
+		if r := uint64(st.GetLimitRemaining()); r < best {
+			best = r
+			d = ratelimit.Decision{Limited: true, Limit: uint64(cl.GetRequestsPerUnit()), Remaining: r,
+				Reset: st.GetDurationUntilReset().AsDuration().Round(time.Second)}
+		}
+	}
+	if d.Limited {
+		d.LimitHeader = strconv.FormatUint(d.Limit, 10) + ", " + strings.Join(windows, ", ")
+	}
+	return d
+}
+
+func unitSeconds(u rlsv3.RateLimitResponse_RateLimit_Unit) uint64 {
+	switch u {
+	case rlsv3.RateLimitResponse_RateLimit_SECOND:
+		return 1
+	case rlsv3.RateLimitResponse_RateLimit_MINUTE:
+		return 60
+	case rlsv3.RateLimitResponse_RateLimit_HOUR:
+		return 3600
+	case rlsv3.RateLimitResponse_RateLimit_DAY:
+		return 86400
+	case rlsv3.RateLimitResponse_RateLimit_WEEK:
+		return 7 * 86400
+	case rlsv3.RateLimitResponse_RateLimit_MONTH:
+		return 30 * 86400
+	case rlsv3.RateLimitResponse_RateLimit_YEAR:
+		return 365 * 86400
+	}
+	return 1
+}

@@ -1,0 +1,193 @@
+package remote
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"cel.dev/cel-go/cel"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// fakeService records requests and answers with answer (or after delay).
+type fakeService struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	mu     sync.Mutex
+	got    []*rlsv3.RateLimitRequest
+	answer *rlsv3.RateLimitResponse
+	delay  time.Duration
+}
+
+func (f *fakeService) ShouldRateLimit(ctx context.Context, r *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	f.mu.Lock()
+	f.got = append(f.got, r)
+	f.mu.Unlock()
+	select {
+	case <-time.After(f.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return f.answer, nil
+}
+
+func serve(t *testing.T, f *fakeService) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(s, f)
+	go s.Serve(ln)
+	t.Cleanup(s.Stop)
+	return ln.Addr().String()
+}
+
+func limiter(t *testing.T, addr string, p Policy) *Limiter {
+	t.Helper()
+	conn, err := Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	p.Addr = addr
+	l, err := New(conn, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+var act = map[string]any{
+	"request": map[string]any{"path": "/v1/chat", "headers": map[string]any{"x-user": "ann"}},
+	"source":  map[string]any{"address": "127.0.0.7", "port": int64(5000)},
+}
+
+func status(code rlsv3.RateLimitResponse_Code, limit, remaining uint32, unit rlsv3.RateLimitResponse_RateLimit_Unit, reset time.Duration) *rlsv3.RateLimitResponse_DescriptorStatus {
+	return &rlsv3.RateLimitResponse_DescriptorStatus{Code: code, LimitRemaining: remaining, DurationUntilReset: durationpb.New(reset),
+		CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: limit, Unit: unit}}
+}
+
+// TestCheckSendsDescriptors: entries are evaluated from the request; a
+// descriptor whose expression fails (a missing header) is skipped; request
+// descriptors take the request's hit, token ones are sent with 0; the
+// headers come from the most constrained status, with every window.
+func TestCheckSendsDescriptors(t *testing.T) {
+	f := &fakeService{answer: &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{
+		status(rlsv3.RateLimitResponse_OK, 10, 7, rlsv3.RateLimitResponse_RateLimit_MINUTE, 42*time.Second),
+		status(rlsv3.RateLimitResponse_OK, 1000, 3, rlsv3.RateLimitResponse_RateLimit_HOUR, 1800*time.Second),
+	}}}
+	l := limiter(t, serve(t, f), Policy{Domain: "d", Descriptors: []Descriptor{
+		{Entries: []Entry{{"user", `request.headers["x-user"]`}, {"ip", "source.address"}}},
+		{Entries: []Entry{{"team", `request.headers["x-team"]`}}},
+		{Entries: []Entry{{"path", "request.path"}}, Tokens: true},
+	}})
+	v := l.Check(context.Background(), act)
+	if v.Outcome != Allowed || v.Err != nil {
+		t.Fatalf("outcome %v, %v; want allowed", v.Outcome, v.Err)
+	}
+	r := f.got[0]
+	var got []string
+	for _, d := range r.Descriptors {
+		var es []string
+		for _, e := range d.Entries {
+			es = append(es, e.Key+"="+e.Value)
+		}
+		hits := "request's"
+		if d.HitsAddend != nil {
+			hits = strconv.FormatUint(d.HitsAddend.Value, 10)
+		}
+		got = append(got, strings.Join(es, ",")+" hits "+hits)
+	}
+	want := []string{"user=ann,ip=127.0.0.7 hits request's", "path=/v1/chat hits 0"}
+	if r.Domain != "d" || r.HitsAddend != 1 || strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("request domain %q hits %d descriptors %q; want d, 1, %q", r.Domain, r.HitsAddend, got, want)
+	}
+	d := v.Decision
+	if !d.Limited || d.LimitHeader != "1000, 10;w=60, 1000;w=3600" || d.Remaining != 3 || d.Reset != 1800*time.Second {
+		t.Errorf("decision %+v; want limit header \"1000, 10;w=60, 1000;w=3600\", remaining 3, reset 30m", d)
+	}
+	// The tokens budget has 3 left: Charge sends the usage for it alone.
+	if err := l.Charge(context.Background(), &v, 39); err != nil {
+		t.Fatal(err)
+	}
+	c := f.got[1]
+	if len(c.Descriptors) != 1 || c.Descriptors[0].HitsAddend.GetValue() != 39 || c.Descriptors[0].Entries[0].Value != "/v1/chat" {
+		t.Errorf("charge sent %v; want the path descriptor with hits 39", c.Descriptors)
+	}
+}
+
+// TestCheckRefusesAnEmptyTokenBudget: a token descriptor with nothing
+// left refuses, though the service (asked with 0 hits) said OK.
+func TestCheckRefusesAnEmptyTokenBudget(t *testing.T) {
+	f := &fakeService{answer: &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{
+		status(rlsv3.RateLimitResponse_OK, 100, 0, rlsv3.RateLimitResponse_RateLimit_MINUTE, time.Second),
+	}}}
+	l := limiter(t, serve(t, f), Policy{Domain: "d", Descriptors: []Descriptor{{Entries: []Entry{{"k", `"v"`}}, Tokens: true}}})
+	if v := l.Check(context.Background(), act); v.Outcome != OverLimit {
+		t.Errorf("outcome %v; want over limit", v.Outcome)
+	}
+}
+
+// TestCheckFailsBounded: a service that does not answer in time, or is
+// not there, fails the check within the timeout, saying which service.
+func TestCheckFailsBounded(t *testing.T) {
+	slow := serve(t, &fakeService{delay: time.Minute, answer: &rlsv3.RateLimitResponse{}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	ln.Close()
+	for name, addr := range map[string]string{"slow": slow, "gone": gone} {
+		t.Run(name, func(t *testing.T) {
+			l := limiter(t, addr, Policy{Domain: "d", Timeout: 200 * time.Millisecond, Descriptors: []Descriptor{{Entries: []Entry{{"k", `"v"`}}}}})
+			began := time.Now()
+			v := l.Check(context.Background(), act)
+			if v.Outcome != Failed || v.Err == nil || !strings.Contains(v.Err.Error(), addr) {
+				t.Errorf("outcome %v, %v; want failed, naming %s", v.Outcome, v.Err, addr)
+			}
+			if d := time.Since(began); d > 5*time.Second {
+				t.Errorf("failing took %v with a 200ms timeout", d)
+			}
+		})
+	}
+}
+
+// TestNoDescriptorNoCall: when no descriptor applies, the service is not
+// asked and nothing is limited.
+func TestNoDescriptorNoCall(t *testing.T) {
+	f := &fakeService{answer: &rlsv3.RateLimitResponse{}}
+	l := limiter(t, serve(t, f), Policy{Domain: "d", Descriptors: []Descriptor{{Entries: []Entry{{"team", `request.headers["x-team"]`}}}}})
+	if v := l.Check(context.Background(), act); v.Outcome != Allowed || v.Decision.Limited || len(f.got) != 0 {
+		t.Errorf("outcome %v, decision %+v, %d calls; want allowed, no headers, no call", v.Outcome, v.Decision, len(f.got))
+	}
+}
+
+// TestExpensiveExpressionIsCutOff: an expression whose evaluation would
+// run away is stopped by the cost limit, and its descriptor skipped.
+func TestExpensiveExpressionIsCutOff(t *testing.T) {
+	prog, err := Compile(`[1,2,3,4,5,6,7,8,9,10].map(a, [1,2,3,4,5,6,7,8,9,10].map(b, [1,2,3,4,5,6,7,8,9,10].map(c, [1,2,3,4,5,6,7,8,9,10].map(d, a+b+c+d)))).size() > 0 ? "x" : "y"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := compiled{keys: []string{"k"}, values: []cel.Program{prog}}
+	if rd, ok := c.eval(act); ok {
+		t.Errorf("a 10^4-step expression evaluated to %v; want it cut off", rd)
+	}
+}
+
+func TestCompileRejects(t *testing.T) {
+	for _, expr := range []string{"request.path ==", "1 + 1", "nosuch.var"} {
+		if _, err := Compile(expr); err == nil {
+			t.Errorf("Compile(%q): no error", expr)
+		}
+	}
+}

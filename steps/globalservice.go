@@ -1,0 +1,94 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/gwdiag/gwdiag/steps/ratelimitsvc"
+	"github.com/gwdiag/gwdiag/steps/stepdefs"
+	"github.com/gwdiag/gwdiag/steps/target"
+)
+
+// serviceConfig is the configuration of the services the suite runs: the
+// domain alone, since every descriptor the suite sends carries its limit.
+var serviceConfig = map[string]string{"gwdiag.yaml": "domain: " + target.RateLimitDomain + "\ndescriptors: []\n"}
+
+// rateLimitServices gives scenarios the global rate-limit service: the one
+// the user named, or one the suite starts on first use and stops at the end
+// of the run; and services of a scenario's own, which it may stop and start
+// again without disturbing the others.
+type rateLimitServices struct {
+	external string
+	log      io.Writer
+	// target says where the services listen (target.ServiceHost).
+	target target.Target
+
+	mu      sync.Mutex
+	started bool
+	shared  *ratelimitsvc.Service
+	err     error
+}
+
+var _ stepdefs.RateLimitServices = (*rateLimitServices)(nil)
+
+// Shared implements stepdefs.RateLimitServices.
+func (r *rateLimitServices) Shared(ctx context.Context) (string, error) {
+	if r.external != "" {
+		return r.external, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.started {
+		r.started = true
+		host, ok := serviceAddr(r.target)
+		if !ok {
+			r.err = fmt.Errorf("the %s target's proxy cannot reach a service on this machine: name one with --ratelimit-service", r.target.Name())
+			return "", r.err
+		}
+		r.shared, r.err = ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Host: host})
+		if r.err != nil {
+			r.err = fmt.Errorf("starting the global rate-limit service (or name one with --ratelimit-service): %w", r.err)
+		}
+	}
+	if r.err != nil {
+		return "", r.err
+	}
+	return r.shared.Addr, nil
+}
+
+// Own implements stepdefs.RateLimitServices.
+func (r *rateLimitServices) Own(ctx context.Context) (stepdefs.OwnRateLimitService, error) {
+	if r.external != "" {
+		return nil, errors.New("the scenario stops and restarts a rate-limit service of its own, which the suite runs only without --ratelimit-service")
+	}
+	host, ok := serviceAddr(r.target)
+	if !ok {
+		return nil, fmt.Errorf("the %s target's proxy cannot reach a service on this machine", r.target.Name())
+	}
+	s, err := ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Host: host})
+	if err != nil {
+		return nil, fmt.Errorf("starting a rate-limit service for the scenario: %w", err)
+	}
+	return s, nil
+}
+
+// serviceAddr is where services for the target's proxy listen.
+func serviceAddr(t target.Target) (string, bool) {
+	if sh, ok := t.(target.ServiceHost); ok {
+		return sh.ServiceAddr()
+	}
+	return "", false
+}
+
+// stop stops the shared service, if the suite started one.
+func (r *rateLimitServices) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shared != nil {
+		r.shared.Stop()
+		r.shared = nil
+	}
+}

@@ -1,0 +1,262 @@
+// Package ratelimitsvc runs a real global rate-limit service for the
+// suite and the tests: github.com/envoyproxy/ratelimit (built from the Go
+// module proxy through the tools module beside this file, into .bin) on
+// Debian's redis-server, both on loopback, with a state directory of their
+// own, and stopped with everything they made.
+package ratelimitsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gwdiag/gwdiag/steps/procout"
+	"github.com/gwdiag/gwdiag/steps/toolbin"
+)
+
+// toolsModule pins github.com/envoyproxy/ratelimit.
+const toolsModule = "steps/ratelimitsvc/tools"
+
+// EnvBin names a prebuilt service binary; when set, nothing is built.
+const EnvBin = "GWDIAG_RATELIMIT_BIN"
+
+// ErrNoRedis is returned when redis-server is not on PATH.
+var ErrNoRedis = errors.New("redis-server not found on PATH (Debian: apt-get install redis-server; make test installs it)")
+
+// EnsureBinary returns the service binary: $GWDIAG_RATELIMIT_BIN, or
+// <repo>/.bin/ratelimit, built there (static) when missing or stale.
+func EnsureBinary(ctx context.Context, log io.Writer) (string, error) {
+	if p := os.Getenv(EnvBin); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("$%s: %w", EnvBin, err)
+		}
+		return p, nil
+	}
+	root, err := toolbin.RepoRoot(toolsModule)
+	if err != nil {
+		return "", fmt.Errorf("%w; set $%s to a built github.com/envoyproxy/ratelimit service_cmd", err, EnvBin)
+	}
+	dir := filepath.Join(root, ".bin")
+	err = toolbin.Build(ctx, root, toolsModule, dir,
+		[]toolbin.Program{{Name: "ratelimit", Pkg: "github.com/envoyproxy/ratelimit/src/service_cmd"}}, log, "CGO_ENABLED=0")
+	return filepath.Join(dir, "ratelimit"), err
+}
+
+// Options configure a service.
+type Options struct {
+	// Binary is the service; empty runs EnsureBinary.
+	Binary string
+	// Config holds the service's rate-limit configuration files, by file
+	// name (one domain each, the service's YAML format).
+	Config map[string]string
+	// Log receives both programs' output; nil keeps it for errors only.
+	Log io.Writer
+	// Host is the address the service listens on: 127.0.0.1 (the
+	// default), or an address of this machine that containers reach (the
+	// gateway of their network).
+	Host string
+}
+
+// Service is a running rate-limit service and its Redis.
+type Service struct {
+	// Addr is the service's gRPC address, host:port.
+	Addr string
+	// HTTPAddr serves /healthcheck and /json.
+	HTTPAddr string
+
+	dir    string
+	bin    string
+	env    []string
+	out    *procout.Buffer
+	redis  *exec.Cmd
+	mu     sync.Mutex
+	svc    *exec.Cmd
+	exited chan struct{}
+}
+
+// ReadyTimeout bounds each program becoming ready.
+const ReadyTimeout = 30 * time.Second
+
+// Start starts Redis and the service and waits until the service answers
+// its health check. On error nothing is left running.
+func Start(ctx context.Context, o Options) (s *Service, err error) {
+	redisBin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNoRedis
+	}
+	if o.Binary == "" {
+		if o.Binary, err = EnsureBinary(ctx, o.Log); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "gwdiag-ratelimit-")
+	if err != nil {
+		return nil, err
+	}
+	s = &Service{dir: dir, bin: o.Binary, out: &procout.Buffer{Tee: o.Log, Max: 1 << 20}}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	conf := filepath.Join(dir, "runtime", "ratelimit", "config")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		return nil, err
+	}
+	for name, text := range o.Config {
+		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	sock := filepath.Join(dir, "redis.sock")
+	s.redis = exec.Command(redisBin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	s.redis.Stdout, s.redis.Stderr = s.out, s.out
+	s.redis.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.redis.Start(); err != nil {
+		return nil, fmt.Errorf("redis-server: %w", err)
+	}
+	if err := waitFor(ctx, func() bool {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}); err != nil {
+		return nil, fmt.Errorf("redis-server did not listen on %s: %w\n%s", sock, err, s.out.Tail(20))
+	}
+	host := o.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ports, err := freePorts(host, 3)
+	if err != nil {
+		return nil, err
+	}
+	s.Addr = net.JoinHostPort(host, strconv.Itoa(ports[0]))
+	s.HTTPAddr = net.JoinHostPort(host, strconv.Itoa(ports[1]))
+	s.env = []string{
+		"USE_STATSD=false", "LOG_LEVEL=warn",
+		"REDIS_SOCKET_TYPE=unix", "REDIS_URL=" + sock,
+		"RUNTIME_ROOT=" + filepath.Join(dir, "runtime"), "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
+		"GRPC_HOST=" + host, "GRPC_PORT=" + strconv.Itoa(ports[0]),
+		"HOST=" + host, "PORT=" + strconv.Itoa(ports[1]),
+		"DEBUG_HOST=" + host, "DEBUG_PORT=" + strconv.Itoa(ports[2]),
+		// The service's own x-ratelimit-* headers; refproxy writes its
+		// own, with windows, from the descriptor statuses.
+		"LIMIT_RESPONSE_HEADERS_ENABLED=true",
+		"LIMIT_LIMIT_HEADER=x-ratelimit-limit", "LIMIT_REMAINING_HEADER=x-ratelimit-remaining", "LIMIT_RESET_HEADER=x-ratelimit-reset",
+	}
+	if err := s.Restart(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Restart starts the service again on the same ports after Kill (or the
+// first time); the counters, in Redis, survive.
+func (s *Service) Restart(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.svc != nil {
+		return errors.New("rate-limit service: already running")
+	}
+	cmd := exec.Command(s.bin)
+	cmd.Env = append(os.Environ(), s.env...)
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("rate-limit service: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	s.svc, s.exited = cmd, exited
+	err := waitFor(ctx, func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+		}
+		resp, err := http.Get("http://" + s.HTTPAddr + "/healthcheck")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	select {
+	case <-exited:
+		s.svc = nil
+		return fmt.Errorf("rate-limit service exited at start: %v\n%s", cmd.ProcessState, s.out.Tail(20))
+	default:
+	}
+	if err != nil {
+		return fmt.Errorf("rate-limit service not healthy at %s: %w\n%s", s.HTTPAddr, err, s.out.Tail(20))
+	}
+	return nil
+}
+
+// Kill stops the service (not Redis) at once, as an outage would.
+func (s *Service) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.svc == nil {
+		return
+	}
+	s.svc.Process.Kill()
+	<-s.exited
+	s.svc = nil
+}
+
+// Stop stops both programs and removes the state directory.
+func (s *Service) Stop() {
+	s.Kill()
+	if s.redis != nil && s.redis.Process != nil {
+		s.redis.Process.Kill()
+		s.redis.Wait()
+	}
+	os.RemoveAll(s.dir)
+}
+
+// GRPCAddr is Addr.
+func (s *Service) GRPCAddr() string { return s.Addr }
+
+// Output is what both programs printed.
+func (s *Service) Output() string { return s.out.String() }
+
+func waitFor(ctx context.Context, ok func() bool) error {
+	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, ReadyTimeout, true, func(context.Context) (bool, error) {
+		return ok(), nil
+	})
+}
+
+func freePorts(host string, n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

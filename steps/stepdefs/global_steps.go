@@ -1,0 +1,113 @@
+package stepdefs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/cucumber/godog"
+
+	"github.com/gwdiag/gwdiag/steps/target"
+)
+
+func registerGlobalSteps(sc *godog.ScenarioContext) {
+	step(sc, `^a global rate-limit service$`, func(ctx context.Context) error {
+		s := getState(ctx)
+		if s.cfg.RateLimit == nil {
+			return errors.New("this run has no global rate-limit service")
+		}
+		addr, err := s.cfg.RateLimit.Shared(ctx)
+		if err != nil {
+			return err
+		}
+		return s.useRateLimitService(addr)
+	})
+	step(sc, `^a global rate-limit service of the scenario's own$`, func(ctx context.Context) error {
+		s := getState(ctx)
+		if s.cfg.RateLimit == nil {
+			return errors.New("this run has no global rate-limit service")
+		}
+		own, err := s.cfg.RateLimit.Own(ctx)
+		if err != nil {
+			return err
+		}
+		s.ownRLS = own
+		return s.useRateLimitService(own.GRPCAddr())
+	})
+	step(sc, `^the route "([^"]*)" has a global (request|token) limit of (\d+) per (second|minute|hour|day)$`, func(ctx context.Context, route, kind string, n int, unit string) error {
+		s := getState(ctx)
+		r, err := s.routeForLimits(route)
+		if err != nil {
+			return err
+		}
+		if s.setup.RateLimitService == "" {
+			return errors.New("a global limit needs a global rate-limit service; declare one first")
+		}
+		g := target.GlobalLimit{Kind: target.LimitRequests, Amount: uint64(n), Unit: unit}
+		if kind == "token" {
+			g.Kind = target.LimitTokens
+		}
+		r.Global = append(r.Global, g)
+		return nil
+	})
+	step(sc, `^the route "([^"]*)" lets requests through when the rate-limit service is down$`, func(ctx context.Context, route string) error {
+		r, err := getState(ctx).routeForLimits(route)
+		if err != nil {
+			return err
+		}
+		r.GlobalFailOpen = true
+		return nil
+	})
+	step(sc, `^the proxy runs as (\d+) replicas$`, func(ctx context.Context, n int) error {
+		s := getState(ctx)
+		if s.dep != nil {
+			return errors.New("replicas declared after the proxy was configured")
+		}
+		if n < 1 || n > 8 {
+			return fmt.Errorf("%d replicas: want 1 to 8", n)
+		}
+		s.replicas = n
+		return nil
+	})
+	step(sc, `^the rate-limit service goes away$`, func(ctx context.Context) error {
+		s := getState(ctx)
+		if s.ownRLS == nil {
+			return errors.New("only a rate-limit service of the scenario's own can be stopped")
+		}
+		s.ownRLS.Kill()
+		return nil
+	})
+	step(sc, `^the rate-limit service comes back$`, func(ctx context.Context) error {
+		s := getState(ctx)
+		if s.ownRLS == nil {
+			return errors.New("only a rate-limit service of the scenario's own can be restarted")
+		}
+		return s.ownRLS.Restart(ctx)
+	})
+}
+
+// useRateLimitService points the scenario's global limits at addr, under
+// a key of the scenario's own.
+func (s *state) useRateLimitService(addr string) error {
+	if s.dep != nil {
+		return errors.New("rate-limit service declared after the proxy was configured")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	s.setup.RateLimitService, s.setup.RateLimitKey = addr, hex.EncodeToString(b[:])
+	return nil
+}
+
+// routeForLimits is a declared route that limits may still be added to.
+func (s *state) routeForLimits(route string) (*target.Route, error) {
+	if s.dep != nil {
+		return nil, fmt.Errorf("limit on %q declared after the proxy was configured", route)
+	}
+	r := s.setup.RouteNamed(route)
+	if r == nil {
+		return nil, fmt.Errorf("no route %q", route)
+	}
+	return r, nil
+}
