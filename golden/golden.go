@@ -24,6 +24,9 @@ const (
 	Port = "<port>"
 	Pod  = "<pod>"
 	Date = "<date>"
+	// RequestID replaces a followed request's id, in requestId and in
+	// x-request-id headers.
+	RequestID = "<request-id>"
 )
 
 var (
@@ -54,6 +57,9 @@ func Normalize(events []trace.Event) []trace.Event {
 	out := make([]trace.Event, len(events))
 	for i, e := range events {
 		n := trace.Event{EventEnd: int64(i), Severity: e.Severity, Scope: slices.Clone(e.Scope)}
+		if e.RequestID != "" {
+			n.RequestID = RequestID
+		}
 		if e.EventStart != nil {
 			s := int64(0)
 			for j := range events {
@@ -87,6 +93,10 @@ func normalizeValue(key string, v any) any {
 		if portKeys[key] {
 			return Port
 		}
+		if strings.HasSuffix(key, "Micros") {
+			// a follow stream's timings
+			return "<micros>"
+		}
 		return x
 	case string:
 		switch {
@@ -104,6 +114,8 @@ func normalizeValue(key string, v any) any {
 			return Time
 		case durationKeys[key]:
 			return "<duration>"
+		case strings.EqualFold(key, "x-request-id"):
+			return RequestID
 		}
 		return normalizeString(x)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,13 @@ type Handler struct {
 	Event func(Event)
 	// Dropped is called when the proxy announces `: dropped N events`.
 	Dropped func(n int)
+	// Follow reads a follow stream: past every requestFinished, to the end
+	// the proxy gives it (max traces or its duration), which is then no
+	// error.
+	Follow bool
+	// Comment is called for comment frames other than ready, keepalive and
+	// dropped (a follow stream's ": ended with N traces incomplete").
+	Comment func(text string)
 }
 
 // ErrIncomplete is wrapped by Stream's error when the stream ended before
@@ -61,7 +69,17 @@ func (c *Client) http() *http.Client {
 // expression is set; GET for older proxies that refuse POST) and returns the
 // open response body. The caller must close it.
 func (c *Client) OpenTrace(ctx context.Context, expression string) (io.ReadCloser, error) {
-	st, err := sse.OpenURL(ctx, c.http(), c.BaseURL, expression)
+	q := url.Values{}
+	if expression != "" {
+		q.Set("expression", expression)
+	}
+	return c.OpenTraceQuery(ctx, q)
+}
+
+// OpenTraceQuery is OpenTrace with the stream's query parameters
+// (expression; follow, max and duration for a follow stream).
+func (c *Client) OpenTraceQuery(ctx context.Context, q url.Values) (io.ReadCloser, error) {
+	st, err := sse.OpenQuery(ctx, c.http(), c.BaseURL, q)
 	var se *sse.StatusError
 	switch {
 	case errors.As(err, &se):
@@ -109,6 +127,9 @@ func ReadStream(r io.Reader, h Handler) error {
 	for {
 		f, err := frames.Next()
 		if errors.Is(err, io.EOF) {
+			if h.Follow {
+				return nil
+			}
 			return fmt.Errorf("%w (after %d events)", ErrIncomplete, count)
 		}
 		if err != nil {
@@ -120,6 +141,8 @@ func ReadStream(r io.Reader, h Handler) error {
 				if v, err := strconv.Atoi(strings.TrimSuffix(n, " events")); err == nil && h.Dropped != nil {
 					h.Dropped(v)
 				}
+			} else if f.Comment != "ready" && f.Comment != "keepalive" && h.Comment != nil {
+				h.Comment(f.Comment)
 			}
 			continue
 		}
@@ -135,7 +158,7 @@ func ReadStream(r io.Reader, h Handler) error {
 		if h.Event != nil {
 			h.Event(Event{Raw: compact.Bytes(), Event: ev})
 		}
-		if ev.Type() == trace.RequestFinished {
+		if ev.Type() == trace.RequestFinished && !h.Follow {
 			return nil
 		}
 	}

@@ -5,6 +5,7 @@ package conformance
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/versioncmd"
 	"github.com/gwdiag/gwdiag/golden"
+	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/target/container"
 )
 
 // NewCommand returns `gwdiag conformance` with its subcommands.
@@ -25,8 +28,40 @@ func NewCommand() *cobra.Command {
 admin endpoints, local rate limiting) conform to the specification. Its
 features are built into this binary, so it runs outside the repository.`,
 	}
-	cmd.AddCommand(newRunCommand(), newCheckCommand())
+	cmd.AddCommand(newRunCommand(), newCheckCommand(), newMockBackendCommand())
 	return cmd
+}
+
+// mockBackendArgs run gwdiag as the mock backends (mock.Command): the
+// entrypoint of the mock image the container target builds from gwdiag.
+var mockBackendArgs = []string{"conformance", "mockbackend"}
+
+// newMockBackendCommand is the hidden command the container target's mock
+// image runs.
+func newMockBackendCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "mockbackend [--echo-addr ADDR]... [--llm-addr ADDR]...",
+		Short: "Serve the suite's mock backends (the container target's mock image runs this)",
+		Example: `  # two echo backends and one mock LLM, as the container target's mock image runs them
+  gwdiag conformance mockbackend --echo-addr :8000 --echo-addr :8001 --llm-addr :8002`,
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := mock.Command(cmd.Context(), "gwdiag conformance mockbackend", args, cmd.OutOrStdout()); err != nil {
+				return exitcode.Usage(err)
+			}
+			return nil
+		},
+	}
+}
+
+// selfMockBuild is the mock image build from this very executable.
+func selfMockBuild() container.MockBuild {
+	exe, err := os.Executable()
+	if err != nil {
+		return container.MockBuild{}
+	}
+	return container.MockBuild{Binary: exe, Args: mockBackendArgs}
 }
 
 // failedError makes the process exit 1 when scenarios failed.
@@ -46,6 +81,9 @@ func newRunCommand() *cobra.Command {
 		profiles   []string
 		reqTimeout time.Duration
 		trTimeout  time.Duration
+		envs       []string
+		pull       string
+		startup    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -56,8 +94,14 @@ func newRunCommand() *cobra.Command {
   # Any standalone proxy binary; {config} is the config file the suite writes
   gwdiag conformance run --target process --proxy-cmd 'refproxy -f {config}'
 
+  # A proxy shipped as an image (make image builds gwdiag/refproxy:dev)
+  gwdiag conformance run --target container --image gwdiag/refproxy:dev --pull never
+
   # Condition status on a cluster (any kubeconfig; the implementation's GatewayClass)
   gwdiag conformance run --target cluster --kubeconfig ~/.kube/config --gateway-class agentgateway
+
+  # Global limits against a rate-limit service of your own (domain gwdiag-conformance)
+  gwdiag conformance run --target process --proxy-cmd 'myproxy -c {config}' --ratelimit-service 10.0.0.5:8081
 
   # One feature, one scenario
   gwdiag conformance run --tags @request-limits --run-scenario 'The window resets with no manual action'`,
@@ -77,6 +121,9 @@ func newRunCommand() *cobra.Command {
 			}
 			if set("proxy-cmd") {
 				o.ProxyCommand = flags.ProxyCommand
+			}
+			if set("ratelimit-service") {
+				o.RateLimitService = flags.RateLimitService
 			}
 			if set("implementation") {
 				o.Implementation.Name = flags.Implementation.Name
@@ -123,6 +170,37 @@ func newRunCommand() *cobra.Command {
 			if set("trace-timeout") {
 				o.Timeouts.Trace = steps.Duration(trTimeout)
 			}
+			if set("image") {
+				o.Container.Image = flags.Container.Image
+			}
+			if set("config-path") {
+				o.Container.ConfigPath = flags.Container.ConfigPath
+			}
+			if set("admin-port") {
+				o.Container.AdminPort = flags.Container.AdminPort
+			}
+			if set("env") {
+				o.Container.Env = map[string]string{}
+				for _, kv := range envs {
+					k, v, ok := strings.Cut(kv, "=")
+					if !ok || k == "" {
+						return exitcode.Usagef("--env %q: want K=V", kv)
+					}
+					o.Container.Env[k] = v
+				}
+			}
+			if set("pull") {
+				o.Container.Pull = container.PullPolicy(pull)
+			}
+			if set("mock-image") {
+				o.Container.MockImage = flags.Container.MockImage
+			}
+			if set("startup-timeout") {
+				o.Container.StartupTimeout = steps.Duration(startup)
+			}
+			if o.Container.MockImage == "" {
+				o.Container.MockBuild = selfMockBuild()
+			}
 			if set("kubeconfig") {
 				o.Cluster.Kubeconfig = flags.Cluster.Kubeconfig
 			}
@@ -153,8 +231,9 @@ func newRunCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&configPath, "config", "c", "", "options file (YAML, the fields of steps.Options); flags override it")
-	f.StringVar(&flags.Target, "target", "inprocess", "how the proxy is run: inprocess, process or cluster")
+	f.StringVar(&flags.Target, "target", "inprocess", "how the proxy is run: inprocess, process, container or cluster")
 	f.StringVar(&flags.ProxyCommand, "proxy-cmd", "", "process target: command template; {config} is the config file, {admin} the admin address")
+	f.StringVar(&flags.RateLimitService, "ratelimit-service", "", "global-rate-limit scenarios: host:port of an Envoy-compatible rate-limit service the proxy reaches, with the domain gwdiag-conformance (default: the suite runs one on loopback)")
 	f.StringVar(&flags.Implementation.Name, "implementation", "", "name of the proxy under test, for the report")
 	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run: standalone, cluster (default: every profile the target hosts)")
 	f.StringSliceVar(&supported, "supported-features", nil, "extended features the proxy claims: failing one is a failure, not 'unsupported'")
@@ -167,6 +246,13 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&flags.JUnit, "junit", "", "write JUnit XML here")
 	f.StringVar(&flags.CucumberJSON, "cucumber-json", "", "write Cucumber JSON here")
 	f.IntVar(&flags.Concurrency, "concurrency", 4, "scenarios run at once")
+	f.StringVar(&flags.Container.Image, "image", "", "container target: the proxy's image")
+	f.StringVar(&flags.Container.ConfigPath, "config-path", container.DefaultConfigPath, "container target: where the image reads its standalone config")
+	f.IntVar(&flags.Container.AdminPort, "admin-port", container.DefaultAdminPort, "container target: the admin server's port inside the container")
+	f.StringArrayVar(&envs, "env", nil, "container target: K=V set in the proxy's container (repeatable)")
+	f.StringVar(&pull, "pull", string(container.PullMissing), "container target: pull an image missing from the Docker host (missing) or never")
+	f.StringVar(&flags.Container.MockImage, "mock-image", "", "container target: image serving the mock backends (default: built FROM scratch from this gwdiag)")
+	f.DurationVar(&startup, "startup-timeout", container.DefaultStartupTimeout, "container target: bound on a scenario's containers getting ready")
 	f.StringVar(&flags.Cluster.Kubeconfig, "kubeconfig", "", "cluster target: kubeconfig of an existing cluster (default $KUBECONFIG, then ~/.kube/config)")
 	f.BoolVar(&flags.Cluster.Local, "local-cluster", false, "cluster target: start a local API server with the CRDs and the reference controller")
 	f.BoolVar(&flags.Cluster.InstallCRDs, "install-crds", false, "cluster target: install the Gateway API and policy CRDs into the existing cluster first")

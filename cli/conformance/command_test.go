@@ -178,6 +178,7 @@ func TestRunFeatureFlags(t *testing.T) {
 	}{
 		{[]string{"--supported-features", "trace-severty"}, `unknown feature "trace-severty"`},
 		{[]string{"--profiles", "mesh"}, `unknown profile "mesh"`},
+		{[]string{"--ratelimit-service", "localhost"}, `--ratelimit-service "localhost": want the gRPC host:port`},
 	} {
 		if _, err := run(t, append([]string{"run"}, tt.args...)...); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("run %v: got %v, want an error with %q", tt.args, err, tt.want)

@@ -35,7 +35,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	gwdiagBin = filepath.Join(dir, "gwdiag")
+	// Static, as make build makes it: the container target builds its mock
+	// image FROM scratch from gwdiag itself.
 	build := exec.Command("go", "build", "-o", gwdiagBin, "github.com/gwdiag/gwdiag/cli/cmd/gwdiag")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building gwdiag:", err)

@@ -47,21 +47,14 @@ func Summary(ev trace.Event) string {
 		return "request started"
 	case trace.RequestSnapshot:
 		s := ev.Stage()
-		if req, ok := lookup(m, "requestState", "request").(map[string]any); ok {
-			method, _ := req["method"].(string)
-			path, _ := req["pathAndQuery"].(string)
-			if path == "" {
-				path, _ = req["path"].(string)
-			}
-			if method != "" || path != "" {
-				s += ": " + strings.TrimSpace(method+" "+path)
-			}
+		if method, path := Request(ev); method != "" || path != "" {
+			s += ": " + strings.TrimSpace(method+" "+path)
 		}
 		return s
 	case trace.ResponseSnapshot:
 		s := ev.Stage()
-		if code, ok := lookup(m, "requestState", "response", "code").(float64); ok {
-			s += fmt.Sprintf(": %d", int(code))
+		if code, ok := ResponseCode(ev); ok {
+			s += fmt.Sprintf(": %d", code)
 		}
 		return s
 	case "bodySnapshot":
@@ -110,6 +103,27 @@ func Summary(ev trace.Event) string {
 		return "request finished"
 	}
 	return ""
+}
+
+// Request is the method and path (with query) of a request snapshot; empty
+// for other events.
+func Request(ev trace.Event) (method, path string) {
+	req, ok := lookup(ev.Message, "requestState", "request").(map[string]any)
+	if !ok {
+		return "", ""
+	}
+	method, _ = req["method"].(string)
+	path, _ = req["pathAndQuery"].(string)
+	if path == "" {
+		path, _ = req["path"].(string)
+	}
+	return method, path
+}
+
+// ResponseCode is the status of a response snapshot.
+func ResponseCode(ev trace.Event) (int, bool) {
+	code, ok := lookup(ev.Message, "requestState", "response", "code").(float64)
+	return int(code), ok
 }
 
 func lookup(m map[string]any, path ...string) any {

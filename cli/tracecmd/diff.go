@@ -3,11 +3,14 @@ package tracecmd
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/golden"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // ErrDiffer is returned by `gwdiag trace diff` when the traces differ: exit 1.
@@ -15,15 +18,25 @@ var ErrDiffer = exitError{code: 1, err: errors.New("traces differ")}
 
 func newDiffCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "diff A.jsonl B.jsonl",
+		Use:   "diff A.jsonl[#REQUEST-ID] B.jsonl[#REQUEST-ID]",
 		Short: "Compare two saved traces after normalising volatile fields",
 		Long: `Diff reads two JSON Lines traces, replaces volatile values (times, ports,
-addresses, dates, pod names) with stable placeholders, and prints an
-event-by-event, field-level difference. It exits 0 when they are equal, 1 when
-they differ and 2 when a trace cannot be read.`,
+addresses, dates, pod names, request ids) with stable placeholders, and prints
+an event-by-event, field-level difference. It exits 0 when they are equal, 1
+when they differ and 2 when a trace cannot be read.
+
+A followed capture (gwdiag trace --follow --raw) holds many requests: FILE#ID
+picks one by its request id. Two followed captures with as many requests are
+compared request by request, in order.`,
 		Example: `  # Compare a fresh trace with a golden one
   gwdiag trace --local --raw --port 3000 -- http://example.com/ > got.jsonl
-  gwdiag trace diff golden/traces/basic.jsonl got.jsonl`,
+  gwdiag trace diff golden/traces/basic.jsonl got.jsonl
+
+  # Two requests of one followed capture
+  gwdiag trace diff follow.jsonl#6f1c0e3a9b2d4c5e follow.jsonl#0a9b8c7d6e5f4a3b
+
+  # Two followed captures, request by request
+  gwdiag trace diff before.jsonl after.jsonl`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return exitcode.Usage(fmt.Errorf("diff takes two trace files, received %d", len(args)))
@@ -31,22 +44,88 @@ they differ and 2 when a trace cannot be read.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := golden.ReadJSONL(args[0])
+			a, err := readRequests(args[0])
 			if err != nil {
-				return exitError{code: 2, err: fmt.Errorf("reading %s: %w", args[0], err)}
+				return exitError{code: 2, err: err}
 			}
-			b, err := golden.ReadJSONL(args[1])
+			b, err := readRequests(args[1])
 			if err != nil {
-				return exitError{code: 2, err: fmt.Errorf("reading %s: %w", args[1], err)}
+				return exitError{code: 2, err: err}
 			}
-			d := golden.Diff(golden.Normalize(a), golden.Normalize(b))
-			if d == "" {
+			if len(a) != len(b) {
+				return exitError{code: 2, err: fmt.Errorf("%s has %d requests and %s has %d: pick one of each with FILE#REQUEST-ID (%s: %s; %s: %s)",
+					args[0], len(a), args[1], len(b), args[0], ids(a), args[1], ids(b))}
+			}
+			var out []string
+			for i := range a {
+				d := golden.Diff(golden.Normalize(a[i].events), golden.Normalize(b[i].events))
+				if d == "" {
+					continue
+				}
+				if len(a) > 1 || a[i].id != "" || b[i].id != "" {
+					d = fmt.Sprintf("request %d (%s ↔ %s):\n%s", i+1, orDash(a[i].id), orDash(b[i].id), d)
+				}
+				out = append(out, d)
+			}
+			if len(out) == 0 {
 				return nil
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), d)
+			fmt.Fprintln(cmd.OutOrStdout(), strings.Join(out, "\n\n"))
 			return ErrDiffer
 		},
 	}
+}
+
+// requestTrace is one request's events in a saved trace.
+type requestTrace struct {
+	id     string
+	events []trace.Event
+}
+
+// readRequests reads FILE or FILE#ID: the file's requests split by
+// request id (one, without id, for a one-shot trace), or the one named.
+func readRequests(arg string) ([]requestTrace, error) {
+	file, want := arg, ""
+	if _, err := os.Stat(arg); err != nil {
+		if i := strings.LastIndexByte(arg, '#'); i > 0 {
+			file, want = arg[:i], arg[i+1:]
+		}
+	}
+	events, err := golden.ReadJSONL(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", file, err)
+	}
+	order, byID := trace.ByRequest(events)
+	if want != "" {
+		evs, ok := byID[want]
+		if !ok {
+			return nil, fmt.Errorf("%s has no request %s (it has: %s)", file, want, strings.Join(order, ", "))
+		}
+		return []requestTrace{{id: want, events: evs}}, nil
+	}
+	out := make([]requestTrace, 0, len(order))
+	for _, id := range order {
+		out = append(out, requestTrace{id: id, events: byID[id]})
+	}
+	if len(out) == 0 {
+		out = append(out, requestTrace{})
+	}
+	return out, nil
+}
+
+func ids(rs []requestTrace) string {
+	var s []string
+	for _, r := range rs {
+		s = append(s, orDash(r.id))
+	}
+	return strings.Join(s, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // exitError carries an exit status for the root command.

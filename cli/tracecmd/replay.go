@@ -46,6 +46,17 @@ func ReadJSONL(r io.Reader, name string) ([]admin.Event, error) {
 	return out, nil
 }
 
+// followed reports whether a saved trace is a follow capture: its events
+// carry request ids.
+func followed(events []admin.Event) bool {
+	for _, ev := range events {
+		if ev.Event.RequestID != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // replay shows a saved trace: as JSON Lines with --raw, else in the viewer.
 func replay(cmd *cobra.Command, o *options) error {
 	var (
@@ -76,6 +87,10 @@ func replay(cmd *cobra.Command, o *options) error {
 		return nil
 	}
 	m := tea.Model(tui.New(name, tui.StatusComplete))
+	if followed(events) {
+		// A followed capture: the request list above each request's events.
+		m = tui.NewFollow(name, tui.StatusComplete)
+	}
 	for _, ev := range events {
 		m, _ = m.Update(tui.EventMsg{Raw: ev.Raw, Event: ev.Event})
 	}

@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -41,6 +44,13 @@ type options struct {
 	port       int
 	file       string
 	expression string
+	// follow mode: many requests on one stream, bounded by the proxy.
+	follow      bool
+	maxRequests int
+	duration    time.Duration
+	status      string
+	slowerThan  time.Duration
+	outcome     string
 }
 
 // NewCommand returns `gwdiag trace` with its `diff` subcommand.
@@ -73,7 +83,14 @@ With --local the standalone proxy's admin server is found from --admin-url,
 
 Without --raw an interactive viewer shows the events: tab switches pane,
 arrows scroll, e/s/d show the raw event, its snapshot or the snapshot diff,
-q quits.`,
+q quits.
+
+Follow mode (--follow) traces many requests on one stream, bounded by the
+proxy: --max-requests (its default 10, at most 1000) and --duration (30s, at
+most 10m). Every event carries its request's id (the client's x-request-id,
+or one the proxy made and returned as x-request-id). --raw prints the events
+as JSON Lines; the viewer lists the requests (method, path, status, time)
+above the events of the selected one.`,
 		Example: `  # Watch: trace the next request reaching a standalone proxy
   gwdiag trace --local
 
@@ -85,6 +102,16 @@ q quits.`,
 
   # Only trace a request matching a CEL expression
   gwdiag trace --local --expression 'request.path.startsWith("/api")'
+
+  # Follow the next 20 requests (or 1 minute) in the viewer: a request list above the events
+  gwdiag trace --local --follow --max-requests 20 --duration 1m
+
+  # Follow only the failures, or the slow ones (filtered by the proxy)
+  gwdiag trace --local --follow --status 5xx
+  gwdiag trace --local --follow --slower-than 500ms --max-requests 50
+
+  # The same as JSON Lines, each event with its requestId
+  gwdiag trace --local --raw --follow --max-requests 20 --duration 1m > follow.jsonl
 
   # Replay a saved trace
   gwdiag trace -f trace.jsonl
@@ -109,6 +136,12 @@ q quits.`,
 	f.IntVar(&o.port, "port", 0, "listener port to send the injected request to (inject mode)")
 	f.StringVarP(&o.file, "file", "f", "", "replay a saved JSON Lines trace (- for stdin)")
 	f.StringVar(&o.expression, "expression", "", "CEL expression choosing which request to trace")
+	f.BoolVar(&o.follow, "follow", false, "trace many requests on one stream (with --raw: JSON Lines, each event with its requestId) until --max-requests or --duration")
+	f.IntVar(&o.maxRequests, "max-requests", 0, "follow: end after this many traces (proxy default 10, ceiling 1000)")
+	f.DurationVar(&o.duration, "duration", 0, "follow: end after this long (proxy default 30s, ceiling 10m)")
+	f.StringVar(&o.status, "status", "", "follow: only requests answered with this status: a code (429) or a class (5xx)")
+	f.DurationVar(&o.slowerThan, "slower-than", 0, "follow: only requests that took longer than this (e.g. 500ms)")
+	f.StringVar(&o.outcome, "outcome", "", "follow: only requests whose outcome this CEL expression accepts (response.code, latencyMicros)")
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("file", "jsonl")
 	_ = cmd.MarkFlagFilename("kubeconfig")
@@ -121,6 +154,8 @@ type plan struct {
 	opts     *options
 	resource *connect.Resource
 	request  *inject.Request
+	// outcome is the follow stream's outcome filter.
+	outcome string
 }
 
 // validate checks arguments and flags; its errors are agctl's, word for word,
@@ -145,6 +180,7 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 			{portSet, "--port"},
 			{len(reqArgs) > 0, "request args after --"},
 			{o.expression != "", "--expression"},
+			{o.follow, "--follow"},
 		} {
 			if c.bad {
 				return p, fmt.Errorf("--file replays a saved trace and cannot be combined with %s", c.what)
@@ -154,6 +190,28 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 	}
 	if o.local && len(resources) == 1 {
 		return p, errors.New("--local does not accept a resource argument")
+	}
+	for _, name := range []string{"max-requests", "duration", "status", "slower-than", "outcome"} {
+		if cmd.Flags().Changed(name) && !o.follow {
+			return p, fmt.Errorf("--%s applies to --follow: add --follow", name)
+		}
+	}
+	if o.follow {
+		outcome, err := outcomeExpr(o.status, o.slowerThan, o.outcome)
+		if err != nil {
+			return p, err
+		}
+		p.outcome = outcome
+	}
+	if o.follow {
+		switch {
+		case len(reqArgs) > 0 || portSet:
+			return p, errors.New("--follow watches the requests that reach the proxy; it cannot be combined with --port and a request")
+		case cmd.Flags().Changed("max-requests") && (o.maxRequests < 1 || o.maxRequests > 1000):
+			return p, fmt.Errorf("--max-requests %d: want 1 to 1000", o.maxRequests)
+		case cmd.Flags().Changed("duration") && (o.duration <= 0 || o.duration > 10*time.Minute):
+			return p, fmt.Errorf("--duration %s: want up to 10m", o.duration)
+		}
 	}
 	if len(reqArgs) > 0 && !portSet {
 		return p, errors.New("a request URL requires --port")
@@ -223,6 +281,10 @@ func run(cmd *cobra.Command, o *options, args []string) error {
 	s := session{
 		client:   &admin.Client{BaseURL: adminURL, Hint: connect.AdminHint(conn)},
 		expr:     o.expression,
+		outcome:  p.outcome,
+		follow:   o.follow,
+		max:      o.maxRequests,
+		duration: o.duration,
 		request:  p.request,
 		listener: listener,
 		sender:   inject.NewSender(),
@@ -272,6 +334,34 @@ type session struct {
 	stderr io.Writer
 	// dropped is told when the proxy announces dropped events.
 	dropped func(n int)
+	// follow asks for a follow stream, bounded by max and duration (0:
+	// the proxy's defaults).
+	follow   bool
+	max      int
+	duration time.Duration
+	// outcome is the follow stream's outcome filter (CEL), or "".
+	outcome string
+}
+
+// query is the trace stream's query.
+func (s session) query() url.Values {
+	q := url.Values{}
+	if s.expr != "" {
+		q.Set("expression", s.expr)
+	}
+	if s.follow {
+		q.Set("follow", "true")
+		if s.max > 0 {
+			q.Set("max", strconv.Itoa(s.max))
+		}
+		if s.duration > 0 {
+			q.Set("duration", s.duration.String())
+		}
+		if s.outcome != "" {
+			q.Set("outcome", s.outcome)
+		}
+	}
+	return q
 }
 
 // stream opens the trace, sends the request once the watcher is registered,
@@ -281,7 +371,7 @@ type session struct {
 func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.Event), onSent func()) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	body, err := s.client.OpenTrace(ctx, s.expr)
+	body, err := s.client.OpenTraceQuery(ctx, s.query())
 	if err != nil {
 		return err
 	}
@@ -293,8 +383,14 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 	done := make(chan error, 1)
 	go func() {
 		done <- admin.ReadStream(body, admin.Handler{
-			Ready: func() { close(ready) },
-			Event: onEvent,
+			Ready:  func() { close(ready) },
+			Event:  onEvent,
+			Follow: s.follow,
+			Comment: func(text string) {
+				if s.stderr != nil {
+					fmt.Fprintf(s.stderr, "warning: the proxy says: %s\n", text)
+				}
+			},
 			Dropped: func(n int) {
 				if s.dropped != nil {
 					s.dropped(n)
@@ -330,6 +426,35 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 		return ctx.Err()
 	}
 	return streamErr(err)
+}
+
+// outcomeExpr builds the follow stream's outcome filter from the
+// shortcuts --status (429, 5xx) and --slower-than, and --outcome, joined
+// with &&; the proxy compiles and applies it.
+func outcomeExpr(status string, slower time.Duration, outcome string) (string, error) {
+	var parts []string
+	switch {
+	case status == "":
+	case len(status) == 3 && status[0] >= '1' && status[0] <= '5' && strings.ToLower(status[1:]) == "xx":
+		lo := int(status[0]-'0') * 100
+		parts = append(parts, fmt.Sprintf("response.code >= %d && response.code < %d", lo, lo+100))
+	default:
+		n, err := strconv.Atoi(status)
+		if err != nil || n < 100 || n > 599 {
+			return "", fmt.Errorf("--status %q: want a status code (429) or a class (1xx to 5xx)", status)
+		}
+		parts = append(parts, fmt.Sprintf("response.code == %d", n))
+	}
+	if slower < 0 {
+		return "", fmt.Errorf("--slower-than %s: want a positive duration", slower)
+	}
+	if slower > 0 {
+		parts = append(parts, fmt.Sprintf("latencyMicros > %d", slower.Microseconds()))
+	}
+	if outcome != "" {
+		parts = append(parts, "("+outcome+")")
+	}
+	return strings.Join(parts, " && "), nil
 }
 
 func streamErr(err error) error {
@@ -387,7 +512,11 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 		close(progReady) // nothing will be sent to a program that never starts
 		return err
 	}
-	prog = tea.NewProgram(tui.New(title, status), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx))
+	model := tui.New(title, status)
+	if s.follow {
+		model = tui.NewFollow(title, status)
+	}
+	prog = tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx))
 	close(progReady)
 	if _, err := prog.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		return fmt.Errorf("trace viewer: %w", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -92,5 +93,28 @@ func TestReplayRawFromStdin(t *testing.T) {
 	out, err := execute(t, in, "--file", "-", "--raw")
 	if err != nil || out != in {
 		t.Errorf("replay: %q, %v; want %q", out, err, in)
+	}
+}
+
+func TestOutcomeExpr(t *testing.T) {
+	for _, tt := range []struct {
+		status  string
+		slower  time.Duration
+		outcome string
+		want    string
+		err     string
+	}{
+		{"5xx", 0, "", "response.code >= 500 && response.code < 600", ""},
+		{"429", 0, "", "response.code == 429", ""},
+		{"", 500 * time.Millisecond, "", "latencyMicros > 500000", ""},
+		{"4XX", time.Second, "response.code != 404", "response.code >= 400 && response.code < 500 && latencyMicros > 1000000 && (response.code != 404)", ""},
+		{"6xx", 0, "", "", `--status "6xx": want a status code (429) or a class (1xx to 5xx)`},
+		{"abc", 0, "", "", `--status "abc"`},
+		{"", -time.Second, "", "", "--slower-than -1s: want a positive duration"},
+	} {
+		got, err := outcomeExpr(tt.status, tt.slower, tt.outcome)
+		if got != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("outcomeExpr(%q, %v, %q) = %q, %v; want %q, %q", tt.status, tt.slower, tt.outcome, got, err, tt.want, tt.err)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 // Package tui is the interactive trace viewer of `gwdiag trace`: the event
 // list (# Type Summary) above a detail pane showing the selected event as
-// YAML, its snapshot, or the snapshot diff, with a status line below.
+// YAML, its snapshot, or the snapshot diff, with a status line below. In
+// follow mode (NewFollow) a request list (# Request Method Path Status
+// Time) comes first: the event list and the detail show the selected
+// request.
 package tui
 
 import (
@@ -67,7 +70,15 @@ type pane int
 const (
 	paneList pane = iota
 	paneDetail
+	paneRequests
 )
+
+// request is one followed request: its events, and what its row shows.
+type request struct {
+	id     string
+	events []trace.Event
+	raws   []json.RawMessage
+}
 
 // Model is the bubbletea model of the viewer.
 type Model struct {
@@ -83,6 +94,11 @@ type Model struct {
 	done    bool
 	width   int
 	height  int
+
+	// follow mode: the requests, by arrival, and their list.
+	follow   bool
+	requests []*request
+	reqList  table.Model
 }
 
 // New returns a viewer titled title (e.g. the admin URL or file name) whose
@@ -95,6 +111,57 @@ func New(title, status string) Model {
 	m := Model{title: title, list: t, detail: viewport.New(80, 10), status: status}
 	m.resize(80, 24)
 	return m
+}
+
+// NewFollow returns a viewer of a follow stream: a request list above the
+// events of the selected request.
+func NewFollow(title, status string) Model {
+	m := New(title, status)
+	m.follow = true
+	r := table.New(table.WithColumns(requestColumns(80)), table.WithFocused(true))
+	st := table.DefaultStyles()
+	st.Selected = st.Selected.Reverse(true).Foreground(lipgloss.NoColor{})
+	r.SetStyles(st)
+	m.reqList = r
+	m.focus = paneRequests
+	m.list.Blur()
+	m.resize(80, 24)
+	return m
+}
+
+func requestColumns(width int) []table.Column {
+	num, id, method, status, took := 3, 16, 7, 6, 9
+	path := width - (num + 2) - (id + 2) - (method + 2) - (status + 2) - (took + 2) - 2
+	if path < 4 { // narrow: the id gives way first
+		id = max(4, id-(4-path))
+		path = max(4, width-(num+2)-(id+2)-(method+2)-(status+2)-(took+2)-2)
+	}
+	return []table.Column{{Title: "#", Width: num}, {Title: "Request", Width: id}, {Title: "Method", Width: method},
+		{Title: "Path", Width: path}, {Title: "Status", Width: status}, {Title: "Time", Width: took}}
+}
+
+// requestRow is a request's row: method and path from its first snapshot,
+// the status of its last response snapshot, and its total time.
+func requestRow(i int, r *request) table.Row {
+	method, path, status, took := "", "", "", "…"
+	for _, ev := range r.events {
+		if m, p := eventview.Request(ev); method == "" && (m != "" || p != "") {
+			method, path = m, p
+		}
+		if code, ok := eventview.ResponseCode(ev); ok {
+			status = strconv.Itoa(code)
+		}
+		if ev.Type() == trace.RequestFinished {
+			us := float64(ev.EventEnd)
+			if tm, ok := ev.Message["timings"].(map[string]any); ok {
+				if t, ok := tm["totalMicros"].(float64); ok {
+					us = t
+				}
+			}
+			took = fmt.Sprintf("%.1fms", us/1000)
+		}
+	}
+	return table.Row{strconv.Itoa(i + 1), r.id, method, path, status, took}
 }
 
 func columns(width int) []table.Column {
@@ -114,6 +181,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.resize(msg.Width, msg.Height)
 		return m, nil
 	case EventMsg:
+		if m.follow {
+			m.followEvent(msg)
+			return m, nil
+		}
 		m.events = append(m.events, msg.Event)
 		m.raws = append(m.raws, msg.Raw)
 		rows := m.list.Rows()
@@ -150,13 +221,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case "q", "ctrl+c":
 			return m, tea.Quit
 		case "tab", "shift+tab":
-			if m.focus == paneList {
-				m.focus = paneDetail
-				m.list.Blur()
-			} else {
-				m.focus = paneList
-				m.list.Focus()
-			}
+			m.nextPane(msg.String() == "shift+tab")
 			return m, nil
 		case "e":
 			m.setMode(ModeRaw)
@@ -169,6 +234,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		var cmd tea.Cmd
+		if m.focus == paneRequests {
+			before := m.reqList.Cursor()
+			m.reqList, cmd = m.reqList.Update(msg)
+			if m.reqList.Cursor() != before {
+				m.showRequest(m.reqList.Cursor())
+			}
+			return m, cmd
+		}
 		if m.focus == paneList {
 			before := m.list.Cursor()
 			m.list, cmd = m.list.Update(msg)
@@ -183,6 +256,90 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// nextPane moves the keyboard to the next pane (the previous one back).
+func (m *Model) nextPane(back bool) {
+	order := []pane{paneList, paneDetail}
+	if m.follow {
+		order = []pane{paneRequests, paneList, paneDetail}
+	}
+	i := 0
+	for j, p := range order {
+		if p == m.focus {
+			i = j
+		}
+	}
+	if back {
+		i += len(order) - 1
+	} else {
+		i++
+	}
+	m.focus = order[i%len(order)]
+	m.list.Blur()
+	m.reqList.Blur()
+	switch m.focus {
+	case paneList:
+		m.list.Focus()
+	case paneRequests:
+		m.reqList.Focus()
+	}
+}
+
+// followEvent files an event under its request, adding the request when
+// it is new; the event list shows it when its request is the selected one.
+func (m *Model) followEvent(msg EventMsg) {
+	idx := -1
+	for i, r := range m.requests {
+		if r.id == msg.Event.RequestID {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		m.requests = append(m.requests, &request{id: msg.Event.RequestID})
+		idx = len(m.requests) - 1
+		if m.status == StatusWatching {
+			m.status = StatusReceived
+		}
+	}
+	r := m.requests[idx]
+	r.events = append(r.events, msg.Event)
+	r.raws = append(r.raws, msg.Raw)
+	rows := m.reqList.Rows()
+	if idx < len(rows) {
+		rows[idx] = requestRow(idx, r)
+	} else {
+		rows = append(rows, requestRow(idx, r))
+	}
+	m.reqList.SetRows(rows)
+	if len(m.requests) == 1 && len(r.events) == 1 {
+		m.reqList.SetCursor(0)
+	}
+	if idx == m.reqList.Cursor() {
+		m.showRequest(idx)
+	}
+}
+
+// showRequest puts the request's events in the event list, keeping the
+// event cursor when the request stays the same.
+func (m *Model) showRequest(idx int) {
+	if idx < 0 || idx >= len(m.requests) {
+		return
+	}
+	r := m.requests[idx]
+	same := len(m.events) > 0 && m.events[0].RequestID == r.id
+	m.events, m.raws = r.events, r.raws
+	rows := make([]table.Row, 0, len(r.events))
+	for i, ev := range r.events {
+		rows = append(rows, table.Row{strconv.Itoa(i + 1), eventview.Label(ev), eventview.Summary(ev)})
+	}
+	cursor := m.list.Cursor()
+	m.list.SetRows(rows)
+	if !same {
+		cursor = 0
+	}
+	m.list.SetCursor(min(cursor, len(rows)-1))
+	m.refreshDetail(!same)
+}
+
 func (m *Model) setMode(mode Mode) {
 	m.mode = mode
 	m.refreshDetail(true)
@@ -195,6 +352,14 @@ const chromeRows = 5
 func (m *Model) resize(w, h int) {
 	m.width, m.height = max(w, 20), max(h, chromeRows+4)
 	body := m.height - chromeRows
+	if m.follow {
+		// A title row and a header row for the request list.
+		reqRows := max(2, body/4)
+		body -= reqRows + 2
+		m.reqList.SetColumns(requestColumns(m.width))
+		m.reqList.SetWidth(m.width)
+		m.reqList.SetHeight(reqRows + 1)
+	}
 	listRows := body / 2
 	m.list.SetColumns(columns(m.width))
 	m.list.SetWidth(m.width)
@@ -249,7 +414,15 @@ func (m Model) View() string {
 		return style.Render(trunc.Render(marker + name))
 	}
 	var b strings.Builder
-	b.WriteString(paneTitle(fmt.Sprintf("Events (%d) · %s", len(m.events), m.title), paneList))
+	if m.follow {
+		b.WriteString(paneTitle(fmt.Sprintf("Requests (%d) · %s", len(m.requests), m.title), paneRequests))
+		b.WriteByte('\n')
+		b.WriteString(m.reqList.View())
+		b.WriteByte('\n')
+		b.WriteString(paneTitle(fmt.Sprintf("Events (%d) of request %s", len(m.events), m.selectedID()), paneList))
+	} else {
+		b.WriteString(paneTitle(fmt.Sprintf("Events (%d) · %s", len(m.events), m.title), paneList))
+	}
 	b.WriteByte('\n')
 	b.WriteString(m.list.View())
 	b.WriteByte('\n')
@@ -271,13 +444,36 @@ func (m Model) View() string {
 	return b.String()
 }
 
-// Focus reports which pane has the keyboard: "list" or "detail".
+func (m Model) selectedID() string {
+	if i := m.reqList.Cursor(); i >= 0 && i < len(m.requests) {
+		return m.requests[i].id
+	}
+	return "-"
+}
+
+// Focus reports which pane has the keyboard: "requests", "list" or
+// "detail".
 func (m Model) Focus() string {
-	if m.focus == paneList {
+	switch m.focus {
+	case paneList:
 		return "list"
+	case paneRequests:
+		return "requests"
 	}
 	return "detail"
 }
+
+// Requests returns the ids of the followed requests, in arrival order.
+func (m Model) Requests() []string {
+	ids := make([]string, len(m.requests))
+	for i, r := range m.requests {
+		ids[i] = r.id
+	}
+	return ids
+}
+
+// SelectedRequest returns the index of the selected request.
+func (m Model) SelectedRequest() int { return m.reqList.Cursor() }
 
 // Mode returns the detail mode.
 func (m Model) Mode() Mode { return m.mode }

@@ -54,6 +54,9 @@ type Event struct {
 	Severity Severity       `json:"severity"`
 	Scope    []string       `json:"scope,omitempty"`
 	Message  map[string]any `json:"message"`
+	// RequestID names the request of the event on a follow stream, where
+	// the events of several requests interleave; one-shot streams omit it.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // Type returns message.type, or "" when it is missing or not a string.

@@ -1,12 +1,13 @@
 package trace
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/cel"
+
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 )
 
 // BufferSize is how many events a watcher holds before the stream writer
@@ -21,8 +22,11 @@ type Registry struct {
 	// waiting counts registered watchers so that the request path can skip
 	// all tracing work with one atomic load when nobody watches.
 	waiting atomic.Int32
-	mu      sync.Mutex
-	queue   []*Watcher
+	// following counts follow watchers (follow.go), for the same fast path.
+	following atomic.Int32
+	mu        sync.Mutex
+	queue     []*Watcher
+	followers []*Watcher
 }
 
 // Watcher is one /debug/trace client waiting for, then receiving, one trace.
@@ -37,10 +41,12 @@ type Watcher struct {
 	closed   bool
 	notify   chan struct{}
 	assigned bool
+	// follow is set on a follow watcher (follow.go).
+	follow *following
 }
 
 // Waiting reports whether any watcher is registered.
-func (r *Registry) Waiting() bool { return r.waiting.Load() > 0 }
+func (r *Registry) Waiting() bool { return r.waiting.Load() > 0 || r.following.Load() > 0 }
 
 // Watch registers a watcher at the end of the queue. filter may be nil.
 func (r *Registry) Watch(filter cel.Program) *Watcher {
@@ -59,6 +65,10 @@ func (w *Watcher) Cancel() {
 	w.closed = true
 	w.mu.Unlock()
 	r := w.reg
+	if w.follow != nil {
+		r.cancelFollower(w)
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, q := range r.queue {
@@ -76,19 +86,23 @@ func (w *Watcher) Cancel() {
 // pathAndQuery, host, scheme, uri, version and headers (lower-case names),
 // as in requestSnapshot; it is called at most once, and only for a filter.
 func (r *Registry) Take(request func() map[string]any) *Tracer {
-	if r.waiting.Load() == 0 {
+	if r.waiting.Load() == 0 && r.following.Load() == 0 {
 		return nil
 	}
 	start := time.Now()
 	var act map[string]any
+	view := func() map[string]any {
+		if act == nil {
+			act = request()
+		}
+		return act
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var t *Tracer
 	for i, w := range r.queue {
 		if w.filter != nil {
-			if act == nil {
-				act = map[string]any{"request": request()}
-			}
-			out, _, err := w.filter.Eval(act)
+			out, _, err := w.filter.Eval(map[string]any{"request": view()})
 			if err != nil || out.Value() != true {
 				continue
 			}
@@ -98,9 +112,18 @@ func (r *Registry) Take(request func() map[string]any) *Tracer {
 		w.mu.Lock()
 		w.assigned = true
 		w.mu.Unlock()
-		return &Tracer{w: w, start: start}
+		t = &Tracer{w: w, start: start}
+		break
 	}
-	return nil
+	if len(r.followers) > 0 {
+		if fs := r.takeFollowers(view, start); len(fs) > 0 {
+			if t == nil {
+				t = &Tracer{start: start}
+			}
+			t.follow = fs
+		}
+	}
+	return t
 }
 
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
@@ -113,14 +136,7 @@ func Compile(expression string) (cel.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	ast, iss := env.Compile(expression)
-	if iss.Err() != nil {
-		return nil, iss.Err()
-	}
-	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
-		return nil, fmt.Errorf("expression yields %s, want bool", t)
-	}
-	return env.Program(ast)
+	return celexpr.Compile(env, expression, "bool", []*cel.Type{cel.BoolType})
 }
 
 // push queues an event for the stream; it never blocks.
@@ -131,9 +147,14 @@ func (w *Watcher) push(e Event) {
 		return
 	}
 	switch {
+	case w.follow != nil && e.Type() == RequestFinished:
+		// A followed trace's end is always kept: the stream ends after
+		// the last one.
+		w.events = append(w.events, e)
+		w.follow.finished++
 	case e.Type() == RequestFinished:
 		w.final = &e
-	case len(w.events) >= BufferSize:
+	case len(w.events) >= w.bufferSize():
 		w.dropped++
 	default:
 		w.events = append(w.events, e)
@@ -143,6 +164,13 @@ func (w *Watcher) push(e Event) {
 	case w.notify <- struct{}{}:
 	default:
 	}
+}
+
+func (w *Watcher) bufferSize() int {
+	if w.follow != nil {
+		return FollowBufferSize
+	}
+	return BufferSize
 }
 
 // Notify signals, without blocking the sender, that events were queued

@@ -2,18 +2,45 @@ package trace
 
 import "time"
 
-// Tracer records the trace of one request for its watcher. A nil *Tracer is
-// valid and records nothing, but callers should test for nil before building
-// event fields, so that untraced requests allocate nothing.
+// Tracer records the trace of one request for its watchers: the one-shot
+// watcher that took it, and follow watchers. A nil *Tracer is valid and
+// records nothing, but callers should test for nil before building event
+// fields, so that untraced requests allocate nothing.
 type Tracer struct {
-	w     *Watcher
-	start time.Time
-	last  int64
+	w      *Watcher // the one-shot watcher, or nil
+	follow []*Watcher
+	id     string
+	start  time.Time
+	last   int64
+	// marks are the eventEnd (and backendCallResult's eventStart) of the
+	// phases, for the timings of a followed trace.
+	marks map[MessageType]int64
+	call  int64 // backendCallResult.eventStart
+	// held are the events kept for follow watchers with an outcome
+	// filter, sent or dropped at requestFinished; code is the status of
+	// the last response snapshot.
+	held []Event
+	code int64
 }
 
 // Start is when the traced request was taken: eventStart/eventEnd count
 // microseconds from it.
 func (t *Tracer) Start() time.Time { return t.start }
+
+// Followed reports whether follow watchers trace the request.
+func (t *Tracer) Followed() bool { return t != nil && len(t.follow) > 0 }
+
+// SetRequestID names the request on follow streams; set it before the
+// first event.
+func (t *Tracer) SetRequestID(id string) { t.id = id }
+
+// RequestID is the id follow streams see, or "".
+func (t *Tracer) RequestID() string {
+	if t == nil {
+		return ""
+	}
+	return t.id
+}
 
 // Micros returns microseconds since Start at time at.
 func (t *Tracer) Micros(at time.Time) int64 { return at.Sub(t.start).Microseconds() }
@@ -44,5 +71,90 @@ func (t *Tracer) EmitTimed(sev Severity, typ MessageType, start *time.Time, fiel
 		s := min(t.Micros(*start), end)
 		e.EventStart = &s
 	}
-	t.w.push(e)
+	if t.w != nil {
+		t.w.push(e)
+	}
+	if len(t.follow) == 0 {
+		return
+	}
+	t.mark(typ, e)
+	if typ == ResponseSnapshot {
+		if st, ok := fields["requestState"].(map[string]any); ok {
+			if resp, ok := st["response"].(map[string]any); ok {
+				if c, ok := resp["code"].(int); ok {
+					t.code = int64(c)
+				}
+			}
+		}
+	}
+	fe := e
+	fe.RequestID = t.id
+	if typ == RequestFinished {
+		fm := make(map[string]any, len(msg)+1)
+		for k, v := range msg {
+			fm[k] = v
+		}
+		fm["timings"] = t.timings(end)
+		fe.Message = fm
+	}
+	holding := false
+	for _, w := range t.follow {
+		if w.follow.outcome == nil {
+			w.push(fe)
+			continue
+		}
+		holding = true
+		if typ != RequestFinished {
+			continue
+		}
+		if !w.follow.accepts(t.code, end) {
+			w.discard()
+			continue
+		}
+		for _, h := range t.held {
+			w.push(h)
+		}
+		w.push(fe)
+	}
+	if holding && typ != RequestFinished {
+		t.held = append(t.held, fe)
+	}
+}
+
+func (t *Tracer) mark(typ MessageType, e Event) {
+	if t.marks == nil {
+		t.marks = map[MessageType]int64{}
+	}
+	if _, seen := t.marks[typ]; seen && typ != BackendCallResult {
+		return
+	}
+	t.marks[typ] = e.EventEnd
+	if typ == BackendCallResult && e.EventStart != nil {
+		t.call = *e.EventStart
+	}
+}
+
+// timings are the per-phase durations of a followed trace, in
+// microseconds: route selection, policies (up to the backend call, or to
+// the end when the proxy answered itself), the backend call (its last
+// attempt), response processing, and the total.
+func (t *Tracer) timings(end int64) map[string]any {
+	m := t.marks
+	out := map[string]any{"totalMicros": end}
+	started := m[RequestStarted]
+	route, ok := m[RouteSelection]
+	if !ok {
+		return out
+	}
+	out["routeSelectionMicros"] = route - started
+	result, called := m[BackendCallResult]
+	if !called {
+		out["policiesMicros"] = end - route
+		return out
+	}
+	callStart := m[BackendCallStart]
+	out["policiesMicros"] = callStart - route
+	out["backendCallMicros"] = result - t.call
+	out["responseMicros"] = end - result
+	return out
 }

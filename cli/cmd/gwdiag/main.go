@@ -14,6 +14,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C cancels ctx and lets commands clean up (the container
+	// target removes its containers); a second one kills gwdiag at once.
+	go func() { <-ctx.Done(); stop() }()
 	err := rootcmd.New().ExecuteContext(ctx)
 	interrupted := ctx.Err() != nil
 	stop()

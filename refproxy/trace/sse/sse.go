@@ -130,9 +130,20 @@ func Open(ctx context.Context, client *http.Client, adminAddr, expression string
 // method). With an expression there is no fallback: an older proxy would
 // ignore the filter and trace the wrong request.
 func OpenURL(ctx context.Context, client *http.Client, baseURL, expression string) (*Stream, error) {
-	u := strings.TrimSuffix(baseURL, "/") + "/debug/trace"
+	q := url.Values{}
 	if expression != "" {
-		u += "?expression=" + url.QueryEscape(expression)
+		q.Set("expression", expression)
+	}
+	return OpenQuery(ctx, client, baseURL, q)
+}
+
+// OpenQuery is OpenURL with the stream's query parameters: expression,
+// and follow, max and duration for a follow stream. Only a stream without
+// parameters falls back to GET.
+func OpenQuery(ctx context.Context, client *http.Client, baseURL string, q url.Values) (*Stream, error) {
+	u := strings.TrimSuffix(baseURL, "/") + "/debug/trace"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	var last error
 	for _, method := range []string{http.MethodPost, http.MethodGet} {
@@ -151,7 +162,7 @@ func OpenURL(ctx context.Context, client *http.Client, baseURL, expression strin
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		last = &StatusError{Status: resp.StatusCode, Body: string(body), URL: u}
-		if expression != "" || (resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound) {
+		if len(q) > 0 || (resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound) {
 			break
 		}
 	}

@@ -1,0 +1,344 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+)
+
+const echoRoute = `
+binds:
+- port: 0
+  listeners:
+  - protocol: HTTP
+    routes:
+    - name: echo
+      backends:
+      - host: "{{.Echo}}"
+`
+
+// openFollow opens a follow stream with the query q and returns it once
+// it is registered (": ready").
+func openFollow(t *testing.T, e *env, q string) (*sse.Reader, func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.proxy.AdminAddr()+"/debug/trace?"+q, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		cancel()
+		t.Fatalf("follow stream: %d %s", resp.StatusCode, b)
+	}
+	r := sse.NewReader(resp.Body)
+	if f, err := r.Next(); err != nil || f.Comment != "ready" {
+		t.Fatalf("first frame %+v, %v; want the ready comment", f, err)
+	}
+	return r, func() { resp.Body.Close(); cancel() }
+}
+
+// TestFollowTracesManyRequests: a follow stream with max=3 traces the next
+// three requests, each complete and in order, under distinct request ids
+// that the client and the backend see as x-request-id, then ends; the
+// requests after it are not traced.
+func TestFollowTracesManyRequests(t *testing.T) {
+	e := start(t, echoRoute)
+	r, done := openFollow(t, e, "follow=true&max=3")
+	defer done()
+	var ids []string
+	for i := range 5 {
+		rep := e.do(t, http.MethodGet, fmt.Sprintf("/get?n=%d", i), "")
+		ids = append(ids, rep.header.Get("x-request-id"))
+	}
+	tr, err := sse.ReadTrace(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, traces := trace.ByRequest(tr.Events)
+	if len(got) != 3 || strings.Join(got, ",") != strings.Join(ids[:3], ",") {
+		t.Fatalf("traced request ids %q; want the first three responses' x-request-id %q", got, ids[:3])
+	}
+	if ids[3] != "" || ids[4] != "" {
+		t.Errorf("requests after the stream's max got x-request-id %q, %q; want none", ids[3], ids[4])
+	}
+	for i, id := range got {
+		evs := traces[id]
+		if len(evs) != 12 || evs[0].Type() != trace.RequestStarted || evs[len(evs)-1].Type() != trace.RequestFinished {
+			t.Errorf("trace %d (%s): %d events %v; want the 12 of a forwarded request", i, id, len(evs), types(evs))
+			continue
+		}
+		tm, _ := evs[len(evs)-1].Message["timings"].(map[string]any)
+		for _, k := range []string{"routeSelectionMicros", "policiesMicros", "backendCallMicros", "responseMicros", "totalMicros"} {
+			if _, ok := tm[k].(float64); !ok {
+				t.Errorf("trace %d: timings %v lack %s", i, tm, k)
+			}
+		}
+	}
+	if got := e.echo.Count(); got != 5 {
+		t.Errorf("backend got %d requests, want 5", got)
+	}
+}
+
+// TestFollowKeepsConcurrentRequestsApart: requests sent at once interleave
+// on the stream; split by request id, each is one whole trace.
+func TestFollowKeepsConcurrentRequestsApart(t *testing.T) {
+	e := start(t, echoRoute)
+	r, done := openFollow(t, e, "follow=true&max=16")
+	defer done()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			if _, err := e.try(http.MethodGet, fmt.Sprintf("/get?n=%d", i), ""); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	tr, err := sse.ReadTrace(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, traces := trace.ByRequest(tr.Events)
+	if len(ids) != 16 {
+		t.Fatalf("%d request ids on the stream, want 16", len(ids))
+	}
+	for _, id := range ids {
+		evs := traces[id]
+		if id == "" || len(evs) != 12 || evs[0].Type() != trace.RequestStarted || evs[11].Type() != trace.RequestFinished {
+			t.Errorf("request %q: events %v", id, types(evs))
+		}
+	}
+}
+
+// TestFollowBounds: the proxy refuses bounds beyond its ceilings and a
+// follow watcher beyond its cap, and ends a stream at its duration.
+func TestFollowBounds(t *testing.T) {
+	e := start(t, echoRoute)
+	admin := "http://" + e.proxy.AdminAddr() + "/debug/trace?"
+	for q, want := range map[string]int{
+		"follow=true&max=0":          http.StatusBadRequest,
+		"follow=true&max=1001":       http.StatusBadRequest,
+		"follow=true&duration=11m":   http.StatusBadRequest,
+		"follow=true&duration=never": http.StatusBadRequest,
+		"follow=maybe":               http.StatusBadRequest,
+		"max=3":                      http.StatusBadRequest,
+	} {
+		resp, err := http.Get(admin + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: %d %q, want %d", q, resp.StatusCode, b, want)
+		}
+	}
+	var closers []func()
+	for range trace.MaxFollowers {
+		_, c := openFollow(t, e, "follow=true&duration=1m")
+		closers = append(closers, c)
+	}
+	resp, err := http.Get(admin + "follow=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("follow watcher %d: %d, want 429", trace.MaxFollowers+1, resp.StatusCode)
+	}
+	for _, c := range closers {
+		c()
+	}
+	// A slot frees when a client goes away (once the proxy notices); a
+	// short duration ends the stream with no traffic.
+	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(admin + "follow=true&duration=1ms")
+		if err != nil {
+			return false, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("no follow slot freed after the clients went away: %v", err)
+	}
+	began := time.Now()
+	r, done := openFollow(t, e, "follow=true&duration=300ms")
+	defer done()
+	tr, err := sse.ReadTrace(r)
+	if err != nil || len(tr.Events) != 0 {
+		t.Errorf("idle follow stream: %d events, %v", len(tr.Events), err)
+	}
+	if d := time.Since(began); d < 300*time.Millisecond || d > 10*time.Second {
+		t.Errorf("idle follow stream of 300ms ended after %v", d)
+	}
+}
+
+// BenchmarkFollowWatcherCost measures what a follow watcher costs the data
+// plane: rounds of 500 requests (8 at a time) through the echo route,
+// interleaved: with no watcher; with a follow stream (max 500) tracing
+// every one of them, read by a client as fast as it comes; and with a
+// follow stream whose expression matches none of them (what a forgotten
+// filtered terminal costs until its duration ends it). It reports the
+// requests per second of each.
+func BenchmarkFollowWatcherCost(b *testing.B) {
+	e := start(b, echoRoute)
+	const round, parallel = 500, 8
+	send := func() time.Duration {
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range parallel {
+			wg.Go(func() {
+				for range next {
+					if r, err := e.try(http.MethodGet, "/get", ""); err != nil || r.status != http.StatusOK {
+						b.Errorf("%d %v", r.status, err)
+					}
+				}
+			})
+		}
+		for i := range round {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		return time.Since(t0)
+	}
+	send() // warm the connections
+	var without, with, filtered time.Duration
+	for range b.N {
+		without += send()
+		{
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.proxy.AdminAddr()+"/debug/trace?follow=true&max=500&duration=10m&expression="+url.QueryEscape(`request.path == "/never"`), nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			filtered += send()
+			resp.Body.Close()
+			cancel()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.proxy.AdminAddr()+"/debug/trace?follow=true&max=500&duration=10m", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := sse.NewReader(resp.Body)
+		if _, err := r.Next(); err != nil { // ": ready"
+			b.Fatal(err)
+		}
+		read := make(chan int)
+		go func() {
+			tr, _ := sse.ReadTrace(r)
+			ids, _ := trace.ByRequest(tr.Events)
+			read <- len(ids)
+		}()
+		with += send()
+		if n := <-read; n != round {
+			b.Errorf("follow stream traced %d requests, want %d", n, round)
+		}
+		resp.Body.Close()
+		cancel()
+	}
+	b.ReportMetric(float64(round*b.N)/without.Seconds(), "req/s-without")
+	b.ReportMetric(float64(round*b.N)/with.Seconds(), "req/s-following")
+	b.ReportMetric(float64(round*b.N)/filtered.Seconds(), "req/s-filtered-out")
+}
+
+// TestFollowOutcomeFilter: an outcome filter keeps only the traces whose
+// response it accepts (here 4xx and 5xx); the others are dropped by the
+// proxy and do not count towards max.
+func TestFollowOutcomeFilter(t *testing.T) {
+	e := start(t, echoRoute)
+	r, done := openFollow(t, e, "follow=true&max=2&outcome="+url.QueryEscape("response.code >= 400"))
+	defer done()
+	for _, code := range []int{200, 503, 200, 201, 404, 200} {
+		e.do(t, http.MethodGet, fmt.Sprintf("/status/%d", code), "")
+	}
+	tr, err := sse.ReadTrace(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, traces := trace.ByRequest(tr.Events)
+	var codes []int
+	for _, id := range ids {
+		evs := traces[id]
+		if len(evs) != 12 {
+			t.Errorf("request %s: %d events %v", id, len(evs), types(evs))
+			continue
+		}
+		st, _ := evs[10].Message["requestState"].(map[string]any)
+		resp, _ := st["response"].(map[string]any)
+		c, _ := resp["code"].(float64)
+		codes = append(codes, int(c))
+	}
+	if fmt.Sprint(codes) != "[503 404]" {
+		t.Errorf("traced responses %v, want [503 404]", codes)
+	}
+	resp, err := http.Get("http://" + e.proxy.AdminAddr() + "/debug/trace?follow=true&outcome=" + url.QueryEscape("response.code +"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a bad outcome expression: %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestFollowStalledReaderNeverSlowsTraffic: a follow stream whose client
+// reads nothing while 400 requests pass never holds them up (each would
+// time out otherwise), and loses nothing silently: every trace's
+// requestFinished arrives, and the events received plus the drops the
+// stream announced are all the events the requests made.
+func TestFollowStalledReaderNeverSlowsTraffic(t *testing.T) {
+	e := start(t, echoRoute)
+	const n = 400
+	r, done := openFollow(t, e, fmt.Sprintf("follow=true&max=%d", n))
+	defer done()
+	for range n {
+		if rep := e.do(t, http.MethodGet, "/get", ""); rep.status != http.StatusOK {
+			t.Fatalf("status %d with a stalled follow stream", rep.status)
+		}
+	}
+	tr, err := sse.ReadTrace(r) // now read it all, to its end after n traces
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished, dropped := 0, 0
+	for _, ev := range tr.Events {
+		if ev.Type() == trace.RequestFinished {
+			finished++
+		}
+	}
+	for _, c := range tr.Comments {
+		if v, ok := strings.CutPrefix(c, "dropped "); ok {
+			k, err := strconv.Atoi(strings.TrimSuffix(v, " events"))
+			if err != nil {
+				t.Fatalf("comment %q", c)
+			}
+			dropped += k
+		}
+	}
+	if finished != n || len(tr.Events)+dropped != 12*n {
+		t.Errorf("%d requestFinished (want %d); %d events received + %d announced dropped, want %d in all", finished, n, len(tr.Events), dropped, 12*n)
+	}
+	t.Logf("%d events received, %d dropped and announced", len(tr.Events), dropped)
+}

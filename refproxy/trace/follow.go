@@ -1,0 +1,235 @@
+package trace
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
+)
+
+// Follow watchers trace many requests on one stream, bounded by the proxy:
+// at most Max requests, for at most Duration, and at most MaxFollowers of
+// them at once. Every event of a followed request carries its requestId,
+// and requestFinished its per-phase timings.
+const (
+	DefaultFollowMax      = 10
+	MaxFollowMax          = 1000
+	DefaultFollowDuration = 30 * time.Second
+	MaxFollowDuration     = 10 * time.Minute
+	// MaxFollowers bounds the follow watchers at once; more are refused.
+	MaxFollowers = 4
+	// FollowBufferSize is how many events a follow watcher holds before its
+	// stream writer takes them; beyond it events are dropped, and the drop
+	// is announced in the stream. requestFinished events are always kept.
+	FollowBufferSize = 1024
+)
+
+// ErrTooManyFollowers refuses a follow watcher beyond MaxFollowers.
+var ErrTooManyFollowers = fmt.Errorf("%d follow watchers already; try again when one ends", MaxFollowers)
+
+// FollowOptions bound a follow watcher.
+type FollowOptions struct {
+	Max      int
+	Duration time.Duration
+	Filter   cel.Program
+	// Outcome, when set, keeps only the traces whose outcome it accepts:
+	// the proxy holds a trace's events until requestFinished, then sends
+	// them or drops them, and a dropped trace does not count towards Max.
+	Outcome cel.Program
+}
+
+// CompileOutcome checks an outcome filter: a CEL expression yielding a
+// bool over response.code (the status the client received) and
+// latencyMicros (the whole request), e.g. `response.code >= 500` or
+// `latencyMicros > 500000`.
+func CompileOutcome(expression string) (cel.Program, error) {
+	env, err := outcomeEnv()
+	if err != nil {
+		return nil, err
+	}
+	return celexpr.Compile(env, expression, "bool", []*cel.Type{cel.BoolType})
+}
+
+var outcomeEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("response", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("latencyMicros", cel.IntType),
+	)
+})
+
+// ParseFollow reads max and duration as the trace endpoint takes them
+// (empty: the defaults), refusing values beyond the ceilings.
+func ParseFollow(maxParam, durationParam string) (FollowOptions, error) {
+	o := FollowOptions{Max: DefaultFollowMax, Duration: DefaultFollowDuration}
+	if maxParam != "" {
+		n, err := strconv.Atoi(maxParam)
+		if err != nil || n < 1 || n > MaxFollowMax {
+			return o, fmt.Errorf("max %q: want 1 to %d requests", maxParam, MaxFollowMax)
+		}
+		o.Max = n
+	}
+	if durationParam != "" {
+		d, err := time.ParseDuration(durationParam)
+		if err != nil || d <= 0 || d > MaxFollowDuration {
+			return o, fmt.Errorf("duration %q: want a duration up to %s, e.g. 30s", durationParam, MaxFollowDuration)
+		}
+		o.Duration = d
+	}
+	return o, nil
+}
+
+// Follow registers a follow watcher, or refuses it when MaxFollowers are
+// registered.
+func (r *Registry) Follow(o FollowOptions) (*Watcher, error) {
+	if o.Max <= 0 || o.Duration <= 0 {
+		return nil, errors.New("follow: want max and duration")
+	}
+	w := &Watcher{reg: r, filter: o.Filter, notify: make(chan struct{}, 1),
+		follow: &following{max: o.Max, deadline: time.Now().Add(o.Duration), outcome: o.Outcome}}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.followers) >= MaxFollowers {
+		return nil, ErrTooManyFollowers
+	}
+	r.followers = append(r.followers, w)
+	r.following.Add(1)
+	return w, nil
+}
+
+// following is a follow watcher's progress.
+type following struct {
+	max      int
+	deadline time.Time
+	taken    int // requests assigned
+	finished int // of them, traces ended (requestFinished pushed)
+	outcome  cel.Program
+}
+
+// accepts reports whether the outcome filter keeps a trace that ended with
+// code after latency microseconds.
+func (f *following) accepts(code int64, latency int64) bool {
+	out, _, err := f.outcome.Eval(map[string]any{"response": map[string]any{"code": code}, "latencyMicros": latency})
+	return err == nil && out.Value() == true
+}
+
+// discard gives back the request of a trace the outcome filter dropped:
+// it does not count towards max, and the watcher may take one more.
+func (w *Watcher) discard() {
+	w.mu.Lock()
+	w.follow.taken--
+	reopen := w.follow.taken == w.follow.max-1 && !w.closed
+	w.mu.Unlock()
+	select {
+	case w.notify <- struct{}{}: // a stream past its deadline may be done now
+	default:
+	}
+	if reopen {
+		// It left the registry when it took its last request: back in.
+		r := w.reg
+		r.mu.Lock()
+		if !slices.Contains(r.followers, w) {
+			r.followers = append(r.followers, w)
+			r.following.Add(1)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// Deadline is when a follow watcher stops taking requests.
+func (w *Watcher) Deadline() time.Time { return w.follow.deadline }
+
+// Done reports, for a follow watcher, that it takes no more requests and
+// every trace it took has ended.
+func (w *Watcher) Done() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.follow
+	return f != nil && (f.taken >= f.max || time.Now().After(f.deadline)) && f.finished >= f.taken
+}
+
+// Pending is how many of a follow watcher's traces have not ended.
+func (w *Watcher) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.follow.taken - w.follow.finished
+}
+
+// takeFollowers assigns the request to every follow watcher that wants it
+// and can take more; r.mu is held. Followers that reached their bounds
+// leave the registry (their streams end once their traces have).
+func (r *Registry) takeFollowers(act func() map[string]any, now time.Time) []*Watcher {
+	var out []*Watcher
+	kept := r.followers[:0]
+	for _, w := range r.followers {
+		w.mu.Lock()
+		f := w.follow
+		open := !w.closed && f.taken < f.max && now.Before(f.deadline)
+		w.mu.Unlock()
+		if !open {
+			r.following.Add(-1)
+			continue
+		}
+		kept = append(kept, w)
+		if w.filter != nil {
+			o, _, err := w.filter.Eval(map[string]any{"request": act()})
+			if err != nil || o.Value() != true {
+				continue
+			}
+		}
+		w.mu.Lock()
+		f.taken++
+		full := f.taken >= f.max
+		w.mu.Unlock()
+		out = append(out, w)
+		if full {
+			kept = kept[:len(kept)-1]
+			r.following.Add(-1)
+		}
+	}
+	clear(r.followers[len(kept):])
+	r.followers = kept
+	return out
+}
+
+// cancelFollower removes a follow watcher whose client went away.
+func (r *Registry) cancelFollower(w *Watcher) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, q := range r.followers {
+		if q == w {
+			r.followers = append(r.followers[:i], r.followers[i+1:]...)
+			r.following.Add(-1)
+			return
+		}
+	}
+}
+
+// NewRequestID is a request id for a followed request the client sent none
+// for: 16 hex digits.
+func NewRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ByRequest splits the events of a follow stream by requestId, keeping
+// the order in which the requests first appear and, within each, the order
+// of its events. Events without a requestId are under "".
+func ByRequest(events []Event) (ids []string, traces map[string][]Event) {
+	traces = map[string][]Event{}
+	for _, e := range events {
+		if _, seen := traces[e.RequestID]; !seen {
+			ids = append(ids, e.RequestID)
+		}
+		traces[e.RequestID] = append(traces[e.RequestID], e)
+	}
+	return ids, traces
+}

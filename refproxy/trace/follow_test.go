@@ -1,0 +1,87 @@
+package trace
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// BenchmarkFollowWatcherMemory reports what one follow watcher holds at
+// most: the watcher itself, empty, and with its buffer full of typical
+// traces (12 events each, snapshots of a few headers) because its reader
+// stalled. The proxy bounds the rest: MaxFollowers at once.
+func BenchmarkFollowWatcherMemory(b *testing.B) {
+	snapshot := map[string]any{"method": "GET", "uri": "http://example.com/get", "version": "HTTP/1.1",
+		"headers": map[string]any{"host": "example.com", "user-agent": "curl/8.5.0", "accept": "*/*", "x-request-id": "0123456789abcdef"}}
+	types := []MessageType{RequestStarted, RequestSnapshot, RequestSnapshot, RouteSelection, PolicySelection, RequestSnapshot,
+		RequestSnapshot, BackendCallStart, BackendCallResult, ResponseSnapshot, ResponseSnapshot, RequestFinished}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var empty, full uint64
+	for range b.N {
+		var reg Registry
+		h0 := heap()
+		w, err := reg.Follow(FollowOptions{Max: MaxFollowMax, Duration: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h1 := heap()
+		for w.bufferLen() < FollowBufferSize {
+			t := reg.Take(func() map[string]any { return snapshot })
+			t.SetRequestID(NewRequestID())
+			for _, typ := range types {
+				t.Emit(SeverityInfo, typ, map[string]any{"requestState": map[string]any{"request": snapshot}})
+			}
+		}
+		h2 := heap()
+		empty += h1 - h0
+		full += h2 - h0
+		runtime.KeepAlive(w)
+	}
+	b.ReportMetric(float64(empty)/float64(b.N), "B/empty-watcher")
+	b.ReportMetric(float64(full)/float64(b.N), "B/full-watcher")
+}
+
+func (w *Watcher) bufferLen() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.events)
+}
+
+// TestFollowBufferDropsAnnouncedFinalsKept: a follow watcher whose reader
+// stalls keeps FollowBufferSize events, counts the rest as dropped for the
+// stream to announce, and always keeps each trace's requestFinished.
+func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
+	var reg Registry
+	w, err := reg.Follow(FollowOptions{Max: 200, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const traces = 100 // 1200 events
+	for range traces {
+		tr := reg.Take(func() map[string]any { return map[string]any{} })
+		tr.SetRequestID(NewRequestID())
+		for _, typ := range []MessageType{RequestStarted, RequestSnapshot, RequestSnapshot, RouteSelection, PolicySelection, RequestSnapshot,
+			RequestSnapshot, BackendCallStart, BackendCallResult, ResponseSnapshot, ResponseSnapshot, RequestFinished} {
+			tr.Emit(SeverityInfo, typ, nil)
+		}
+	}
+	events, dropped, _ := w.Drain()
+	finished := 0
+	for _, e := range events {
+		if e.Type() == RequestFinished {
+			finished++
+		}
+	}
+	if finished != traces || len(events)+dropped != 12*traces || dropped == 0 || len(events) > FollowBufferSize+traces {
+		t.Errorf("%d events kept, %d dropped, %d requestFinished; want every requestFinished, at most %d events, the rest counted as dropped",
+			len(events), dropped, finished, FollowBufferSize+traces)
+	}
+	if w.Pending() != 0 || w.Done() {
+		t.Errorf("pending %d, done %v: want 0 pending and not done (max 200, 100 taken)", w.Pending(), w.Done())
+	}
+}
