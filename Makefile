@@ -1,6 +1,6 @@
 # gwdiag: conformance suite, reference proxy and CLI for gateway-proxy diagnostics.
 # Every target installs or builds what it needs: Go modules, binaries built from them,
-# and Debian packages through apt-get where a target needs one (bench-load).
+# and Debian packages through apt-get where a target needs one (bench-load, redis-server).
 
 GO        ?= go
 BIN       := .bin
@@ -10,17 +10,27 @@ MOCK      := $(BIN)/mockbackend
 REPORT    ?= conformance-report.yaml
 PKGS      := ./...
 
-.PHONY: all build test unit vet fmt-check conformance bench bench-load fuzz clean kube-bins test-cluster conformance-cluster generate-crds
+.PHONY: all build image test unit vet fmt-check conformance bench bench-load fuzz clean kube-bins ratelimit-bin redis-server test-cluster conformance-cluster generate-crds
 
 all: build
 
 # The revision gwdiag reports (version, conformance reports), whatever GOFLAGS
 # says of -buildvcs; empty outside a git checkout.
 REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$r || echo $$r+dirty; })
-LDFLAGS  := -X github.com/gwdiag/gwdiag/cli/versioncmd.revision=$(REVISION)
+LDFLAGS  := -s -w -X github.com/gwdiag/gwdiag/cli/versioncmd.revision=$(REVISION)
 
+# Static binaries (no cgo): gwdiag builds the container target's mock image
+# FROM scratch from itself.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./refproxy/cmd/mockbackend
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./refproxy/cmd/mockbackend
+
+# The reference proxy as an image, FROM scratch from its static binary:
+# no RUN steps and no registry (refproxy/Dockerfile).
+IMAGE ?= gwdiag/refproxy:dev
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/static/refproxy ./refproxy/cmd/refproxy
+	docker build -q -f refproxy/Dockerfile -t $(IMAGE) $(BIN)/static
+	@docker image inspect -f '$(IMAGE): {{.Size}} bytes' $(IMAGE)
 
 # The CI gate: static checks, unit and integration tests with the race detector,
 # then the conformance suite against the reference proxy.
@@ -33,16 +43,22 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-# kube-bins first: a cold build of kube-apiserver and etcd takes minutes and
-# must not count against a test binary's timeout.
-unit: kube-bins
+# kube-bins and ratelimit-bin first: cold builds take minutes and must not
+# count against a test binary's timeout.
+unit: kube-bins ratelimit-bin redis-server
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
-# The main job: every feature against the embedded in-process reference proxy,
-# which claims every extended feature: anything less than all passed fails.
-conformance: build
+# The main job: every feature against the reference proxy, which claims every
+# extended feature: anything less than all passed fails. TARGET=inprocess (the
+# default) embeds it; TARGET=process runs its binary; TARGET=container runs its
+# image (built by make image) with the mock backends in containers beside it.
+TARGET ?= inprocess
+TARGET_FLAGS_inprocess :=
+TARGET_FLAGS_process   := --proxy-cmd '$(CURDIR)/$(REFPROXY) --bind-host 127.0.0.1 -f {config}'
+TARGET_FLAGS_container := --image $(IMAGE) --pull never
+conformance: build ratelimit-bin redis-server $(if $(filter container,$(TARGET)),image)
 	@start=$$(date +%s%N); \
-	$(GWDIAG) conformance run --target inprocess --all-features --report $(REPORT) --junit conformance-junit.xml --cucumber-json conformance-cucumber.json; \
+	$(GWDIAG) conformance run --target $(TARGET) $(TARGET_FLAGS_$(TARGET)) --all-features --report $(REPORT) --junit conformance-junit.xml --cucumber-json conformance-cucumber.json; \
 	rc=$$?; end=$$(date +%s%N); \
 	echo "conformance wall time: $$(( (end - start) / 1000000 ))ms"; exit $$rc
 
@@ -66,6 +82,17 @@ fuzz:
 # Idempotent: up-to-date binaries are kept; cold about 7-10 min on 2 cores, warm seconds.
 kube-bins:
 	$(GO) run ./clusters/kube/cmd/kubebins
+
+# The global rate-limit tests run github.com/envoyproxy/ratelimit, built from
+# the tools module steps/ratelimitsvc/tools, on Debian's redis-server.
+ratelimit-bin:
+	$(GO) run ./steps/ratelimitsvc/cmd/ratelimitbin
+
+redis-server:
+	@command -v redis-server >/dev/null || { s=; [ "$$(id -u)" = 0 ] || s=sudo; \
+	  echo "installing redis-server (apt-get)"; \
+	  DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -q redis-server >/dev/null 2>&1 || \
+	  { $$s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -q redis-server >/dev/null; }; }
 
 # The cluster tests: CRD validation, the reference controller and the
 # condition-status scenarios, each against a real local kube-apiserver.

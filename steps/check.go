@@ -23,11 +23,13 @@ const RecordedFeature = FeatureTraceOrder
 
 // CheckRecorded runs the trace checks (tracecheck.Check, the rules the live
 // suite applies) on recorded traces, and reports each trace as one scenario:
-// conformance without running the proxy.
+// conformance without running the proxy. A followed capture (events with
+// requestIds, from `gwdiag trace --follow --raw`) is split by request id,
+// one scenario per request.
 func CheckRecorded(impl Implementation, traces []RecordedTrace) *ConformanceReport {
 	start := time.Now()
 	var results []scenarioResult
-	for _, t := range traces {
+	for _, t := range splitFollowed(traces) {
 		res := scenarioResult{feature: RecordedFeature, profile: ProfileStandalone, ScenarioReport: ScenarioReport{Name: t.Name, File: t.Name, Result: Passed}}
 		switch {
 		case t.Err != nil:
@@ -50,4 +52,25 @@ func CheckRecorded(impl Implementation, traces []RecordedTrace) *ConformanceRepo
 		impl.Name = "recorded traces"
 	}
 	return buildReport(Options{Implementation: impl}, "recorded", []ConformanceProfileName{ProfileStandalone}, start, results)
+}
+
+// splitFollowed replaces each followed capture by its requests' traces,
+// named after the file and the request id.
+func splitFollowed(traces []RecordedTrace) []RecordedTrace {
+	var out []RecordedTrace
+	for _, t := range traces {
+		ids, byID := trace.ByRequest(t.Events)
+		if t.Err != nil || len(ids) == 0 || len(ids) == 1 && ids[0] == "" {
+			out = append(out, t)
+			continue
+		}
+		for _, id := range ids {
+			name := t.Name + " request " + id
+			if id == "" {
+				name = t.Name + " (events without a requestId)"
+			}
+			out = append(out, RecordedTrace{Name: name, Events: byID[id]})
+		}
+	}
+	return out
 }

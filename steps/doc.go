@@ -10,7 +10,7 @@
 // claims, whether a failing step fails it or makes it unsupported. The
 // targets live below steps/target: the
 // Target interface and Setup in steps/target, one package per way of
-// running a proxy (steps/target/inprocess, process, cluster) and what the
+// running a proxy (steps/target/inprocess, process, container, cluster) and what the
 // on-machine targets share in steps/target/local. The trace rules live in
 // steps/tracecheck, the SSE reader in refproxy/trace/sse.
 //

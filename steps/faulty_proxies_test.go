@@ -13,12 +13,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/inprocess"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
@@ -43,16 +43,23 @@ type fault struct {
 	singleSlot bool
 }
 
-// faultyTarget wraps the in-process target with a fault.
+// faultyTarget wraps a target (the in-process one, or the container one
+// with the reference proxy's image) with a fault.
 type faultyTarget struct {
-	inner *inprocess.InProcess
+	inner target.Target
 	fault fault
 }
 
-func (t *faultyTarget) Name() string                    { return "faulty-inprocess" }
+func (t *faultyTarget) Name() string                    { return "faulty-" + t.inner.Name() }
 func (t *faultyTarget) Start(ctx context.Context) error { return t.inner.Start(ctx) }
 func (t *faultyTarget) Stop(ctx context.Context) error  { return t.inner.Stop(ctx) }
-func (t *faultyTarget) Capabilities() []string          { return []string{target.CapabilityStandalone} }
+func (t *faultyTarget) Capabilities() []string          { return t.inner.Capabilities() }
+func (t *faultyTarget) ServiceAddr() (string, bool) {
+	if sh, ok := t.inner.(target.ServiceHost); ok {
+		return sh.ServiceAddr()
+	}
+	return "", false
+}
 
 func (t *faultyTarget) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	if t.fault.setup != nil {
@@ -122,6 +129,14 @@ func (d *faultyDeployment) ListenerAddr(name string) (string, error) {
 		return "", fmt.Errorf("no listener %q", name)
 	}
 	return strings.TrimPrefix(s.URL, "http://"), nil
+}
+
+// ProxyLogs implements target.LogKeeper when the wrapped deployment does.
+func (d *faultyDeployment) ProxyLogs() string {
+	if lk, ok := d.Deployment.(target.LogKeeper); ok {
+		return lk.ProxyLogs()
+	}
+	return ""
 }
 
 func (d *faultyDeployment) AdminAddr() string { return strings.TrimPrefix(d.adminSrv.URL, "http://") }
@@ -344,6 +359,19 @@ var faults = map[string]fault{
 				for k := range s.Listeners[i].Routes[j].Limits {
 					s.Listeners[i].Routes[j].Limits[k].Burst = 0
 				}
+			}
+		}
+	}},
+	// Global limits are counted by each replica on its own: the proxy keeps
+	// local counters instead of asking the rate-limit service.
+	"global limits counted per replica": {setup: func(s *target.Setup) {
+		for i := range s.Listeners {
+			for j := range s.Listeners[i].Routes {
+				r := &s.Listeners[i].Routes[j]
+				for _, g := range r.Global {
+					r.Limits = append(r.Limits, target.Limit{Kind: g.Kind, Amount: g.Amount, Unit: time.Hour})
+				}
+				r.Global = nil
 			}
 		}
 	}},

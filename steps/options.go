@@ -14,6 +14,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
+	"github.com/gwdiag/gwdiag/steps/target/container"
 )
 
 // FeatureName names a group of scenarios; it is the scenarios' tag without
@@ -71,6 +72,15 @@ const (
 	// FeaturePolicyConditionReasons: the reasons Valid, Attached and
 	// Pending on policy conditions.
 	FeaturePolicyConditionReasons FeatureName = "policy-condition-reasons"
+	// FeatureGlobalRateLimit: request and token limits kept by an
+	// Envoy-compatible rate-limit service and shared across replicas
+	// (remoteRateLimit), with the service's x-envoy-ratelimited on its 429s
+	// and the configured behaviour when it is gone.
+	FeatureGlobalRateLimit FeatureName = "global-rate-limit"
+	// FeatureTraceFollow: /debug/trace?follow=true&max=N&duration=D traces
+	// many requests on one stream, each event with its requestId, bounded
+	// by the proxy.
+	FeatureTraceFollow FeatureName = "trace-follow"
 )
 
 // Duration is a time.Duration written as "1.5s" in YAML and JSON: the one
@@ -100,11 +110,14 @@ type Implementation struct {
 // Options is every knob of a conformance run. It loads from YAML
 // (LoadOptions); command-line flags override only the fields they set.
 type Options struct {
-	// Target is how the proxy is run: inprocess, process or cluster.
+	// Target is how the proxy is run: inprocess, process, container or
+	// cluster.
 	Target string `json:"target"`
 	// ProxyCommand is the process target's command template, e.g.
 	// "refproxy -f {config}".
 	ProxyCommand string `json:"proxyCommand,omitempty"`
+	// Container configures the container target (steps/target/container).
+	Container container.Options `json:"container"`
 	// Cluster configures the cluster target (steps/target/cluster).
 	Cluster        cluster.Options `json:"cluster"`
 	Implementation Implementation  `json:"implementation"`
@@ -128,6 +141,13 @@ type Options struct {
 	Report       string `json:"report,omitempty"`
 	JUnit        string `json:"junit,omitempty"`
 	CucumberJSON string `json:"cucumberJSON,omitempty"`
+	// RateLimitService is the gRPC host:port of an Envoy-compatible
+	// rate-limit service for the global-rate-limit scenarios, reachable by
+	// the proxy; its configuration must have the domain
+	// gwdiag-conformance. Empty: the suite runs github.com/envoyproxy/ratelimit
+	// on redis-server on loopback itself (targets whose proxy reaches the
+	// suite's loopback: inprocess, process).
+	RateLimitService string `json:"rateLimitService,omitempty"`
 	// Concurrency is how many scenarios run at once. Default 4.
 	Concurrency int      `json:"concurrency,omitempty"`
 	Timeouts    Timeouts `json:"timeouts"`

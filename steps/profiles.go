@@ -3,9 +3,11 @@ package steps
 import (
 	"errors"
 	"fmt"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"net"
 	"slices"
 	"strings"
+
+	"github.com/gwdiag/gwdiag/steps/target"
 )
 
 // ConformanceProfileName names a profile: a set of features for one way of
@@ -16,7 +18,7 @@ type ConformanceProfileName string
 // Options.Profiles narrows them.
 const (
 	// ProfileStandalone is a proxy run on its own from a config file, with
-	// its admin server and data plane reachable (inprocess, process).
+	// its admin server and data plane reachable (inprocess, process, container).
 	ProfileStandalone ConformanceProfileName = "standalone"
 	// ProfileCluster is a proxy managed through Gateway API resources.
 	ProfileCluster ConformanceProfileName = "cluster"
@@ -39,7 +41,7 @@ type ConformanceProfile struct {
 var Profiles = []ConformanceProfile{
 	{
 		Name:        ProfileStandalone,
-		Description: "a proxy run from a config file: trace stream, admin endpoints, local rate limits",
+		Description: "a proxy run from a config file: trace stream, admin endpoints, local and global rate limits",
 		CoreFeatures: []FeatureName{
 			FeatureTraceOrder, FeatureTokenOverage, FeatureRequestLimits, FeatureAdmin, FeatureForwardCompat,
 		},
@@ -47,7 +49,7 @@ var Profiles = []ConformanceProfile{
 			FeatureTraceSeverity, FeatureTraceBodyErrors, FeatureTraceStreamHeaders, FeatureTraceReadyComment, FeatureTraceCELExpression,
 			FeatureTraceWatcherFIFO, FeatureProxyStatusCodes, FeatureRateLimitHeadersOnSuccess,
 			FeatureRateLimitResponseFormat, FeatureGatewayRateLimit, FeatureLLMStreamUsageInjection,
-			FeatureConfigDumpLayout, FeatureAdminErrorStatus,
+			FeatureConfigDumpLayout, FeatureAdminErrorStatus, FeatureGlobalRateLimit, FeatureTraceFollow,
 		},
 	},
 	{
@@ -98,9 +100,20 @@ func (o Options) Validate() error {
 		if o.ProxyCommand == "" && o.TargetImpl == nil {
 			return errors.New("--target process needs --proxy-cmd (proxyCommand), e.g. --proxy-cmd 'refproxy -f {config}'")
 		}
+	case "container":
+		if o.TargetImpl == nil {
+			if err := o.Container.Validate(); err != nil {
+				return err
+			}
+		}
 	default:
 		if o.TargetImpl == nil {
-			return fmt.Errorf("unknown target %q: want inprocess, process or cluster (the container target is not available yet)", o.Target)
+			return fmt.Errorf("unknown target %q: want inprocess, process, container or cluster", o.Target)
+		}
+	}
+	if o.RateLimitService != "" {
+		if _, port, err := net.SplitHostPort(o.RateLimitService); err != nil || port == "" {
+			return fmt.Errorf("--ratelimit-service %q: want the gRPC host:port of an Envoy-compatible rate-limit service", o.RateLimitService)
 		}
 	}
 	return o.validateFeatures()

@@ -157,6 +157,9 @@ type ScenarioReport struct {
 	Step string `json:"step,omitempty" yaml:"step,omitempty"`
 	// Message says what was got and what was wanted.
 	Message string `json:"message,omitempty" yaml:"message,omitempty"`
+	// ProxyLogs is the end of what the proxy wrote while a failed scenario
+	// ran, on targets that keep it (process, container).
+	ProxyLogs string `json:"proxyLogs,omitempty" yaml:"proxyLogs,omitempty"`
 }
 
 // Failed reports whether any scenario failed.

@@ -16,6 +16,7 @@ import (
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
+	"github.com/gwdiag/gwdiag/steps/target/container"
 	"github.com/gwdiag/gwdiag/steps/target/inprocess"
 	"github.com/gwdiag/gwdiag/steps/target/process"
 )
@@ -30,10 +31,12 @@ func NewTarget(o Options) (target.Target, error) {
 		return inprocess.New(), nil
 	case "process":
 		return process.New(o.ProxyCommand), nil
+	case "container":
+		return container.New(o.Container), nil
 	case "cluster":
 		return cluster.New(o.Cluster), nil
 	default:
-		return nil, fmt.Errorf("unknown target %q: want inprocess, process or cluster (the container target is not available yet)", o.Target)
+		return nil, fmt.Errorf("unknown target %q: want inprocess, process, container or cluster", o.Target)
 	}
 }
 
@@ -57,14 +60,20 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if err := tgt.Start(ctx); err != nil {
 		return nil, err
 	}
-	defer tgt.Stop(context.WithoutCancel(ctx))
+	defer func() {
+		if err := tgt.Stop(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(o.Output, "warning: stopping the %s target: %v\n", tgt.Name(), err)
+		}
+	}()
 	if opts.Implementation.Name == "" && opts.TargetImpl == nil && o.Target == "inprocess" {
 		o.Implementation.Name = "gwdiag refproxy (in process)"
 	}
 	start := time.Now()
+	rls := &rateLimitServices{external: o.RateLimitService, target: tgt}
+	defer rls.stop()
 	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, stepConfig: stepdefs.Config{
 		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
-		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace}}
+		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls}}
 
 	fsys := o.Features
 	if fsys == nil {
@@ -180,7 +189,7 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	})
 	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
 		run, _ := ctx.Value(runKey{}).(*scenarioRun)
-		unsupported, failedStep, ok := stepdefs.End(ctx)
+		end, ok := stepdefs.End(ctx)
 		if run == nil || !ok {
 			return ctx, err
 		}
@@ -189,15 +198,15 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 		switch {
 		case run.skip != "":
 			res.Result, res.Message = Skipped, run.skip
-		case unsupported != "":
-			res.Result, res.Message = Unsupported, unsupported
+		case end.Unsupported != "":
+			res.Result, res.Message = Unsupported, end.Unsupported
 		case err != nil && !errors.Is(err, godog.ErrSkip):
 			res.Result, res.Message = Failed, err.Error()
 		default:
 			res.Result = Passed
 		}
 		if res.Result == Failed {
-			res.Step = failedStep
+			res.Step, res.ProxyLogs = end.FailedStep, end.ProxyLogs
 		}
 		r.record(res, time.Since(run.started))
 		// nil keeps the step's error as it is; returning it would repeat it.
@@ -224,6 +233,11 @@ func (r *runner) skipReason(s *scenarioRun, p *godog.Scenario) string {
 	}
 	if !slices.Contains(r.profiles, s.profile) {
 		return fmt.Sprintf("feature %s is in the %s profile, which this run (the %s target) does not cover", s.feature, s.profile, r.target.Name())
+	}
+	if s.feature == FeatureGlobalRateLimit && r.opts.RateLimitService == "" {
+		if _, ok := serviceAddr(r.target); !ok {
+			return fmt.Sprintf("feature %s: the %s target's proxy cannot reach a rate-limit service the suite runs on this machine (a remote Docker daemon?); name one it reaches with --ratelimit-service", s.feature, r.target.Name())
+		}
 	}
 	if slices.Contains(r.opts.SkipScenarios, p.Name) {
 		return "skipped by request"
@@ -264,6 +278,9 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	fmt.Fprintf(r.out, "%-11s %-30s %s (%s)\n", label, res.feature, res.Name, took.Round(time.Millisecond))
 	if res.Result == Failed {
 		fmt.Fprintf(r.out, "    step: %s\n    %s\n", res.Step, strings.ReplaceAll(res.Message, "\n", "\n    "))
+		if res.ProxyLogs != "" {
+			fmt.Fprintf(r.out, "    (the proxy's last %d log lines are in the report, under proxyLogs)\n", strings.Count(strings.TrimSuffix(res.ProxyLogs, "\n"), "\n")+1)
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gwdiag/gwdiag/steps/target/container"
 )
 
 func featureFS(files map[string]string) fstest.MapFS {
@@ -151,6 +153,27 @@ timeouts: {trace: 2s, request: 1500ms}
 	os.WriteFile(path, []byte("timeouts: {trace: soon}\n"), 0o644)
 	if _, err := LoadOptions(path); err == nil || !strings.Contains(err.Error(), `duration "soon"`) {
 		t.Errorf("bad duration: got %v, want an error naming the value", err)
+	}
+}
+
+// TestLoadContainerOptions: the container target's options load from the
+// options file, with the example the docs point at.
+func TestLoadContainerOptions(t *testing.T) {
+	o, err := LoadOptions("testdata/container-options.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.Container
+	if o.Target != "container" || c.Image != "gwdiag/refproxy:dev" || c.ConfigPath != "/etc/proxy/config.yaml" || c.AdminPort != 15000 ||
+		c.Env["RUST_LOG"] != "info" || c.Pull != container.PullNever || c.StartupTimeout != Duration(45*time.Second) {
+		t.Errorf("got %+v", c)
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	o.Container.Pull = "always"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), `--pull "always"`) {
+		t.Errorf("Validate with pull always: got %v, want an error naming it", err)
 	}
 }
 

@@ -23,6 +23,7 @@ func (specMinimalTarget) Name() string                { return "spec-minimal" }
 func (specMinimalTarget) Start(context.Context) error { return nil }
 func (specMinimalTarget) Stop(context.Context) error  { return nil }
 func (specMinimalTarget) Capabilities() []string      { return []string{target.CapabilityStandalone} }
+func (specMinimalTarget) ServiceAddr() (string, bool) { return "127.0.0.1", true }
 func (specMinimalTarget) configFor(setup target.Setup, m *local.Mocks) (specminimal.Config, error) {
 	var cfg specminimal.Config
 	for _, p := range setup.Policies {
@@ -137,10 +138,12 @@ func checkSpecMinimal(t *testing.T, o Options) {
 		FeatureAdminErrorStatus,        // 422, not 400
 		FeatureConfigDumpLayout,        // listeners at the top level
 		FeatureGatewayRateLimit,        // route limits only
+		FeatureGlobalRateLimit,         // no remoteRateLimit
 		FeatureLLMStreamUsageInjection, // no stream_options injection
 		FeatureRateLimitHeadersOnSuccess,
 		FeatureRateLimitResponseFormat, // application/octet-stream, decimal reset
 		FeatureTraceCELExpression,
+		FeatureTraceFollow, // one request per watcher
 		FeatureTraceReadyComment,
 		FeatureTraceSeverity,   // info everywhere
 		FeatureTraceBodyErrors, // a body cut after the head is not reported

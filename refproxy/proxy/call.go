@@ -28,6 +28,8 @@ type call struct {
 	be    *backend
 	d     ratelimit.Decision
 	start time.Time
+	// remote is what the global limits decided, kept to charge tokens.
+	remote remoteResult
 
 	resp  *fasthttp.Response // the backend's response; released by finish
 	up    upBody

@@ -1,6 +1,7 @@
 // Package proxy is the data plane of the reference proxy: one HTTP listener
-// per bind, route matching, the reverse proxy to backends, local rate
-// limiting, per-endpoint statistics and the trace events of each request.
+// per bind, route matching, the reverse proxy to backends, local and global
+// rate limiting, per-endpoint statistics and the trace events of each
+// request.
 //
 // Files: dataplane.go (listeners, config apply, timeouts), serve.go (the
 // request path, top-down), call.go (a forwarded request to its end),
@@ -8,9 +9,10 @@
 // case-insensitive header lookups), headers.go (forwarding header rules),
 // snapshots.go (trace snapshots), upstream.go (backend connections and
 // tunnels), bodies.go (read-ahead and streamed bodies), clientgone.go
-// (noticing a client that left), stats.go (endpoint stats, /config_dump).
-// It imports refproxy/config, ratelimit, llm and trace, never the admin
-// server or the suite.
+// (noticing a client that left), stats.go (endpoint stats, /config_dump),
+// global.go (global limits through a rate-limit service).
+// It imports refproxy/config, ratelimit (and ratelimit/remote), llm and
+// trace, never the admin server or the suite.
 package proxy
 
 import (
@@ -27,9 +29,11 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"google.golang.org/grpc"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -99,7 +103,11 @@ type Dataplane struct {
 	// backends configured again keep their counters and connection pools.
 	reuseBuckets  map[string]*ratelimit.Bucket
 	reuseBackends map[string]*backend
-	closed        bool
+	// rlsConns are the connections to global rate-limit services, by
+	// address; rlsUsed the addresses the config being built names.
+	rlsConns map[string]*grpc.ClientConn
+	rlsUsed  map[string]bool
+	closed   bool
 	// tracingOff skips tracing entirely; tests use it as the "compiled out"
 	// baseline that the no-watcher path must match.
 	tracingOff bool
@@ -136,6 +144,36 @@ func New(opts Options) *Dataplane {
 		buckets:  map[string]*ratelimit.Bucket{},
 		backends: map[string]*backend{},
 		stats:    map[string]*EndpointStats{},
+		rlsConns: map[string]*grpc.ClientConn{},
+	}
+}
+
+// rlsConn returns the connection to a rate-limit service, shared by every
+// policy that names the address and kept across reloads. Connections are
+// lazy: nothing is dialled before the first check.
+func (dp *Dataplane) rlsConn(addr string) (grpc.ClientConnInterface, error) {
+	if dp.rlsUsed != nil {
+		dp.rlsUsed[addr] = true
+	}
+	if c, ok := dp.rlsConns[addr]; ok {
+		return c, nil
+	}
+	c, err := remote.Dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	dp.rlsConns[addr] = c
+	return c, nil
+}
+
+// closeRLS closes the connections to services not in keep (all when keep
+// is nil).
+func (dp *Dataplane) closeRLS(keep map[string]bool) {
+	for addr, c := range dp.rlsConns {
+		if !keep[addr] {
+			c.Close()
+			delete(dp.rlsConns, addr)
+		}
 	}
 }
 
@@ -148,6 +186,7 @@ func (dp *Dataplane) Validate(cfg *config.Config) error {
 		return err
 	}
 	scratch := New(dp.opts)
+	defer scratch.closeRLS(nil)
 	_, err := scratch.build(cfg)
 	return err
 }
@@ -169,8 +208,11 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 	dp.buckets, dp.backends = map[string]*ratelimit.Bucket{}, map[string]*backend{}
 	restore := func() { dp.buckets, dp.backends = oldBuckets, oldBackends }
 	dp.reuseBuckets, dp.reuseBackends = oldBuckets, oldBackends
+	dp.rlsUsed = map[string]bool{}
 	t, err := dp.build(cfg)
 	dp.reuseBuckets, dp.reuseBackends = nil, nil
+	used := dp.rlsUsed
+	dp.rlsUsed = nil
 	if err != nil {
 		restore()
 		return err
@@ -194,6 +236,7 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 		opened[bt.key] = &bindServer{ln: ln, done: make(chan struct{})}
 	}
 	dp.table.Store(t)
+	dp.closeRLS(used)
 	for key, b := range oldBackends {
 		if _, kept := dp.backends[key]; !kept {
 			b.client.CloseIdleConnections()
@@ -336,6 +379,7 @@ func (dp *Dataplane) Shutdown(ctx context.Context) error {
 	for _, b := range dp.backends {
 		b.client.CloseIdleConnections()
 	}
+	dp.closeRLS(nil)
 	dp.applyMu.Unlock()
 	return errors.Join(errs...)
 }

@@ -44,6 +44,9 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if !dp.tracingOff {
 		tr = dp.reg.Take(func() map[string]any { return requestInfo(ctx, time.Time{}) })
 	}
+	if tr.Followed() {
+		followRequest(ctx, tr)
+	}
 	var bt *bindTable
 	if t := dp.table.Load(); t != nil {
 		bt = t.bind(h.key)
@@ -85,6 +88,23 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+	var global remoteResult
+	if rt.remote != nil {
+		global = dp.checkRemote(ctx, rt)
+		d = ratelimit.Tighter(d, global.d)
+		if global.refused || global.failed {
+			if tr != nil {
+				tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+			}
+			if global.refused {
+				ctx.Response.Header.Set(HeaderRateLimited, "true")
+				dp.answer(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d, global.warnings)
+			} else {
+				dp.answer(ctx, tr, statusRateLimitServiceDown, "rate limit service unavailable\n", d, global.warnings)
+			}
+			return
+		}
+	}
 	be := rt.pick()
 	if be == nil {
 		if tr != nil {
@@ -103,7 +123,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 
 	c := callPool.Get().(*call)
-	*c = call{dp: dp, tr: tr, rt: rt, be: be, d: d, start: time.Now()}
+	*c = call{dp: dp, tr: tr, rt: rt, be: be, d: d, start: time.Now(), remote: global, warnings: global.warnings}
 	// One pass over the headers finds whether any must be dropped; an
 	// upgrade has one (Upgrade is hop-by-hop), so most requests stop here.
 	dropped := hasDroppedHeader(&ctx.Request.Header)
@@ -114,8 +134,32 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp.forward(ctx, c, dropped)
 }
 
+// HeaderRequestID carries a followed request's id to the backend and the
+// client when the client sent none.
+const HeaderRequestID = "x-request-id"
+
+// followRequest names a request follow watchers trace: by the client's
+// x-request-id, or a new id sent on to the backend and, set on the
+// response before anything else (the backend's headers are added to it),
+// back to the client.
+func followRequest(ctx *fasthttp.RequestCtx, tr *trace.Tracer) {
+	if v, ok := peekFold(&ctx.Request.Header, HeaderRequestID); ok && len(v) > 0 {
+		tr.SetRequestID(string(v))
+		return
+	}
+	id := trace.NewRequestID()
+	tr.SetRequestID(id)
+	ctx.Request.Header.Set(HeaderRequestID, id)
+	ctx.Response.Header.Set(HeaderRequestID, id)
+}
+
 // local answers without calling a backend (404, 429, 503) and traces it.
 func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *trace.Tracer, code int, body string, d ratelimit.Decision) {
+	dp.answer(ctx, tr, code, body, d, nil)
+}
+
+// answer is local with warnings for requestFinished.
+func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *trace.Tracer, code int, body string, d ratelimit.Decision, warnings []any) {
 	resp := &ctx.Response
 	d.EachHeader(resp.Header.Set)
 	if code == http.StatusTooManyRequests {
@@ -130,7 +174,11 @@ func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *trace.Tracer, code int,
 	}
 	if tr != nil {
 		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
-		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, nil)
+		var fields map[string]any
+		if len(warnings) > 0 {
+			fields = map[string]any{"warnings": warnings}
+		}
+		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, fields)
 	}
 }
 
@@ -316,6 +364,9 @@ func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadC
 	success := resp.StatusCode() < 300
 	return llm.Watch(body, b2s(resp.Header.ContentType()), b2s(resp.Header.ContentEncoding()), func(u llm.Usage, err error) {
 		set.Charge(time.Now(), u.Total())
+		if c.rt.remote != nil {
+			c.chargeRemote(u.Total())
+		}
 		if err != nil && success {
 			msg := "token usage not counted: " + err.Error()
 			dp.log.Warn(msg, "route", route)

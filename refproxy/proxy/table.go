@@ -11,6 +11,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
 )
 
 // Table is the routing state compiled from one config: everything the
@@ -44,7 +45,9 @@ type route struct {
 	weights   uint64
 	next      atomic.Uint64
 	// set is nil when no rate limit applies, so unlimited routes skip the limiter.
-	set       *ratelimit.Set
+	set *ratelimit.Set
+	// remote are the global limits, gateway-wide first; nil for most routes.
+	remote    []*remote.Limiter
 	tokens    bool
 	effective map[string]any
 }
@@ -100,6 +103,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 			// Gateway-wide buckets are shared by every route of the listener.
 			var gw []*ratelimit.Bucket
 			var gwLimits []config.RateLimit
+			var gwRemote []*config.RemoteRateLimit
 			for _, p := range cfg.Policies {
 				g := p.Target.Gateway
 				if g == nil || g.GatewayName != bt.gateway || g.GatewayNamespace != config.DefaultNamespace {
@@ -115,9 +119,12 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 					gw = append(gw, dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+bt.gateway, rl))
 					gwLimits = append(gwLimits, rl)
 				}
+				if p.Policy.RemoteRateLimit != nil {
+					gwRemote = append(gwRemote, p.Policy.RemoteRateLimit)
+				}
 			}
 			for ri, r := range l.Routes {
-				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw, gwLimits)
+				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw, gwLimits, gwRemote)
 				if err != nil {
 					return nil, err
 				}
@@ -130,7 +137,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 	return t, nil
 }
 
-func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw []*ratelimit.Bucket, gwLimits []config.RateLimit) (*route, error) {
+func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw []*ratelimit.Bucket, gwLimits []config.RateLimit, gwRemote []*config.RemoteRateLimit) (*route, error) {
 	rt := &route{
 		key:       config.RouteKey(b, l, li, r, ri),
 		name:      r.RouteName(ri),
@@ -178,6 +185,7 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 	// Buckets: gateway-wide first, then targeted route policies, then inline.
 	buckets := append([]*ratelimit.Bucket(nil), gw...)
 	limits := append([]config.RateLimit(nil), gwLimits...)
+	remotes := append([]*config.RemoteRateLimit(nil), gwRemote...)
 	for _, p := range cfg.Policies {
 		t := p.Target.Route
 		if t == nil || t.Name != rt.name || t.Namespace != rt.namespace {
@@ -190,16 +198,34 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 			buckets = append(buckets, dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+rt.key, rl))
 			limits = append(limits, rl)
 		}
+		if p.Policy.RemoteRateLimit != nil {
+			remotes = append(remotes, p.Policy.RemoteRateLimit)
+		}
 	}
 	if r.Policies != nil {
 		for i, rl := range r.Policies.LocalRateLimit {
 			buckets = append(buckets, dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl))
 			limits = append(limits, rl)
 		}
+		if r.Policies.RemoteRateLimit != nil {
+			remotes = append(remotes, r.Policies.RemoteRateLimit)
+		}
 	}
 	if len(buckets) > 0 {
 		rt.set = ratelimit.NewSet(buckets...)
 		rt.tokens = rt.set.HasTokens()
+	}
+	for _, rr := range remotes {
+		conn, err := dp.rlsConn(rr.Host)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: remoteRateLimit: %w", rt.key, err)
+		}
+		lim, err := remote.New(conn, rr.Remote())
+		if err != nil {
+			return nil, fmt.Errorf("route %s: remoteRateLimit: %w", rt.key, err)
+		}
+		rt.remote = append(rt.remote, lim)
+		rt.tokens = rt.tokens || lim.Tokens()
 	}
 	rt.effective = make(map[string]any, len(effectivePolicyKeys))
 	for _, k := range effectivePolicyKeys {
@@ -217,6 +243,13 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		}
 		rt.effective["localRateLimit"] = ls
 	}
+	if len(remotes) > 0 {
+		rs := make([]any, 0, len(remotes))
+		for _, rr := range remotes {
+			rs = append(rs, remoteEffective(rr))
+		}
+		rt.effective["remoteRateLimit"] = rs
+	}
 
 	for _, bk := range r.Backends {
 		be := dp.backend(bk)
@@ -224,6 +257,33 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		rt.weights += be.weight
 	}
 	return rt, nil
+}
+
+// remoteEffective is a remoteRateLimit policy as effectivePolicy shows it:
+// the config's fields, with the defaults refproxy applies.
+func remoteEffective(rr *config.RemoteRateLimit) map[string]any {
+	p := rr.Remote()
+	if p.Timeout <= 0 {
+		p.Timeout = remote.DefaultTimeout
+	}
+	ds := make([]any, 0, len(rr.Descriptors))
+	for _, d := range rr.Descriptors {
+		es := make([]any, 0, len(d.Entries))
+		for _, e := range d.Entries {
+			es = append(es, map[string]any{"key": e.Key, "value": e.Value})
+		}
+		typ := d.Type
+		if typ == "" {
+			typ = string(ratelimit.Requests)
+		}
+		dm := map[string]any{"entries": es, "type": typ}
+		if d.LimitOverride != "" {
+			dm["limitOverride"] = d.LimitOverride
+		}
+		ds = append(ds, dm)
+	}
+	return map[string]any{"host": rr.Host, "domain": rr.Domain, "descriptors": ds,
+		"failureMode": string(p.FailureMode), "timeout": config.Duration(p.Timeout).String()}
 }
 
 // pick chooses a backend by weighted round robin.

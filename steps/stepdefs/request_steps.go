@@ -193,13 +193,16 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 	})
 	step(sc, `^the backend "([^"]*)" received (\d+) requests?$`, func(ctx context.Context, backend string, want int) error {
 		s := getState(ctx)
-		d, err := s.deployment(ctx)
-		if err != nil {
+		if _, err := s.deployment(ctx); err != nil {
 			return err
 		}
-		got, err := d.BackendRequests(ctx, backend)
-		if err != nil {
-			return err
+		var got int64
+		for _, d := range s.deps { // every replica's backends
+			n, err := d.BackendRequests(ctx, backend)
+			if err != nil {
+				return err
+			}
+			got += n
 		}
 		if got != int64(want) {
 			return fmt.Errorf("requests counted by backend %q: got %d, want %d (refused requests must not be forwarded)", backend, got, want)
@@ -241,7 +244,7 @@ func (s *state) send(ctx context.Context, listener, method, reqTarget string, he
 // (no head: status 0; a body cut short) in response.broken instead of
 // failing: what a proxy in front of a broken backend may rightly do.
 func (s *state) exchange(ctx context.Context, listener, method, reqTarget string, header http.Header, body []byte) (*response, error) {
-	d, err := s.deployment(ctx)
+	d, err := s.replica(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -485,16 +488,9 @@ func (s *state) release(ctx context.Context, key, backend string) error {
 	if !ok {
 		return fmt.Errorf("no held stream %q", key)
 	}
-	addr, err := s.dep.BackendAddr(backend)
-	if err != nil {
-		return err
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/__release?key="+url.QueryEscape(key), nil)
-	resp, err := s.client.Do(req)
-	if err != nil {
+	if err := s.dep.ReleaseHeld(ctx, backend, key); err != nil {
 		return fmt.Errorf("release held stream %q on backend %q: %w", key, backend, err)
 	}
-	resp.Body.Close()
 	t := time.NewTimer(s.cfg.RequestTimeout)
 	defer t.Stop()
 	select {

@@ -26,6 +26,27 @@ type Config struct {
 	RequestTimeout, TraceTimeout, ReadyGrace time.Duration
 	// OnTrace, when set, receives every trace a scenario takes.
 	OnTrace func(scenario string, events []trace.Event)
+	// RateLimit gives the global-rate-limit scenarios their service.
+	RateLimit RateLimitServices
+}
+
+// RateLimitServices are the global rate-limit services of a run.
+type RateLimitServices interface {
+	// Shared returns the gRPC address of the run's service, starting it on
+	// first use.
+	Shared(ctx context.Context) (string, error)
+	// Own starts a service for one scenario, which may stop and restart it.
+	Own(ctx context.Context) (OwnRateLimitService, error)
+}
+
+// OwnRateLimitService is a scenario's own rate-limit service.
+type OwnRateLimitService interface {
+	GRPCAddr() string
+	// Kill stops it at once, as an outage would; Restart brings it back
+	// on the same address; Stop ends it for good.
+	Kill()
+	Restart(ctx context.Context) error
+	Stop()
 }
 
 // state is everything one scenario knows; it travels in the step context
@@ -40,6 +61,16 @@ type state struct {
 
 	setup target.Setup
 	dep   target.Deployment
+	// replicas is how many proxies serve the setup (0 is one); deps are
+	// all of them, dep the first. Requests go to each in turn (next).
+	replicas int
+	deps     []target.Deployment
+	next     int
+	// ownRLS is the scenario's own rate-limit service, stopped at its end.
+	ownRLS OwnRateLimitService
+	// follows are the scenario's follow streams; cleanups run at its end.
+	follows  []*followStream
+	cleanups []func()
 
 	client    *http.Client
 	responses []*response
@@ -77,17 +108,32 @@ func Begin(ctx context.Context, cfg Config, scenario string, optional bool) cont
 	return context.WithValue(ctx, stateKey{}, s)
 }
 
+// Ending is how a scenario ended, as its steps saw it.
+type Ending struct {
+	// Unsupported is why the proxy lacks the scenario's extended feature
+	// ("" when it does not).
+	Unsupported string
+	// FailedStep is the text of the first step that failed.
+	FailedStep string
+	// ProxyLogs is the end of the proxy's output, where the target keeps
+	// it (target.LogKeeper).
+	ProxyLogs string
+}
+
 // End tears down the scenario of ctx (its deployment, trace streams and
-// connections) and tells how it ended: why the proxy lacks the scenario's
-// extended feature ("" when it does not), and the text of the first step
-// that failed. ok is false when ctx holds no scenario.
-func End(ctx context.Context) (unsupported, failedStep string, ok bool) {
+// connections) and tells how it ended. ok is false when ctx holds no
+// scenario.
+func End(ctx context.Context) (e Ending, ok bool) {
 	s := getState(ctx)
 	if s == nil {
-		return "", "", false
+		return e, false
 	}
 	s.teardown()
-	return s.unsupported, s.failedStep, true
+	e = Ending{Unsupported: s.unsupported, FailedStep: s.failedStep}
+	if lk, ok := s.dep.(target.LogKeeper); ok {
+		e.ProxyLogs = lk.ProxyLogs()
+	}
+	return e, true
 }
 
 func getState(ctx context.Context) *state {
@@ -115,11 +161,33 @@ func (s *state) deployment(ctx context.Context) (target.Deployment, error) {
 	if len(s.setup.Listeners) == 0 {
 		return nil, errors.New("the scenario configures no route")
 	}
-	d, err := s.cfg.Target.Configure(ctx, s.setup)
-	if err != nil {
-		return nil, fmt.Errorf("configure %s target: %w", s.cfg.Target.Name(), err)
+	for i := range max(s.replicas, 1) {
+		d, err := s.cfg.Target.Configure(ctx, s.setup)
+		if err != nil {
+			for _, d := range s.deps {
+				d.Stop(context.WithoutCancel(ctx))
+			}
+			s.deps = nil
+			if i > 0 {
+				return nil, fmt.Errorf("configure %s target, replica %d: %w", s.cfg.Target.Name(), i+1, err)
+			}
+			return nil, fmt.Errorf("configure %s target: %w", s.cfg.Target.Name(), err)
+		}
+		s.deps = append(s.deps, d)
 	}
-	s.dep = d
+	s.dep = s.deps[0]
+	return s.dep, nil
+}
+
+// replica returns the deployment the next request goes to: with several
+// replicas, each in turn.
+func (s *state) replica(ctx context.Context) (target.Deployment, error) {
+	d, err := s.deployment(ctx)
+	if err != nil || len(s.deps) < 2 {
+		return d, err
+	}
+	d = s.deps[s.next%len(s.deps)]
+	s.next++
 	return d, nil
 }
 
@@ -129,10 +197,19 @@ func (s *state) teardown() {
 	for _, w := range s.watchers {
 		w.close()
 	}
-	if s.dep != nil {
-		s.dep.Stop(ctx)
+	for _, c := range s.cleanups {
+		c()
 	}
+	// Before the proxies stop: a connection the client dialled but never
+	// used would otherwise hold a proxy's graceful shutdown for the seconds
+	// a server waits before it calls a new connection idle.
 	s.client.CloseIdleConnections()
+	for _, d := range s.deps {
+		d.Stop(ctx)
+	}
+	if s.ownRLS != nil {
+		s.ownRLS.Stop()
+	}
 }
 
 func (s *state) lastResponse() (*response, error) {

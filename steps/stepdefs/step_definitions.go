@@ -30,6 +30,8 @@ func Register(sc *godog.ScenarioContext) {
 	registerAdminSteps(sc)
 	registerConditionSteps(sc)
 	registerRecordedSteps(sc)
+	registerGlobalSteps(sc)
+	registerFollowSteps(sc)
 }
 
 var errorType = reflect.TypeFor[error]()
