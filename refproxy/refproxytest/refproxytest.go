@@ -17,7 +17,9 @@ import (
 // Start runs a proxy for the standalone config cfgYAML until the test ends.
 // The admin server takes a free loopback port and logs are discarded; binds
 // with `port: 0` get free ports (Proxy.BindAddrs). opts come after those
-// defaults, so they may override them. Shutdown errors fail the test.
+// defaults, so they may override them. Shutdown errors fail the test; its
+// bound is generous, since a loaded machine slows a graceful shutdown
+// without anything being wrong, and only a hang should fail.
 func Start(t testing.TB, cfgYAML string, opts ...refproxy.Option) *refproxy.Proxy {
 	t.Helper()
 	cfg, err := config.Parse(strings.ReplaceAll(t.Name(), "/", "_")+".yaml", []byte(cfgYAML))
@@ -33,7 +35,7 @@ func Start(t testing.TB, cfgYAML string, opts ...refproxy.Option) *refproxy.Prox
 		t.Fatalf("refproxy Start: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := p.Shutdown(ctx); err != nil {
 			t.Errorf("refproxy Shutdown: %v", err)
