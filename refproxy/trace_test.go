@@ -139,6 +139,7 @@ binds:
       matches: [{path: {exact: /one}}]
       backends: [{host: "`+be+`"}]
     - name: two
+      key: team/two.00.http # as the reference controller sets it
       matches: [{path: {pathPrefix: /two}}]
       backends: [{host: "`+be+`"}]
 `)
@@ -157,7 +158,7 @@ binds:
 	if rs.Message["selectedRoute"] != nil || rs.Severity != trace.SeverityError {
 		t.Errorf("routeSelection = %v severity %s; want selectedRoute null, severity error", rs.Message, rs.Severity)
 	}
-	wantEval := []string{"default/default/bind/0/listener0/default/one", "default/default/bind/0/listener0/default/two"}
+	wantEval := []string{"default/default/bind/0/listener0/default/one", "team/two.00.http"}
 	if diff := cmp.Diff(wantEval, toStrings(rs.Message["evaluatedRoutes"])); diff != "" {
 		t.Errorf("evaluatedRoutes (-want +got):\n%s", diff)
 	}

@@ -64,6 +64,10 @@ type Listener struct {
 // Route is one HTTP route: it matches when any of Matches matches (all of
 // them default to a "/" prefix) and any of Hostnames matches the Host.
 type Route struct {
+	// Key, when set, is the route's identifier in traces in place of the
+	// standalone form. The reference controller sets the cluster form,
+	// "namespace/route.<rule><match>.http" (a refproxy extension).
+	Key       string    `yaml:"key" json:"key,omitempty"`
 	Name      string    `yaml:"name" json:"name,omitempty"`
 	Namespace string    `yaml:"namespace" json:"namespace,omitempty"`
 	RuleName  string    `yaml:"ruleName" json:"ruleName,omitempty"`
@@ -328,9 +332,13 @@ func ListenerKey(b Bind, l Listener, li int) string {
 	return nsOr(l.Namespace) + "/" + DefaultNamespace + "/" + b.GatewayName() + "/" + l.ListenerName(li)
 }
 
-// RouteKey is the standalone route identifier of trace events, as the
-// reference implementation writes it: "default/default/bind/3000/listener0/default/httpbin".
+// RouteKey is the route identifier of trace events: the route's Key when
+// set, else the standalone form as the reference implementation writes it,
+// "default/default/bind/3000/listener0/default/httpbin".
 func RouteKey(b Bind, l Listener, li int, r Route, ri int) string {
+	if r.Key != "" {
+		return r.Key
+	}
 	return ListenerKey(b, l, li) + "/" + nsOr(r.Namespace) + "/" + r.RouteName(ri)
 }
 

@@ -1,6 +1,10 @@
 // Command refproxy runs the reference proxy from a standalone config file:
 //
-//	refproxy -f config.yaml [--validate-only] [--admin-allow-remote]
+//	refproxy -f config.yaml [--validate-only] [--admin-allow-remote] [--readiness-addr :15021]
+//
+// With --readiness-addr, GET /healthz/ready there answers 200 from the
+// moment the proxy serves its config until shutdown begins (a kubelet's
+// readiness probe; the admin server stays on loopback).
 //
 // ADMIN_ADDR overrides config.adminAddr. SIGHUP and edits of the file reload
 // the config; SIGINT/SIGTERM and POST /quitquitquit shut down gracefully.
@@ -10,6 +14,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -39,6 +45,7 @@ func run(args []string) int {
 	allowRemote := fs.Bool("admin-allow-remote", false, "allow a non-loopback admin address (the admin server has no authentication)")
 	bindHost := fs.String("bind-host", "0.0.0.0", "address the binds listen on")
 	logLevel := fs.String("log-level", "info", "log filter, e.g. info or warn,refproxy::proxy=debug")
+	readyAddr := fs.String("readiness-addr", "", "serve GET /healthz/ready on this address while the proxy is up (e.g. :15021)")
 	watch := fs.Bool("watch", true, "reload the config file when it changes (checked once a second); SIGHUP always reloads")
 	var timeouts proxy.Timeouts
 	fs.DurationVar(&timeouts.Header, "header-timeout", proxy.DefaultTimeouts.Header, "how long a client may take to send a request's head (slowloris guard); then 408")
@@ -81,6 +88,16 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "refproxy: %v\n", err)
 		return 1
 	}
+	stopReady := func() {}
+	if *readyAddr != "" {
+		stopReady, err = serveReadiness(*readyAddr)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "refproxy: readiness: %v\n", err)
+			_ = p.Shutdown(context.Background())
+			return 1
+		}
+		defer stopReady()
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -91,6 +108,7 @@ func run(args []string) int {
 		case <-p.Done():
 			return 0
 		case <-ctx.Done():
+			stopReady() // out of the endpoints before the drain
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			err := p.Shutdown(sctx)
 			cancel()
@@ -101,4 +119,20 @@ func run(args []string) int {
 			return 0
 		}
 	}
+}
+
+// serveReadiness answers GET /healthz/ready with 200 on addr until stop.
+func serveReadiness(addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz/ready", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, nil
 }

@@ -96,7 +96,7 @@ func TestSIGHUPReloadsAndQuitStops(t *testing.T) {
 		t.Cleanup(s.Close)
 		backends[i] = strings.TrimPrefix(s.URL, "http://")
 	}
-	bind, admin := freePort(t), freePort(t)
+	bind, admin, ready := freePort(t), freePort(t), freePort(t)
 	cfg := func(backend string) []byte {
 		return fmt.Appendf(nil, "config: {adminAddr: \"127.0.0.1:%s\"}\nbinds:\n- port: %s\n  listeners:\n  - routes:\n    - backends: [{host: %q}]\n", admin, bind, backend)
 	}
@@ -106,7 +106,7 @@ func TestSIGHUPReloadsAndQuitStops(t *testing.T) {
 	}
 	exit := make(chan int, 1)
 	go func() {
-		exit <- run([]string{"-f", file, "--bind-host", "127.0.0.1", "--watch=false", "--log-level", "off"})
+		exit <- run([]string{"-f", file, "--bind-host", "127.0.0.1", "--watch=false", "--log-level", "off", "--readiness-addr", "127.0.0.1:" + ready})
 	}()
 	send := func() error {
 		resp, err := http.Get("http://127.0.0.1:" + bind + "/")
@@ -121,6 +121,17 @@ func TestSIGHUPReloadsAndQuitStops(t *testing.T) {
 			t.Fatal("proxy did not come up")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	readiness := func() (int, error) {
+		resp, err := http.Get("http://127.0.0.1:" + ready + "/healthz/ready")
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := readiness(); err != nil || code != http.StatusOK {
+		t.Errorf("readiness once serving: %d, %v; want 200", code, err)
 	}
 	if err := os.WriteFile(file, cfg(backends[1]), 0o644); err != nil {
 		t.Fatal(err)
@@ -147,6 +158,9 @@ func TestSIGHUPReloadsAndQuitStops(t *testing.T) {
 	case code := <-exit:
 		if code != 0 {
 			t.Errorf("exit code %d after /quitquitquit, want 0", code)
+		}
+		if _, err := readiness(); err == nil {
+			t.Error("readiness still answers after exit")
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("refproxy did not exit after /quitquitquit")
