@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 )
 
 // gatewayClassReconciler accepts the GatewayClasses naming this controller.
@@ -47,10 +52,32 @@ func (r *gatewayClassReconciler) Reconcile(ctx context.Context, req ctrl.Request
 type gatewayReconciler struct{ base }
 
 func (r *gatewayReconciler) setup(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("gateway").For(&gwv1.Gateway{}).
+	b := ctrl.NewControllerManagedBy(mgr).Named("gateway").For(&gwv1.Gateway{}).
 		Watches(&gwv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
-		Watches(&gwv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(r.parentsOfRoute)).
-		Complete(r)
+		Watches(&gwv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(r.parentsOfRoute))
+	if r.dataPlane != nil {
+		// The data plane's config depends on every route, policy and
+		// backend endpoint; test-sized clusters afford re-translating
+		// each Gateway when any of them changes.
+		all := handler.EnqueueRequestsFromMapFunc(r.allGateways)
+		b = b.Owns(&appsv1.Deployment{}).Owns(&corev1.ConfigMap{}).Owns(&corev1.Service{}).
+			Watches(&gwv1.HTTPRoute{}, all).
+			Watches(&v1alpha1.GatewayPolicy{}, all).
+			Watches(&discoveryv1.EndpointSlice{}, all)
+	}
+	return b.Complete(r)
+}
+
+func (r *gatewayReconciler) allGateways(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list gwv1.GatewayList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, gw := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
+	}
+	return reqs
 }
 
 // parentsOfRoute maps a route to the Gateways it names, whose listeners
@@ -121,6 +148,13 @@ func (r *gatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			accepted.Status = metav1.ConditionFalse
 			programmed.Status, programmed.Reason, programmed.Message = metav1.ConditionFalse, string(gwv1.GatewayReasonInvalid), "no valid listener"
 		}
+	}
+	if r.dataPlane != nil && programmed.Status == metav1.ConditionTrue {
+		p, err := r.applyDataPlane(ctx, gw)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		programmed = condition(string(gwv1.GatewayConditionProgrammed), p.ok, p.reason, p.message, gw.Generation)
 	}
 	conds := append([]metav1.Condition(nil), gw.Status.Conditions...)
 	meta.SetStatusCondition(&conds, accepted)

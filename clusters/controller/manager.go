@@ -51,6 +51,9 @@ type Options struct {
 	ControllerName gwv1.GatewayController
 	// Logger receives the reconcilers' logs; zero discards them.
 	Logger logr.Logger
+	// DataPlane, when set, is deployed for each Gateway (a Deployment,
+	// Service and ConfigMap), and Programmed waits for a ready replica.
+	DataPlane *DataPlane
 }
 
 func (o Options) name() gwv1.GatewayController {
@@ -62,7 +65,7 @@ func (o Options) name() gwv1.GatewayController {
 
 // Setup registers the reconcilers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
-	b := base{client: mgr.GetClient(), live: mgr.GetAPIReader(), name: o.name()}
+	b := base{client: mgr.GetClient(), live: mgr.GetAPIReader(), name: o.name(), scheme: mgr.GetScheme(), dataPlane: o.DataPlane}
 	return errors.Join(
 		(&gatewayClassReconciler{b}).setup(mgr),
 		(&gatewayReconciler{b}).setup(mgr),
@@ -115,9 +118,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (stop func(), err err
 // writes, and a live reader for the objects a decision depends on (the
 // cache may not have seen an object created a moment ago).
 type base struct {
-	client client.Client
-	live   client.Reader
-	name   gwv1.GatewayController
+	client    client.Client
+	live      client.Reader
+	name      gwv1.GatewayController
+	scheme    *runtime.Scheme
+	dataPlane *DataPlane
 }
 
 // DiscardLogger drops every log line. Unlike logr.Discard, its sink is not

@@ -26,6 +26,7 @@ const DefaultNamespace = "default"
 // Config is one standalone config file. Only the subset of the reference
 // schema that refproxy implements is accepted; anything else is an error, so
 // that every config refproxy runs also validates against config.schema.json.
+// The one exception is a route's key, which only controller-made configs set.
 type Config struct {
 	// Config holds process settings (config.adminAddr).
 	Config *Settings `yaml:"config" json:"config,omitempty"`
