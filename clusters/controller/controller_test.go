@@ -175,9 +175,10 @@ var (
 	attached   = want{"Attached", "True", "Attached", "Attached to all targets"}
 )
 
-// TestReferenceController runs the controller against a real
-// kube-apiserver; each case works in its own namespace.
-func TestReferenceController(t *testing.T) {
+// runController starts a local API server and the controller with o on
+// it, both stopped when the test ends, and returns a client.
+func runController(t *testing.T, o controller.Options) client.Client {
+	t.Helper()
 	l := kubetest.Start(t)
 	c, err := controller.NewClient(l.Config)
 	if err != nil {
@@ -185,11 +186,19 @@ func TestReferenceController(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	stop, err := controller.Run(ctx, l.Config, controller.Options{})
+	stop, err := controller.Run(ctx, l.Config, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	t.Cleanup(stop)
+	return c
+}
+
+// TestReferenceController runs the controller against a real
+// kube-apiserver; each case works in its own namespace.
+func TestReferenceController(t *testing.T) {
+	c := runController(t, controller.Options{})
+	ctx := context.Background()
 
 	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "gwdiag"}, Spec: gwv1.GatewayClassSpec{ControllerName: controller.ControllerName}}
 	other := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: gwv1.GatewayClassSpec{ControllerName: "example.com/other"}}

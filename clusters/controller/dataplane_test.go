@@ -17,7 +17,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gwdiag/gwdiag/clusters/controller"
-	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 )
 
@@ -26,18 +25,8 @@ import (
 // Deployment controller's part: Programmed must wait for a ready replica,
 // and the ConfigMap must follow routes, policies and endpoints.
 func TestDataPlaneDeployment(t *testing.T) {
-	l := kubetest.Start(t)
-	c, err := controller.NewClient(l.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	stop, err := controller.Run(ctx, l.Config, controller.Options{DataPlane: &controller.DataPlane{Image: "gwdiag/refproxy:dev", PullPolicy: corev1.PullNever}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	c := runController(t, controller.Options{DataPlane: &controller.DataPlane{Image: "gwdiag/refproxy:dev", PullPolicy: corev1.PullNever}})
+	ctx := context.Background()
 	f := &fixture{t: t, c: c, ns: "dp"}
 	f.create(&gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "gwdiag"}, Spec: gwv1.GatewayClassSpec{ControllerName: controller.ControllerName}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
