@@ -91,7 +91,7 @@ const ReadyTimeout = 30 * time.Second
 
 // Start starts Redis and the service and waits until the service answers
 // its health check. On error nothing is left running.
-func Start(ctx context.Context, o Options) (s *Service, err error) {
+func Start(ctx context.Context, o Options) (_ *Service, err error) {
 	redisBin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, ErrNoRedis
@@ -105,7 +105,9 @@ func Start(ctx context.Context, o Options) (s *Service, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Service{dir: dir, bin: o.Binary, out: &procout.Buffer{Tee: o.Log, Max: 1 << 20}}
+	// s is not the named result: a failed Start returns nil, and the
+	// clean-up below must still see what was started.
+	s := &Service{dir: dir, bin: o.Binary, out: &procout.Buffer{Tee: o.Log, Max: 1 << 20}}
 	defer func() {
 		if err != nil {
 			s.Stop()
@@ -141,16 +143,35 @@ func Start(ctx context.Context, o Options) (s *Service, err error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	ports, err := freePorts(host, 3)
-	if err != nil {
-		return nil, err
+	// The ports are free when picked but not held: another process may
+	// take one before the service binds it. A service that exits at start
+	// is tried again on new ports, a few times.
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(host, 3)
+		if err != nil {
+			return nil, err
+		}
+		s.setPorts(host, sock, ports)
+		err = s.Restart(ctx)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errExitedAtStart) || attempt == 3 {
+			return nil, err
+		}
 	}
+	return s, nil
+}
+
+// setPorts sets the service's addresses and environment for ports
+// (gRPC, HTTP, debug) on host, with Redis at sock.
+func (s *Service) setPorts(host, sock string, ports []int) {
 	s.Addr = net.JoinHostPort(host, strconv.Itoa(ports[0]))
 	s.HTTPAddr = net.JoinHostPort(host, strconv.Itoa(ports[1]))
 	s.env = []string{
 		"USE_STATSD=false", "LOG_LEVEL=warn",
 		"REDIS_SOCKET_TYPE=unix", "REDIS_URL=" + sock,
-		"RUNTIME_ROOT=" + filepath.Join(dir, "runtime"), "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
+		"RUNTIME_ROOT=" + filepath.Join(s.dir, "runtime"), "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
 		"GRPC_HOST=" + host, "GRPC_PORT=" + strconv.Itoa(ports[0]),
 		"HOST=" + host, "PORT=" + strconv.Itoa(ports[1]),
 		"DEBUG_HOST=" + host, "DEBUG_PORT=" + strconv.Itoa(ports[2]),
@@ -159,11 +180,11 @@ func Start(ctx context.Context, o Options) (s *Service, err error) {
 		"LIMIT_RESPONSE_HEADERS_ENABLED=true",
 		"LIMIT_LIMIT_HEADER=x-ratelimit-limit", "LIMIT_REMAINING_HEADER=x-ratelimit-remaining", "LIMIT_RESET_HEADER=x-ratelimit-reset",
 	}
-	if err := s.Restart(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
+
+// errExitedAtStart is wrapped by Restart when the service exits before it
+// is healthy (a port taken meanwhile, a bad config).
+var errExitedAtStart = errors.New("rate-limit service exited at start")
 
 // Restart starts the service again on the same ports after Kill (or the
 // first time); the counters, in Redis, survive.
@@ -199,7 +220,7 @@ func (s *Service) Restart(ctx context.Context) error {
 	select {
 	case <-exited:
 		s.svc = nil
-		return fmt.Errorf("rate-limit service exited at start: %v\n%s", cmd.ProcessState, s.out.Tail(20))
+		return fmt.Errorf("%w: %v\n%s", errExitedAtStart, cmd.ProcessState, s.out.Tail(20))
 	default:
 	}
 	if err != nil {
