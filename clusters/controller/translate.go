@@ -1,11 +1,11 @@
 package controller
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"time"
 
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
@@ -125,7 +125,7 @@ func translateMatch(m gwv1.HTTPRouteMatch) (config.Match, error) {
 	var cm config.Match
 	if m.Path != nil && m.Path.Value != nil {
 		v := *m.Path.Value
-		switch cmp.Or(ptrValue(m.Path.Type), gwv1.PathMatchPathPrefix) {
+		switch ptr.Deref(m.Path.Type, gwv1.PathMatchPathPrefix) {
 		case gwv1.PathMatchExact:
 			cm.Path = &config.PathMatch{Exact: &v}
 		case gwv1.PathMatchRegularExpression:
@@ -140,7 +140,7 @@ func translateMatch(m gwv1.HTTPRouteMatch) (config.Match, error) {
 	for _, h := range m.Headers {
 		v := h.Value
 		hm := config.HeaderMatch{Name: string(h.Name)}
-		if ptrValue(h.Type) == gwv1.HeaderMatchRegularExpression {
+		if ptr.Deref(h.Type, gwv1.HeaderMatchExact) == gwv1.HeaderMatchRegularExpression {
 			hm.Value.Regex = &v
 		} else {
 			hm.Value.Exact = &v
@@ -151,14 +151,6 @@ func translateMatch(m gwv1.HTTPRouteMatch) (config.Match, error) {
 		return cm, fmt.Errorf("query parameter matches are not supported")
 	}
 	return cm, nil
-}
-
-func ptrValue[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 // translateBackends turns a rule's Service references into weighted
@@ -211,7 +203,7 @@ func translatePolicy(gw *gwv1.Gateway, p *v1alpha1.GatewayPolicy) ([]config.Poli
 	rl := p.Spec.Traffic.RateLimit
 	var pol config.Policies
 	for i, l := range rl.Local {
-		amount, typ := ptrValue(l.Requests), "requests"
+		amount, typ := ptr.Deref(l.Requests, 0), "requests"
 		if l.Tokens != nil {
 			amount, typ = *l.Tokens, "tokens"
 		}
@@ -220,7 +212,7 @@ func translatePolicy(gw *gwv1.Gateway, p *v1alpha1.GatewayPolicy) ([]config.Poli
 			return nil, fmt.Errorf("GatewayPolicy %s/%s: spec.traffic.rateLimit.local[%d]: invalid", p.Namespace, p.Name, i)
 		}
 		pol.LocalRateLimit = append(pol.LocalRateLimit, config.RateLimit{
-			MaxTokens: uint64(amount + ptrValue(l.Burst)), TokensPerFill: uint64(amount), FillInterval: config.Duration(unit), Type: typ})
+			MaxTokens: uint64(amount + ptr.Deref(l.Burst, 0)), TokensPerFill: uint64(amount), FillInterval: config.Duration(unit), Type: typ})
 	}
 	if rl.Global != nil {
 		pol.RemoteRateLimit = RemoteRateLimit(p.Namespace, rl.Global)
@@ -241,14 +233,14 @@ func translatePolicy(gw *gwv1.Gateway, p *v1alpha1.GatewayPolicy) ([]config.Poli
 				lcp.Name.Name = fmt.Sprintf("%s.%d.%s", p.Name, i, l.Name)
 				port := uint16(l.Port)
 				lcp.Target.Gateway = &config.GatewayTarget{GatewayName: fmt.Sprintf("bind/%d", port), GatewayNamespace: config.DefaultNamespace,
-					ListenerName: ptrTo(string(l.Name)), Port: &port}
+					ListenerName: ptr.To(string(l.Name)), Port: &port}
 				lcp.Phase = "gateway"
 				out = append(out, lcp)
 			}
 		case "HTTPRoute":
 			cp.Target.Route = &config.RouteTarget{Name: string(t.Name), Namespace: p.Namespace}
 			if t.SectionName != nil {
-				cp.Target.Route.RuleName = ptrTo(string(*t.SectionName))
+				cp.Target.Route.RuleName = ptr.To(string(*t.SectionName))
 			}
 			cp.Phase = "route"
 			out = append(out, cp)
@@ -256,5 +248,3 @@ func translatePolicy(gw *gwv1.Gateway, p *v1alpha1.GatewayPolicy) ([]config.Poli
 	}
 	return out, nil
 }
-
-func ptrTo[T any](v T) *T { return &v }
