@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -18,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/portforward"
-	"k8s.io/client-go/transport/spdy"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gwdiag/gwdiag/portforward"
 )
 
 // GatewayNameLabel is the label by which a Gateway's proxy pods are found
@@ -32,32 +28,13 @@ const GatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
 // DefaultAdminPort is the proxy's admin port when none is given.
 const DefaultAdminPort = 15000
 
-// DialFunc opens the streaming connection of a port-forward to the pod
-// whose portforward subresource is at u. It is the seam between the
-// forwarding logic (client-go's PortForwarder, which needs only a
-// streaming Dialer) and the network, so tests can forward through an
-// in-process server instead of an API server.
-type DialFunc func(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error)
+// DialFunc opens the streaming connection of a port-forward
+// (portforward.DialFunc): tests forward through an in-process server.
+type DialFunc = portforward.DialFunc
 
-// DialKubernetes is kubectl 1.36's dialer: SPDY tunnelled over a websocket
-// first, then plain SPDY when the server refuses the websocket upgrade (API
-// servers older than 1.30, or proxies that do not pass websockets). Since
-// client-go 0.36 the upgrade errors are k8s.io/streaming's: the fallback
-// test must use that package (apimachinery's httpstream.IsUpgradeFailure
-// never matches them, and the fallback would never happen).
+// DialKubernetes is kubectl's dialer (portforward.DialKubernetes).
 func DialKubernetes(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
-	transport, upgrader, err := spdy.RoundTripperFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	spdyDialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	wsDialer, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return portforward.NewFallbackDialerForStreaming(wsDialer, spdyDialer, func(err error) bool {
-		return streamhttp.IsUpgradeFailure(err) || streamhttp.IsHTTPSProxyError(err)
-	}), nil
+	return portforward.DialKubernetes(cfg, u)
 }
 
 // Cluster reaches a gateway's proxy pod in a Kubernetes cluster through
@@ -81,15 +58,9 @@ type Cluster struct {
 	mu       sync.Mutex
 	cfg      *rest.Config
 	pod      *corev1.Pod
-	forwards []*forward
+	forwards []*portforward.Forward
 	admin    string
 	closed   bool
-}
-
-// forward is one running client-go PortForwarder.
-type forward struct {
-	stop chan struct{}
-	done chan error
 }
 
 // AdminURL resolves the pod and forwards a free local port to its admin
@@ -140,8 +111,7 @@ func (c *Cluster) Close() error {
 	defer c.mu.Unlock()
 	c.closed = true
 	for _, f := range c.forwards {
-		close(f.stop)
-		<-f.done
+		f.Close()
 	}
 	c.forwards = nil
 	return nil
@@ -288,53 +258,10 @@ func (c *Cluster) forwardLocked(ctx context.Context, port int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	target := fmt.Sprintf("pod %s/%s port %d", pod.Namespace, pod.Name, port)
-	u, err := portForwardURL(c.cfg, pod)
+	f, err := portforward.Start(ctx, c.cfg, c.Dial, pod.Namespace, pod.Name, port)
 	if err != nil {
-		return "", fmt.Errorf("port-forward to %s: %w", target, err)
-	}
-	dial := c.Dial
-	if dial == nil {
-		dial = DialKubernetes
-	}
-	dialer, err := dial(c.cfg, u)
-	if err != nil {
-		return "", fmt.Errorf("port-forward to %s: %w", target, err)
-	}
-	f := &forward{stop: make(chan struct{}), done: make(chan error, 1)}
-	ready := make(chan struct{})
-	// client-go reports per-connection trouble on errOut; the commands own
-	// stdout and stderr (the viewer draws on the terminal), so it is
-	// dropped here and surfaces as the admin client's own error.
-	pf, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(port)}, f.stop, ready, io.Discard, io.Discard)
-	if err != nil {
-		return "", fmt.Errorf("port-forward to %s: %w", target, err)
-	}
-	go func() { f.done <- pf.ForwardPorts() }()
-	select {
-	case <-ready:
-	case err := <-f.done:
-		return "", fmt.Errorf("port-forward to %s through the API server at %s failed: %w (the API server must reach the kubelet of the pod's node)", target, strings.TrimSuffix(c.cfg.Host, "/"), err)
-	case <-ctx.Done():
-		// The dial itself cannot be cancelled: do not wait for it (done is
-		// buffered, so the forwarding goroutine ends on its own).
-		close(f.stop)
-		return "", fmt.Errorf("port-forward to %s: %w", target, ctx.Err())
+		return "", err
 	}
 	c.forwards = append(c.forwards, f)
-	ports, err := pf.GetPorts()
-	if err != nil || len(ports) != 1 {
-		return "", fmt.Errorf("port-forward to %s: no local port (%v)", target, err)
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(ports[0].Local))), nil
-}
-
-// portForwardURL is the pod's portforward subresource on the API server.
-func portForwardURL(cfg *rest.Config, pod *corev1.Pod) (*url.URL, error) {
-	u, _, err := rest.DefaultServerUrlFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("API server address %q: %w", cfg.Host, err)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/namespaces/" + url.PathEscape(pod.Namespace) + "/pods/" + url.PathEscape(pod.Name) + "/portforward"
-	return u, nil
+	return f.Addr(), nil
 }
