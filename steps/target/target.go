@@ -269,6 +269,12 @@ const (
 	// CapabilityCluster: the target manages the proxy through Gateway API
 	// resources and reads their conditions.
 	CapabilityCluster = "cluster"
+	// CapabilityDataPlane: the target's deployments serve traffic: their
+	// listeners, admin server and mock backends are reachable
+	// (ListenerAddr, AdminAddr, BackendRequests, ReleaseHeld). Every
+	// standalone target has it; a cluster target has it when its Gateways'
+	// proxies run in pods it reaches (the local node, or cluster.dataPlane).
+	CapabilityDataPlane = "data-plane"
 )
 
 // A ServiceHost is a target whose proxy can reach services the suite runs

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -27,18 +28,52 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/clusters/kube"
+	"github.com/gwdiag/gwdiag/portforward"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
 // Options configure the cluster target (Options.Cluster, YAML key
 // "cluster"). With Local, the target starts its own etcd and kube-apiserver
-// and runs the reference controller in-process; otherwise it uses the
-// cluster of Kubeconfig, where the implementation's controller must run.
+// and runs the reference controller in-process; with LocalNode, a real
+// single-node cluster whose pods run, and the reference controller
+// deploying refproxy in them; otherwise it uses the cluster of Kubeconfig,
+// where the implementation's controller must run.
 type Options struct {
 	// Local starts a local API server with the CRDs and the reference
-	// controller (`--cluster local`).
+	// controller (`--cluster local`). No pod runs: the target has no data
+	// plane.
 	Local bool `json:"local,omitempty"`
+	// LocalNode starts a single-node cluster on this machine (kubelet,
+	// containerd; clusters/kube/node, as root), installs the CRDs, and runs
+	// the reference controller in-process with its data plane: refproxy
+	// pods from an image packed from RefproxyBinary (`--cluster local-node`).
+	// The target then has a data plane.
+	LocalNode bool `json:"localNode,omitempty"`
+	// DataPlane says that on the cluster of Kubeconfig the implementation
+	// runs its proxy in pods labelled gateway.networking.k8s.io/gateway-name
+	// with the admin server on AdminPort: the target sends traffic to them
+	// through port-forwards, and runs the mock backends as pods of
+	// MockImage. LocalNode implies it.
+	DataPlane bool `json:"dataPlane,omitempty"`
+	// AdminPort is the proxy pods' admin port. Default 15000.
+	AdminPort int `json:"adminPort,omitempty"`
+	// MockImage serves the mock backends in pods (with DataPlane): an
+	// image the cluster can pull whose entrypoint takes the flags of
+	// `gwdiag conformance mockbackend` (--echo-addr, --llm-addr). With
+	// LocalNode it is packed from MockBinary and need not be set.
+	MockImage string `json:"mockImage,omitempty"`
+	// RefproxyBinary and MockBinary are the static executables the local
+	// node's images are packed from; MockArgs come before the mock flags
+	// (gwdiag: [conformance, mockbackend]). The CLI defaults them to the
+	// refproxy beside gwdiag and to gwdiag itself.
+	RefproxyBinary string   `json:"refproxyBinary,omitempty"`
+	MockBinary     string   `json:"mockBinary,omitempty"`
+	MockArgs       []string `json:"mockArgs,omitempty"`
+	// ServeTimeout bounds, per scenario with a data plane, the wait for the
+	// mock pod, the Gateway's Programmed condition, a ready proxy pod and
+	// the proxy serving the scenario's config. Default 2m.
+	ServeTimeout config.Duration `json:"serveTimeout,omitempty"`
 	// Kubeconfig is the kubeconfig file of an existing cluster; empty
 	// means $KUBECONFIG, then ~/.kube/config. Its current context is used.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
@@ -61,7 +96,15 @@ type Options struct {
 	// ConditionTimeout bounds the wait for a controller to write the
 	// status of every object of a scenario. Default 30s.
 	ConditionTimeout config.Duration `json:"conditionTimeout"`
+
+	// StartNode starts the local node (tests); nil means clusters/kube/node.
+	StartNode NodeStarter `json:"-"`
+	// Output receives the local node's progress; nil discards it.
+	Output io.Writer `json:"-"`
 }
+
+// hasDataPlane tells whether the scenarios' Gateways get proxy pods.
+func (o Options) hasDataPlane() bool { return o.LocalNode || o.DataPlane }
 
 func (o Options) withDefaults() Options {
 	if o.GatewayClassName == "" {
@@ -76,22 +119,46 @@ func (o Options) withDefaults() Options {
 	if o.ConditionTimeout == 0 {
 		o.ConditionTimeout = config.Duration(30 * time.Second)
 	}
-	if o.Local && o.ControllerName == "" {
+	if (o.Local || o.LocalNode) && o.ControllerName == "" {
 		o.ControllerName = string(controller.ControllerName)
+	}
+	if o.AdminPort == 0 {
+		o.AdminPort = 15000
+	}
+	if o.ServeTimeout == 0 {
+		o.ServeTimeout = config.Duration(2 * time.Minute)
+	}
+	if o.LocalNode && o.MockImage == "" {
+		o.MockImage = MockImage
 	}
 	return o
 }
 
+// Validate checks the options before the target starts.
+func (o Options) Validate() error {
+	switch {
+	case o.Local && o.LocalNode:
+		return errors.New("cluster.local and cluster.localNode exclude each other: local is an API server only, localNode a node whose pods run")
+	case o.DataPlane && !o.LocalNode && o.MockImage == "":
+		return errors.New("cluster.dataPlane needs cluster.mockImage: an image the cluster can pull whose entrypoint serves the mock backends with the flags of gwdiag conformance mockbackend (--echo-addr, --llm-addr)")
+	}
+	return nil
+}
+
 // Cluster is the cluster target: each scenario's setup becomes a Gateway,
 // Services, HTTPRoutes and policy resources in a namespace of its own, and
-// the condition steps read their status. It runs no data plane (the local
-// API server has no kubelet), so it has only the "cluster" capability and
-// runs the cluster profile.
+// the condition steps read their status. It runs the cluster profile. With
+// a data plane (LocalNode, DataPlane) the mock backends run as a pod, and
+// the traffic steps reach the Gateway's proxy pod through port-forwards;
+// without one (Local, or a cluster whose proxies the suite cannot reach)
+// the profile's traffic features are skipped.
 type Cluster struct {
 	opts Options
 
 	local    *kube.Local
+	node     *Node
 	stopCtrl func()
+	cfg      *rest.Config
 	client   client.Client
 	policy   schema.GroupVersionKind
 }
@@ -106,7 +173,21 @@ func New(o Options) *Cluster {
 func (*Cluster) Name() string { return "cluster" }
 
 // Capabilities implements Target.
-func (*Cluster) Capabilities() []string { return []string{target.CapabilityCluster} }
+func (c *Cluster) Capabilities() []string {
+	if c.opts.hasDataPlane() {
+		return []string{target.CapabilityCluster, target.CapabilityDataPlane}
+	}
+	return []string{target.CapabilityCluster}
+}
+
+// ServiceAddr implements target.ServiceHost: on the local node, the
+// bridge address its pods reach this machine at.
+func (c *Cluster) ServiceAddr() (string, bool) {
+	if c.node == nil || c.node.HostAddr == "" {
+		return "", false
+	}
+	return c.node.HostAddr, true
+}
 
 // Start implements Target: it starts the local API server and the
 // reference controller, or connects to the kubeconfig's cluster, and checks
@@ -115,8 +196,12 @@ func (c *Cluster) Start(ctx context.Context) error {
 	// envtest and controller-runtime log through a global logger that
 	// warns when never set; the suite reports on its own.
 	ctrllog.SetLogger(controller.DiscardLogger())
+	if err := c.opts.Validate(); err != nil {
+		return fmt.Errorf("cluster target: %w", err)
+	}
 	var cfg *rest.Config
-	if c.opts.Local {
+	switch {
+	case c.opts.Local:
 		l, err := kube.StartLocal(ctx, kube.LocalOptions{})
 		if err != nil {
 			return fmt.Errorf("cluster target: %w", err)
@@ -128,7 +213,13 @@ func (c *Cluster) Start(ctx context.Context) error {
 			return fmt.Errorf("cluster target: reference controller: %w", err)
 		}
 		c.stopCtrl = stop
-	} else {
+	case c.opts.LocalNode:
+		var err error
+		if cfg, err = c.startNode(ctx); err != nil {
+			c.Stop(ctx)
+			return fmt.Errorf("cluster target: local node: %w", err)
+		}
+	default:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		if c.opts.Kubeconfig != "" {
 			rules.ExplicitPath = c.opts.Kubeconfig
@@ -148,12 +239,13 @@ func (c *Cluster) Start(ctx context.Context) error {
 	// once: client-go's default 5 QPS would throttle the waits themselves.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 100, 200
+	c.cfg = cfg
 	var err error
 	if c.client, err = controller.NewClient(cfg); err != nil {
 		c.Stop(ctx)
 		return fmt.Errorf("cluster target: client for %s: %w", cfg.Host, err)
 	}
-	if c.opts.Local {
+	if c.opts.Local || c.opts.LocalNode {
 		gc := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: c.opts.GatewayClassName},
 			Spec: gwv1.GatewayClassSpec{ControllerName: controller.ControllerName}}
 		if err := c.client.Create(ctx, gc); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -168,23 +260,65 @@ func (c *Cluster) Start(ctx context.Context) error {
 	return nil
 }
 
+// startNode starts the local node with the images its pods run, installs
+// the CRDs, and runs the reference controller with its data plane.
+func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
+	imgs, err := c.opts.nodeImages()
+	if err != nil {
+		return nil, err
+	}
+	start := c.opts.StartNode
+	if start == nil {
+		start = startLocalNode
+	}
+	if start == nil {
+		return nil, errors.New("this gwdiag was built without the local-node provider (clusters/kube/node)")
+	}
+	out := c.opts.Output
+	if out == nil {
+		out = io.Discard
+	}
+	n, err := start(ctx, imgs, out)
+	if err != nil {
+		return nil, err
+	}
+	c.node = n
+	if err := kube.InstallCRDs(n.Config); err != nil {
+		return nil, err
+	}
+	stop, err := controller.Run(ctx, n.Config, controller.Options{DataPlane: &controller.DataPlane{
+		Image: RefproxyImage, PullPolicy: corev1.PullNever}})
+	if err != nil {
+		return nil, fmt.Errorf("reference controller: %w", err)
+	}
+	c.stopCtrl = stop
+	return n.Config, nil
+}
+
 // Stop implements Target.
 func (c *Cluster) Stop(context.Context) error {
 	if c.stopCtrl != nil {
 		c.stopCtrl()
 		c.stopCtrl = nil
 	}
+	var errs []error
 	if c.local != nil {
-		err := c.local.Stop()
+		errs = append(errs, c.local.Stop())
 		c.local = nil
-		return err
 	}
-	return nil
+	if c.node != nil {
+		if err := c.node.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop the local node: %w", err))
+		}
+		c.node = nil
+	}
+	return errors.Join(errs...)
 }
 
 // Configure implements Target: it creates the scenario's namespace and
 // objects, then waits until a controller has written the status of every
-// one of them at its current generation.
+// one of them at its current generation. With a data plane it creates the
+// mock pod last and waits until the proxy serves the scenario (serve).
 func (c *Cluster) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gwdiag-",
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "gwdiag-conformance"}}}
@@ -192,10 +326,28 @@ func (c *Cluster) Configure(ctx context.Context, setup target.Setup) (target.Dep
 		return nil, fmt.Errorf("cluster target: create namespace: %w", err)
 	}
 	d := &clusterDeployment{c: c, ns: nsObj.Name}
-	objs, err := clusterManifests(setup, d.ns, c.opts.GatewayClassName, c.policy)
+	var plan *mockPlan
+	if c.opts.hasDataPlane() {
+		var err error
+		if plan, err = planMocks(setup.Backends); err != nil {
+			d.Stop(ctx)
+			return nil, fmt.Errorf("cluster target: %w", err)
+		}
+	}
+	objs, err := clusterManifests(setup, d.ns, c.opts.GatewayClassName, c.policy, plan)
 	if err != nil {
 		d.Stop(ctx)
 		return nil, err
+	}
+	if plan != nil {
+		// Last: the backends' endpoints appear only once every route and
+		// policy exists, so a proxy config that has the endpoints was made
+		// from the whole scenario (serve relies on it).
+		objs = append(objs, mockPod(d.ns, c.opts.MockImage, c.mockPull(), plan))
+		if err := d.waitServiceAccount(ctx); err != nil {
+			d.Stop(ctx)
+			return nil, fmt.Errorf("cluster target: %w", err)
+		}
 	}
 	type await struct{ kind, name string }
 	var awaits []await
@@ -207,7 +359,7 @@ func (c *Cluster) Configure(ctx context.Context, setup target.Setup) (target.Dep
 			return nil, fmt.Errorf("cluster target: create %s %s/%s: %w", kind, d.ns, o.GetName(), err)
 		}
 		switch kind {
-		case "Service":
+		case "Service", "Pod":
 		case c.policy.Kind:
 			awaits = append(awaits, await{"Policy", o.GetName()})
 		default:
@@ -220,34 +372,53 @@ func (c *Cluster) Configure(ctx context.Context, setup target.Setup) (target.Dep
 			return nil, fmt.Errorf("cluster target: %w", err)
 		}
 	}
+	if plan != nil {
+		if err := d.serve(ctx, setup, plan); err != nil {
+			d.Stop(ctx)
+			return nil, fmt.Errorf("cluster target: %w", err)
+		}
+	}
 	return d, nil
 }
 
-// clusterDeployment is one scenario's namespace.
+// mockPull is the mock pod's image pull policy: Never on the local node,
+// whose images are imported, else IfNotPresent.
+func (c *Cluster) mockPull() corev1.PullPolicy {
+	if c.opts.LocalNode {
+		return corev1.PullNever
+	}
+	return corev1.PullIfNotPresent
+}
+
+// clusterDeployment is one scenario's namespace, and with a data plane the
+// port-forwards to its proxy and mock pods.
 type clusterDeployment struct {
 	c  *Cluster
 	ns string
+
+	// Set by serve, with a data plane.
+	serving   bool
+	forwards  []*portforward.Forward
+	admin     string
+	listeners map[string]string
+	// backends are the mock endpoints the proxy calls (pod IP:port);
+	// controls the forwards to the mocks' control endpoints.
+	backends, controls map[string]string
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
-var errNoDataPlane = errors.New("the cluster target manages Gateway API resources only and runs no proxy; it runs the cluster profile only")
+var errNoDataPlane = errors.New("the cluster target runs no proxy it can reach here (no data plane: use --cluster local-node, or cluster.dataPlane on a cluster whose proxy runs in pods)")
 
-func (d *clusterDeployment) ListenerAddr(string) (string, error) { return "", errNoDataPlane }
-func (d *clusterDeployment) AdminAddr() string                   { return "" }
-func (d *clusterDeployment) BackendAddr(string) (string, error)  { return "", errNoDataPlane }
-func (d *clusterDeployment) BackendRequests(context.Context, string) (int64, error) {
-	return 0, errNoDataPlane
-}
-
-// Stop deletes the scenario's namespace. On the local API server there is
-// no namespace controller to empty it; the whole store goes at Stop.
-func (d *clusterDeployment) ReleaseHeld(context.Context, string, string) error {
-	return errNoDataPlane
-}
+// Stop closes the forwards and deletes the scenario's namespace. On the
+// local API server there is no namespace controller to empty it; the
+// whole store goes at Stop.
 func (d *clusterDeployment) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
+		for _, f := range d.forwards {
+			f.Close()
+		}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.ns}}
 		if err := d.c.client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
 			d.stopErr = fmt.Errorf("cluster target: delete namespace %s: %w", d.ns, err)

@@ -2,12 +2,16 @@ package cluster
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gwdiag/gwdiag/steps/target"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,7 +26,7 @@ func TestClusterManifests(t *testing.T) {
 		Policies: []target.Policy{{Name: "orphan", TargetKind: "HTTPRoute", TargetName: "missing", Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 1, Unit: time.Hour}}}},
 	}
 	agw := schema.GroupVersionKind{Group: "agentgateway.dev", Version: "v1alpha1", Kind: "AgentgatewayPolicy"}
-	objs, err := clusterManifests(setup, "ns1", "agentgateway", agw)
+	objs, err := clusterManifests(setup, "ns1", "agentgateway", agw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +81,7 @@ func TestClusterManifests(t *testing.T) {
 		})
 	}
 
-	if _, err := clusterManifests(target.Setup{Listeners: []target.Listener{{Name: "l", Routes: []target.Route{{Name: "r", Backend: "b", Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 1, Unit: time.Millisecond}}}}}}}, "ns", "c", agw); err == nil {
+	if _, err := clusterManifests(target.Setup{Listeners: []target.Listener{{Name: "l", Routes: []target.Route{{Name: "r", Backend: "b", Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 1, Unit: time.Millisecond}}}}}}}, "ns", "c", agw, nil); err == nil {
 		t.Error("a limit per millisecond: got no error, want one naming the unit")
 	}
 }
@@ -132,5 +136,180 @@ func TestClusterTargetNoKubeconfig(t *testing.T) {
 	missing := New(Options{Kubeconfig: "/nonexistent/kubeconfig"})
 	if err := missing.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "/nonexistent/kubeconfig") {
 		t.Errorf("Start with a missing kubeconfig file: got %v, want an error naming it", err)
+	}
+}
+
+// TestDataPlaneManifests: with a data plane every backend is served by the
+// scenario's one mock pod, on a port of its own, and its Service selects
+// that pod on that port; an unreachable backend leads to a port of the pod
+// where nothing listens.
+func TestDataPlaneManifests(t *testing.T) {
+	setup := target.Setup{
+		Backends: []target.Backend{{Name: "httpbin", Kind: target.BackendEcho}, {Name: "openai", Kind: target.BackendLLM},
+			{Name: "down", Kind: target.BackendUnreachable}, {Name: "other", Kind: target.BackendEcho}},
+		Listeners: []target.Listener{{Name: "default", Routes: []target.Route{{Name: "httpbin", PathPrefix: "/", Backend: "httpbin"}}}},
+	}
+	plan, err := planMocks(setup.Backends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPorts := map[string]int{"httpbin": 8000, "openai": 8001, "down": unreachablePort, "other": 8003}
+	if diff := cmp.Diff(wantPorts, plan.ports); diff != "" {
+		t.Errorf("ports in the mock pod (-want +got):\n%s", diff)
+	}
+	if got, want := strings.Join(plan.args, " "), "--echo-addr :8000 --echo-addr :8003 --llm-addr :8001"; got != want {
+		t.Errorf("mock args: got %q, want %q", got, want)
+	}
+	objs, err := clusterManifests(setup, "ns1", "gwdiag", schema.GroupVersionKind{Group: "gwdiag.dev", Version: "v1alpha1", Kind: "GatewayPolicy"}, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		svc, ok := o.(*corev1.Service)
+		if !ok {
+			continue
+		}
+		t.Run("Service "+svc.Name, func(t *testing.T) {
+			if diff := cmp.Diff(mockSelector, svc.Spec.Selector); diff != "" {
+				t.Errorf("selector (-want +got):\n%s", diff)
+			}
+			p := svc.Spec.Ports[0]
+			if p.Port != clusterBackendPort || p.TargetPort.IntValue() != wantPorts[svc.Name] || p.Name != "http" {
+				t.Errorf("port: got %+v, want http %d -> %d", p, clusterBackendPort, wantPorts[svc.Name])
+			}
+		})
+	}
+	pod := mockPod("ns1", MockImage, corev1.PullNever, plan)
+	if pod.Namespace != "ns1" || pod.Name != mockPodName || !cmp.Equal(pod.Labels, mockSelector) {
+		t.Errorf("mock pod: got %s/%s labels %v, want ns1/%s labelled %v", pod.Namespace, pod.Name, pod.Labels, mockPodName, mockSelector)
+	}
+	c := pod.Spec.Containers[0]
+	if c.Image != MockImage || c.ImagePullPolicy != corev1.PullNever || !cmp.Equal(c.Args, plan.args) {
+		t.Errorf("mock container: got image %s pull %s args %v", c.Image, c.ImagePullPolicy, c.Args)
+	}
+	var ports []int32
+	for _, p := range c.Ports {
+		ports = append(ports, p.ContainerPort)
+	}
+	if diff := cmp.Diff([]int32{8000, 8001, 8003}, ports); diff != "" {
+		t.Errorf("container ports, without the unreachable one (-want +got):\n%s", diff)
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.TCPSocket == nil || c.ReadinessProbe.TCPSocket.Port.IntValue() != 8000 {
+		t.Errorf("readiness probe: got %+v, want TCP on 8000", c.ReadinessProbe)
+	}
+
+	// Only unreachable backends: the pod still serves something, to be ready.
+	only, err := planMocks([]target.Backend{{Name: "down", Kind: target.BackendUnreachable}})
+	if err != nil || only.probe != firstMockPort || only.ports["down"] != unreachablePort || !strings.Contains(strings.Join(only.args, " "), "--echo-addr :8000") {
+		t.Errorf("unreachable only: got %+v, %v; want an echo on %d to probe and down on %d", only, err, firstMockPort, unreachablePort)
+	}
+	if _, err := planMocks([]target.Backend{{Name: "x", Kind: "grpc"}}); err == nil || !strings.Contains(err.Error(), `"grpc"`) {
+		t.Errorf("unknown kind: got %v, want an error naming it", err)
+	}
+}
+
+// TestClusterDataPlaneOptions: which options give the target a data plane,
+// and the combinations it refuses.
+func TestClusterDataPlaneOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		o       Options
+		caps    []string
+		invalid string
+	}{
+		{"kubeconfig", Options{}, []string{target.CapabilityCluster}, ""},
+		{"local API server", Options{Local: true}, []string{target.CapabilityCluster}, ""},
+		{"local node", Options{LocalNode: true}, []string{target.CapabilityCluster, target.CapabilityDataPlane}, ""},
+		{"existing cluster with its data plane", Options{DataPlane: true, MockImage: "example.com/mocks:1"}, []string{target.CapabilityCluster, target.CapabilityDataPlane}, ""},
+		{"data plane without mocks", Options{DataPlane: true}, nil, "cluster.dataPlane needs cluster.mockImage"},
+		{"local and local node", Options{Local: true, LocalNode: true}, nil, "exclude each other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := New(tt.o)
+			err := c.opts.Validate()
+			if tt.invalid != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.invalid) {
+					t.Errorf("Validate: got %v, want an error with %q", err, tt.invalid)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.caps, c.Capabilities()); diff != "" {
+				t.Errorf("capabilities (-want +got):\n%s", diff)
+			}
+		})
+	}
+	o := New(Options{LocalNode: true}).opts
+	if o.MockImage != MockImage || o.AdminPort != 15000 || time.Duration(o.ServeTimeout) != 2*time.Minute || o.ControllerName == "" {
+		t.Errorf("local-node defaults: got %+v", o)
+	}
+}
+
+// TestLocalNodeImages: the local node's images are packed from static
+// binaries, and a missing or dynamically linked one is refused before
+// anything starts, naming the option.
+func TestLocalNodeImages(t *testing.T) {
+	dir := t.TempDir()
+	static := filepath.Join(dir, "static")
+	build := exec.Command("go", "build", "-o", static, "./testdata/static")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	imgs, err := Options{RefproxyBinary: static, MockBinary: static, MockArgs: []string{"conformance", "mockbackend"}}.nodeImages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(imgs) != 2 || imgs[0].Ref != "docker.io/"+RefproxyImage || imgs[0].Entrypoint[0] != "/refproxy" ||
+		imgs[1].Ref != "docker.io/"+MockImage || strings.Join(imgs[1].Entrypoint, " ") != "/static conformance mockbackend" || imgs[1].Files["/static"] != static {
+		t.Errorf("images: got %+v", imgs)
+	}
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"missing refproxy", Options{RefproxyBinary: filepath.Join(dir, "nope"), MockBinary: static}, "cluster.refproxyBinary: stat"},
+		{"no mock binary", Options{RefproxyBinary: static}, "set cluster.mockBinary"},
+		{"not an executable", Options{RefproxyBinary: static, MockBinary: "testdata/static/main.go"}, "cluster.mockBinary testdata/static/main.go cannot run in an image FROM scratch"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := tt.o.nodeImages(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+	// No provider linked in, and none given: said plainly, after the images.
+	saved := startLocalNode
+	startLocalNode = nil
+	defer func() { startLocalNode = saved }()
+	c := New(Options{LocalNode: true, RefproxyBinary: static, MockBinary: static})
+	err = c.Start(context.Background())
+	defer c.Stop(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "without the local-node provider") {
+		t.Errorf("Start with no provider: got %v", err)
+	}
+}
+
+func TestMissingAddrs(t *testing.T) {
+	dump := []byte(`{"backends":[{"endpoints":[{"address":"10.244.0.17:8000"}]},{"endpoints":[{"address":"10.244.0.7:9"}]}]}`)
+	tests := []struct {
+		want []string
+		miss []string
+	}{
+		{[]string{"10.244.0.17:8000", "10.244.0.7:9"}, nil},
+		{[]string{"10.244.0.7:8000"}, []string{"10.244.0.7:8000"}}, // another pod's port
+		{[]string{"10.244.0.1:8000"}, []string{"10.244.0.1:8000"}}, // a prefix of 10.244.0.17
+		{[]string{"0.244.0.17:8000"}, []string{"0.244.0.17:8000"}}, // a suffix of 10.244.0.17
+		{[]string{"10.244.0.17:800"}, []string{"10.244.0.17:800"}}, // a prefix of the port
+		{[]string{"10.244.0.7:9", "10.244.0.2:1"}, []string{"10.244.0.2:1"}},
+	}
+	for _, tt := range tests {
+		if got := missingAddrs(dump, tt.want); !cmp.Equal(got, tt.miss) {
+			t.Errorf("missingAddrs(%v): got %v, want %v", tt.want, got, tt.miss)
+		}
 	}
 }

@@ -88,7 +88,7 @@ func BuildScratchImage(ctx context.Context, repo, binary string, args ...string)
 }
 
 func buildScratch(ctx context.Context, p *testcontainers.DockerProvider, repo, binary string, args []string) (string, error) {
-	if err := checkStatic(binary); err != nil {
+	if err := CheckStatic(binary); err != nil {
 		return "", err
 	}
 	bin, err := os.ReadFile(binary)
@@ -174,9 +174,9 @@ func buildContext(dockerfile, name string, bin []byte) (*os.File, error) {
 	return f, nil
 }
 
-// checkStatic tells why path cannot run in a FROM scratch Linux image: not
+// CheckStatic tells why path cannot run in a FROM scratch Linux image: not
 // an ELF executable, or linked against a dynamic loader.
-func checkStatic(path string) error {
+func CheckStatic(path string) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("it is not a Linux executable (this gwdiag is %s/%s): %v", runtime.GOOS, runtime.GOARCH, err)

@@ -1,0 +1,374 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gwdiag/gwdiag/portforward"
+	"github.com/gwdiag/gwdiag/steps/target"
+)
+
+// gatewayNameLabel is how a Gateway's proxy pods are found (agctl's
+// selector; the reference controller sets it).
+const gatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
+
+// serve waits until the scenario's data plane serves it and opens the
+// forwards the steps use: the mock pod is ready, the Gateway is
+// Programmed, a proxy pod is ready, and the proxy's config names every
+// backend endpoint. Each wait is bounded by what is left of ServeTimeout
+// and its error says what it saw last.
+func (d *clusterDeployment) serve(ctx context.Context, setup target.Setup, plan *mockPlan) error {
+	deadline := time.Now().Add(time.Duration(d.c.opts.ServeTimeout))
+	mock, err := d.waitPod(ctx, deadline, "mock pod", func(ctx context.Context) (*corev1.Pod, string, error) {
+		p := &corev1.Pod{}
+		if err := d.c.client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: mockPodName}, p); err != nil {
+			return nil, "", err
+		}
+		if podReady(p) && p.Status.PodIP != "" {
+			return p, "", nil
+		}
+		return nil, describePod(p), nil
+	})
+	if err != nil {
+		return err
+	}
+	d.backends, d.controls = map[string]string{}, map[string]string{}
+	for _, b := range setup.Backends {
+		d.backends[b.Name] = fmt.Sprintf("%s:%d", mock.Status.PodIP, plan.ports[b.Name])
+	}
+	if err := d.waitProgrammed(ctx, deadline); err != nil {
+		return err
+	}
+	proxy, err := d.waitPod(ctx, deadline, "proxy pod", d.proxyPod)
+	if err != nil {
+		return err
+	}
+	d.serving = true
+	if d.admin, err = d.forward(ctx, proxy, d.c.opts.AdminPort); err != nil {
+		return err
+	}
+	d.listeners = map[string]string{}
+	for i, l := range setup.Listeners {
+		if d.listeners[l.Name], err = d.forward(ctx, proxy, clusterListenerPort+i); err != nil {
+			return err
+		}
+	}
+	for _, b := range setup.Backends {
+		if b.Kind == target.BackendUnreachable {
+			continue
+		}
+		if d.controls[b.Name], err = d.forward(ctx, mock, plan.ports[b.Name]); err != nil {
+			return err
+		}
+	}
+	return d.waitConfig(ctx, deadline, proxy)
+}
+
+// waitServiceAccount waits for the namespace's default ServiceAccount,
+// without which the API server refuses pods.
+func (d *clusterDeployment) waitServiceAccount(ctx context.Context) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Duration(d.c.opts.ConditionTimeout), true, func(ctx context.Context) (bool, error) {
+		last = d.c.client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: "default"}, &corev1.ServiceAccount{})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s: no default ServiceAccount within %s (is kube-controller-manager running?): %v", d.ns, time.Duration(d.c.opts.ConditionTimeout), last)
+	}
+	return nil
+}
+
+// waitPod polls get until it returns a pod. get returns why it is not
+// there yet, or an error, which the timeout reports.
+func (d *clusterDeployment) waitPod(ctx context.Context, deadline time.Time, what string, get func(context.Context) (*corev1.Pod, string, error)) (*corev1.Pod, error) {
+	var (
+		pod  *corev1.Pod
+		last string
+	)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		p, why, err := get(readCtx)
+		switch {
+		case apierrors.IsNotFound(err):
+			last = "not created yet"
+		case err != nil:
+			last = err.Error()
+		case p != nil:
+			pod = p
+			return true, nil
+		default:
+			last = why
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s in namespace %s not ready within %s: %s", what, d.ns, time.Duration(d.c.opts.ServeTimeout), last)
+	}
+	return pod, nil
+}
+
+// proxyPod returns the Gateway's first ready proxy pod by name, as the
+// CLI picks it, or what the pods are doing.
+func (d *clusterDeployment) proxyPod(ctx context.Context) (*corev1.Pod, string, error) {
+	var pods corev1.PodList
+	if err := d.c.client.List(ctx, &pods, client.InNamespace(d.ns), client.MatchingLabels{gatewayNameLabel: clusterGatewayName}); err != nil {
+		return nil, "", err
+	}
+	if len(pods.Items) == 0 {
+		return nil, fmt.Sprintf("no pod labelled %s=%s", gatewayNameLabel, clusterGatewayName), nil
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	var seen []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if podReady(p) && p.DeletionTimestamp == nil {
+			return p, "", nil
+		}
+		seen = append(seen, describePod(p))
+	}
+	return nil, strings.Join(seen, "; "), nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// describePod says where a pod is: its phase, readiness and why its
+// containers wait or ended, as kubectl describe would show.
+func describePod(p *corev1.Pod) string {
+	parts := []string{"phase " + string(p.Status.Phase)}
+	if p.Status.Phase == "" {
+		parts[0] = "phase Pending"
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			parts = append(parts, fmt.Sprintf("%s: %s", c.Type, c.Message))
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			parts = append(parts, fmt.Sprintf("container %s waiting: %s %s", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message))
+		case cs.State.Terminated != nil:
+			parts = append(parts, fmt.Sprintf("container %s terminated: %s (exit %d) %s", cs.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, cs.State.Terminated.Message))
+		case !cs.Ready:
+			parts = append(parts, fmt.Sprintf("container %s running, not ready (%d restarts)", cs.Name, cs.RestartCount))
+		}
+	}
+	return p.Name + ": " + strings.Join(parts, ", ")
+}
+
+// waitProgrammed waits until the Gateway's Programmed condition is True at
+// its current generation: with a data plane, the controller says so only
+// once a proxy replica is ready.
+func (d *clusterDeployment) waitProgrammed(ctx context.Context, deadline time.Time) error {
+	var (
+		last    []target.Condition
+		lastErr error
+	)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		conds, current, err := d.read(readCtx, "Gateway", clusterGatewayName)
+		last, lastErr = conds, err
+		if err != nil || !current {
+			return false, nil
+		}
+		return slices.ContainsFunc(conds, func(c target.Condition) bool { return c.Type == "Programmed" && c.Status == "True" }), nil
+	})
+	if err != nil {
+		if lastErr != nil {
+			return fmt.Errorf("Gateway %s/%s: %w", d.ns, clusterGatewayName, lastErr)
+		}
+		return fmt.Errorf("Gateway %s/%s not Programmed within %s: last conditions %+v", d.ns, clusterGatewayName, time.Duration(d.c.opts.ServeTimeout), last)
+	}
+	return nil
+}
+
+// forward opens a port-forward to port of pod, closed at Stop.
+func (d *clusterDeployment) forward(ctx context.Context, pod *corev1.Pod, port int) (string, error) {
+	f, err := portforward.Start(ctx, d.c.cfg, nil, pod.Namespace, pod.Name, port)
+	if err != nil {
+		return "", err
+	}
+	d.forwards = append(d.forwards, f)
+	return f.Addr(), nil
+}
+
+// configSuccesses is how many reads of /config_dump in a row must name
+// every endpoint: one reload that a later one undoes is not "serving".
+const configSuccesses = 2
+
+// waitConfig waits until the proxy's /config_dump names every backend
+// endpoint of the scenario. Since the mock pod, whose address the
+// endpoints carry, is created after every route and policy, a controller
+// that translates what it reads has then put the whole scenario in the
+// config; and the proxy has loaded it, binds included. The kubelet's
+// ConfigMap refresh makes most of this wait.
+func (d *clusterDeployment) waitConfig(ctx context.Context, deadline time.Time, proxy *corev1.Pod) error {
+	var want []string
+	for _, a := range d.backends {
+		want = append(want, a)
+	}
+	sort.Strings(want)
+	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var (
+		streak int
+		last   string
+	)
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
+		dump, rejected, err := configDump(ctx, httpc, d.admin)
+		if err != nil {
+			streak, last = 0, err.Error()
+			return false, nil
+		}
+		if missing := missingAddrs(dump, want); len(missing) > 0 {
+			streak, last = 0, fmt.Sprintf("config_dump (%d bytes) does not name %s", len(dump), strings.Join(missing, ", "))
+			if rejected != "" {
+				last += "; the proxy refused its last config: " + rejected
+			}
+			return false, nil
+		}
+		streak++
+		return streak >= configSuccesses, nil
+	})
+	if err != nil {
+		return fmt.Errorf("proxy pod %s/%s not serving the scenario within %s: %s", proxy.Namespace, proxy.Name, time.Duration(d.c.opts.ServeTimeout), last)
+	}
+	return nil
+}
+
+// configDump reads /config_dump, and the reference proxy's header telling
+// a refused reload.
+func configDump(ctx context.Context, httpc *http.Client, admin string) (dump []byte, rejected string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/config_dump", nil)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := httpc.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("GET /config_dump: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, "", fmt.Errorf("GET /config_dump: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("GET /config_dump: %s: %s", resp.Status, bytes.TrimSpace(b[:min(len(b), 200)]))
+	}
+	return b, resp.Header.Get("X-Config-Rejected"), nil
+}
+
+// missingAddrs returns the addresses of want that dump does not name as a
+// whole (10.0.0.1:80 is not named by 10.0.0.1:8000 or 110.0.0.1:80).
+func missingAddrs(dump []byte, want []string) []string {
+	var out []string
+	for _, a := range want {
+		re := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(a) + `($|[^0-9])`)
+		if !re.Match(dump) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ListenerAddr implements target.Deployment: a forward to the listener's
+// port of the proxy pod.
+func (d *clusterDeployment) ListenerAddr(listener string) (string, error) {
+	if !d.serving {
+		return "", errNoDataPlane
+	}
+	a, ok := d.listeners[listener]
+	if !ok {
+		return "", fmt.Errorf("no listener %q in this scenario's configuration", listener)
+	}
+	return a, nil
+}
+
+// AdminAddr implements target.Deployment: a forward to the proxy pod's
+// admin port.
+func (d *clusterDeployment) AdminAddr() string { return d.admin }
+
+// BackendAddr implements target.Deployment: the mock pod's IP and the
+// backend's port there, the endpoint the proxy calls.
+func (d *clusterDeployment) BackendAddr(backend string) (string, error) {
+	if !d.serving {
+		return "", errNoDataPlane
+	}
+	a, ok := d.backends[backend]
+	if !ok {
+		return "", fmt.Errorf("no backend %q in this scenario", backend)
+	}
+	return a, nil
+}
+
+// BackendRequests implements target.Deployment, through a forward to the
+// mock's control endpoint.
+func (d *clusterDeployment) BackendRequests(ctx context.Context, backend string) (int64, error) {
+	b, err := d.control(ctx, backend, http.MethodGet, "/__count")
+	if err != nil {
+		return 0, err
+	}
+	var c struct{ Count int64 }
+	if err := json.Unmarshal(b, &c); err != nil {
+		return 0, fmt.Errorf("mock backend %q: /__count: %w", backend, err)
+	}
+	return c.Count, nil
+}
+
+// ReleaseHeld implements target.Deployment.
+func (d *clusterDeployment) ReleaseHeld(ctx context.Context, backend, key string) error {
+	_, err := d.control(ctx, backend, http.MethodPost, "/__release?key="+url.QueryEscape(key))
+	return err
+}
+
+// control sends a request to a mock's control endpoint (refproxy/mock).
+func (d *clusterDeployment) control(ctx context.Context, backend, method, path string) ([]byte, error) {
+	if !d.serving {
+		return nil, errNoDataPlane
+	}
+	a, ok := d.controls[backend]
+	if !ok {
+		return nil, fmt.Errorf("no mock backend %q in this scenario", backend)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+a+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	httpc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := httpc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("mock backend %q (pod %s/%s, forwarded at %s): %w", backend, d.ns, mockPodName, a, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err == nil && resp.StatusCode/100 != 2 {
+		err = fmt.Errorf("mock backend %q: %s %s: %s: %s", backend, method, path, resp.Status, bytes.TrimSpace(b))
+	}
+	return b, err
+}
