@@ -3,10 +3,12 @@ package steps
 import (
 	"context"
 	"fmt"
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/inprocess"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/inprocess"
 )
 
 // fakeCluster stands in for a cluster target until one exists: the
@@ -19,10 +21,18 @@ type fakeCluster struct {
 	// otherReasons gives the right conditions with reasons of its own: the
 	// spec names condition types only.
 	otherReasons bool
+	// dataPlane claims the data-plane capability, as a cluster target
+	// whose proxies run in pods does.
+	dataPlane bool
 }
 
-func (*fakeCluster) Name() string           { return "fake-cluster" }
-func (*fakeCluster) Capabilities() []string { return []string{target.CapabilityCluster} }
+func (*fakeCluster) Name() string { return "fake-cluster" }
+func (f *fakeCluster) Capabilities() []string {
+	if f.dataPlane {
+		return []string{target.CapabilityCluster, target.CapabilityDataPlane}
+	}
+	return []string{target.CapabilityCluster}
+}
 
 func (f *fakeCluster) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	d, err := f.InProcess.Configure(ctx, setup)
@@ -111,4 +121,67 @@ func TestConditionStepsOnAClusterTarget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClusterProfileWithAndWithoutDataPlane: on a cluster target whose
+// proxy serves traffic, the cluster profile runs trace order, request
+// limits and token overage beside the conditions, every scenario reported
+// under the cluster profile; without a data plane those features are
+// skipped, each scenario saying why, and the run does not fail.
+func TestClusterProfileWithAndWithoutDataPlane(t *testing.T) {
+	traffic := []FeatureName{FeatureTraceOrder, FeatureRequestLimits, FeatureTokenOverage}
+	t.Run("data plane", func(t *testing.T) {
+		rep, err := Run(context.Background(), Options{TargetImpl: &fakeCluster{dataPlane: true}, Output: &strings.Builder{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Failed() || rep.Summary.Skipped != 0 || rep.Summary.Unsupported != 0 {
+			t.Errorf("got %+v, want every scenario of the cluster profile passed; %+v", rep.Summary, rep.Features)
+		}
+		if len(rep.Profiles) != 1 || rep.Profiles[0].Name != ProfileCluster || rep.Profiles[0].Core.Result != Passed {
+			t.Fatalf("profiles: got %+v, want the cluster profile, core passed", rep.Profiles)
+		}
+		got := map[FeatureName]FeatureReport{}
+		for _, f := range rep.Features {
+			got[f.Name] = f
+			if f.Profile != ProfileCluster {
+				t.Errorf("feature %s reported under profile %q, want cluster (the profile the run covers)", f.Name, f.Profile)
+			}
+		}
+		for _, f := range append(traffic, FeatureConditionStatus) {
+			if got[f].Result != Passed || got[f].Passed == 0 {
+				t.Errorf("feature %s: got %+v, want passed", f, got[f])
+			}
+		}
+		for _, f := range []FeatureName{FeatureAdmin, FeatureTraceSeverity, FeatureGlobalRateLimit} {
+			if _, ok := got[f]; ok {
+				t.Errorf("standalone-only feature %s ran on a cluster target", f)
+			}
+		}
+		if want := rep.Profiles[0].Core.Passed; want != got[FeatureConditionStatus].Passed+got[FeatureTraceOrder].Passed+got[FeatureRequestLimits].Passed+got[FeatureTokenOverage].Passed {
+			t.Errorf("cluster core count %d is not the sum of its four features' passes", want)
+		}
+	})
+	t.Run("no data plane", func(t *testing.T) {
+		rep, err := Run(context.Background(), Options{TargetImpl: &fakeCluster{}, Output: &strings.Builder{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Failed() || rep.Summary.Passed != 5 {
+			t.Errorf("got %+v, want the 5 condition scenarios passed and nothing failed", rep.Summary)
+		}
+		for _, f := range rep.Features {
+			if !slices.Contains(traffic, f.Name) {
+				continue
+			}
+			if f.Result != Skipped || f.Passed+f.Failed != 0 || len(f.Scenarios) == 0 {
+				t.Errorf("feature %s: got %+v, want every scenario skipped", f.Name, f)
+			}
+			for _, s := range f.Scenarios {
+				if !strings.Contains(s.Message, "capability data-plane") || !strings.Contains(s.Message, "--cluster local-node") {
+					t.Errorf("%s: skip reason %q does not say what is missing and how to get it", s.Name, s.Message)
+				}
+			}
+		}
+	})
 }

@@ -53,9 +53,10 @@ var Profiles = []ConformanceProfile{
 		},
 	},
 	{
-		Name:             ProfileCluster,
-		Description:      "a proxy managed through Gateway API resources: condition status",
-		CoreFeatures:     []FeatureName{FeatureConditionStatus},
+		Name: ProfileCluster,
+		Description: "a proxy managed through Gateway API resources: condition status, and through port-forwards to its pods " +
+			"the trace stream and local rate limits",
+		CoreFeatures:     []FeatureName{FeatureConditionStatus, FeatureTraceOrder, FeatureRequestLimits, FeatureTokenOverage},
 		ExtendedFeatures: []FeatureName{FeaturePolicyConditionReasons},
 	},
 }
@@ -66,25 +67,64 @@ var profileCapability = map[ConformanceProfileName]string{
 	ProfileCluster:    target.CapabilityCluster,
 }
 
-// profileOf returns the profile a feature belongs to and whether it is
-// extended there.
-func profileOf(f FeatureName) (p ConformanceProfile, extended, ok bool) {
-	for _, p := range Profiles {
-		if slices.Contains(p.CoreFeatures, f) {
-			return p, false, true
-		}
-		if slices.Contains(p.ExtendedFeatures, f) {
-			return p, true, true
-		}
-	}
-	return ConformanceProfile{}, false, false
+// featureNeeds is what a feature needs of a target beyond its profile's
+// capability. A target that lacks it still covers the profile, and the
+// feature's scenarios are skipped with the reason (a cluster target that
+// manages Gateway API resources only runs the condition scenarios).
+var featureNeeds = map[FeatureName]string{
+	FeatureTraceOrder:    target.CapabilityDataPlane,
+	FeatureRequestLimits: target.CapabilityDataPlane,
+	FeatureTokenOverage:  target.CapabilityDataPlane,
 }
 
-// ExtendedFeatures lists every extended feature of every profile.
+// capabilityMeaning says what a capability is, for skip reasons.
+var capabilityMeaning = map[string]string{
+	target.CapabilityDataPlane: "a proxy that serves the scenario's traffic; on a cluster: --cluster local-node, or cluster.dataPlane on a cluster whose proxy runs in pods",
+}
+
+// profileOf returns the first profile a feature belongs to and whether it
+// is extended there (a feature is core or extended in every profile alike:
+// TestEveryCoreScenarioRestsOnTheSpec).
+func profileOf(f FeatureName) (p ConformanceProfile, extended, ok bool) {
+	ps := profilesOf(f)
+	if len(ps) == 0 {
+		return ConformanceProfile{}, false, false
+	}
+	return ps[0], slices.Contains(ps[0].ExtendedFeatures, f), true
+}
+
+// profilesOf returns every profile a feature belongs to, in report order.
+func profilesOf(f FeatureName) []ConformanceProfile {
+	var out []ConformanceProfile
+	for _, p := range Profiles {
+		if slices.Contains(p.CoreFeatures, f) || slices.Contains(p.ExtendedFeatures, f) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// profileIn is the profile a scenario of feature f is reported under in a
+// run covering profiles: the first of them f belongs to. ok is false when
+// f belongs to none of them.
+func profileIn(f FeatureName, profiles []ConformanceProfileName) (ConformanceProfileName, bool) {
+	for _, p := range profilesOf(f) {
+		if slices.Contains(profiles, p.Name) {
+			return p.Name, true
+		}
+	}
+	return "", false
+}
+
+// ExtendedFeatures lists every extended feature of every profile, once.
 func ExtendedFeatures() []FeatureName {
 	var out []FeatureName
 	for _, p := range Profiles {
-		out = append(out, p.ExtendedFeatures...)
+		for _, f := range p.ExtendedFeatures {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
 	}
 	return out
 }
@@ -95,7 +135,13 @@ func ExtendedFeatures() []FeatureName {
 // user's to fix on the command line or in the options file.
 func (o Options) Validate() error {
 	switch o.Target {
-	case "", "inprocess", "cluster":
+	case "", "inprocess":
+	case "cluster":
+		if o.TargetImpl == nil {
+			if err := o.Cluster.Validate(); err != nil {
+				return err
+			}
+		}
 	case "process":
 		if o.ProxyCommand == "" && o.TargetImpl == nil {
 			return errors.New("--target process needs --proxy-cmd (proxyCommand), e.g. --proxy-cmd 'refproxy -f {config}'")
@@ -148,12 +194,23 @@ func (o Options) validateFeatures() error {
 
 func knownFeatures() string {
 	var n []string
-	for _, p := range Profiles {
-		for _, f := range slices.Concat(p.CoreFeatures, p.ExtendedFeatures) {
-			n = append(n, string(f))
-		}
+	for _, f := range allFeatures() {
+		n = append(n, string(f))
 	}
 	return strings.Join(n, ", ")
+}
+
+// allFeatures is every feature of every profile, once, in profile order.
+func allFeatures() []FeatureName {
+	var out []FeatureName
+	for _, p := range Profiles {
+		for _, f := range slices.Concat(p.CoreFeatures, p.ExtendedFeatures) {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // profilesFor is the profiles a run covers: every profile the target can

@@ -34,6 +34,9 @@ func NewTarget(o Options) (target.Target, error) {
 	case "container":
 		return container.New(o.Container), nil
 	case "cluster":
+		if o.Cluster.Output == nil {
+			o.Cluster.Output = o.Output
+		}
 		return cluster.New(o.Cluster), nil
 	default:
 		return nil, fmt.Errorf("unknown target %q: want inprocess, process, container or cluster", o.Target)
@@ -122,17 +125,15 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 }
 
 // tagsFor adds to the user's tag expression the exclusion of every feature
-// of the profiles the run does not cover, so that they are not even listed.
+// that belongs to none of the profiles the run covers, so that they are not
+// even listed. A feature of several profiles runs when the run covers any.
 func tagsFor(user string, profiles []ConformanceProfileName) string {
 	parts := []string{}
 	if user != "" {
 		parts = append(parts, user)
 	}
-	for _, p := range Profiles {
-		if slices.Contains(profiles, p.Name) {
-			continue
-		}
-		for _, f := range slices.Concat(p.CoreFeatures, p.ExtendedFeatures) {
+	for _, f := range allFeatures() {
+		if _, ok := profileIn(f, profiles); !ok {
 			parts = append(parts, "~@"+string(f))
 		}
 	}
@@ -175,11 +176,17 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
 		run := &scenarioRun{feature: featureOf(p), started: time.Now()}
 		ctx = context.WithValue(ctx, runKey{}, run)
-		prof, ext, ok := profileOf(run.feature)
+		_, ext, ok := profileOf(run.feature)
 		if !ok {
 			return ctx, fmt.Errorf("scenario %q: feature %q belongs to no profile (profiles.go)", p.Name, run.feature)
 		}
-		run.profile, run.extended = prof.Name, ext
+		run.extended = ext
+		// Reported under the profile of the run it belongs to; a feature
+		// of no profile of the run is skipped below (a user's tags can
+		// bring it in), reported under its first profile.
+		if run.profile, ok = profileIn(run.feature, r.profiles); !ok {
+			run.profile = profilesOf(run.feature)[0].Name
+		}
 		ctx = stepdefs.Begin(ctx, r.stepConfig, p.Name, ext && !r.opts.claims(run.feature))
 		if reason := r.skipReason(run, p); reason != "" {
 			run.skip = reason
@@ -233,6 +240,9 @@ func (r *runner) skipReason(s *scenarioRun, p *godog.Scenario) string {
 	}
 	if !slices.Contains(r.profiles, s.profile) {
 		return fmt.Sprintf("feature %s is in the %s profile, which this run (the %s target) does not cover", s.feature, s.profile, r.target.Name())
+	}
+	if need, ok := featureNeeds[s.feature]; ok && !slices.Contains(r.target.Capabilities(), need) {
+		return fmt.Sprintf("feature %s needs %s (capability %s), which the %s target does not have in this run", s.feature, capabilityMeaning[need], need, r.target.Name())
 	}
 	if s.feature == FeatureGlobalRateLimit && r.opts.RateLimitService == "" {
 		if _, ok := serviceAddr(r.target); !ok {

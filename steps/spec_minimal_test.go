@@ -22,7 +22,9 @@ type specMinimalTarget struct{}
 func (specMinimalTarget) Name() string                { return "spec-minimal" }
 func (specMinimalTarget) Start(context.Context) error { return nil }
 func (specMinimalTarget) Stop(context.Context) error  { return nil }
-func (specMinimalTarget) Capabilities() []string      { return []string{target.CapabilityStandalone} }
+func (specMinimalTarget) Capabilities() []string {
+	return []string{target.CapabilityStandalone, target.CapabilityDataPlane}
+}
 func (specMinimalTarget) ServiceAddr() (string, bool) { return "127.0.0.1", true }
 func (specMinimalTarget) configFor(setup target.Setup, m *local.Mocks) (specminimal.Config, error) {
 	var cfg specminimal.Config

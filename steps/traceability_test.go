@@ -99,6 +99,14 @@ func TestEveryCoreScenarioRestsOnTheSpec(t *testing.T) {
 			if !used[f] {
 				t.Errorf("profile %s: feature %s has no scenario", p.Name, f)
 			}
+			// A feature of several profiles is core in all or extended in
+			// all: its scenarios' @extended tag cannot say both.
+			if slices.Contains(p.CoreFeatures, f) && slices.Contains(p.ExtendedFeatures, f) {
+				t.Errorf("profile %s: feature %s is listed both as core and as extended", p.Name, f)
+			}
+			if _, ext, _ := profileOf(f); ext != slices.Contains(p.ExtendedFeatures, f) {
+				t.Errorf("feature %s is extended=%v in profile %s but not in profile %s", f, !ext, p.Name, profilesOf(f)[0].Name)
+			}
 		}
 	}
 }
@@ -175,16 +183,24 @@ func readmeTables(scenarios []featureScenario) string {
 		}
 		count[s.feature]++
 	}
-	b.WriteString("\n### Features\n\n| Tag | Profile | Kind | File | Scenarios |\n|---|---|---|---|---|\n")
-	for _, p := range Profiles {
-		for _, f := range slices.Concat(p.CoreFeatures, p.ExtendedFeatures) {
-			_, ext, _ := profileOf(f)
-			kind := "core"
-			if ext {
-				kind = "extended"
-			}
-			fmt.Fprintf(&b, "| `@%s` | %s | %s | %s | %d |\n", f, p.Name, kind, strings.Join(files[f], ", "), count[f])
+	b.WriteString("\n### Features\n\nA feature may be in several profiles; a run reports its scenarios under the profile it covers.\n" +
+		"Needs is what a target must offer beyond the profile's capability; one that lacks it skips the feature, saying why.\n\n" +
+		"| Tag | Profiles | Kind | Needs | File | Scenarios |\n|---|---|---|---|---|---|\n")
+	for _, f := range allFeatures() {
+		_, ext, _ := profileOf(f)
+		kind := "core"
+		if ext {
+			kind = "extended"
 		}
+		var profiles []string
+		for _, p := range profilesOf(f) {
+			profiles = append(profiles, string(p.Name))
+		}
+		need := featureNeeds[f]
+		if need == "" {
+			need = "-"
+		}
+		fmt.Fprintf(&b, "| `@%s` | %s | %s | %s | %s | %d |\n", f, strings.Join(profiles, ", "), kind, need, strings.Join(files[f], ", "), count[f])
 	}
 	b.WriteString("\n### Core scenarios and the spec parts they enforce\n\n| Feature | Scenario | Spec parts |\n|---|---|---|\n")
 	core := slices.DeleteFunc(slices.Clone(scenarios), func(s featureScenario) bool { return s.extended })

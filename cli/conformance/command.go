@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -64,6 +65,48 @@ func selfMockBuild() container.MockBuild {
 	return container.MockBuild{Binary: exe, Args: mockBackendArgs}
 }
 
+// clusterModes are the values of --cluster.
+var clusterModes = []string{"local", "local-node", "kubeconfig"}
+
+// setClusterMode applies --cluster: local (an API server only), local-node
+// (a node whose pods run), kubeconfig (an existing cluster).
+func setClusterMode(o *steps.Options, mode string) error {
+	switch mode {
+	case "local":
+		o.Cluster.Local, o.Cluster.LocalNode = true, false
+	case "local-node":
+		o.Cluster.Local, o.Cluster.LocalNode = false, true
+	case "kubeconfig":
+		o.Cluster.Local, o.Cluster.LocalNode = false, false
+	default:
+		return exitcode.Usagef("--cluster %q: want %s", mode, strings.Join(clusterModes, ", "))
+	}
+	return nil
+}
+
+// selfNodeBinaries fills what the local node packs its images from, when
+// not set: the mocks from this very executable, the proxy from the refproxy
+// beside it (make build puts both in .bin).
+func selfNodeBinaries(o *steps.Options) {
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	if o.Cluster.MockBinary == "" {
+		o.Cluster.MockBinary, o.Cluster.MockArgs = exe, mockBackendArgs
+	}
+	if o.Cluster.RefproxyBinary == "" {
+		if p := filepath.Join(filepath.Dir(exe), "refproxy"); fileExists(p) {
+			o.Cluster.RefproxyBinary = p
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
 // failedError makes the process exit 1 when scenarios failed.
 type failedError struct{ msg string }
 
@@ -84,6 +127,7 @@ func newRunCommand() *cobra.Command {
 		envs       []string
 		pull       string
 		startup    time.Duration
+		clusterArg string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -96,6 +140,13 @@ func newRunCommand() *cobra.Command {
 
   # A proxy shipped as an image (make image builds gwdiag/refproxy:dev)
   gwdiag conformance run --target container --image gwdiag/refproxy:dev --pull never
+
+  # The cluster profile on a single-node cluster this machine starts (root): the reference
+  # controller deploys refproxy (.bin/refproxy beside gwdiag) in pods, traffic goes through port-forwards
+  gwdiag conformance run --target cluster --cluster local-node
+
+  # Condition status only, on a local API server with the reference controller
+  gwdiag conformance run --target cluster --cluster local
 
   # Condition status on a cluster (any kubeconfig; the implementation's GatewayClass)
   gwdiag conformance run --target cluster --kubeconfig ~/.kube/config --gateway-class agentgateway
@@ -207,6 +258,20 @@ func newRunCommand() *cobra.Command {
 			if set("local-cluster") {
 				o.Cluster.Local = flags.Cluster.Local
 			}
+			if set("cluster") {
+				if err := setClusterMode(&o, clusterArg); err != nil {
+					return err
+				}
+			}
+			if set("data-plane") {
+				o.Cluster.DataPlane = flags.Cluster.DataPlane
+			}
+			if set("refproxy-binary") {
+				o.Cluster.RefproxyBinary = flags.Cluster.RefproxyBinary
+			}
+			if o.Cluster.LocalNode {
+				selfNodeBinaries(&o)
+			}
 			if set("install-crds") {
 				o.Cluster.InstallCRDs = flags.Cluster.InstallCRDs
 			}
@@ -254,7 +319,10 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&flags.Container.MockImage, "mock-image", "", "container target: image serving the mock backends (default: built FROM scratch from this gwdiag)")
 	f.DurationVar(&startup, "startup-timeout", container.DefaultStartupTimeout, "container target: bound on a scenario's containers getting ready")
 	f.StringVar(&flags.Cluster.Kubeconfig, "kubeconfig", "", "cluster target: kubeconfig of an existing cluster (default $KUBECONFIG, then ~/.kube/config)")
-	f.BoolVar(&flags.Cluster.Local, "local-cluster", false, "cluster target: start a local API server with the CRDs and the reference controller")
+	f.BoolVar(&flags.Cluster.Local, "local-cluster", false, "cluster target: start a local API server with the CRDs and the reference controller (the same as --cluster local)")
+	f.StringVar(&clusterArg, "cluster", "", "cluster target: local (a local API server with the reference controller; conditions only), local-node (a single-node cluster on this machine, as root, with refproxy in pods: the whole cluster profile) or kubeconfig (an existing cluster; the default)")
+	f.BoolVar(&flags.Cluster.DataPlane, "data-plane", false, "cluster target, existing cluster: its proxy runs in pods the suite reaches through port-forwards (needs cluster.mockImage in the options file)")
+	f.StringVar(&flags.Cluster.RefproxyBinary, "refproxy-binary", "", "cluster target, local-node: the static refproxy its proxy image is packed from (default: refproxy beside gwdiag, then $PATH)")
 	f.BoolVar(&flags.Cluster.InstallCRDs, "install-crds", false, "cluster target: install the Gateway API and policy CRDs into the existing cluster first")
 	f.StringVar(&flags.Cluster.GatewayClassName, "gateway-class", "", "cluster target: GatewayClass of the scenarios' Gateways (default gwdiag)")
 	f.DurationVar(&reqTimeout, "request-timeout", 10*time.Second, "bound on one HTTP request")

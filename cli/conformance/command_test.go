@@ -135,10 +135,57 @@ func TestRunOptionsFileAndFlags(t *testing.T) {
 }
 
 func TestRunClusterFlags(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "no-such-kubeconfig")
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-kubeconfig")
 	_, err := run(t, "run", "--target", "cluster", "--kubeconfig", missing)
 	if err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("run --target cluster --kubeconfig %s: got %v, want an error naming the kubeconfig", missing, err)
+	}
+	// The local node packs its images before it starts anything: a
+	// refproxy that is not there stops the run at once, naming the option
+	// it came from (flag or options file).
+	noProxy := filepath.Join(dir, "no-refproxy")
+	file := filepath.Join(dir, "local-node.yaml")
+	os.WriteFile(file, []byte("target: cluster\ncluster:\n  localNode: true\n  refproxyBinary: "+noProxy+"\n"), 0o644)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--cluster local-node", []string{"run", "--target", "cluster", "--cluster", "local-node", "--refproxy-binary", noProxy}, "cluster.refproxyBinary: stat " + noProxy},
+		{"cluster.localNode in the options file", []string{"run", "-c", file}, "cluster.refproxyBinary: stat " + noProxy},
+		{"unknown mode", []string{"run", "--target", "cluster", "--cluster", "kind"}, `--cluster "kind": want local, local-node, kubeconfig`},
+		{"dataPlane without a mock image", []string{"run", "--target", "cluster", "--kubeconfig", missing, "--data-plane"}, "cluster.dataPlane needs cluster.mockImage"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := run(t, tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%v: got %v, want an error with %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestSelfNodeBinaries: --cluster local-node packs the mocks from this
+// executable and the proxy from the refproxy beside it, unless set.
+func TestSelfNodeBinaries(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	var o steps.Options
+	selfNodeBinaries(&o)
+	if o.Cluster.MockBinary != exe || strings.Join(o.Cluster.MockArgs, " ") != "conformance mockbackend" {
+		t.Errorf("mock binary: got %q %v, want %q [conformance mockbackend]", o.Cluster.MockBinary, o.Cluster.MockArgs, exe)
+	}
+	beside := filepath.Join(filepath.Dir(exe), "refproxy")
+	if want := map[bool]string{true: beside, false: ""}[fileExists(beside)]; o.Cluster.RefproxyBinary != want {
+		t.Errorf("refproxy binary: got %q, want %q", o.Cluster.RefproxyBinary, want)
+	}
+	o = steps.Options{}
+	o.Cluster.MockBinary, o.Cluster.RefproxyBinary = "/mine/mocks", "/mine/refproxy"
+	selfNodeBinaries(&o)
+	if o.Cluster.MockBinary != "/mine/mocks" || o.Cluster.RefproxyBinary != "/mine/refproxy" || o.Cluster.MockArgs != nil {
+		t.Errorf("set binaries were overridden: %+v", o.Cluster)
 	}
 }
 

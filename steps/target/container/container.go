@@ -197,7 +197,9 @@ func (*Container) Name() string { return "container" }
 func (c *Container) ServiceAddr() (string, bool) { return c.gateway, c.gateway != "" }
 
 // Capabilities implements target.Target.
-func (*Container) Capabilities() []string { return []string{target.CapabilityStandalone} }
+func (*Container) Capabilities() []string {
+	return []string{target.CapabilityStandalone, target.CapabilityDataPlane}
+}
 
 // ReadyTimes returns how long each proxy container took from its start to
 // being ready, in order.

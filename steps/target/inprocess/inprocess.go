@@ -35,7 +35,9 @@ func (*InProcess) Stop(context.Context) error { return nil }
 func (*InProcess) ServiceAddr() (string, bool) { return "127.0.0.1", true }
 
 // Capabilities implements Target.
-func (*InProcess) Capabilities() []string { return []string{target.CapabilityStandalone} }
+func (*InProcess) Capabilities() []string {
+	return []string{target.CapabilityStandalone, target.CapabilityDataPlane}
+}
 
 // Configure implements Target.
 func (*InProcess) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {

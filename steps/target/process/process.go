@@ -52,7 +52,9 @@ func (*Process) Name() string { return "process" }
 func (*Process) ServiceAddr() (string, bool) { return "127.0.0.1", true }
 
 // Capabilities implements Target.
-func (*Process) Capabilities() []string { return []string{target.CapabilityStandalone} }
+func (*Process) Capabilities() []string {
+	return []string{target.CapabilityStandalone, target.CapabilityDataPlane}
+}
 
 // Start implements Target: it checks the command and makes a folder for configs.
 func (p *Process) Start(context.Context) error {
