@@ -43,6 +43,60 @@ var programs = []toolbin.Program{
 	{Name: "etcd", Pkg: "go.etcd.io/etcd/server/v3"},
 }
 
+// KubernetesVersion is the version of k8s.io/kubernetes the tools module
+// pins; the node binaries are stamped with it (unstamped, they report
+// v0.0.0-master, which version-skew checks reject).
+const KubernetesVersion = "v1.36.3"
+
+// stampVersion are the -ldflags that stamp KubernetesVersion.
+var stampVersion = "-s -w -X k8s.io/component-base/version.gitVersion=" + KubernetesVersion +
+	" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+
+// nodePrograms are the rest of a node: what the local-node cluster runs
+// beside kube-apiserver and etcd. They take minutes to build cold, so only
+// EnsureNodeBinaries builds them.
+var nodePrograms = []toolbin.Program{
+	{Name: "kubelet", Pkg: "k8s.io/kubernetes/cmd/kubelet", LDFlags: stampVersion},
+	{Name: "kube-controller-manager", Pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", LDFlags: stampVersion},
+	{Name: "kube-scheduler", Pkg: "k8s.io/kubernetes/cmd/kube-scheduler", LDFlags: stampVersion},
+}
+
+// Kubelet is the path of the kubelet (EnsureNodeBinaries).
+func (b Binaries) Kubelet() string { return filepath.Join(b.Dir, "kubelet") }
+
+// ControllerManager is the path of kube-controller-manager.
+func (b Binaries) ControllerManager() string { return filepath.Join(b.Dir, "kube-controller-manager") }
+
+// Scheduler is the path of kube-scheduler.
+func (b Binaries) Scheduler() string { return filepath.Join(b.Dir, "kube-scheduler") }
+
+// EnsureNodeBinaries is EnsureBinaries for a whole node: kube-apiserver,
+// etcd, kubelet, kube-controller-manager and kube-scheduler, built
+// into <repo>/.bin (the node's three statically, CGO_ENABLED=0), or all
+// five from $GWDIAG_KUBE_BIN. A cold build takes about 12 minutes on 2 cores.
+func EnsureNodeBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
+	if dir := os.Getenv(EnvBinDir); dir != "" {
+		b := Binaries{Dir: dir}
+		for _, p := range []string{b.APIServer(), b.Etcd(), b.Kubelet(), b.ControllerManager(), b.Scheduler()} {
+			if _, err := os.Stat(p); err != nil {
+				return b, fmt.Errorf("$%s=%s: %w", EnvBinDir, dir, err)
+			}
+		}
+		return b, nil
+	}
+	// $KUBEBUILDER_ASSETS has no kubelet: a node's binaries all come
+	// from the repository's .bin.
+	root, err := RepoRoot()
+	if err != nil {
+		return Binaries{}, err
+	}
+	b, err := Build(ctx, root, filepath.Join(root, ".bin"), log)
+	if err != nil {
+		return b, err
+	}
+	return b, toolbin.Build(ctx, root, toolsModule, b.Dir, nodePrograms, log, "CGO_ENABLED=0")
+}
+
 // EnsureBinaries returns kube-apiserver and etcd: from $GWDIAG_KUBE_BIN or
 // $KUBEBUILDER_ASSETS when set, otherwise from <repo>/.bin, building them
 // there from the nested tools module when they are missing or older than

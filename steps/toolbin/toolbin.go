@@ -26,7 +26,11 @@ var ErrNoNetwork = errors.New("the Go module proxy is unreachable")
 
 // Program is one binary: its file name in the output directory and the
 // package it is built from.
-type Program struct{ Name, Pkg string }
+type Program struct {
+	Name, Pkg string
+	// LDFlags are passed to go build -ldflags (e.g. -X to stamp a version).
+	LDFlags string
+}
 
 // Build builds programs into dir from the tools module at root/module
 // (relative to the repository root), skipping a binary newer than the
@@ -56,7 +60,11 @@ func Build(ctx context.Context, root, module, dir string, programs []Program, lo
 			continue
 		}
 		tmp := out + ".tmp"
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, p.Pkg)
+		args := []string{"build", "-o", tmp}
+		if p.LDFlags != "" {
+			args = append(args, "-ldflags", p.LDFlags)
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, p.Pkg)...)
 		cmd.Dir = mod
 		// The tools module has its own go.mod; a GOFLAGS=-mod=vendor or a
 		// GOWORK of the caller must not leak into it.
