@@ -1,0 +1,67 @@
+package clusters_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/target/cluster"
+)
+
+// TestLocalNodeConformance runs the whole cluster profile on the local
+// node: the reference controller deploys refproxy in pods, the mocks run
+// in a pod per scenario, and traffic and traces go through port-forwards.
+// Every scenario of the profile must run and pass: none skipped for lack
+// of a data plane.
+func TestLocalNodeConformance(t *testing.T) {
+	switch {
+	case os.Getenv("GWDIAG_NODE_TESTS") == "":
+		t.Skip("the local node starts a kubelet and containerd on this machine: set GWDIAG_NODE_TESTS=1 (make test-node)")
+	case os.Getuid() != 0:
+		t.Skip("the local node needs root (cgroups, mounts, the CNI bridge)")
+	}
+	bins := t.TempDir()
+	build := exec.Command("go", "build", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/refproxy/cmd/mockbackend")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the static refproxy and mockbackend: %v\n%s", err, out)
+	}
+	var out strings.Builder
+	rep, err := steps.Run(context.Background(), steps.Options{
+		Target: "cluster",
+		Cluster: cluster.Options{LocalNode: true,
+			RefproxyBinary: filepath.Join(bins, "refproxy"), MockBinary: filepath.Join(bins, "mockbackend")},
+		Output: &out,
+	})
+	t.Log(out.String())
+	if err != nil && strings.Contains(err.Error(), "without the local-node provider") {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || rep.Summary.Skipped != 0 || rep.Summary.Unsupported != 0 {
+		t.Errorf("got %+v, want every scenario of the cluster profile run and passed", rep.Summary)
+	}
+	var profile *steps.ConformanceProfile
+	for i := range steps.Profiles {
+		if steps.Profiles[i].Name == steps.ProfileCluster {
+			profile = &steps.Profiles[i]
+		}
+	}
+	for _, f := range rep.Features {
+		if f.Profile != steps.ProfileCluster || !slices.Contains(slices.Concat(profile.CoreFeatures, profile.ExtendedFeatures), f.Name) {
+			t.Errorf("feature %s reported under %q: a local-node run covers the cluster profile only", f.Name, f.Profile)
+		}
+	}
+	for _, f := range slices.Concat(profile.CoreFeatures, profile.ExtendedFeatures) {
+		if !slices.ContainsFunc(rep.Features, func(r steps.FeatureReport) bool { return r.Name == f && r.Result == steps.Passed }) {
+			t.Errorf("feature %s of the cluster profile did not pass; report %+v", f, rep.Features)
+		}
+	}
+}
