@@ -164,7 +164,9 @@ func StartContainerd(ctx context.Context, o ContainerdOptions) (*Containerd, err
 	c.cmd.Stdout, c.cmd.Stderr = out, out
 	// Its own process group: a Ctrl-C of the test run reaches the provider,
 	// which stops containerd in order, not containerd directly.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Killed with this process: a run that dies leaves the rest to the
+	// next run's sweep, not a containerd.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}

@@ -1,0 +1,585 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gwdiag/gwdiag/clusters/kube"
+	"github.com/gwdiag/gwdiag/clusters/kube/images"
+)
+
+// ErrNotRoot is returned (wrapped) by StartCluster when the process is not
+// root: containerd, runc, the bridge and the cgroups all need it.
+var ErrNotRoot = errors.New("a local node needs root (containerd, runc, a network bridge and cgroups)")
+
+// PauseImage is the sandbox image of the node's pods, packed from
+// clusters/kube/cmd/pause and imported before the kubelet starts.
+const PauseImage = "gwdiag.local/pause:dev"
+
+// NodeName is the name the kubelet registers.
+const NodeName = "gwdiag-local-node"
+
+// ClusterOptions configure StartCluster; the zero value works (root and a
+// repository checkout needed, to build the binaries).
+type ClusterOptions struct {
+	// Binaries hold kube-apiserver, etcd, kubelet, kube-controller-manager
+	// and kube-scheduler; zero means kube.EnsureNodeBinaries.
+	Binaries kube.Binaries
+	// Images are packed and imported into containerd besides the pause
+	// image; pods use them with imagePullPolicy: Never.
+	Images []images.Image
+	// PodCIDR is the pods' network, on a bridge of the node's own; the
+	// bridge takes its first address, which is also the node's address.
+	// Default 10.244.0.0/16.
+	PodCIDR string
+	// PackageCache keeps Debian's containerd, runc and CNI packages
+	// between runs. Default $TMPDIR/gwdiag-node-packages.
+	PackageCache string
+	// StartTimeout bounds the start, up to the node being Ready. Default
+	// 3 minutes (on 2 cores under load, about 10 s idle).
+	StartTimeout time.Duration
+	// Output, when set, also receives every process's log (each is kept
+	// under the state directory and quoted in start errors anyway).
+	Output io.Writer
+}
+
+// A Cluster is a running single-node Kubernetes cluster on this machine:
+// etcd, kube-apiserver, kube-controller-manager and kube-scheduler as host
+// processes, and a kubelet running pods through containerd and runc, with
+// a CNI bridge of its own. It has no kube-proxy (ClusterIPs are not
+// routed; port-forward and pod IPs are) and no cluster DNS. Only one runs
+// on a machine at a time: StartCluster waits for the one before to stop.
+// ../shared/reference/LOCAL-CLUSTER.md records why each setting is what
+// it is.
+type Cluster struct {
+	// Config reaches the API server as a cluster admin.
+	Config *rest.Config
+	// KubeconfigPath is a kubeconfig file for Config; removed by Stop.
+	KubeconfigPath string
+	// HostAddr is the node's address: the bridge's own address, which pods
+	// reach and the host listens on (the global rate-limit service of the
+	// suite listens there).
+	HostAddr string
+	// State is the directory the cluster owns; removed by Stop.
+	State string
+
+	rec        *record
+	containerd *Containerd
+	procs      []*proc
+	unlock     func()
+}
+
+// StartCluster starts a node and waits until it is Ready, with the
+// Gateway API and policy CRDs installed. It first removes what a run
+// killed before its Stop left (processes, bridge, cgroups, sysctls, state).
+// Stop releases everything; on a failed start, StartCluster releases it.
+func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 3 * time.Minute
+	}
+	if o.PodCIDR == "" {
+		o.PodCIDR = "10.244.0.0/16"
+	}
+	if o.PackageCache == "" {
+		o.PackageCache = filepath.Join(os.TempDir(), "gwdiag-node-packages")
+	}
+	bridgeIP, subnet, err := net.ParseCIDR(o.PodCIDR)
+	if err != nil || bridgeIP.To4() == nil {
+		return nil, fmt.Errorf("local node: pod CIDR %q: want an IPv4 network such as 10.244.0.0/16", o.PodCIDR)
+	}
+	hostIP := nextIP(subnet.IP)
+	bins := o.Binaries
+	if bins.Dir == "" {
+		if bins, err = kube.EnsureNodeBinaries(ctx, nil); err != nil {
+			return nil, fmt.Errorf("local node: %w", err)
+		}
+	}
+	pkgs, err := FetchPackages(ctx, o.PackageCache, nil)
+	if err != nil {
+		return nil, fmt.Errorf("local node: %w", err)
+	}
+
+	unlock, err := LockMachine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := sweep(); err != nil {
+		unlock()
+		return nil, fmt.Errorf("local node: removing what an earlier run left: %w", err)
+	}
+	state, err := os.MkdirTemp("", statePrefix)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	id := strings.TrimPrefix(filepath.Base(state), statePrefix)
+	if len(id) > 8 {
+		id = id[:8] // an interface name has at most 15 bytes
+	}
+	c = &Cluster{State: state, HostAddr: hostIP.String(), unlock: unlock,
+		rec: &record{file: filepath.Join(state, recordFile), Bridge: "gwdn" + id, CgroupRoot: filepath.Base(state)}}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+			c = nil
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	if err := c.rec.saveSysctls(); err != nil {
+		return c, err
+	}
+	ones, _ := subnet.Mask.Size()
+	if err := c.network(pkgs, fmt.Sprintf("%s/%d", hostIP, ones), subnet.String()); err != nil {
+		return c, fmt.Errorf("local node: network: %w", err)
+	}
+	if err := c.startContainerd(ctx, o, pkgs); err != nil {
+		return c, err
+	}
+	if err := c.startControlPlane(ctx, bins, o); err != nil {
+		return c, err
+	}
+	if err := c.startKubelet(ctx, bins, o); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Stop stops every process the cluster started, the pods with them, and
+// removes the bridge, the cgroups, the state and the kubeconfig, and puts
+// back the sysctls the kubelet changed. It is safe to call twice.
+func (c *Cluster) Stop() error {
+	if c == nil || c.unlock == nil {
+		return nil
+	}
+	var errs []error
+	// The kubelet first, so that it does not restart what containerd stops;
+	// then the pods with containerd; the control plane last.
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		if c.procs[i].name == "kubelet" {
+			c.procs[i].stop()
+		}
+	}
+	if c.containerd != nil {
+		errs = append(errs, c.containerd.Stop())
+	}
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].stop()
+	}
+	errs = append(errs, c.rec.release())
+	errs = append(errs, os.RemoveAll(c.State))
+	c.unlock()
+	c.unlock = nil
+	return errors.Join(errs...)
+}
+
+// Logs returns the end of a process's log ("kubelet", "kube-apiserver",
+// "containerd", ...), for errors and reports; valid until Stop.
+func (c *Cluster) Logs(name string) string {
+	b, _ := os.ReadFile(filepath.Join(c.State, "logs", name+".log"))
+	const max = 4 << 10
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// network makes the pods' bridge, with the node's address on it, and the
+// CNI config that puts every pod on it.
+func (c *Cluster) network(pkgs Packages, hostCIDR, subnet string) error {
+	if err := c.rec.update(); err != nil { // the bridge is named before it exists
+		return err
+	}
+	for _, args := range [][]string{
+		{"link", "add", "name", c.rec.Bridge, "type", "bridge"},
+		{"addr", "add", hostCIDR, "dev", c.rec.Bridge},
+		{"link", "set", c.rec.Bridge, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+		}
+	}
+	conf := fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "gwdiag",
+  "plugins": [
+    {"type": "bridge", "bridge": %q, "isGateway": false, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q, "gateway": %q}]]}},
+    {"type": "loopback"}
+  ]
+}
+`, c.rec.Bridge, filepath.Join(c.State, "cni", "ipam"), subnet, c.HostAddr)
+	dir := filepath.Join(c.State, "cni", "net.d")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "10-gwdiag.conflist"), []byte(conf), 0o644)
+}
+
+// startContainerd starts containerd and imports the pause image and the
+// images of the options.
+func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Packages) error {
+	pause, err := buildPause(ctx, c.State)
+	if err != nil {
+		return err
+	}
+	imgs := append([]images.Image{{Ref: PauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}}, o.Images...)
+	tarball := filepath.Join(c.State, "images.tar")
+	if err := images.WriteTarball(tarball, imgs...); err != nil {
+		return fmt.Errorf("local node: %w", err)
+	}
+	log, err := c.logFile("containerd", o.Output)
+	if err != nil {
+		return err
+	}
+	c.containerd, err = StartContainerd(ctx, ContainerdOptions{State: c.State, Packages: pkgs, SandboxImage: PauseImage, Output: log})
+	if err != nil {
+		return fmt.Errorf("local node: %w\ncontainerd log:\n%s", err, c.Logs("containerd"))
+	}
+	if err := c.rec.addProc("containerd", c.containerd.Pid()); err != nil {
+		return err
+	}
+	if err := c.containerd.Import(ctx, tarball); err != nil {
+		return fmt.Errorf("local node: import images: %w", err)
+	}
+	return os.Remove(tarball)
+}
+
+// buildPause builds the pause program statically into dir.
+func buildPause(ctx context.Context, dir string) (string, error) {
+	root, err := kube.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "pause")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./clusters/kube/cmd/pause")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("local node: build the pause program: %w: %s", err, b)
+	}
+	return out, nil
+}
+
+// startControlPlane makes the PKI and starts etcd, kube-apiserver (waiting
+// until it is ready and the CRDs are established), kube-controller-manager
+// and kube-scheduler.
+func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o ClusterOptions) error {
+	p, err := newPKI(filepath.Join(c.State, "pki"))
+	if err != nil {
+		return err
+	}
+	host := net.ParseIP(c.HostAddr)
+	loop := net.ParseIP("127.0.0.1")
+	for i, s := range []certSpec{
+		{name: "apiserver", cn: "kube-apiserver", ips: []net.IP{loop, host, net.ParseIP("10.96.0.1")},
+			dns: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}},
+		{name: "admin", cn: "gwdiag-admin", orgs: []string{"system:masters"}},
+		{name: "controller-manager", cn: "system:kube-controller-manager"},
+		{name: "scheduler", cn: "system:kube-scheduler"},
+		{name: "kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}},
+		{name: "node", cn: "system:node:" + NodeName, orgs: []string{"system:nodes"}},
+		{name: "kubelet", cn: NodeName, dns: []string{NodeName, "localhost"}, ips: []net.IP{host, loop}},
+	} {
+		if err := p.issue(s, int64(i+2)); err != nil {
+			return err
+		}
+	}
+	ports, err := freePorts(5)
+	if err != nil {
+		return err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	if err := c.start(ctx, o, "etcd", bins.Etcd(), "--data-dir", filepath.Join(c.State, "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "default="+peerURL, "--unsafe-no-fsync", "--log-level", "warn"); err != nil {
+		return err
+	}
+	server := fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	if err := c.start(ctx, o, "kube-apiserver", bins.APIServer(),
+		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[2]),
+		"--advertise-address", c.HostAddr, "--cert-dir", filepath.Join(c.State, "apiserver"),
+		"--tls-cert-file", p.path("apiserver.crt"), "--tls-private-key-file", p.path("apiserver.key"),
+		"--client-ca-file", p.CA(),
+		"--service-account-key-file", p.path("sa.pub"), "--service-account-signing-key-file", p.path("sa.key"),
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--kubelet-client-certificate", p.path("kubelet-client.crt"), "--kubelet-client-key", p.path("kubelet-client.key"),
+		"--kubelet-certificate-authority", p.CA(), "--kubelet-preferred-address-types", "InternalIP,Hostname",
+		"--authorization-mode", "Node,RBAC", "--service-cluster-ip-range", "10.96.0.0/24",
+		"--allow-privileged", "--enable-priority-and-fairness=false", "--profiling=false"); err != nil {
+		return err
+	}
+	if c.KubeconfigPath, err = p.kubeconfig("admin", server); err != nil {
+		return err
+	}
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.KubeconfigPath); err != nil {
+		return err
+	}
+	if err := c.waitAPIServer(ctx); err != nil {
+		return err
+	}
+	if err := kube.InstallCRDs(c.Config); err != nil {
+		return fmt.Errorf("local node: %w", err)
+	}
+	kcm, err := p.kubeconfig("controller-manager", server)
+	if err != nil {
+		return err
+	}
+	if err := c.start(ctx, o, "kube-controller-manager", bins.ControllerManager(),
+		"--kubeconfig", kcm, "--authentication-kubeconfig", kcm, "--authorization-kubeconfig", kcm,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[3]), "--leader-elect=false",
+		"--use-service-account-credentials", "--root-ca-file", p.CA(),
+		"--service-account-private-key-file", p.path("sa.key"),
+		"--cluster-signing-cert-file", p.CA(), "--cluster-signing-key-file", p.path("ca.key"),
+		"--flex-volume-plugin-dir", filepath.Join(c.State, "flexvolume"), "--profiling=false"); err != nil {
+		return err
+	}
+	sched, err := p.kubeconfig("scheduler", server)
+	if err != nil {
+		return err
+	}
+	return c.start(ctx, o, "kube-scheduler", bins.Scheduler(),
+		"--kubeconfig", sched, "--authentication-kubeconfig", sched, "--authorization-kubeconfig", sched,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[4]), "--leader-elect=false", "--profiling=false")
+}
+
+// waitAPIServer waits until the API server answers /readyz.
+func (c *Cluster) waitAPIServer(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	var last string
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := c.exited("etcd", "kube-apiserver"); err != nil {
+			return false, err
+		}
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		return string(b) == "ok", nil
+	})
+	if err != nil {
+		return fmt.Errorf("local node: kube-apiserver not ready (last: %s): %w\nkube-apiserver log:\n%s", last, err, c.Logs("kube-apiserver"))
+	}
+	return nil
+}
+
+// startKubelet prepares the kubelet's cgroup root and config and runs it
+// in containerd's mount namespace (its pod volumes, logs and the shims'
+// paths stay there), then waits until the node is Ready.
+func (c *Cluster) startKubelet(ctx context.Context, bins kube.Binaries, o ClusterOptions) error {
+	if err := makeCgroupRoot(c.rec.CgroupRoot); err != nil {
+		return fmt.Errorf("local node: %w", err)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return err
+	}
+	p := &pki{dir: filepath.Join(c.State, "pki")}
+	server := c.Config.Host
+	kubeconfig, err := p.kubeconfig("node", server)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(c.State, "kubelet")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %s
+port: %d
+readOnlyPort: 0
+healthzPort: 0
+containerRuntimeEndpoint: unix://%s
+authentication:
+  x509: {clientCAFile: %q}
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+tlsCertFile: %q
+tlsPrivateKeyFile: %q
+cgroupDriver: cgroupfs
+cgroupRoot: /%s
+failCgroupV1: false
+failSwapOn: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
+syncFrequency: 2s
+fileCheckFrequency: 2s
+nodeStatusUpdateFrequency: 2s
+serializeImagePulls: false
+resolvConf: ""
+`, c.HostAddr, ports[0], c.containerd.Socket, p.CA(), p.path("kubelet.crt"), p.path("kubelet.key"), c.rec.CgroupRoot)
+	cfgFile := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	err = c.start(ctx, o, "kubelet", "nsenter", "-t", strconv.Itoa(c.containerd.Pid()), "-m", "--", bins.Kubelet(),
+		"--config", cfgFile, "--kubeconfig", kubeconfig, "--root-dir", filepath.Join(dir, "root"),
+		"--node-ip", c.HostAddr, "--hostname-override", NodeName, "--v", "1")
+	if err != nil {
+		return err
+	}
+	return c.waitNodeReady(ctx)
+}
+
+// waitNodeReady waits until the node reports Ready and the default
+// namespace has its ServiceAccount (pods are refused before it exists).
+func (c *Cluster) waitNodeReady(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	last := "node not registered"
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := c.exited("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"); err != nil {
+			return false, err
+		}
+		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				last = fmt.Sprintf("node Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+				if cond.Status != corev1.ConditionTrue {
+					return false, nil
+				}
+			}
+		}
+		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			last = "node Ready; waiting for the default ServiceAccount"
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("local node: not Ready (last: %s): %w\nkubelet log:\n%s", last, err, c.Logs("kubelet"))
+	}
+	return nil
+}
+
+// A proc is one process the cluster started.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
+}
+
+// start starts a process with its log under the state directory, killed
+// with this process (Pdeathsig) and recorded for the sweep.
+func (c *Cluster) start(ctx context.Context, o ClusterOptions, name, bin string, args ...string) error {
+	log, err := c.logFile(name, o.Output)
+	if err != nil {
+		return err
+	}
+	p := &proc{name: name, cmd: exec.Command(bin, args...), exited: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		return fmt.Errorf("local node: start %s: %w", name, err)
+	}
+	c.procs = append(c.procs, p)
+	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
+	return c.rec.addProc(name, p.cmd.Process.Pid)
+}
+
+// exited returns an error naming the first of names that has exited, with
+// the end of its log.
+func (c *Cluster) exited(names ...string) error {
+	for _, p := range c.procs {
+		for _, n := range names {
+			if p.name != n {
+				continue
+			}
+			select {
+			case <-p.exited:
+				return fmt.Errorf("local node: %s exited: %v\n%s log:\n%s", n, p.err, n, c.Logs(n))
+			default:
+			}
+		}
+	}
+	return nil
+}
+
+// stop ends the process: SIGTERM, then SIGKILL after 10 s.
+func (p *proc) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// logFile opens the log of a process, teed to out when set.
+func (c *Cluster) logFile(name string, out io.Writer) (io.Writer, error) {
+	dir := filepath.Join(c.State, "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		return io.MultiWriter(f, out), nil
+	}
+	return f, nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func nextIP(ip net.IP) net.IP {
+	out := make(net.IP, 4)
+	copy(out, ip.To4())
+	out[3]++
+	return out
+}

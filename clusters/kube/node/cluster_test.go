@@ -1,0 +1,253 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/go-logr/logr"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gwdiag/gwdiag/clusters/kube"
+	"github.com/gwdiag/gwdiag/clusters/kube/images"
+	"github.com/gwdiag/gwdiag/clusters/kube/node"
+)
+
+// startCluster starts a local node for a test with the echo mock as image
+// gwdiag.local/echo:dev, skipping only where a node cannot run at all.
+func startCluster(t *testing.T, ctx context.Context) *node.Cluster {
+	t.Helper()
+	echo := filepath.Join(t.TempDir(), "mockbackend")
+	build := exec.CommandContext(ctx, "go", "build", "-o", echo, "../../../refproxy/cmd/mockbackend")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build mockbackend: %v\n%s", err, out)
+	}
+	c, err := node.StartCluster(ctx, node.ClusterOptions{Images: []images.Image{{Ref: "gwdiag.local/echo:dev",
+		Files: map[string]string{"/mockbackend": echo}, Entrypoint: []string{"/mockbackend", "--llm-addr", "", "--echo-addr", ":8000"}}}})
+	switch {
+	case errors.Is(err, node.ErrNotRoot):
+		t.Skipf("skipped: %v", err)
+	case errors.Is(err, kube.ErrNoNetwork):
+		t.Skipf("skipped: %v", err)
+	case err != nil:
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return c
+}
+
+// TestClusterRunsAPod: a Deployment's pod, from an image packed here,
+// becomes Ready on the local node, and the host reaches it on its pod IP.
+func TestClusterRunsAPod(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := startCluster(t, ctx)
+	cs := kubernetes.NewForConfigOrDie(c.Config)
+	labels := map[string]string{"app": "echo"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: ptr.To(false),
+					Containers: []corev1.Container{{Name: "echo", Image: "gwdiag.local/echo:dev", ImagePullPolicy: corev1.PullNever,
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8000)}},
+							PeriodSeconds: 1}}},
+				},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	last := "no pod yet"
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=echo"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, nil
+		}
+		pod = pods.Items[0]
+		last = fmt.Sprintf("phase %s, conditions %v, statuses %v", pod.Status.Phase, pod.Status.Conditions, pod.Status.ContainerStatuses)
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("pod not Ready (last: %s): %v\nkubelet log:\n%s", last, err, c.Logs("kubelet"))
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + pod.Status.PodIP + ":8000/get")
+	if err != nil {
+		t.Fatalf("GET the pod at %s: %v", pod.Status.PodIP, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET the pod: %d %s; want 200", resp.StatusCode, body)
+	}
+	if !strings.HasPrefix(pod.Status.PodIP, "10.244.") {
+		t.Errorf("pod IP %s is not in the node's pod network 10.244.0.0/16", pod.Status.PodIP)
+	}
+}
+
+// machineState is what a node changes on the machine, read from it.
+type machineState struct {
+	sysctls   map[string]string
+	bridges   []string
+	cgroups   []string
+	processes []string
+	states    []string
+}
+
+func readMachineState(t *testing.T) machineState {
+	t.Helper()
+	s := machineState{sysctls: map[string]string{}}
+	for _, k := range []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"} {
+		b, _ := os.ReadFile("/proc/sys/" + k)
+		s.sysctls[k] = strings.TrimSpace(string(b))
+	}
+	s.bridges, _ = filepath.Glob("/sys/class/net/gwdn*")
+	s.cgroups, _ = filepath.Glob("/sys/fs/cgroup/*/gwdiag-localnode-*")
+	k8s, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io")
+	s.cgroups = append(s.cgroups, k8s...)
+	s.states, _ = filepath.Glob(filepath.Join(os.TempDir(), "gwdiag-localnode-*"))
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmd, "gwdiag-localnode-") && !strings.Contains(cmd, "TestCluster") {
+			s.processes = append(s.processes, cmd)
+		}
+	}
+	return s
+}
+
+// assertCleanMachine fails when anything of a node is left, or a sysctl
+// differs from before.
+func assertCleanMachine(t *testing.T, before machineState) {
+	t.Helper()
+	after := readMachineState(t)
+	for k, v := range before.sysctls {
+		if after.sysctls[k] != v {
+			t.Errorf("sysctl %s = %s after the node, want %s as before", k, after.sysctls[k], v)
+		}
+	}
+	for what, left := range map[string][]string{"bridges": after.bridges, "cgroups": after.cgroups, "processes": after.processes, "state directories": after.states} {
+		if len(left) > 0 {
+			t.Errorf("%s left behind: %v", what, left)
+		}
+	}
+}
+
+// TestClusterStopLeavesNothing: Stop removes every process, the bridge,
+// the cgroups and the state, and puts back the sysctls the kubelet set.
+func TestClusterStopLeavesNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	before := readMachineState(t)
+	if len(before.states) > 0 {
+		t.Logf("state directories of earlier runs (the start sweeps them): %v", before.states)
+		before.states = nil
+	}
+	t.Run("start", func(t *testing.T) {
+		c := startCluster(t, ctx)
+		if st := readMachineState(t); len(st.bridges) != 1 || len(st.processes) == 0 {
+			t.Errorf("while running: bridges %v, processes %d; want one bridge and the node's processes", st.bridges, len(st.processes))
+		}
+		if c.HostAddr != "10.244.0.1" {
+			t.Errorf("HostAddr = %s, want the bridge's 10.244.0.1", c.HostAddr)
+		}
+	})
+	assertCleanMachine(t, before)
+}
+
+// envKilledRun makes the test binary a run that starts a node and is then
+// killed: TestSweepAfterKilledRun runs it.
+const envKilledRun = "GWDIAG_TEST_KILLED_RUN"
+
+// TestSweepAfterKilledRun: a run killed with SIGKILL leaves its node
+// behind; the next StartCluster removes it all first.
+func TestSweepAfterKilledRun(t *testing.T) {
+	if os.Getenv(envKilledRun) != "" {
+		// The child: start a node, say so, and wait to be killed.
+		ctx := context.Background()
+		c, err := node.StartCluster(ctx, node.ClusterOptions{})
+		if err != nil {
+			fmt.Println("start failed:", err)
+			os.Exit(1)
+		}
+		fmt.Println("ready", c.State)
+		select {}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: a local node needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	before := readMachineState(t)
+	before.states = nil
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestSweepAfterKilledRun$", "-test.v")
+	child.Env = append(os.Environ(), envKilledRun+"=1")
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(seen.String(), "ready ") {
+		n, err := out.Read(buf)
+		seen.Write(buf[:n])
+		if err != nil {
+			_ = child.Wait()
+			t.Fatalf("the child run did not start its node: %v\n%s", err, seen.String())
+		}
+	}
+	// The kill Pdeathsig forwards to the control plane; containerd's shims
+	// and the bridge, cgroups, sysctls and state stay for the sweep.
+	_ = child.Process.Signal(syscall.SIGKILL)
+	_ = child.Wait()
+	left := readMachineState(t)
+	if len(left.states) == 0 || len(left.bridges) == 0 {
+		t.Fatalf("the killed run left no state or bridge to sweep (states %v, bridges %v): the test proves nothing", left.states, left.bridges)
+	}
+	t.Run("next run", func(t *testing.T) { startCluster(t, ctx) })
+	assertCleanMachine(t, before)
+}
+
+// InstallCRDs logs through controller-runtime's global logger, which warns
+// with a stack when never set.
+func init() { ctrllog.SetLogger(logr.Discard()) }
