@@ -80,6 +80,9 @@ type Cluster struct {
 	HostAddr string
 	// State is the directory the cluster owns; removed by Stop.
 	State string
+	// Waited is how long StartCluster waited for another local node to
+	// stop; Took is how long the start took after that, to a Ready node.
+	Waited, Took time.Duration
 
 	rec        *record
 	containerd *Containerd
@@ -120,10 +123,12 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 		return nil, fmt.Errorf("local node: %w", err)
 	}
 
+	began := time.Now()
 	unlock, err := LockMachine(ctx)
 	if err != nil {
 		return nil, err
 	}
+	locked := time.Now()
 	if err := sweep(); err != nil {
 		unlock()
 		return nil, fmt.Errorf("local node: removing what an earlier run left: %w", err)
@@ -163,6 +168,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	if err := c.startKubelet(ctx, bins, o); err != nil {
 		return c, err
 	}
+	c.Waited, c.Took = locked.Sub(began), time.Since(locked)
 	return c, nil
 }
 
@@ -582,4 +588,54 @@ func nextIP(ip net.IP) net.IP {
 	copy(out, ip.To4())
 	out[3]++
 	return out
+}
+
+// MemoryRSS is the resident memory of the cluster by part: each process it
+// started (by name), containerd's shims ("shims"), and every process of
+// its pods ("pods"). It is what the cluster costs the machine, for figures.
+func (c *Cluster) MemoryRSS() map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range c.procs {
+		out[p.name] += rss(p.cmd.Process.Pid)
+	}
+	if c.containerd != nil {
+		out["containerd"] += rss(c.containerd.Pid())
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		b, err := os.ReadFile(f)
+		if err == nil && bytes.Contains(b, []byte("containerd-shim")) && bytes.Contains(b, []byte(c.State)) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			out["shims"] += rss(pid)
+		}
+	}
+	// Pods: every process in the kubelet's cgroup root (memory hierarchy).
+	_ = filepath.WalkDir(filepath.Join("/sys/fs/cgroup/memory", c.rec.CgroupRoot), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out["pods"] += rss(pid)
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// rss is a process's resident set in bytes (VmRSS), 0 when it is gone.
+func rss(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

@@ -63,7 +63,9 @@ func TestClusterRunsAPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c := startCluster(t, ctx)
+	t.Logf("figure: node Ready %v after start (after %v waiting for another node to stop)", c.Took.Round(100*time.Millisecond), c.Waited.Round(100*time.Millisecond))
 	cs := kubernetes.NewForConfigOrDie(c.Config)
+	created := time.Now()
 	labels := map[string]string{"app": "echo"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
@@ -103,6 +105,13 @@ func TestClusterRunsAPod(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pod not Ready (last: %s): %v\nkubelet log:\n%s", last, err, c.Logs("kubelet"))
 	}
+	t.Logf("figure: a new Deployment's pod Ready %v after its creation", time.Since(created).Round(100*time.Millisecond))
+	var total int64
+	for part, b := range c.MemoryRSS() {
+		t.Logf("figure: RSS %s %d MiB", part, b>>20)
+		total += b
+	}
+	t.Logf("figure: RSS of the whole cluster %d MiB", total>>20)
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + pod.Status.PodIP + ":8000/get")
 	if err != nil {
 		t.Fatalf("GET the pod at %s: %v", pod.Status.PodIP, err)
