@@ -21,7 +21,7 @@ import (
 func TestLocalNodeConformance(t *testing.T) {
 	switch {
 	case os.Getenv("GWDIAG_NODE_TESTS") == "":
-		t.Skip("the local node starts a kubelet and containerd on this machine: set GWDIAG_NODE_TESTS=1 (make test-node)")
+		t.Skip("the whole cluster profile on the local node takes minutes: set GWDIAG_NODE_TESTS=1 (or run make conformance-cluster)")
 	case os.Getuid() != 0:
 		t.Skip("the local node needs root (cgroups, mounts, the CNI bridge)")
 	}
