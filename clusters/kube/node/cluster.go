@@ -226,6 +226,9 @@ func (c *Cluster) network(pkgs Packages, hostCIDR, subnet string) error {
 			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 		}
 	}
+	if err := c.allowForwarding(); err != nil {
+		return err
+	}
 	conf := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "gwdiag",
@@ -241,6 +244,27 @@ func (c *Cluster) network(pkgs Packages, hostCIDR, subnet string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "10-gwdiag.conflist"), []byte(conf), 0o644)
+}
+
+// allowForwarding lets pods talk to each other across the bridge where a
+// firewall would drop it: Docker sets the FORWARD policy to DROP, and with
+// bridge-nf-call-iptables on, bridged traffic passes FORWARD. Probes and
+// port-forwards come from the host and never do, so without this only
+// pod-to-pod traffic (the proxy calling its backends) fails. The rule is
+// recorded first, and removed by Stop or the next run's sweep.
+func (c *Cluster) allowForwarding() error {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return nil // no iptables, no firewall to pass
+	}
+	c.rec.ForwardRule = []string{"FORWARD", "-i", c.rec.Bridge, "-o", c.rec.Bridge, "-m", "comment", "--comment", "gwdiag local node", "-j", "ACCEPT"}
+	if err := c.rec.update(); err != nil {
+		return err
+	}
+	args := append([]string{"-w", "-I"}, c.rec.ForwardRule...)
+	if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 // startContainerd starts containerd and imports the pause image and the

@@ -33,14 +33,19 @@ import (
 // gwdiag.local/echo:dev, skipping only where a node cannot run at all.
 func startCluster(t *testing.T, ctx context.Context) *node.Cluster {
 	t.Helper()
-	echo := filepath.Join(t.TempDir(), "mockbackend")
-	build := exec.CommandContext(ctx, "go", "build", "-o", echo, "../../../refproxy/cmd/mockbackend")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build mockbackend: %v\n%s", err, out)
+	dir := t.TempDir()
+	echo, fetch := filepath.Join(dir, "mockbackend"), filepath.Join(dir, "fetch")
+	for out, pkg := range map[string]string{echo: "../../../refproxy/cmd/mockbackend", fetch: "./testdata/fetch"} {
+		build := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, b)
+		}
 	}
-	c, err := node.StartCluster(ctx, node.ClusterOptions{Images: []images.Image{{Ref: "gwdiag.local/echo:dev",
-		Files: map[string]string{"/mockbackend": echo}, Entrypoint: []string{"/mockbackend", "--llm-addr", "", "--echo-addr", ":8000"}}}})
+	c, err := node.StartCluster(ctx, node.ClusterOptions{Images: []images.Image{
+		{Ref: "gwdiag.local/echo:dev", Files: map[string]string{"/mockbackend": echo}, Entrypoint: []string{"/mockbackend", "--llm-addr", "", "--echo-addr", ":8000"}},
+		{Ref: "gwdiag.local/fetch:dev", Files: map[string]string{"/fetch": fetch}, Entrypoint: []string{"/fetch"}},
+	}})
 	switch {
 	case errors.Is(err, node.ErrNotRoot):
 		t.Skipf("skipped: %v", err)
@@ -124,6 +129,31 @@ func TestClusterRunsAPod(t *testing.T) {
 	if !strings.HasPrefix(pod.Status.PodIP, "10.244.") {
 		t.Errorf("pod IP %s is not in the node's pod network 10.244.0.0/16", pod.Status.PodIP)
 	}
+
+	// Pod to pod, across the bridge: what a proxy pod does to its backends
+	// (a firewall's FORWARD policy can drop it while host traffic passes).
+	fetcher := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "fetch", Namespace: "default"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "fetch", Image: "gwdiag.local/fetch:dev", ImagePullPolicy: corev1.PullNever,
+				Args: []string{"http://" + pod.Status.PodIP + ":8000/get"}}}},
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, fetcher, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var phase corev1.PodPhase
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "fetch", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		phase = p.Status.Phase
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	if phase != corev1.PodSucceeded {
+		logs, _ := cs.CoreV1().Pods("default").GetLogs("fetch", &corev1.PodLogOptions{}).DoRaw(ctx)
+		t.Errorf("a pod GETting the echo pod at %s: phase %s (%v), output %q; want Succeeded", pod.Status.PodIP, phase, err, logs)
+	}
 }
 
 // machineState is what a node changes on the machine, read from it.
@@ -133,6 +163,7 @@ type machineState struct {
 	cgroups   []string
 	processes []string
 	states    []string
+	rules     []string
 }
 
 func readMachineState(t *testing.T) machineState {
@@ -147,6 +178,13 @@ func readMachineState(t *testing.T) machineState {
 	k8s, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io")
 	s.cgroups = append(s.cgroups, k8s...)
 	s.states, _ = filepath.Glob(filepath.Join(os.TempDir(), "gwdiag-localnode-*"))
+	if rules, err := exec.Command("iptables", "-w", "-S", "FORWARD").Output(); err == nil {
+		for _, r := range strings.Split(string(rules), "\n") {
+			if strings.Contains(r, "gwdiag local node") {
+				s.rules = append(s.rules, r)
+			}
+		}
+	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range procs {
 		b, err := os.ReadFile(f)
@@ -171,7 +209,7 @@ func assertCleanMachine(t *testing.T, before machineState) {
 			t.Errorf("sysctl %s = %s after the node, want %s as before", k, after.sysctls[k], v)
 		}
 	}
-	for what, left := range map[string][]string{"bridges": after.bridges, "cgroups": after.cgroups, "processes": after.processes, "state directories": after.states} {
+	for what, left := range map[string][]string{"iptables rules": after.rules, "bridges": after.bridges, "cgroups": after.cgroups, "processes": after.processes, "state directories": after.states} {
 		if len(left) > 0 {
 			t.Errorf("%s left behind: %v", what, left)
 		}

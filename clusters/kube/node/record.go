@@ -37,10 +37,13 @@ var kernelTunables = []string{
 type record struct {
 	file string
 
-	Bridge     string            `json:"bridge"`
-	CgroupRoot string            `json:"cgroupRoot"`
-	Sysctls    map[string]string `json:"sysctls,omitempty"`
-	Procs      []recordedProc    `json:"procs,omitempty"`
+	Bridge string `json:"bridge"`
+	// ForwardRule is the iptables rule (without -I/-D) that lets pods
+	// reach each other across the bridge.
+	ForwardRule []string          `json:"forwardRule,omitempty"`
+	CgroupRoot  string            `json:"cgroupRoot"`
+	Sysctls     map[string]string `json:"sysctls,omitempty"`
+	Procs       []recordedProc    `json:"procs,omitempty"`
 }
 
 // recordedProc identifies a process by pid and start time, so that a
@@ -94,6 +97,13 @@ func (r *record) release() error {
 			if out, err := exec.Command("ip", "link", "del", r.Bridge).CombinedOutput(); err != nil {
 				errs = append(errs, fmt.Errorf("remove bridge %s: %v: %s", r.Bridge, err, out))
 			}
+		}
+	}
+	if len(r.ForwardRule) > 0 {
+		args := append([]string{"-w", "-D"}, r.ForwardRule...)
+		// A rule already gone (never inserted, or a second release) is fine.
+		if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil && !strings.Contains(string(out), "does a matching rule exist") && !strings.Contains(string(out), "Bad rule") {
+			errs = append(errs, fmt.Errorf("iptables %s: %v: %s", strings.Join(args, " "), err, out))
 		}
 	}
 	if r.CgroupRoot != "" {
