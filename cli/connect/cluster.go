@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/gwdiag/gwdiag/portforward"
+	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 )
 
 // GatewayNameLabel is the label by which a Gateway's proxy pods are found

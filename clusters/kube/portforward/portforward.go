@@ -4,7 +4,7 @@
 // the one port-forward of the project: the CLI's cluster mode
 // (cli/connect) and the conformance suite's cluster target
 // (steps/target/cluster) both use it. It imports client-go only, nothing
-// of clusters/, so the CLI may import it.
+// else of clusters/: the CLI imports no other package of clusters/.
 package portforward
 
 import (

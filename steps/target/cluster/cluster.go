@@ -28,7 +28,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/clusters/kube"
-	"github.com/gwdiag/gwdiag/portforward"
+	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/steps/target"
 )

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gwdiag/gwdiag/portforward"
+	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
