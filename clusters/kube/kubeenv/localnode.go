@@ -1,0 +1,43 @@
+package kubeenv
+
+import (
+	"context"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/gwdiag/gwdiag/clusters/kube/node"
+)
+
+type nodeKey struct{}
+
+// NodeFromContext returns the local node started by LocalNodeEnvFuncs.
+func NodeFromContext(ctx context.Context) (*node.Cluster, bool) {
+	c, ok := ctx.Value(nodeKey{}).(*node.Cluster)
+	return c, ok
+}
+
+// LocalNodeEnvFuncs are e2e-framework set-up and tear-down functions for a
+// real single-node cluster on this machine (clusters/kube/node: root, one
+// at a time per machine), with the CRDs installed and o.Images imported:
+//
+//	setup, finish := kubeenv.LocalNodeEnvFuncs(node.ClusterOptions{Images: imgs})
+//	testenv.Setup(setup).Finish(finish)
+//
+// Set-up points the environment's client at the node's API server;
+// tear-down stops the node and removes everything it made.
+func LocalNodeEnvFuncs(o node.ClusterOptions) (setup, finish env.Func) {
+	setup = func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		c, err := node.StartCluster(ctx, o)
+		if err != nil {
+			return ctx, err
+		}
+		cfg.WithKubeconfigFile(c.KubeconfigPath)
+		return context.WithValue(ctx, nodeKey{}, c), nil
+	}
+	finish = func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		c, _ := NodeFromContext(ctx)
+		return ctx, c.Stop()
+	}
+	return setup, finish
+}
