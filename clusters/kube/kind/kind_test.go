@@ -1,4 +1,4 @@
-package kind
+package kind_test
 
 import (
 	"context"
@@ -14,68 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
+	"github.com/gwdiag/gwdiag/clusters/kube/kind"
+	"github.com/gwdiag/gwdiag/clusters/kube/kind/kindtest"
 )
-
-// fakeKind records each call as the kind command line it stands for, and
-// fails the commands named in fail.
-type fakeKind struct {
-	existing []string
-	fail     map[string]error
-	calls    []string
-	// loaded are the image tags of the tarball LoadImageArchive got.
-	loaded []string
-}
-
-const fakeKubeconfig = `apiVersion: v1
-kind: Config
-clusters: [{name: kind-gwdiag, cluster: {server: "https://127.0.0.1:41234"}}]
-users: [{name: kind-gwdiag, user: {token: t}}]
-contexts: [{name: kind-gwdiag, context: {cluster: kind-gwdiag, user: kind-gwdiag}}]
-current-context: kind-gwdiag
-`
-
-func (f *fakeKind) call(verb, line string) error {
-	f.calls = append(f.calls, line)
-	return f.fail[verb]
-}
-
-func (f *fakeKind) List() ([]string, error) {
-	return f.existing, f.call("get clusters", "get clusters")
-}
-
-func (f *fakeKind) Create(name string, o CreateOptions) error {
-	line := "create cluster --name " + name
-	if o.Image != "" {
-		line += " --image " + o.Image
-	}
-	if o.Config != "" {
-		line += " --config " + o.Config
-	}
-	return f.call("create cluster", fmt.Sprintf("%s --wait %s --kubeconfig %s", line, o.Wait, o.Kubeconfig))
-}
-
-func (f *fakeKind) KubeConfig(name string) (string, error) {
-	return fakeKubeconfig, f.call("get kubeconfig", "get kubeconfig --name "+name)
-}
-
-func (f *fakeKind) LoadImageArchive(name, file string) error {
-	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(file) })
-	if err != nil {
-		return fmt.Errorf("fake kind: %s is not a docker-archive tarball: %w", file, err)
-	}
-	for _, d := range m {
-		f.loaded = append(f.loaded, d.RepoTags...)
-	}
-	slices.Sort(f.loaded)
-	return f.call("load image-archive", "load image-archive "+file+" --name "+name)
-}
-
-func (f *fakeKind) Delete(name, kubeconfig string) error {
-	return f.call("delete cluster", "delete cluster --name "+name+" --kubeconfig "+kubeconfig)
-}
 
 // TestStart: the kind commands Start and Stop run, in order, for a new
 // cluster, a kept one, one that exists already, and failures at each
@@ -98,7 +40,7 @@ func TestStart(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name     string
-		opts     Options
+		opts     kind.Options
 		existing []string
 		fail     string
 		ctxDone  bool
@@ -108,23 +50,23 @@ func TestStart(t *testing.T) {
 	}{
 		{name: "new cluster", start: []string{"get clusters", create, get, load}, stop: []string{del}},
 		{name: "node image, config file and wait",
-			opts: Options{Name: "e2e", Image: "kindest/node:v1.33.1", Config: "/etc/kind.yaml", Wait: time.Minute},
+			opts: kind.Options{Name: "e2e", Image: "kindest/node:v1.33.1", Config: "/etc/kind.yaml", Wait: time.Minute},
 			start: []string{"get clusters",
 				"create cluster --name e2e --image kindest/node:v1.33.1 --config /etc/kind.yaml --wait 1m0s --kubeconfig {dir}/kubeconfig",
 				"get kubeconfig --name e2e", "load image-archive {dir}/images.tar --name e2e"},
 			stop: []string{"delete cluster --name e2e --kubeconfig {dir}/kubeconfig"}},
-		{name: "keep", opts: Options{Keep: true}, start: []string{"get clusters", create, get, load}},
+		{name: "keep", opts: kind.Options{Keep: true}, start: []string{"get clusters", create, get, load}},
 		{name: "existing cluster is used, never deleted", existing: []string{"other", "gwdiag"},
 			start: []string{"get clusters", get, load}},
-		{name: "existing cluster with keep", opts: Options{Keep: true}, existing: []string{"gwdiag"},
+		{name: "existing cluster with keep", opts: kind.Options{Keep: true}, existing: []string{"gwdiag"},
 			start: []string{"get clusters", get, load}},
-		{name: "no images to load", opts: Options{Images: []images.Image{}},
+		{name: "no images to load", opts: kind.Options{Images: []images.Image{}},
 			start: []string{"get clusters", create, get}, stop: []string{del}},
 		{name: "create fails: deleted", fail: "create cluster", start: []string{"get clusters", create, del},
 			wantErr: "kind create cluster --name gwdiag: fake failure"},
 		{name: "load fails: deleted", fail: "load image-archive", start: []string{"get clusters", create, get, load, del},
 			wantErr: "kind load image-archive --name gwdiag: fake failure"},
-		{name: "load fails with keep: kept", opts: Options{Keep: true}, fail: "load image-archive",
+		{name: "load fails with keep: kept", opts: kind.Options{Keep: true}, fail: "load image-archive",
 			start: []string{"get clusters", create, get, load}, wantErr: "fake failure"},
 		{name: "load fails on an existing cluster: not deleted", existing: []string{"gwdiag"}, fail: "load image-archive",
 			start: []string{"get clusters", get, load}, wantErr: "fake failure"},
@@ -135,9 +77,9 @@ func TestStart(t *testing.T) {
 		{name: "cancelled before create", ctxDone: true, start: []string{"get clusters"}, wantErr: "context canceled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeKind{existing: tc.existing}
+			f := &kindtest.Fake{Existing: tc.existing}
 			if tc.fail != "" {
-				f.fail = map[string]error{tc.fail: errors.New("fake failure")}
+				f.Fail = map[string]error{tc.fail: errors.New("fake failure")}
 			}
 			o := tc.opts
 			if o.Images == nil {
@@ -149,8 +91,8 @@ func TestStart(t *testing.T) {
 			if tc.ctxDone {
 				cancel()
 			}
-			c, err := Start(ctx, o)
-			dir := tempDirOf(f.calls)
+			c, err := kind.Start(ctx, o)
+			dir := tempDirOf(f.Calls())
 			expand := func(lines []string) []string {
 				out := make([]string, len(lines))
 				for i, l := range lines {
@@ -158,7 +100,7 @@ func TestStart(t *testing.T) {
 				}
 				return out
 			}
-			if got, want := f.calls, expand(tc.start); !slices.Equal(got, want) {
+			if got, want := f.Calls(), expand(tc.start); !slices.Equal(got, want) {
 				t.Errorf("kind commands of Start:\n got %q\nwant %q", got, want)
 			}
 			if tc.wantErr != "" {
@@ -181,23 +123,23 @@ func TestStart(t *testing.T) {
 			if c.Config.Host != "https://127.0.0.1:41234" {
 				t.Errorf("rest config host: got %q, want the kubeconfig's server", c.Config.Host)
 			}
-			if b, err := os.ReadFile(c.KubeconfigPath); err != nil || string(b) != fakeKubeconfig {
+			if b, err := os.ReadFile(c.KubeconfigPath); err != nil || string(b) != kindtest.Kubeconfig {
 				t.Errorf("kubeconfig file %s: got %q, %v; want what kind get kubeconfig printed", c.KubeconfigPath, b, err)
 			}
 			if len(o.Images) > 0 {
 				want := []string{"docker.io/gwdiag/conformance-mocks:dev", "docker.io/gwdiag/refproxy:dev"}
-				if !slices.Equal(f.loaded, want) {
-					t.Errorf("images in the loaded tarball: got %q, want %q", f.loaded, want)
+				if !slices.Equal(f.Loaded(), want) {
+					t.Errorf("images in the loaded tarball: got %q, want %q", f.Loaded(), want)
 				}
 			}
-			n := len(f.calls)
+			n := len(f.Calls())
 			if err := c.Stop(); err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
 			if err := c.Stop(); err != nil {
 				t.Fatalf("second Stop: %v", err)
 			}
-			if got, want := f.calls[n:], expand(tc.stop); !slices.Equal(got, want) {
+			if got, want := f.Calls()[n:], expand(tc.stop); !slices.Equal(got, want) {
 				t.Errorf("kind commands of Stop (twice):\n got %q\nwant %q", got, want)
 			}
 			if _, err := os.Stat(c.KubeconfigPath); !os.IsNotExist(err) {
@@ -224,12 +166,12 @@ func tempDirOf(calls []string) string {
 // $KIND_EXPERIMENTAL_DOCKER_NETWORK names, as kind reads it.
 func TestNetwork(t *testing.T) {
 	t.Setenv("KIND_EXPERIMENTAL_DOCKER_NETWORK", "")
-	if got := Network(); got != "kind" {
-		t.Errorf("Network(): got %q, want kind", got)
+	if got := kind.Network(); got != "kind" {
+		t.Errorf("kind.Network(): got %q, want kind", got)
 	}
 	t.Setenv("KIND_EXPERIMENTAL_DOCKER_NETWORK", "ci-kind")
-	if got := Network(); got != "ci-kind" {
-		t.Errorf("Network() with KIND_EXPERIMENTAL_DOCKER_NETWORK=ci-kind: got %q", got)
+	if got := kind.Network(); got != "ci-kind" {
+		t.Errorf("kind.Network() with KIND_EXPERIMENTAL_DOCKER_NETWORK=ci-kind: got %q", got)
 	}
 }
 
@@ -246,7 +188,7 @@ func TestLibraryCreateFails(t *testing.T) {
 	t.Setenv("KIND_EXPERIMENTAL_PROVIDER", "docker")
 	name := fmt.Sprintf("gwdiag-test-%d", os.Getpid())
 	var out strings.Builder
-	c, err := Start(context.Background(), Options{Name: name, Image: "gwdiag.invalid/no-such-kind-node:v0", Wait: time.Second, Output: &out})
+	c, err := kind.Start(context.Background(), kind.Options{Name: name, Image: "gwdiag.invalid/no-such-kind-node:v0", Wait: time.Second, Output: &out})
 	if err == nil {
 		c.Stop()
 		t.Fatal("Start with a node image no registry serves: got no error")
@@ -257,7 +199,7 @@ func TestLibraryCreateFails(t *testing.T) {
 	if !strings.Contains(out.String(), "kind: creating cluster "+strconv.Quote(name)) {
 		t.Errorf("progress: got %q, want the creation announced", out.String())
 	}
-	clusters, err := Library(io.Discard).List()
+	clusters, err := kind.Library(io.Discard).List()
 	if err != nil {
 		t.Fatal(err)
 	}

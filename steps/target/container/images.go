@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -202,13 +201,8 @@ func publishAddrs(ctx context.Context, p *testcontainers.DockerProvider, nw *tes
 	if err != nil {
 		return netip.Addr{}, "", "", err
 	}
-	local, _ := net.InterfaceAddrs()
-	for _, c := range in.Network.IPAM.Config {
-		for _, a := range local {
-			if pfx, ok := a.(*net.IPNet); ok && c.Gateway.IsValid() && pfx.IP.Equal(net.IP(c.Gateway.AsSlice())) {
-				return netip.MustParseAddr("127.0.0.1"), "127.0.0.1", c.Gateway.String(), nil
-			}
-		}
+	if gw, ok := localGateway(in.Network.IPAM.Config); ok {
+		return netip.MustParseAddr("127.0.0.1"), "127.0.0.1", gw, nil
 	}
 	host, err := p.DaemonHost(ctx)
 	if err != nil {
