@@ -50,6 +50,9 @@ type Options struct {
 	// pods from an image packed from RefproxyBinary (`--cluster local-node`).
 	// The target then has a data plane.
 	LocalNode bool `json:"localNode,omitempty"`
+	// Kind creates a kind cluster instead of the local node (`--cluster
+	// kind`; kind.go), and does everything else as LocalNode does.
+	Kind *KindOptions `json:"kind,omitempty"`
 	// DataPlane says that on the cluster of Kubeconfig the implementation
 	// runs its proxy in pods labelled gateway.networking.k8s.io/gateway-name
 	// with the admin server on AdminPort: the target sends traffic to them
@@ -104,7 +107,7 @@ type Options struct {
 }
 
 // hasDataPlane tells whether the scenarios' Gateways get proxy pods.
-func (o Options) hasDataPlane() bool { return o.LocalNode || o.DataPlane }
+func (o Options) hasDataPlane() bool { return o.startsNode() || o.DataPlane }
 
 func (o Options) withDefaults() Options {
 	if o.GatewayClassName == "" {
@@ -119,7 +122,7 @@ func (o Options) withDefaults() Options {
 	if o.ConditionTimeout == 0 {
 		o.ConditionTimeout = config.Duration(30 * time.Second)
 	}
-	if (o.Local || o.LocalNode) && o.ControllerName == "" {
+	if (o.Local || o.startsNode()) && o.ControllerName == "" {
 		o.ControllerName = string(controller.ControllerName)
 	}
 	if o.AdminPort == 0 {
@@ -128,7 +131,7 @@ func (o Options) withDefaults() Options {
 	if o.ServeTimeout == 0 {
 		o.ServeTimeout = config.Duration(2 * time.Minute)
 	}
-	if o.LocalNode && o.MockImage == "" {
+	if o.startsNode() && o.MockImage == "" {
 		o.MockImage = MockImage
 	}
 	return o
@@ -139,7 +142,9 @@ func (o Options) Validate() error {
 	switch {
 	case o.Local && o.LocalNode:
 		return errors.New("cluster.local and cluster.localNode exclude each other: local is an API server only, localNode a node whose pods run")
-	case o.DataPlane && !o.LocalNode && o.MockImage == "":
+	case o.Kind != nil && (o.Local || o.LocalNode):
+		return errors.New("cluster.kind excludes cluster.local and cluster.localNode: each starts a cluster of its own")
+	case o.DataPlane && !o.startsNode() && o.MockImage == "":
 		return errors.New("cluster.dataPlane needs cluster.mockImage: an image the cluster can pull whose entrypoint serves the mock backends with the flags of gwdiag conformance mockbackend (--echo-addr, --llm-addr)")
 	}
 	return nil
@@ -213,11 +218,11 @@ func (c *Cluster) Start(ctx context.Context) error {
 			return fmt.Errorf("cluster target: reference controller: %w", err)
 		}
 		c.stopCtrl = stop
-	case c.opts.LocalNode:
+	case c.opts.startsNode():
 		var err error
 		if cfg, err = c.startNode(ctx); err != nil {
 			c.Stop(ctx)
-			return fmt.Errorf("cluster target: local node: %w", err)
+			return fmt.Errorf("cluster target: %s: %w", c.opts.nodeName(), err)
 		}
 	default:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -245,7 +250,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 		c.Stop(ctx)
 		return fmt.Errorf("cluster target: client for %s: %w", cfg.Host, err)
 	}
-	if c.opts.Local || c.opts.LocalNode {
+	if c.opts.Local || c.opts.startsNode() {
 		gc := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: c.opts.GatewayClassName},
 			Spec: gwv1.GatewayClassSpec{ControllerName: controller.ControllerName}}
 		if err := c.client.Create(ctx, gc); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -269,7 +274,7 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 	}
 	start := c.opts.StartNode
 	if start == nil {
-		start = startLocalNode
+		start = c.opts.nodeStarter()
 	}
 	if start == nil {
 		return nil, errors.New("this gwdiag was built without the local-node provider (clusters/kube/node)")
@@ -308,7 +313,7 @@ func (c *Cluster) Stop(context.Context) error {
 	}
 	if c.node != nil {
 		if err := c.node.Stop(); err != nil {
-			errs = append(errs, fmt.Errorf("stop the local node: %w", err))
+			errs = append(errs, fmt.Errorf("stop the %s: %w", c.opts.nodeName(), err))
 		}
 		c.node = nil
 	}
@@ -384,7 +389,7 @@ func (c *Cluster) Configure(ctx context.Context, setup target.Setup) (target.Dep
 // mockPull is the mock pod's image pull policy: Never on the local node,
 // whose images are imported, else IfNotPresent.
 func (c *Cluster) mockPull() corev1.PullPolicy {
-	if c.opts.LocalNode {
+	if c.opts.startsNode() {
 		return corev1.PullNever
 	}
 	return corev1.PullIfNotPresent

@@ -1,0 +1,152 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gwdiag/gwdiag/clusters/kube/kind/kindtest"
+	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
+	"github.com/gwdiag/gwdiag/steps/target"
+)
+
+// TestKindOptions: cluster.kind gives the target what cluster.localNode
+// gives it (a data plane, the reference controller, packed images pulled
+// Never), and excludes the other clusters the target can start.
+func TestKindOptions(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		o       Options
+		invalid string
+	}{
+		{"kind", Options{Kind: &KindOptions{}}, ""},
+		{"kind and local", Options{Kind: &KindOptions{}, Local: true}, "cluster.kind excludes"},
+		{"kind and local node", Options{Kind: &KindOptions{}, LocalNode: true}, "cluster.kind excludes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := New(tt.o)
+			err := c.opts.Validate()
+			if tt.invalid != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.invalid) {
+					t.Errorf("Validate: got %v, want an error with %q", err, tt.invalid)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := c.Capabilities(), []string{target.CapabilityCluster, target.CapabilityDataPlane}; !slices.Equal(got, want) {
+				t.Errorf("capabilities: got %q, want %q", got, want)
+			}
+			if c.opts.MockImage != MockImage || c.opts.ControllerName == "" || c.mockPull() != corev1.PullNever {
+				t.Errorf("defaults: got mock image %q, controller %q, pull %s; want the local node's", c.opts.MockImage, c.opts.ControllerName, c.mockPull())
+			}
+		})
+	}
+}
+
+// staticBinary builds testdata/static without cgo: what the images are
+// packed from.
+func staticBinary(t *testing.T) string {
+	t.Helper()
+	static := filepath.Join(t.TempDir(), "static")
+	build := exec.Command("go", "build", "-o", static, "./testdata/static")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return static
+}
+
+// TestKindStart runs the target's Start and Stop with cluster.kind on a
+// fake kind whose cluster is a local API server: after the kind commands
+// (create with the options' name, image and wait, get kubeconfig, load
+// image-archive with the refproxy and mock images), everything is the
+// local node's path: CRDs, the reference controller, GatewayClass gwdiag.
+// Stop deletes the cluster; so does a failed start.
+func TestKindStart(t *testing.T) {
+	static := staticBinary(t)
+	l := kubetest.Start(t)
+	kc, err := os.ReadFile(l.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirOf := func(calls []string) string {
+		for _, c := range calls {
+			if i := strings.Index(c, "--kubeconfig "); i >= 0 {
+				return filepath.Dir(c[i+len("--kubeconfig "):])
+			}
+		}
+		return ""
+	}
+
+	t.Run("whole start", func(t *testing.T) {
+		fake := &kindtest.Fake{Kubeconfig: string(kc)}
+		var out strings.Builder
+		c := New(Options{Kind: &KindOptions{Name: "conf", Image: "kindest/node:v1.33.1", Kind: fake},
+			RefproxyBinary: static, MockBinary: static, MockArgs: []string{"conformance", "mockbackend"}, Output: &out})
+		if err := c.Start(context.Background()); err != nil {
+			c.Stop(context.Background())
+			t.Fatalf("Start: %v\n%s", err, out.String())
+		}
+		if err := c.client.Get(context.Background(), client.ObjectKey{Name: "gwdiag"}, &gwv1.GatewayClass{}); err != nil {
+			t.Errorf("GatewayClass gwdiag after Start: %v", err)
+		}
+		if host, ok := c.ServiceAddr(); ok {
+			t.Errorf("ServiceAddr with a fake kind: got %q, want none (no Docker network)", host)
+		}
+		if err := c.Stop(context.Background()); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		dir := dirOf(fake.Calls())
+		want := []string{"get clusters",
+			"create cluster --name conf --image kindest/node:v1.33.1 --wait 5m0s --kubeconfig " + dir + "/kubeconfig",
+			"get kubeconfig --name conf",
+			"load image-archive " + dir + "/images.tar --name conf",
+			"delete cluster --name conf --kubeconfig " + dir + "/kubeconfig"}
+		if got := fake.Calls(); !slices.Equal(got, want) {
+			t.Errorf("kind commands:\n got %q\nwant %q", got, want)
+		}
+		if got, want := fake.Loaded(), []string{"docker.io/" + MockImage, "docker.io/" + RefproxyImage}; !slices.Equal(got, want) {
+			t.Errorf("loaded images: got %q, want %q", got, want)
+		}
+		if !strings.Contains(out.String(), `kind cluster "conf" ready`) {
+			t.Errorf("progress: got %q, want the cluster announced ready", out.String())
+		}
+	})
+
+	t.Run("create fails", func(t *testing.T) {
+		fake := &kindtest.Fake{Fail: map[string]error{"create cluster": errors.New("no node image")}}
+		c := New(Options{Kind: &KindOptions{Kind: fake}, RefproxyBinary: static, MockBinary: static})
+		err := c.Start(context.Background())
+		c.Stop(context.Background())
+		if want := "cluster target: kind cluster: kind create cluster --name gwdiag: no node image"; err == nil || err.Error() != want {
+			t.Errorf("Start: got %v, want %q", err, want)
+		}
+		if got := fake.Calls(); len(got) != 3 || !strings.HasPrefix(got[2], "delete cluster --name gwdiag") {
+			t.Errorf("kind commands: got %q, want get, create, then delete", got)
+		}
+	})
+
+	t.Run("static binaries are checked before kind runs", func(t *testing.T) {
+		fake := &kindtest.Fake{}
+		c := New(Options{Kind: &KindOptions{Kind: fake}, RefproxyBinary: static, MockBinary: "testdata/static/main.go"})
+		err := c.Start(context.Background())
+		c.Stop(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "cannot run in an image FROM scratch") {
+			t.Errorf("Start: got %v, want the mock binary refused", err)
+		}
+		if got := fake.Calls(); len(got) != 0 {
+			t.Errorf("kind commands: got %q, want none", got)
+		}
+	})
+}
