@@ -9,8 +9,6 @@ import (
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
-	"sigs.k8s.io/e2e-framework/support/kind"
 
 	"github.com/gwdiag/gwdiag/clusters/kube"
 )
@@ -52,17 +50,4 @@ func InstallCRDsFunc() env.Func {
 	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 		return ctx, kube.InstallCRDs(cfg.Client().RESTConfig())
 	}
-}
-
-// KindEnvFuncs create a kind cluster with the CRDs installed, and destroy
-// it. This is the path for machines with a container runtime, a registry
-// and kind's node image; it is not exercised by gwdiag's own tests, which
-// run where kind cannot create a cluster (they use LocalEnvFuncs).
-//
-//	setup, finish := kubeenv.KindEnvFuncs("gwdiag")
-//	testenv.Setup(setup...).Finish(finish...)
-func KindEnvFuncs(name string) (setup, finish []env.Func) {
-	setup = []env.Func{envfuncs.CreateCluster(kind.NewProvider(), name), InstallCRDsFunc()}
-	finish = []env.Func{envfuncs.DestroyCluster(name)}
-	return setup, finish
 }
