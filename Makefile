@@ -114,9 +114,10 @@ test-node: kube-bins
 # single-node cluster this machine starts (root): the reference controller in-process
 # deploys refproxy in pods, packed from $(REFPROXY); the mock backends run in pods
 # packed from gwdiag itself. CLUSTER=local runs the API-server-only mode instead
-# (condition status only; the traffic features are skipped, saying why).
+# (condition status only; the traffic features are skipped, saying why). CLUSTER=kind
+# creates a kind cluster instead (Docker and a pullable node image; no kube-bins needed).
 CLUSTER ?= local-node
-conformance-cluster: build kube-bins
+conformance-cluster: build $(if $(filter kind,$(CLUSTER)),,kube-bins)
 	@start=$$(date +%s%N); \
 	GWDIAG_KUBE_BIN=$(CURDIR)/$(BIN) $(GWDIAG) conformance run --target cluster -c clusters/examples/$(CLUSTER).yaml \
 	  --refproxy-binary $(CURDIR)/$(REFPROXY) --report $(REPORT) --junit conformance-junit.xml; \

@@ -105,6 +105,8 @@ func TestExampleOptions(t *testing.T) {
 	}{
 		{"examples/local.yaml", cluster.Options{Local: true}},
 		{"examples/local-node.yaml", cluster.Options{LocalNode: true, ServeTimeout: steps.Duration(2 * time.Minute), ConditionTimeout: steps.Duration(30 * time.Second)}},
+		{"examples/kind.yaml", cluster.Options{Kind: &cluster.KindOptions{Name: "gwdiag", Wait: steps.Duration(5 * time.Minute)},
+			ServeTimeout: steps.Duration(2 * time.Minute), ConditionTimeout: steps.Duration(30 * time.Second)}},
 		{"examples/agentgateway.yaml", cluster.Options{GatewayClassName: "agentgateway", PolicyGroup: "agentgateway.dev",
 			PolicyVersion: "v1alpha1", PolicyKind: "AgentgatewayPolicy", ConditionTimeout: steps.Duration(time.Minute)}},
 	}

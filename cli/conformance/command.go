@@ -17,6 +17,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/target/cluster"
 	"github.com/gwdiag/gwdiag/steps/target/container"
 )
 
@@ -66,21 +67,29 @@ func selfMockBuild() container.MockBuild {
 }
 
 // clusterModes are the values of --cluster.
-var clusterModes = []string{"local", "local-node", "kubeconfig"}
+var clusterModes = []string{"local", "local-node", "kind", "kubeconfig"}
 
 // setClusterMode applies --cluster: local (an API server only), local-node
-// (a node whose pods run), kubeconfig (an existing cluster).
+// (a node whose pods run), kind (a kind cluster whose pods run; the options
+// file's cluster.kind settings stay), kubeconfig (an existing cluster).
 func setClusterMode(o *steps.Options, mode string) error {
+	kind := o.Cluster.Kind
 	switch mode {
 	case "local":
-		o.Cluster.Local, o.Cluster.LocalNode = true, false
+		o.Cluster.Local, o.Cluster.LocalNode, kind = true, false, nil
 	case "local-node":
-		o.Cluster.Local, o.Cluster.LocalNode = false, true
-	case "kubeconfig":
+		o.Cluster.Local, o.Cluster.LocalNode, kind = false, true, nil
+	case "kind":
 		o.Cluster.Local, o.Cluster.LocalNode = false, false
+		if kind == nil {
+			kind = &cluster.KindOptions{}
+		}
+	case "kubeconfig":
+		o.Cluster.Local, o.Cluster.LocalNode, kind = false, false, nil
 	default:
 		return exitcode.Usagef("--cluster %q: want %s", mode, strings.Join(clusterModes, ", "))
 	}
+	o.Cluster.Kind = kind
 	return nil
 }
 
@@ -144,6 +153,10 @@ func newRunCommand() *cobra.Command {
   # The cluster profile on a single-node cluster this machine starts (root): the reference
   # controller deploys refproxy (.bin/refproxy beside gwdiag) in pods, traffic goes through port-forwards
   gwdiag conformance run --target cluster --cluster local-node
+
+  # The same on a kind cluster (Docker and a pullable kind node image; cluster.kind in -c for
+  # its name, node image, config and keep): the images are loaded with kind load image-archive
+  gwdiag conformance run --target cluster --cluster kind
 
   # Condition status only, on a local API server with the reference controller
   gwdiag conformance run --target cluster --cluster local
@@ -269,7 +282,7 @@ func newRunCommand() *cobra.Command {
 			if set("refproxy-binary") {
 				o.Cluster.RefproxyBinary = flags.Cluster.RefproxyBinary
 			}
-			if o.Cluster.LocalNode {
+			if o.Cluster.LocalNode || o.Cluster.Kind != nil {
 				selfNodeBinaries(&o)
 			}
 			if set("install-crds") {
@@ -320,9 +333,9 @@ func newRunCommand() *cobra.Command {
 	f.DurationVar(&startup, "startup-timeout", container.DefaultStartupTimeout, "container target: bound on a scenario's containers getting ready")
 	f.StringVar(&flags.Cluster.Kubeconfig, "kubeconfig", "", "cluster target: kubeconfig of an existing cluster (default $KUBECONFIG, then ~/.kube/config)")
 	f.BoolVar(&flags.Cluster.Local, "local-cluster", false, "cluster target: start a local API server with the CRDs and the reference controller (the same as --cluster local)")
-	f.StringVar(&clusterArg, "cluster", "", "cluster target: local (a local API server with the reference controller; conditions only), local-node (a single-node cluster on this machine, as root, with refproxy in pods: the whole cluster profile) or kubeconfig (an existing cluster; the default)")
+	f.StringVar(&clusterArg, "cluster", "", "cluster target: local (a local API server with the reference controller; conditions only), local-node (a single-node cluster on this machine, as root, with refproxy in pods: the whole cluster profile), kind (the same on a kind cluster; needs Docker and kind's node image) or kubeconfig (an existing cluster; the default)")
 	f.BoolVar(&flags.Cluster.DataPlane, "data-plane", false, "cluster target, existing cluster: its proxy runs in pods the suite reaches through port-forwards (needs cluster.mockImage in the options file)")
-	f.StringVar(&flags.Cluster.RefproxyBinary, "refproxy-binary", "", "cluster target, local-node: the static refproxy its proxy image is packed from (default: refproxy beside gwdiag, then $PATH)")
+	f.StringVar(&flags.Cluster.RefproxyBinary, "refproxy-binary", "", "cluster target, local-node and kind: the static refproxy its proxy image is packed from (default: refproxy beside gwdiag, then $PATH)")
 	f.BoolVar(&flags.Cluster.InstallCRDs, "install-crds", false, "cluster target: install the Gateway API and policy CRDs into the existing cluster first")
 	f.StringVar(&flags.Cluster.GatewayClassName, "gateway-class", "", "cluster target: GatewayClass of the scenarios' Gateways (default gwdiag)")
 	f.DurationVar(&reqTimeout, "request-timeout", 10*time.Second, "bound on one HTTP request")

@@ -154,7 +154,7 @@ func TestRunClusterFlags(t *testing.T) {
 	}{
 		{"--cluster local-node", []string{"run", "--target", "cluster", "--cluster", "local-node", "--refproxy-binary", noProxy}, "cluster.refproxyBinary: stat " + noProxy},
 		{"cluster.localNode in the options file", []string{"run", "-c", file}, "cluster.refproxyBinary: stat " + noProxy},
-		{"unknown mode", []string{"run", "--target", "cluster", "--cluster", "kind"}, `--cluster "kind": want local, local-node, kubeconfig`},
+		{"unknown mode", []string{"run", "--target", "cluster", "--cluster", "minikube"}, `--cluster "minikube": want local, local-node, kind, kubeconfig`},
 		{"dataPlane without a mock image", []string{"run", "--target", "cluster", "--kubeconfig", missing, "--data-plane"}, "cluster.dataPlane needs cluster.mockImage"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,51 @@
+package clusters_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/target/cluster"
+)
+
+// TestKindConformance runs the whole cluster profile on a kind cluster it
+// creates and deletes (GWDIAG_KIND_NAME, default gwdiag-test; node image
+// GWDIAG_KIND_IMAGE, default kind's): the same run as
+// TestLocalNodeConformance but for the creation. It needs Docker and a
+// node image the machine can pull, so it runs only with
+// GWDIAG_KIND_TESTS=1. (gwdiag's own CI machine has no registry: there it
+// is skipped, and the kind path is tested with a fake kind in
+// clusters/kube/kind and steps/target/cluster.)
+func TestKindConformance(t *testing.T) {
+	if os.Getenv("GWDIAG_KIND_TESTS") == "" {
+		t.Skip("needs Docker and a pullable kind node image, and takes minutes: set GWDIAG_KIND_TESTS=1 (or run make conformance-cluster CLUSTER=kind)")
+	}
+	bins := t.TempDir()
+	build := exec.Command("go", "build", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/refproxy/cmd/mockbackend")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the static refproxy and mockbackend: %v\n%s", err, out)
+	}
+	name := os.Getenv("GWDIAG_KIND_NAME")
+	if name == "" {
+		name = "gwdiag-test"
+	}
+	var out strings.Builder
+	rep, err := steps.Run(context.Background(), steps.Options{
+		Target: "cluster",
+		Cluster: cluster.Options{Kind: &cluster.KindOptions{Name: name, Image: os.Getenv("GWDIAG_KIND_IMAGE")},
+			RefproxyBinary: filepath.Join(bins, "refproxy"), MockBinary: filepath.Join(bins, "mockbackend")},
+		Output: &out,
+	})
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || rep.Summary.Skipped != 0 || rep.Summary.Unsupported != 0 {
+		t.Errorf("got %+v, want every scenario of the cluster profile run and passed", rep.Summary)
+	}
+}
