@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -40,7 +41,7 @@ func DialKubernetes(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
 // Cluster reaches a gateway's proxy pod in a Kubernetes cluster through
 // port-forwards. The selection rules are agctl's: `gateway/<n>` picks the
 // pods labelled gateway.networking.k8s.io/gateway-name=<n> and uses the
-// first Running one by name; no resource means the only Gateway in the
+// first ready one by name; no resource means the only Gateway in the
 // namespace. The pod is resolved once, on first use; every port gets its
 // own forward on a free loopback port, all closed by Close.
 type Cluster struct {
@@ -219,7 +220,10 @@ func onlyGateway(ctx context.Context, cl client.Client, ns string) (string, erro
 	return "", fmt.Errorf("found %d Gateways in namespace %q (%s); pass one explicitly, e.g. gateway/%s", len(names), ns, strings.Join(names, ", "), names[0])
 }
 
-// gatewayPod returns the first Running pod, by name, of Gateway name.
+// gatewayPod returns the first ready pod, by name, of Gateway name: a pod
+// that is not ready may not serve its config yet, or be shutting down, so
+// its trace would mislead. Without one, the error says what was found: each
+// pod's state, or, with no pod at all, the Gateway's Programmed condition.
 func gatewayPod(ctx context.Context, cl client.Client, ns, name string) (*corev1.Pod, error) {
 	var pods corev1.PodList
 	sel := client.MatchingLabels{GatewayNameLabel: name}
@@ -227,25 +231,87 @@ func gatewayPod(ctx context.Context, cl client.Client, ns, name string) (*corev1
 		return nil, fmt.Errorf("listing pods of gateway %q in namespace %q: %w", name, ns, err)
 	}
 	if len(pods.Items) == 0 {
-		return nil, fmt.Errorf("no pods found for gateway %q in namespace %q (label %s=%s): is the Gateway programmed and its proxy deployed?", name, ns, GatewayNameLabel, name)
+		return nil, fmt.Errorf("no pods found for gateway %q in namespace %q (label %s=%s): %s", name, ns, GatewayNameLabel, name, gatewayState(ctx, cl, ns, name))
 	}
 	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
 	var seen []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+		if podReady(p) {
 			return p, nil
 		}
-		phase := string(p.Status.Phase)
-		if p.DeletionTimestamp != nil {
-			phase = "Terminating"
-		}
-		if phase == "" {
-			phase = "Unknown"
-		}
-		seen = append(seen, p.Name+": "+phase)
+		seen = append(seen, describePod(p))
 	}
-	return nil, fmt.Errorf("no running pod for gateway %q in namespace %q (label %s=%s): %s", name, ns, GatewayNameLabel, name, strings.Join(seen, ", "))
+	return nil, fmt.Errorf("no ready pod for gateway %q in namespace %q (label %s=%s): %s", name, ns, GatewayNameLabel, name, strings.Join(seen, "; "))
+}
+
+// podReady tells whether p runs, is not being deleted, and is Ready.
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// describePod says in a few words why p is not ready: its phase, and why
+// its containers wait, ended or are not ready.
+func describePod(p *corev1.Pod) string {
+	phase := string(p.Status.Phase)
+	switch {
+	case p.DeletionTimestamp != nil:
+		phase = "Terminating"
+	case phase == "":
+		phase = "Unknown"
+	}
+	var why []string
+	for _, cs := range p.Status.ContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			why = append(why, strings.TrimSpace(fmt.Sprintf("container %s waiting: %s %s", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)))
+		case cs.State.Terminated != nil:
+			why = append(why, strings.TrimSpace(fmt.Sprintf("container %s terminated: %s (exit %d) %s", cs.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, cs.State.Terminated.Message)))
+		case !cs.Ready:
+			why = append(why, fmt.Sprintf("container %s not ready, %d restarts", cs.Name, cs.RestartCount))
+		}
+	}
+	if phase == string(corev1.PodRunning) && p.DeletionTimestamp == nil {
+		phase = "Running, not ready"
+	}
+	if len(why) == 0 {
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && c.Message != "" {
+				why = append(why, fmt.Sprintf("%s: %s", c.Type, c.Message))
+			}
+		}
+	}
+	if len(why) == 0 {
+		return p.Name + ": " + phase
+	}
+	return p.Name + ": " + phase + " (" + strings.Join(why, ", ") + ")"
+}
+
+// gatewayState says, for a Gateway without pods, what its status tells:
+// whether it exists, and its Programmed condition, where a controller
+// says why its proxy does not run.
+func gatewayState(ctx context.Context, cl client.Client, ns, name string) string {
+	const fallback = "is the Gateway programmed and its proxy deployed?"
+	var gw gwv1.Gateway
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &gw); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("there is no Gateway %q in namespace %q", name, ns)
+		}
+		return fallback // no Gateway API, or not allowed to read it
+	}
+	c := meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
+	if c == nil {
+		return fmt.Sprintf("Gateway %s/%s has no Programmed condition: does a controller serve its GatewayClass %q?", ns, name, gw.Spec.GatewayClassName)
+	}
+	return fmt.Sprintf("Gateway %s/%s is Programmed=%s (%s: %s)", ns, name, c.Status, c.Reason, c.Message)
 }
 
 // forwardLocked forwards a free loopback port to port of the pod and

@@ -46,6 +46,11 @@ func TestClusterAgainstAPIServer(t *testing.T) {
 	api.Pod(t, "down", "gw-0", "gw", corev1.PodPending)
 	api.Pod(t, "down", "gw-1", "gw", corev1.PodSucceeded)
 	api.Pod(t, "down", "gw-2", "gw", "") // the API server defaults the phase to Pending
+	api.PodWithStatus(t, "down", "gw-3", "gw", "", corev1.PodStatus{Phase: corev1.PodRunning,
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "proxy", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, RestartCount: 2}}})
+	api.PodWithStatus(t, "down", "gw-4", "gw", "", corev1.PodStatus{Phase: corev1.PodPending,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "proxy", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: "image not present"}}}}})
 	// ctx: the kubeconfig context's namespace.
 	api.Namespace(t, "ctx")
 	api.Gateway(t, "ctx", "gw")
@@ -68,10 +73,13 @@ func TestClusterAgainstAPIServer(t *testing.T) {
 		{"implicit: several", &Cluster{Namespace: "two", Kubeconfig: kc}, "", "",
 			`found 2 Gateways in namespace "two" (alpha, beta); pass one explicitly, e.g. gateway/alpha`},
 		{"explicit among several", &Cluster{Resource: gw("alpha", ""), Namespace: "two", Kubeconfig: kc}, "", "two/alpha-0", ""},
-		{"no running pod", &Cluster{Resource: gw("gw", "down"), Kubeconfig: kc}, "", "",
-			`no running pod for gateway "gw" in namespace "down" (label gateway.networking.k8s.io/gateway-name=gw): gw-0: Pending, gw-1: Succeeded, gw-2: Pending`},
-		{"no pods", &Cluster{Resource: gw("missing", "one"), Kubeconfig: kc}, "", "",
-			`no pods found for gateway "missing" in namespace "one" (label gateway.networking.k8s.io/gateway-name=missing): is the Gateway programmed and its proxy deployed?`},
+		{"no ready pod", &Cluster{Resource: gw("gw", "down"), Kubeconfig: kc}, "", "",
+			`no ready pod for gateway "gw" in namespace "down" (label gateway.networking.k8s.io/gateway-name=gw): gw-0: Pending; gw-1: Succeeded; gw-2: Pending; ` +
+				`gw-3: Running, not ready (container proxy not ready, 2 restarts); gw-4: Pending (container proxy waiting: ErrImageNeverPull image not present)`},
+		{"no pods, no gateway", &Cluster{Resource: gw("missing", "one"), Kubeconfig: kc}, "", "",
+			`no pods found for gateway "missing" in namespace "one" (label gateway.networking.k8s.io/gateway-name=missing): there is no Gateway "missing" in namespace "one"`},
+		{"no pods, gateway not programmed", &Cluster{Resource: gw("beta", "two"), Kubeconfig: kc}, "", "",
+			`no pods found for gateway "beta" in namespace "two" (label gateway.networking.k8s.io/gateway-name=beta): Gateway two/beta is Programmed=Unknown (Pending: Waiting for controller)`},
 		{"namespace from the kubeconfig context", &Cluster{Kubeconfig: ctxKubeconfig}, "", "ctx/ctx-pod", ""},
 		{"-n wins over the context", &Cluster{Namespace: "one", Kubeconfig: ctxKubeconfig}, "", "one/b-run", ""},
 		{"kubeconfig from $KUBECONFIG", &Cluster{}, ctxKubeconfig, "ctx/ctx-pod", ""},

@@ -327,7 +327,7 @@ func TestClusterMode(t *testing.T) {
 	}{
 		{"no gateway", []string{kc}, []string{"trace", "--raw"}, `Error: no Gateways found in namespace "default"; pass a resource explicitly`},
 		{"several gateways", []string{kc}, []string{"trace", "-n", "two", "--raw"}, `Error: found 2 Gateways in namespace "two" (a, b); pass one explicitly, e.g. gateway/a`},
-		{"no running pod", []string{kc}, []string{"config", "all", "gateway/gw.down"}, `Error: no running pod for gateway "gw" in namespace "down" (label gateway.networking.k8s.io/gateway-name=gw): gw-0: Pending`},
+		{"no ready pod", []string{kc}, []string{"config", "all", "gateway/gw.down"}, `Error: no ready pod for gateway "gw" in namespace "down" (label gateway.networking.k8s.io/gateway-name=gw): gw-0: Pending`},
 		{"trace: forward fails", []string{kc}, []string{"trace", "gateway/gw", "-n", "prod", "--raw"}, forwardErr},
 		{"inject: forward fails", nil, []string{"trace", "gw/gw.prod", "-k", api.KubeconfigPath, "--port", "8080", "--", "http://x/"}, forwardErr},
 		{"config backends: forward fails", []string{kc}, []string{"config", "backends", "-n", "prod"}, forwardErr},

@@ -70,7 +70,7 @@ installed; without curl a built-in client understands -X, -H, -d/--data,
 --data-raw, --data-binary, --json, -u and -A.
 
 Without --local the proxy runs in a Kubernetes cluster: gateway/<name>[.namespace]
-picks the first Running pod, by name, labelled
+picks the first ready pod, by name, labelled
 gateway.networking.k8s.io/gateway-name=<name> (no resource: the only Gateway in
 the namespace), and port-forwards a free local port to its admin port
 (--proxy-admin-port, 15000) and, in inject mode, another to the listener port.

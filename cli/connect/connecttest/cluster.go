@@ -78,8 +78,21 @@ func (a *APIServer) Pod(tb testing.TB, ns, name, gateway string, phase corev1.Po
 	a.PodOnNode(tb, ns, name, gateway, "", phase)
 }
 
-// PodOnNode is Pod, placed on node.
+// PodOnNode is Pod, placed on node. A Running pod is also Ready, as a
+// kubelet reports a pod whose containers all passed their readiness probe.
 func (a *APIServer) PodOnNode(tb testing.TB, ns, name, gateway, node string, phase corev1.PodPhase) {
+	tb.Helper()
+	st := corev1.PodStatus{Phase: phase}
+	if phase == corev1.PodRunning {
+		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	a.PodWithStatus(tb, ns, name, gateway, node, st)
+}
+
+// PodWithStatus creates a proxy pod of Gateway gateway on node and sets
+// its status through the status subresource (an empty phase leaves it
+// unset: the API server defaults it to Pending).
+func (a *APIServer) PodWithStatus(tb testing.TB, ns, name, gateway, node string, st corev1.PodStatus) {
 	tb.Helper()
 	ctx := context.Background()
 	p := &corev1.Pod{
@@ -89,12 +102,12 @@ func (a *APIServer) PodOnNode(tb testing.TB, ns, name, gateway, node string, pha
 	if err := a.Client.Create(ctx, p); err != nil {
 		tb.Fatalf("create pod %s/%s: %v", ns, name, err)
 	}
-	if phase == "" {
+	if st.Phase == "" {
 		return
 	}
-	p.Status.Phase = phase
+	p.Status = st
 	if err := a.Client.Status().Update(ctx, p); err != nil {
-		tb.Fatalf("set pod %s/%s phase %s: %v", ns, name, phase, err)
+		tb.Fatalf("set pod %s/%s status %+v: %v", ns, name, st, err)
 	}
 }
 
