@@ -102,6 +102,10 @@ type Options struct {
 
 	// StartNode starts the local node (tests); nil means clusters/kube/node.
 	StartNode NodeStarter `json:"-"`
+	// RunController runs the controller of the local node's Gateways,
+	// which deploys their proxies (tests: a deliberately broken one); nil
+	// means the reference controller, controller.Run.
+	RunController func(ctx context.Context, cfg *rest.Config, o controller.Options) (stop func(), err error) `json:"-"`
 	// Output receives the local node's progress; nil discards it.
 	Output io.Writer `json:"-"`
 }
@@ -291,7 +295,11 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 	if err := kube.InstallCRDs(n.Config); err != nil {
 		return nil, err
 	}
-	stop, err := controller.Run(ctx, n.Config, controller.Options{DataPlane: &controller.DataPlane{
+	run := c.opts.RunController
+	if run == nil {
+		run = controller.Run
+	}
+	stop, err := run(ctx, n.Config, controller.Options{DataPlane: &controller.DataPlane{
 		Image: RefproxyImage, PullPolicy: corev1.PullNever}})
 	if err != nil {
 		return nil, fmt.Errorf("reference controller: %w", err)
@@ -371,6 +379,12 @@ func (c *Cluster) Configure(ctx context.Context, setup target.Setup) (target.Dep
 			awaits = append(awaits, await{kind, o.GetName()})
 		}
 	}
+	if plan != nil {
+		if err := d.observeProgrammed(ctx); err != nil {
+			d.Stop(ctx)
+			return nil, fmt.Errorf("cluster target: %w", err)
+		}
+	}
 	for _, a := range awaits {
 		if _, err := d.Conditions(ctx, a.kind, a.name); err != nil {
 			d.Stop(ctx)
@@ -409,6 +423,12 @@ type clusterDeployment struct {
 	// backends are the mock endpoints the proxy calls (pod IP:port);
 	// controls the forwards to the mocks' control endpoints.
 	backends, controls map[string]string
+	// proxyPodName is the proxy pod the forwards go to.
+	proxyPodName string
+	// programmed is what observeProgrammed saw, or programmedErr why it
+	// could not tell.
+	programmed    *target.ProgrammedObservation
+	programmedErr error
 
 	stopOnce sync.Once
 	stopErr  error

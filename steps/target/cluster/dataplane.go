@@ -58,6 +58,7 @@ func (d *clusterDeployment) serve(ctx context.Context, setup target.Setup, plan 
 	if err != nil {
 		return err
 	}
+	d.proxyPodName = proxy.Name
 	d.serving = true
 	if d.admin, err = d.forward(ctx, proxy, d.c.opts.AdminPort); err != nil {
 		return err

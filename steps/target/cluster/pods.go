@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gwdiag/gwdiag/steps/target"
+)
+
+// observeProgrammed waits, from the Gateway's creation, until it reads the
+// Gateway Programmed=True at its current generation, and at once looks for
+// a Ready proxy pod: what it saw is the deployment's ProgrammedSeen. A
+// controller that says Programmed while its proxy still starts is caught
+// here; the waits of serve, which go on until a proxy pod is ready, would
+// hide it.
+func (d *clusterDeployment) observeProgrammed(ctx context.Context) error {
+	var (
+		cond    target.Condition
+		last    []target.Condition
+		lastErr error
+	)
+	timeout := time.Duration(d.c.opts.ServeTimeout)
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		conds, current, err := d.read(readCtx, "Gateway", clusterGatewayName)
+		last, lastErr = conds, err
+		if err != nil || !current {
+			return false, nil
+		}
+		for _, c := range conds {
+			if c.Type == "Programmed" && c.Status == "True" {
+				cond = c
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		if lastErr != nil {
+			return fmt.Errorf("Gateway %s/%s: %w", d.ns, clusterGatewayName, lastErr)
+		}
+		return fmt.Errorf("Gateway %s/%s not Programmed within %s: last conditions %+v", d.ns, clusterGatewayName, timeout, last)
+	}
+	seen := &target.ProgrammedObservation{Programmed: cond}
+	// One read decides; a failed read is retried briefly, since an
+	// answer seconds later would no longer say what the Gateway claimed.
+	for attempt := 0; ; attempt++ {
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		pod, why, err := d.proxyPod(readCtx)
+		cancel()
+		if err == nil {
+			seen.ProxyReady = pod != nil
+			if pod != nil {
+				seen.Pods = describePod(pod)
+			} else {
+				seen.Pods = why
+			}
+			break
+		}
+		if attempt == 2 {
+			d.programmedErr = fmt.Errorf("Gateway %s/%s turned Programmed, but its proxy pods could not be listed then: %w", d.ns, clusterGatewayName, err)
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.programmed = seen
+	return nil
+}
+
+// ProgrammedSeen implements target.ProgrammedObserver.
+func (d *clusterDeployment) ProgrammedSeen() (target.ProgrammedObservation, error) {
+	switch {
+	case d.programmedErr != nil:
+		return target.ProgrammedObservation{}, d.programmedErr
+	case d.programmed == nil:
+		return target.ProgrammedObservation{}, errNoDataPlane
+	}
+	return *d.programmed, nil
+}
+
+// ProxyEnv implements target.ClusterEnv: the proxy pod the forwards go
+// to, the scenario's namespace and its Gateway.
+func (d *clusterDeployment) ProxyEnv() (target.Env, error) {
+	if !d.serving || d.proxyPodName == "" {
+		return target.Env{}, errNoDataPlane
+	}
+	return target.Env{PodName: d.proxyPodName, Namespace: d.ns, Gateway: clusterGatewayName}, nil
+}
