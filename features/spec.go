@@ -29,6 +29,8 @@ var SpecParts = []SpecPart{
 		"(each null when no such policy applies; otherwise the merged policy for the matched route)",
 		"| request.startTime | string | ISO 8601 UTC timestamp. |",
 		"responseSnapshot `requestState`: `response.code` (integer status), `response.headers` (object)",
+		"| env | object | Cluster mode: `podName`, `namespace`, `gateway` (strings) on every snapshot. |",
+		"and `env` as above.",
 	}},
 	{ID: "2.2", Title: "Standalone config and config dump", Quotes: []string{
 		"Full structure of the config dump: not shown beyond the categories it contains (binds, listeners, routes, backends, workloads, services, policies).",
@@ -38,6 +40,7 @@ var SpecParts = []SpecPart{
 		"Status: `status.ancestors[].conditions[]`, each with `type`, `status` and `message`. Condition types shown: `Accepted`, `Attached`.",
 	}},
 	{ID: "2.4", Title: "Gateway API resources checked for diagnosis", Quotes: []string{
+		"| Resource | Conditions that indicate health |",
 		"| Gateway | `Accepted`, `Programmed` |",
 		"| HTTPRoute | `Accepted`, `ResolvedRefs` |",
 	}},

@@ -24,6 +24,13 @@ type fakeCluster struct {
 	// dataPlane claims the data-plane capability, as a cluster target
 	// whose proxies run in pods does.
 	dataPlane bool
+	// pod is the proxy pod's identity the deployments give
+	// (target.ClusterEnv); the in-process proxy shows the env of
+	// POD_NAME, POD_NAMESPACE and GATEWAY_NAME (proxy_pods_test.go).
+	pod target.Env
+	// programmedEarly says the Gateway was seen Programmed before its
+	// proxy pod was ready (target.ProgrammedObserver).
+	programmedEarly bool
 }
 
 func (*fakeCluster) Name() string { return "fake-cluster" }
@@ -39,13 +46,16 @@ func (f *fakeCluster) Configure(ctx context.Context, setup target.Setup) (target
 	if err != nil {
 		return nil, err
 	}
-	return &fakeClusterDeployment{Deployment: d, setup: setup, broken: f.broken, otherReasons: f.otherReasons}, nil
+	return &fakeClusterDeployment{Deployment: d, setup: setup, broken: f.broken, otherReasons: f.otherReasons,
+		pod: f.pod, programmedEarly: f.programmedEarly}, nil
 }
 
 type fakeClusterDeployment struct {
 	target.Deployment
 	setup                target.Setup
 	broken, otherReasons bool
+	pod                  target.Env
+	programmedEarly      bool
 }
 
 func (d *fakeClusterDeployment) Conditions(_ context.Context, kind, name string) ([]target.Condition, error) {
@@ -129,9 +139,9 @@ func TestConditionStepsOnAClusterTarget(t *testing.T) {
 // under the cluster profile; without a data plane those features are
 // skipped, each scenario saying why, and the run does not fail.
 func TestClusterProfileWithAndWithoutDataPlane(t *testing.T) {
-	traffic := []FeatureName{FeatureTraceOrder, FeatureRequestLimits, FeatureTokenOverage}
+	traffic := []FeatureName{FeatureTraceOrder, FeatureRequestLimits, FeatureTokenOverage, FeatureProxyPods}
 	t.Run("data plane", func(t *testing.T) {
-		rep, err := Run(context.Background(), Options{TargetImpl: &fakeCluster{dataPlane: true}, Output: &strings.Builder{}})
+		rep, err := Run(context.Background(), Options{TargetImpl: &fakeCluster{dataPlane: true, pod: fakePodEnv(t)}, Output: &strings.Builder{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,8 +168,8 @@ func TestClusterProfileWithAndWithoutDataPlane(t *testing.T) {
 				t.Errorf("standalone-only feature %s ran on a cluster target", f)
 			}
 		}
-		if want := rep.Profiles[0].Core.Passed; want != got[FeatureConditionStatus].Passed+got[FeatureTraceOrder].Passed+got[FeatureRequestLimits].Passed+got[FeatureTokenOverage].Passed {
-			t.Errorf("cluster core count %d is not the sum of its four features' passes", want)
+		if want := rep.Profiles[0].Core.Passed; want != got[FeatureConditionStatus].Passed+got[FeatureTraceOrder].Passed+got[FeatureRequestLimits].Passed+got[FeatureTokenOverage].Passed+got[FeatureProxyPods].Passed {
+			t.Errorf("cluster core count %d is not the sum of its five features' passes", want)
 		}
 	})
 	t.Run("no data plane", func(t *testing.T) {

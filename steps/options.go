@@ -29,6 +29,10 @@ const (
 	FeatureAdmin           FeatureName = "admin"
 	FeatureConditionStatus FeatureName = "condition-status"
 	FeatureForwardCompat   FeatureName = "forward-compat"
+	// FeatureProxyPods: what a proxy in a cluster's pods shows of them: the
+	// Gateway Programmed only once one is Ready, their identity as env in
+	// every trace snapshot.
+	FeatureProxyPods FeatureName = "proxy-pods"
 )
 
 // Extended features: behaviour of the reference implementation that the

@@ -54,9 +54,9 @@ var Profiles = []ConformanceProfile{
 	},
 	{
 		Name: ProfileCluster,
-		Description: "a proxy managed through Gateway API resources: condition status, and through port-forwards to its pods " +
-			"the trace stream and local rate limits",
-		CoreFeatures:     []FeatureName{FeatureConditionStatus, FeatureTraceOrder, FeatureRequestLimits, FeatureTokenOverage},
+		Description: "a proxy managed through Gateway API resources: condition status (Programmed only once a proxy pod is ready), " +
+			"and through port-forwards to its pods the trace stream, naming the pod, and local rate limits",
+		CoreFeatures:     []FeatureName{FeatureConditionStatus, FeatureTraceOrder, FeatureRequestLimits, FeatureTokenOverage, FeatureProxyPods},
 		ExtendedFeatures: []FeatureName{FeaturePolicyConditionReasons},
 	},
 }
@@ -75,6 +75,7 @@ var featureNeeds = map[FeatureName]string{
 	FeatureTraceOrder:    target.CapabilityDataPlane,
 	FeatureRequestLimits: target.CapabilityDataPlane,
 	FeatureTokenOverage:  target.CapabilityDataPlane,
+	FeatureProxyPods:     target.CapabilityDataPlane,
 }
 
 // capabilityMeaning says what a capability is, for skip reasons.

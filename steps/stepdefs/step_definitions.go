@@ -32,6 +32,7 @@ func Register(sc *godog.ScenarioContext) {
 	registerRecordedSteps(sc)
 	registerGlobalSteps(sc)
 	registerFollowSteps(sc)
+	registerPodSteps(sc)
 }
 
 var errorType = reflect.TypeFor[error]()
