@@ -19,32 +19,7 @@ import (
 // Every scenario of the profile must run and pass: none skipped for lack
 // of a data plane.
 func TestLocalNodeConformance(t *testing.T) {
-	switch {
-	case os.Getenv("GWDIAG_NODE_TESTS") == "":
-		t.Skip("the whole cluster profile on the local node takes minutes: set GWDIAG_NODE_TESTS=1 (or run make conformance-cluster)")
-	case os.Getuid() != 0:
-		t.Skip("the local node needs root (cgroups, mounts, the CNI bridge)")
-	}
-	bins := t.TempDir()
-	build := exec.Command("go", "build", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/refproxy/cmd/mockbackend")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the static refproxy and mockbackend: %v\n%s", err, out)
-	}
-	var out strings.Builder
-	rep, err := steps.Run(context.Background(), steps.Options{
-		Target: "cluster",
-		Cluster: cluster.Options{LocalNode: true,
-			RefproxyBinary: filepath.Join(bins, "refproxy"), MockBinary: filepath.Join(bins, "mockbackend")},
-		Output: &out,
-	})
-	t.Log(out.String())
-	if err != nil && strings.Contains(err.Error(), "without the local-node provider") {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, _ := runOnNode(t, steps.Options{Target: "cluster", Cluster: localNode(t)})
 	if rep.Failed() || rep.Summary.Skipped != 0 || rep.Summary.Unsupported != 0 {
 		t.Errorf("got %+v, want every scenario of the cluster profile run and passed", rep.Summary)
 	}
@@ -64,4 +39,38 @@ func TestLocalNodeConformance(t *testing.T) {
 			t.Errorf("feature %s of the cluster profile did not pass; report %+v", f, rep.Features)
 		}
 	}
+}
+
+// localNode returns the cluster options of the local node, with static
+// refproxy and mockbackend binaries built for its images. It skips the
+// test when not root: the node needs cgroups, mounts and a bridge.
+func localNode(t *testing.T) cluster.Options {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("the local node needs root (cgroups, mounts, the CNI bridge): run the tests as root, as make test does in CI")
+	}
+	bins := t.TempDir()
+	build := exec.Command("go", "build", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/refproxy/cmd/mockbackend")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the static refproxy and mockbackend: %v\n%s", err, out)
+	}
+	return cluster.Options{LocalNode: true, RefproxyBinary: filepath.Join(bins, "refproxy"), MockBinary: filepath.Join(bins, "mockbackend")}
+}
+
+// runOnNode runs the suite with o on the local node and returns its
+// report and progress view, which it logs.
+func runOnNode(t *testing.T, o steps.Options) (*steps.ConformanceReport, string) {
+	t.Helper()
+	var out strings.Builder
+	o.Output = &out
+	rep, err := steps.Run(context.Background(), o)
+	t.Log(out.String())
+	if err != nil && strings.Contains(err.Error(), "without the local-node provider") {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, out.String()
 }
