@@ -3,11 +3,9 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -20,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
+	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -331,45 +330,41 @@ func (d *clusterDeployment) BackendAddr(backend string) (string, error) {
 // BackendRequests implements target.Deployment, through a forward to the
 // mock's control endpoint.
 func (d *clusterDeployment) BackendRequests(ctx context.Context, backend string) (int64, error) {
-	b, err := d.control(ctx, backend, http.MethodGet, "/__count")
+	a, err := d.control(backend)
 	if err != nil {
 		return 0, err
 	}
-	var c struct{ Count int64 }
-	if err := json.Unmarshal(b, &c); err != nil {
-		return 0, fmt.Errorf("mock backend %q: /__count: %w", backend, err)
+	n, err := mock.RemoteCount(ctx, a)
+	if err != nil {
+		return 0, d.controlError(backend, a, err)
 	}
-	return c.Count, nil
+	return n, nil
 }
 
 // ReleaseHeld implements target.Deployment.
 func (d *clusterDeployment) ReleaseHeld(ctx context.Context, backend, key string) error {
-	_, err := d.control(ctx, backend, http.MethodPost, "/__release?key="+url.QueryEscape(key))
-	return err
+	a, err := d.control(backend)
+	if err != nil {
+		return err
+	}
+	if err := mock.RemoteRelease(ctx, a, key); err != nil {
+		return d.controlError(backend, a, err)
+	}
+	return nil
 }
 
-// control sends a request to a mock's control endpoint (refproxy/mock).
-func (d *clusterDeployment) control(ctx context.Context, backend, method, path string) ([]byte, error) {
+// control is the forwarded address of a mock's control endpoint.
+func (d *clusterDeployment) control(backend string) (string, error) {
 	if !d.serving {
-		return nil, errNoDataPlane
+		return "", errNoDataPlane
 	}
 	a, ok := d.controls[backend]
 	if !ok {
-		return nil, fmt.Errorf("no mock backend %q in this scenario", backend)
+		return "", fmt.Errorf("no mock backend %q in this scenario", backend)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+a+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	httpc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := httpc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("mock backend %q (pod %s/%s, forwarded at %s): %w", backend, d.ns, mockPodName, a, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err == nil && resp.StatusCode/100 != 2 {
-		err = fmt.Errorf("mock backend %q: %s %s: %s: %s", backend, method, path, resp.Status, bytes.TrimSpace(b))
-	}
-	return b, err
+	return a, nil
+}
+
+func (d *clusterDeployment) controlError(backend, addr string, err error) error {
+	return fmt.Errorf("mock backend %q (pod %s/%s, forwarded at %s): %w", backend, d.ns, mockPodName, addr, err)
 }

@@ -32,15 +32,12 @@ package container
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net"
-	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -58,6 +55,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/local"
 )
@@ -504,45 +502,38 @@ func (d *deployment) BackendAddr(backend string) (string, error) {
 	return a, nil
 }
 
-// control sends a request to a mock's control endpoint (refproxy/mock).
-func (d *deployment) control(ctx context.Context, backend, method, path string) ([]byte, error) {
+// control is the published address of a mock's control endpoint.
+func (d *deployment) control(backend string) (string, error) {
 	a, ok := d.controlAddrs[backend]
 	if !ok {
-		return nil, fmt.Errorf("no mock backend %q in this scenario", backend)
+		return "", fmt.Errorf("no mock backend %q in this scenario", backend)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+a+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("mock backend %q: %w", backend, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err == nil && resp.StatusCode/100 != 2 {
-		err = fmt.Errorf("mock backend %q: %s %s: %s: %s", backend, method, path, resp.Status, bytes.TrimSpace(b))
-	}
-	return b, err
+	return a, nil
 }
 
 // BackendRequests implements target.Deployment.
 func (d *deployment) BackendRequests(ctx context.Context, backend string) (int64, error) {
-	b, err := d.control(ctx, backend, http.MethodGet, "/__count")
+	a, err := d.control(backend)
 	if err != nil {
 		return 0, err
 	}
-	var c struct{ Count int64 }
-	if err := json.Unmarshal(b, &c); err != nil {
-		return 0, fmt.Errorf("mock backend %q: /__count: %w", backend, err)
+	n, err := mock.RemoteCount(ctx, a)
+	if err != nil {
+		return 0, fmt.Errorf("mock backend %q: %w", backend, err)
 	}
-	return c.Count, nil
+	return n, nil
 }
 
 // ReleaseHeld implements target.Deployment.
 func (d *deployment) ReleaseHeld(ctx context.Context, backend, key string) error {
-	_, err := d.control(ctx, backend, http.MethodPost, "/__release?key="+url.QueryEscape(key))
-	return err
+	a, err := d.control(backend)
+	if err != nil {
+		return err
+	}
+	if err := mock.RemoteRelease(ctx, a, key); err != nil {
+		return fmt.Errorf("mock backend %q: %w", backend, err)
+	}
+	return nil
 }
 
 // ProxyLogs implements target.LogKeeper.
