@@ -223,6 +223,9 @@ func TestClusterDataPlaneOptions(t *testing.T) {
 		{"existing cluster with its data plane", Options{DataPlane: true, MockImage: "example.com/mocks:1"}, []string{target.CapabilityCluster, target.CapabilityDataPlane}, ""},
 		{"data plane without mocks", Options{DataPlane: true}, nil, "cluster.dataPlane needs cluster.mockImage"},
 		{"local and local node", Options{Local: true, LocalNode: true}, nil, "exclude each other"},
+		{"kind", Options{Kind: &KindOptions{}}, []string{target.CapabilityCluster, target.CapabilityDataPlane}, ""},
+		{"kind and local", Options{Kind: &KindOptions{}, Local: true}, nil, "cluster.kind excludes"},
+		{"kind and local node", Options{Kind: &KindOptions{}, LocalNode: true}, nil, "cluster.kind excludes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,9 +245,11 @@ func TestClusterDataPlaneOptions(t *testing.T) {
 			}
 		})
 	}
-	o := New(Options{LocalNode: true}).opts
-	if o.MockImage != MockImage || o.AdminPort != 15000 || time.Duration(o.ServeTimeout) != 2*time.Minute || o.ControllerName == "" {
-		t.Errorf("local-node defaults: got %+v", o)
+	for _, o := range []Options{{LocalNode: true}, {Kind: &KindOptions{}}} {
+		c := New(o)
+		if o := c.opts; o.MockImage != MockImage || o.AdminPort != 15000 || time.Duration(o.ServeTimeout) != 2*time.Minute || o.ControllerName == "" || c.mockPull() != corev1.PullNever {
+			t.Errorf("defaults of a node the target starts: got %+v, pull %s", o, c.mockPull())
+		}
 	}
 }
 

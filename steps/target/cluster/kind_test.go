@@ -10,49 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gwdiag/gwdiag/clusters/kube/kind/kindtest"
 	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
-	"github.com/gwdiag/gwdiag/steps/target"
 )
-
-// TestKindOptions: cluster.kind gives the target what cluster.localNode
-// gives it (a data plane, the reference controller, packed images pulled
-// Never), and excludes the other clusters the target can start.
-func TestKindOptions(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		o       Options
-		invalid string
-	}{
-		{"kind", Options{Kind: &KindOptions{}}, ""},
-		{"kind and local", Options{Kind: &KindOptions{}, Local: true}, "cluster.kind excludes"},
-		{"kind and local node", Options{Kind: &KindOptions{}, LocalNode: true}, "cluster.kind excludes"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			c := New(tt.o)
-			err := c.opts.Validate()
-			if tt.invalid != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.invalid) {
-					t.Errorf("Validate: got %v, want an error with %q", err, tt.invalid)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, want := c.Capabilities(), []string{target.CapabilityCluster, target.CapabilityDataPlane}; !slices.Equal(got, want) {
-				t.Errorf("capabilities: got %q, want %q", got, want)
-			}
-			if c.opts.MockImage != MockImage || c.opts.ControllerName == "" || c.mockPull() != corev1.PullNever {
-				t.Errorf("defaults: got mock image %q, controller %q, pull %s; want the local node's", c.opts.MockImage, c.opts.ControllerName, c.mockPull())
-			}
-		})
-	}
-}
 
 // staticBinary builds testdata/static without cgo: what the images are
 // packed from.
