@@ -30,8 +30,9 @@ import (
 )
 
 // startCluster starts a local node for a test with the echo mock as image
-// gwdiag.local/echo:dev, skipping only where a node cannot run at all.
-func startCluster(t *testing.T, ctx context.Context) *node.Cluster {
+// gwdiag.local/echo:dev, skipping only where a node cannot run at all;
+// lockHeld says the test holds the machine lock (lockMachine).
+func startCluster(t *testing.T, ctx context.Context, lockHeld bool) *node.Cluster {
 	t.Helper()
 	dir := t.TempDir()
 	echo, fetch := filepath.Join(dir, "mockbackend"), filepath.Join(dir, "fetch")
@@ -42,10 +43,14 @@ func startCluster(t *testing.T, ctx context.Context) *node.Cluster {
 			t.Fatalf("build %s: %v\n%s", pkg, err, b)
 		}
 	}
-	c, err := node.StartCluster(ctx, node.ClusterOptions{Images: []images.Image{
+	o := node.ClusterOptions{Images: []images.Image{
 		{Ref: "gwdiag.local/echo:dev", Files: map[string]string{"/mockbackend": echo}, Entrypoint: []string{"/mockbackend", "--llm-addr", "", "--echo-addr", ":8000"}},
 		{Ref: "gwdiag.local/fetch:dev", Files: map[string]string{"/fetch": fetch}, Entrypoint: []string{"/fetch"}},
-	}})
+	}}
+	if lockHeld {
+		o = node.WithMachineLockHeld(o)
+	}
+	c, err := node.StartCluster(ctx, o)
 	switch {
 	case errors.Is(err, node.ErrNotRoot):
 		t.Skipf("skipped: %v", err)
@@ -67,7 +72,7 @@ func startCluster(t *testing.T, ctx context.Context) *node.Cluster {
 func TestClusterRunsAPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c := startCluster(t, ctx)
+	c := startCluster(t, ctx, false)
 	t.Logf("figure: node Ready %v after start (after %v waiting for another node to stop)", c.Took.Round(100*time.Millisecond), c.Waited.Round(100*time.Millisecond))
 	cs := kubernetes.NewForConfigOrDie(c.Config)
 	created := time.Now()
@@ -199,6 +204,27 @@ func readMachineState(t *testing.T) machineState {
 	return s
 }
 
+// lockMachine holds the machine lock for the rest of the test, so that no
+// other node (another package's tests) runs between the reads of the
+// machine, and returns the machine as it is before the test's node.
+func lockMachine(t *testing.T, ctx context.Context) machineState {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: a local node needs root")
+	}
+	unlock, err := node.LockMachine(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unlock)
+	s := readMachineState(t)
+	if len(s.states) > 0 {
+		t.Logf("state directories of earlier runs (the next start sweeps them): %v", s.states)
+		s.states = nil
+	}
+	return s
+}
+
 // assertCleanMachine fails when anything of a node is left, or a sysctl
 // differs from before.
 func assertCleanMachine(t *testing.T, before machineState) {
@@ -221,13 +247,9 @@ func assertCleanMachine(t *testing.T, before machineState) {
 func TestClusterStopLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	before := readMachineState(t)
-	if len(before.states) > 0 {
-		t.Logf("state directories of earlier runs (the start sweeps them): %v", before.states)
-		before.states = nil
-	}
+	before := lockMachine(t, ctx)
 	t.Run("start", func(t *testing.T) {
-		c := startCluster(t, ctx)
+		c := startCluster(t, ctx, true)
 		if st := readMachineState(t); len(st.bridges) != 1 || len(st.processes) == 0 {
 			t.Errorf("while running: bridges %v, processes %d; want one bridge and the node's processes", st.bridges, len(st.processes))
 		}
@@ -248,7 +270,8 @@ func TestSweepAfterKilledRun(t *testing.T) {
 	if os.Getenv(envKilledRun) != "" {
 		// The child: start a node, say so, and wait to be killed.
 		ctx := context.Background()
-		c, err := node.StartCluster(ctx, node.ClusterOptions{})
+		// The parent holds the machine lock on its behalf.
+		c, err := node.StartCluster(ctx, node.WithMachineLockHeld(node.ClusterOptions{}))
 		if err != nil {
 			fmt.Println("start failed:", err)
 			os.Exit(1)
@@ -261,8 +284,7 @@ func TestSweepAfterKilledRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	before := readMachineState(t)
-	before.states = nil
+	before := lockMachine(t, ctx)
 	child := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestSweepAfterKilledRun$", "-test.v")
 	child.Env = append(os.Environ(), envKilledRun+"=1")
 	out, err := child.StdoutPipe()
@@ -291,10 +313,44 @@ func TestSweepAfterKilledRun(t *testing.T) {
 	if len(left.states) == 0 || len(left.bridges) == 0 {
 		t.Fatalf("the killed run left no state or bridge to sweep (states %v, bridges %v): the test proves nothing", left.states, left.bridges)
 	}
-	t.Run("next run", func(t *testing.T) { startCluster(t, ctx) })
+	t.Run("next run", func(t *testing.T) { startCluster(t, ctx, true) })
 	assertCleanMachine(t, before)
 }
 
 // InstallCRDs logs through controller-runtime's global logger, which warns
 // with a stack when never set.
 func init() { ctrllog.SetLogger(logr.Discard()) }
+
+// TestFailedStartLeavesNothing: a start that fails late (the kubelet exits
+// at once, after containerd, the bridge and the control plane are up)
+// says why, with the kubelet's log, and leaves nothing behind.
+func TestFailedStartLeavesNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: a local node needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	real, err := kube.EnsureNodeBinaries(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, p := range []string{real.Etcd(), real.APIServer(), real.ControllerManager(), real.Scheduler()} {
+		if err := os.Symlink(p, filepath.Join(dir, filepath.Base(p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubelet"), []byte("#!/bin/sh\necho 'kubelet: refusing to start (test)' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := lockMachine(t, ctx)
+	c, err := node.StartCluster(ctx, node.WithMachineLockHeld(node.ClusterOptions{Binaries: kube.Binaries{Dir: dir}}))
+	if err == nil {
+		c.Stop()
+		t.Fatal("StartCluster with a kubelet that exits: no error")
+	}
+	if !strings.Contains(err.Error(), "kubelet exited") || !strings.Contains(err.Error(), "refusing to start (test)") {
+		t.Errorf("error: %v; want it to say the kubelet exited, with its log", err)
+	}
+	assertCleanMachine(t, before)
+}
