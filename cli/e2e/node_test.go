@@ -291,44 +291,22 @@ func testNodeInject(t *testing.T, f *nodeFixture) {
 // testNodeWatch: watch mode, no resource (the namespace's only Gateway),
 // traces a request another client sends through its own forward.
 func testNodeWatch(t *testing.T, f *nodeFixture) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, gwdiagBin, "trace", "-n", f.ns, "--raw")
-	cmd.Env = append(os.Environ(), f.env()...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	// Nothing tells when the watcher is registered: send until it exits.
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	httpc := &http.Client{Timeout: 5 * time.Second}
-	for i := 0; ; i++ {
-		select {
-		case err := <-done:
-			if ctx.Err() != nil {
-				t.Fatalf("watch did not finish in time; stderr:\n%s", errb.String())
-			}
-			if err != nil {
-				t.Fatalf("watch: %v, stderr:\n%s", err, errb.String())
-			}
-			events := parseRaw(t, out.String())
-			checkNodeTrace(t, f, events, "watch.example")
-			if !strings.HasPrefix(tracedPath(events), "/watched/") {
-				t.Errorf("traced path = %q, want one of the watched requests", tracedPath(events))
-			}
-			return
-		case <-tick.C:
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/watched/%d", f.listener, i), nil)
-			req.Host = "watch.example"
-			if resp, err := httpc.Do(req); err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
+	r := watchSending(t, f.env(), func(i int) {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/watched/%d", f.listener, i), nil)
+		req.Host = "watch.example"
+		if resp, err := httpc.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		}
+	}, "trace", "-n", f.ns, "--raw")
+	if r.code != 0 {
+		t.Fatalf("watch: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	events := parseRaw(t, r.stdout)
+	checkNodeTrace(t, f, events, "watch.example")
+	if !strings.HasPrefix(tracedPath(events), "/watched/") {
+		t.Errorf("traced path = %q, want one of the watched requests", tracedPath(events))
 	}
 }
 

@@ -164,9 +164,17 @@ func TestAdminAddressSources(t *testing.T) {
 // request comes next.
 func watch(t *testing.T, p *proxy, paths func(i int) string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return watchSending(t, nil, func(i int) { p.get(t, paths(i)) }, args...)
+}
+
+// watchSending runs gwdiag with args and env added to the environment,
+// calling send(i) every few milliseconds until it exits (bounded).
+func watchSending(t *testing.T, env []string, send func(i int), args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gwdiagBin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -188,7 +196,7 @@ func watch(t *testing.T, p *proxy, paths func(i int) string, args ...string) res
 			}
 			return r
 		case <-tick.C:
-			p.get(t, paths(i))
+			send(i)
 		}
 	}
 }
