@@ -180,6 +180,9 @@ func TestClusterProfileWithAndWithoutDataPlane(t *testing.T) {
 		if rep.Failed() || rep.Summary.Passed != 5 {
 			t.Errorf("got %+v, want the 5 condition scenarios passed and nothing failed", rep.Summary)
 		}
+		if c := rep.Profiles[0].Core; c.Result != Partial || c.Skipped == 0 {
+			t.Errorf("cluster core: got %+v, want partial: its traffic features did not run", c)
+		}
 		for _, f := range rep.Features {
 			if !slices.Contains(traffic, f.Name) {
 				continue

@@ -29,7 +29,8 @@ const (
 	Skipped     Result = "skipped"
 	Unsupported Result = "unsupported"
 	// Partial is the extended result of a profile where some features are
-	// supported and some are not.
+	// supported and some are not, and the core result of one where none
+	// failed but some core scenarios were skipped.
 	Partial Result = "partial"
 )
 
@@ -261,6 +262,10 @@ func profileReport(name ConformanceProfileName, features []FeatureReport) Profil
 	switch c := p.Core; {
 	case c.Failed > 0:
 		p.Core.Result = Failed
+	case c.Passed > 0 && c.Skipped > 0:
+		// Some core scenarios did not run (a capability the target lacks,
+		// or skipped by the user): the run does not show core conformance.
+		p.Core.Result = Partial
 	case c.Passed > 0:
 		p.Core.Result = Passed
 	default:

@@ -298,7 +298,11 @@ func (r *runner) summary(rep *ConformanceReport) {
 	s := rep.Summary
 	fmt.Fprintf(r.out, "\n%d passed, %d failed, %d skipped, %d unsupported in %s\n", s.Passed, s.Failed, s.Skipped, s.Unsupported, rep.Duration)
 	for _, p := range rep.Profiles {
-		fmt.Fprintf(r.out, "profile %s: core %s (%d passed, %d failed)", p.Name, p.Core.Result, p.Core.Passed, p.Core.Failed)
+		fmt.Fprintf(r.out, "profile %s: core %s (%d passed, %d failed", p.Name, p.Core.Result, p.Core.Passed, p.Core.Failed)
+		if p.Core.Skipped > 0 {
+			fmt.Fprintf(r.out, ", %d skipped", p.Core.Skipped)
+		}
+		fmt.Fprint(r.out, ")")
 		if e := p.Extended; e.Result != Skipped {
 			fmt.Fprintf(r.out, "; extended %s: supported %v, unsupported %v", e.Result, e.SupportedFeatures, e.UnsupportedFeatures)
 			if len(e.FailedFeatures) > 0 {
