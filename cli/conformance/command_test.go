@@ -208,8 +208,10 @@ func TestRunFeatureFlags(t *testing.T) {
 	if !rep.Claims.AllFeatures || len(rep.Claims.ExemptFeatures) != 1 || rep.Claims.ExemptFeatures[0] != steps.FeatureAdminErrorStatus {
 		t.Errorf("claims: got %+v, want allFeatures and admin-error-status exempt", rep.Claims)
 	}
-	if len(rep.Profiles) != 1 || rep.Profiles[0].Name != steps.ProfileStandalone || rep.Profiles[0].Core.Result != steps.Passed {
-		t.Errorf("profiles: got %+v, want standalone with core passed", rep.Profiles)
+	// One scenario ran; the rest of core was skipped by the filter, so the
+	// run does not show core conformance: partial, not passed.
+	if len(rep.Profiles) != 1 || rep.Profiles[0].Name != steps.ProfileStandalone || rep.Profiles[0].Core.Result != steps.Partial || rep.Profiles[0].Core.Passed != 1 {
+		t.Errorf("profiles: got %+v, want standalone with core partial (1 passed, the rest skipped)", rep.Profiles)
 	}
 	// The report says what produced it and with which options.
 	if p := rep.Producer; p.Version != versioncmd.Version || p.FeatureSet != features.Version || p.FeatureDigest != features.Digest() || len(p.FeatureDigest) != 12 {
