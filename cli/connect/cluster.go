@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gwdiag/gwdiag/clusters/kube/pods"
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 )
 
@@ -225,74 +226,19 @@ func onlyGateway(ctx context.Context, cl client.Client, ns string) (string, erro
 // its trace would mislead. Without one, the error says what was found: each
 // pod's state, or, with no pod at all, the Gateway's Programmed condition.
 func gatewayPod(ctx context.Context, cl client.Client, ns, name string) (*corev1.Pod, error) {
-	var pods corev1.PodList
+	var list corev1.PodList
 	sel := client.MatchingLabels{GatewayNameLabel: name}
-	if err := cl.List(ctx, &pods, client.InNamespace(ns), sel); err != nil {
+	if err := cl.List(ctx, &list, client.InNamespace(ns), sel); err != nil {
 		return nil, fmt.Errorf("listing pods of gateway %q in namespace %q: %w", name, ns, err)
 	}
-	if len(pods.Items) == 0 {
+	if len(list.Items) == 0 {
 		return nil, fmt.Errorf("no pods found for gateway %q in namespace %q (label %s=%s): %s", name, ns, GatewayNameLabel, name, gatewayState(ctx, cl, ns, name))
 	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	var seen []string
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if podReady(p) {
-			return p, nil
-		}
-		seen = append(seen, describePod(p))
+	p, seen := pods.FirstReady(list.Items)
+	if p == nil {
+		return nil, fmt.Errorf("no ready pod for gateway %q in namespace %q (label %s=%s): %s", name, ns, GatewayNameLabel, name, seen)
 	}
-	return nil, fmt.Errorf("no ready pod for gateway %q in namespace %q (label %s=%s): %s", name, ns, GatewayNameLabel, name, strings.Join(seen, "; "))
-}
-
-// podReady tells whether p runs, is not being deleted, and is Ready.
-func podReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// describePod says in a few words why p is not ready: its phase, and why
-// its containers wait, ended or are not ready.
-func describePod(p *corev1.Pod) string {
-	phase := string(p.Status.Phase)
-	switch {
-	case p.DeletionTimestamp != nil:
-		phase = "Terminating"
-	case phase == "":
-		phase = "Unknown"
-	}
-	var why []string
-	for _, cs := range p.Status.ContainerStatuses {
-		switch {
-		case cs.State.Waiting != nil:
-			why = append(why, strings.TrimSpace(fmt.Sprintf("container %s waiting: %s %s", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)))
-		case cs.State.Terminated != nil:
-			why = append(why, strings.TrimSpace(fmt.Sprintf("container %s terminated: %s (exit %d) %s", cs.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, cs.State.Terminated.Message)))
-		case !cs.Ready:
-			why = append(why, fmt.Sprintf("container %s not ready, %d restarts", cs.Name, cs.RestartCount))
-		}
-	}
-	if phase == string(corev1.PodRunning) && p.DeletionTimestamp == nil {
-		phase = "Running, not ready"
-	}
-	if len(why) == 0 {
-		for _, c := range p.Status.Conditions {
-			if c.Status != corev1.ConditionTrue && c.Message != "" {
-				why = append(why, fmt.Sprintf("%s: %s", c.Type, c.Message))
-			}
-		}
-	}
-	if len(why) == 0 {
-		return p.Name + ": " + phase
-	}
-	return p.Name + ": " + phase + " (" + strings.Join(why, ", ") + ")"
+	return p, nil
 }
 
 // gatewayState says, for a Gateway without pods, what its status tells:

@@ -27,6 +27,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube"
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
+	kubepods "github.com/gwdiag/gwdiag/clusters/kube/pods"
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 )
 
@@ -191,20 +192,15 @@ func TestDataPlaneOnRealNode(t *testing.T) {
 	}
 }
 
-// readyProxyPod returns a Ready proxy pod of the gateway, or nil.
+// readyProxyPod returns the proxy pod of the gateway the CLI would pick
+// (the first Ready one by name), or nil.
 func readyProxyPod(ctx context.Context, c client.Client, ns, gw string) *corev1.Pod {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{controller.GatewayNameLabel: gw}); err != nil {
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{controller.GatewayNameLabel: gw}); err != nil {
 		return nil
 	}
-	for i := range pods.Items {
-		for _, cond := range pods.Items[i].Status.Conditions {
-			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && pods.Items[i].DeletionTimestamp == nil {
-				return &pods.Items[i]
-			}
-		}
-	}
-	return nil
+	p, _ := kubepods.FirstReady(list.Items)
+	return p
 }
 
 func podSummary(p *corev1.Pod) string {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubepods "github.com/gwdiag/gwdiag/clusters/kube/pods"
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/steps/target"
@@ -38,10 +39,10 @@ func (d *clusterDeployment) serve(ctx context.Context, setup target.Setup, plan 
 		if err := d.c.client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: mockPodName}, p); err != nil {
 			return nil, "", err
 		}
-		if podReady(p) && p.Status.PodIP != "" {
+		if kubepods.Ready(p) && p.Status.PodIP != "" {
 			return p, "", nil
 		}
-		return nil, describePod(p), nil
+		return nil, kubepods.Describe(p), nil
 	})
 	if err != nil {
 		return err
@@ -126,60 +127,15 @@ func (d *clusterDeployment) waitPod(ctx context.Context, deadline time.Time, wha
 // proxyPod returns the Gateway's first ready proxy pod by name, as the
 // CLI picks it, or what the pods are doing.
 func (d *clusterDeployment) proxyPod(ctx context.Context) (*corev1.Pod, string, error) {
-	var pods corev1.PodList
-	if err := d.c.client.List(ctx, &pods, client.InNamespace(d.ns), client.MatchingLabels{gatewayNameLabel: clusterGatewayName}); err != nil {
+	var list corev1.PodList
+	if err := d.c.client.List(ctx, &list, client.InNamespace(d.ns), client.MatchingLabels{gatewayNameLabel: clusterGatewayName}); err != nil {
 		return nil, "", err
 	}
-	if len(pods.Items) == 0 {
+	if len(list.Items) == 0 {
 		return nil, fmt.Sprintf("no pod labelled %s=%s", gatewayNameLabel, clusterGatewayName), nil
 	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	var seen []string
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if podReady(p) && p.DeletionTimestamp == nil {
-			return p, "", nil
-		}
-		seen = append(seen, describePod(p))
-	}
-	return nil, strings.Join(seen, "; "), nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// describePod says where a pod is: its phase, readiness and why its
-// containers wait or ended, as kubectl describe would show.
-func describePod(p *corev1.Pod) string {
-	parts := []string{"phase " + string(p.Status.Phase)}
-	if p.Status.Phase == "" {
-		parts[0] = "phase Pending"
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Status != corev1.ConditionTrue && c.Message != "" {
-			parts = append(parts, fmt.Sprintf("%s: %s", c.Type, c.Message))
-		}
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		switch {
-		case cs.State.Waiting != nil:
-			parts = append(parts, fmt.Sprintf("container %s waiting: %s %s", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message))
-		case cs.State.Terminated != nil:
-			parts = append(parts, fmt.Sprintf("container %s terminated: %s (exit %d) %s", cs.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, cs.State.Terminated.Message))
-		case !cs.Ready:
-			parts = append(parts, fmt.Sprintf("container %s running, not ready (%d restarts)", cs.Name, cs.RestartCount))
-		}
-	}
-	return p.Name + ": " + strings.Join(parts, ", ")
+	p, seen := kubepods.FirstReady(list.Items)
+	return p, seen, nil
 }
 
 // waitProgrammed waits until the Gateway's Programmed condition is True at

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	kubepods "github.com/gwdiag/gwdiag/clusters/kube/pods"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -55,7 +56,7 @@ func (d *clusterDeployment) observeProgrammed(ctx context.Context) error {
 		if err == nil {
 			seen.ProxyReady = pod != nil
 			if pod != nil {
-				seen.Pods = describePod(pod)
+				seen.Pods = kubepods.Describe(pod)
 			} else {
 				seen.Pods = why
 			}
