@@ -4,10 +4,10 @@
 package golden
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // Placeholders that replace volatile values.
@@ -298,32 +299,17 @@ func unionKeys(a, b map[string]string) []string {
 	return k
 }
 
-// ReadJSONL reads a JSON Lines trace. Blank lines are skipped; a bad line is
-// an error naming the file and line.
-func ReadJSONL(path string) ([]trace.Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+// Read reads a saved trace, JSON Lines or an SSE capture, from the file at
+// path ("-" reads stdin) through the project's one capture reader
+// (sse.ReadCapture). A trace with bad lines gives its valid events and a
+// *sse.CaptureError naming each bad line.
+func Read(path string, stdin io.Reader) ([]trace.Event, error) {
 	var out []trace.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		e, err := trace.Parse([]byte(line))
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: not a JSON trace event: %v", path, n, err)
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return out, nil
+	err := sse.ReadCaptureFile(path, stdin, func(c sse.Captured) error {
+		out = append(out, c.Event)
+		return nil
+	})
+	return out, err
 }
 
 // WriteJSONL writes events as JSON Lines, one event per line.

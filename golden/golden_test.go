@@ -107,24 +107,28 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-func TestReadJSONL(t *testing.T) {
+func TestReadAndWrite(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.jsonl")
 	os.WriteFile(good, []byte(`{"eventStart":null,"eventEnd":1,"severity":"info","message":{"type":"requestStarted"}}`+"\n\n"), 0o644)
-	events, err := ReadJSONL(good)
+	events, err := Read(good, nil)
 	if err != nil || len(events) != 1 {
-		t.Fatalf("ReadJSONL: got %d events, %v; want 1, nil", len(events), err)
+		t.Fatalf("Read: got %d events, %v; want 1, nil", len(events), err)
 	}
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte("{}\nnot json\n"), 0o644)
-	if _, err := ReadJSONL(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2:") {
-		t.Errorf("ReadJSONL of a bad line: got %v, want an error naming bad.jsonl:2", err)
+	if got, err := Read(bad, nil); len(got) != 1 || err == nil || !strings.Contains(err.Error(), "bad.jsonl:2:") {
+		t.Errorf("Read of a bad line: got %d events, %v; want the good one and an error naming bad.jsonl:2", len(got), err)
+	}
+	sse := ": ready\n\ndata: {\"eventEnd\":1,\"message\":{\"type\":\"requestStarted\"}}\n\n: keepalive\n\n"
+	if got, err := Read("-", strings.NewReader(sse)); err != nil || len(got) != 1 || got[0].Type() != trace.RequestStarted {
+		t.Errorf("Read of an SSE capture on stdin: %+v, %v; want one requestStarted", got, err)
 	}
 	round := filepath.Join(dir, "round.jsonl")
 	if err := WriteJSONL(round, events); err != nil {
 		t.Fatal(err)
 	}
-	again, err := ReadJSONL(round)
+	again, err := Read(round, nil)
 	if err != nil || Diff(events, again) != "" {
 		t.Errorf("WriteJSONL round trip: %v, diff %q", err, Diff(events, again))
 	}

@@ -67,7 +67,7 @@ func TestGoldenTraces(t *testing.T) {
 				}
 				return
 			}
-			want, err := golden.ReadJSONL(path)
+			want, err := golden.Read(path, nil)
 			if err != nil {
 				t.Fatalf("%v (run with -update to record it)", err)
 			}

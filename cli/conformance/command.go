@@ -354,15 +354,18 @@ func names(s []string) []steps.FeatureName {
 func newCheckCommand() *cobra.Command {
 	var report, impl string
 	cmd := &cobra.Command{
-		Use:   "check TRACE.jsonl...",
+		Use:   "check TRACE.jsonl|TRACE.sse|-...",
 		Short: "Check recorded traces with the suite's trace checks",
 		Long: `Check runs the trace checks of the conformance suite (event order, required
 events, eventEnd and eventStart rules, one request per trace, field shapes) on
-JSON Lines traces recorded from a proxy, for example with
-'gwdiag trace --raw > trace.jsonl': conformance without running the proxy.
-Each file holds one trace. Unknown event types and fields of newer proxies are
+traces recorded from a proxy: JSON Lines, for example from
+'gwdiag trace --raw > trace.jsonl', or SSE captures of /debug/trace, for
+example from 'curl -N -X POST .../debug/trace > trace.sse'; - reads stdin.
+Conformance without running the proxy. Each file holds one trace; a file
+with lines that are not trace events fails, naming each such line. Unknown event types and fields of newer proxies are
 accepted. Exits 1 when a trace fails.`,
-		Example: `  gwdiag conformance check captured/*.jsonl --report check-report.yaml`,
+		Example: `  gwdiag conformance check captured/*.jsonl --report check-report.yaml
+  curl -sN -X POST http://127.0.0.1:15000/debug/trace | gwdiag conformance check -`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return exitcode.Usagef("check needs at least one trace file (JSON Lines)")
@@ -372,8 +375,12 @@ accepted. Exits 1 when a trace fails.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var traces []steps.RecordedTrace
 			for _, path := range args {
-				ev, err := golden.ReadJSONL(path)
-				traces = append(traces, steps.RecordedTrace{Name: path, Events: ev, Err: err})
+				ev, err := golden.Read(path, cmd.InOrStdin())
+				name := path
+				if path == "-" {
+					name = "stdin"
+				}
+				traces = append(traces, steps.RecordedTrace{Name: name, Events: ev, Err: err})
 			}
 			rep := steps.CheckRecorded(steps.Implementation{Name: impl}, traces)
 			printCheck(cmd.OutOrStdout(), rep)

@@ -25,6 +25,27 @@ func run(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// realTraces, relative to testdata, holds traces the real proxy and its
+// docs produced; its README names their sources.
+const realTraces = "../../../refproxy/trace/sse/testdata/agentgateway/"
+
+// TestCheckStdin: `check -` reads the trace from stdin, JSON Lines or SSE.
+func TestCheckStdin(t *testing.T) {
+	capture, err := os.ReadFile(filepath.Join("testdata", realTraces, "k8s-latest.DERIVED-sse-framing.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := NewCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetIn(bytes.NewReader(capture))
+	cmd.SetArgs([]string{"check", "-"})
+	if err := cmd.Execute(); err != nil || !strings.Contains(out.String(), "1 passed, 0 failed") {
+		t.Errorf("check - with an SSE capture on stdin: %v\n%s", err, out.String())
+	}
+}
+
 func TestCheck(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -40,6 +61,9 @@ func TestCheck(t *testing.T) {
 		{"missing requestFinished", []string{"bad-no-finished.jsonl"}, true, []string{"missing requestFinished"}},
 		{"one good, one bad", []string{"v1.3-phases.jsonl", "bad-no-finished.jsonl"}, true, []string{"1 passed, 1 failed"}},
 		{"unreadable file", []string{"does-not-exist.jsonl"}, true, []string{"does-not-exist.jsonl"}},
+		{"the real proxy's SSE capture (curl -N -X POST .../debug/trace)", []string{realTraces + "k8s-latest.DERIVED-sse-framing.sse"}, false, []string{"1 passed, 0 failed"}},
+		{"the docs' trace with elided lines names them", []string{realTraces + "standalone-12x.docs.jsonl"}, true,
+			[]string{"3 lines are not trace events", "standalone-12x.docs.jsonl:2: not a JSON trace event", "standalone-12x.docs.jsonl:7:"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

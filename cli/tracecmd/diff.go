@@ -3,6 +3,7 @@ package tracecmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -44,11 +45,14 @@ compared request by request, in order.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := readRequests(args[0])
+			if args[0] == "-" && args[1] == "-" {
+				return exitcode.Usagef("only one of the two traces can come from stdin (-)")
+			}
+			a, err := readRequests(args[0], cmd.InOrStdin())
 			if err != nil {
 				return exitError{code: 2, err: err}
 			}
-			b, err := readRequests(args[1])
+			b, err := readRequests(args[1], cmd.InOrStdin())
 			if err != nil {
 				return exitError{code: 2, err: err}
 			}
@@ -82,18 +86,21 @@ type requestTrace struct {
 	events []trace.Event
 }
 
-// readRequests reads FILE or FILE#ID: the file's requests split by
-// request id (one, without id, for a one-shot trace), or the one named.
-func readRequests(arg string) ([]requestTrace, error) {
+// readRequests reads FILE or FILE#ID (JSON Lines or an SSE capture; - is
+// stdin): the file's requests split by request id (one, without id, for a
+// one-shot trace), or the one named.
+func readRequests(arg string, stdin io.Reader) ([]requestTrace, error) {
 	file, want := arg, ""
 	if _, err := os.Stat(arg); err != nil {
 		if i := strings.LastIndexByte(arg, '#'); i > 0 {
 			file, want = arg[:i], arg[i+1:]
 		}
 	}
-	events, err := golden.ReadJSONL(file)
+	events, err := golden.Read(file, stdin)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", file, err)
+		// A trace with bad lines would be compared without them, and the
+		// diff would blame the proxy for the file's damage.
+		return nil, err
 	}
 	order, byID := trace.ByRequest(events)
 	if want != "" {

@@ -3,11 +3,14 @@ package tracecmd
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gwdiag/gwdiag/cli/exitcode"
 )
 
 // execute runs `trace <args>` in process, as the root command would.
@@ -51,38 +54,65 @@ func TestValidateExitCodes(t *testing.T) {
 	}
 }
 
-func TestReadJSONL(t *testing.T) {
+// realTraces holds traces the real proxy and its docs produced; its README
+// names their sources.
+const realTraces = "../../refproxy/trace/sse/testdata/agentgateway/"
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestReplayRaw: `trace -f F --raw` prints every valid event of a JSON
+// Lines trace or an SSE capture byte for byte, then names each bad line
+// and fails (exit 1), as agctl does.
+func TestReplayRaw(t *testing.T) {
+	docs := readFile(t, realTraces+"k8s-latest.docs.jsonl")
+	deelided := strings.Split(strings.TrimSpace(readFile(t, realTraces+"standalone-12x.deelided.jsonl")), "\n")
 	tests := []struct {
 		name    string
-		in      string
-		want    []string
-		wantErr string
+		file    string
+		stdin   string
+		want    string
+		wantErr []string
 	}{
-		{"two events, blank lines and spaces", "\n{ \"eventEnd\": 1, \"message\": {\"type\":\"requestStarted\"} }\n\n{\"eventEnd\":2,\"message\":{\"type\":\"requestFinished\"}}\n",
-			[]string{`{"eventEnd":1,"message":{"type":"requestStarted"}}`, `{"eventEnd":2,"message":{"type":"requestFinished"}}`}, ""},
-		{"empty", "", nil, ""},
-		{"not json", "{\"eventEnd\":1}\n{oops\n", nil, "t.jsonl:2: not a JSON trace event"},
-		{"not an object", "[1,2]\n", nil, "t.jsonl:1: not a JSON trace event: want an object"},
-		{"wrong field type", "{\"eventEnd\":\"soon\"}\n", nil, "t.jsonl:1: json: cannot unmarshal"},
+		{"SSE capture (curl -N -X POST .../debug/trace)", realTraces + "k8s-latest.DERIVED-sse-framing.sse", "", docs, nil},
+		{"SSE capture on stdin", "-", readFile(t, realTraces+"k8s-latest.DERIVED-sse-framing.sse"), docs, nil},
+		{"JSON Lines", realTraces + "k8s-latest.docs.jsonl", "", docs, nil},
+		{"agctl's uppercase INFO echoed byte for byte", realTraces + "trace_test-event-INFO-uppercase.jsonl", "",
+			readFile(t, realTraces+"trace_test-event-INFO-uppercase.jsonl"), nil},
+		{"docs with elided lines: the valid events, then each bad line", realTraces + "standalone-12x.docs.jsonl", "",
+			strings.Join([]string{deelided[0], deelided[2], deelided[4], deelided[5], deelided[7]}, "\n") + "\n",
+			[]string{"standalone-12x.docs.jsonl: 3 lines are not trace events:", "standalone-12x.docs.jsonl:2: not a JSON trace event", "standalone-12x.docs.jsonl:4:", "standalone-12x.docs.jsonl:7:"}},
+		{"line 2 bad on stdin", "-", "{\"eventEnd\":1}\n{oops\n{\"eventEnd\":2}\n", "{\"eventEnd\":1}\n{\"eventEnd\":2}\n",
+			[]string{"stdin: 1 line is not a trace event:\n  stdin:2: not a JSON trace event"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ReadJSONL(strings.NewReader(tt.in), "t.jsonl")
-			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
-					t.Fatalf("error:\ngot  %v\nwant %s...", err, tt.wantErr)
+			out, err := execute(t, tt.stdin, "--file", tt.file, "--raw")
+			if out != tt.want {
+				t.Errorf("output:\ngot  %q\nwant %q", out, tt.want)
+			}
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Errorf("error %v, want none", err)
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
+			if err == nil {
+				t.Fatalf("no error, want one naming the bad lines")
 			}
-			var raws []string
-			for _, e := range got {
-				raws = append(raws, string(e.Raw))
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
 			}
-			if strings.Join(raws, "\n") != strings.Join(tt.want, "\n") {
-				t.Errorf("events:\ngot  %q\nwant %q", raws, tt.want)
+			if code := exitcode.Code(err); code != 1 {
+				t.Errorf("exit status %d, want 1", code)
 			}
 		})
 	}

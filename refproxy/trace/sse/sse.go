@@ -26,11 +26,18 @@ type Frame struct {
 	Data string
 	// IsComment tells a comment frame from a data frame.
 	IsComment bool
+	// Line is the 1-based line of the stream the frame starts on, so that
+	// a reader of a saved capture can name a bad frame's line.
+	Line int
 }
 
 // Reader splits an SSE stream into frames.
 type Reader struct {
-	r *bufio.Reader
+	r    *bufio.Reader
+	line int
+	// plain makes a line outside SSE framing (a JSON Lines record) a data
+	// frame of its own: a saved trace may be JSON Lines or an SSE capture.
+	plain bool
 }
 
 // NewReader reads frames from r.
@@ -41,12 +48,13 @@ func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, 6
 // as it arrives. event: and id: lines are ignored.
 func (r *Reader) Next() (Frame, error) {
 	var data []string
+	start := 0
 	for {
 		line, err := r.r.ReadString('\n')
 		if err != nil {
 			if errors.Is(err, io.EOF) && line == "" {
 				if len(data) > 0 {
-					return Frame{Data: strings.Join(data, "\n")}, nil
+					return Frame{Data: strings.Join(data, "\n"), Line: start}, nil
 				}
 				return Frame{}, io.EOF
 			}
@@ -54,26 +62,43 @@ func (r *Reader) Next() (Frame, error) {
 				return Frame{}, err
 			}
 		}
+		r.line++
 		line = strings.TrimRight(line, "\r\n")
 		switch {
-		case line == "":
+		case line == "" || r.plain && len(data) == 0 && strings.TrimSpace(line) == "":
 			if len(data) > 0 {
-				return Frame{Data: strings.Join(data, "\n")}, nil
+				return Frame{Data: strings.Join(data, "\n"), Line: start}, nil
 			}
 		case strings.HasPrefix(line, ":"):
 			if len(data) == 0 {
-				return Frame{Comment: strings.TrimPrefix(strings.TrimPrefix(line, ":"), " "), IsComment: true}, nil
+				return Frame{Comment: strings.TrimPrefix(strings.TrimPrefix(line, ":"), " "), IsComment: true, Line: r.line}, nil
 			}
 		case strings.HasPrefix(line, "data:"):
+			if len(data) == 0 {
+				start = r.line
+			}
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		case r.plain && len(data) == 0 && !sseField(line):
+			return Frame{Data: line, Line: r.line}, nil
 		}
 		if err != nil { // EOF after a last unterminated line
 			if len(data) > 0 {
-				return Frame{Data: strings.Join(data, "\n")}, nil
+				return Frame{Data: strings.Join(data, "\n"), Line: start}, nil
 			}
 			return Frame{}, io.EOF
 		}
 	}
+}
+
+// sseField reports whether line is one of the SSE fields a trace stream
+// may carry besides data, which a reader skips.
+func sseField(line string) bool {
+	for _, f := range []string{"event:", "id:", "retry:"} {
+		if strings.HasPrefix(line, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // EachData reads r to its end as an event stream, calling fn with the data

@@ -17,11 +17,12 @@ func TestReaderFrames(t *testing.T) {
 		in   string
 		want []Frame
 	}{
-		{"comment then data", ": ready\n\ndata: {\"a\":1}\n\n", []Frame{{Comment: "ready", IsComment: true}, {Data: `{"a":1}`}}},
-		{"crlf and event lines", "event: x\r\nid: 1\r\ndata: 1\r\n\r\n", []Frame{{Data: "1"}}},
-		{"multi-line data", "data: a\ndata: b\n\n", []Frame{{Data: "a\nb"}}},
-		{"unterminated last frame", "data: z", []Frame{{Data: "z"}}},
-		{"keepalive", ": keepalive\n\n: dropped 2 events\n\n", []Frame{{Comment: "keepalive", IsComment: true}, {Comment: "dropped 2 events", IsComment: true}}},
+		{"comment then data", ": ready\n\ndata: {\"a\":1}\n\n", []Frame{{Comment: "ready", IsComment: true, Line: 1}, {Data: `{"a":1}`, Line: 3}}},
+		{"crlf and event lines", "event: x\r\nid: 1\r\ndata: 1\r\n\r\n", []Frame{{Data: "1", Line: 3}}},
+		{"multi-line data", "data: a\ndata: b\n\n", []Frame{{Data: "a\nb", Line: 1}}},
+		{"unterminated last frame", "data: z", []Frame{{Data: "z", Line: 1}}},
+		{"keepalive", ": keepalive\n\n: dropped 2 events\n\n", []Frame{{Comment: "keepalive", IsComment: true, Line: 1}, {Comment: "dropped 2 events", IsComment: true, Line: 3}}},
+		{"a line outside SSE framing is skipped on a live stream", "{\"a\":1}\ndata: 2\n\n", []Frame{{Data: "2", Line: 2}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
