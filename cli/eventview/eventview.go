@@ -14,95 +14,267 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
-// Label returns agctl's label for an event's type.
+// kind is how one event type is shown: agctl's label and a summary.
+type kind struct {
+	label   string
+	summary func(m map[string]any, ev trace.Event) string
+}
+
+// kinds are the event types of the real proxy (1.2 to main, REFERENCE.md)
+// with agctl's labels and summaries, and `event`, a free message that
+// agctl's own tests use.
+var kinds = map[trace.MessageType]kind{
+	trace.RequestStarted:      {"Request Start", func(map[string]any, trace.Event) string { return "request started" }},
+	trace.RequestSnapshot:     {"Snapshot", requestSnapshot},
+	trace.ResponseSnapshot:    {"Snapshot", responseSnapshot},
+	"bodySnapshot":            {"Body Snapshot", bodySnapshot},
+	trace.RouteSelection:      {"Route", routeSelection},
+	trace.PolicySelection:     {"Policies", policySelection},
+	"policy":                  {"Policy", policy},
+	"policyEvent":             {"Policy Event", policyEvent},
+	"cel":                     {"CEL", celResult},
+	"traceSampling":           {"Tracing", func(m map[string]any, _ trace.Event) string { return text(m["decision"]) }},
+	"authorizationResult":     {"Authz", authorization},
+	trace.BackendCallStart:    {"Backend Start", func(m map[string]any, _ trace.Event) string { return "target=" + text(m["target"]) }},
+	trace.BackendCallResult:   {"Backend Result", backendResult},
+	"llmRouteResolved":        {"LLM Route", fields},
+	"llmRequestDetected":      {"LLM Request", llmRequest},
+	"llmStreamingTranslation": {"LLM Stream", fields},
+	trace.RequestFinished:     {"Request Done", requestFinished},
+	"event":                   {"Event", func(m map[string]any, _ trace.Event) string { return text(m["message"]) }},
+}
+
+// maxSummary is where agctl cuts a summary.
+const maxSummary = 120
+
+// Label returns agctl's label for an event's type; an unknown type is shown
+// as itself.
 func Label(ev trace.Event) string {
-	switch ev.Type() {
-	case trace.RequestStarted:
-		return "Request Start"
-	case trace.RequestSnapshot, trace.ResponseSnapshot:
-		return "Snapshot"
-	case trace.RouteSelection:
-		return "Route"
-	case trace.PolicySelection:
-		return "Policies"
-	case trace.BackendCallStart:
-		return "Backend Start"
-	case trace.BackendCallResult:
-		return "Backend Result"
-	case trace.RequestFinished:
-		return "Request Done"
-	case "bodySnapshot":
-		return "Body"
-	case "":
+	if k, ok := kinds[ev.Type()]; ok {
+		return k.label
+	}
+	if ev.Type() == "" {
 		return "(no type)"
 	}
 	return string(ev.Type())
 }
 
-// Summary returns the one-line summary agctl shows beside the label.
+// Summary returns the one-line summary shown beside the label: agctl's for
+// the types it knows, the event's fields for any other (so that a newer
+// proxy's events are never blank), prefixed with the scope of a nested
+// outbound call (`scope1 > scope2: `) and cut at 120 characters as agctl
+// cuts it.
 func Summary(ev trace.Event) string {
 	m := ev.Message
-	switch ev.Type() {
-	case trace.RequestStarted:
-		return "request started"
-	case trace.RequestSnapshot:
-		s := ev.Stage()
-		if method, path := Request(ev); method != "" || path != "" {
-			s += ": " + strings.TrimSpace(method+" "+path)
-		}
+	s := ""
+	if k, ok := kinds[ev.Type()]; ok {
+		s = k.summary(m, ev)
+	}
+	if s == "" {
+		s = fields(m, ev)
+	}
+	if len(ev.Scope) > 0 {
+		s = strings.Join(ev.Scope, " > ") + ": " + s
+	}
+	return cut(s, maxSummary)
+}
+
+// cut shortens s to n characters, marking the cut; it counts runes, so a
+// cut never splits a character.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
-	case trace.ResponseSnapshot:
-		s := ev.Stage()
-		if code, ok := ResponseCode(ev); ok {
-			s += fmt.Sprintf(": %d", code)
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// text renders a message field for a summary: strings as they are, other
+// values as compact JSON, nothing as "".
+func text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// fields summarises any event from its fields, sorted by name: the
+// summary of a type nobody here has seen yet.
+func fields(m map[string]any, _ trace.Event) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if k != "type" && v != nil {
+			keys = append(keys, k)
 		}
-		return s
-	case "bodySnapshot":
-		return ev.Stage()
-	case trace.RouteSelection:
-		n := 0
-		if ev, ok := m["evaluatedRoutes"].([]any); ok {
-			n = len(ev)
-		}
-		route, _ := m["selectedRoute"].(string)
-		if route == "" {
-			return fmt.Sprintf("no route selected (%d evaluated)", n)
-		}
-		return fmt.Sprintf("selected %q (%d evaluated)", route, n)
-	case trace.PolicySelection:
-		var names []string
-		if p, ok := m["effectivePolicy"].(map[string]any); ok {
-			for k, v := range p {
-				if v != nil {
-					names = append(names, k)
-				}
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+text(m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func requestSnapshot(_ map[string]any, ev trace.Event) string {
+	s := ev.Stage()
+	if method, path := Request(ev); method != "" || path != "" {
+		s += ": " + strings.TrimSpace(method+" "+path)
+	}
+	return s
+}
+
+func responseSnapshot(_ map[string]any, ev trace.Event) string {
+	s := ev.Stage()
+	if code, ok := ResponseCode(ev); ok {
+		s += fmt.Sprintf(": %d", code)
+	}
+	return s
+}
+
+func bodySnapshot(_ map[string]any, ev trace.Event) string {
+	return strings.TrimSpace(ev.Stage() + " body snapshot")
+}
+
+func routeSelection(m map[string]any, _ trace.Event) string {
+	n := 0
+	if ev, ok := m["evaluatedRoutes"].([]any); ok {
+		n = len(ev)
+	}
+	route, _ := m["selectedRoute"].(string)
+	if route == "" {
+		return fmt.Sprintf("no route selected (%d evaluated)", n)
+	}
+	return fmt.Sprintf("selected %q (%d evaluated)", route, n)
+}
+
+func policySelection(m map[string]any, _ trace.Event) string {
+	var names []string
+	if p, ok := m["effectivePolicy"].(map[string]any); ok {
+		for k, v := range p {
+			if v != nil {
+				names = append(names, k)
 			}
 		}
-		sort.Strings(names)
-		s := "effective policies: " + strings.Join(names, ", ")
-		if len(names) == 0 {
-			s = "no effective policies"
+	}
+	sort.Strings(names)
+	list := strings.Join(names, ", ")
+	if len(names) == 0 {
+		list = "none"
+	}
+	s := "effective policies: " + list
+	if phase, ok := m["phase"].(string); ok && phase != "" {
+		s = phase + " " + s
+	}
+	return s
+}
+
+// policy is one policy's decision: skipped with a reason, or applied.
+func policy(m map[string]any, _ trace.Event) string {
+	kind := text(m["kind"])
+	r, _ := m["result"].(map[string]any)
+	switch text(r["type"]) {
+	case "skip":
+		return strings.TrimSpace(kind + " skipped: " + text(r["reason"]))
+	case "apply":
+		if d := text(r["details"]); d != "" {
+			return kind + " applied: " + d
 		}
-		if phase, ok := m["phase"].(string); ok && phase != "" {
-			s = phase + " " + s
-		}
-		return s
-	case trace.BackendCallStart:
-		t, _ := m["target"].(string)
-		return "target=" + t
-	case trace.BackendCallResult:
-		s := "status=?"
-		if st, ok := m["status"].(float64); ok {
-			s = fmt.Sprintf("status=%d", int(st))
-		}
-		if e := m["error"]; e != nil {
-			s += fmt.Sprintf(" error=%v", e)
-		}
-		return s
-	case trace.RequestFinished:
-		return "request finished"
+		return kind + " applied"
 	}
 	return ""
+}
+
+func policyEvent(m map[string]any, _ trace.Event) string {
+	d := text(m["details"])
+	if d == "" {
+		return text(m["kind"])
+	}
+	return text(m["kind"]) + ": " + d
+}
+
+func celResult(m map[string]any, _ trace.Event) string {
+	s := text(m["expr"])
+	if r := text(m["result"]); r != "" {
+		s += " = " + r
+	}
+	if e := text(m["error"]); e != "" {
+		s += " error: " + e
+	}
+	return s
+}
+
+// authorization counts the matched rules by mode, as agctl shows them:
+// `allowed (1 allow, 0 deny, 0 require matches)`.
+func authorization(m map[string]any, _ trace.Event) string {
+	var allow, deny, require int
+	rules, _ := m["rules"].([]any)
+	for _, r := range rules {
+		rule, _ := r.(map[string]any)
+		if matched, _ := rule["matched"].(bool); !matched {
+			continue
+		}
+		switch strings.ToLower(text(rule["mode"])) {
+		case "allow":
+			allow++
+		case "deny":
+			deny++
+		case "require":
+			require++
+		}
+	}
+	return fmt.Sprintf("%s (%d allow, %d deny, %d require matches)", text(m["result"]), allow, deny, require)
+}
+
+func backendResult(m map[string]any, _ trace.Event) string {
+	s := "status=?"
+	if st, ok := m["status"].(float64); ok {
+		s = fmt.Sprintf("status=%d", int(st))
+	}
+	if e := m["error"]; e != nil {
+		s += " error=" + text(e)
+	}
+	return s
+}
+
+// llmRequest names the provider, model and formats of an LLM request;
+// 1.3 calls upstreamRouteType nativeFormat.
+func llmRequest(m map[string]any, _ trace.Event) string {
+	var parts []string
+	for _, k := range []string{"provider", "requestModel"} {
+		if v := text(m[k]); v != "" {
+			parts = append(parts, v)
+		}
+	}
+	in, up := text(m["inputFormat"]), text(m["upstreamRouteType"])
+	if up == "" {
+		up = text(m["nativeFormat"])
+	}
+	if in != "" || up != "" {
+		parts = append(parts, strings.TrimSpace(in+" -> "+up))
+	}
+	if st, _ := m["streaming"].(bool); st {
+		parts = append(parts, "streaming")
+	}
+	return strings.Join(parts, " ")
+}
+
+// requestFinished adds the status and error that 1.4 carries.
+func requestFinished(m map[string]any, _ trace.Event) string {
+	s := "request finished"
+	if st, ok := m["status"].(float64); ok {
+		s += fmt.Sprintf(" status=%d", int(st))
+	}
+	if e := m["error"]; e != nil {
+		s += " error=" + text(e)
+	}
+	return s
 }
 
 // Request is the method and path (with query) of a request snapshot; empty
