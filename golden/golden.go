@@ -12,7 +12,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
@@ -48,13 +50,21 @@ var (
 	durationKeys = map[string]bool{"requestProcessingDuration": true, "upstreamDuration": true}
 )
 
-// Normalize returns a copy of events with volatile values replaced by stable
-// placeholders, keeping event order and relative timing. Microseconds differ
-// from run to run, so times become positions: eventEnd is the event's index
-// (it never decreases, so order is all it carries), and eventStart is the
-// index of the last event that had ended when this one started; a timed
-// event keeps which events it overlapped.
-func Normalize(events []trace.Event) []trace.Event {
+// Normalize returns a copy of events with the values that differ between
+// two runs of the suite replaced by stable placeholders: those Compare
+// ignores (times, client ports, ids, dates) and also every address and port,
+// since the suite's targets listen and start backends on free ports. Order
+// and relative timing are kept: times become positions (eventEnd is the
+// event's index, as it never decreases order is all it carries), and
+// eventStart is the index of the last event that had ended when this one
+// started, so a timed event keeps which events it overlapped. Golden
+// traces are stored in this form.
+func Normalize(events []trace.Event) []trace.Event { return normalize(events, true) }
+
+// normalize is Normalize; freePorts also replaces the proxy's and the
+// backends' addresses and ports, which only the suite's free ports make
+// volatile.
+func normalize(events []trace.Event, freePorts bool) []trace.Event {
 	out := make([]trace.Event, len(events))
 	for i, e := range events {
 		n := trace.Event{EventEnd: int64(i), Severity: e.Severity, Scope: slices.Clone(e.Scope)}
@@ -70,28 +80,29 @@ func Normalize(events []trace.Event) []trace.Event {
 			}
 			n.EventStart = &s
 		}
-		n.Message, _ = normalizeValue("", e.Message).(map[string]any)
+		n.Message, _ = normalizeValue("", e.Message, freePorts).(map[string]any)
 		out[i] = n
 	}
 	return out
 }
 
-func normalizeValue(key string, v any) any {
+func normalizeValue(key string, v any, freePorts bool) any {
 	switch x := v.(type) {
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, val := range x {
-			m[k] = normalizeValue(k, val)
+			m[k] = normalizeValue(k, val, freePorts)
 		}
 		return m
 	case []any:
 		s := make([]any, len(x))
 		for i, val := range x {
-			s[i] = normalizeValue(key, val)
+			s[i] = normalizeValue(key, val, freePorts)
 		}
 		return s
 	case float64:
 		if portKeys[key] {
+			// source.port and source.rawPort: the client's own port
 			return Port
 		}
 		if strings.HasSuffix(key, "Micros") {
@@ -109,7 +120,8 @@ func normalizeValue(key string, v any) any {
 			// seconds left in the window, whatever the run's timing
 			return "<seconds>"
 		case strings.EqualFold(key, "content-length"):
-			// bodies echo addresses, so their length varies with them
+			// bodies echo the client's address and port, so their length
+			// varies with them
 			return "<length>"
 		case dateKeys[key]:
 			return Time
@@ -118,13 +130,18 @@ func normalizeValue(key string, v any) any {
 		case strings.EqualFold(key, "x-request-id"):
 			return RequestID
 		}
-		return normalizeString(x)
+		s := timestampRe.ReplaceAllString(x, Time)
+		if freePorts {
+			s = normalizeAddrs(s)
+		}
+		return s
 	}
 	return v
 }
 
-func normalizeString(s string) string {
-	s = timestampRe.ReplaceAllString(s, Time)
+// normalizeAddrs replaces addresses and ports in s: route keys' bind
+// ports, host:port pairs and bare IPv6 addresses.
+func normalizeAddrs(s string) string {
 	s = bindPortRe.ReplaceAllString(s, "/bind/"+Port+"/")
 	s = localhostRe.ReplaceAllString(s, "localhost:"+Port)
 	if bareV6Re.MatchString(s) && strings.Count(s, ":") >= 2 {
@@ -144,25 +161,108 @@ func normalizeString(s string) string {
 // not as a shift of every later event. Lines start with "-" for what only
 // want has, "+" for what only got has and "~" for a paired event whose
 // fields differ; event numbers are 1-based positions in want and got.
-func Diff(want, got []trace.Event) string {
+func Diff(want, got []trace.Event) string { return diff(want, got, nil, nil) }
+
+// Compare compares two captures of the same request, taken in two runs
+// against the same proxy and config: only what differs between such runs
+// is volatile (times, client ports, ids, dates, pod names). A different
+// bind, listener, route key or upstream endpoint is a difference, named in
+// a first line (`moved: bind 3000 -> 3001; upstream endpoint ...`). Times
+// are compared by order only and shown as times. "" when they are equal.
+func Compare(want, got []trace.Event) string {
+	d := diff(normalize(want, false), normalize(got, false), want, got)
+	if d == "" {
+		return ""
+	}
+	if m := moved(want, got); m != "" {
+		d = "moved: " + m + "\n" + d
+	}
+	return d
+}
+
+// diff is Diff; wantRaw and gotRaw, when set, are the events before
+// normalising, whose times it shows.
+func diff(want, got, wantRaw, gotRaw []trace.Event) string {
+	at := func(raw []trace.Event, i int) string {
+		if raw == nil {
+			return ""
+		}
+		return " at " + micros(raw[i].EventEnd)
+	}
 	var b strings.Builder
 	for _, p := range align(want, got) {
 		switch {
 		case p.g < 0:
-			fmt.Fprintf(&b, "- event %d %s: missing\n", p.w+1, label(want[p.w]))
+			fmt.Fprintf(&b, "- event %d %s%s: missing\n", p.w+1, label(want[p.w]), at(wantRaw, p.w))
 		case p.w < 0:
-			fmt.Fprintf(&b, "+ event %d %s: unexpected\n", p.g+1, label(got[p.g]))
+			fmt.Fprintf(&b, "+ event %d %s%s: unexpected\n", p.g+1, label(got[p.g]), at(gotRaw, p.g))
 		default:
-			if d := fieldDiff(want[p.w], got[p.g], p); d != "" {
+			if d := fieldDiff(want[p.w], got[p.g], p, wantRaw, gotRaw); d != "" {
 				pos := fmt.Sprint(p.w + 1)
 				if p.w != p.g {
 					pos = fmt.Sprintf("%d/%d", p.w+1, p.g+1)
 				}
-				fmt.Fprintf(&b, "~ event %s %s:\n%s\n", pos, label(want[p.w]), d)
+				when := ""
+				if wantRaw != nil {
+					when = " at " + micros(wantRaw[p.w].EventEnd)
+					if g := micros(gotRaw[p.g].EventEnd); g != micros(wantRaw[p.w].EventEnd) {
+						when += " / " + g
+					}
+				}
+				fmt.Fprintf(&b, "~ event %s %s%s:\n%s\n", pos, label(want[p.w]), when, d)
 			}
 		}
 	}
 	return b.String()
+}
+
+// micros shows a trace time (microseconds since the request was taken).
+func micros(us int64) string { return (time.Duration(us) * time.Microsecond).String() }
+
+// moved names, in words, where two traces of one request went differently:
+// bind, listener or route key, and upstream endpoint.
+func moved(want, got []trace.Event) string {
+	var out []string
+	wr, gr := first(want, trace.RouteSelection, "selectedRoute"), first(got, trace.RouteSelection, "selectedRoute")
+	if wr != gr {
+		wb, wl, wok := bindListener(wr)
+		gb, gl, gok := bindListener(gr)
+		switch {
+		case wok && gok && wb != gb:
+			out = append(out, "bind "+wb+" -> "+gb)
+		case wok && gok && wl != gl:
+			out = append(out, "listener "+wl+" -> "+gl)
+		default:
+			out = append(out, fmt.Sprintf("route %q -> %q", wr, gr))
+		}
+	}
+	if wt, gt := first(want, trace.BackendCallStart, "target"), first(got, trace.BackendCallStart, "target"); wt != gt {
+		out = append(out, fmt.Sprintf("upstream endpoint %q -> %q", wt, gt))
+	}
+	return strings.Join(out, "; ")
+}
+
+// first is a string field of the first event of type t.
+func first(events []trace.Event, t trace.MessageType, field string) string {
+	for _, e := range events {
+		if e.Type() == t {
+			s, _ := e.Message[field].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// bindListener reads the bind port and listener of a standalone route key
+// (`default/default/bind/3000/listener0/default/httpbin`).
+func bindListener(route string) (bind, listener string, ok bool) {
+	parts := strings.Split(route, "/")
+	for i, p := range parts {
+		if p == "bind" && i+2 < len(parts) {
+			return parts[i+1], parts[i+2], true
+		}
+	}
+	return "", "", false
 }
 
 // pair is an event of want (w) and of got (g); -1 when only one side has it.
@@ -203,13 +303,22 @@ func align(want, got []trace.Event) []pair {
 	return out
 }
 
-func fieldDiff(want, got trace.Event, at pair) string {
+func fieldDiff(want, got trace.Event, at pair, wantRaw, gotRaw []trace.Event) string {
 	w, g := flatten(want), flatten(got)
 	// Normalised eventEnd is the position; when both are their positions a
 	// difference only repeats what the alignment already shows.
 	if want.EventEnd == int64(at.w) && got.EventEnd == int64(at.g) {
 		delete(w, "eventEnd")
 		delete(g, "eventEnd")
+	}
+	// eventStart is compared as the position of the event it followed and
+	// shown, with times at hand, as the time it was.
+	startAt := func(v string, raw []trace.Event, i int) string {
+		if raw == nil || raw[i].EventStart == nil {
+			return v
+		}
+		n, _ := strconv.Atoi(v)
+		return fmt.Sprintf("%s (after event %d ended)", micros(*raw[i].EventStart), n+1)
 	}
 	var diffs []string
 	for _, k := range unionKeys(w, g) {
@@ -220,6 +329,8 @@ func fieldDiff(want, got trace.Event, at pair) string {
 			diffs = append(diffs, fmt.Sprintf("  - %s: %s", k, wv))
 		case !wok:
 			diffs = append(diffs, fmt.Sprintf("  + %s: %s", k, gv))
+		case wv != gv && k == "eventStart":
+			diffs = append(diffs, fmt.Sprintf("  ~ eventStart: want %s, got %s", startAt(wv, wantRaw, at.w), startAt(gv, gotRaw, at.g)))
 		case wv != gv:
 			diffs = append(diffs, fmt.Sprintf("  ~ %s: want %s, got %s", k, wv, gv))
 		}

@@ -3,6 +3,7 @@ package golden
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,8 +32,8 @@ func TestNormalizeStrings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := normalizeString(tt.in); got != tt.want {
-				t.Errorf("normalizeString(%q): got %q, want %q", tt.in, got, tt.want)
+			if got := normalizeValue("", tt.in, true); got != tt.want {
+				t.Errorf("normalizeValue(%q) for free ports: got %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}
@@ -131,5 +132,99 @@ func TestReadAndWrite(t *testing.T) {
 	again, err := Read(round, nil)
 	if err != nil || Diff(events, again) != "" {
 		t.Errorf("WriteJSONL round trip: %v, diff %q", err, Diff(events, again))
+	}
+}
+
+// TestCompare: two captures of one request differ only in what two runs
+// change (times, client ports, ids, dates, pod names); anything else is a
+// difference the comparison names. The bases are the real proxy's traces.
+func TestCompare(t *testing.T) {
+	const dir = "../refproxy/trace/sse/testdata/agentgateway/"
+	read := func(file string) ([]trace.Event, string) {
+		t.Helper()
+		raw, err := os.ReadFile(dir + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, err := Read(dir+file, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return events, string(raw)
+	}
+	standalone, standaloneRaw := read("standalone-12x.deelided.jsonl")
+	cluster, clusterRaw := read("k8s-12x.docs.jsonl")
+	// edit is a trace with every old replaced by new; old must occur.
+	edit := func(raw string, pairs ...string) []trace.Event {
+		t.Helper()
+		for i := 0; i < len(pairs); i += 2 {
+			if !strings.Contains(raw, pairs[i]) {
+				t.Fatalf("the base trace has no %q", pairs[i])
+			}
+			raw = strings.ReplaceAll(raw, pairs[i], pairs[i+1])
+		}
+		out, err := Read("-", strings.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	later := func(events []trace.Event) []trace.Event {
+		out := slices.Clone(events)
+		for i := range out {
+			out[i].EventEnd += 1000
+			if out[i].EventStart != nil {
+				s := *out[i].EventStart + 1000
+				out[i].EventStart = &s
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		want, got []trace.Event
+		diff      []string // nil: equal
+	}{
+		{"itself", standalone, standalone, nil},
+		{"another client port", cluster, edit(clusterRaw, `"port":33006`, `"port":40001`, `"rawPort":33006`, `"rawPort":40001`), nil},
+		{"other times", cluster, later(cluster), nil},
+		{"another date and start time", cluster, edit(clusterRaw, "16:05:22", "17:00:01"), nil},
+		{"another pod of the gateway", cluster, edit(clusterRaw, "784ffbfc76-pcpqk", "784ffbfc76-zzzzz"), nil},
+		{"another bind", standalone, edit(standaloneRaw, "bind/3000", "bind/3001"), []string{
+			"moved: bind 3000 -> 3001\n",
+			`~ event 3 routeSelection at 100µs:`,
+			`~ message.selectedRoute: want "default/default/bind/3000/listener0/default/httpbin", got "default/default/bind/3001/listener0/default/httpbin"`}},
+		{"another listener", standalone, edit(standaloneRaw, "listener0", "listener1"), []string{"moved: listener listener0 -> listener1\n"}},
+		{"another route", cluster, edit(clusterRaw, `"selectedRoute":"httpbin/httpbin.00.http"`, `"selectedRoute":"httpbin/httpbin.01.http"`), []string{
+			`moved: route "httpbin/httpbin.00.http" -> "httpbin/httpbin.01.http"`}},
+		{"another upstream port", standalone, edit(standaloneRaw, "127.0.0.1:8000", "127.0.0.1:8001"), []string{
+			`moved: upstream endpoint "127.0.0.1:8000" -> "127.0.0.1:8001"`,
+			`~ event 5 backendCallStart at 159µs:`,
+			`~ message.target: want "127.0.0.1:8000", got "127.0.0.1:8001"`}},
+		{"another upstream pod", cluster, edit(clusterRaw, "10.244.0.7:8080", "10.244.0.9:8080"), []string{
+			`moved: upstream endpoint "10.244.0.7:8080" -> "10.244.0.9:8080"`}},
+		{"a missing event shown with its time", standalone, slices.Delete(slices.Clone(standalone), 3, 4), []string{"- event 4 policySelection at 117µs: missing"}},
+		{"a call that started after a later event", standalone, func() []trace.Event {
+			out := slices.Clone(standalone)
+			s := int64(9000)
+			out[5].EventStart = &s
+			return out
+		}(), []string{"~ eventStart: want 157µs (after event 4 ended), got 9ms (after event 5 ended)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Compare(tt.want, tt.got)
+			if tt.diff == nil {
+				if d != "" {
+					t.Errorf("got a difference, want none:\n%s", d)
+				}
+				return
+			}
+			for _, w := range tt.diff {
+				if !strings.Contains(d, w) {
+					t.Errorf("lacks %q; got:\n%s", w, d)
+				}
+			}
+		})
 	}
 }

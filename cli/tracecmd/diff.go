@@ -20,11 +20,14 @@ var ErrDiffer = exitError{code: 1, err: errors.New("traces differ")}
 func newDiffCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "diff A.jsonl[#REQUEST-ID] B.jsonl[#REQUEST-ID]",
-		Short: "Compare two saved traces after normalising volatile fields",
-		Long: `Diff reads two JSON Lines traces, replaces volatile values (times, ports,
-addresses, dates, pod names, request ids) with stable placeholders, and prints
-an event-by-event, field-level difference. It exits 0 when they are equal, 1
-when they differ and 2 when a trace cannot be read.
+		Short: "Compare two saved traces of one request, ignoring what differs from run to run",
+		Long: `Diff reads two saved traces (JSON Lines or SSE captures; - reads one from
+stdin) and prints an event-by-event, field-level difference. Only what differs
+between two runs of the same request is ignored: times (compared by order and
+shown as times), client ports, request ids, dates and pod names. A different
+bind, listener, route or upstream endpoint is a difference, named first
+("moved: bind 3000 -> 3001"). It exits 0 when they are equal, 1 when they
+differ and 2 when a trace cannot be read.
 
 A followed capture (gwdiag trace --follow --raw) holds many requests: FILE#ID
 picks one by its request id. Two followed captures with as many requests are
@@ -62,7 +65,7 @@ compared request by request, in order.`,
 			}
 			var out []string
 			for i := range a {
-				d := golden.Diff(golden.Normalize(a[i].events), golden.Normalize(b[i].events))
+				d := golden.Compare(a[i].events, b[i].events)
 				if d == "" {
 					continue
 				}

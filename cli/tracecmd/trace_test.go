@@ -148,3 +148,41 @@ func TestOutcomeExpr(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffNamesWhatMoved: the same request on another bind and upstream
+// port is a difference (exit 1) that the diff names, one trace read from
+// stdin as an SSE capture; the same capture as JSON Lines and SSE is equal.
+func TestDiffNamesWhatMoved(t *testing.T) {
+	base := realTraces + "standalone-12x.deelided.jsonl"
+	var moved strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, base)), "\n") {
+		line = strings.ReplaceAll(strings.ReplaceAll(line, "bind/3000", "bind/3001"), "127.0.0.1:8000", "127.0.0.1:8001")
+		moved.WriteString(": keepalive\n\ndata: " + line + "\n\n")
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		stdin string
+		code  int
+		want  []string
+	}{
+		{"another bind and upstream port", []string{base, "-"}, moved.String(), 1, []string{
+			`moved: bind 3000 -> 3001; upstream endpoint "127.0.0.1:8000" -> "127.0.0.1:8001"`,
+			"~ event 5 backendCallStart at 159µs:"}},
+		{"SSE capture and JSON Lines of one trace", []string{realTraces + "k8s-latest.docs.jsonl", realTraces + "k8s-latest.DERIVED-sse-framing.sse"}, "", 0, nil},
+		{"a trace with bad lines cannot be compared", []string{base, realTraces + "standalone-12x.docs.jsonl"}, "", 2, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := execute(t, tt.stdin, append([]string{"diff"}, tt.args...)...)
+			if code := exitcode.Code(err); code != tt.code {
+				t.Fatalf("exit %d (%v), want %d; output:\n%s", code, err, tt.code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
