@@ -279,15 +279,16 @@ func run(cmd *cobra.Command, o *options, args []string) error {
 		}
 	}
 	s := session{
-		client:   &admin.Client{BaseURL: adminURL, Hint: connect.AdminHint(conn)},
-		expr:     o.expression,
-		outcome:  p.outcome,
-		follow:   o.follow,
-		max:      o.maxRequests,
-		duration: o.duration,
-		request:  p.request,
-		listener: listener,
-		sender:   inject.NewSender(),
+		client:     &admin.Client{BaseURL: adminURL, Hint: connect.AdminHint(conn)},
+		expr:       o.expression,
+		outcome:    p.outcome,
+		filterDesc: filterDesc(cmd),
+		follow:     o.follow,
+		max:        o.maxRequests,
+		duration:   o.duration,
+		request:    p.request,
+		listener:   listener,
+		sender:     inject.NewSender(),
 	}
 	if o.raw {
 		stderr := cmd.ErrOrStderr()
@@ -339,8 +340,10 @@ type session struct {
 	follow   bool
 	max      int
 	duration time.Duration
-	// outcome is the follow stream's outcome filter (CEL), or "".
-	outcome string
+	// outcome is the follow stream's outcome filter (CEL), or "", and
+	// filterDesc the flags it came from, for messages.
+	outcome    string
+	filterDesc string
 }
 
 // query is the trace stream's query.
@@ -369,13 +372,19 @@ func (s session) query() url.Values {
 // the request was sent. open is called once the stream is open (its error
 // is returned before any event).
 func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.Event), onSent func()) error {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(context.Canceled) }
 	defer cancel()
 	body, err := s.client.OpenTraceQuery(ctx, s.query())
 	if err != nil {
 		return err
 	}
 	defer body.Close()
+	var check *followCheck
+	if s.follow {
+		check = newFollowCheck(s, onEvent, func() { cancelCause(errNotFollowing) })
+		onEvent = check.event
+	}
 	if opened != nil {
 		opened()
 	}
@@ -422,10 +431,27 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 		}
 	}
 	err = <-done
+	if check != nil && (err == nil || errors.Is(context.Cause(ctx), errNotFollowing)) {
+		return check.finish()
+	}
 	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
 		return ctx.Err()
 	}
 	return streamErr(err)
+}
+
+// errNotFollowing ends a follow stream whose proxy sent a one-shot trace.
+var errNotFollowing = errors.New("the proxy does not follow")
+
+// filterDesc is the follow filter as the user gave it: the flags set.
+func filterDesc(cmd *cobra.Command) string {
+	var parts []string
+	for _, name := range []string{"status", "slower-than", "outcome"} {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			parts = append(parts, fmt.Sprintf("--%s %s", name, f.Value))
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // outcomeExpr builds the follow stream's outcome filter from the

@@ -116,7 +116,14 @@ type following struct {
 // accepts reports whether the outcome filter keeps a trace that ended with
 // code after latency microseconds.
 func (f *following) accepts(code int64, latency int64) bool {
-	out, _, err := f.outcome.Eval(map[string]any{"response": map[string]any{"code": code}, "latencyMicros": latency})
+	return OutcomeAccepts(f.outcome, code, latency)
+}
+
+// OutcomeAccepts reports whether a compiled outcome filter (CompileOutcome)
+// keeps a trace whose client got status code after latency microseconds.
+// A client checks with it what a proxy that ignores the filter sent.
+func OutcomeAccepts(outcome cel.Program, code, latencyMicros int64) bool {
+	out, _, err := outcome.Eval(map[string]any{"response": map[string]any{"code": code}, "latencyMicros": latencyMicros})
 	return err == nil && out.Value() == true
 }
 

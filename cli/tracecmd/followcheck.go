@@ -1,0 +1,174 @@
+package tracecmd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"cel.dev/cel-go/cel"
+
+	"github.com/gwdiag/gwdiag/cli/admin"
+	"github.com/gwdiag/gwdiag/cli/eventview"
+	"github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// followCheck stands between a follow stream and what shows it, because a
+// proxy may not follow: the real proxy's releases trace one request and end
+// the stream, ignoring follow=true and the filter parameters they do not
+// know. It finds that out (events without a requestId, a trace that fails
+// the user's filter, a stream that ends after one request), never passes on
+// a trace that fails the filter, and says what happened when the stream ends.
+type followCheck struct {
+	emit func(admin.Event)
+	// outcome is the user's filter, checked again here; nil without one.
+	outcome cel.Program
+	// filter is the user's filter in their words, for messages.
+	filter string
+	// max and duration are the bounds asked for (0: the proxy's defaults).
+	max      int
+	duration time.Duration
+	warn     io.Writer
+	opened   time.Time
+	// stop ends the stream: once a proxy that does not follow has sent its
+	// one trace, an older one may keep the stream open forever.
+	stop func()
+
+	held       map[string][]admin.Event // with a filter: each request's events until it ends
+	traces     int                      // traces passed on
+	rejected   []string                 // traces that failed the filter, described
+	unfollowed bool                     // an event came without a requestId
+}
+
+func newFollowCheck(s session, emit func(admin.Event), stop func()) *followCheck {
+	if emit == nil {
+		emit = func(admin.Event) {}
+	}
+	c := &followCheck{emit: emit, stop: stop, filter: s.filterDesc, max: s.max, duration: s.duration,
+		warn: s.stderr, opened: time.Now(), held: map[string][]admin.Event{}}
+	if s.outcome != "" {
+		// The proxy compiles the same expression; one it refuses never gets here.
+		if p, err := trace.CompileOutcome(s.outcome); err == nil {
+			c.outcome = p
+		}
+	}
+	return c
+}
+
+// event takes one event of the stream. With a filter, a request's events
+// are held until its requestFinished and passed on only if the trace
+// passes; a proxy that applies the filter holds them the same way, so
+// nothing comes later than it would.
+func (c *followCheck) event(ev admin.Event) {
+	id := ev.Event.RequestID
+	if id == "" {
+		c.unfollowed = true
+	}
+	finished := ev.Event.Type() == trace.RequestFinished
+	if finished && id == "" {
+		defer c.stop()
+	}
+	if c.outcome == nil {
+		c.emit(ev)
+		if finished {
+			c.traces++
+		}
+		return
+	}
+	c.held[id] = append(c.held[id], ev)
+	if !finished {
+		return
+	}
+	events := c.held[id]
+	delete(c.held, id)
+	code, latency := outcomeOf(events)
+	if !trace.OutcomeAccepts(c.outcome, code, latency) {
+		c.rejected = append(c.rejected, fmt.Sprintf("status %d after %s", code, time.Duration(latency)*time.Microsecond))
+		return
+	}
+	for _, e := range events {
+		c.emit(e)
+	}
+	c.traces++
+}
+
+// outcomeOf is what an outcome filter looks at: the status the client got
+// (the last response snapshot's, else requestFinished's or the backend's)
+// and the request's latency (requestFinished's time).
+func outcomeOf(events []admin.Event) (code, latencyMicros int64) {
+	for _, e := range events {
+		ev := e.Event
+		switch ev.Type() {
+		case trace.ResponseSnapshot:
+			if c, ok := eventview.ResponseCode(ev); ok {
+				code = int64(c)
+			}
+		case trace.BackendCallResult, trace.RequestFinished:
+			if st, ok := ev.Message["status"].(float64); ok && (code == 0 || ev.Type() == trace.RequestFinished) {
+				code = int64(st)
+			}
+			if ev.Type() == trace.RequestFinished {
+				latencyMicros = ev.EventEnd
+			}
+		}
+	}
+	return code, latencyMicros
+}
+
+// finish says, once the stream has ended, whether the proxy followed. It
+// returns an error unless the proxy did what was asked, or the user asked
+// for exactly one request and got it (then it warns).
+func (c *followCheck) finish() error {
+	incomplete := 0
+	for _, evs := range c.held {
+		if len(evs) > 0 {
+			incomplete++
+		}
+	}
+	total := c.traces + len(c.rejected) + incomplete
+	var what []string
+	switch {
+	case c.unfollowed:
+		what = append(what, fmt.Sprintf("the proxy does not follow: it ignored follow=true (its events carry no requestId) and sent %s", plural(total, "trace")))
+	case total == 1 && c.max != 1 && c.endedEarly():
+		what = append(what, "the proxy may not follow: it ended the stream after one request, before --max-requests and --duration")
+	}
+	if len(c.rejected) > 0 {
+		what = append(what, fmt.Sprintf("it ignored the filter (%s): %s failing it not shown (%s)",
+			c.filter, plural(len(c.rejected), "trace"), strings.Join(c.rejected, ", ")))
+	}
+	if incomplete > 0 {
+		what = append(what, fmt.Sprintf("%s cut short not shown", plural(incomplete, "trace")))
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	msg := strings.Join(what, "; ")
+	if c.max == 1 && c.traces == 1 && len(c.rejected) == 0 {
+		if c.warn != nil {
+			fmt.Fprintf(c.warn, "warning: %s\n", msg)
+		}
+		return nil
+	}
+	if c.unfollowed || len(c.rejected) > 0 {
+		msg += "; to trace one request with such a proxy, run without --follow (--expression picks which)"
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// endedEarly reports whether the stream ended well before the duration it
+// was asked to last (the proxy's default, 30s, when none was asked).
+func (c *followCheck) endedEarly() bool {
+	d := c.duration
+	if d == 0 {
+		d = trace.DefaultFollowDuration
+	}
+	return time.Since(c.opened) < d*9/10
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
