@@ -112,7 +112,7 @@ func TestFollowTUIInTmux(t *testing.T) {
 		t.Fatalf("want the second request's id in the list, and the first request selected:\n%s", scr)
 	}
 	s.run("send-keys", "-t", "gw", "Down", "Tab", "Down", "s")
-	s.waitScreen("Events (12) of request "+second, "Snapshot · event 2 of 12", "initial request (requestSnapshot)")
+	s.waitScreen("Events (12) of request "+second, "Snapshot (YAML) · event 2 of 12", "initial request (requestSnapshot)")
 	s.run("send-keys", "-t", "gw", "q")
 	if code := s.waitExit(); code != 0 {
 		t.Errorf("exit status %d after q, want 0; screen:\n%s", code, s.screen())

@@ -122,12 +122,21 @@ func TestTUIInTmux(t *testing.T) {
 	}
 
 	s.run("send-keys", "-t", "gw", "Down", "s")
-	s.waitScreen("Snapshot · event 2 of", "initial request (requestSnapshot)", "x-from: tmux")
+	s.waitScreen("Snapshot (YAML) · event 2 of", "initial request (requestSnapshot)", "x-from: tmux")
 
 	s.run("send-keys", "-t", "gw", "d")
 	s.waitScreen("Snapshot diff · event 2 of", "first snapshot: nothing to compare with")
 
 	s.run("send-keys", "-t", "gw", "e")
+	s.waitScreen("Raw event (YAML) · event 2 of")
+
+	// f shows the details as JSON, and back; c copies them (OSC 52) and
+	// says so.
+	s.run("send-keys", "-t", "gw", "f")
+	s.waitScreen("Raw event (JSON) · event 2 of", `"type": "requestSnapshot"`)
+	s.run("send-keys", "-t", "gw", "c")
+	s.waitScreen("details copied (")
+	s.run("send-keys", "-t", "gw", "f")
 	s.waitScreen("Raw event (YAML) · event 2 of")
 
 	// A taller window shows the whole list, down to Request Done.
@@ -185,7 +194,7 @@ func TestTUIErrorsInTmux(t *testing.T) {
 		s := newTmux(t, gwdiagBin+" trace -f - < testdata/trace.jsonl")
 		s.waitScreen("stdin", "Events (12)", "stream complete, press q to exit")
 		s.run("send-keys", "-t", "gw", "s")
-		s.waitScreen("Snapshot · event 1 of 12")
+		s.waitScreen("Snapshot (YAML) · event 1 of 12")
 		s.run("send-keys", "-t", "gw", "q")
 		if code := s.waitExit(); code != 0 {
 			t.Errorf("exit status %d, want 0", code)

@@ -4,6 +4,7 @@
 package eventview
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -319,6 +320,16 @@ func YAML(raw []byte) string {
 	return string(y)
 }
 
+// JSON renders a JSON document (an event as received) indented, keys in
+// the order received.
+func JSON(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return fmt.Sprintf("cannot render event as JSON: %v\n%s", err, raw)
+	}
+	return b.String() + "\n"
+}
+
 // IsSnapshot reports whether ev carries a request or response state.
 func IsSnapshot(ev trace.Event) bool {
 	t := ev.Type()
@@ -343,6 +354,16 @@ func SnapshotText(ev trace.Event) string {
 		return fmt.Sprintf("cannot render snapshot: %v", err)
 	}
 	return fmt.Sprintf("%s (%s)\n", ev.Stage(), ev.Type()) + YAML(b)
+}
+
+// SnapshotJSON renders a snapshot's stage and request state as indented
+// JSON.
+func SnapshotJSON(ev trace.Event) string {
+	b, err := json.MarshalIndent(ev.Message["requestState"], "", "  ")
+	if err != nil {
+		return fmt.Sprintf("cannot render snapshot: %v", err)
+	}
+	return fmt.Sprintf("%s (%s)\n%s\n", ev.Stage(), ev.Type(), b)
 }
 
 // Diff returns the changes from prev's request state to cur's, one line per

@@ -35,11 +35,12 @@ func replay(cmd *cobra.Command, o *options) error {
 	if name == "-" {
 		name = "stdin"
 	}
-	m := tea.Model(tui.New(name, tui.StatusComplete))
+	view := tui.New(name, tui.StatusComplete)
 	if followed(events) {
 		// A followed capture: the request list above each request's events.
-		m = tui.NewFollow(name, tui.StatusComplete)
+		view = tui.NewFollow(name, tui.StatusComplete)
 	}
+	m := tea.Model(view.WithClipboard(cmd.OutOrStdout()))
 	for _, ev := range events {
 		m, _ = m.Update(tui.EventMsg{Raw: ev.Raw, Event: ev.Event})
 	}

@@ -83,7 +83,8 @@ With --local the standalone proxy's admin server is found from --admin-url,
 
 Without --raw an interactive viewer shows the events: tab switches pane,
 arrows scroll, e/s/d show the raw event, its snapshot or the snapshot diff,
-q quits.
+f switches the details between YAML and JSON, c copies them to the clipboard
+(OSC 52: the terminal must allow it), q quits.
 
 Follow mode (--follow) traces many requests on one stream, bounded by the
 proxy: --max-requests (its default 10, at most 1000) and --duration (30s, at
@@ -542,6 +543,7 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 	if s.follow {
 		model = tui.NewFollow(title, status)
 	}
+	model = model.WithClipboard(out)
 	prog = tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out), tea.WithContext(ctx))
 	close(progReady)
 	if _, err := prog.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {

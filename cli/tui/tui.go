@@ -7,8 +7,10 @@
 package tui
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -55,14 +57,18 @@ const (
 	ModeDiff
 )
 
-func (m Mode) title() string {
+func (m Mode) title(asJSON bool) string {
+	format := "YAML"
+	if asJSON {
+		format = "JSON"
+	}
 	switch m {
 	case ModeSnapshot:
-		return "Snapshot"
+		return "Snapshot (" + format + ")"
 	case ModeDiff:
 		return "Snapshot diff"
 	}
-	return "Raw event (YAML)"
+	return "Raw event (" + format + ")"
 }
 
 type pane int
@@ -94,6 +100,13 @@ type Model struct {
 	done    bool
 	width   int
 	height  int
+	// asJSON shows the raw event and the snapshot as JSON instead of YAML
+	// (key f, as agctl).
+	asJSON bool
+	// clipboard receives the OSC 52 sequence that copies the details (key
+	// c): the terminal, which puts it on the clipboard without a clipboard
+	// daemon, also through ssh and tmux.
+	clipboard io.Writer
 
 	// follow mode: the requests, by arrival, and their list.
 	follow   bool
@@ -110,6 +123,13 @@ func New(title, status string) Model {
 	t.SetStyles(st)
 	m := Model{title: title, list: t, detail: viewport.New(80, 10), status: status}
 	m.resize(80, 24)
+	return m
+}
+
+// WithClipboard returns m copying details (key c) to the terminal w with
+// OSC 52; without it, c says it cannot copy.
+func (m Model) WithClipboard(w io.Writer) Model {
+	m.clipboard = w
 	return m
 }
 
@@ -206,6 +226,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.status = StatusSent
 		}
 		return m, nil
+	case copiedMsg:
+		m.status = msg.status
+		return m, nil
 	case DoneMsg:
 		m.done = true
 		if msg.Err != nil {
@@ -232,6 +255,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case "d":
 			m.setMode(ModeDiff)
 			return m, nil
+		case "f":
+			m.asJSON = !m.asJSON
+			m.refreshDetail(true)
+			return m, nil
+		case "c":
+			return m, m.copyDetails()
 		}
 		var cmd tea.Cmd
 		if m.focus == paneRequests {
@@ -340,6 +369,25 @@ func (m *Model) showRequest(idx int) {
 	m.refreshDetail(!same)
 }
 
+// copiedMsg reports what copying the details did, for the status line.
+type copiedMsg struct{ status string }
+
+// copyDetails copies the detail pane's text, as shown (mode and format),
+// to the clipboard with the terminal's OSC 52 sequence.
+func (m Model) copyDetails() tea.Cmd {
+	text, w := m.detailText(), m.clipboard
+	return func() tea.Msg {
+		if w == nil {
+			return copiedMsg{"cannot copy: no terminal to send the details to"}
+		}
+		seq := "\x1b]52;c;" + base64.StdEncoding.EncodeToString([]byte(text)) + "\a"
+		if _, err := io.WriteString(w, seq); err != nil {
+			return copiedMsg{"cannot copy the details: " + err.Error()}
+		}
+		return copiedMsg{fmt.Sprintf("details copied (%d bytes, OSC 52: the terminal must allow clipboard access)", len(text))}
+	}
+}
+
 func (m *Model) setMode(mode Mode) {
 	m.mode = mode
 	m.refreshDetail(true)
@@ -387,9 +435,15 @@ func (m Model) detailText() string {
 		if j < 0 {
 			return "no snapshot at or before this event"
 		}
+		if m.asJSON {
+			return eventview.SnapshotJSON(m.events[j])
+		}
 		return eventview.SnapshotText(m.events[j])
 	case ModeDiff:
 		return eventview.DiffText(m.events, i)
+	}
+	if m.asJSON {
+		return eventview.JSON(m.raws[i])
 	}
 	return eventview.YAML(m.raws[i])
 }
@@ -426,7 +480,7 @@ func (m Model) View() string {
 	b.WriteByte('\n')
 	b.WriteString(m.list.View())
 	b.WriteByte('\n')
-	detailTitle := m.mode.title()
+	detailTitle := m.mode.title(m.asJSON)
 	if len(m.events) > 0 {
 		detailTitle += fmt.Sprintf(" · event %d of %d", m.list.Cursor()+1, len(m.events))
 	}
@@ -440,7 +494,7 @@ func (m Model) View() string {
 	}
 	b.WriteString(statusStyle.Render(trunc.Render(status)))
 	b.WriteByte('\n')
-	b.WriteString(helpStyle.Render(trunc.Render("tab pane · ↑/↓ scroll · e event · s snapshot · d diff · q quit")))
+	b.WriteString(helpStyle.Render(trunc.Render("tab pane · ↑↓ scroll · e/s/d event/snapshot/diff · f yaml/json · c copy · q quit")))
 	return b.String()
 }
 

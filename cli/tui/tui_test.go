@@ -3,6 +3,7 @@ package tui
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -262,6 +263,95 @@ func TestQuitKeys(t *testing.T) {
 		}
 		if _, ok := cmd().(tea.QuitMsg); !ok {
 			t.Errorf("%s: command does not quit", k)
+		}
+	}
+}
+
+// press sends one key to m and runs the command it returns, feeding the
+// command's message back, as the program would.
+func press(m Model, key string) Model {
+	next, cmd := m.Update(keyMsg(key))
+	m = next.(Model)
+	if cmd != nil {
+		if msg := cmd(); msg != nil {
+			next, _ = m.Update(msg)
+			m = next.(Model)
+		}
+	}
+	return m
+}
+
+// TestFormatAndCopyKeys: f switches the details between YAML and JSON, as
+// agctl's newer viewer does; c copies the details as shown to the
+// terminal's clipboard with OSC 52.
+func TestFormatAndCopyKeys(t *testing.T) {
+	var term bytes.Buffer
+	m := New("t", StatusComplete).WithClipboard(&term)
+	for _, ev := range loadTrace(t) {
+		next, _ := m.Update(ev)
+		m = next.(Model)
+	}
+	for _, k := range []string{"down", "down", "down"} { // routeSelection
+		m = press(m, k)
+	}
+	tests := []struct {
+		name, key string
+		title     string
+		detail    string
+	}{
+		{"YAML by default", "", "Raw event (YAML) · event 4 of 12", "selectedRoute: default/default/bind/3000/listener0/default/httpbin"},
+		{"f: JSON", "f", "Raw event (JSON) · event 4 of 12", `"selectedRoute": "default/default/bind/3000/listener0/default/httpbin"`},
+		{"snapshot stays JSON", "s", "Snapshot (JSON) · event 4 of 12", `"method": "POST"`},
+		{"f again: YAML", "f", "Snapshot (YAML) · event 4 of 12", "method: POST"},
+	}
+	for _, tt := range tests {
+		if tt.key != "" {
+			m = press(m, tt.key)
+		}
+		view := ansi.Strip(m.View())
+		if !strings.Contains(view, tt.title) || !strings.Contains(m.detailText(), tt.detail) {
+			t.Errorf("%s: want title %q and details with %q; screen:\n%s\ndetails:\n%s", tt.name, tt.title, tt.detail, view, m.detailText())
+		}
+	}
+
+	m = press(m, "f") // JSON snapshot
+	want := "\x1b]52;c;" + base64.StdEncoding.EncodeToString([]byte(m.detailText())) + "\a"
+	m = press(m, "c")
+	if term.String() != want {
+		t.Errorf("c wrote %q to the terminal, want OSC 52 of the details %q", term.String(), want)
+	}
+	if !strings.HasPrefix(m.Status(), "details copied (") {
+		t.Errorf("status after c = %q, want it to say the details were copied", m.Status())
+	}
+
+	none := press(New("t", StatusComplete), "c")
+	if !strings.HasPrefix(none.Status(), "cannot copy") {
+		t.Errorf("c without a terminal: status %q, want cannot copy", none.Status())
+	}
+}
+
+// TestRealProxyEventsInTheList: the event types of the real proxy's newer
+// releases show agctl's label and summary in the list (agctl's own test
+// inputs, refproxy/trace/sse/testdata/agentgateway).
+func TestRealProxyEventsInTheList(t *testing.T) {
+	m := New("t", StatusComplete)
+	for _, f := range []string{"trace_test-policyEvent-cors.jsonl", "trace_test-traceSampling.jsonl"} {
+		raw, err := os.ReadFile("../../refproxy/trace/sse/testdata/agentgateway/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = bytes.TrimSpace(raw)
+		ev, err := trace.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, _ := m.Update(EventMsg{Raw: raw, Event: ev})
+		m = next.(Model)
+	}
+	view := ansi.Strip(m.View())
+	for _, want := range []string{"Policy Event    cors: request has no Origin header", "Tracing         sample (client)"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("list lacks %q:\n%s", want, view)
 		}
 	}
 }
