@@ -3,7 +3,9 @@ package sse
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -57,4 +59,62 @@ func readAll(t *testing.T, r io.Reader) []Frame {
 		}
 		frames = append(frames, f)
 	}
+}
+
+// FuzzReadCapture feeds arbitrary saved traces to the capture reader: it
+// must end without panicking, give the same events and bad lines read
+// whole and one byte at a time, deliver only events whose raw JSON parses,
+// on increasing lines, and name only lines that exist.
+func FuzzReadCapture(f *testing.F) {
+	for _, s := range []string{
+		"{\"eventEnd\":1}\n{oops\n",
+		": ready\n\ndata: {\"eventEnd\":1}\n\n: keepalive\n\n",
+		"data: {\"a\":\ndata: 1}\n\n{\"b\":2}\r\n",
+		"  \n[1]\nevent: x\n{}",
+	} {
+		f.Add([]byte(s))
+	}
+	type result struct {
+		lines []int
+		bad   []int
+		err   string
+	}
+	read := func(t *testing.T, r io.Reader) result {
+		var res result
+		err := ReadCapture(r, "f", func(c Captured) error {
+			if _, perr := decode(string(c.Raw)); perr != nil {
+				t.Fatalf("line %d delivered but does not parse: %v", c.Line, perr)
+			}
+			res.lines = append(res.lines, c.Line)
+			return nil
+		})
+		var ce *CaptureError
+		if errors.As(err, &ce) {
+			for _, b := range ce.Bad {
+				res.bad = append(res.bad, b.Line)
+			}
+		} else if err != nil {
+			res.err = err.Error()
+		}
+		return res
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		whole := read(t, bytes.NewReader(in))
+		byByte := read(t, iotest.OneByteReader(bytes.NewReader(in)))
+		if fmt.Sprint(whole) != fmt.Sprint(byByte) {
+			t.Fatalf("whole %+v, byte by byte %+v", whole, byByte)
+		}
+		if whole.err != "" {
+			t.Fatalf("reading from memory: %s", whole.err)
+		}
+		lines := bytes.Count(in, []byte("\n")) + 1
+		for i, l := range append(slices.Clone(whole.lines), whole.bad...) {
+			if l < 1 || l > lines {
+				t.Fatalf("line %d of %d lines", l, lines)
+			}
+			if i > 0 && i < len(whole.lines) && l <= whole.lines[i-1] {
+				t.Fatalf("events on lines %v: not increasing", whole.lines)
+			}
+		}
+	})
 }
