@@ -133,7 +133,7 @@ func TestTUIInTmux(t *testing.T) {
 	// f shows the details as JSON, and back; c copies them (OSC 52) and
 	// says so.
 	s.run("send-keys", "-t", "gw", "f")
-	s.waitScreen("Raw event (JSON) · event 2 of", `"type": "requestSnapshot"`)
+	s.waitScreen("Raw event (JSON) · event 2 of", `"eventStart": null,`)
 	s.run("send-keys", "-t", "gw", "c")
 	s.waitScreen("details copied (")
 	s.run("send-keys", "-t", "gw", "f")
