@@ -111,7 +111,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"bad output", []string{"all", "-f", "testdata/dump.json", "-o", "xml"}, `invalid --output "xml": want short, json or yaml`},
 		{"bad backends output", []string{"backends", "-f", "testdata/dump.json", "-o", "wide"}, `invalid --output "wide": want short, json or yaml`},
-		{"wrong type names the field and line", []string{"backends", "-f", wrongType}, wrongType + ": not a config dump: line 3, column 35: field services.endpoints: want an array, got a JSON string"},
+		{"wrong type names the field and line", []string{"backends", "-f", wrongType}, wrongType + ": not a config dump: line 3, column 34: field services.endpoints: want an array, got a JSON string"},
 		{"not an object", []string{"all", "-f", list}, list + ": not a config dump: want an object (binds, backends, services, policies, ...), got a list"},
 		{"two resources", []string{"all", "gateway/a", "gateway/b"}, "accepts at most 1 resource arg, received 2"},
 		{"local with resource", []string{"backends", "--local", "gateway/a"}, "--local does not accept a resource argument"},

@@ -313,8 +313,10 @@ func describe(b []byte, err error) error {
 	default:
 		return err
 	}
+	// The offset is just past the byte in error (the end of a value of the
+	// wrong type): report that byte's place.
 	line, col := 1, 1
-	for _, c := range b[:min(int(off), len(b))] {
+	for _, c := range b[:max(0, min(int(off)-1, len(b)))] {
 		if c == '\n' {
 			line, col = line+1, 1
 		} else {
