@@ -57,7 +57,7 @@ func NewCommand() *cobra.Command {
 
 func addSourceFlags(cmd *cobra.Command, o *options) {
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "file", "f", "", "read a saved /config_dump JSON file instead of a live proxy (- for stdin)")
+	f.StringVarP(&o.file, "file", "f", "", "read a saved /config_dump (JSON, or the YAML of config all -o yaml) instead of a live proxy (- for stdin)")
 	f.BoolVar(&o.local, "local", false, "read /config_dump from a standalone proxy on this machine")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the gateway (cluster mode; default: the kubeconfig context's)")
 	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "path to the kubeconfig file (cluster mode; default: $KUBECONFIG, then ~/.kube/config)")
@@ -73,10 +73,13 @@ func newAllCommand() *cobra.Command {
 		Use:   "all [gateway/<name>]",
 		Short: "Summary of routes, backends and policies",
 		Long: `All summarises the routes (where they listen, what they match, their backends
-and inline policies), the backends (endpoints, requests) and the policies a
-proxy has loaded, from its /config_dump or a saved dump file.`,
-		Example: `  # A standalone proxy, as YAML
-  gwdiag config all --local -o yaml
+and inline policies), the backends (target, endpoints, requests) and the
+policies (target, kinds) a proxy has loaded, from its /config_dump or a saved
+dump, every list sorted. With -o json or -o yaml it prints the dump itself,
+keys sorted, in a form --file reads back.`,
+		Example: `  # Save a standalone proxy's dump, then read it back
+  gwdiag config all --local -o json > dump.json
+  gwdiag config all --file dump.json
 
   # A saved dump, as tables
   gwdiag config all --file dump.json
@@ -122,10 +125,12 @@ func newBackendsCommand() *cobra.Command {
 		Use:     "backends [gateway/<name>]",
 		Aliases: []string{"b", "be"},
 		Short:   "Table of backends receiving traffic",
-		Long: `Backends shows one row per backend endpoint: TYPE (Backend or Service), NAME,
-NAMESPACE, ENDPOINT, HEALTH (success ratio, 0.70 style; Evict (3.3s) while
-evicted), REQUESTS and mean LATENCY. Endpoints with no requests are hidden
-unless --all is given.`,
+		Long: `Backends shows one row per backend endpoint with statistics (a Service's
+endpoints, an AI backend's providers): TYPE (Backend or Service), NAME,
+NAMESPACE, ENDPOINT, HEALTH (0.70 style; Evict (3.3s) while evicted), REQUESTS
+and mean LATENCY (blank with no requests), sorted by type, namespace, name and
+endpoint. Endpoints with no requests are hidden unless --all is given. -o json
+or -o yaml print the rows.`,
 		Example: `  gwdiag config backends --local
   gwdiag config be --file dump.json --all
   gwdiag config backends gateway/my-gateway -n prod`,
