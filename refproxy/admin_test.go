@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,6 +121,79 @@ policies:
 	if e := eps[0]; e.Type != configdump.TypeBackend || e.Name != be || e.Namespace != "default" || e.Endpoint != be ||
 		e.Info.Requests() != 3 || e.Info.Health != 1 || e.Info.Latency() <= 0 || e.Info.Latency() > 10 {
 		t.Errorf("endpoint %+v (latency %vs), want Backend %s default at %s with 3 healthy requests and a latency in seconds", e, e.Info.Latency(), be, be)
+	}
+}
+
+// TestConfigDumpServices: the endpoints of a Service (as the reference
+// controller configures them) are listed under services[] with their
+// statistics, and routes refer to the Service, as the reference does in a
+// cluster; the dump still follows the published schema.
+func TestConfigDumpServices(t *testing.T) {
+	a, b := backendServer(t, "a", nil), backendServer(t, "b", nil)
+	p := startProxy(t, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: httpbin
+      key: team/httpbin.00.http
+      namespace: team
+      backends:
+      - {host: "`+a+`", serviceOf: {name: httpbin, namespace: team, port: 8000}}
+      - {host: "`+b+`", serviceOf: {name: httpbin, namespace: team, port: 8000}}
+`)
+	for range 4 {
+		get(t, "http://"+p.BindAddrs()[0]+"/x")
+	}
+	var body string
+	eventually(t, "4 requests in the dump", func() bool {
+		_, body = adminDo(t, p, http.MethodGet, "/config_dump")
+		d, err := configdump.Parse([]byte(body))
+		if err != nil {
+			return false
+		}
+		var n uint64
+		for _, e := range d.Endpoints() {
+			n += e.Info.Requests()
+		}
+		return n == 4
+	})
+	sch, err := jsonschema.NewCompiler().Compile("config/testdata/schema/config_dump.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("config_dump does not follow the reference schema:\n%v\n%s", err, body)
+	}
+	d, err := configdump.Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Backends) != 0 || len(d.Services) != 1 || d.Services[0].Name != "httpbin" || d.Services[0].Namespace != "team" ||
+		d.Services[0].Hostname != "httpbin.team.svc.cluster.local" {
+		t.Fatalf("backends %+v, services %+v; want no backends and the Service team/httpbin", d.Backends, d.Services)
+	}
+	var got []string
+	for _, e := range d.Endpoints() {
+		if e.Type != configdump.TypeService || e.Name != "httpbin" || e.Namespace != "team" || e.Info.Health != 1 {
+			t.Errorf("endpoint %+v, want a healthy endpoint of Service team/httpbin", e)
+		}
+		got = append(got, e.Endpoint)
+	}
+	if want := []string{min(a, b), max(a, b)}; !slices.Equal(got, want) {
+		t.Errorf("endpoints %v, want %v", got, want)
+	}
+	var route configdump.Route
+	for _, l := range d.Binds[0].Listeners {
+		route = l.Routes["team/httpbin.00.http"]
+	}
+	if len(route.Backends) != 1 || route.Backends[0].Service == nil || route.Backends[0].Service.Name != "team/httpbin.team.svc.cluster.local" ||
+		route.Backends[0].Service.Port != 8000 {
+		t.Errorf("route backends %+v, want one reference to team/httpbin.team.svc.cluster.local port 8000", route.Backends)
 	}
 }
 

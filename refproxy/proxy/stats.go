@@ -68,6 +68,7 @@ func (dp *Dataplane) Dump() *configdump.Dump {
 		return d
 	}
 	seen := map[*EndpointStats]bool{}
+	services := map[config.ServiceOf]*configdump.Service{}
 	for _, bt := range t.binds {
 		listeners := map[string]configdump.Listener{}
 		for _, l := range bt.listeners {
@@ -75,10 +76,25 @@ func (dp *Dataplane) Dump() *configdump.Dump {
 			for _, rt := range l.routes {
 				routes[rt.key] = dumpRoute(rt)
 				for _, be := range rt.backends {
-					if !seen[be.stats] {
-						seen[be.stats] = true
-						d.Backends = append(d.Backends, dumpBackend(be))
+					if seen[be.stats] {
+						continue
 					}
+					seen[be.stats] = true
+					if be.service == nil {
+						d.Backends = append(d.Backends, dumpBackend(be))
+						continue
+					}
+					// An endpoint of a Service: listed under the Service,
+					// as the reference lists a cluster's endpoints.
+					svc := *be.service
+					svc.Port = 0 // one entry per Service, its ports together
+					s, ok := services[svc]
+					if !ok {
+						s = &configdump.Service{Name: svc.Name, Namespace: svc.Namespace, Hostname: svc.Hostname(),
+							Endpoints: []configdump.EndpointSet{{Active: map[string]configdump.EndpointEntry{}, Rejected: map[string]configdump.EndpointEntry{}}}}
+						services[svc] = s
+					}
+					s.Endpoints[0].Active[be.addr] = endpointEntry(be, false)
 				}
 			}
 			listeners[l.key] = configdump.Listener{
@@ -89,6 +105,12 @@ func (dp *Dataplane) Dump() *configdump.Dump {
 		d.Binds = append(d.Binds, configdump.Bind{Key: bt.gateway, Address: dp.bindAddr(bt), Protocol: "http",
 			TunnelProtocol: "direct", Mode: "standard", Listeners: listeners})
 	}
+	for _, s := range services {
+		d.Services = append(d.Services, *s)
+	}
+	slices.SortFunc(d.Services, func(a, b configdump.Service) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	for _, p := range t.cfg.Policies {
 		d.Policies = append(d.Policies, dumpPolicies(p)...)
 	}
@@ -107,24 +129,30 @@ func backendName(b configdump.Backend) string {
 
 // dumpBackend is one backend with its endpoint's statistics.
 func dumpBackend(be *backend) configdump.Backend {
-	n, health, latMs := be.stats.Snapshot()
-	lat := latMs / 1000
-	entry := configdump.EndpointEntry{Endpoint: map[string]any{"address": be.addr}}
+	entries := map[string]configdump.EndpointEntry{be.addr: endpointEntry(be, be.ai)}
+	set := []configdump.EndpointSet{{Active: entries, Rejected: map[string]configdump.EndpointEntry{}}}
 	if be.ai {
-		// The reference's AI provider statistics are camelCase.
-		entry.Info = configdump.Info{Health: health, RequestLatencyCamel: &lat, TotalRequestsCamel: &n}
 		return configdump.Backend{Backend: map[string]configdump.BackendSpec{"ai": {
-			Name: be.name, Namespace: config.DefaultNamespace,
-			Target: map[string]any{"providers": []configdump.EndpointSet{{
-				Active: map[string]configdump.EndpointEntry{be.addr: entry}, Rejected: map[string]configdump.EndpointEntry{}}}},
+			Name: be.name, Namespace: config.DefaultNamespace, Target: map[string]any{"providers": set},
 		}}}
 	}
-	entry.Info = configdump.Info{Health: health, RequestLatency: &lat, TotalRequests: &n}
 	return configdump.Backend{Backend: map[string]configdump.BackendSpec{"host": {
-		Name: be.name, Namespace: config.DefaultNamespace, Target: be.addr,
-		Endpoints: []configdump.EndpointSet{{
-			Active: map[string]configdump.EndpointEntry{be.addr: entry}, Rejected: map[string]configdump.EndpointEntry{}}},
+		Name: be.name, Namespace: config.DefaultNamespace, Target: be.addr, Endpoints: set,
 	}}}
+}
+
+// endpointEntry is an endpoint's statistics; the reference writes an AI
+// provider's in camelCase and a Service endpoint's in snake_case.
+func endpointEntry(be *backend, camel bool) configdump.EndpointEntry {
+	n, health, latMs := be.stats.Snapshot()
+	lat := latMs / 1000
+	e := configdump.EndpointEntry{Endpoint: map[string]any{"address": be.addr}, Info: configdump.Info{Health: health}}
+	if camel {
+		e.Info.RequestLatencyCamel, e.Info.TotalRequestsCamel = &lat, &n
+	} else {
+		e.Info.RequestLatency, e.Info.TotalRequests = &lat, &n
+	}
+	return e
 }
 
 // dumpPolicies is a configured policy as the reference lists it: one entry
@@ -210,7 +238,17 @@ func dumpRoute(rt *route) configdump.Route {
 		matches = append(matches, dm)
 	}
 	backends := []configdump.RouteBackend{}
+	refd := map[config.ServiceOf]bool{}
 	for _, be := range rt.backends {
+		if so := be.service; so != nil {
+			// The endpoints of one Service port are one reference to it.
+			if !refd[*so] {
+				refd[*so] = true
+				backends = append(backends, configdump.RouteBackend{Weight: be.weight,
+					Service: &configdump.ServiceRef{Name: so.Namespace + "/" + so.Hostname(), Port: uint64(so.Port)}})
+			}
+			continue
+		}
 		// A backend reference is the backend's namespace/name.
 		backends = append(backends, configdump.RouteBackend{Weight: be.weight, Backend: config.DefaultNamespace + "/" + be.name})
 	}
