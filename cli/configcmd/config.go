@@ -20,7 +20,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/connect"
@@ -221,51 +221,29 @@ func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 }
 
 // WriteDump writes a dump whole as JSON (indented) or YAML, keys sorted,
-// so the same dump gives the same bytes and --file reads it back.
+// so the same dump gives the same bytes and --file reads it back. The YAML
+// is what agctl writes (sigs.k8s.io/yaml: the same bytes as its
+// `config all -o yaml` in the reference's docs).
 func WriteDump(w io.Writer, dump map[string]any, format string) error {
-	if format == "json" {
-		b, err := json.MarshalIndent(dump, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	}
-	enc := yaml.NewEncoder(w)
-	enc.SetIndent(2)
-	if err := enc.Encode(yamlNumbers(dump)); err != nil {
-		return err
-	}
-	return enc.Close()
+	return writeAs(w, dump, format)
 }
 
-// yamlNumbers turns the json.Numbers of a generic dump into numbers YAML
-// writes as numbers (it would quote a json.Number as a string).
-func yamlNumbers(v any) any {
-	switch t := v.(type) {
-	case json.Number:
-		if i, err := t.Int64(); err == nil {
-			return i
-		}
-		if u, err := strconv.ParseUint(string(t), 10, 64); err == nil {
-			return u
-		}
-		f, _ := t.Float64()
-		return f
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = yamlNumbers(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = yamlNumbers(e)
-		}
-		return out
+// writeAs writes v as indented JSON or as YAML converted from its JSON (so
+// JSON tags and numbers as written hold in both).
+func writeAs(w io.Writer, v any, format string) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
 	}
-	return v
+	if format == "yaml" {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 // WriteSummary renders s as three tables: routes, backends, policies.
@@ -344,21 +322,8 @@ func evictedFor(until string) string {
 
 // WriteBackends renders the backends table, or the rows as JSON or YAML.
 func WriteBackends(w io.Writer, rows []BackendRow, format string) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	case "yaml":
-		enc := yaml.NewEncoder(w)
-		enc.SetIndent(2)
-		if err := enc.Encode(rows); err != nil {
-			return err
-		}
-		return enc.Close()
+	if format == "json" || format == "yaml" {
+		return writeAs(w, rows, format)
 	}
 	cells := make([][]string, 0, len(rows))
 	for _, r := range rows {

@@ -56,10 +56,10 @@ func TestAgctlBackends(t *testing.T) {
 			`    "health": 0.875,`, `    "requests": 1,`, `    "latencyMs": 1466.366426`, `  }`, `]`,
 		}},
 		{"rows as YAML, evicted", []string{"backends", "-f", services, "-o", "yaml"}, []string{
-			"- type: Service", "  name: echo", "  namespace: default", "  endpoint: echo-b", "  health: 1", "  requests: 5",
-			"  latencyMs: 302.9091603725",
-			"- type: Service", "  name: echo", "  namespace: default", "  endpoint: echo-evicted", "  health: 0", "  requests: 3",
-			"  latencyMs: 500", "  evictedFor: 3.3s",
+			"- endpoint: echo-b", "  health: 1", "  latencyMs: 302.9091603725", "  name: echo", "  namespace: default", "  requests: 5",
+			"  type: Service",
+			"- endpoint: echo-evicted", "  evictedFor: 3.3s", "  health: 0", "  latencyMs: 500", "  name: echo", "  namespace: default",
+			"  requests: 3", "  type: Service",
 		}},
 	}
 	for _, tt := range tests {
@@ -72,6 +72,22 @@ func TestAgctlBackends(t *testing.T) {
 				t.Errorf("config %v:\ngot\n%s\nwant\n%s", tt.args, got, want)
 			}
 		})
+	}
+}
+
+// TestAgctlYAML: `config all -o yaml` writes a dump as agctl does, byte for
+// byte (the reference's docs print agctl's output, cut short with "...").
+func TestAgctlYAML(t *testing.T) {
+	want, err := os.ReadFile(realDir + "/inspect-config-standalone.agctl-all-o-yaml.docs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := run(t, "all", "-f", realDir+"/standalone-docs.dump.json", "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.TrimSuffix(string(want), "...\n"); got != w {
+		t.Errorf("config all -o yaml:\ngot\n%s\nwant (agctl's)\n%s", got, w)
 	}
 }
 
