@@ -88,3 +88,4 @@ Feature: Admin endpoints
     When I call the admin path "/config_dump"
     Then the admin response is JSON with the keys binds, routes, backends, workloads, services, policies
     And the config dump lists listeners under binds
+    And the config dump lists each backend as the reference does, by variant with a name and a target

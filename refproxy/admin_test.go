@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gwdiag/gwdiag/refproxy/admin"
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -52,7 +54,7 @@ policies:
 	var body string
 	eventually(t, "3 requests in the dump", func() bool {
 		resp, body = adminDo(t, p, http.MethodGet, "/config_dump")
-		return strings.Contains(body, `"requests": 3`)
+		return strings.Contains(body, `"total_requests": 3`)
 	})
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("config_dump: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -68,25 +70,27 @@ policies:
 	if err := sch.Validate(inst); err != nil {
 		t.Errorf("config_dump does not follow the reference schema:\n%v\n%s", err, body)
 	}
+	// The open parts in the reference's shapes (shared/real-world/agentgateway/README.md).
 	var dump struct {
 		Binds []struct {
 			Address string
 		}
 		Policies []struct {
+			Key    string
 			Name   struct{ Name, Namespace string }
 			Target struct{ Route struct{ Name string } }
 			Policy struct {
-				LocalRateLimit []struct{ FillInterval string }
+				Traffic struct {
+					Phase          string
+					LocalRateLimit []struct{ FillInterval string }
+				}
 			}
 		}
 		Backends []struct {
-			Name, Namespace, Type string
-			Endpoints             []struct {
-				Address    string
-				Health     float64
-				Requests   int
-				LatencyMs  float64
-				EvictedFor string
+			Backend struct {
+				Host struct {
+					Name, Namespace, Target string
+				}
 			}
 		}
 	}
@@ -94,19 +98,102 @@ policies:
 		t.Fatal(err)
 	}
 	if len(dump.Policies) != 1 || dump.Policies[0].Name.Name != "p" || dump.Policies[0].Target.Route.Name != "fallback" ||
-		dump.Policies[0].Policy.LocalRateLimit[0].FillInterval != "1s" {
-		t.Errorf("policies = %+v, want policy p on route fallback with fillInterval 1s", dump.Policies)
+		dump.Policies[0].Key != "traffic/default/p:localRateLimit:default/fallback" || dump.Policies[0].Policy.Traffic.Phase != "route" ||
+		len(dump.Policies[0].Policy.Traffic.LocalRateLimit) != 1 || dump.Policies[0].Policy.Traffic.LocalRateLimit[0].FillInterval != "1s" {
+		t.Errorf("policies = %+v, want policy p on route fallback, phase route, with fillInterval 1s", dump.Policies)
 	}
 	// The address the bind really listens on, not a wildcard.
 	if len(dump.Binds) != 1 || dump.Binds[0].Address != p.BindAddrs()[0] {
 		t.Errorf("binds = %+v, want one bind at %s", dump.Binds, p.BindAddrs()[0])
 	}
-	if len(dump.Backends) != 1 || len(dump.Backends[0].Endpoints) != 1 {
-		t.Fatalf("backends = %+v, want one backend with one endpoint", dump.Backends)
+	if h := dump.Backends; len(h) != 1 || h[0].Backend.Host.Name != be || h[0].Backend.Host.Namespace != "default" || h[0].Backend.Host.Target != be {
+		t.Errorf("backends = %+v, want one host backend %s in default", h, be)
 	}
-	b, ep := dump.Backends[0], dump.Backends[0].Endpoints[0]
-	if b.Name != be || b.Namespace != "default" || b.Type != "Backend" || ep.Address != be || ep.Requests != 3 || ep.Health != 1 || ep.LatencyMs <= 0 {
-		t.Errorf("backend %+v, want %s default Backend with 3 healthy requests and a latency", dump.Backends[0], be)
+	// The statistics, read as the CLI reads them.
+	d, err := configdump.Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := d.Endpoints()
+	if len(eps) != 1 {
+		t.Fatalf("endpoints = %+v, want one", eps)
+	}
+	if e := eps[0]; e.Type != configdump.TypeBackend || e.Name != be || e.Namespace != "default" || e.Endpoint != be ||
+		e.Info.Requests() != 3 || e.Info.Health != 1 || e.Info.Latency() <= 0 || e.Info.Latency() > 10 {
+		t.Errorf("endpoint %+v (latency %vs), want Backend %s default at %s with 3 healthy requests and a latency in seconds", e, e.Info.Latency(), be, be)
+	}
+}
+
+// TestConfigDumpServices: the endpoints of a Service (as the reference
+// controller configures them) are listed under services[] with their
+// statistics, and routes refer to the Service, as the reference does in a
+// cluster; the dump still follows the published schema.
+func TestConfigDumpServices(t *testing.T) {
+	a, b := backendServer(t, "a", nil), backendServer(t, "b", nil)
+	p := startProxy(t, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: httpbin
+      key: team/httpbin.00.http
+      namespace: team
+      backends:
+      - {host: "`+a+`", serviceOf: {name: httpbin, namespace: team, port: 8000}}
+      - {host: "`+b+`", serviceOf: {name: httpbin, namespace: team, port: 8000}}
+`)
+	for range 4 {
+		get(t, "http://"+p.BindAddrs()[0]+"/x")
+	}
+	var body string
+	eventually(t, "4 requests in the dump", func() bool {
+		_, body = adminDo(t, p, http.MethodGet, "/config_dump")
+		d, err := configdump.Parse([]byte(body))
+		if err != nil {
+			return false
+		}
+		var n uint64
+		for _, e := range d.Endpoints() {
+			n += e.Info.Requests()
+		}
+		return n == 4
+	})
+	sch, err := jsonschema.NewCompiler().Compile("config/testdata/schema/config_dump.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("config_dump does not follow the reference schema:\n%v\n%s", err, body)
+	}
+	d, err := configdump.Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Backends) != 0 || len(d.Services) != 1 || d.Services[0].Name != "httpbin" || d.Services[0].Namespace != "team" ||
+		d.Services[0].Hostname != "httpbin.team.svc.cluster.local" {
+		t.Fatalf("backends %+v, services %+v; want no backends and the Service team/httpbin", d.Backends, d.Services)
+	}
+	var got []string
+	for _, e := range d.Endpoints() {
+		if e.Type != configdump.TypeService || e.Name != "httpbin" || e.Namespace != "team" || e.Info.Health != 1 {
+			t.Errorf("endpoint %+v, want a healthy endpoint of Service team/httpbin", e)
+		}
+		got = append(got, e.Endpoint)
+	}
+	if want := []string{min(a, b), max(a, b)}; !slices.Equal(got, want) {
+		t.Errorf("endpoints %v, want %v", got, want)
+	}
+	var route configdump.Route
+	for _, l := range d.Binds[0].Listeners {
+		route = l.Routes["team/httpbin.00.http"]
+	}
+	if len(route.Backends) != 1 || route.Backends[0].Service == nil || route.Backends[0].Service.Name != "team/httpbin.team.svc.cluster.local" ||
+		route.Backends[0].Service.Port != 8000 {
+		t.Errorf("route backends %+v, want one reference to team/httpbin.team.svc.cluster.local port 8000", route.Backends)
 	}
 }
 
@@ -123,14 +210,14 @@ func TestEndpointHealthCountsFailures(t *testing.T) {
 	var body string
 	eventually(t, "4 requests in the dump", func() bool {
 		_, body = adminDo(t, p, http.MethodGet, "/config_dump")
-		return strings.Contains(body, `"requests": 4`)
+		return strings.Contains(body, `"total_requests": 4`)
 	})
-	var dump struct {
-		Backends []struct{ Endpoints []struct{ Health float64 } }
+	d, err := configdump.Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
 	}
-	json.Unmarshal([]byte(body), &dump)
-	if h := dump.Backends[0].Endpoints[0].Health; h != 0.75 {
-		t.Errorf("health %v, want 0.75 (3 of 4 succeeded)", h)
+	if eps := d.Endpoints(); len(eps) != 1 || eps[0].Info.Health != 0.75 {
+		t.Errorf("endpoints %+v, want one with health 0.75 (3 of 4 succeeded)", eps)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"testing"
+
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 )
 
 // BenchmarkBackendsTable measures parsing a dump and writing the backends table.
@@ -14,11 +16,11 @@ func BenchmarkBackendsTable(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := ParseDump(raw)
+		d, err := configdump.Parse(raw)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := WriteBackends(io.Discard, d.Backends, true); err != nil {
+		if err := WriteBackends(io.Discard, BackendRows(d, true), "short"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,19 +12,20 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/connect"
 	"github.com/gwdiag/gwdiag/cli/exitcode"
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 )
 
 type options struct {
@@ -56,7 +57,7 @@ func NewCommand() *cobra.Command {
 
 func addSourceFlags(cmd *cobra.Command, o *options) {
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "file", "f", "", "read a saved /config_dump JSON file instead of a live proxy (- for stdin)")
+	f.StringVarP(&o.file, "file", "f", "", "read a saved /config_dump (JSON, or the YAML of config all -o yaml) instead of a live proxy (- for stdin)")
 	f.BoolVar(&o.local, "local", false, "read /config_dump from a standalone proxy on this machine")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the gateway (cluster mode; default: the kubeconfig context's)")
 	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "path to the kubeconfig file (cluster mode; default: $KUBECONFIG, then ~/.kube/config)")
@@ -72,10 +73,13 @@ func newAllCommand() *cobra.Command {
 		Use:   "all [gateway/<name>]",
 		Short: "Summary of routes, backends and policies",
 		Long: `All summarises the routes (where they listen, what they match, their backends
-and inline policies), the backends (endpoints, requests) and the policies a
-proxy has loaded, from its /config_dump or a saved dump file.`,
-		Example: `  # A standalone proxy, as YAML
-  gwdiag config all --local -o yaml
+and inline policies), the backends (target, endpoints, requests) and the
+policies (target, kinds) a proxy has loaded, from its /config_dump or a saved
+dump, every list sorted. With -o json or -o yaml it prints the dump itself,
+keys sorted, in a form --file reads back.`,
+		Example: `  # Save a standalone proxy's dump, then read it back
+  gwdiag config all --local -o json > dump.json
+  gwdiag config all --file dump.json
 
   # A saved dump, as tables
   gwdiag config all --file dump.json
@@ -83,26 +87,36 @@ proxy has loaded, from its /config_dump or a saved dump file.`,
   # A cluster gateway
   gwdiag config all gateway/my-gateway -n prod -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.output != "short" && o.output != "json" && o.output != "yaml" {
-				return exitcode.Usage(fmt.Errorf("invalid --output %q: want short, json or yaml", o.output))
-			}
 			raw, err := load(cmd, &o, args)
 			if err != nil {
 				return err
 			}
-			d, err := ParseDump(raw)
-			if err != nil {
-				return fmt.Errorf("%s: %w", source(&o), err)
+			if o.output != "short" {
+				// The dump itself, whole and with sorted keys: what --file
+				// reads back (agctl's flow).
+				g, err := configdump.Generic(raw)
+				if err != nil {
+					return fmt.Errorf("%s: not a config dump: %w", source(&o), err)
+				}
+				return WriteDump(cmd.OutOrStdout(), g, o.output)
 			}
-			return WriteSummary(cmd.OutOrStdout(), Summarize(d), o.output)
+			d, err := configdump.Parse(raw)
+			if err != nil {
+				return fmt.Errorf("%s: not a config dump: %w", source(&o), err)
+			}
+			return WriteSummary(cmd.OutOrStdout(), Summarize(d))
 		},
 	}
 	addSourceFlags(cmd, &o)
+	addOutputFlag(cmd, &o)
+	return cmd
+}
+
+func addOutputFlag(cmd *cobra.Command, o *options) {
 	cmd.Flags().StringVarP(&o.output, "output", "o", "short", "output format: short, json or yaml")
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"short", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
 	})
-	return cmd
 }
 
 func newBackendsCommand() *cobra.Command {
@@ -111,10 +125,12 @@ func newBackendsCommand() *cobra.Command {
 		Use:     "backends [gateway/<name>]",
 		Aliases: []string{"b", "be"},
 		Short:   "Table of backends receiving traffic",
-		Long: `Backends shows one row per backend endpoint: TYPE (Backend or Service), NAME,
-NAMESPACE, ENDPOINT, HEALTH (success ratio, 0.70 style; Evict (3.3s) while
-evicted), REQUESTS and mean LATENCY. Endpoints with no requests are hidden
-unless --all is given.`,
+		Long: `Backends shows one row per backend endpoint with statistics (a Service's
+endpoints, an AI backend's providers): TYPE (Backend or Service), NAME,
+NAMESPACE, ENDPOINT, HEALTH (0.70 style; Evict (3.3s) while evicted), REQUESTS
+and mean LATENCY (blank with no requests), sorted by type, namespace, name and
+endpoint. Endpoints with no requests are hidden unless --all is given. -o json
+or -o yaml print the rows.`,
 		Example: `  gwdiag config backends --local
   gwdiag config be --file dump.json --all
   gwdiag config backends gateway/my-gateway -n prod`,
@@ -123,15 +139,16 @@ unless --all is given.`,
 			if err != nil {
 				return err
 			}
-			d, err := ParseDump(raw)
+			d, err := configdump.Parse(raw)
 			if err != nil {
-				return fmt.Errorf("%s: %w", source(&o), err)
+				return fmt.Errorf("%s: not a config dump: %w", source(&o), err)
 			}
-			return WriteBackends(cmd.OutOrStdout(), d.Backends, o.all)
+			return WriteBackends(cmd.OutOrStdout(), BackendRows(d, o.all), o.output)
 		},
 	}
 	addSourceFlags(cmd, &o)
 	cmd.Flags().BoolVar(&o.all, "all", false, "also show endpoints with no requests")
+	addOutputFlag(cmd, &o)
 	return cmd
 }
 
@@ -146,6 +163,9 @@ func source(o *options) string {
 func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 	if len(args) > 1 {
 		return nil, exitcode.Usage(fmt.Errorf("accepts at most 1 resource arg, received %d", len(args)))
+	}
+	if o.output != "short" && o.output != "json" && o.output != "yaml" {
+		return nil, exitcode.Usage(fmt.Errorf("invalid --output %q: want short, json or yaml", o.output))
 	}
 	if o.file != "" {
 		if len(args) > 0 || o.local {
@@ -200,42 +220,49 @@ func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 	return (&admin.Client{BaseURL: u, Hint: connect.AdminHint(conn)}).ConfigDump(ctx)
 }
 
-// WriteSummary renders s as short tables, JSON or YAML.
-func WriteSummary(w io.Writer, s Summary, format string) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(s, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
+// WriteDump writes a dump whole as JSON (indented) or YAML, keys sorted,
+// so the same dump gives the same bytes and --file reads it back. The YAML
+// is what agctl writes (sigs.k8s.io/yaml: the same bytes as its
+// `config all -o yaml` in the reference's docs).
+func WriteDump(w io.Writer, dump map[string]any, format string) error {
+	return writeAs(w, dump, format)
+}
+
+// writeAs writes v as indented JSON or as YAML converted from its JSON (so
+// JSON tags and numbers as written hold in both).
+func writeAs(w io.Writer, v any, format string) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
 		return err
-	case "yaml":
-		enc := yaml.NewEncoder(w)
-		enc.SetIndent(2)
-		if err := enc.Encode(s); err != nil {
+	}
+	if format == "yaml" {
+		if b, err = yaml.JSONToYAML(b); err != nil {
 			return err
 		}
-		return enc.Close()
+		_, err = w.Write(b)
+		return err
 	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// WriteSummary renders s as three tables: routes, backends, policies.
+func WriteSummary(w io.Writer, s Summary) error {
 	fmt.Fprintln(w, "ROUTES")
 	rows := make([][]string, 0, len(s.Routes))
 	for _, r := range s.Routes {
-		name := r.Name
-		if r.Namespace != "" {
-			name = r.Namespace + "/" + r.Name
-		}
-		rows = append(rows, []string{name, r.Bind, r.Listener, strings.Join(r.Matches, ", "), strings.Join(r.Backends, ", "), strings.Join(r.Policies, ", ")})
+		rows = append(rows, []string{qualified(r.Namespace, r.Name), r.Bind, r.Listener, strings.Join(r.Hostnames, ", "),
+			strings.Join(r.Matches, ", "), strings.Join(r.Backends, ", "), strings.Join(r.Policies, ", ")})
 	}
-	if err := table(w, []string{"NAME", "BIND", "LISTENER", "MATCHES", "BACKENDS", "POLICIES"}, rows); err != nil {
+	if err := table(w, []string{"NAME", "BIND", "LISTENER", "HOSTNAMES", "MATCHES", "BACKENDS", "POLICIES"}, rows); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nBACKENDS")
 	rows = rows[:0]
 	for _, b := range s.Backends {
-		rows = append(rows, []string{b.Type, b.Name, b.Namespace, strconv.Itoa(b.Endpoints), strconv.FormatInt(b.Requests, 10)})
+		rows = append(rows, []string{b.Type, b.Name, b.Namespace, b.Target, strconv.Itoa(b.Endpoints), strconv.FormatUint(b.Requests, 10)})
 	}
-	if err := table(w, []string{"TYPE", "NAME", "NAMESPACE", "ENDPOINTS", "REQUESTS"}, rows); err != nil {
+	if err := table(w, []string{"TYPE", "NAME", "NAMESPACE", "TARGET", "ENDPOINTS", "REQUESTS"}, rows); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nPOLICIES")
@@ -246,47 +273,69 @@ func WriteSummary(w io.Writer, s Summary, format string) error {
 	return table(w, []string{"NAME", "TARGET", "KINDS"}, rows)
 }
 
-// WriteBackends renders the backends table; endpoints with no requests are
-// left out unless all is set.
-func WriteBackends(w io.Writer, backends []Backend, all bool) error {
-	type row struct {
-		b Backend
-		e Endpoint
+// BackendRow is one row of `config backends`, as -o json|yaml print it.
+type BackendRow struct {
+	Type      string  `json:"type" yaml:"type"`
+	Name      string  `json:"name" yaml:"name"`
+	Namespace string  `json:"namespace" yaml:"namespace"`
+	Endpoint  string  `json:"endpoint" yaml:"endpoint"`
+	Health    float64 `json:"health" yaml:"health"`
+	Requests  uint64  `json:"requests" yaml:"requests"`
+	// LatencyMs is the mean latency; 0 with no requests.
+	LatencyMs float64 `json:"latencyMs" yaml:"latencyMs"`
+	// EvictedFor is how long an evicted endpoint stays out ("3.3s").
+	EvictedFor string `json:"evictedFor,omitempty" yaml:"evictedFor,omitempty"`
+}
+
+// BackendRows are the rows of `config backends` (agctl's rules): one per
+// endpoint with statistics, sorted by type, namespace, name and endpoint;
+// those with no requests only when all is set.
+func BackendRows(d *configdump.Dump, all bool) []BackendRow {
+	rows := []BackendRow{}
+	for _, e := range d.Endpoints() {
+		n := e.Info.Requests()
+		if n == 0 && !all {
+			continue
+		}
+		r := BackendRow{Type: e.Type, Name: e.Name, Namespace: e.Namespace, Endpoint: e.Endpoint,
+			Health: e.Info.Health, Requests: n, EvictedFor: evictedFor(e.Info.EvictedUntil)}
+		if n > 0 {
+			r.LatencyMs = e.Info.Latency() * 1000
+		}
+		rows = append(rows, r)
 	}
-	var rows []row
-	for _, b := range backends {
-		for _, e := range b.Endpoints {
-			if e.Requests == 0 && !all {
-				continue
-			}
-			rows = append(rows, row{b, e})
-		}
+	return rows
+}
+
+// evictedFor shortens an eviction time to one decimal ("3.34s" is "3.3s",
+// agctl's Evict (%.1fs)); a form it cannot read stays as written.
+func evictedFor(until string) string {
+	if until == "" {
+		return ""
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.b.Namespace != b.b.Namespace {
-			return a.b.Namespace < b.b.Namespace
-		}
-		if a.b.Name != b.b.Name {
-			return a.b.Name < b.b.Name
-		}
-		return a.e.Address < b.e.Address
-	})
+	d, err := time.ParseDuration(until)
+	if err != nil {
+		return until
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// WriteBackends renders the backends table, or the rows as JSON or YAML.
+func WriteBackends(w io.Writer, rows []BackendRow, format string) error {
+	if format == "json" || format == "yaml" {
+		return writeAs(w, rows, format)
+	}
 	cells := make([][]string, 0, len(rows))
 	for _, r := range rows {
-		typ := r.b.Type
-		if typ == "" {
-			typ = "Backend"
-		}
-		health := fmt.Sprintf("%.2f", r.e.Health)
-		if r.e.EvictedFor != "" {
-			health = fmt.Sprintf("Evict (%s)", r.e.EvictedFor)
+		health := fmt.Sprintf("%.2f", r.Health)
+		if r.EvictedFor != "" {
+			health = fmt.Sprintf("Evict (%s)", r.EvictedFor)
 		}
 		latency := ""
-		if r.e.Requests > 0 {
-			latency = fmt.Sprintf("%.2fms", r.e.LatencyMs)
+		if r.Requests > 0 {
+			latency = fmt.Sprintf("%.2fms", r.LatencyMs)
 		}
-		cells = append(cells, []string{typ, r.b.Name, r.b.Namespace, r.e.Address, health, strconv.FormatInt(r.e.Requests, 10), latency})
+		cells = append(cells, []string{r.Type, r.Name, r.Namespace, r.Endpoint, health, strconv.FormatUint(r.Requests, 10), latency})
 	}
 	return table(w, []string{"TYPE", "NAME", "NAMESPACE", "ENDPOINT", "HEALTH", "REQUESTS", "LATENCY"}, cells)
 }

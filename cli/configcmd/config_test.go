@@ -6,21 +6,31 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/spf13/cobra"
+
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 )
 
 // run executes `config <args>` as the root command would and returns stdout.
 func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return runIn(t, "", args...)
+}
+
+// runIn is run with stdin.
+func runIn(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
 	root := &cobra.Command{Use: "gwdiag", SilenceUsage: true, SilenceErrors: true}
 	root.AddCommand(NewCommand())
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
+	root.SetIn(strings.NewReader(stdin))
 	root.SetArgs(append([]string{"config"}, args...))
 	err := root.ExecuteContext(context.Background())
 	return out.String(), err
@@ -90,12 +100,19 @@ func TestErrors(t *testing.T) {
 	dead.Close()
 	notJSON := t.TempDir() + "/bad.json"
 	os.WriteFile(notJSON, []byte("{nope"), 0o600)
+	wrongType := t.TempDir() + "/wrong.json"
+	os.WriteFile(wrongType, []byte("{\n  \"services\": [\n    {\"name\": \"a\", \"endpoints\": \"x\"}]}"), 0o600)
+	list := t.TempDir() + "/list.yaml"
+	os.WriteFile(list, []byte("- a\n- b\n"), 0o600)
 	tests := []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"bad output", []string{"all", "-f", "testdata/dump.json", "-o", "xml"}, `invalid --output "xml": want short, json or yaml`},
+		{"bad backends output", []string{"backends", "-f", "testdata/dump.json", "-o", "wide"}, `invalid --output "wide": want short, json or yaml`},
+		{"wrong type names the field and line", []string{"backends", "-f", wrongType}, wrongType + ": not a config dump: line 3, column 34: field services.endpoints: want an array, got a JSON string"},
+		{"not an object", []string{"all", "-f", list}, list + ": not a config dump: want an object (binds, backends, services, policies, ...), got a list"},
 		{"two resources", []string{"all", "gateway/a", "gateway/b"}, "accepts at most 1 resource arg, received 2"},
 		{"local with resource", []string{"backends", "--local", "gateway/a"}, "--local does not accept a resource argument"},
 		{"file with local", []string{"backends", "--local", "-f", "x.json"}, "--file reads a saved dump and cannot be combined with --local or a resource argument"},
@@ -117,31 +134,48 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func TestPolicyNames(t *testing.T) {
+// TestPolicySummary: a policy is named by its resource, its target by the
+// fields of its kind (never a listener in place of a gateway, nor a rule in
+// place of a route), and each kind it holds is named.
+func TestPolicySummary(t *testing.T) {
 	tests := []struct {
 		name       string
 		policy     string
 		wantName   string
 		wantTarget string
+		wantKinds  []string
 	}{
-		{"reference shape, gateway target",
-			`{"name":{"name":"cap","namespace":"default"},"target":{"gateway":{"gatewayName":"bind/3000","gatewayNamespace":"default"}},"policy":{"localRateLimit":[{}]}}`,
-			"default/cap", "gateway default/bind/3000"},
-		{"route target",
-			`{"name":{"name":"rl","namespace":"ns"},"target":{"route":{"name":"httpbin","namespace":"ns"}},"policy":{"cors":{}}}`,
-			"ns/rl", "route ns/httpbin"},
-		{"plain strings", `{"name":"rl","target":"route/default/httpbin","policy":{}}`, "rl", "route/default/httpbin"},
-		{"unknown target shape kept as JSON", `{"name":"x","target":{"a":1,"b":2}}`, "x", `{"a":1,"b":2}`},
+		{"gateway, no listener",
+			`{"name":{"name":"http1","namespace":"gw-ns"},"target":{"gateway":{"gatewayName":"proxy","gatewayNamespace":"gw-ns","listenerName":null}},"policy":{"frontend":{"hTTP":{"http1MaxHeaders":15}}}}`,
+			"gw-ns/http1", "gateway gw-ns/proxy", []string{"frontend http"}},
+		{"gateway listener",
+			`{"name":{"name":"t","namespace":"ns"},"target":{"gateway":{"gatewayName":"proxy","gatewayNamespace":"ns","listenerName":"http"}},"policy":{"traffic":{"phase":"route","timeout":{"requestTimeout":"2s"}}}}`,
+			"ns/t", "gateway ns/proxy listener http", []string{"timeout"}},
+		{"route rule",
+			`{"name":{"name":"r","namespace":"ns"},"target":{"route":{"name":"retry","namespace":"ns","ruleName":"rule0"}},"policy":{"traffic":{"phase":"route","retry":{"attempts":3}}}}`,
+			"ns/r", "route ns/retry rule rule0", []string{"retry"}},
+		{"backend service, health",
+			`{"name":{"name":"h","namespace":"ns"},"target":{"backend":{"service":{"hostname":"a.ns.svc","namespace":"ns"}}},"policy":{"backend":{"health":{}}}}`,
+			"ns/h", "backend service ns/a.ns.svc", []string{"health"}},
+		{"tcp keepalive and null kinds left out",
+			`{"name":{"name":"k","namespace":"ns"},"target":{"gateway":{"gatewayName":"p","gatewayNamespace":"ns"}},"policy":{"frontend":{"tCP":{"keepalives":{}},"hTTP":null}}}`,
+			"ns/k", "gateway ns/p", []string{"frontend tcp"}},
+		{"several traffic kinds",
+			`{"name":{"name":"rl","namespace":"default"},"target":{"route":{"name":"httpbin","namespace":"default"}},"policy":{"traffic":{"phase":"route","localRateLimit":[{}],"remoteRateLimit":{},"cors":null}}}`,
+			"default/rl", "route default/httpbin", []string{"localRateLimit", "remoteRateLimit"}},
+		{"unknown target shape kept as sorted JSON",
+			`{"name":{"name":"x","namespace":""},"target":{"service":{"b":1,"a":2}},"policy":{"cors":{}}}`,
+			"x", `service {"a":2,"b":1}`, []string{"cors"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := ParseDump([]byte(`{"policies":[` + tt.policy + `]}`))
+			d, err := configdump.Parse([]byte(`{"policies":[` + tt.policy + `]}`))
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := Summarize(d).Policies
-			if len(got) != 1 || got[0].Name != tt.wantName || got[0].Target != tt.wantTarget {
-				t.Errorf("got %+v, want name %q target %q", got, tt.wantName, tt.wantTarget)
+			if len(got) != 1 || got[0].Name != tt.wantName || got[0].Target != tt.wantTarget || !slices.Equal(got[0].Kinds, tt.wantKinds) {
+				t.Errorf("got %+v, want name %q target %q kinds %q", got, tt.wantName, tt.wantTarget, tt.wantKinds)
 			}
 		})
 	}

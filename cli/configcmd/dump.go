@@ -1,187 +1,138 @@
 package configcmd
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 )
-
-// Endpoint is one backend endpoint with its traffic stats, as /config_dump
-// carries it (docs/ARCHITECTURE.md, "/config_dump backends with endpoint stats").
-type Endpoint struct {
-	Address    string  `json:"address"`
-	Health     float64 `json:"health"`
-	Requests   int64   `json:"requests"`
-	LatencyMs  float64 `json:"latencyMs"`
-	EvictedFor string  `json:"evictedFor"`
-}
-
-// Backend is one item of /config_dump backends[].
-type Backend struct {
-	Name      string     `json:"name"`
-	Namespace string     `json:"namespace"`
-	Type      string     `json:"type"`
-	Endpoints []Endpoint `json:"endpoints"`
-}
 
 // Summary is what `gwdiag config all` shows: the routes, backends and
 // policies the proxy has loaded, not the raw dump.
 type Summary struct {
-	Routes   []RouteSummary   `json:"routes" yaml:"routes"`
-	Backends []BackendSummary `json:"backends" yaml:"backends"`
-	Policies []PolicySummary  `json:"policies" yaml:"policies"`
+	Routes   []RouteSummary
+	Backends []BackendSummary
+	Policies []PolicySummary
 }
 
 // RouteSummary is one route with where it listens, what it matches, where
 // it sends traffic and which policies it carries inline.
 type RouteSummary struct {
-	Name      string   `json:"name" yaml:"name"`
-	Namespace string   `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	Key       string   `json:"key,omitempty" yaml:"key,omitempty"`
-	Bind      string   `json:"bind,omitempty" yaml:"bind,omitempty"`
-	Listener  string   `json:"listener,omitempty" yaml:"listener,omitempty"`
-	Hostnames []string `json:"hostnames,omitempty" yaml:"hostnames,omitempty"`
-	Matches   []string `json:"matches,omitempty" yaml:"matches,omitempty"`
-	Backends  []string `json:"backends,omitempty" yaml:"backends,omitempty"`
-	Policies  []string `json:"policies,omitempty" yaml:"policies,omitempty"`
+	Name      string
+	Namespace string
+	Key       string
+	Bind      string
+	Listener  string
+	Hostnames []string
+	Matches   []string
+	Backends  []string
+	Policies  []string
 }
 
-// BackendSummary is one backend with its endpoint count and traffic.
+// BackendSummary is one backend (or Service) with its target and traffic.
 type BackendSummary struct {
-	Name      string `json:"name" yaml:"name"`
-	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
-	Type      string `json:"type,omitempty" yaml:"type,omitempty"`
-	Endpoints int    `json:"endpoints" yaml:"endpoints"`
-	Requests  int64  `json:"requests" yaml:"requests"`
+	// Type is the backend variant (host, ai, mcp, ...) or "service".
+	Type      string
+	Name      string
+	Namespace string
+	Target    string
+	Endpoints int
+	Requests  uint64
 }
 
 // PolicySummary is one policy: its name, what it targets and its kinds
-// (localRateLimit, cors, ...).
+// (retry, timeout, health, localRateLimit, frontend http, ...).
 type PolicySummary struct {
-	Name   string   `json:"name" yaml:"name"`
-	Target string   `json:"target,omitempty" yaml:"target,omitempty"`
-	Kinds  []string `json:"kinds,omitempty" yaml:"kinds,omitempty"`
+	Name   string
+	Key    string
+	Target string
+	Kinds  []string
 }
 
-// dump is the part of /config_dump the summary reads. The reference schema
-// leaves most of it open, so routes and policies are read loosely.
-type dump struct {
-	Binds    []map[string]any `json:"binds"`
-	Routes   any              `json:"routes"`
-	Policies []any            `json:"policies"`
-	Backends []Backend        `json:"backends"`
-}
-
-// ParseDump decodes a /config_dump document.
-func ParseDump(b []byte) (*dump, error) {
-	var d dump
-	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("not a config dump: %w", err)
-	}
-	return &d, nil
-}
-
-// Summarize builds the summary of a dump.
-func Summarize(d *dump) Summary {
-	s := Summary{Routes: []RouteSummary{}, Backends: []BackendSummary{}, Policies: []PolicySummary{}}
+// Summarize builds the summary of a dump. Every list is sorted, so the same
+// dump gives the same summary whatever order its maps were read in.
+func Summarize(d *configdump.Dump) Summary {
+	s := Summary{}
+	seen := map[string]bool{}
 	for _, b := range d.Binds {
-		bind := str(b["key"])
-		if bind == "" {
-			bind = str(b["address"])
-		}
-		if bind == "" {
-			if p, ok := b["port"].(float64); ok {
-				bind = fmt.Sprintf("%d", int(p))
+		for _, lk := range sortedKeys(b.Listeners) {
+			l := b.Listeners[lk]
+			for _, rk := range sortedKeys(l.Routes) {
+				rs := routeSummary(l.Routes[rk])
+				rs.Bind, rs.Listener = b.Key, cmp.Or(l.ListenerName, l.Key)
+				seen[rs.Key] = true
+				s.Routes = append(s.Routes, rs)
 			}
 		}
-		for _, l := range items(b["listeners"]) {
-			lm, _ := l.(map[string]any)
-			lname := first(str(lm["listenerName"]), str(lm["name"]), str(lm["key"]))
-			for _, r := range items(lm["routes"]) {
-				if rm, ok := r.(map[string]any); ok {
-					rs := routeSummary(rm)
-					rs.Bind, rs.Listener = bind, lname
-					s.Routes = append(s.Routes, rs)
+	}
+	// Routes that live outside binds (mesh routes, route groups).
+	if d.Routes != nil {
+		for _, group := range []map[string]map[string]configdump.Route{d.Routes.HTTPMesh, d.Routes.RouteGroups} {
+			for _, gk := range sortedKeys(group) {
+				for _, rk := range sortedKeys(group[gk]) {
+					if rs := routeSummary(group[gk][rk]); !seen[rs.Key] {
+						seen[rs.Key] = true
+						s.Routes = append(s.Routes, rs)
+					}
 				}
 			}
 		}
 	}
-	// Dumps that list routes at the top level as well as under binds: add
-	// those not already seen.
-	seen := map[string]bool{}
-	for _, r := range s.Routes {
-		seen[r.Key+"|"+r.Name] = true
+	requests := map[[3]string]struct {
+		n         uint64
+		endpoints int
+	}{}
+	for _, e := range d.Endpoints() {
+		k := [3]string{e.Type, e.Namespace, e.Name}
+		r := requests[k]
+		r.n += e.Info.Requests()
+		r.endpoints++
+		requests[k] = r
 	}
-	for _, r := range topRoutes(d.Routes) {
-		rs := routeSummary(r)
-		if !seen[rs.Key+"|"+rs.Name] {
-			s.Routes = append(s.Routes, rs)
-		}
+	for _, sv := range d.Services {
+		r := requests[[3]string{configdump.TypeService, sv.Namespace, sv.Name}]
+		s.Backends = append(s.Backends, BackendSummary{Type: "service", Name: sv.Name, Namespace: sv.Namespace,
+			Target: sv.Hostname, Endpoints: r.endpoints, Requests: r.n})
 	}
 	for _, b := range d.Backends {
-		bs := BackendSummary{Name: b.Name, Namespace: b.Namespace, Type: b.Type, Endpoints: len(b.Endpoints)}
-		for _, e := range b.Endpoints {
-			bs.Requests += e.Requests
+		for _, variant := range sortedKeys(b.Backend) {
+			spec := b.Backend[variant]
+			r := requests[[3]string{configdump.TypeBackend, spec.Namespace, spec.Name}]
+			s.Backends = append(s.Backends, BackendSummary{Type: variant, Name: spec.Name, Namespace: spec.Namespace,
+				Target: targetText(spec), Endpoints: r.endpoints, Requests: r.n})
 		}
-		s.Backends = append(s.Backends, bs)
 	}
 	for _, p := range d.Policies {
-		pm, ok := p.(map[string]any)
-		if !ok {
-			continue
-		}
-		ps := PolicySummary{Name: first(resourceName(pm["name"]), str(pm["key"])), Target: targetName(pm["target"])}
-		src := pm
-		if inner, ok := pm["policy"].(map[string]any); ok {
-			src = inner
-		}
-		for k, v := range src {
-			if v == nil || k == "name" || k == "key" || k == "target" || k == "policy" {
-				continue
-			}
-			ps.Kinds = append(ps.Kinds, k)
-		}
-		sort.Strings(ps.Kinds)
-		s.Policies = append(s.Policies, ps)
+		s.Policies = append(s.Policies, PolicySummary{Name: qualified(p.Name.Namespace, p.Name.Name), Key: p.Key,
+			Target: policyTarget(p.Target), Kinds: policyKinds(p.Policy)})
 	}
-	// Dumps build these lists from maps: sort them so output is stable.
-	sort.SliceStable(s.Backends, func(i, j int) bool {
-		a, b := s.Backends[i], s.Backends[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
+	slices.SortStableFunc(s.Routes, func(a, b RouteSummary) int {
+		return cmp.Or(cmp.Compare(a.Bind, b.Bind), cmp.Compare(a.Listener, b.Listener), cmp.Compare(a.Key, b.Key))
 	})
-	sort.SliceStable(s.Policies, func(i, j int) bool { return s.Policies[i].Name < s.Policies[j].Name })
+	slices.SortStableFunc(s.Backends, func(a, b BackendSummary) int {
+		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	slices.SortStableFunc(s.Policies, func(a, b PolicySummary) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Target, b.Target), cmp.Compare(a.Key, b.Key))
+	})
 	return s
 }
 
-func routeSummary(r map[string]any) RouteSummary {
-	rs := RouteSummary{
-		Name:      first(str(r["name"]), str(r["routeName"])),
-		Namespace: str(r["namespace"]),
-		Key:       str(r["key"]),
-	}
-	for _, h := range items(r["hostnames"]) {
-		rs.Hostnames = append(rs.Hostnames, str(h))
-	}
-	for _, m := range items(r["matches"]) {
+func routeSummary(r configdump.Route) RouteSummary {
+	rs := RouteSummary{Name: r.Name, Namespace: r.Namespace, Key: r.Key, Hostnames: r.Hostnames}
+	for _, m := range r.Matches {
 		rs.Matches = append(rs.Matches, matchText(m))
 	}
-	for _, b := range items(r["backends"]) {
+	for _, b := range r.Backends {
 		rs.Backends = append(rs.Backends, backendRef(b))
 	}
-	if p, ok := r["policies"].(map[string]any); ok {
+	for _, p := range r.InlinePolicies {
 		for k, v := range p {
 			if v != nil {
-				rs.Policies = append(rs.Policies, k)
-			}
-		}
-	}
-	for _, p := range items(r["inlinePolicies"]) {
-		if pm, ok := p.(map[string]any); ok {
-			for k := range pm {
 				rs.Policies = append(rs.Policies, k)
 			}
 		}
@@ -193,7 +144,7 @@ func routeSummary(r map[string]any) RouteSummary {
 func matchText(m any) string {
 	mm, ok := m.(map[string]any)
 	if !ok {
-		return fmt.Sprint(m)
+		return compact(m)
 	}
 	var parts []string
 	if p, ok := mm["path"].(map[string]any); ok {
@@ -213,79 +164,124 @@ func matchText(m any) string {
 	return strings.Join(parts, " ")
 }
 
-func backendRef(b any) string {
-	bm, ok := b.(map[string]any)
-	if !ok {
-		return fmt.Sprint(b)
-	}
-	for _, k := range []string{"host", "backend", "inlineBackend", "name"} {
-		if s := str(bm[k]); s != "" {
-			return s
-		}
-	}
-	if svc, ok := bm["service"].(map[string]any); ok {
-		name := svc["name"]
+func backendRef(b configdump.RouteBackend) string {
+	switch {
+	case b.Service != nil:
+		name := b.Service.Name
 		if nm, ok := name.(map[string]any); ok {
-			name = str(nm["namespace"]) + "/" + str(nm["hostname"])
+			name = qualified(str(nm["namespace"]), str(nm["hostname"]))
 		}
-		return fmt.Sprintf("%v:%v", name, svc["port"])
+		return fmt.Sprintf("%v:%d", name, b.Service.Port)
+	case b.Backend != "":
+		return b.Backend
+	case b.InlineBackend != "":
+		return b.InlineBackend
+	case b.RouteGroup != "":
+		return "routeGroup " + b.RouteGroup
 	}
-	if ai, ok := bm["ai"].(map[string]any); ok {
-		return "ai/" + str(ai["name"])
-	}
-	return compact(bm)
+	return "invalid"
 }
 
-func topRoutes(v any) []map[string]any {
-	var out []map[string]any
-	switch t := v.(type) {
-	case []any:
-		for _, r := range t {
-			if rm, ok := r.(map[string]any); ok {
-				out = append(out, rm)
+// targetText is a backend's target: host:port, or for an AI backend its
+// number of providers.
+func targetText(spec configdump.BackendSpec) string {
+	switch t := spec.Target.(type) {
+	case string:
+		return t
+	case nil:
+		return ""
+	}
+	if n := len(spec.Providers()); n > 0 {
+		return fmt.Sprintf("%d provider(s)", n)
+	}
+	return compact(spec.Target)
+}
+
+// policyTarget renders a policy target: "gateway ns/name", "gateway ns/name
+// listener http", "route ns/name rule r", "backend service ns/host"; a shape
+// it does not know stays as compact JSON (keys sorted) so nothing is hidden.
+func policyTarget(t map[string]any) string {
+	var parts []string
+	for _, kind := range sortedKeys(t) {
+		ref, _ := t[kind].(map[string]any)
+		var text string
+		switch {
+		case kind == "gateway" && ref != nil:
+			text = "gateway " + qualified(str(ref["gatewayNamespace"]), str(ref["gatewayName"]))
+			if l := str(ref["listenerName"]); l != "" {
+				text += " listener " + l
+			}
+		case kind == "route" && ref != nil:
+			text = "route " + qualified(str(ref["namespace"]), str(ref["name"]))
+			if r := str(ref["ruleName"]); r != "" {
+				text += " rule " + r
+			}
+		case kind == "backend" && ref != nil && len(ref) == 1:
+			for sub, v := range ref {
+				if vm, ok := v.(map[string]any); ok && str(vm["hostname"]) != "" {
+					text = "backend " + sub + " " + qualified(str(vm["namespace"]), str(vm["hostname"]))
+				} else if ok && str(vm["name"]) != "" {
+					text = "backend " + sub + " " + qualified(str(vm["namespace"]), str(vm["name"]))
+				}
 			}
 		}
-	case map[string]any:
-		// The reference dump groups routes (httpMesh, routeGroups) by key.
-		keys := sortedKeys(t)
-		for _, k := range keys {
-			group, ok := t[k].(map[string]any)
-			if !ok {
+		if text == "" {
+			text = kind + " " + compact(t[kind])
+		}
+		parts = append(parts, text)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// policyKinds names each kind a policy holds: {traffic: {phase, retry}} is
+// "retry", {frontend: {hTTP: ...}} "frontend http", {backend: {health}}
+// "health". A kind set to null is not held.
+func policyKinds(p map[string]any) []string {
+	var kinds []string
+	for _, section := range sortedKeys(p) {
+		inner, ok := p[section].(map[string]any)
+		if !ok || !policySections[section] {
+			// Not sectioned: the key is the kind.
+			if p[section] != nil {
+				kinds = append(kinds, section)
+			}
+			continue
+		}
+		for _, k := range sortedKeys(inner) {
+			if k == "phase" || inner[k] == nil {
 				continue
 			}
-			for _, gk := range sortedKeys(group) {
-				inner, ok := group[gk].(map[string]any)
-				if !ok {
-					continue
-				}
-				for _, rk := range sortedKeys(inner) {
-					if rm, ok := inner[rk].(map[string]any); ok {
-						out = append(out, rm)
-					}
-				}
+			name := kindName(k)
+			if section == "frontend" {
+				name = "frontend " + name
 			}
+			kinds = append(kinds, name)
 		}
 	}
-	return out
+	return kinds
 }
 
-// items returns the elements of a JSON array, or the values of a JSON object
-// in key order (the reference dump keys listeners and routes by name).
-func items(v any) []any {
-	switch t := v.(type) {
-	case []any:
-		return t
-	case map[string]any:
-		out := make([]any, 0, len(t))
-		for _, k := range sortedKeys(t) {
-			out = append(out, t[k])
-		}
-		return out
+// policySections are the reference's policy sections; a key of another
+// name is a kind itself.
+var policySections = map[string]bool{"traffic": true, "frontend": true, "backend": true}
+
+// kindName undoes the camelCase of an acronym ("hTTP" is "http", "tCP"
+// "tcp"); other names stay as written.
+func kindName(k string) string {
+	if len(k) > 1 && strings.ToUpper(k[1:]) == k[1:] {
+		return strings.ToLower(k)
 	}
-	return nil
+	return k
 }
 
-func sortedKeys(m map[string]any) []string {
+func qualified(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -300,65 +296,6 @@ func str(v any) string {
 		return t
 	case float64:
 		return fmt.Sprintf("%v", t)
-	}
-	return ""
-}
-
-func first(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// resourceName renders a name given as a string or as the reference
-// implementation's {name, namespace} object as namespace/name.
-func resourceName(v any) string {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return str(v)
-	}
-	if ns := str(m["namespace"]); ns != "" {
-		return ns + "/" + str(m["name"])
-	}
-	return str(m["name"])
-}
-
-// targetName renders a policy target ({gateway: {gatewayName, gatewayNamespace}},
-// {route: {name, namespace}}, ...) as "kind namespace/name"; shapes it does not
-// know stay as compact JSON so nothing is hidden.
-func targetName(v any) string {
-	switch t := v.(type) {
-	case string:
-		return t
-	case map[string]any:
-		if len(t) != 1 {
-			return compact(t)
-		}
-		for kind, ref := range t {
-			rm, ok := ref.(map[string]any)
-			if !ok {
-				return kind + " " + str(ref)
-			}
-			var ns, name string
-			for k, v := range rm {
-				switch {
-				case strings.HasSuffix(strings.ToLower(k), "namespace"):
-					ns = str(v)
-				case strings.HasSuffix(strings.ToLower(k), "name"):
-					name = str(v)
-				}
-			}
-			if name == "" {
-				return kind + " " + compact(rm)
-			}
-			if ns != "" {
-				name = ns + "/" + name
-			}
-			return kind + " " + name
-		}
 	}
 	return ""
 }

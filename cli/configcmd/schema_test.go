@@ -2,12 +2,14 @@ package configcmd
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"testing"
 
 	"github.com/charmbracelet/x/exp/golden"
+	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 )
 
 // TestAgentgatewayDump reads a dump in the reference implementation's shape
@@ -32,7 +34,7 @@ func TestAgentgatewayDump(t *testing.T) {
 	if err := sch.Validate(doc); err != nil {
 		t.Fatalf("fixture does not match the reference schema: %v", err)
 	}
-	d, err := ParseDump(raw)
+	d, err := configdump.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +42,12 @@ func TestAgentgatewayDump(t *testing.T) {
 	if len(s.Routes) != 1 {
 		t.Fatalf("got %d routes, want 1", len(s.Routes))
 	}
-	r := s.Routes[0]
-	got, _ := json.Marshal(r)
-	want := `{"name":"httpbin","namespace":"default","key":"default/httpbin","bind":"bind/3000","listener":"listener0",` +
-		`"hostnames":["httpbin.local"],"matches":["method=\"GET\" pathPrefix=/"],` +
-		`"backends":["default/httpbin","default/httpbin.default.svc.cluster.local:8000"],"policies":["cors","localRateLimit"]}`
-	if string(got) != want {
-		t.Errorf("route summary:\ngot  %s\nwant %s", got, want)
+	got := s.Routes[0]
+	want := RouteSummary{Name: "httpbin", Namespace: "default", Key: "default/httpbin", Bind: "bind/3000", Listener: "listener0",
+		Hostnames: []string{"httpbin.local"}, Matches: []string{`method="GET" pathPrefix=/`},
+		Backends: []string{"default/httpbin", "default/httpbin.default.svc.cluster.local:8000"}, Policies: []string{"cors", "localRateLimit"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("route summary (-want +got):\n%s", diff)
 	}
 	out, err := run(t, "backends", "-f", "testdata/agentgateway_dump.json")
 	if err != nil {

@@ -174,13 +174,16 @@ func translateBackends(ns string, refs []gwv1.HTTPBackendRef, endpoints map[stri
 			}
 			weight = uint32(*br.Weight)
 		}
+		// Each endpoint names its Service, so that /config_dump lists it
+		// under services[] as the reference implementation does.
+		svc := &config.ServiceOf{Name: string(br.Name), Namespace: bns, Port: uint16(port)}
 		eps := endpoints[ServicePortKey(bns, string(br.Name), port)]
 		if len(eps) == 0 {
-			out = append(out, config.Backend{Host: fmt.Sprintf("%s.%s.svc.cluster.local:%d", br.Name, bns, port), Weight: &weight})
+			out = append(out, config.Backend{Host: fmt.Sprintf("%s:%d", svc.Hostname(), port), Weight: &weight, ServiceOf: svc})
 			continue
 		}
 		for _, ep := range eps {
-			out = append(out, config.Backend{Host: ep, Weight: &weight})
+			out = append(out, config.Backend{Host: ep, Weight: &weight, ServiceOf: svc})
 		}
 	}
 	return out

@@ -75,6 +75,10 @@ func TestTranslate(t *testing.T) {
 	if m := l.Routes[1].Matches[0]; m.Method != "GET" || m.Path == nil || m.Path.Exact == nil || *m.Path.Exact != "/v1/models" || l.Routes[1].RuleName != "api" {
 		t.Errorf("rule 1 match 0: %+v", m)
 	}
+	if so := l.Routes[0].Backends[1].ServiceOf; so == nil || *so != (config.ServiceOf{Name: "llm", Namespace: "team", Port: 8000}) ||
+		l.Routes[0].Backends[1].Host != "10.244.0.8:8080" {
+		t.Errorf("backend %+v (serviceOf %+v), want the endpoint 10.244.0.8:8080 of Service team/llm port 8000", l.Routes[0].Backends[1], so)
+	}
 	if w := l.Routes[2].Backends[0].Weight; w == nil || *w != 3 {
 		t.Errorf("weight %v, want 3 on each endpoint of the reference", w)
 	}

@@ -26,7 +26,8 @@ const DefaultNamespace = "default"
 // Config is one standalone config file. Only the subset of the reference
 // schema that refproxy implements is accepted; anything else is an error, so
 // that every config refproxy runs also validates against config.schema.json.
-// The one exception is a route's key, which only controller-made configs set.
+// The exceptions are a route's key and a backend's serviceOf, which only
+// controller-made configs set.
 type Config struct {
 	// Config holds process settings (config.adminAddr).
 	Config *Settings `yaml:"config" json:"config,omitempty"`
@@ -201,6 +202,23 @@ type Backend struct {
 	AI *AIBackend `yaml:"ai" json:"ai,omitempty"`
 	// Weight is the share of traffic (default 1).
 	Weight *uint32 `yaml:"weight" json:"weight,omitempty"`
+	// ServiceOf names the Kubernetes Service port a host backend is an
+	// endpoint of. Only the reference controller sets it (a refproxy
+	// extension, like a route's key): /config_dump then lists the endpoint
+	// under services[], as the reference does in a cluster.
+	ServiceOf *ServiceOf `yaml:"serviceOf" json:"serviceOf,omitempty"`
+}
+
+// ServiceOf is a Service port: the Service's name and namespace, and the port.
+type ServiceOf struct {
+	Name      string `yaml:"name" json:"name,omitempty"`
+	Namespace string `yaml:"namespace" json:"namespace,omitempty"`
+	Port      uint16 `yaml:"port" json:"port,omitempty"`
+}
+
+// Hostname is the Service's cluster DNS name.
+func (s ServiceOf) Hostname() string {
+	return s.Name + "." + s.Namespace + ".svc.cluster.local"
 }
 
 // AIBackend is an LLM backend; HostOverride sends its traffic to host:port
@@ -455,6 +473,8 @@ func (c *Config) validate(at func(path string) string) error {
 					switch {
 					case bk.Host != "" && bk.AI != nil:
 						return fail(bkp, "set exactly one of host or ai")
+					case bk.AI != nil && bk.ServiceOf != nil:
+						return fail(bkp+".serviceOf", "only a host backend is an endpoint of a Service")
 					case bk.AI != nil:
 						if bk.AI.Name == "" {
 							return fail(bkp+".ai.name", "missing required field name")
@@ -470,6 +490,9 @@ func (c *Config) validate(at func(path string) string) error {
 					case bk.Host != "":
 						if err := checkAddr(bk.Host, 1, true); err != nil {
 							return fail(bkp+".host", "%v", err)
+						}
+						if so := bk.ServiceOf; so != nil && (so.Name == "" || so.Namespace == "") {
+							return fail(bkp+".serviceOf", "want name and namespace")
 						}
 					default:
 						return fail(bkp, "set one of host or ai")

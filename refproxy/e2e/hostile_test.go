@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/gwdiag/gwdiag/refproxy/proxy"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
@@ -149,22 +149,17 @@ func health(t *testing.T, admin, backend string) float64 {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var dump struct {
-		Backends []struct {
-			Endpoints []struct {
-				Address string
-				Health  float64
-			}
-		}
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&dump); err != nil {
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range dump.Backends {
-		for _, ep := range b.Endpoints {
-			if ep.Address == backend {
-				return ep.Health
-			}
+	d, err := configdump.Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range d.Endpoints() {
+		if ep.Endpoint == backend {
+			return ep.Info.Health
 		}
 	}
 	t.Fatalf("config_dump has no endpoint %s", backend)

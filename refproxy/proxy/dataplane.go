@@ -410,7 +410,7 @@ func (dp *Dataplane) backend(bk config.Backend) *backend {
 	}
 	if b, ok := dp.backends[key]; ok {
 		c := *b
-		c.weight = w
+		c.weight, c.service = w, bk.ServiceOf
 		return &c
 	}
 	b, ok := dp.reuseBackends[key]
@@ -419,7 +419,7 @@ func (dp *Dataplane) backend(bk config.Backend) *backend {
 	}
 	dp.backends[key] = b
 	c := *b
-	c.weight = w
+	c.weight, c.service = w, bk.ServiceOf
 	return &c
 }
 

@@ -1,13 +1,18 @@
 package proxy
 
 import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 )
 
 // EndpointStats counts the calls to one backend endpoint.
@@ -46,61 +51,159 @@ func (dp *Dataplane) bindAddr(bt *bindTable) string {
 	return net.JoinHostPort(dp.opts.BindHost, strconv.Itoa(int(bt.port)))
 }
 
-// Dump is the /config_dump document: the shape of the reference
-// config_dump.schema.json, with endpoint stats on backends.
-func (dp *Dataplane) Dump() map[string]any {
+// Dump is the /config_dump document in the reference implementation's
+// shapes (package configdump), valid against its published schema. Each
+// backend carries its endpoint's statistics: an AI backend under
+// target.providers[] as the reference does, a host backend under endpoints[]
+// (a refproxy extension: the reference keeps none for host backends, and
+// its readers ignore the field).
+func (dp *Dataplane) Dump() *configdump.Dump {
+	d := &configdump.Dump{
+		Workloads: []json.RawMessage{}, Services: []configdump.Service{}, Binds: []configdump.Bind{},
+		Routes:   &configdump.Routes{HTTPMesh: map[string]map[string]configdump.Route{}, TCPMesh: map[string]map[string]any{}, RouteGroups: map[string]map[string]configdump.Route{}},
+		Policies: []configdump.Policy{}, Backends: []configdump.Backend{}, Models: []json.RawMessage{},
+	}
 	t := dp.table.Load()
-	binds := []any{}
-	backends := []any{}
-	policies := []any{}
-	if t != nil {
-		seen := map[*EndpointStats]bool{}
-		for _, bt := range t.binds {
-			listeners := map[string]any{}
-			for _, l := range bt.listeners {
-				routes := map[string]any{}
-				for _, rt := range l.routes {
-					routes[rt.key] = dumpRoute(rt)
-					for _, be := range rt.backends {
-						if seen[be.stats] {
-							continue
-						}
-						seen[be.stats] = true
-						n, health, lat := be.stats.Snapshot()
-						backends = append(backends, map[string]any{
-							"name": be.name, "namespace": config.DefaultNamespace, "type": "Backend",
-							"endpoints": []any{map[string]any{"address": be.addr, "health": health,
-								"requests": n, "latencyMs": lat, "evictedFor": ""}},
-						})
+	if t == nil {
+		return d
+	}
+	seen := map[*EndpointStats]bool{}
+	services := map[config.ServiceOf]*configdump.Service{}
+	for _, bt := range t.binds {
+		listeners := map[string]configdump.Listener{}
+		for _, l := range bt.listeners {
+			routes := map[string]configdump.Route{}
+			for _, rt := range l.routes {
+				routes[rt.key] = dumpRoute(rt)
+				for _, be := range rt.backends {
+					if seen[be.stats] {
+						continue
 					}
-				}
-				hostname := l.hostname
-				listeners[l.key] = map[string]any{
-					"key": l.key, "gatewayName": bt.gateway, "gatewayNamespace": config.DefaultNamespace,
-					"listenerName": l.name, "hostname": hostname, "protocol": "HTTP", "routes": routes,
+					seen[be.stats] = true
+					if be.service == nil {
+						d.Backends = append(d.Backends, dumpBackend(be))
+						continue
+					}
+					// An endpoint of a Service: listed under the Service,
+					// as the reference lists a cluster's endpoints.
+					svc := *be.service
+					svc.Port = 0 // one entry per Service, its ports together
+					s, ok := services[svc]
+					if !ok {
+						s = &configdump.Service{Name: svc.Name, Namespace: svc.Namespace, Hostname: svc.Hostname(),
+							Endpoints: []configdump.EndpointSet{{Active: map[string]configdump.EndpointEntry{}, Rejected: map[string]configdump.EndpointEntry{}}}}
+						services[svc] = s
+					}
+					s.Endpoints[0].Active[be.addr] = endpointEntry(be, false)
 				}
 			}
-			addr := dp.bindAddr(bt)
-			binds = append(binds, map[string]any{
-				"key": bt.gateway, "address": addr, "protocol": "http", "tunnelProtocol": "direct",
-				"mode": "standard", "listeners": listeners,
-			})
+			listeners[l.key] = configdump.Listener{
+				Key: l.key, GatewayName: bt.gateway, GatewayNamespace: config.DefaultNamespace,
+				ListenerName: l.name, Hostname: l.hostname, Protocol: "HTTP", Routes: routes,
+			}
 		}
-		for _, p := range t.cfg.Policies {
-			policies = append(policies, p)
-		}
-		sort.SliceStable(backends, func(i, j int) bool {
-			return backends[i].(map[string]any)["name"].(string) < backends[j].(map[string]any)["name"].(string)
-		})
+		d.Binds = append(d.Binds, configdump.Bind{Key: bt.gateway, Address: dp.bindAddr(bt), Protocol: "http",
+			TunnelProtocol: "direct", Mode: "standard", Listeners: listeners})
 	}
-	return map[string]any{
-		"workloads": []any{}, "services": []any{}, "binds": binds,
-		"routes":   map[string]any{"httpMesh": map[string]any{}, "tcpMesh": map[string]any{}, "routeGroups": map[string]any{}},
-		"policies": policies, "backends": backends, "models": []any{},
+	for _, s := range services {
+		d.Services = append(d.Services, *s)
 	}
+	slices.SortFunc(d.Services, func(a, b configdump.Service) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	for _, p := range t.cfg.Policies {
+		d.Policies = append(d.Policies, dumpPolicies(p)...)
+	}
+	slices.SortStableFunc(d.Backends, func(a, b configdump.Backend) int {
+		return cmp.Compare(backendName(a), backendName(b))
+	})
+	return d
 }
 
-func dumpRoute(rt *route) map[string]any {
+func backendName(b configdump.Backend) string {
+	for _, spec := range b.Backend {
+		return spec.Name
+	}
+	return ""
+}
+
+// dumpBackend is one backend with its endpoint's statistics.
+func dumpBackend(be *backend) configdump.Backend {
+	entries := map[string]configdump.EndpointEntry{be.addr: endpointEntry(be, be.ai)}
+	set := []configdump.EndpointSet{{Active: entries, Rejected: map[string]configdump.EndpointEntry{}}}
+	if be.ai {
+		return configdump.Backend{Backend: map[string]configdump.BackendSpec{"ai": {
+			Name: be.name, Namespace: config.DefaultNamespace, Target: map[string]any{"providers": set},
+		}}}
+	}
+	return configdump.Backend{Backend: map[string]configdump.BackendSpec{"host": {
+		Name: be.name, Namespace: config.DefaultNamespace, Target: be.addr, Endpoints: set,
+	}}}
+}
+
+// endpointEntry is an endpoint's statistics; the reference writes an AI
+// provider's in camelCase and a Service endpoint's in snake_case.
+func endpointEntry(be *backend, camel bool) configdump.EndpointEntry {
+	n, health, latMs := be.stats.Snapshot()
+	lat := latMs / 1000
+	e := configdump.EndpointEntry{Endpoint: map[string]any{"address": be.addr}, Info: configdump.Info{Health: health}}
+	if camel {
+		e.Info.RequestLatencyCamel, e.Info.TotalRequestsCamel = &lat, &n
+	} else {
+		e.Info.RequestLatency, e.Info.TotalRequests = &lat, &n
+	}
+	return e
+}
+
+// dumpPolicies is a configured policy as the reference lists it: one entry
+// per kind, {key, name, target, policy: {traffic: {phase, <kind>: spec}}}.
+func dumpPolicies(p config.Policy) []configdump.Policy {
+	var target map[string]any
+	if b, err := json.Marshal(p.Target); err == nil {
+		_ = json.Unmarshal(b, &target)
+	}
+	phase := cmp.Or(p.Phase, "route")
+	ns := cmp.Or(p.Name.Namespace, config.DefaultNamespace)
+	kinds := map[string]any{}
+	if len(p.Policy.LocalRateLimit) > 0 {
+		kinds["localRateLimit"] = p.Policy.LocalRateLimit
+	}
+	if p.Policy.RemoteRateLimit != nil {
+		kinds["remoteRateLimit"] = p.Policy.RemoteRateLimit
+	}
+	var out []configdump.Policy
+	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
+		out = append(out, configdump.Policy{
+			Key:    fmt.Sprintf("traffic/%s/%s:%s:%s", ns, p.Name.Name, kind, targetKey(p.Target)),
+			Name:   configdump.ResourceName{Name: p.Name.Name, Namespace: ns},
+			Target: target,
+			Policy: map[string]any{"traffic": map[string]any{"phase": phase, kind: kinds[kind]}},
+		})
+	}
+	return out
+}
+
+// targetKey is the target part of a policy key: namespace/name of the
+// gateway (and listener) or route.
+func targetKey(t config.PolicyTarget) string {
+	switch {
+	case t.Gateway != nil:
+		k := t.Gateway.GatewayNamespace + "/" + t.Gateway.GatewayName
+		if t.Gateway.ListenerName != nil {
+			k += "/" + *t.Gateway.ListenerName
+		}
+		return k
+	case t.Route != nil:
+		k := t.Route.Namespace + "/" + t.Route.Name
+		if t.Route.RuleName != nil {
+			k += "/" + *t.Route.RuleName
+		}
+		return k
+	}
+	return ""
+}
+
+func dumpRoute(rt *route) configdump.Route {
 	matches := []any{}
 	for _, m := range rt.matches {
 		var path map[string]any
@@ -134,11 +237,22 @@ func dumpRoute(rt *route) map[string]any {
 		}
 		matches = append(matches, dm)
 	}
-	backends := []any{}
+	backends := []configdump.RouteBackend{}
+	refd := map[config.ServiceOf]bool{}
 	for _, be := range rt.backends {
-		backends = append(backends, map[string]any{"weight": be.weight, "backend": be.name})
+		if so := be.service; so != nil {
+			// The endpoints of one Service port are one reference to it.
+			if !refd[*so] {
+				refd[*so] = true
+				backends = append(backends, configdump.RouteBackend{Weight: be.weight,
+					Service: &configdump.ServiceRef{Name: so.Namespace + "/" + so.Hostname(), Port: uint64(so.Port)}})
+			}
+			continue
+		}
+		// A backend reference is the backend's namespace/name.
+		backends = append(backends, configdump.RouteBackend{Weight: be.weight, Backend: config.DefaultNamespace + "/" + be.name})
 	}
-	inline := []any{}
+	inline := []map[string]any{}
 	if rl := rt.effective["localRateLimit"]; rl != nil {
 		inline = append(inline, map[string]any{"localRateLimit": rl})
 	}
@@ -146,8 +260,6 @@ func dumpRoute(rt *route) map[string]any {
 	if hostnames == nil {
 		hostnames = []string{}
 	}
-	return map[string]any{
-		"key": rt.key, "name": rt.name, "namespace": rt.namespace, "hostnames": hostnames,
-		"matches": matches, "backends": backends, "inlinePolicies": inline,
-	}
+	return configdump.Route{Key: rt.key, Name: rt.name, Namespace: rt.namespace, Hostnames: hostnames,
+		Matches: matches, Backends: backends, InlinePolicies: inline}
 }

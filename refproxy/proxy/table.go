@@ -76,6 +76,9 @@ type backend struct {
 	// do makes the round trip: client.Do, or a stub in benchmarks.
 	do    func(req *fasthttp.Request, resp *fasthttp.Response) error
 	stats *EndpointStats
+	// service is the Service this endpoint belongs to (cluster configs);
+	// nil for a plain host or AI backend.
+	service *config.ServiceOf
 }
 
 // bindKey identifies a bind across reloads: its port, or for port 0 (a free

@@ -14,6 +14,7 @@ import (
 	"github.com/cucumber/godog"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -113,6 +114,13 @@ func registerAdminSteps(sc *godog.ScenarioContext) {
 		}
 		return fmt.Errorf("config_dump binds: got %s, want binds with listeners", trim(mustJSON(dump["binds"])))
 	})
+	step(sc, `^the config dump lists each backend as the reference does, by variant with a name and a target$`, func(ctx context.Context) error {
+		r, err := getState(ctx).adminResponse()
+		if err != nil {
+			return err
+		}
+		return referenceBackends(r.body)
+	})
 	step(sc, `^the config dump mentions the route "([^"]*)"$`, func(ctx context.Context, route string) error {
 		r, err := getState(ctx).adminResponse()
 		if err != nil {
@@ -186,6 +194,30 @@ func (s *state) adminJSON() (map[string]any, error) {
 		return nil, fmt.Errorf("admin response is not a JSON object: %v: %q", err, trim(r.body))
 	}
 	return m, nil
+}
+
+// referenceBackends checks the backends of a config dump against the shape
+// the reference implementation writes (the schema leaves them open):
+// {"backend": {<variant>: {"name": ..., "target": ...}}}, one variant each.
+func referenceBackends(body []byte) error {
+	d, err := configdump.Parse(body)
+	if err != nil {
+		return fmt.Errorf("config_dump: %v", err)
+	}
+	if len(d.Backends) == 0 {
+		return fmt.Errorf("config_dump backends: got none, want the configured backend")
+	}
+	for i, b := range d.Backends {
+		if len(b.Backend) != 1 {
+			return fmt.Errorf("config_dump backends[%d]: got %d variants under \"backend\", want one (host, ai, ...)", i, len(b.Backend))
+		}
+		for variant, spec := range b.Backend {
+			if spec.Name == "" || spec.Target == nil {
+				return fmt.Errorf("config_dump backends[%d].backend.%s: got name %q, target %v; want both", i, variant, spec.Name, spec.Target)
+			}
+		}
+	}
+	return nil
 }
 
 // adminKeys reads the admin response as a JSON object and returns the keys
