@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -88,6 +89,13 @@ type Cluster struct {
 	// stop; Took is how long the start took after that, to a Ready node.
 	Waited, Took time.Duration
 
+	// loop is the loopback address the control plane listens on: one of
+	// the run's own in 127.0.0.0/8, so a port picked free for it cannot be
+	// taken in between by a test server on 127.0.0.1 (they bind different
+	// addresses), which once made kube-apiserver fail with "address
+	// already in use" on a busy machine.
+	loop string
+
 	rec        *record
 	containerd *Containerd
 	procs      []*proc
@@ -148,7 +156,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	if len(id) > 8 {
 		id = id[:8] // an interface name has at most 15 bytes
 	}
-	c = &Cluster{State: state, HostAddr: hostIP.String(), unlock: unlock,
+	c = &Cluster{State: state, HostAddr: hostIP.String(), loop: controlPlaneLoopback(), unlock: unlock,
 		rec: &record{file: filepath.Join(state, recordFile), Bridge: "gwdn" + id, CgroupRoot: filepath.Base(state)}}
 	defer func() {
 		if err != nil {
@@ -326,9 +334,9 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 		return err
 	}
 	host := net.ParseIP(c.HostAddr)
-	loop := net.ParseIP("127.0.0.1")
+	loop := net.ParseIP(c.loop)
 	for i, s := range []certSpec{
-		{name: "apiserver", cn: "kube-apiserver", ips: []net.IP{loop, host, net.ParseIP("10.96.0.1")},
+		{name: "apiserver", cn: "kube-apiserver", ips: []net.IP{loop, net.ParseIP("127.0.0.1"), host, net.ParseIP("10.96.0.1")},
 			dns: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}},
 		{name: "admin", cn: "gwdiag-admin", orgs: []string{"system:masters"}},
 		{name: "controller-manager", cn: "system:kube-controller-manager"},
@@ -341,21 +349,21 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 			return err
 		}
 	}
-	ports, err := freePorts(5)
+	ports, err := freePorts(c.loop, 5)
 	if err != nil {
 		return err
 	}
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	etcdURL := fmt.Sprintf("http://%s:%d", c.loop, ports[0])
+	peerURL := fmt.Sprintf("http://%s:%d", c.loop, ports[1])
 	if err := c.start(ctx, o, "etcd", bins.Etcd(), "--data-dir", filepath.Join(c.State, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "default="+peerURL, "--unsafe-no-fsync", "--log-level", "warn"); err != nil {
 		return err
 	}
-	server := fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	server := fmt.Sprintf("https://%s:%d", c.loop, ports[2])
 	if err := c.start(ctx, o, "kube-apiserver", bins.APIServer(),
-		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[2]),
+		"--etcd-servers", etcdURL, "--bind-address", c.loop, "--secure-port", strconv.Itoa(ports[2]),
 		"--advertise-address", c.HostAddr, "--cert-dir", filepath.Join(c.State, "apiserver"),
 		"--tls-cert-file", p.path("apiserver.crt"), "--tls-private-key-file", p.path("apiserver.key"),
 		"--client-ca-file", p.CA(),
@@ -385,7 +393,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 	}
 	if err := c.start(ctx, o, "kube-controller-manager", bins.ControllerManager(),
 		"--kubeconfig", kcm, "--authentication-kubeconfig", kcm, "--authorization-kubeconfig", kcm,
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[3]), "--leader-elect=false",
+		"--bind-address", c.loop, "--secure-port", strconv.Itoa(ports[3]), "--leader-elect=false",
 		"--use-service-account-credentials", "--root-ca-file", p.CA(),
 		"--service-account-private-key-file", p.path("sa.key"),
 		"--cluster-signing-cert-file", p.CA(), "--cluster-signing-key-file", p.path("ca.key"),
@@ -398,7 +406,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 	}
 	return c.start(ctx, o, "kube-scheduler", bins.Scheduler(),
 		"--kubeconfig", sched, "--authentication-kubeconfig", sched, "--authorization-kubeconfig", sched,
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[4]), "--leader-elect=false", "--profiling=false")
+		"--bind-address", c.loop, "--secure-port", strconv.Itoa(ports[4]), "--leader-elect=false", "--profiling=false")
 }
 
 // waitAPIServer waits until the API server answers /readyz.
@@ -434,7 +442,7 @@ func (c *Cluster) startKubelet(ctx context.Context, bins kube.Binaries, o Cluste
 	if err := makeCgroupRoot(c.rec.CgroupRoot); err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
-	ports, err := freePorts(1)
+	ports, err := freePorts("127.0.0.1", 1) // the kubelet listens on HostAddr, which only this run has
 	if err != nil {
 		return err
 	}
@@ -600,10 +608,19 @@ func (c *Cluster) logFile(name string, out io.Writer) (io.Writer, error) {
 	return f, nil
 }
 
-func freePorts(n int) ([]int, error) {
+// controlPlaneLoopback picks the run's loopback address for the control
+// plane, in 127.64.0.0/10 (clear of 127.0.0.1 and of the low addresses
+// tests pick by hand); the whole of 127.0.0.0/8 is on lo.
+func controlPlaneLoopback() string {
+	n := rand.Uint32()
+	return fmt.Sprintf("127.%d.%d.%d", 64+n%64, (n>>8)%256, 1+(n>>16)%254)
+}
+
+// freePorts picks n ports that nothing listens on at host.
+func freePorts(host string, n int) ([]int, error) {
 	var ports []int
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return nil, err
 		}
