@@ -330,3 +330,33 @@ func refproxyBin(t *testing.T) string {
 	}
 	return refproxyPath
 }
+
+// TestConformanceLocalNodeInterrupt cancels a run of the cluster profile on
+// the local node (--cluster local-node, the reference proxy in pods) with
+// each signal, once a scenario has ended: gwdiag takes the node down, exits
+// 128+n, and its report and JUnit file say interrupted; nothing of the
+// node is left (state directory, processes, bridge). It needs root, as the
+// other local-node tests (make test runs them as root), and takes the
+// machine's local-node lock through gwdiag.
+func TestConformanceLocalNodeInterrupt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: the local node needs root (containerd, runc, a network bridge, cgroups); an interrupted local-node run is not tested")
+	}
+	refproxyBin(t) // beside gwdiag, where --cluster local-node packs its proxy image from
+	for _, s := range interruptSignals {
+		t.Run(s.name, func(t *testing.T) {
+			run := startInterruptible(t, nil, "--target", "cluster", "--cluster", "local-node")
+			// The node's state directory: gwdiag holds the machine's lock,
+			// so the only one is this run's.
+			states, _ := filepath.Glob(filepath.Join(os.TempDir(), "gwdiag-localnode-*"))
+			if len(states) == 0 {
+				t.Errorf("no local node state directory when the signal was sent: the test would not see it left")
+			}
+			run.interrupt(t, s.sig)
+			checkInterrupted(t, run, s.name, s.code)
+			for _, st := range states {
+				assertNodeGone(t, st)
+			}
+		})
+	}
+}
