@@ -52,10 +52,10 @@ type (
 // test cases (" #2").
 var outlineSuffix = regexp.MustCompile(` #\d+$`)
 
-// markNotRun rewrites godog's JUnit file at path (none when "") so that
-// each scenario not run is a skipped test case that says why, and the
+// markNotRunJUnit rewrites godog's JUnit file at path (none when "") so
+// that each scenario not run is a skipped test case that says why, and the
 // suites count it as skipped, not failed or errored.
-func markNotRun(path string, fsys fs.FS, results []scenarioResult) error {
+func markNotRunJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 	if path == "" {
 		return nil
 	}

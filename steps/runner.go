@@ -120,8 +120,11 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	r.summary(rep)
 	if rep.Interrupted != nil {
 		// godog wrote the scenarios not run as skipped steps; JUnit
-		// readers want a skipped test case that says why.
-		if err := markNotRun(o.JUnit, fsys, r.results); err != nil {
+		// readers want a skipped test case, and both a reason.
+		if err := markNotRunJUnit(o.JUnit, fsys, r.results); err != nil {
+			return rep, err
+		}
+		if err := markNotRunCucumber(o.CucumberJSON, r.results); err != nil {
 			return rep, err
 		}
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -92,7 +93,7 @@ func startInterruptible(t *testing.T, env []string, args ...string) *interrupted
 	t.Helper()
 	r := &interruptedRun{dir: t.TempDir(), done: make(chan struct{}), result: make(chan struct{})}
 	args = append([]string{"conformance", "run", "--report", filepath.Join(r.dir, "report.yaml"),
-		"--junit", filepath.Join(r.dir, "junit.xml")}, args...)
+		"--junit", filepath.Join(r.dir, "junit.xml"), "--cucumber-json", filepath.Join(r.dir, "cucumber.json")}, args...)
 	r.cmd = exec.Command(gwdiagBin, args...)
 	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.Stderr = &r.stderr
@@ -246,10 +247,51 @@ func checkInterrupted(t *testing.T, r *interruptedRun, sig string, code int) {
 			}
 		}
 	}
+	checkCucumber(t, r, sig, s.NotRun)
 	total := s.Passed + s.Failed + s.Skipped + s.Unsupported + s.NotRun
 	if doc.Failures != 0 || doc.Errors != 0 || notRun != s.NotRun || doc.Skipped != s.NotRun+s.Skipped+s.Unsupported || doc.Tests != total {
 		t.Errorf("JUnit: %d tests, %d skipped (%d interrupted by %s), %d failures, %d errors; want %d tests, %d skipped (%d interrupted), none failed",
 			doc.Tests, doc.Skipped, notRun, sig, doc.Failures, doc.Errors, total, s.NotRun+s.Skipped+s.Unsupported, s.NotRun)
+	}
+}
+
+// checkCucumber checks the Cucumber JSON file of an interrupted run: no
+// step failed, and each scenario not run says why on a skipped step.
+func checkCucumber(t *testing.T, r *interruptedRun, sig string, notRun int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.dir, "cucumber.json"))
+	if err != nil {
+		t.Fatalf("no Cucumber JSON file: %v", err)
+	}
+	var doc []struct {
+		Elements []struct {
+			Name  string `json:"name"`
+			Steps []struct {
+				Result struct {
+					Status       string `json:"status"`
+					ErrorMessage string `json:"error_message"`
+				} `json:"result"`
+			} `json:"steps"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("Cucumber JSON: %v", err)
+	}
+	said := 0
+	for _, f := range doc {
+		for _, e := range f.Elements {
+			for _, st := range e.Steps {
+				switch {
+				case st.Result.Status == "failed":
+					t.Errorf("Cucumber JSON: a step of %q failed: %s", e.Name, st.Result.ErrorMessage)
+				case st.Result.Status == "skipped" && strings.Contains(st.Result.ErrorMessage, "interrupted by "+sig):
+					said++
+				}
+			}
+		}
+	}
+	if said != notRun {
+		t.Errorf("Cucumber JSON: %d scenarios say they were interrupted by %s, want %d (the report's not run)", said, sig, notRun)
 	}
 }
 
