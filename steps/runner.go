@@ -61,9 +61,13 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if len(profiles) == 0 {
 		return nil, fmt.Errorf("the %s target hosts none of the profiles asked for", tgt.Name())
 	}
-	if err := tgt.Start(ctx); err != nil {
-		return nil, err
+	startErr := tgt.Start(ctx)
+	if startErr != nil && ctx.Err() == nil {
+		return nil, startErr
 	}
+	// Interrupted while the target started (a local node takes a minute):
+	// the run goes on, and every scenario is reported not started, so
+	// that the report says interrupted rather than nothing at all.
 	var rep *ConformanceReport
 	defer func() {
 		// Last, after the clean-up: the progress output ends with it.
@@ -71,13 +75,15 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 			fmt.Fprintln(o.Output, rep.Interrupted.line())
 		}
 	}()
-	removeLeftovers := interrupt.OnForcedExit(ctx, func() []string { return target.LeftoversOf(tgt) })
-	defer func() {
-		if err := tgt.Stop(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintf(o.Output, "warning: stopping the %s target: %v\n", tgt.Name(), err)
-		}
-		removeLeftovers()
-	}()
+	if startErr == nil {
+		removeLeftovers := interrupt.OnForcedExit(ctx, func() []string { return target.LeftoversOf(tgt) })
+		defer func() {
+			if err := tgt.Stop(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintf(o.Output, "warning: stopping the %s target: %v\n", tgt.Name(), err)
+			}
+			removeLeftovers()
+		}()
+	}
 	if opts.Implementation.Name == "" && opts.TargetImpl == nil && o.Target == "inprocess" {
 		o.Implementation.Name = "gwdiag refproxy (in process)"
 	}
