@@ -61,13 +61,13 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if len(profiles) == 0 {
 		return nil, fmt.Errorf("the %s target hosts none of the profiles asked for", tgt.Name())
 	}
+	// Interrupted while the target started (a local node takes a minute):
+	// the run goes on, and every scenario is reported not started, so
+	// that the report says interrupted rather than nothing at all.
 	startErr := tgt.Start(ctx)
 	if startErr != nil && ctx.Err() == nil {
 		return nil, startErr
 	}
-	// Interrupted while the target started (a local node takes a minute):
-	// the run goes on, and every scenario is reported not started, so
-	// that the report says interrupted rather than nothing at all.
 	var rep *ConformanceReport
 	defer func() {
 		// Last, after the clean-up: the progress output ends with it.
