@@ -51,7 +51,7 @@ func CheckRecorded(impl Implementation, traces []RecordedTrace) *ConformanceRepo
 	if impl.Name == "" {
 		impl.Name = "recorded traces"
 	}
-	return buildReport(Options{Implementation: impl}, "recorded", []ConformanceProfileName{ProfileStandalone}, start, results)
+	return buildReport(Options{Implementation: impl}, "recorded", []ConformanceProfileName{ProfileStandalone}, start, results, "")
 }
 
 // splitFollowed replaces each followed capture by its requests' traces,

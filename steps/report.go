@@ -32,6 +32,13 @@ const (
 	// supported and some are not, and the core result of one where none
 	// failed but some core scenarios were skipped.
 	Partial Result = "partial"
+	// NotRun is a scenario a signal (or a cancelled context) kept from
+	// running to its end: cut short, or never started. It says nothing of
+	// the proxy, so it is never failed.
+	NotRun Result = "not run"
+	// Interrupted is the result of a feature or profile part with scenarios
+	// not run because the run was interrupted, and none failed.
+	Interrupted Result = "interrupted"
 )
 
 // ConformanceReport is the versioned result of a conformance run.
@@ -48,8 +55,10 @@ type ConformanceReport struct {
 	// Options are the settings of the run that decide what ran and how.
 	Options RunOptions `json:"options" yaml:"options"`
 	// Claims is what the run was told about the proxy's extended features.
-	Claims  Claims `json:"claims" yaml:"claims"`
-	Summary Counts `json:"summary" yaml:"summary"`
+	Claims Claims `json:"claims" yaml:"claims"`
+	// Interrupted is set when a signal stopped the run before its end.
+	Interrupted *Interruption `json:"interrupted,omitempty" yaml:"interrupted,omitempty"`
+	Summary     Counts        `json:"summary" yaml:"summary"`
 	// Profiles is the result per profile run: core, then extended.
 	Profiles []ProfileReport `json:"profiles" yaml:"profiles"`
 	Features []FeatureReport `json:"features" yaml:"features"`
@@ -82,6 +91,26 @@ type RunOptions struct {
 	TraceTimeout   string `json:"traceTimeout" yaml:"traceTimeout"`
 }
 
+// Interruption says what stopped a run and how far it got.
+type Interruption struct {
+	// Signal names the signal (SIGINT, SIGTERM), or the context's error
+	// when the run's context was cancelled otherwise.
+	Signal string `json:"signal" yaml:"signal"`
+	// Ran is how many scenarios ran to their end (passed, failed or
+	// unsupported) before it.
+	Ran int `json:"ran" yaml:"ran"`
+	// CutShort is how many were running and stopped; NotStarted how many
+	// never began. Both are counted as not run.
+	CutShort   int `json:"cutShort" yaml:"cutShort"`
+	NotStarted int `json:"notStarted" yaml:"notStarted"`
+}
+
+// line is the last line of an interrupted run's progress output.
+func (i *Interruption) line() string {
+	return fmt.Sprintf("run interrupted by %s after %d scenarios: %d not run (%d cut short, %d not started), none counted as failed",
+		i.Signal, i.Ran, i.CutShort+i.NotStarted, i.CutShort, i.NotStarted)
+}
+
 // Claims are the feature options of the run.
 type Claims struct {
 	SupportedFeatures []FeatureName `json:"supportedFeatures,omitempty" yaml:"supportedFeatures,omitempty"`
@@ -107,13 +136,16 @@ type CoreResult struct {
 // ExtendedResult is the result of a profile's extended features, by feature.
 type ExtendedResult struct {
 	// Result is passed when every extended feature run passed, partial when
-	// some are unsupported, failed when a claimed one failed, skipped when
+	// some are unsupported, failed when a claimed one failed, interrupted
+	// when none failed and some were not run to their end, skipped when
 	// none ran.
 	Result              Result        `json:"result" yaml:"result"`
 	SupportedFeatures   []FeatureName `json:"supportedFeatures,omitempty" yaml:"supportedFeatures,omitempty"`
 	UnsupportedFeatures []FeatureName `json:"unsupportedFeatures,omitempty" yaml:"unsupportedFeatures,omitempty"`
 	FailedFeatures      []FeatureName `json:"failedFeatures,omitempty" yaml:"failedFeatures,omitempty"`
 	SkippedFeatures     []FeatureName `json:"skippedFeatures,omitempty" yaml:"skippedFeatures,omitempty"`
+	// InterruptedFeatures had scenarios not run when the run was interrupted.
+	InterruptedFeatures []FeatureName `json:"interruptedFeatures,omitempty" yaml:"interruptedFeatures,omitempty"`
 }
 
 // Counts of scenarios by result.
@@ -122,6 +154,8 @@ type Counts struct {
 	Failed      int `json:"failed" yaml:"failed"`
 	Skipped     int `json:"skipped" yaml:"skipped"`
 	Unsupported int `json:"unsupported" yaml:"unsupported"`
+	// NotRun counts the scenarios an interruption kept from their end.
+	NotRun int `json:"notRun,omitempty" yaml:"notRun,omitempty"`
 }
 
 func (c *Counts) add(r Result) {
@@ -134,6 +168,8 @@ func (c *Counts) add(r Result) {
 		c.Skipped++
 	case Unsupported:
 		c.Unsupported++
+	case NotRun:
+		c.NotRun++
 	}
 }
 
@@ -149,7 +185,8 @@ type FeatureReport struct {
 	Scenarios []ScenarioReport `json:"scenarios,omitempty" yaml:"scenarios,omitempty"`
 }
 
-// ScenarioReport is one scenario that failed, was skipped or unsupported.
+// ScenarioReport is one scenario that failed, was skipped, unsupported or
+// not run.
 type ScenarioReport struct {
 	Name   string `json:"name" yaml:"name"`
 	File   string `json:"file,omitempty" yaml:"file,omitempty"`
@@ -184,10 +221,15 @@ type scenarioResult struct {
 	feature  FeatureName
 	profile  ConformanceProfileName
 	extended bool
+	// cutShort marks a NotRun scenario that had started.
+	cutShort bool
 	ScenarioReport
 }
 
-func buildReport(o Options, targetName string, profiles []ConformanceProfileName, start time.Time, results []scenarioResult) *ConformanceReport {
+// buildReport builds the report of a run's results. interrupted says what
+// ended the run's context ("" when nothing did); the run counts as
+// interrupted when some scenario did not run to its end.
+func buildReport(o Options, targetName string, profiles []ConformanceProfileName, start time.Time, results []scenarioResult, interrupted string) *ConformanceReport {
 	r := &ConformanceReport{APIVersion: ReportAPIVersion, Kind: ReportKind, Implementation: o.Implementation, Target: targetName,
 		Date: start.UTC().Truncate(time.Second), Duration: time.Since(start).Round(time.Millisecond).String(),
 		Producer: Producer{Version: o.Producer.Version, Revision: o.Producer.Revision, FeatureSet: features.Version, FeatureDigest: features.Digest()},
@@ -212,12 +254,26 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 			f.Scenarios = append(f.Scenarios, s.ScenarioReport)
 		}
 	}
+	if r.Summary.NotRun > 0 {
+		r.Interrupted = &Interruption{Signal: interrupted, Ran: r.Summary.Passed + r.Summary.Failed + r.Summary.Unsupported}
+		for _, s := range results {
+			switch {
+			case s.Result != NotRun:
+			case s.cutShort:
+				r.Interrupted.CutShort++
+			default:
+				r.Interrupted.NotStarted++
+			}
+		}
+	}
 	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
 	for _, n := range order {
 		f := byName[n]
 		switch {
 		case f.Failed > 0:
 			f.Result = Failed
+		case f.NotRun > 0:
+			f.Result = Interrupted
 		case f.Unsupported > 0:
 			f.Result = Unsupported
 		case f.Passed > 0:
@@ -245,6 +301,7 @@ func profileReport(name ConformanceProfileName, features []FeatureReport) Profil
 			p.Core.Failed += f.Failed
 			p.Core.Skipped += f.Skipped
 			p.Core.Unsupported += f.Unsupported
+			p.Core.NotRun += f.NotRun
 			continue
 		}
 		e := &p.Extended
@@ -255,13 +312,20 @@ func profileReport(name ConformanceProfileName, features []FeatureReport) Profil
 			e.UnsupportedFeatures = append(e.UnsupportedFeatures, f.Name)
 		case Failed:
 			e.FailedFeatures = append(e.FailedFeatures, f.Name)
+		case Interrupted:
+			e.InterruptedFeatures = append(e.InterruptedFeatures, f.Name)
 		default:
 			e.SkippedFeatures = append(e.SkippedFeatures, f.Name)
 		}
 	}
 	switch c := p.Core; {
 	case c.Failed > 0:
+		// A failure seen before an interruption is still a failure.
 		p.Core.Result = Failed
+	case c.NotRun > 0:
+		// Not run is not failed: a cancelled run says nothing of the
+		// scenarios it did not finish.
+		p.Core.Result = Interrupted
 	case c.Passed > 0 && c.Skipped > 0:
 		// Some core scenarios did not run (a capability the target lacks,
 		// or skipped by the user): the run does not show core conformance.
@@ -274,6 +338,8 @@ func profileReport(name ConformanceProfileName, features []FeatureReport) Profil
 	switch e := p.Extended; {
 	case len(e.FailedFeatures) > 0:
 		p.Extended.Result = Failed
+	case len(e.InterruptedFeatures) > 0:
+		p.Extended.Result = Interrupted
 	case len(e.UnsupportedFeatures) > 0 && len(e.SupportedFeatures) > 0:
 		p.Extended.Result = Partial
 	case len(e.UnsupportedFeatures) > 0:

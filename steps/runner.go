@@ -13,6 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gwdiag/gwdiag/features"
+	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
@@ -60,14 +61,29 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if len(profiles) == 0 {
 		return nil, fmt.Errorf("the %s target hosts none of the profiles asked for", tgt.Name())
 	}
-	if err := tgt.Start(ctx); err != nil {
-		return nil, err
+	// Interrupted while the target started (a local node takes a minute):
+	// the run goes on, and every scenario is reported not started, so
+	// that the report says interrupted rather than nothing at all.
+	startErr := tgt.Start(ctx)
+	if startErr != nil && ctx.Err() == nil {
+		return nil, startErr
 	}
+	var rep *ConformanceReport
 	defer func() {
-		if err := tgt.Stop(context.WithoutCancel(ctx)); err != nil {
-			fmt.Fprintf(o.Output, "warning: stopping the %s target: %v\n", tgt.Name(), err)
+		// Last, after the clean-up: the progress output ends with it.
+		if rep != nil && rep.Interrupted != nil {
+			fmt.Fprintln(o.Output, rep.Interrupted.line())
 		}
 	}()
+	if startErr == nil {
+		removeLeftovers := interrupt.OnForcedExit(ctx, func() []string { return target.LeftoversOf(tgt) })
+		defer func() {
+			if err := tgt.Stop(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintf(o.Output, "warning: stopping the %s target: %v\n", tgt.Name(), err)
+			}
+			removeLeftovers()
+		}()
+	}
 	if opts.Implementation.Name == "" && opts.TargetImpl == nil && o.Target == "inprocess" {
 		o.Implementation.Name = "gwdiag refproxy (in process)"
 	}
@@ -106,9 +122,19 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	}
 	fmt.Fprintf(r.out, "gwdiag conformance: target %s, implementation %s, profiles %v\n", tgt.Name(), o.Implementation.Name, profiles)
 	status := suite.Run()
-	rep := buildReport(o, tgt.Name(), profiles, start, r.results)
+	rep = buildReport(o, tgt.Name(), profiles, start, r.results, interrupt.Reason(ctx))
 	r.summary(rep)
-	if status != 0 && !rep.Failed() {
+	if rep.Interrupted != nil {
+		// godog wrote the scenarios not run as skipped steps; JUnit
+		// readers want a skipped test case, and both a reason.
+		if err := markNotRunJUnit(o.JUnit, fsys, r.results); err != nil {
+			return rep, err
+		}
+		if err := markNotRunCucumber(o.CucumberJSON, r.results); err != nil {
+			return rep, err
+		}
+	}
+	if status != 0 && !rep.Failed() && rep.Interrupted == nil {
 		// godog failed before or outside any scenario: a parse error, an
 		// output it could not write, an undefined step in a skipped spot.
 		return rep, fmt.Errorf("godog run failed (status %d) with no failed scenario: check the features and output paths", status)
@@ -118,7 +144,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 			return rep, err
 		}
 	}
-	if o.RunScenario != "" && !r.ran(o.RunScenario) {
+	if o.RunScenario != "" && rep.Interrupted == nil && !r.ran(o.RunScenario) {
 		return rep, fmt.Errorf("no scenario named %q ran; check the name and --tags", o.RunScenario)
 	}
 	return rep, nil
@@ -168,6 +194,9 @@ type scenarioRun struct {
 	started  time.Time
 	// skip is why the scenario did not run ("" when it ran).
 	skip string
+	// notStarted is set when the run was interrupted before the scenario
+	// began.
+	notStarted bool
 }
 
 type runKey struct{}
@@ -188,6 +217,12 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 			run.profile = profilesOf(run.feature)[0].Name
 		}
 		ctx = stepdefs.Begin(ctx, r.stepConfig, p.Name, ext && !r.opts.claims(run.feature))
+		if ctx.Err() != nil {
+			// Interrupted: godog goes on through every scenario, so each
+			// one left is skipped here, before it starts anything.
+			run.notStarted = true
+			return ctx, godog.ErrSkip
+		}
 		if reason := r.skipReason(run, p); reason != "" {
 			run.skip = reason
 			return ctx, godog.ErrSkip
@@ -203,6 +238,12 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 		res := scenarioResult{feature: run.feature, profile: run.profile, extended: run.extended,
 			ScenarioReport: ScenarioReport{Name: p.Name, File: p.Uri}}
 		switch {
+		case run.notStarted:
+			res.Result, res.Message = NotRun, fmt.Sprintf("not run (interrupted by %s before it started)", interrupt.Reason(ctx))
+		case end.Interrupted, err != nil && !errors.Is(err, godog.ErrSkip) && ctx.Err() != nil:
+			// Cut short: its steps failed because the run's context
+			// ended, whatever the proxy does.
+			res.Result, res.Message, res.cutShort = NotRun, fmt.Sprintf("not run (interrupted by %s while it ran)", interrupt.Reason(ctx)), true
 		case run.skip != "":
 			res.Result, res.Message = Skipped, run.skip
 		case end.Unsupported != "":
@@ -284,8 +325,15 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.results = append(r.results, res)
-	label := map[Result]string{Passed: "PASS", Failed: "FAIL", Skipped: "SKIP", Unsupported: "UNSUPPORTED"}[res.Result]
+	if res.Result == NotRun && !res.cutShort {
+		// Never started: one line for all of them at the end.
+		return
+	}
+	label := map[Result]string{Passed: "PASS", Failed: "FAIL", Skipped: "SKIP", Unsupported: "UNSUPPORTED", NotRun: "NOT RUN"}[res.Result]
 	fmt.Fprintf(r.out, "%-11s %-30s %s (%s)\n", label, res.feature, res.Name, took.Round(time.Millisecond))
+	if res.Result == NotRun {
+		fmt.Fprintf(r.out, "    %s\n", res.Message)
+	}
 	if res.Result == Failed {
 		fmt.Fprintf(r.out, "    step: %s\n    %s\n", res.Step, strings.ReplaceAll(res.Message, "\n", "\n    "))
 		if res.ProxyLogs != "" {
@@ -296,17 +344,27 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 
 func (r *runner) summary(rep *ConformanceReport) {
 	s := rep.Summary
-	fmt.Fprintf(r.out, "\n%d passed, %d failed, %d skipped, %d unsupported in %s\n", s.Passed, s.Failed, s.Skipped, s.Unsupported, rep.Duration)
+	fmt.Fprintf(r.out, "\n%d passed, %d failed, %d skipped, %d unsupported", s.Passed, s.Failed, s.Skipped, s.Unsupported)
+	if s.NotRun > 0 {
+		fmt.Fprintf(r.out, ", %d not run", s.NotRun)
+	}
+	fmt.Fprintf(r.out, " in %s\n", rep.Duration)
 	for _, p := range rep.Profiles {
 		fmt.Fprintf(r.out, "profile %s: core %s (%d passed, %d failed", p.Name, p.Core.Result, p.Core.Passed, p.Core.Failed)
 		if p.Core.Skipped > 0 {
 			fmt.Fprintf(r.out, ", %d skipped", p.Core.Skipped)
+		}
+		if p.Core.NotRun > 0 {
+			fmt.Fprintf(r.out, ", %d not run", p.Core.NotRun)
 		}
 		fmt.Fprint(r.out, ")")
 		if e := p.Extended; e.Result != Skipped {
 			fmt.Fprintf(r.out, "; extended %s: supported %v, unsupported %v", e.Result, e.SupportedFeatures, e.UnsupportedFeatures)
 			if len(e.FailedFeatures) > 0 {
 				fmt.Fprintf(r.out, ", failed (claimed) %v", e.FailedFeatures)
+			}
+			if len(e.InterruptedFeatures) > 0 {
+				fmt.Fprintf(r.out, ", interrupted %v", e.InterruptedFeatures)
 			}
 		}
 		fmt.Fprintln(r.out)

@@ -2,15 +2,20 @@ package steps
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gwdiag/gwdiag/steps/interrupt"
+	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/container"
 )
 
@@ -185,5 +190,55 @@ func BenchmarkInProcessSuite(b *testing.B) {
 		if err != nil || rep.Failed() {
 			b.Fatalf("run: %v, %+v", err, rep.Summary)
 		}
+	}
+}
+
+// interruptedStart is a target whose start a signal interrupts (a local
+// node takes a minute to start): Start cancels the run's context as
+// gwdiag's main does on SIGTERM, then fails as a cancelled start does.
+type interruptedStart struct {
+	cancel  context.CancelCauseFunc
+	stopped bool
+}
+
+func (*interruptedStart) Name() string { return "slow" }
+func (t *interruptedStart) Start(ctx context.Context) error {
+	t.cancel(interrupt.Signal{Sig: syscall.SIGTERM})
+	<-ctx.Done()
+	return fmt.Errorf("slow target: start: %w", ctx.Err())
+}
+func (t *interruptedStart) Stop(context.Context) error { t.stopped = true; return nil }
+func (*interruptedStart) Configure(context.Context, target.Setup) (target.Deployment, error) {
+	return nil, errors.New("configured after a failed start")
+}
+func (*interruptedStart) Capabilities() []string {
+	return []string{target.CapabilityStandalone, target.CapabilityDataPlane}
+}
+
+// TestRunInterruptedWhileStarting: a run interrupted before its target
+// started runs no scenario and still reports, every scenario not started,
+// the core interrupted, none failed; the output ends saying so.
+func TestRunInterruptedWhileStarting(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	tgt := &interruptedStart{cancel: cancel}
+	var out strings.Builder
+	rep, err := Run(ctx, Options{TargetImpl: tgt, Output: &out})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	s, in := rep.Summary, rep.Interrupted
+	if in == nil || in.Signal != "SIGTERM" || in.Ran != 0 || in.CutShort != 0 || s.NotRun == 0 || in.NotStarted != s.NotRun || s.Failed+s.Passed+s.Unsupported != 0 {
+		t.Errorf("report: interrupted %+v, summary %+v; want SIGTERM, none ran, every scenario not started", in, s)
+	}
+	if c := rep.Profiles[0].Core.Result; c != Interrupted {
+		t.Errorf("core result: got %q, want %q", c, Interrupted)
+	}
+	if tgt.stopped {
+		t.Error("Stop was called on a target whose Start failed")
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	if want := "run interrupted by SIGTERM after 0 scenarios"; !strings.HasPrefix(lines[len(lines)-1], want) {
+		t.Errorf("last line: got %q, want it to start with %q", lines[len(lines)-1], want)
 	}
 }

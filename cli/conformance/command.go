@@ -17,6 +17,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
 	"github.com/gwdiag/gwdiag/steps/target/container"
 )
@@ -299,6 +300,14 @@ func newRunCommand() *cobra.Command {
 			rep, err := steps.Run(cmd.Context(), o)
 			if err != nil {
 				return err
+			}
+			if rep.Interrupted != nil {
+				// Exit 130 or 143, as shells do: CI tells a cancel from a
+				// failure. The progress output has said what ran.
+				if sig, ok := interrupt.Of(cmd.Context()); ok {
+					return sig
+				}
+				return fmt.Errorf("run %s", rep.Interrupted.Signal)
 			}
 			if rep.Failed() {
 				return failedError{fmt.Sprintf("%d of %d scenarios failed", rep.Summary.Failed,

@@ -2,17 +2,12 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/moby/moby/client"
-	kwait "k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/gwdiag/gwdiag/steps/procout"
 	"github.com/gwdiag/gwdiag/steps/target/container"
 	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
 )
@@ -48,55 +43,26 @@ func TestConformanceContainerErrors(t *testing.T) {
 	}
 }
 
-// TestConformanceContainerInterrupt: Ctrl-C in the middle of a run on the
-// container target removes every container and network of the run before
-// gwdiag exits, and a second run finds nothing left over. The mock image
-// is the one gwdiag builds from itself.
+// TestConformanceContainerInterrupt: SIGINT or SIGTERM in the middle of a
+// run on the container target removes every container and network of the
+// run before gwdiag exits 128+n, with the report and the JUnit file saying
+// interrupted (checkInterrupted), and a second run finds nothing left over.
+// The mock image is the one gwdiag builds from itself.
 func TestConformanceContainerInterrupt(t *testing.T) {
 	proxy, _ := containertest.Images(t)
-	cmd := exec.Command(gwdiagBin, "conformance", "run", "--target", "container", "--image", proxy, "--pull", "never")
-	var out procout.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	exited := false
-	defer func() {
-		if !exited {
-			cmd.Process.Kill()
-			<-done
-		}
-	}()
-	pid := cmd.Process.Pid
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// Interrupt once a proxy container of the run is up.
-	err := kwait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		cs, _ := leftovers(t, pid)
-		for _, c := range cs {
-			if strings.Contains(c, "-proxy") {
-				return true, nil
+	for _, s := range interruptSignals {
+		t.Run(s.name, func(t *testing.T) {
+			run := startInterruptible(t, nil, "--target", "container", "--image", proxy, "--pull", "never")
+			pid := run.cmd.Process.Pid
+			if cs, ns := leftovers(t, pid); len(cs) == 0 || len(ns) == 0 {
+				t.Errorf("when the signal was sent: containers %v, networks %v; want some of each, for the test to see them removed", cs, ns)
 			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no proxy container of the run appeared: %v\n%s", err, out.String())
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case err := <-done:
-		exited = true
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
-			t.Errorf("gwdiag after Ctrl-C: %v, want exit status 130\n%s", err, out.String())
-		}
-	case <-ctx.Done():
-		t.Fatalf("gwdiag did not exit after Ctrl-C\n%s", out.String())
-	}
-	if cs, ns := leftovers(t, pid); len(cs)+len(ns) > 0 {
-		t.Errorf("left on the Docker host after Ctrl-C: containers %v, networks %v", cs, ns)
+			run.interrupt(t, s.sig)
+			checkInterrupted(t, run, s.name, s.code)
+			if cs, ns := leftovers(t, pid); len(cs)+len(ns) > 0 {
+				t.Errorf("left on the Docker host after %s: containers %v, networks %v", s.name, cs, ns)
+			}
+		})
 	}
 	// A second run, one scenario, passes and leaves nothing either.
 	r := gwdiag(t, nil, nil, "conformance", "run", "--target", "container", "--image", proxy, "--pull", "never",

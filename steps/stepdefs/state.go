@@ -93,6 +93,9 @@ type state struct {
 
 	// unsupported is set when an @extended scenario found the proxy lacking.
 	unsupported string
+	// interrupted is set when a step failed after the run's context ended:
+	// the scenario was cut short, which says nothing of the proxy.
+	interrupted bool
 }
 
 type stateKey struct{}
@@ -113,6 +116,9 @@ type Ending struct {
 	// Unsupported is why the proxy lacks the scenario's extended feature
 	// ("" when it does not).
 	Unsupported string
+	// Interrupted is set when the run was interrupted while the scenario
+	// ran: a step failed after the run's context ended.
+	Interrupted bool
 	// FailedStep is the text of the first step that failed.
 	FailedStep string
 	// ProxyLogs is the end of the proxy's output, where the target keeps
@@ -129,7 +135,7 @@ func End(ctx context.Context) (e Ending, ok bool) {
 		return e, false
 	}
 	s.teardown()
-	e = Ending{Unsupported: s.unsupported, FailedStep: s.failedStep}
+	e = Ending{Unsupported: s.unsupported, Interrupted: s.interrupted, FailedStep: s.failedStep}
 	if lk, ok := s.dep.(target.LogKeeper); ok {
 		e.ProxyLogs = lk.ProxyLogs()
 	}
@@ -351,9 +357,18 @@ func isEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)
 }
 
-// unsupported marks an @extended scenario as not supported by the proxy
-// and skips the rest of it; in any other scenario it is a failure.
-func (s *state) unsupportedErr(err error) error {
+// stepErr is what a failing step tells godog. After the run was interrupted
+// the scenario is cut short: not run, and skipped. In an @extended
+// scenario of a feature the proxy does not claim, the proxy lacks the
+// feature: unsupported, and skipped. Anywhere else it is the failure.
+func (s *state) stepErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// The run was interrupted (its context ended) while this step
+		// ran: what failed is the step's own end, not the proxy. A skip,
+		// so that godog's JUnit and Cucumber JSON do not count it failed.
+		s.interrupted = true
+		return godog.ErrSkip
+	}
 	if s.optional {
 		s.unsupported = err.Error()
 		return godog.ErrSkip

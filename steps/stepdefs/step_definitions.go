@@ -39,7 +39,8 @@ var errorType = reflect.TypeFor[error]()
 
 // step registers fn, a func(context.Context, ...) error, so that a failure
 // in an @extended scenario the proxy does not claim to support is recorded
-// as "unsupported" and skips the rest of the scenario instead of failing it.
+// as "unsupported" and skips the rest of the scenario instead of failing it,
+// and so is a failure after the run was interrupted, recorded as not run.
 func step(sc *godog.ScenarioContext, pattern string, fn any) {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
@@ -52,8 +53,9 @@ func step(sc *godog.ScenarioContext, pattern string, fn any) {
 		if err == nil || errors.Is(err, godog.ErrSkip) {
 			return out
 		}
-		if s := getState(args[0].Interface().(context.Context)); s != nil {
-			err = s.unsupportedErr(err)
+		ctx := args[0].Interface().(context.Context)
+		if s := getState(ctx); s != nil {
+			err = s.stepErr(ctx, err)
 		}
 		ev := reflect.New(errorType).Elem()
 		ev.Set(reflect.ValueOf(&err).Elem())

@@ -63,6 +63,25 @@ type LogKeeper interface {
 	ProxyLogs() string
 }
 
+// A LeftBehind is a target whose resources can outlive gwdiag when it exits
+// without its clean-up (a second Ctrl-C): processes in their own process
+// group, containers, networks, a local node's changes to the machine.
+type LeftBehind interface {
+	// LeftBehind says, one line each, what may stay now and how to
+	// remove it. It must not block: gwdiag is exiting.
+	LeftBehind() []string
+}
+
+// LeftoversOf is what t may leave behind if gwdiag exits now; nothing for
+// a target that keeps nothing outside gwdiag (the in-process proxy and
+// mocks die with it).
+func LeftoversOf(t Target) []string {
+	if lb, ok := t.(LeftBehind); ok {
+		return lb.LeftBehind()
+	}
+	return nil
+}
+
 // MaxProxyLogs bounds the proxy output a report keeps per scenario.
 const MaxProxyLogs = 8 << 10
 

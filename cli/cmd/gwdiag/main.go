@@ -6,23 +6,25 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/gwdiag/gwdiag/cli/rootcmd"
+	"github.com/gwdiag/gwdiag/steps/interrupt"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first Ctrl-C cancels ctx and lets commands clean up (the container
-	// target removes its containers); a second one kills gwdiag at once.
-	go func() { <-ctx.Done(); stop() }()
+	// The first SIGINT or SIGTERM cancels ctx and lets commands clean up
+	// (a conformance run ends its scenarios and removes what it started);
+	// a second one says what may be left behind and exits at once.
+	ctx, stop := interrupt.Context(context.Background(), os.Stderr, os.Exit)
 	err := rootcmd.New().ExecuteContext(ctx)
-	interrupted := ctx.Err() != nil
+	sig, interrupted := interrupt.Of(ctx)
 	stop()
 	if err != nil && interrupted {
-		// Ctrl-C is how a user leaves a watch that waits too long: no error text.
-		os.Exit(130)
+		// 128+n, as shells report a process a signal ended, so CI tells a
+		// cancel from a failure. No error text: Ctrl-C is how a user leaves
+		// a watch that waits too long, and an interrupted conformance run
+		// has said so in its progress output.
+		os.Exit(sig.ExitCode())
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)

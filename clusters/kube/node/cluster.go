@@ -214,6 +214,23 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
+// LeftBehind says what stays on the machine when gwdiag exits without Stop
+// (a second Ctrl-C), and how to remove it. The processes die with gwdiag
+// (their parent-death signal); what they changed is in the record.
+func (c *Cluster) LeftBehind() []string {
+	if c == nil || c.rec == nil {
+		return nil
+	}
+	out := []string{
+		fmt.Sprintf("the local node's changes to this machine (bridge %s, cgroups, sysctls, an iptables FORWARD rule, pod shims), recorded in %s: the next local-node start undoes them (gwdiag conformance run --target cluster --cluster local-node, as root)", c.rec.Bridge, c.rec.file),
+		fmt.Sprintf("or by hand: ip link del %s", c.rec.Bridge),
+	}
+	if len(c.rec.ForwardRule) > 0 {
+		out = append(out, "and: iptables -D "+strings.Join(c.rec.ForwardRule, " "))
+	}
+	return append(out, "and: rm -r "+c.State)
+}
+
 // Logs returns the end of a process's log ("kubelet", "kube-apiserver",
 // "containerd", ...), for errors and reports; valid until Stop.
 func (c *Cluster) Logs(name string) string {

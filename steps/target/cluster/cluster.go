@@ -164,12 +164,15 @@ func (o Options) Validate() error {
 type Cluster struct {
 	opts Options
 
-	local    *kube.Local
-	node     *Node
-	stopCtrl func()
-	cfg      *rest.Config
-	client   client.Client
-	policy   schema.GroupVersionKind
+	local *kube.Local
+	node  *Node
+	// leftBehind is the started node's LeftBehind, kept after Stop so that
+	// a second signal may read it while Stop runs.
+	leftBehind func() []string
+	stopCtrl   func()
+	cfg        *rest.Config
+	client     client.Client
+	policy     schema.GroupVersionKind
 }
 
 // New returns a cluster target; Start connects or starts the cluster.
@@ -291,7 +294,7 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.node = n
+	c.node, c.leftBehind = n, n.LeftBehind
 	if err := kube.InstallCRDs(n.Config); err != nil {
 		return nil, err
 	}
@@ -306,6 +309,15 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 	}
 	c.stopCtrl = stop
 	return n.Config, nil
+}
+
+// LeftBehind implements target.LeftBehind: what the node the target
+// started leaves on a forced exit.
+func (c *Cluster) LeftBehind() []string {
+	if c.leftBehind == nil {
+		return nil
+	}
+	return c.leftBehind()
 }
 
 // Stop implements Target.

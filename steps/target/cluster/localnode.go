@@ -26,5 +26,5 @@ func startNodeCluster(ctx context.Context, imgs []images.Image, out io.Writer) (
 	}
 	fmt.Fprintf(out, "cluster target: local node Ready in %s (API server %s, pods reach this machine at %s)\n",
 		time.Since(start).Round(100*time.Millisecond), c.Config.Host, c.HostAddr)
-	return &Node{Config: c.Config, HostAddr: c.HostAddr, Stop: c.Stop}, nil
+	return &Node{Config: c.Config, HostAddr: c.HostAddr, Stop: c.Stop, LeftBehind: c.LeftBehind}, nil
 }

@@ -25,6 +25,9 @@ type Node struct {
 	HostAddr string
 	// Stop stops the cluster and removes everything it made.
 	Stop func() error
+	// LeftBehind says what stays if gwdiag exits without Stop, and how to
+	// remove it (nil: nothing to say).
+	LeftBehind func() []string
 }
 
 // NodeStarter starts a node with imgs imported into its container

@@ -251,6 +251,21 @@ func (c *Container) Start(ctx context.Context) (err error) {
 	return nil
 }
 
+// LeftBehind implements target.LeftBehind: the run's containers and
+// network stay on the Docker host until removed, by hand or by the next
+// run's sweep.
+func (c *Container) LeftBehind() []string {
+	if c.run == "" {
+		return nil
+	}
+	f := "label=" + LabelRun + "=" + c.run
+	return []string{
+		fmt.Sprintf("the run's containers: docker rm -f $(docker ps -aq --filter %s)", f),
+		fmt.Sprintf("then its network: docker network rm $(docker network ls -q --filter %s)", f),
+		"(the next container-target run on this Docker host removes them too)",
+	}
+}
+
 // Stop implements target.Target: it removes every container and the
 // network of the run, whatever state the scenarios left them in.
 func (c *Container) Stop(ctx context.Context) error {

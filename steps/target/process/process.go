@@ -7,10 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +39,11 @@ type Process struct {
 	StopGrace time.Duration
 	dir       string
 	args      []string // Command split, placeholders not yet replaced
+
+	// running are the process groups of the proxies not yet exited, with
+	// their commands: what a forced exit leaves (LeftBehind).
+	mu      sync.Mutex
+	running map[int]string
 }
 
 // New returns a process target for a command template such as
@@ -88,6 +96,22 @@ func (p *Process) Stop(context.Context) error {
 	return os.RemoveAll(p.dir)
 }
 
+// LeftBehind implements target.LeftBehind: the proxies run in process
+// groups of their own, so they outlive gwdiag; the config folder stays.
+func (p *Process) LeftBehind() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pgids := slices.Sorted(maps.Keys(p.running))
+	out := make([]string, 0, len(pgids)+1)
+	for _, pg := range pgids {
+		out = append(out, fmt.Sprintf("proxy process group %d (%s): kill -- -%d", pg, p.running[pg], pg))
+	}
+	if p.dir != "" {
+		out = append(out, fmt.Sprintf("the proxies' config files: rm -r %s", p.dir))
+	}
+	return out
+}
+
 // Configure implements Target. The ports are chosen before the proxy binds
 // them, so another process may take one first; start-up is then retried
 // with new ports.
@@ -136,8 +160,21 @@ func (p *Process) configureOnce(ctx context.Context, setup target.Setup) (target
 		d.Stop(ctx)
 		return nil, fmt.Errorf("process target: %w", err)
 	}
+	pgid := cmd.Process.Pid
+	p.mu.Lock()
+	if p.running == nil {
+		p.running = map[int]string{}
+	}
+	p.running[pgid] = args[0]
+	p.mu.Unlock()
 	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	go func() {
+		cmd.Wait()
+		p.mu.Lock()
+		delete(p.running, pgid)
+		p.mu.Unlock()
+		close(exited)
+	}()
 	d.Output = out.String
 	d.StopProxy = func(context.Context) error {
 		select {

@@ -1,0 +1,143 @@
+package steps
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// The JUnit document godog writes, with the <skipped> element it lacks
+// (godog marks a skipped step with <error type="skipped">, and a scenario
+// skipped after passing steps keeps status "passed").
+type (
+	junitSuites struct {
+		XMLName  xml.Name      `xml:"testsuites"`
+		Name     string        `xml:"name,attr"`
+		Tests    int           `xml:"tests,attr"`
+		Skipped  int           `xml:"skipped,attr"`
+		Failures int           `xml:"failures,attr"`
+		Errors   int           `xml:"errors,attr"`
+		Time     string        `xml:"time,attr"`
+		Suites   []*junitSuite `xml:"testsuite"`
+	}
+	junitSuite struct {
+		Name     string       `xml:"name,attr"`
+		Tests    int          `xml:"tests,attr"`
+		Skipped  int          `xml:"skipped,attr"`
+		Failures int          `xml:"failures,attr"`
+		Errors   int          `xml:"errors,attr"`
+		Time     string       `xml:"time,attr"`
+		Cases    []*junitCase `xml:"testcase"`
+	}
+	junitCase struct {
+		Name    string         `xml:"name,attr"`
+		Status  string         `xml:"status,attr"`
+		Time    string         `xml:"time,attr"`
+		Skipped *junitMessage  `xml:"skipped,omitempty"`
+		Failure *junitMessage  `xml:"failure,omitempty"`
+		Errors  []junitMessage `xml:"error"`
+	}
+	junitMessage struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr,omitempty"`
+	}
+)
+
+// outlineSuffix is what godog adds to the names of a scenario outline's
+// test cases (" #2").
+var outlineSuffix = regexp.MustCompile(` #\d+$`)
+
+// markNotRunJUnit rewrites godog's JUnit file at path (none when "") so
+// that each scenario not run is a skipped test case that says why, and the
+// suites count it as skipped, not failed or errored.
+func markNotRunJUnit(path string, fsys fs.FS, results []scenarioResult) error {
+	if path == "" {
+		return nil
+	}
+	// Test cases are named by feature title (the suite) and scenario name.
+	type key struct{ suite, name string }
+	notRun := map[key]string{}
+	titles := map[string]string{}
+	for _, r := range results {
+		if r.Result != NotRun {
+			continue
+		}
+		title, ok := titles[r.File]
+		if !ok {
+			title = featureTitle(fsys, r.File)
+			titles[r.File] = title
+		}
+		notRun[key{title, r.Name}] = r.Message
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	var doc junitSuites
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("junit: %s: %w", path, err)
+	}
+	doc.Skipped, doc.Failures, doc.Errors = 0, 0, 0
+	for _, s := range doc.Suites {
+		s.Skipped, s.Failures, s.Errors = 0, 0, 0
+		for _, c := range s.Cases {
+			msg, ok := notRun[key{s.Name, outlineSuffix.ReplaceAllString(c.Name, "")}]
+			// Of an outline's examples, those godog skipped; the others ran.
+			if ok && (c.Status != "passed" || hasSkippedStep(c)) {
+				*c = junitCase{Name: c.Name, Status: "skipped", Time: c.Time, Skipped: &junitMessage{Message: msg}}
+			}
+			switch {
+			case c.Skipped != nil:
+				s.Skipped++
+			case c.Failure != nil:
+				s.Failures++
+			case c.Status == "undefined" || c.Status == "pending":
+				s.Errors++
+			}
+		}
+		doc.Skipped += s.Skipped
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+	}
+	var out bytes.Buffer
+	out.WriteString(xml.Header)
+	enc := xml.NewEncoder(&out)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	return nil
+}
+
+func hasSkippedStep(c *junitCase) bool {
+	for _, e := range c.Errors {
+		if e.Type == "skipped" {
+			return true
+		}
+	}
+	return false
+}
+
+// featureTitle is the title of the feature file at uri, as godog names its
+// JUnit test suite ("" when it cannot be read).
+func featureTitle(fsys fs.FS, uri string) string {
+	b, err := fs.ReadFile(fsys, uri)
+	if err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if t, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "Feature:"); ok {
+			return strings.TrimSpace(t)
+		}
+	}
+	return ""
+}
