@@ -37,6 +37,8 @@ type options struct {
 	adminURL   string
 	configFile string
 	all        bool
+	// limits bound what is read from the proxy.
+	limits admin.LimitFlags
 }
 
 // NewCommand returns `gwdiag config` with `all` and `backends`.
@@ -63,6 +65,7 @@ func addSourceFlags(cmd *cobra.Command, o *options) {
 	f.IntVar(&o.adminPort, "proxy-admin-port", admin.DefaultPort, "admin server port of the proxy")
 	f.StringVar(&o.adminURL, "admin-url", "", "admin server base URL, e.g. http://127.0.0.1:15000 (with --local)")
 	f.StringVarP(&o.configFile, "config", "c", "", "standalone config file to read config.adminAddr from (with --local)")
+	o.limits.AddBodyFlags(f)
 	_ = cmd.MarkFlagFilename("file", "json")
 }
 
@@ -197,7 +200,7 @@ func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return (&admin.Client{BaseURL: u, Hint: connect.AdminHint(conn)}).ConfigDump(ctx)
+	return o.limits.Client(u, connect.AdminHint(conn)).ConfigDump(ctx)
 }
 
 // WriteSummary renders s as short tables, JSON or YAML.

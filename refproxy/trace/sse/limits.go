@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
@@ -141,4 +142,11 @@ func ReadBody(r io.Reader, max int64, what string) ([]byte, error) {
 func IsLimit(err error) bool {
 	var le *LimitError
 	return errors.As(err, &le)
+}
+
+// IsHeaderLimit reports whether err is net/http refusing a response header
+// block past the transport's MaxResponseHeaderBytes (it has no error type
+// for it).
+func IsHeaderLimit(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "server response headers exceeded")
 }
