@@ -28,6 +28,10 @@ type Config struct {
 	OnTrace func(scenario string, events []trace.Event)
 	// RateLimit gives the global-rate-limit scenarios their service.
 	RateLimit RateLimitServices
+	// Limits bound everything the steps read from the proxy: trace
+	// streams, admin and data-plane bodies, header blocks. Past one, the
+	// step fails with what was exceeded.
+	Limits sse.Limits
 }
 
 // RateLimitServices are the global rate-limit services of a run.
@@ -104,7 +108,7 @@ func Begin(ctx context.Context, cfg Config, scenario string, optional bool) cont
 		// A new connection per request: a proxy may close a connection
 		// after any response (a 429, say), and reuse is not what the
 		// suite tests.
-		client: &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}}}
+		client: &http.Client{Transport: noKeepAlive(cfg.Limits.Transport())}}
 	return context.WithValue(ctx, stateKey{}, s)
 }
 
@@ -240,7 +244,7 @@ type watcher struct {
 	once     sync.Once
 }
 
-func openWatcher(ctx context.Context, client *http.Client, admin, expression string, timeout time.Duration) (*watcher, error) {
+func openWatcher(ctx context.Context, client *http.Client, admin, expression string, timeout time.Duration, limits sse.Limits) (*watcher, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// The stream outlives this step, so only the opening is bounded.
 	stop := time.AfterFunc(timeout, cancel)
@@ -250,6 +254,7 @@ func openWatcher(ctx context.Context, client *http.Client, admin, expression str
 		cancel()
 		return nil, err
 	}
+	st.SetLimits(limits)
 	w := &watcher{stream: st, ready: make(chan struct{}), done: make(chan struct{}), finished: make(chan struct{}), cancel: cancel}
 	go w.read()
 	return w, nil
@@ -359,4 +364,11 @@ func (s *state) unsupportedErr(err error) error {
 		return godog.ErrSkip
 	}
 	return err
+}
+
+// noKeepAlive gives every request of a scenario its own connection, so a
+// request never rides on one a previous step left in an odd state.
+func noKeepAlive(t *http.Transport) *http.Transport {
+	t.DisableKeepAlives = true
+	return t
 }
