@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +55,9 @@ func TestMain(m *testing.M) {
 type result struct {
 	stdout, stderr string
 	code           int
+	// elapsed is how long it ran, maxRSS its peak resident memory in bytes.
+	elapsed time.Duration
+	maxRSS  int64
 }
 
 // gwdiag runs the binary to completion (bounded by a deadline) with env
@@ -67,8 +71,14 @@ func gwdiag(t *testing.T, env []string, stdin io.Reader, args ...string) result 
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
 	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
+	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.maxRSS = ru.Maxrss << 10 // KiB on Linux
+		}
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

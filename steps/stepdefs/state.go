@@ -263,6 +263,7 @@ func openWatcher(ctx context.Context, client *http.Client, admin, expression str
 func (w *watcher) read() {
 	defer close(w.done)
 	readyOnce := sync.Once{}
+	events := 0
 	for {
 		f, err := w.stream.Next()
 		if err != nil {
@@ -280,7 +281,18 @@ func (w *watcher) read() {
 		w.mu.Unlock()
 		readyOnce.Do(func() { close(w.ready) })
 		if !f.IsComment {
-			if ev, err := trace.Parse([]byte(f.Data)); err == nil && ev.Type() == trace.RequestFinished {
+			ev, err := trace.Parse([]byte(f.Data))
+			if err != nil {
+				// Named, not skipped: a trace that seems to have no
+				// events hides what the proxy sent.
+				w.mu.Lock()
+				w.err = fmt.Errorf("trace event %d is not a JSON trace event: %v: %s", events+1, err, clip(f.Data))
+				w.mu.Unlock()
+				w.once.Do(func() { close(w.finished) })
+				return
+			}
+			events++
+			if ev.Type() == trace.RequestFinished {
 				w.once.Do(func() { close(w.finished) })
 			}
 		}
@@ -371,4 +383,13 @@ func (s *state) unsupportedErr(err error) error {
 func noKeepAlive(t *http.Transport) *http.Transport {
 	t.DisableKeepAlives = true
 	return t
+}
+
+// clip quotes at most the first 120 bytes of what a proxy sent, for an
+// error message: a bad frame may be megabytes long.
+func clip(s string) string {
+	if len(s) > 120 {
+		return fmt.Sprintf("%q... (%d bytes)", s[:120], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }
