@@ -1,10 +1,13 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +89,29 @@ func TestReadStreamBounds(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !sse.IsLimit(err) || !errors.Is(err, ErrIncomplete) {
 				t.Fatalf("got %v, want a limit error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestRealDumpsUnderDefaults: every /config_dump the real implementation
+// produced reads whole through ConfigDump under the default bounds.
+func TestRealDumpsUnderDefaults(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "agentgateway", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no dumps in testdata/agentgateway")
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(want) }))
+			defer srv.Close()
+			got, err := (&Client{BaseURL: srv.URL}).ConfigDump(context.Background())
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("got %d bytes, %v; want the %d bytes of the dump", len(got), err, len(want))
 			}
 		})
 	}
