@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/gwdiag/gwdiag/steps/target/container"
 )
 
 // hostileBin is the hostile proxy (./hostileproxy), built on first use.
@@ -172,4 +177,61 @@ func TestHostileProxies(t *testing.T) {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// TestHostileProxiesContainer: the matrix's cases that end a trace by a
+// bound, on the container target: the hostile proxy is a static binary in
+// a FROM scratch image, its case set by --env. Each run ends with the
+// bound's message, its report, and no container of the image left.
+func TestHostileProxiesContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts containers")
+	}
+	ctx := context.Background()
+	p, err := container.DockerProvider()
+	if err == nil {
+		err = p.Health(ctx)
+		defer p.Close()
+	}
+	if err != nil {
+		t.Skipf("no Docker daemon answers, so the container target cannot run: %v", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hostileproxy")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/gwdiag/gwdiag/cli/e2e/hostileproxy")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build hostileproxy: %v\n%s", err, out)
+	}
+	image, err := container.BuildScratchImage(ctx, "gwdiag/hostileproxy-test", bin, "-bind-host", "0.0.0.0", "-f", container.DefaultConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, want string }{
+		{"endless-frame", "trace event exceeds 64 KiB"},
+		{"endless-trace", "trace exceeds 100 events"},
+		{"drip", "trace event took longer than 2s to arrive"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			report := filepath.Join(t.TempDir(), "report.yaml")
+			args := append([]string{"conformance", "run", "--target", "container", "--image", image, "--pull", "never",
+				"--env", "HOSTILE_CASE=" + tt.name, "--run-scenario", "A forwarded request traces every required event in order",
+				"--report", report, "--request-timeout", "3s", "--trace-timeout", "3s"}, streamBounds...)
+			r := gwdiagWithin(t, 3*time.Minute, nil, nil, args...)
+			t.Logf("gwdiag conformance run --target container: exit %d in %s, peak RSS %d MiB", r.code, r.elapsed.Round(time.Millisecond), r.maxRSS>>20)
+			if r.code != 1 || !strings.Contains(r.stdout, tt.want) {
+				t.Errorf("got exit %d; want exit 1 with %q in its output:\n%s\n%s", r.code, tt.want, r.stdout, r.stderr)
+			}
+			if fi, err := os.Stat(report); err != nil || fi.Size() == 0 {
+				t.Errorf("the run wrote no report: %v", err)
+			}
+			cs, err := p.Client().ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("ancestor", image)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs.Items) > 0 {
+				t.Errorf("the run left %d containers of %s behind", len(cs.Items), image)
+			}
+		})
+	}
 }

@@ -64,7 +64,14 @@ type result struct {
 // added to the environment.
 func gwdiag(t *testing.T, env []string, stdin io.Reader, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return gwdiagWithin(t, 30*time.Second, env, stdin, args...)
+}
+
+// gwdiagWithin is gwdiag with another deadline, for runs that start
+// containers.
+func gwdiagWithin(t *testing.T, deadline time.Duration, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gwdiagBin, args...)
 	cmd.Env = append(os.Environ(), env...)

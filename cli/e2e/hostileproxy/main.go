@@ -42,8 +42,8 @@ var Cases = map[string]struct {
 	"reset": {ready(reset(`data: {"severity":"info","mess`)), reset(`{"binds":[{"po`)},
 	// Bytes that are not UTF-8 inside the JSON strings of a whole trace
 	// and dump.
-	"invalid-utf8": {ready(finite(`data: {"severity":"info","message":{"type":"requestStarted","x":"`+"\xff\xfe"+`"}}`+"\n\n"+
-		`data: {"severity":"info","message":{"type":"requestFinished"}}`+"\n\n")), finite(`{"binds":[{"key":"`+"\xc3\x28"+`"}]}`)},
+	"invalid-utf8": {ready(finite(`data: {"severity":"info","message":{"type":"requestStarted","x":"` + "\xff\xfe" + `"}}` + "\n\n" +
+		`data: {"severity":"info","message":{"type":"requestFinished"}}` + "\n\n")), finite(`{"binds":[{"key":"` + "\xc3\x28" + `"}]}`)},
 	// JSON nested a million deep.
 	"deep-json": {ready(finite("data: " + strings.Repeat("[", 1e6) + strings.Repeat("]", 1e6) + "\n\n")), finite(`{"binds":` + strings.Repeat("[", 1e6) + strings.Repeat("]", 1e6) + "}")},
 	// A trace whose event times restart: requestStarted again after
@@ -113,7 +113,8 @@ func finite(s string) func(w http.ResponseWriter, r *http.Request) {
 }
 
 func main() {
-	name := flag.String("case", "", "how to be hostile: one of the Cases")
+	name := flag.String("case", os.Getenv("HOSTILE_CASE"), "how to be hostile: one of the Cases (default $HOSTILE_CASE, as a container gets it)")
+	bindHost := flag.String("bind-host", "127.0.0.1", "host the listeners bind (0.0.0.0 in a container)")
 	file := flag.String("f", "", "standalone config: config.adminAddr and binds[].port")
 	admin := flag.String("admin", os.Getenv("ADMIN_ADDR"), "admin address (default: the config's, then $ADMIN_ADDR)")
 	flag.Parse()
@@ -150,7 +151,7 @@ func main() {
 	// The tests start it on port 0 and read the address here.
 	fmt.Printf("admin %s\n", serve(*admin, mux))
 	for _, b := range cfg.Binds {
-		serve(fmt.Sprintf("127.0.0.1:%d", b.Port), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serve(net.JoinHostPort(*bindHost, fmt.Sprint(b.Port)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte("{}"))
 		}))
