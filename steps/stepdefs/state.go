@@ -108,7 +108,7 @@ func Begin(ctx context.Context, cfg Config, scenario string, optional bool) cont
 		// A new connection per request: a proxy may close a connection
 		// after any response (a 429, say), and reuse is not what the
 		// suite tests.
-		client: &http.Client{Transport: noKeepAlive(cfg.Limits.Transport())}}
+		client: &http.Client{Transport: suiteTransport(cfg.Limits.Transport())}}
 	return context.WithValue(ctx, stateKey{}, s)
 }
 
@@ -378,10 +378,12 @@ func (s *state) unsupportedErr(err error) error {
 	return err
 }
 
-// noKeepAlive gives every request of a scenario its own connection, so a
-// request never rides on one a previous step left in an odd state.
-func noKeepAlive(t *http.Transport) *http.Transport {
+// suiteTransport gives every request of a scenario its own connection, so
+// a request never rides on one a previous step left in an odd state, and
+// reaches the proxy under test directly, whatever HTTP_PROXY says.
+func suiteTransport(t *http.Transport) *http.Transport {
 	t.DisableKeepAlives = true
+	t.Proxy = nil
 	return t
 }
 

@@ -73,12 +73,17 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-// Transport returns an HTTP transport that refuses a response header block
-// larger than HeaderBytes. Compression stays off: the suite and the CLI
-// look at what the proxy sent, byte for byte.
+// Transport returns an HTTP transport (http.DefaultTransport's dial and
+// handshake timeouts) that refuses a response header block larger than
+// HeaderBytes. Compression stays off: the suite and the CLI look at what
+// the proxy sent, byte for byte, and a body bound then bounds the bytes on
+// the wire.
 func (l Limits) Transport() *http.Transport {
 	l = l.WithDefaults()
-	return &http.Transport{DisableCompression: true, MaxResponseHeaderBytes: l.HeaderBytes}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression = true
+	t.MaxResponseHeaderBytes = l.HeaderBytes
+	return t
 }
 
 // LimitError says which bound a proxy went past, and by how much at least:
