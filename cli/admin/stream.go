@@ -102,6 +102,8 @@ func (c *Client) OpenTraceQuery(ctx context.Context, q url.Values) (io.ReadClose
 		return nil, statusError(se.URL, se.Status, se.Body)
 	case err != nil && ctx.Err() != nil:
 		return nil, ctx.Err()
+	case sse.IsHeaderLimit(err):
+		return nil, fmt.Errorf("%s/debug/trace: response header block exceeds %s", c.BaseURL, sse.Size(c.Limits.WithDefaults().HeaderBytes))
 	case err != nil:
 		return nil, c.unreachable(err)
 	}

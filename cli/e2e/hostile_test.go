@@ -119,6 +119,8 @@ func TestHostileProxies(t *testing.T) {
 		{name: "invalid-utf8", suite: "trace lacks routeSelection, policySelection, backendCallStart, backendCallResult; got [requestStarted, requestFinished]"},
 		{name: "deep-json", trace: "exceeded max depth", config: "exceeded max depth", suite: "exceeded max depth", large: true},
 		{name: "restart", suite: "got [requestStarted, routeSelection, requestStarted, routeSelection, requestFinished]"},
+		{name: "endless-body", suite: "response body exceeds 1 MiB (proxy sent at least 1048577 bytes)"},
+		{name: "huge-headers", trace: "/debug/trace: response header block exceeds 64 KiB", config: "/config_dump: response header block exceeds 64 KiB", suite: "server response headers exceeded 65536 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,27 +28,41 @@ import (
 // Cases are the ways a proxy can be hostile, by name.
 var Cases = map[string]struct {
 	trace, dump func(w http.ResponseWriter, r *http.Request)
+	// data answers the data plane; nil answers 200 {}.
+	data func(w http.ResponseWriter, r *http.Request)
 }{
 	// One data line (or one dump) that never ends.
-	"endless-frame": {ready(endless("data: ", "a")), endless(`{"binds":"`, "a")},
+	"endless-frame": {ready(endless("data: ", "a")), endless(`{"binds":"`, "a"), nil},
 	// A dump that never ends, of valid-looking items; the trace stream
 	// says it is ready, then sends keepalives without end.
-	"endless-dump": {ready(endless("", ": keepalive\n\n")), endless(`{"binds":[`, `{"port":1,"listeners":[]},`)},
+	"endless-dump": {ready(endless("", ": keepalive\n\n")), endless(`{"binds":[`, `{"port":1,"listeners":[]},`), nil},
 	// A trace that never finishes but keeps sending events.
-	"endless-trace": {ready(endless("", `data: {"severity":"info","message":{"type":"routeSelection"}}`+"\n\n")), endless(`{"routes":[`, `{"name":"r"},`)},
+	"endless-trace": {ready(endless("", `data: {"severity":"info","message":{"type":"routeSelection"}}`+"\n\n")), endless(`{"routes":[`, `{"name":"r"},`), nil},
 	// One byte a second, of a frame and of a dump.
-	"drip": {ready(drip(`data: {"severity":"info","message":{"type":"requestStarted"}}` + "\n\n")), drip(`{"binds":[]}`)},
+	"drip": {ready(drip(`data: {"severity":"info","message":{"type":"requestStarted"}}` + "\n\n")), drip(`{"binds":[]}`), nil},
 	// Half a frame, then the connection reset.
-	"reset": {ready(reset(`data: {"severity":"info","mess`)), reset(`{"binds":[{"po`)},
+	"reset": {ready(reset(`data: {"severity":"info","mess`)), reset(`{"binds":[{"po`), nil},
 	// Bytes that are not UTF-8 inside the JSON strings of a whole trace
 	// and dump.
 	"invalid-utf8": {ready(finite(`data: {"severity":"info","message":{"type":"requestStarted","x":"` + "\xff\xfe" + `"}}` + "\n\n" +
-		`data: {"severity":"info","message":{"type":"requestFinished"}}` + "\n\n")), finite(`{"binds":[{"key":"` + "\xc3\x28" + `"}]}`)},
+		`data: {"severity":"info","message":{"type":"requestFinished"}}` + "\n\n")), finite(`{"binds":[{"key":"` + "\xc3\x28" + `"}]}`), nil},
 	// JSON nested a million deep.
-	"deep-json": {ready(finite("data: " + strings.Repeat("[", 1e6) + strings.Repeat("]", 1e6) + "\n\n")), finite(`{"binds":` + strings.Repeat("[", 1e6) + strings.Repeat("]", 1e6) + "}")},
+	"deep-json": {ready(finite("data: " + strings.Repeat("[", 1e6) + strings.Repeat("]", 1e6) + "\n\n")), finite(`{"binds":` + strings.Repeat("[", 1e6) + strings.Repeat("]", 1e6) + "}"), nil},
 	// A trace whose event times restart: requestStarted again after
 	// requestFinished's time went back, then the end.
-	"restart": {ready(finite(event("requestStarted", 5) + event("routeSelection", 9) + event("requestStarted", 1) + event("routeSelection", 2) + event("requestFinished", 3))), finite(`{"binds":[]}`)},
+	"restart": {ready(finite(event("requestStarted", 5) + event("routeSelection", 9) + event("requestStarted", 1) + event("routeSelection", 2) + event("requestFinished", 3))), finite(`{"binds":[]}`), nil},
+	// A data-plane answer that never ends; the trace and dump are whole.
+	"endless-body": {ready(finite(event("requestStarted", 1) + event("requestFinished", 2))), finite(`{"binds":[]}`), endless("", "x")},
+	// Header blocks of 1 MiB on every answer.
+	"huge-headers": {bigHeader(ready(finite(event("requestStarted", 1)))), bigHeader(finite(`{"binds":[]}`)), bigHeader(finite("{}"))},
+}
+
+// bigHeader sends a 1 MiB header block before h's answer.
+func bigHeader(h func(w http.ResponseWriter, r *http.Request)) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Huge", strings.Repeat("h", 1<<20))
+		h(w, r)
+	}
 }
 
 func event(typ string, end int) string {
@@ -151,10 +165,14 @@ func main() {
 	// The tests start it on port 0 and read the address here.
 	fmt.Printf("admin %s\n", serve(*admin, mux))
 	for _, b := range cfg.Binds {
-		serve(net.JoinHostPort(*bindHost, fmt.Sprint(b.Port)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte("{}"))
-		}))
+		data := c.data
+		if data == nil {
+			data = func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte("{}"))
+			}
+		}
+		serve(net.JoinHostPort(*bindHost, fmt.Sprint(b.Port)), http.HandlerFunc(data))
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
