@@ -115,11 +115,17 @@ func (r *Reader) timedNext() (Frame, error) {
 	})
 	start := r.bytes
 	f, err := r.next()
-	t.Stop()
-	if err != nil && r.stalled.Load() {
-		return Frame{}, &LimitError{What: r.event, Unit: "time", Time: limit, Got: r.bytes - start}
+	if t.Stop() || !r.stalled.Load() {
+		return f, err
 	}
-	return f, err
+	stalled := &LimitError{What: r.event, Unit: "time", Time: limit, Got: r.bytes - start}
+	if err != nil {
+		return Frame{}, stalled
+	}
+	// The frame came whole as the clock ran out, but the stream is closed:
+	// deliver it, and the bound on the next call.
+	r.err = stalled
+	return f, nil
 }
 
 // lineSlack is what an SSE line holds besides a frame's data: the field
