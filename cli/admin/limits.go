@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -59,6 +61,22 @@ func (l *LimitFlags) ApplySet(dst *sse.Limits, changed func(name string) bool) {
 			apply()
 		}
 	}
+}
+
+// Check refuses a bound that is not positive: a zero would silently mean
+// the default, and a negative nothing at all. Flags not added keep their
+// zero and are not checked.
+func (l *LimitFlags) Check(fs *pflag.FlagSet) error {
+	for _, name := range []string{"max-event-bytes", "max-trace-events", "max-trace-bytes", "frame-timeout", "max-body-bytes", "max-header-bytes", "timeout"} {
+		f := fs.Lookup(name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		if strings.HasPrefix(f.Value.String(), "-") || f.Value.String() == "0" || f.Value.String() == "0s" {
+			return fmt.Errorf("--%s %s: want a positive bound", name, f.Value)
+		}
+	}
+	return nil
 }
 
 // Client returns a client of the admin server at baseURL within these

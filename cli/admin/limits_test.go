@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
@@ -112,6 +114,38 @@ func TestRealDumpsUnderDefaults(t *testing.T) {
 			got, err := (&Client{BaseURL: srv.URL}).ConfigDump(context.Background())
 			if err != nil || !bytes.Equal(got, want) {
 				t.Errorf("got %d bytes, %v; want the %d bytes of the dump", len(got), err, len(want))
+			}
+		})
+	}
+}
+
+// TestLimitFlagsCheck: a bound set to zero or less is refused with the
+// flag's name; one left alone, or set positive, is not.
+func TestLimitFlagsCheck(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"defaults", nil, ""},
+		{"positive", []string{"--max-event-bytes", "10", "--frame-timeout", "1s"}, ""},
+		{"zero bytes", []string{"--max-event-bytes", "0"}, "--max-event-bytes 0: want a positive bound"},
+		{"negative events", []string{"--max-trace-events", "-1"}, "--max-trace-events -1: want a positive bound"},
+		{"zero time", []string{"--frame-timeout", "0s"}, "--frame-timeout 0s: want a positive bound"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var l LimitFlags
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			l.AddStreamFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if err := l.Check(fs); err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
 	}

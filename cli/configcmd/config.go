@@ -163,6 +163,9 @@ func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 		}
 		return b, nil
 	}
+	if err := o.limits.Check(cmd.Flags()); err != nil {
+		return nil, exitcode.Usage(err)
+	}
 	var conn connect.Connector
 	if o.local {
 		if len(args) == 1 {

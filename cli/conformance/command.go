@@ -236,6 +236,9 @@ func newRunCommand() *cobra.Command {
 			if set("trace-timeout") {
 				o.Timeouts.Trace = steps.Duration(trTimeout)
 			}
+			if err := limits.Check(cmd.Flags()); err != nil {
+				return exitcode.Usage(err)
+			}
 			limits.ApplySet(&o.Limits, set)
 			if set("image") {
 				o.Container.Image = flags.Container.Image

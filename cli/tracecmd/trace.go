@@ -170,6 +170,9 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 		resources, reqArgs = args[:dash], args[dash:]
 	}
 	p := plan{opts: o}
+	if err := o.limits.Check(cmd.Flags()); err != nil {
+		return p, err
+	}
 	portSet := cmd.Flags().Changed("port")
 	if len(resources) > 1 {
 		return p, fmt.Errorf("accepts at most 1 resource arg, received %d", len(resources))
