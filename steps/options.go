@@ -12,6 +12,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
 	"github.com/gwdiag/gwdiag/steps/target/container"
@@ -155,6 +156,11 @@ type Options struct {
 	// Concurrency is how many scenarios run at once. Default 4.
 	Concurrency int      `json:"concurrency,omitempty"`
 	Timeouts    Timeouts `json:"timeouts"`
+	// Limits bound everything the suite reads from the proxy (trace
+	// frames, events and bytes per trace, admin and data-plane bodies,
+	// header blocks): a scenario whose proxy goes past one fails with what
+	// was exceeded, and the run goes on. Zero fields: sse.DefaultLimits.
+	Limits sse.Limits `json:"limits"`
 
 	// Features overrides the embedded features (tests).
 	Features fs.FS `json:"-"`
@@ -201,6 +207,7 @@ func (o Options) withDefaults() Options {
 	if o.Timeouts.ReadyGrace == 0 {
 		o.Timeouts.ReadyGrace = Duration(300 * time.Millisecond)
 	}
+	o.Limits = o.Limits.WithDefaults()
 	if o.Output == nil {
 		o.Output = os.Stdout
 	}

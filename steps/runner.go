@@ -92,7 +92,8 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	defer rls.stop()
 	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, stepConfig: stepdefs.Config{
 		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
-		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls}}
+		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls,
+		Limits: o.Limits}}
 
 	fsys := o.Features
 	if fsys == nil {

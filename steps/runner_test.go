@@ -14,6 +14,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/container"
@@ -154,6 +155,21 @@ timeouts: {trace: 2s, request: 1500ms}
 	if o.Target != "process" || o.ProxyCommand != "refproxy -f {config}" || !o.claims(FeatureTraceReadyComment) ||
 		o.Timeouts.Trace != Duration(2*time.Second) || o.Timeouts.Request != Duration(1500*time.Millisecond) || o.Timeouts.ReadyGrace != Duration(300*time.Millisecond) {
 		t.Errorf("got %+v", o)
+	}
+	// The bounds on what is read from the proxy: set ones kept, the rest
+	// the defaults.
+	os.WriteFile(path, []byte("limits: {eventBytes: 65536, frameTime: 2s}\n"), 0o644)
+	if o, err = LoadOptions(path); err != nil {
+		t.Fatal(err)
+	}
+	want := sse.DefaultLimits()
+	want.EventBytes, want.FrameTime = 65536, Duration(2*time.Second)
+	if got := o.withDefaults().Limits; got != want {
+		t.Errorf("limits: got %+v, want %+v", got, want)
+	}
+	os.WriteFile(path, []byte("limits: {eventSize: 1}\n"), 0o644)
+	if _, err := LoadOptions(path); err == nil || !strings.Contains(err.Error(), "eventSize") {
+		t.Errorf("misspelt limit: got %v, want an error naming the field", err)
 	}
 	os.WriteFile(path, []byte("timeouts: {trace: soon}\n"), 0o644)
 	if _, err := LoadOptions(path); err == nil || !strings.Contains(err.Error(), `duration "soon"`) {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
@@ -40,6 +41,9 @@ type Handler struct {
 	// Comment is called for comment frames other than ready, keepalive and
 	// dropped (a follow stream's ": ended with N traces incomplete").
 	Comment func(text string)
+	// Limits bounds what is read (zero fields: sse.DefaultLimits); in
+	// follow mode the trace bounds apply to each trace.
+	Limits sse.Limits
 }
 
 // ErrIncomplete is wrapped by Stream's error when the stream ended before
@@ -54,15 +58,27 @@ type Client struct {
 	// empty means the standalone hint (--admin-url, --proxy-admin-port).
 	Hint string
 	// HTTP is the client to use; nil means a client without timeout, since a
-	// watch may wait for a request for as long as the user likes.
+	// watch may wait for a request for as long as the user likes, that
+	// refuses header blocks past Limits.HeaderBytes.
 	HTTP *http.Client
+	// Limits bounds what is read from the admin server (zero fields:
+	// sse.DefaultLimits).
+	Limits sse.Limits
+	// Timeout bounds a one-shot request such as ConfigDump, body included;
+	// 0 means DefaultTimeout. A trace stream has no such bound: its frames
+	// are bounded by Limits.FrameTime.
+	Timeout time.Duration
 }
+
+// DefaultTimeout bounds a one-shot admin request: a config dump arrives in
+// well under a second from a real proxy.
+const DefaultTimeout = 30 * time.Second
 
 func (c *Client) http() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
 	}
-	return &http.Client{}
+	return &http.Client{Transport: c.Limits.Transport()}
 }
 
 // OpenTrace registers a watcher on /debug/trace (POST, with ?expression= when
@@ -86,6 +102,8 @@ func (c *Client) OpenTraceQuery(ctx context.Context, q url.Values) (io.ReadClose
 		return nil, statusError(se.URL, se.Status, se.Body)
 	case err != nil && ctx.Err() != nil:
 		return nil, ctx.Err()
+	case sse.IsHeaderLimit(err):
+		return nil, fmt.Errorf("%s/debug/trace: response header block exceeds %s", c.BaseURL, sse.Size(c.Limits.WithDefaults().HeaderBytes))
 	case err != nil:
 		return nil, c.unreachable(err)
 	}
@@ -113,8 +131,15 @@ func statusError(u string, code int, body string) error {
 // wrapping ErrIncomplete when it ended before, or the read or decode error.
 // It returns right after requestFinished rather than waiting for an EOF a
 // slow or older proxy might never send.
+//
+// Past a bound of h.Limits it stops and returns the *sse.LimitError (also
+// wrapping ErrIncomplete); when r is also an io.Closer, a frame that takes
+// longer than Limits.FrameTime closes it.
 func ReadStream(r io.Reader, h Handler) error {
-	frames := sse.NewReader(r)
+	frames := sse.NewReaderLimits(r, h.Limits)
+	if c, ok := r.(io.Closer); ok {
+		frames.CloseOnStall(c)
+	}
 	ready, count := false, 0
 	markReady := func() {
 		if !ready {
@@ -131,6 +156,9 @@ func ReadStream(r io.Reader, h Handler) error {
 				return nil
 			}
 			return fmt.Errorf("%w (after %d events)", ErrIncomplete, count)
+		}
+		if sse.IsLimit(err) {
+			return fmt.Errorf("%w (after %d events): %w", ErrIncomplete, count, err)
 		}
 		if err != nil {
 			return fmt.Errorf("%w (after %d events): %v", ErrIncomplete, count, err)
@@ -158,20 +186,42 @@ func ReadStream(r io.Reader, h Handler) error {
 		if h.Event != nil {
 			h.Event(Event{Raw: compact.Bytes(), Event: ev})
 		}
-		if ev.Type() == trace.RequestFinished && !h.Follow {
-			return nil
+		if ev.Type() == trace.RequestFinished {
+			if !h.Follow {
+				return nil
+			}
+			frames.EndTrace()
 		}
 	}
 }
 
-// ConfigDump fetches /config_dump as raw JSON.
+// ConfigDump fetches /config_dump as raw JSON, within Limits.BodyBytes and
+// Timeout.
 func (c *Client) ConfigDump(ctx context.Context) ([]byte, error) {
-	u := c.BaseURL + "/config_dump"
+	return c.get(ctx, "/config_dump", "config dump")
+}
+
+// get reads one admin response whole, what naming it in errors: bounded in
+// size and time, since the proxy on the other side may never end it.
+func (c *Client) get(ctx context.Context, path, what string) ([]byte, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	u := c.BaseURL + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := c.http().Do(req)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%s: no answer within %s", u, timeout)
+	}
+	if sse.IsHeaderLimit(err) {
+		return nil, fmt.Errorf("%s: response header block exceeds %s", u, sse.Size(c.Limits.WithDefaults().HeaderBytes))
+	}
 	if err != nil {
 		return nil, c.unreachable(err)
 	}
@@ -180,8 +230,13 @@ func (c *Client) ConfigDump(ctx context.Context) ([]byte, error) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return nil, statusError(u, resp.StatusCode, string(body))
 	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
+	b, err := sse.ReadBody(resp.Body, c.Limits.BodyBytes, what)
+	switch {
+	case sse.IsLimit(err):
+		return nil, fmt.Errorf("%s: %w", u, err)
+	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, fmt.Errorf("%s: %s did not arrive within %s (proxy sent %d bytes of it)", u, what, timeout, len(b))
+	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", u, err)
 	}
 	return b, nil

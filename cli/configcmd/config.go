@@ -38,6 +38,8 @@ type options struct {
 	adminURL   string
 	configFile string
 	all        bool
+	// limits bound what is read from the proxy.
+	limits admin.LimitFlags
 }
 
 // NewCommand returns `gwdiag config` with `all` and `backends`.
@@ -64,6 +66,7 @@ func addSourceFlags(cmd *cobra.Command, o *options) {
 	f.IntVar(&o.adminPort, "proxy-admin-port", admin.DefaultPort, "admin server port of the proxy")
 	f.StringVar(&o.adminURL, "admin-url", "", "admin server base URL, e.g. http://127.0.0.1:15000 (with --local)")
 	f.StringVarP(&o.configFile, "config", "c", "", "standalone config file to read config.adminAddr from (with --local)")
+	o.limits.AddBodyFlags(f)
 	_ = cmd.MarkFlagFilename("file", "json")
 }
 
@@ -180,6 +183,9 @@ func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 		}
 		return b, nil
 	}
+	if err := o.limits.Check(cmd.Flags()); err != nil {
+		return nil, exitcode.Usage(err)
+	}
 	var conn connect.Connector
 	if o.local {
 		if len(args) == 1 {
@@ -217,7 +223,7 @@ func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return (&admin.Client{BaseURL: u, Hint: connect.AdminHint(conn)}).ConfigDump(ctx)
+	return o.limits.Client(u, connect.AdminHint(conn)).ConfigDump(ctx)
 }
 
 // WriteDump writes a dump whole as JSON (indented) or YAML, keys sorted,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/versioncmd"
 	"github.com/gwdiag/gwdiag/golden"
@@ -134,6 +135,7 @@ func newRunCommand() *cobra.Command {
 		profiles   []string
 		reqTimeout time.Duration
 		trTimeout  time.Duration
+		limits     admin.LimitFlags
 		envs       []string
 		pull       string
 		startup    time.Duration
@@ -235,6 +237,10 @@ func newRunCommand() *cobra.Command {
 			if set("trace-timeout") {
 				o.Timeouts.Trace = steps.Duration(trTimeout)
 			}
+			if err := limits.Check(cmd.Flags()); err != nil {
+				return exitcode.Usage(err)
+			}
+			limits.ApplySet(&o.Limits, set)
 			if set("image") {
 				o.Container.Image = flags.Container.Image
 			}
@@ -349,6 +355,7 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&flags.Cluster.GatewayClassName, "gateway-class", "", "cluster target: GatewayClass of the scenarios' Gateways (default gwdiag)")
 	f.DurationVar(&reqTimeout, "request-timeout", 10*time.Second, "bound on one HTTP request")
 	f.DurationVar(&trTimeout, "trace-timeout", 5*time.Second, "bound on a trace completing after its request")
+	limits.AddSuiteFlags(f)
 	return cmd
 }
 

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,21 +55,37 @@ func TestMain(m *testing.M) {
 type result struct {
 	stdout, stderr string
 	code           int
+	// elapsed is how long it ran, maxRSS its peak resident memory in bytes.
+	elapsed time.Duration
+	maxRSS  int64
 }
 
 // gwdiag runs the binary to completion (bounded by a deadline) with env
 // added to the environment.
 func gwdiag(t *testing.T, env []string, stdin io.Reader, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return gwdiagWithin(t, 30*time.Second, env, stdin, args...)
+}
+
+// gwdiagWithin is gwdiag with another deadline, for runs that start
+// containers.
+func gwdiagWithin(t *testing.T, deadline time.Duration, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gwdiagBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
 	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
+	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.maxRSS = ru.Maxrss << 10 // KiB on Linux
+		}
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -51,6 +51,8 @@ type options struct {
 	status      string
 	slowerThan  time.Duration
 	outcome     string
+	// limits bound what is read from the proxy.
+	limits admin.LimitFlags
 }
 
 // NewCommand returns `gwdiag trace` with its `diff` subcommand.
@@ -143,6 +145,7 @@ above the events of the selected one.`,
 	f.StringVar(&o.status, "status", "", "follow: only requests answered with this status: a code (429) or a class (5xx)")
 	f.DurationVar(&o.slowerThan, "slower-than", 0, "follow: only requests that took longer than this (e.g. 500ms)")
 	f.StringVar(&o.outcome, "outcome", "", "follow: only requests whose outcome this CEL expression accepts (response.code, latencyMicros)")
+	o.limits.AddStreamFlags(f)
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("file", "jsonl")
 	_ = cmd.MarkFlagFilename("kubeconfig")
@@ -167,6 +170,9 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 		resources, reqArgs = args[:dash], args[dash:]
 	}
 	p := plan{opts: o}
+	if err := o.limits.Check(cmd.Flags()); err != nil {
+		return p, err
+	}
 	portSet := cmd.Flags().Changed("port")
 	if len(resources) > 1 {
 		return p, fmt.Errorf("accepts at most 1 resource arg, received %d", len(resources))
@@ -280,7 +286,7 @@ func run(cmd *cobra.Command, o *options, args []string) error {
 		}
 	}
 	s := session{
-		client:     &admin.Client{BaseURL: adminURL, Hint: connect.AdminHint(conn)},
+		client:     o.limits.Client(adminURL, connect.AdminHint(conn)),
 		expr:       o.expression,
 		outcome:    p.outcome,
 		filterDesc: filterDesc(cmd),
@@ -396,6 +402,7 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 			Ready:  func() { close(ready) },
 			Event:  onEvent,
 			Follow: s.follow,
+			Limits: s.client.Limits,
 			Comment: func(text string) {
 				if s.stderr != nil {
 					fmt.Fprintf(s.stderr, "warning: the proxy says: %s\n", text)

@@ -176,7 +176,7 @@ func TestLLMAbortDropsConnection(t *testing.T) {
 // sseData returns the data payloads of an SSE body, in order.
 func sseData(body string) []string {
 	var out []string
-	_ = sse.EachData(strings.NewReader(body), func(d string) { out = append(out, d) })
+	_ = sse.EachData(strings.NewReader(body), sse.Limits{}, func(d string) { out = append(out, d) })
 	return out
 }
 

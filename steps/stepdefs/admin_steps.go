@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gwdiag/gwdiag/refproxy/configdump"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -169,7 +169,7 @@ func (s *state) adminCall(ctx context.Context, method, path string) error {
 		return fmt.Errorf("admin %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := sse.ReadBody(resp.Body, s.cfg.Limits.BodyBytes, "admin "+path+" body")
 	if err != nil {
 		return fmt.Errorf("admin %s %s: body: %w", method, path, err)
 	}

@@ -154,6 +154,7 @@ func (s *state) openFollow(ctx context.Context, n int, duration time.Duration) e
 		cancel()
 		return fmt.Errorf("follow stream: %w", err)
 	}
+	st.SetLimits(s.cfg.Limits)
 	f := &followStream{stream: st, opened: time.Now(), duration: duration, done: make(chan struct{})}
 	ready := make(chan struct{})
 	go func() {
@@ -181,6 +182,9 @@ func (s *state) openFollow(ctx context.Context, n int, duration time.Duration) e
 				return
 			}
 			f.trace.Events = append(f.trace.Events, ev)
+			if ev.Type() == trace.RequestFinished {
+				st.Reader().EndTrace()
+			}
 		}
 	}()
 	// The watcher is registered once the stream has sent something (": ready"

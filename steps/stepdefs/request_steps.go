@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -289,10 +288,10 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 	defer resp.Body.Close()
 	r := &response{status: resp.StatusCode, header: resp.Header}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		if err := sse.EachData(resp.Body, func(d string) { r.chunks = append(r.chunks, strings.TrimSpace(d)) }); err != nil {
+		if err := sse.EachData(resp.Body, s.cfg.Limits, func(d string) { r.chunks = append(r.chunks, strings.TrimSpace(d)) }); err != nil {
 			r.broken = fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, reqTarget, len(r.chunks), err)
 		}
-	} else if r.body, err = io.ReadAll(resp.Body); err != nil {
+	} else if r.body, err = sse.ReadBody(resp.Body, s.cfg.Limits.BodyBytes, "response body"); err != nil {
 		r.broken = fmt.Errorf("%s %s: body cut after %d bytes: %w", method, reqTarget, len(r.body), err)
 	}
 	s.responses = append(s.responses, r)
@@ -453,7 +452,7 @@ func (s *state) startHeld(ctx context.Context, n int, key string) error {
 		}
 		defer resp.Body.Close()
 		r := &response{status: resp.StatusCode, header: resp.Header}
-		err = sse.EachData(resp.Body, func(d string) {
+		err = sse.EachData(resp.Body, s.cfg.Limits, func(d string) {
 			r.chunks = append(r.chunks, strings.TrimSpace(d))
 			if usageRe.MatchString(d) {
 				once.Do(func() { close(sawUsage) })

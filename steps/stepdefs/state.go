@@ -28,6 +28,10 @@ type Config struct {
 	OnTrace func(scenario string, events []trace.Event)
 	// RateLimit gives the global-rate-limit scenarios their service.
 	RateLimit RateLimitServices
+	// Limits bound everything the steps read from the proxy: trace
+	// streams, admin and data-plane bodies, header blocks. Past one, the
+	// step fails with what was exceeded.
+	Limits sse.Limits
 }
 
 // RateLimitServices are the global rate-limit services of a run.
@@ -107,7 +111,7 @@ func Begin(ctx context.Context, cfg Config, scenario string, optional bool) cont
 		// A new connection per request: a proxy may close a connection
 		// after any response (a 429, say), and reuse is not what the
 		// suite tests.
-		client: &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}}}
+		client: &http.Client{Transport: suiteTransport(cfg.Limits.Transport())}}
 	return context.WithValue(ctx, stateKey{}, s)
 }
 
@@ -246,7 +250,7 @@ type watcher struct {
 	once     sync.Once
 }
 
-func openWatcher(ctx context.Context, client *http.Client, admin, expression string, timeout time.Duration) (*watcher, error) {
+func openWatcher(ctx context.Context, client *http.Client, admin, expression string, timeout time.Duration, limits sse.Limits) (*watcher, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// The stream outlives this step, so only the opening is bounded.
 	stop := time.AfterFunc(timeout, cancel)
@@ -256,6 +260,7 @@ func openWatcher(ctx context.Context, client *http.Client, admin, expression str
 		cancel()
 		return nil, err
 	}
+	st.SetLimits(limits)
 	w := &watcher{stream: st, ready: make(chan struct{}), done: make(chan struct{}), finished: make(chan struct{}), cancel: cancel}
 	go w.read()
 	return w, nil
@@ -264,6 +269,7 @@ func openWatcher(ctx context.Context, client *http.Client, admin, expression str
 func (w *watcher) read() {
 	defer close(w.done)
 	readyOnce := sync.Once{}
+	events := 0
 	for {
 		f, err := w.stream.Next()
 		if err != nil {
@@ -281,7 +287,18 @@ func (w *watcher) read() {
 		w.mu.Unlock()
 		readyOnce.Do(func() { close(w.ready) })
 		if !f.IsComment {
-			if ev, err := trace.Parse([]byte(f.Data)); err == nil && ev.Type() == trace.RequestFinished {
+			ev, err := trace.Parse([]byte(f.Data))
+			if err != nil {
+				// Named, not skipped: a trace that seems to have no
+				// events hides what the proxy sent.
+				w.mu.Lock()
+				w.err = fmt.Errorf("trace event %d is not a JSON trace event: %v: %s", events+1, err, clip(f.Data))
+				w.mu.Unlock()
+				w.once.Do(func() { close(w.finished) })
+				return
+			}
+			events++
+			if ev.Type() == trace.RequestFinished {
 				w.once.Do(func() { close(w.finished) })
 			}
 		}
@@ -374,4 +391,22 @@ func (s *state) stepErr(ctx context.Context, err error) error {
 		return godog.ErrSkip
 	}
 	return err
+}
+
+// suiteTransport gives every request of a scenario its own connection, so
+// a request never rides on one a previous step left in an odd state, and
+// reaches the proxy under test directly, whatever HTTP_PROXY says.
+func suiteTransport(t *http.Transport) *http.Transport {
+	t.DisableKeepAlives = true
+	t.Proxy = nil
+	return t
+}
+
+// clip quotes at most the first 120 bytes of what a proxy sent, for an
+// error message: a bad frame may be megabytes long.
+func clip(s string) string {
+	if len(s) > 120 {
+		return fmt.Sprintf("%q... (%d bytes)", s[:120], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }

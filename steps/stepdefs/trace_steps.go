@@ -436,7 +436,7 @@ func (s *state) watch(ctx context.Context, expression string) (*watcher, error) 
 	if err != nil {
 		return nil, err
 	}
-	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, s.cfg.RequestTimeout)
+	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, s.cfg.RequestTimeout, s.cfg.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("open /debug/trace: %w", err)
 	}

@@ -61,6 +61,9 @@ func (e *CaptureError) Error() string {
 func ReadCapture(r io.Reader, name string, fn func(Captured) error) error {
 	fr := NewReader(r)
 	fr.plain = true
+	// A capture may hold any number of traces (a follow stream's): only
+	// the event bound applies.
+	fr.perTrace = false
 	var bad []BadLine
 	for {
 		f, err := fr.Next()

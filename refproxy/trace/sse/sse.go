@@ -10,9 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
@@ -31,26 +34,136 @@ type Frame struct {
 	Line int
 }
 
-// Reader splits an SSE stream into frames.
+// Reader splits an SSE stream into frames, within Limits: a line or frame
+// past EventBytes, a trace past TraceEvents or TraceBytes, or (with
+// CloseOnStall) a frame slower than FrameTime ends the reading with a
+// *LimitError, before the rest is read.
 type Reader struct {
 	r    *bufio.Reader
 	line int
 	// plain makes a line outside SSE framing (a JSON Lines record) a data
 	// frame of its own: a saved trace may be JSON Lines or an SSE capture.
-	plain bool
+	plain  bool
+	limits Limits
+	// perTrace turns on the trace bounds (live streams, not captures,
+	// which may hold any number of traces).
+	perTrace bool
+	events   int
+	bytes    int64
+	stall    io.Closer
+	stalled  atomic.Bool
+	// err is the bound already gone past: the stream is not read further.
+	err error
+	// event and whole name a frame and the stream in a LimitError.
+	event, whole string
 }
 
-// NewReader reads frames from r.
-func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, 64<<10)} }
+// NewReader reads frames from r within the default Limits.
+func NewReader(r io.Reader) *Reader { return NewReaderLimits(r, Limits{}) }
+
+// NewReaderLimits reads frames of one trace stream from r within l (zero
+// fields: the defaults).
+func NewReaderLimits(r io.Reader, l Limits) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), limits: l.WithDefaults(), perTrace: true, event: "trace event", whole: "trace"}
+}
+
+// CloseOnStall makes a frame that takes longer than FrameTime to arrive,
+// once its first byte has, close c (the stream's body) and end the reading
+// with a *LimitError: a proxy dripping a frame would otherwise hold the
+// reader forever while staying under every byte bound.
+func (r *Reader) CloseOnStall(c io.Closer) { r.stall = c }
+
+// EndTrace starts a new trace for the trace bounds: a follow stream carries
+// many traces, each bounded on its own.
+func (r *Reader) EndTrace() { r.events, r.bytes = 0, 0 }
 
 // Next returns the next frame, or io.EOF at the end of the stream. A comment
 // line is returned as a frame of its own, so that ": ready" is seen as soon
 // as it arrives. event: and id: lines are ignored.
 func (r *Reader) Next() (Frame, error) {
+	if r.err != nil {
+		return Frame{}, r.err
+	}
+	f, err := r.timedNext()
+	if err == nil && !f.IsComment && r.perTrace {
+		r.events++
+		if r.events > r.limits.TraceEvents {
+			err = &LimitError{What: r.whole, Limit: int64(r.limits.TraceEvents), Got: int64(r.events), Unit: "events"}
+		}
+	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		r.err = err
+	}
+	return f, err
+}
+
+// timedNext is next under FrameTime: the clock starts with the frame's
+// first byte, so a stream may stay idle (waiting for a request) for as
+// long as the caller likes.
+func (r *Reader) timedNext() (Frame, error) {
+	if r.stall == nil {
+		return r.next()
+	}
+	if _, err := r.r.Peek(1); err != nil && r.r.Buffered() == 0 {
+		return r.next()
+	}
+	limit := time.Duration(r.limits.FrameTime)
+	t := time.AfterFunc(limit, func() {
+		r.stalled.Store(true)
+		r.stall.Close()
+	})
+	start := r.bytes
+	f, err := r.next()
+	if t.Stop() || !r.stalled.Load() {
+		return f, err
+	}
+	stalled := &LimitError{What: r.event, Unit: "time", Time: limit, Got: r.bytes - start}
+	if err != nil {
+		return Frame{}, stalled
+	}
+	// The frame came whole as the clock ran out, but the stream is closed:
+	// deliver it, and the bound on the next call.
+	r.err = stalled
+	return f, nil
+}
+
+// lineSlack is what an SSE line holds besides a frame's data: the field
+// name and the line ending.
+const lineSlack = int64(len("data: \r\n"))
+
+// readLine reads one line within EventBytes, counting it into the
+// trace's bytes.
+func (r *Reader) readLine() (string, error) {
+	var buf []byte
+	for {
+		chunk, err := r.r.ReadSlice('\n')
+		r.bytes += int64(len(chunk))
+		// A line holds one frame's data after "data: " and before "\r\n".
+		if int64(len(buf)+len(chunk)) > r.limits.EventBytes+lineSlack {
+			return "", &LimitError{What: r.event, Limit: r.limits.EventBytes, Got: int64(len(buf) + len(chunk)), Unit: "bytes", In: "in one frame"}
+		}
+		if r.perTrace && r.bytes > r.limits.TraceBytes {
+			return "", &LimitError{What: r.whole, Limit: r.limits.TraceBytes, Got: r.bytes, Unit: "bytes"}
+		}
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return string(buf), err
+	}
+}
+
+func (r *Reader) next() (Frame, error) {
 	var data []string
+	size := int64(0)
 	start := 0
 	for {
-		line, err := r.r.ReadString('\n')
+		line, err := r.readLine()
+		var le *LimitError
+		if errors.As(err, &le) {
+			return Frame{}, err
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) && line == "" {
 				if len(data) > 0 {
@@ -77,7 +190,12 @@ func (r *Reader) Next() (Frame, error) {
 			if len(data) == 0 {
 				start = r.line
 			}
-			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+			d := strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+			size += int64(len(d)) + 1
+			if size-1 > r.limits.EventBytes {
+				return Frame{}, &LimitError{What: r.event, Limit: r.limits.EventBytes, Got: size - 1, Unit: "bytes", In: "in one frame"}
+			}
+			data = append(data, d)
 		case r.plain && len(data) == 0 && !sseField(line):
 			return Frame{Data: line, Line: r.line}, nil
 		}
@@ -104,9 +222,13 @@ func sseField(line string) bool {
 // EachData reads r to its end as an event stream, calling fn with the data
 // of every data frame as it arrives (comments are skipped). It returns nil
 // at the end of the stream and the read error otherwise. Chat completion
-// streams and trace streams alike are read through it.
-func EachData(r io.Reader, fn func(data string)) error {
-	fr := NewReader(r)
+// streams are read through it: one frame is bounded by l.EventBytes, the
+// whole stream by l.BodyBytes (a *LimitError past either).
+func EachData(r io.Reader, l Limits, fn func(data string)) error {
+	l = l.WithDefaults()
+	l.TraceBytes, l.TraceEvents = l.BodyBytes, math.MaxInt
+	fr := NewReaderLimits(r, l)
+	fr.event, fr.whole = "stream event", "response stream"
 	for {
 		f, err := fr.Next()
 		if errors.Is(err, io.EOF) {
@@ -182,7 +304,9 @@ func OpenQuery(ctx context.Context, client *http.Client, baseURL string, q url.V
 			return nil, err
 		}
 		if resp.StatusCode == http.StatusOK {
-			return &Stream{Response: resp, Method: method, frames: NewReader(resp.Body)}, nil
+			st := &Stream{Response: resp, Method: method}
+			st.SetLimits(Limits{})
+			return st, nil
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
@@ -193,6 +317,16 @@ func OpenQuery(ctx context.Context, client *http.Client, baseURL string, q url.V
 	}
 	return nil, last
 }
+
+// SetLimits bounds what is read from the stream (zero fields: the
+// defaults), a frame slower than FrameTime included. Call it before Next.
+func (s *Stream) SetLimits(l Limits) {
+	s.frames = NewReaderLimits(s.Response.Body, l)
+	s.frames.CloseOnStall(s.Response.Body)
+}
+
+// Reader returns the stream's frame reader (EndTrace for a follow stream).
+func (s *Stream) Reader() *Reader { return s.frames }
 
 // Next returns the next frame of the stream.
 func (s *Stream) Next() (Frame, error) { return s.frames.Next() }

@@ -94,13 +94,13 @@ func TestOpenReportsRefusal(t *testing.T) {
 // the read error when the stream breaks.
 func TestEachData(t *testing.T) {
 	var got []string
-	err := EachData(strings.NewReader(": ready\n\ndata: {\"a\":1}\n\ndata: [DONE]\n\n"), func(d string) { got = append(got, d) })
+	err := EachData(strings.NewReader(": ready\n\ndata: {\"a\":1}\n\ndata: [DONE]\n\n"), Limits{}, func(d string) { got = append(got, d) })
 	if err != nil || strings.Join(got, "|") != `{"a":1}|[DONE]` {
 		t.Errorf("got %q, %v; want the two data frames and nil", got, err)
 	}
 	boom := errors.New("boom")
 	got = nil
-	err = EachData(io.MultiReader(strings.NewReader("data: 1\n\n"), iotest.ErrReader(boom)), func(d string) { got = append(got, d) })
+	err = EachData(io.MultiReader(strings.NewReader("data: 1\n\n"), iotest.ErrReader(boom)), Limits{}, func(d string) { got = append(got, d) })
 	if !errors.Is(err, boom) || len(got) != 1 {
 		t.Errorf("broken stream: got %q, %v; want one frame, then boom", got, err)
 	}

@@ -156,6 +156,9 @@ func (p *Process) configureOnce(ctx context.Context, setup target.Setup) (target
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &procout.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
+	// A helper the proxy left behind may hold its output open: Wait would
+	// wait for it, and the proxy's exit would go unseen until then.
+	cmd.WaitDelay = 200 * time.Millisecond
 	if err := cmd.Start(); err != nil {
 		d.Stop(ctx)
 		return nil, fmt.Errorf("process target: %w", err)
@@ -177,20 +180,22 @@ func (p *Process) configureOnce(ctx context.Context, setup target.Setup) (target
 	}()
 	d.Output = out.String
 	d.StopProxy = func(context.Context) error {
+		// The whole group, even when its leader has exited: a wrapper
+		// script or a forked helper of the proxy must not outlive the run.
+		// The group's id stays reserved while a member lives, so it names
+		// no one else.
+		pgid := -cmd.Process.Pid
+		syscall.Kill(pgid, syscall.SIGTERM)
 		select {
 		case <-exited:
-			return nil
-		default:
-		}
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-			return nil
 		case <-time.After(p.StopGrace):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			syscall.Kill(pgid, syscall.SIGKILL)
 			<-exited
 			return fmt.Errorf("process target: %s did not exit within %s of SIGTERM; killed", args[0], p.StopGrace)
 		}
+		// The leader is gone; what is left of its group gets no grace.
+		syscall.Kill(pgid, syscall.SIGKILL)
+		return nil
 	}
 	readyCtx, cancel := context.WithCancel(ctx)
 	go func() {

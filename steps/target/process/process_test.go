@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,5 +148,41 @@ func TestProcessCommandQuoting(t *testing.T) {
 	if len(got) != 6 || got[0] != "-c" || !strings.HasSuffix(got[1], ".yaml") || got[2] != "--flag" || got[3] != "a b" ||
 		got[4] != "--admin="+d.AdminAddr() || got[5] != "plain word" {
 		t.Errorf("arguments the proxy got: %q, want -c <config> --flag \"a b\" --admin=<admin> \"plain word\"", got)
+	}
+}
+
+// TestProcessTargetStopsLeftoverGroup: a proxy that exits on SIGTERM but
+// leaves a helper behind (here one that ignores SIGTERM) does not leave it
+// running: Stop kills what is left of the group once its leader is gone.
+func TestProcessTargetStopsLeftoverGroup(t *testing.T) {
+	bin := buildRefproxy(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "helper.pid")
+	script := filepath.Join(dir, "forking.sh")
+	body := "#!/bin/sh\n(trap '' TERM; exec sleep 300) &\necho $! > " + pidFile + "\nexec " + bin + " --bind-host 127.0.0.1 -f \"$1\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := startOneRoute(t, process.New(script+" {config}"))
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	// The helper is our grandchild: once killed it is reaped by init, so
+	// it vanishes soon after; a bounded wait for that, not a sleep.
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("helper %d of the proxy still runs after Stop: got it alive, want the whole group stopped", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
