@@ -124,16 +124,16 @@ type Counts struct {
 	Unsupported int `json:"unsupported" yaml:"unsupported"`
 }
 
-func (c *Counts) add(r Result) {
+func (c *Counts) add(r Result, n int) {
 	switch r {
 	case Passed:
-		c.Passed++
+		c.Passed += n
 	case Failed:
-		c.Failed++
+		c.Failed += n
 	case Skipped:
-		c.Skipped++
+		c.Skipped += n
 	case Unsupported:
-		c.Unsupported++
+		c.Unsupported += n
 	}
 }
 
@@ -184,6 +184,9 @@ type scenarioResult struct {
 	feature  FeatureName
 	profile  ConformanceProfileName
 	extended bool
+	// count is how many scenarios of this result the entry stands for
+	// (recorded checks count passing traces without keeping each); 0 is one.
+	count int
 	ScenarioReport
 }
 
@@ -206,8 +209,9 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 			byName[s.feature] = f
 			order = append(order, s.feature)
 		}
-		f.add(s.Result)
-		r.Summary.add(s.Result)
+		n := max(s.count, 1)
+		f.add(s.Result, n)
+		r.Summary.add(s.Result, n)
 		if s.Result != Passed {
 			f.Scenarios = append(f.Scenarios, s.ScenarioReport)
 		}
