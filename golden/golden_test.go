@@ -1,6 +1,8 @@
 package golden
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,7 +215,10 @@ func TestCompare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Compare(tt.want, tt.got)
+			d, err := Compare(tt.want, tt.got)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tt.diff == nil {
 				if d != "" {
 					t.Errorf("got a difference, want none:\n%s", d)
@@ -224,6 +229,52 @@ func TestCompare(t *testing.T) {
 				if !strings.Contains(d, w) {
 					t.Errorf("lacks %q; got:\n%s", w, d)
 				}
+			}
+		})
+	}
+}
+
+// longTrace is a trace of n events whose labels repeat with period kinds.
+func longTrace(t *testing.T, n, kinds int) []trace.Event {
+	t.Helper()
+	out := make([]trace.Event, n)
+	for i := range out {
+		out[i] = ev(t, fmt.Sprintf(`{"eventStart":null,"eventEnd":%d,"severity":"info","message":{"type":"kind%d","n":%d}}`, i+1, i%kinds, i))
+	}
+	return out
+}
+
+// TestCompareBounded: long traces of one shape compare in linear time and
+// name the one changed or missing event; traces too different to align
+// are refused with an *AlignError instead of a table of n×m cells.
+func TestCompareBounded(t *testing.T) {
+	const n = 20_000
+	base := longTrace(t, n, 7)
+	changed := slices.Clone(base)
+	changed[n/2] = ev(t, fmt.Sprintf(`{"eventStart":null,"eventEnd":%d,"severity":"info","message":{"type":"kind%d","n":-1}}`, n/2+1, (n/2)%7))
+	missing := slices.Delete(slices.Clone(base), 1000, 1001)
+	unrelated := longTrace(t, 5000, 3)
+	tests := []struct {
+		name    string
+		want    []trace.Event
+		got     []trace.Event
+		diff    string
+		wantErr bool
+	}{
+		{"equal", base, base, "", false},
+		{"one changed field", base, changed, fmt.Sprintf("~ event %d kind%d at 10.001ms:\n  ~ message.n: want %d, got -1\n", n/2+1, (n/2)%7, n/2), false},
+		{"one missing event", base, missing, "- event 1001 kind6 at 1.001ms: missing", false},
+		{"too different", unrelated, longTrace(t, 5000, 5)[1:], "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Compare(tt.want, tt.got)
+			var ae *AlignError
+			if tt.wantErr != errors.As(err, &ae) {
+				t.Fatalf("got error %v, want an *AlignError: %v", err, tt.wantErr)
+			}
+			if !strings.Contains(d, tt.diff) || (tt.diff == "") != (d == "") {
+				t.Errorf("got:\n%s\nwant it to hold:\n%s", d, tt.diff)
 			}
 		})
 	}
