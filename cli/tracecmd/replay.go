@@ -114,8 +114,9 @@ func replay(cmd *cobra.Command, o *options) error {
 
 // feedBatch is how many requests one message to the viewer carries: a
 // capture of a hundred thousand requests is not a hundred thousand
-// redraws.
-const feedBatch = 512
+// redraws, and a batch's events (dropped once their rows are made) stay
+// a few megabytes.
+const feedBatch = 128
 
 // feed sends the capture's remaining requests to the viewer in batches,
 // then the end of the reading, and returns the reading's error.

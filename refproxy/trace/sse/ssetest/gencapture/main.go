@@ -3,6 +3,7 @@
 //
 //	go run ./refproxy/trace/sse/ssetest/gencapture -events 1000000 -ids > /tmp/capture.jsonl
 //	go run ./refproxy/trace/sse/ssetest/gencapture -events 1000000 -ids -change 40000 > /tmp/changed.jsonl
+//	go run ./refproxy/trace/sse/ssetest/gencapture -events 1000000 -ids -id-base 1000000 > /tmp/rerun.jsonl
 package main
 
 import (
@@ -18,6 +19,7 @@ func main() {
 	o := ssetest.Options{}
 	flag.IntVar(&o.Events, "events", 1_000_000, "events in the capture (rounded up to whole traces of 12)")
 	flag.BoolVar(&o.IDs, "ids", false, "give each trace a requestId, as a followed capture has")
+	flag.IntVar(&o.IDBase, "id-base", 0, "added to the traces' numbers to make their ids (a second run's capture has other ids)")
 	flag.IntVar(&o.ChangeTrace, "change", 0, "trace (1-based) whose backendCallResult status becomes 503")
 	flag.Parse()
 	if o.ChangeTrace > 0 {
