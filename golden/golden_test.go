@@ -3,6 +3,7 @@ package golden
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -277,5 +278,76 @@ func TestCompareBounded(t *testing.T) {
 				t.Errorf("got:\n%s\nwant it to hold:\n%s", d, tt.diff)
 			}
 		})
+	}
+}
+
+// TestAlignMatchesPlainLCS proves the alignment's fast path (common first
+// and last events paired one by one, the table only for the middle)
+// against the plain longest common subsequence over whole traces: on
+// random traces of few event kinds both pair as many events, and the
+// pairs are in order with equal labels.
+func TestAlignMatchesPlainLCS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 1))
+	kinds := []string{"requestStarted", "routeSelection", "policySelection", "backendCallStart", "requestFinished"}
+	random := func(n int) []trace.Event {
+		out := make([]trace.Event, n)
+		for i := range out {
+			out[i] = trace.Event{EventEnd: int64(i), Message: map[string]any{"type": kinds[rng.IntN(len(kinds))]}}
+		}
+		return out
+	}
+	matched := func(ps []pair) int {
+		n := 0
+		for _, p := range ps {
+			if p.w >= 0 && p.g >= 0 {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 500 {
+		want := random(rng.IntN(30))
+		got := slices.Clone(want)
+		// a few edits, so that common ends are usual, as between two runs
+		for range rng.IntN(4) {
+			switch j := rng.IntN(len(got) + 1); {
+			case rng.IntN(2) == 0 && j < len(got):
+				got = slices.Delete(got, j, j+1)
+			default:
+				got = slices.Insert(got, j, random(1)...)
+			}
+		}
+		if rng.IntN(5) == 0 {
+			got = random(rng.IntN(30))
+		}
+		fast, err := align(want, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := lcs(labels(want), labels(got))
+		if matched(fast) != matched(plain) {
+			t.Fatalf("case %d: the fast path pairs %d events, the plain LCS %d\nwant %v\ngot  %v", i, matched(fast), matched(plain), labels(want), labels(got))
+		}
+		w, g := -1, -1
+		for _, p := range fast {
+			if p.w >= 0 {
+				if p.w != w+1 {
+					t.Fatalf("case %d: want events out of order or skipped: %v", i, fast)
+				}
+				w = p.w
+			}
+			if p.g >= 0 {
+				if p.g != g+1 {
+					t.Fatalf("case %d: got events out of order or skipped: %v", i, fast)
+				}
+				g = p.g
+			}
+			if p.w >= 0 && p.g >= 0 && label(want[p.w]) != label(got[p.g]) {
+				t.Fatalf("case %d: paired %s with %s", i, label(want[p.w]), label(got[p.g]))
+			}
+		}
+		if w != len(want)-1 || g != len(got)-1 {
+			t.Fatalf("case %d: not every event is in the alignment: %v", i, fast)
+		}
 	}
 }
