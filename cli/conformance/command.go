@@ -384,7 +384,11 @@ accepted. Exits 1 when a trace fails.`,
 				traces += checkFile(w, check, path, cmd.InOrStdin())
 			}
 			rep := check.Report()
-			fmt.Fprintf(w, "%d traces in %d files: %d passed, %d failed\n", traces, len(args), rep.Summary.Passed, rep.Summary.Failed)
+			files := "1 file"
+			if len(args) > 1 {
+				files = fmt.Sprintf("%d files", len(args))
+			}
+			fmt.Fprintf(w, "%d traces in %s: %d passed, %d failed\n", traces, files, rep.Summary.Passed, rep.Summary.Failed)
 			if report != "" {
 				if err := rep.WriteFile(report); err != nil {
 					return err

@@ -270,9 +270,9 @@ func TestCheckCaptureOfManyTraces(t *testing.T) {
 		wantOut  []string
 	}{
 		{"valid traces check clean", captureOf(t, "v1.2-standalone.jsonl", "v1.3-phases.jsonl", "v1.2-cluster-12-events.jsonl"), false,
-			[]string{"3 traces in 1 files: 3 passed, 0 failed"}},
+			[]string{"3 traces in 1 file: 3 passed, 0 failed"}},
 		{"one bad trace among good ones", captureOf(t, "v1.2-standalone.jsonl", "v1.3-phases.jsonl", "bad-gateway-phase-after-route.jsonl", "v1.2-standalone.jsonl"), true, []string{
-			"4 traces in 1 files: 3 passed, 1 failed",
+			"4 traces in 1 file: 3 passed, 1 failed",
 			"trace 3 (lines 24-38)",
 			"policySelection (phase gateway) out of order",
 			"(line ",
