@@ -5,10 +5,12 @@ package golden
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -66,24 +68,37 @@ func Normalize(events []trace.Event) []trace.Event { return normalize(events, tr
 // volatile.
 func normalize(events []trace.Event, freePorts bool) []trace.Event {
 	out := make([]trace.Event, len(events))
+	ordered := slices.IsSortedFunc(events, func(a, b trace.Event) int { return cmp.Compare(a.EventEnd, b.EventEnd) })
 	for i, e := range events {
 		n := trace.Event{EventEnd: int64(i), Severity: e.Severity, Scope: slices.Clone(e.Scope)}
 		if e.RequestID != "" {
 			n.RequestID = RequestID
 		}
 		if e.EventStart != nil {
-			s := int64(0)
-			for j := range events {
-				if events[j].EventEnd <= *e.EventStart {
-					s = int64(j)
-				}
-			}
+			s := int64(endedBefore(events, *e.EventStart, ordered))
 			n.EventStart = &s
 		}
 		n.Message, _ = normalizeValue("", e.Message, freePorts).(map[string]any)
 		out[i] = n
 	}
 	return out
+}
+
+// endedBefore is the index of the last event that ended at or before t (0
+// when none did). Events in time order, as a proxy writes them, are
+// searched in log time, so a long trace normalises in n log n; others are
+// scanned.
+func endedBefore(events []trace.Event, t int64, ordered bool) int {
+	if ordered {
+		return max(sort.Search(len(events), func(j int) bool { return events[j].EventEnd > t })-1, 0)
+	}
+	s := 0
+	for j := range events {
+		if events[j].EventEnd <= t {
+			s = j
+		}
+	}
+	return s
 }
 
 func normalizeValue(key string, v any, freePorts bool) any {
@@ -161,7 +176,15 @@ func normalizeAddrs(s string) string {
 // not as a shift of every later event. Lines start with "-" for what only
 // want has, "+" for what only got has and "~" for a paired event whose
 // fields differ; event numbers are 1-based positions in want and got.
-func Diff(want, got []trace.Event) string { return diff(want, got, nil, nil) }
+// Traces too different to align (AlignError) show as that error, which is
+// a difference too.
+func Diff(want, got []trace.Event) string {
+	d, err := diff(want, got, nil, nil)
+	if err != nil {
+		return "! " + err.Error() + "\n"
+	}
+	return d
+}
 
 // Compare compares two captures of the same request, taken in two runs
 // against the same proxy and config: only what differs between such runs
@@ -169,33 +192,40 @@ func Diff(want, got []trace.Event) string { return diff(want, got, nil, nil) }
 // bind, listener, route key or upstream endpoint is a difference, named in
 // a first line (`moved: bind 3000 -> 3001; upstream endpoint ...`). Times
 // are compared by order only and shown as times. "" when they are equal.
-func Compare(want, got []trace.Event) string {
-	d := diff(normalize(want, false), normalize(got, false), want, got)
-	if d == "" {
-		return ""
+// Traces too different to align within MaxAlignCells give an *AlignError.
+func Compare(want, got []trace.Event) (string, error) {
+	d, err := diff(normalize(want, false), normalize(got, false), want, got)
+	if d == "" || err != nil {
+		return "", err
 	}
 	if m := moved(want, got); m != "" {
 		d = "moved: " + m + "\n" + d
 	}
-	return d
+	return d, nil
 }
 
 // diff is Diff; wantRaw and gotRaw, when set, are the events before
 // normalising, whose times it shows.
-func diff(want, got, wantRaw, gotRaw []trace.Event) string {
+func diff(want, got, wantRaw, gotRaw []trace.Event) (string, error) {
 	at := func(raw []trace.Event, i int) string {
 		if raw == nil {
 			return ""
 		}
 		return " at " + micros(raw[i].EventEnd)
 	}
+	pairs, err := align(want, got)
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
-	for _, p := range align(want, got) {
+	for _, p := range pairs {
 		switch {
 		case p.g < 0:
 			fmt.Fprintf(&b, "- event %d %s%s: missing\n", p.w+1, label(want[p.w]), at(wantRaw, p.w))
 		case p.w < 0:
 			fmt.Fprintf(&b, "+ event %d %s%s: unexpected\n", p.g+1, label(got[p.g]), at(gotRaw, p.g))
+		case samePositioned(want[p.w], got[p.g], p):
+			// most events of two runs: no leaf by leaf comparison
 		default:
 			if d := fieldDiff(want[p.w], got[p.g], p, wantRaw, gotRaw); d != "" {
 				pos := fmt.Sprint(p.w + 1)
@@ -213,7 +243,7 @@ func diff(want, got, wantRaw, gotRaw []trace.Event) string {
 			}
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // micros shows a trace time (microseconds since the request was taken).
@@ -268,19 +298,75 @@ func bindListener(route string) (bind, listener string, ok bool) {
 // pair is an event of want (w) and of got (g); -1 when only one side has it.
 type pair struct{ w, g int }
 
-// align pairs events with equal labels along a longest common subsequence.
-func align(want, got []trace.Event) []pair {
-	n, m := len(want), len(got)
-	lcs := make([][]int, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int, m+1)
+// MaxAlignCells bounds the alignment of two traces: after their common
+// first and last events (by type and stage), the events left on each side,
+// multiplied, may not exceed it. Two runs of one request differ in a few
+// events, so the usual pair aligns in time linear in its length; two
+// unrelated long traces would need time and memory in the product of their
+// lengths, and are refused instead.
+const MaxAlignCells = 1 << 20
+
+// AlignError says two traces are too different to align within
+// MaxAlignCells.
+type AlignError struct {
+	// Prefix and Suffix are the common first and last events; Want and Got
+	// the events left between them on each side.
+	Prefix, Suffix, Want, Got int
+}
+
+func (e *AlignError) Error() string {
+	return fmt.Sprintf("the traces are too different to align: after %d common first and %d common last events, %d and %d events are left, more than %d pairs to weigh; compare smaller parts (FILE#REQUEST-ID)",
+		e.Prefix, e.Suffix, e.Want, e.Got, MaxAlignCells)
+}
+
+// align pairs events with equal labels along a longest common subsequence:
+// the common first and last events pair one by one, and only the events
+// between them are weighed against each other, within MaxAlignCells.
+func align(want, got []trace.Event) ([]pair, error) {
+	wl, gl := labels(want), labels(got)
+	pre := 0
+	for pre < len(wl) && pre < len(gl) && wl[pre] == gl[pre] {
+		pre++
 	}
+	suf := 0
+	for suf < len(wl)-pre && suf < len(gl)-pre && wl[len(wl)-1-suf] == gl[len(gl)-1-suf] {
+		suf++
+	}
+	n, m := len(wl)-pre-suf, len(gl)-pre-suf
+	if n*m > MaxAlignCells {
+		return nil, &AlignError{Prefix: pre, Suffix: suf, Want: n, Got: m}
+	}
+	out := make([]pair, 0, max(len(wl), len(gl)))
+	for i := range pre {
+		out = append(out, pair{i, i})
+	}
+	for _, p := range lcs(wl[pre:pre+n], gl[pre:pre+m]) {
+		if p.w >= 0 {
+			p.w += pre
+		}
+		if p.g >= 0 {
+			p.g += pre
+		}
+		out = append(out, p)
+	}
+	for k := suf; k > 0; k-- {
+		out = append(out, pair{len(wl) - k, len(gl) - k})
+	}
+	return out, nil
+}
+
+// lcs pairs equal labels along a longest common subsequence, in a table
+// of len(want)+1 × len(got)+1 cells.
+func lcs(want, got []string) []pair {
+	n, m := len(want), len(got)
+	w := m + 1
+	t := make([]int32, (n+1)*w)
 	for i := n - 1; i >= 0; i-- {
 		for j := m - 1; j >= 0; j-- {
-			if label(want[i]) == label(got[j]) {
-				lcs[i][j] = lcs[i+1][j+1] + 1
+			if want[i] == got[j] {
+				t[i*w+j] = t[(i+1)*w+j+1] + 1
 			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+				t[i*w+j] = max(t[(i+1)*w+j], t[i*w+j+1])
 			}
 		}
 	}
@@ -288,11 +374,11 @@ func align(want, got []trace.Event) []pair {
 	i, j := 0, 0
 	for i < n || j < m {
 		switch {
-		case i < n && j < m && label(want[i]) == label(got[j]):
+		case i < n && j < m && want[i] == got[j]:
 			out = append(out, pair{i, j})
 			i++
 			j++
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+		case j < m && (i == n || t[i*w+j+1] >= t[(i+1)*w+j]):
 			out = append(out, pair{-1, j})
 			j++
 		default:
@@ -301,6 +387,25 @@ func align(want, got []trace.Event) []pair {
 		}
 	}
 	return out
+}
+
+// labels are the events' labels, computed once for the alignment.
+func labels(events []trace.Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = label(e)
+	}
+	return out
+}
+
+// samePositioned reports whether two paired events are equal but for
+// their eventEnd, which is their position (as fieldDiff ignores it then).
+func samePositioned(want, got trace.Event, at pair) bool {
+	if want.EventEnd != int64(at.w) || got.EventEnd != int64(at.g) {
+		return false
+	}
+	want.EventEnd, got.EventEnd = 0, 0
+	return reflect.DeepEqual(want, got)
 }
 
 func fieldDiff(want, got trace.Event, at pair, wantRaw, gotRaw []trace.Event) string {

@@ -1,6 +1,9 @@
 package golden
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,7 +216,10 @@ func TestCompare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Compare(tt.want, tt.got)
+			d, err := Compare(tt.want, tt.got)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tt.diff == nil {
 				if d != "" {
 					t.Errorf("got a difference, want none:\n%s", d)
@@ -226,5 +232,122 @@ func TestCompare(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// longTrace is a trace of n events whose labels repeat with period kinds.
+func longTrace(t *testing.T, n, kinds int) []trace.Event {
+	t.Helper()
+	out := make([]trace.Event, n)
+	for i := range out {
+		out[i] = ev(t, fmt.Sprintf(`{"eventStart":null,"eventEnd":%d,"severity":"info","message":{"type":"kind%d","n":%d}}`, i+1, i%kinds, i))
+	}
+	return out
+}
+
+// TestCompareBounded: long traces of one shape compare in linear time and
+// name the one changed or missing event; traces too different to align
+// are refused with an *AlignError instead of a table of n×m cells.
+func TestCompareBounded(t *testing.T) {
+	const n = 20_000
+	base := longTrace(t, n, 7)
+	changed := slices.Clone(base)
+	changed[n/2] = ev(t, fmt.Sprintf(`{"eventStart":null,"eventEnd":%d,"severity":"info","message":{"type":"kind%d","n":-1}}`, n/2+1, (n/2)%7))
+	missing := slices.Delete(slices.Clone(base), 1000, 1001)
+	unrelated := longTrace(t, 5000, 3)
+	tests := []struct {
+		name    string
+		want    []trace.Event
+		got     []trace.Event
+		diff    string
+		wantErr bool
+	}{
+		{"equal", base, base, "", false},
+		{"one changed field", base, changed, fmt.Sprintf("~ event %d kind%d at 10.001ms:\n  ~ message.n: want %d, got -1\n", n/2+1, (n/2)%7, n/2), false},
+		{"one missing event", base, missing, "- event 1001 kind6 at 1.001ms: missing", false},
+		{"too different", unrelated, longTrace(t, 5000, 5)[1:], "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Compare(tt.want, tt.got)
+			var ae *AlignError
+			if tt.wantErr != errors.As(err, &ae) {
+				t.Fatalf("got error %v, want an *AlignError: %v", err, tt.wantErr)
+			}
+			if !strings.Contains(d, tt.diff) || (tt.diff == "") != (d == "") {
+				t.Errorf("got:\n%s\nwant it to hold:\n%s", d, tt.diff)
+			}
+		})
+	}
+}
+
+// TestAlignMatchesPlainLCS proves the alignment's fast path (common first
+// and last events paired one by one, the table only for the middle)
+// against the plain longest common subsequence over whole traces: on
+// random traces of few event kinds both pair as many events, and the
+// pairs are in order with equal labels.
+func TestAlignMatchesPlainLCS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 1))
+	kinds := []string{"requestStarted", "routeSelection", "policySelection", "backendCallStart", "requestFinished"}
+	random := func(n int) []trace.Event {
+		out := make([]trace.Event, n)
+		for i := range out {
+			out[i] = trace.Event{EventEnd: int64(i), Message: map[string]any{"type": kinds[rng.IntN(len(kinds))]}}
+		}
+		return out
+	}
+	matched := func(ps []pair) int {
+		n := 0
+		for _, p := range ps {
+			if p.w >= 0 && p.g >= 0 {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 500 {
+		want := random(rng.IntN(30))
+		got := slices.Clone(want)
+		// a few edits, so that common ends are usual, as between two runs
+		for range rng.IntN(4) {
+			switch j := rng.IntN(len(got) + 1); {
+			case rng.IntN(2) == 0 && j < len(got):
+				got = slices.Delete(got, j, j+1)
+			default:
+				got = slices.Insert(got, j, random(1)...)
+			}
+		}
+		if rng.IntN(5) == 0 {
+			got = random(rng.IntN(30))
+		}
+		fast, err := align(want, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := lcs(labels(want), labels(got))
+		if matched(fast) != matched(plain) {
+			t.Fatalf("case %d: the fast path pairs %d events, the plain LCS %d\nwant %v\ngot  %v", i, matched(fast), matched(plain), labels(want), labels(got))
+		}
+		w, g := -1, -1
+		for _, p := range fast {
+			if p.w >= 0 {
+				if p.w != w+1 {
+					t.Fatalf("case %d: want events out of order or skipped: %v", i, fast)
+				}
+				w = p.w
+			}
+			if p.g >= 0 {
+				if p.g != g+1 {
+					t.Fatalf("case %d: got events out of order or skipped: %v", i, fast)
+				}
+				g = p.g
+			}
+			if p.w >= 0 && p.g >= 0 && label(want[p.w]) != label(got[p.g]) {
+				t.Fatalf("case %d: paired %s with %s", i, label(want[p.w]), label(got[p.g]))
+			}
+		}
+		if w != len(want)-1 || g != len(got)-1 {
+			t.Fatalf("case %d: not every event is in the alignment: %v", i, fast)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -8,12 +9,16 @@ import (
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
-// RecordedTrace is one trace read from a file, for CheckRecorded.
+// RecordedTrace is one trace read from a capture, for RecordedCheck.
 type RecordedTrace struct {
-	// Name identifies the trace in the report (usually its file name).
+	// Name identifies the trace in the report (its file, and its place in
+	// the file when the file holds several).
 	Name   string
 	Events []trace.Event
-	// Err is set when the file could not be read; the trace then fails.
+	// Lines, when set, are the capture lines of Events, so violations name
+	// the line as well as the event.
+	Lines []int
+	// Err is set when the capture could not be read; the trace then fails.
 	Err error
 }
 
@@ -21,56 +26,73 @@ type RecordedTrace struct {
 // same trace checks as the live trace-order scenarios.
 const RecordedFeature = FeatureTraceOrder
 
-// CheckRecorded runs the trace checks (tracecheck.Check, the rules the live
-// suite applies) on recorded traces, and reports each trace as one scenario:
-// conformance without running the proxy. A followed capture (events with
-// requestIds, from `gwdiag trace --follow --raw`) is split by request id,
-// one scenario per request.
-func CheckRecorded(impl Implementation, traces []RecordedTrace) *ConformanceReport {
-	start := time.Now()
-	var results []scenarioResult
-	for _, t := range splitFollowed(traces) {
-		res := scenarioResult{feature: RecordedFeature, profile: ProfileStandalone, ScenarioReport: ScenarioReport{Name: t.Name, File: t.Name, Result: Passed}}
-		switch {
-		case t.Err != nil:
-			res.Result, res.Message = Failed, t.Err.Error()
-		case len(t.Events) == 0:
-			res.Result, res.Message = Failed, "the trace has no events"
-		default:
-			if v := tracecheck.Check(t.Events); len(v) > 0 {
-				var lines []string
-				for _, x := range v {
-					lines = append(lines, x.String())
-				}
-				res.Result, res.Message = Failed, strings.Join(lines, "\n")
-				res.Step = "trace checks"
-			}
-		}
-		results = append(results, res)
-	}
+// MaxReportedFailures is how many failing traces a RecordedCheck report
+// describes; it counts the others. A capture of a broken proxy can fail
+// every one of its hundreds of thousands of traces, and the first ones say
+// what is wrong.
+const MaxReportedFailures = 1000
+
+// RecordedCheck runs the trace checks (tracecheck.Check, the rules the live
+// suite applies) on recorded traces one at a time and reports each trace as
+// one scenario: conformance without running the proxy. It keeps the failing
+// traces (up to MaxReportedFailures) and counts the passing ones, so its
+// memory does not grow with the capture.
+type RecordedCheck struct {
+	impl    Implementation
+	start   time.Time
+	passed  int
+	failed  int
+	reports []scenarioResult
+}
+
+// NewRecordedCheck starts a check of recorded traces from impl.
+func NewRecordedCheck(impl Implementation) *RecordedCheck {
 	if impl.Name == "" {
 		impl.Name = "recorded traces"
 	}
-	return buildReport(Options{Implementation: impl}, "recorded", []ConformanceProfileName{ProfileStandalone}, start, results, "")
+	return &RecordedCheck{impl: impl, start: time.Now()}
 }
 
-// splitFollowed replaces each followed capture by its requests' traces,
-// named after the file and the request id.
-func splitFollowed(traces []RecordedTrace) []RecordedTrace {
-	var out []RecordedTrace
-	for _, t := range traces {
-		ids, byID := trace.ByRequest(t.Events)
-		if t.Err != nil || len(ids) == 0 || len(ids) == 1 && ids[0] == "" {
-			out = append(out, t)
-			continue
+// Add checks one trace. It returns the trace's report when the trace
+// fails, nil when it passes.
+func (c *RecordedCheck) Add(t RecordedTrace) *ScenarioReport {
+	res := ScenarioReport{Name: t.Name, File: t.Name, Result: Failed}
+	switch {
+	case t.Err != nil:
+		res.Message = t.Err.Error()
+	case len(t.Events) == 0:
+		res.Message = "the trace has no events"
+	default:
+		v := tracecheck.Check(t.Events)
+		if len(v) == 0 {
+			c.passed++
+			return nil
 		}
-		for _, id := range ids {
-			name := t.Name + " request " + id
-			if id == "" {
-				name = t.Name + " (events without a requestId)"
+		lines := make([]string, len(v))
+		for i, x := range v {
+			lines[i] = x.String()
+			if x.Event > 0 && x.Event <= len(t.Lines) {
+				lines[i] = fmt.Sprintf("%s: event %d (line %d): %s", x.Rule, x.Event, t.Lines[x.Event-1], x.Message)
 			}
-			out = append(out, RecordedTrace{Name: name, Events: byID[id]})
 		}
+		res.Message, res.Step = strings.Join(lines, "\n"), "trace checks"
 	}
-	return out
+	c.failed++
+	if len(c.reports) < MaxReportedFailures {
+		c.reports = append(c.reports, scenarioResult{feature: RecordedFeature, profile: ProfileStandalone, ScenarioReport: res})
+	}
+	return &res
+}
+
+// Report is the report of the traces added so far.
+func (c *RecordedCheck) Report() *ConformanceReport {
+	results := c.reports
+	if unreported := c.failed - len(c.reports); unreported > 0 {
+		results = append(results, scenarioResult{feature: RecordedFeature, profile: ProfileStandalone, count: unreported,
+			ScenarioReport: ScenarioReport{Name: fmt.Sprintf("(%d more failing traces, not described)", unreported), Result: Failed}})
+	}
+	if c.passed > 0 {
+		results = append(results, scenarioResult{feature: RecordedFeature, profile: ProfileStandalone, count: c.passed, ScenarioReport: ScenarioReport{Result: Passed}})
+	}
+	return buildReport(Options{Implementation: c.impl}, "recorded", []ConformanceProfileName{ProfileStandalone}, c.start, results, "")
 }

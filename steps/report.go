@@ -158,18 +158,18 @@ type Counts struct {
 	NotRun int `json:"notRun,omitempty" yaml:"notRun,omitempty"`
 }
 
-func (c *Counts) add(r Result) {
+func (c *Counts) add(r Result, n int) {
 	switch r {
 	case Passed:
-		c.Passed++
+		c.Passed += n
 	case Failed:
-		c.Failed++
+		c.Failed += n
 	case Skipped:
-		c.Skipped++
+		c.Skipped += n
 	case Unsupported:
-		c.Unsupported++
+		c.Unsupported += n
 	case NotRun:
-		c.NotRun++
+		c.NotRun += n
 	}
 }
 
@@ -223,6 +223,9 @@ type scenarioResult struct {
 	extended bool
 	// cutShort marks a NotRun scenario that had started.
 	cutShort bool
+	// count is how many scenarios of this result the entry stands for
+	// (recorded checks count passing traces without keeping each); 0 is one.
+	count int
 	ScenarioReport
 }
 
@@ -248,8 +251,9 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 			byName[s.feature] = f
 			order = append(order, s.feature)
 		}
-		f.add(s.Result)
-		r.Summary.add(s.Result)
+		n := max(s.count, 1)
+		f.add(s.Result, n)
+		r.Summary.add(s.Result, n)
 		if s.Result != Passed {
 			f.Scenarios = append(f.Scenarios, s.ScenarioReport)
 		}

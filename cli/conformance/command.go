@@ -15,8 +15,8 @@ import (
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/versioncmd"
-	"github.com/gwdiag/gwdiag/golden"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
@@ -377,8 +377,12 @@ events, eventEnd and eventStart rules, one request per trace, field shapes) on
 traces recorded from a proxy: JSON Lines, for example from
 'gwdiag trace --raw > trace.jsonl', or SSE captures of /debug/trace, for
 example from 'curl -N -X POST .../debug/trace > trace.sse'; - reads stdin.
-Conformance without running the proxy. Each file holds one trace; a file
-with lines that are not trace events fails, naming each such line. Unknown event types and fields of newer proxies are
+Conformance without running the proxy. A file may hold many traces (what
+'gwdiag trace --follow --raw' and '>>' produce): they are split by requestId,
+else at each requestStarted and after each requestFinished, and checked one
+at a time as they are read, so a capture of any length checks in bounded
+memory. Each failing trace is named by its index, request id and lines. A
+file with lines that are not trace events fails, naming each such line. Unknown event types and fields of newer proxies are
 accepted. Exits 1 when a trace fails.`,
 		Example: `  gwdiag conformance check captured/*.jsonl --report check-report.yaml
   curl -sN -X POST http://127.0.0.1:15000/debug/trace | gwdiag conformance check -`,
@@ -389,24 +393,25 @@ accepted. Exits 1 when a trace fails.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var traces []steps.RecordedTrace
+			w := cmd.OutOrStdout()
+			check := steps.NewRecordedCheck(steps.Implementation{Name: impl})
+			traces := 0
 			for _, path := range args {
-				ev, err := golden.Read(path, cmd.InOrStdin())
-				name := path
-				if path == "-" {
-					name = "stdin"
-				}
-				traces = append(traces, steps.RecordedTrace{Name: name, Events: ev, Err: err})
+				traces += checkFile(w, check, path, cmd.InOrStdin())
 			}
-			rep := steps.CheckRecorded(steps.Implementation{Name: impl}, traces)
-			printCheck(cmd.OutOrStdout(), rep)
+			rep := check.Report()
+			files := "1 file"
+			if len(args) > 1 {
+				files = fmt.Sprintf("%d files", len(args))
+			}
+			fmt.Fprintf(w, "%d traces in %s: %d passed, %d failed\n", traces, files, rep.Summary.Passed, rep.Summary.Failed)
 			if report != "" {
 				if err := rep.WriteFile(report); err != nil {
 					return err
 				}
 			}
 			if rep.Failed() {
-				return failedError{fmt.Sprintf("%d of %d traces failed the checks", rep.Summary.Failed, len(args))}
+				return failedError{fmt.Sprintf("%d of %d traces failed the checks", rep.Summary.Failed, rep.Summary.Passed+rep.Summary.Failed)}
 			}
 			return nil
 		},
@@ -416,14 +421,42 @@ accepted. Exits 1 when a trace fails.`,
 	return cmd
 }
 
-func printCheck(w io.Writer, rep *steps.ConformanceReport) {
-	for _, f := range rep.Features {
-		for _, s := range f.Scenarios {
-			fmt.Fprintf(w, "FAIL  %s\n", s.Name)
-			for _, line := range strings.Split(s.Message, "\n") {
-				fmt.Fprintf(w, "      %s\n", line)
-			}
-		}
+// checkFile checks the traces of one capture ("-" is stdin) as they are
+// read, printing each failing one at once, and returns how many it read. A
+// capture that cannot be read, or has bad lines, fails as a whole besides.
+func checkFile(w io.Writer, check *steps.RecordedCheck, path string, stdin io.Reader) int {
+	name := path
+	if path == "-" {
+		name = "stdin"
 	}
-	fmt.Fprintf(w, "%d passed, %d failed\n", rep.Summary.Passed, rep.Summary.Failed)
+	n := 0
+	err := sse.ReadTracesFile(path, stdin, func(t sse.CapturedTrace) error {
+		n++
+		first, last := t.Lines()
+		where := fmt.Sprintf("lines %d-%d", first, last)
+		if t.ID != "" {
+			where = "request " + t.ID + ", " + where
+		}
+		lines := make([]int, len(t.Events))
+		for i, c := range t.Events {
+			lines[i] = c.Line
+		}
+		printFailure(w, check.Add(steps.RecordedTrace{Name: fmt.Sprintf("%s trace %d (%s)", name, t.Index, where), Events: t.TraceEvents(), Lines: lines}))
+		return nil
+	})
+	if err != nil {
+		printFailure(w, check.Add(steps.RecordedTrace{Name: name, Err: err}))
+	}
+	return n
+}
+
+// printFailure prints a failing trace's report; nil prints nothing.
+func printFailure(w io.Writer, s *steps.ScenarioReport) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "FAIL  %s\n", s.Name)
+	for _, line := range strings.Split(s.Message, "\n") {
+		fmt.Fprintf(w, "      %s\n", line)
+	}
 }

@@ -258,3 +258,55 @@ func TestRunFeatureFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCaptureOfManyTraces: a capture of several traces without request
+// ids (what `>>` appends) is split into its traces; each is checked, and a
+// failing one is named by its index and lines.
+func TestCheckCaptureOfManyTraces(t *testing.T) {
+	tests := []struct {
+		name     string
+		capture  []byte
+		wantFail bool
+		wantOut  []string
+	}{
+		{"valid traces check clean", captureOf(t, "v1.2-standalone.jsonl", "v1.3-phases.jsonl", "v1.2-cluster-12-events.jsonl"), false,
+			[]string{"3 traces in 1 file: 3 passed, 0 failed"}},
+		{"one bad trace among good ones", captureOf(t, "v1.2-standalone.jsonl", "v1.3-phases.jsonl", "bad-gateway-phase-after-route.jsonl", "v1.2-standalone.jsonl"), true, []string{
+			"4 traces in 1 file: 3 passed, 1 failed",
+			"trace 3 (lines 24-38)",
+			"policySelection (phase gateway) out of order",
+			"(line ",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "capture.jsonl")
+			if err := os.WriteFile(path, tt.capture, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := run(t, "check", path)
+			if (err != nil) != tt.wantFail {
+				t.Fatalf("got error %v, want failure %v; output:\n%s", err, tt.wantFail, out)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q; got:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// captureOf is the testdata files named, one after the other.
+func captureOf(t *testing.T, files ...string) []byte {
+	t.Helper()
+	var out []byte
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}

@@ -39,7 +39,7 @@ func TestFollowRawAndCheck(t *testing.T) {
 	// against itself is equal, request by request; a capture of three
 	// against one request says how to pick one.
 	d := gwdiag(t, nil, nil, "trace", "diff", capture+"#"+ids[0], capture+"#"+ids[1])
-	if d.code != 1 || !strings.Contains(d.stdout, "request 1 ("+ids[0]+" ↔ "+ids[1]+")") || !strings.Contains(d.stdout, "/followed/") {
+	if d.code != 1 || !strings.Contains(d.stdout, "request 1 ("+ids[0]+", lines 1-12 ↔ "+ids[1]+", lines 13-24)") || !strings.Contains(d.stdout, "/followed/") {
 		t.Errorf("diff of two requests: exit %d\n%s%s", d.code, d.stdout, d.stderr)
 	}
 	if d := gwdiag(t, nil, nil, "trace", "diff", capture, capture); d.code != 0 {

@@ -1,17 +1,20 @@
 package tracecmd
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/golden"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // ErrDiffer is returned by `gwdiag trace diff` when the traces differ: exit 1.
@@ -51,84 +54,315 @@ compared request by request, in order.`,
 			if args[0] == "-" && args[1] == "-" {
 				return exitcode.Usagef("only one of the two traces can come from stdin (-)")
 			}
-			a, err := readRequests(args[0], cmd.InOrStdin())
-			if err != nil {
-				return exitError{code: 2, err: err}
-			}
-			b, err := readRequests(args[1], cmd.InOrStdin())
-			if err != nil {
-				return exitError{code: 2, err: err}
-			}
-			if len(a) != len(b) {
-				return exitError{code: 2, err: fmt.Errorf("%s has %d requests and %s has %d: pick one of each with FILE#REQUEST-ID (%s: %s; %s: %s)",
-					args[0], len(a), args[1], len(b), args[0], ids(a), args[1], ids(b))}
-			}
-			var out []string
-			for i := range a {
-				d := golden.Compare(a[i].events, b[i].events)
-				if d == "" {
-					continue
-				}
-				if len(a) > 1 || a[i].id != "" || b[i].id != "" {
-					d = fmt.Sprintf("request %d (%s ↔ %s):\n%s", i+1, orDash(a[i].id), orDash(b[i].id), d)
-				}
-				out = append(out, d)
-			}
-			if len(out) == 0 {
-				return nil
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), strings.Join(out, "\n\n"))
-			return ErrDiffer
+			return diffCaptures(cmd.Context(), cmd.OutOrStdout(), args[0], args[1], cmd.InOrStdin())
 		},
 	}
 }
 
-// requestTrace is one request's events in a saved trace.
-type requestTrace struct {
-	id     string
-	events []trace.Event
+// maxPending bounds the traces a diff by request id holds while it waits
+// for their pair from the other capture.
+const maxPending = sse.MaxOpenTraces
+
+// capture is one side of a diff: the traces of FILE or FILE#ID, read as
+// they complete by a goroutine.
+type capture struct {
+	arg, file, want string
+	traces          chan sse.CapturedTrace
+	err             error // set when traces is closed
+	// seen counts the traces read (of the one wanted, with FILE#ID); ids
+	// names the first ones, for messages.
+	seen int
+	ids  []string
 }
 
-// readRequests reads FILE or FILE#ID (JSON Lines or an SSE capture; - is
-// stdin): the file's requests split by request id (one, without id, for a
-// one-shot trace), or the one named.
-func readRequests(arg string, stdin io.Reader) ([]requestTrace, error) {
-	file, want := arg, ""
+// openCapture starts reading arg (FILE or FILE#ID; - is stdin). The
+// reading stops when ctx is done.
+func openCapture(ctx context.Context, arg string, stdin io.Reader) *capture {
+	c := &capture{arg: arg, file: arg, traces: make(chan sse.CapturedTrace, 16)}
 	if _, err := os.Stat(arg); err != nil {
 		if i := strings.LastIndexByte(arg, '#'); i > 0 {
-			file, want = arg[:i], arg[i+1:]
+			c.file, c.want = arg[:i], arg[i+1:]
 		}
 	}
-	events, err := golden.Read(file, stdin)
-	if err != nil {
-		// A trace with bad lines would be compared without them, and the
-		// diff would blame the proxy for the file's damage.
-		return nil, err
-	}
-	order, byID := trace.ByRequest(events)
-	if want != "" {
-		evs, ok := byID[want]
-		if !ok {
-			return nil, fmt.Errorf("%s has no request %s (it has: %s)", file, want, strings.Join(order, ", "))
+	var others []string // ids seen, when one is wanted
+	go func() {
+		defer close(c.traces)
+		sent := 0
+		c.err = sse.ReadTracesFile(c.file, stdin, func(t sse.CapturedTrace) error {
+			if c.want != "" && t.ID != c.want {
+				if len(others) < 10 {
+					others = append(others, orDash(t.ID))
+				}
+				return nil
+			}
+			sent++
+			select {
+			case c.traces <- t:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		if c.err == nil && c.want != "" && sent == 0 {
+			c.err = fmt.Errorf("%s has no request %s (it has: %s)", c.file, c.want, strings.Join(others, ", "))
 		}
-		return []requestTrace{{id: want, events: evs}}, nil
-	}
-	out := make([]requestTrace, 0, len(order))
-	for _, id := range order {
-		out = append(out, requestTrace{id: id, events: byID[id]})
-	}
-	if len(out) == 0 {
-		out = append(out, requestTrace{})
-	}
-	return out, nil
+	}()
+	return c
 }
 
-func ids(rs []requestTrace) string {
-	var s []string
-	for _, r := range rs {
-		s = append(s, orDash(r.id))
+// next is the capture's next trace; false at its end.
+func (c *capture) next() (sse.CapturedTrace, bool) {
+	t, ok := <-c.traces
+	if ok {
+		c.seen++
+		if len(c.ids) < 10 {
+			c.ids = append(c.ids, orDash(t.ID))
+		}
 	}
-	return strings.Join(s, ", ")
+	return t, ok
+}
+
+// decideAfter is how many traces of each capture a diff reads before it
+// pairs them in order, when no request id of one is found in the other.
+const decideAfter = 64
+
+// diffCaptures compares two captures trace by trace, printing each pair
+// that differs as soon as it is compared. Traces pair by request id when
+// the captures share ids (a capture and a copy of it, in any order), else
+// in order (two runs, whose ids differ; captures without ids): the first
+// decideAfter traces of each tell which. Memory holds those, and at most
+// maxPending traces waiting for their pair by id.
+func diffCaptures(ctx context.Context, w io.Writer, argA, argB string, stdin io.Reader) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a, b := openCapture(ctx, argA, stdin), openCapture(ctx, argB, stdin)
+	out := &diffPrinter{w: w}
+	const (
+		undecided = iota
+		byID
+		inOrder
+	)
+	mode := undecided
+	var qa, qb []sse.CapturedTrace // in order, while undecided
+	pendA, pendB := map[string]sse.CapturedTrace{}, map[string]sse.CapturedTrace{}
+	uneven := false // in order, one capture ended before the other
+	for !uneven {
+		ta, okA := a.next()
+		tb, okB := b.next()
+		if !okA && !okB && mode != undecided {
+			break
+		}
+		switch mode {
+		case undecided:
+			if okA {
+				qa = append(qa, ta)
+				if ta.ID != "" {
+					pendA[ta.ID] = ta
+				}
+			}
+			if okB {
+				qb = append(qb, tb)
+				if tb.ID != "" {
+					pendB[tb.ID] = tb
+				}
+			}
+			_, sharedA := pendB[ta.ID]
+			_, sharedB := pendA[tb.ID]
+			switch {
+			case okA && ta.ID != "" && sharedA || okB && tb.ID != "" && sharedB:
+				mode = byID
+				for _, t := range qa {
+					if p, ok := pendB[t.ID]; ok && t.ID != "" {
+						delete(pendA, t.ID)
+						delete(pendB, t.ID)
+						if err := out.compare(t, p); err != nil {
+							return exitError{code: 2, err: err}
+						}
+					}
+				}
+				qa, qb = nil, nil
+			case len(qa) >= decideAfter || !okA || !okB:
+				mode = inOrder
+				clear(pendA)
+				clear(pendB)
+				for i := range min(len(qa), len(qb)) {
+					if err := out.compare(qa[i], qb[i]); err != nil {
+						return exitError{code: 2, err: err}
+					}
+				}
+				uneven = len(qa) != len(qb)
+				qa, qb = nil, nil
+			}
+		case inOrder:
+			if okA != okB {
+				uneven = true
+				break
+			}
+			if err := out.compare(ta, tb); err != nil {
+				return exitError{code: 2, err: err}
+			}
+		case byID:
+			if okA {
+				if p, ok := pendB[ta.ID]; ok {
+					delete(pendB, ta.ID)
+					if err := out.compare(ta, p); err != nil {
+						return exitError{code: 2, err: err}
+					}
+				} else {
+					pendA[ta.ID] = ta
+				}
+			}
+			if okB {
+				if p, ok := pendA[tb.ID]; ok {
+					delete(pendA, tb.ID)
+					if err := out.compare(p, tb); err != nil {
+						return exitError{code: 2, err: err}
+					}
+				} else {
+					pendB[tb.ID] = tb
+				}
+			}
+			if len(pendA)+len(pendB) > maxPending {
+				return exitError{code: 2, err: fmt.Errorf("more than %d requests of %s and %s wait for their pair: the captures hold different requests; pick one of each with FILE#REQUEST-ID", maxPending, argA, argB)}
+			}
+		}
+	}
+	if uneven {
+		// Count what the longer capture has left, to say how many.
+		for _, c := range []*capture{a, b} {
+			for ok := true; ok; _, ok = c.next() {
+			}
+		}
+	}
+	cancel()
+	for range a.traces {
+	}
+	for range b.traces {
+	}
+	for _, c := range []*capture{a, b} {
+		if c.err != nil && !errors.Is(c.err, context.Canceled) {
+			// A trace with bad lines was compared without them: the diff
+			// above may blame the proxy for the file's damage.
+			return exitError{code: 2, err: c.err}
+		}
+	}
+	if uneven {
+		return exitError{code: 2, err: fmt.Errorf("%s has %d requests and %s has %d: pick one of each with FILE#REQUEST-ID (%s: %s; %s: %s)",
+			argA, a.seen, argB, b.seen, argA, a.names(), argB, b.names())}
+	}
+	for _, t := range byIndex(pendA) {
+		out.only("-", argA, t)
+	}
+	for _, t := range byIndex(pendB) {
+		out.only("+", argB, t)
+	}
+	if out.flush() {
+		return ErrDiffer
+	}
+	return nil
+}
+
+// names lists the ids of the capture's first traces.
+func (c *capture) names() string {
+	s := strings.Join(c.ids, ", ")
+	if c.seen > len(c.ids) {
+		s += ", ..."
+	}
+	return s
+}
+
+// byIndex are the traces of m in capture order.
+func byIndex(m map[string]sse.CapturedTrace) []sse.CapturedTrace {
+	out := make([]sse.CapturedTrace, 0, len(m))
+	for _, t := range m {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+// diffPrinter prints the differences of paired traces as they are found.
+// The first is held until a second pair shows the captures hold several
+// requests: a diff of two one-request traces has no per-request header.
+type diffPrinter struct {
+	w       io.Writer
+	pairs   int
+	differs bool
+	// header and diff of the first pair, while held
+	firstHeader, firstDiff string
+}
+
+// compare compares one pair of traces.
+func (p *diffPrinter) compare(a, b sse.CapturedTrace) error {
+	p.pairs++
+	d, err := "", error(nil)
+	if !sameBytes(a, b) {
+		d, err = golden.Compare(a.TraceEvents(), b.TraceEvents())
+	}
+	if err != nil {
+		return fmt.Errorf("request %d (%s ↔ %s): %w", p.pairs, where(a), where(b), err)
+	}
+	if p.pairs > 1 {
+		p.flushFirst(true)
+	}
+	if d == "" {
+		return nil
+	}
+	p.differs = true
+	header := fmt.Sprintf("request %d (%s ↔ %s):\n", p.pairs, where(a), where(b))
+	if p.pairs == 1 && a.ID == "" && b.ID == "" {
+		p.firstHeader, p.firstDiff = header, d
+		return nil
+	}
+	fmt.Fprintf(p.w, "%s%s\n", header, d)
+	return nil
+}
+
+// sameBytes reports whether two traces are the same bytes event for
+// event, so equal without normalising them: most requests of a capture and
+// its copy.
+func sameBytes(a, b sse.CapturedTrace) bool {
+	if len(a.Events) != len(b.Events) {
+		return false
+	}
+	for i := range a.Events {
+		if !bytes.Equal(a.Events[i].Raw, b.Events[i].Raw) {
+			return false
+		}
+	}
+	return true
+}
+
+// flushFirst prints the held first difference, with its header or not.
+func (p *diffPrinter) flushFirst(header bool) {
+	if p.firstDiff == "" {
+		return
+	}
+	if header {
+		fmt.Fprint(p.w, p.firstHeader)
+	}
+	fmt.Fprintln(p.w, p.firstDiff)
+	p.firstDiff = ""
+}
+
+// only reports a request only one capture holds.
+func (p *diffPrinter) only(sign, arg string, t sse.CapturedTrace) {
+	p.flushFirst(true)
+	p.differs = true
+	first, last := t.Lines()
+	fmt.Fprintf(p.w, "%s request %s: only in %s (lines %d-%d)\n\n", sign, t.ID, arg, first, last)
+}
+
+// flush prints what is held and reports whether anything differed.
+func (p *diffPrinter) flush() bool {
+	p.flushFirst(p.pairs > 1)
+	return p.differs
+}
+
+// where names a trace of a capture: its request id and lines.
+func where(t sse.CapturedTrace) string {
+	first, last := t.Lines()
+	return fmt.Sprintf("%s, lines %d-%d", orDash(t.ID), first, last)
 }
 
 func orDash(s string) string {

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // followMsgs is two copies of the test trace as a follow stream carries
@@ -95,5 +98,70 @@ func TestFollowViewerFitsTerminal(t *testing.T) {
 				checkSize(t, m.View(), size.w, size.h)
 			})
 		}
+	}
+}
+
+// TestSavedCaptureKeepsOnlyTheShownRequest: the requests of a long saved
+// capture arrive in batches; the viewer keeps every row but the events of
+// the shown request only, reads a request back when it is selected and
+// lets the one shown before go.
+func TestSavedCaptureKeepsOnlyTheShownRequest(t *testing.T) {
+	msgs := loadTrace(t)
+	const n = 5000
+	loads := make([]int, n)
+	request := func(i int) Request {
+		id := fmt.Sprintf("%016x", i)
+		events := func() ([]trace.Event, []json.RawMessage) {
+			var evs []trace.Event
+			var raws []json.RawMessage
+			for _, m := range msgs {
+				ev := m.Event
+				ev.RequestID = id
+				evs, raws = append(evs, ev), append(raws, m.Raw)
+			}
+			return evs, raws
+		}
+		evs, raws := events()
+		return Request{ID: id, Events: evs, Raws: raws, Load: func() ([]trace.Event, []json.RawMessage, error) {
+			loads[i]++
+			evs, raws := events()
+			return evs, raws, nil
+		}}
+	}
+	var m tea.Model = NewFollow("capture.jsonl", StatusReading)
+	m, _ = m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	for start := 0; start < n; start += 512 {
+		var batch RequestsMsg
+		for i := start; i < min(start+512, n); i++ {
+			batch = append(batch, request(i))
+		}
+		m, _ = m.Update(batch)
+	}
+	m, _ = m.Update(DoneMsg{})
+	held := func() []int {
+		var out []int
+		for i, r := range m.(Model).requests {
+			if r.events != nil {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	if got := held(); fmt.Sprint(got) != "[0]" {
+		t.Errorf("after reading: events held for requests %v, want [0]", got)
+	}
+	if v := m.View(); !strings.Contains(v, fmt.Sprintf("Requests (%d)", n)) || !strings.Contains(v, "0000000000000000") {
+		t.Errorf("view lacks the request count or the first request:\n%s", v)
+	}
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyDown})
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyDown})
+	if got := held(); fmt.Sprint(got) != "[2]" {
+		t.Errorf("after two downs: events held for requests %v, want [2]", got)
+	}
+	if loads[1] != 1 || loads[2] != 1 || loads[0] != 0 {
+		t.Errorf("loads of requests 0, 1, 2: %d %d %d, want 0 1 1", loads[0], loads[1], loads[2])
+	}
+	if got := m.(Model).Events(); len(got) != len(msgs) || got[0].RequestID != fmt.Sprintf("%016x", 2) {
+		t.Errorf("event list shows %d events of %q, want %d of request 3", len(got), got[0].RequestID, len(msgs))
 	}
 }

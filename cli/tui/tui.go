@@ -27,6 +27,8 @@ import (
 const (
 	StatusSent     = "request sent, waiting for trace to complete"
 	StatusComplete = "stream complete, press q to exit"
+	// StatusReading is shown while a long saved capture is being read.
+	StatusReading  = "reading the capture..."
 	StatusWatching = "waiting for the next request to reach the proxy"
 	StatusSending  = "registering the trace, then sending the request"
 	StatusReceived = "request received, waiting for trace to complete"
@@ -84,7 +86,25 @@ type request struct {
 	id     string
 	events []trace.Event
 	raws   []json.RawMessage
+	// load, for a request of a saved capture, reads its events back: the
+	// viewer keeps only the shown request's events, so a capture of any
+	// length is viewed in bounded memory.
+	load func() ([]trace.Event, []json.RawMessage, error)
 }
+
+// Request is one whole request of a saved capture, for RequestsMsg.
+type Request struct {
+	ID     string
+	Events []trace.Event
+	Raws   []json.RawMessage
+	// Load reads the request's events back when it is shown again.
+	Load func() ([]trace.Event, []json.RawMessage, error)
+}
+
+// RequestsMsg adds whole requests of a saved capture to a follow viewer,
+// in batches, as a reader delivers them. The viewer keeps each request's
+// row and drops its events until it is shown (Request.Load).
+type RequestsMsg []Request
 
 // Model is the bubbletea model of the viewer.
 type Model struct {
@@ -112,6 +132,9 @@ type Model struct {
 	follow   bool
 	requests []*request
 	reqList  table.Model
+	// shown is 1 + the index of the request whose events the list shows,
+	// 0 before any.
+	shown int
 }
 
 // New returns a viewer titled title (e.g. the admin URL or file name) whose
@@ -217,6 +240,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 		m.refreshDetail(len(m.events) == 1)
+		return m, nil
+	case RequestsMsg:
+		m.addRequests(msg)
 		return m, nil
 	case DroppedMsg:
 		m.dropped += msg.N
@@ -347,13 +373,43 @@ func (m *Model) followEvent(msg EventMsg) {
 	}
 }
 
+// addRequests adds whole requests of a saved capture: their rows, and
+// their events only for the one shown.
+func (m *Model) addRequests(rs RequestsMsg) {
+	rows := m.reqList.Rows()
+	for _, q := range rs {
+		r := &request{id: q.ID, events: q.Events, raws: q.Raws, load: q.Load}
+		m.requests = append(m.requests, r)
+		rows = append(rows, requestRow(len(m.requests)-1, r))
+		if r.load != nil && len(m.requests)-1 != m.reqList.Cursor() {
+			r.events, r.raws = nil, nil
+		}
+	}
+	m.reqList.SetRows(rows)
+	if len(m.requests) == len(rs) && len(rs) > 0 {
+		m.reqList.SetCursor(0)
+		m.showRequest(0)
+	}
+}
+
 // showRequest puts the request's events in the event list, keeping the
-// event cursor when the request stays the same.
+// event cursor when the request stays the same. A request of a saved
+// capture is read back, and the one shown before is let go.
 func (m *Model) showRequest(idx int) {
 	if idx < 0 || idx >= len(m.requests) {
 		return
 	}
 	r := m.requests[idx]
+	if r.events == nil && r.load != nil {
+		var err error
+		if r.events, r.raws, err = r.load(); err != nil {
+			m.status = fmt.Sprintf("request %d: %v", idx+1, err)
+		}
+	}
+	if prev := m.shown - 1; prev >= 0 && prev != idx && m.requests[prev].load != nil {
+		m.requests[prev].events, m.requests[prev].raws = nil, nil
+	}
+	m.shown = idx + 1
 	same := len(m.events) > 0 && m.events[0].RequestID == r.id
 	m.events, m.raws = r.events, r.raws
 	rows := make([]table.Row, 0, len(r.events))
