@@ -477,6 +477,18 @@ var faults = map[string]fault{
 			next.ServeHTTP(w, r)
 		})
 	}},
+	// /quitquitquit answers 200 and the proxy keeps serving, as a proxy
+	// written apart from this project did (issue 24): only a wait that
+	// fails at its deadline catches it.
+	"ignores quitquitquit": {admin: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/quitquitquit" {
+				io.WriteString(w, "OK\n")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}},
 	// The stream does not end after requestFinished; it goes on with the
 	// next request's trace.
 	"trace mixes requests": {reopen: true},

@@ -97,6 +97,9 @@ var faultCases = []faultCase{
 		"config_dump has every category and the configured route":                     "config_dump names no category policies",
 		"config_dump keeps the categories at the top level and listeners under binds": "config_dump lacks policies",
 	}},
+	{fault: "ignores quitquitquit", claimAll: true, wantFail: map[string]string{
+		"quitquitquit shuts the proxy down gracefully": "did not stop accepting connections within 5s of /quitquitquit: not within 5s",
+	}},
 	{fault: "trace mixes requests", claimAll: true, wantFail: map[string]string{
 		"A forwarded request traces every required event in order": "want EOF right after requestFinished",
 		"An unmatched route traces no backend call":                "want EOF right after requestFinished",
