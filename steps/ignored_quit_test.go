@@ -1,0 +1,94 @@
+package steps
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gwdiag/gwdiag/steps/target/inprocess"
+)
+
+// quitScenario is the core scenario a proxy that ignores /quitquitquit
+// must fail, and its bound ("within 5 seconds").
+const (
+	quitScenario = "quitquitquit shuts the proxy down gracefully"
+	quitBound    = 5 * time.Second
+)
+
+// TestIgnoredQuitFailsAtItsBound (issue 24): a proxy whose /quitquitquit
+// answers 200 and then keeps serving fails the quit scenario on every
+// target that can run it, within a second of the scenario's bound, with a
+// message naming the listener that still accepts connections. The wait
+// once read its own deadline as "the listener is closed" and passed such
+// a proxy after 5 s.
+func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
+	tests := []struct {
+		name string
+		opts func(t *testing.T) Options
+	}{
+		{"in-process reference proxy behind the fault", func(*testing.T) Options {
+			return Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: faults["ignores quitquitquit"]}}
+		}},
+		{"in-process spec-minimal proxy", func(*testing.T) Options {
+			return Options{TargetImpl: specMinimalTarget{ignoreQuit: true}}
+		}},
+		{"process target, spec-minimal binary", func(t *testing.T) Options {
+			if testing.Short() {
+				t.Skip("builds and runs the specminimal binary")
+			}
+			bin := filepath.Join(t.TempDir(), "specminimal")
+			if out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/steps/specminimal/cmd/specminimal").CombinedOutput(); err != nil {
+				t.Fatalf("go build specminimal: %v\n%s", err, out)
+			}
+			return Options{Target: "process", ProxyCommand: bin + " -ignore-quit -f {config}"}
+		}},
+	}
+	// The same step passes a proxy that does stop, long before the bound:
+	// it does not fail everything.
+	t.Run("in-process reference proxy that stops", func(t *testing.T) {
+		start := time.Now()
+		rep, err := Run(context.Background(), Options{TargetImpl: inprocess.New(), Output: &strings.Builder{}, RunScenario: quitScenario})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Scenario(quitScenario); len(got) != 0 || rep.Summary.Passed != 1 {
+			t.Errorf("%s: got %+v (summary %+v), want it passed", quitScenario, got, rep.Summary)
+		}
+		if took := time.Since(start); took > quitBound/2 {
+			t.Errorf("run took %v, want well under the bound %v", took.Round(time.Millisecond), quitBound)
+		}
+	})
+	listener := regexp.MustCompile(`^listener (127\.0\.0\.1:\d+) did not stop accepting connections within 5s of /quitquitquit: not within 5s \(\d+ checks\); last seen: a connection to (127\.0\.0\.1:\d+) was accepted`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.opts(t)
+			o.Output, o.RunScenario = &strings.Builder{}, quitScenario
+			start := time.Now()
+			rep, err := Run(context.Background(), o)
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rep.Scenario(quitScenario)
+			if len(got) != 1 || got[0].Result != Failed {
+				t.Fatalf("%s: got %+v, want it failed", quitScenario, got)
+			}
+			m := listener.FindStringSubmatch(got[0].Message)
+			if m == nil || m[1] != m[2] {
+				t.Errorf("message: got %q, want it to match %q, naming one listener", got[0].Message, listener)
+			}
+			// The whole run (a proxy started, one scenario) ends within a
+			// second of the bound: no wait beyond it.
+			if limit := quitBound + time.Second; took > limit {
+				t.Errorf("run took %v, want under %v", took.Round(time.Millisecond), limit)
+			}
+			if took < quitBound {
+				t.Errorf("run took %v, want at least the bound %v: the step must wait it out", took.Round(time.Millisecond), quitBound)
+			}
+		})
+	}
+}
