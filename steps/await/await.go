@@ -38,16 +38,12 @@ func Until(ctx context.Context, timeout, interval time.Duration, check Check) er
 	start := time.Now()
 	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errDeadline)
 	defer cancel()
-	deadline, _ := wctx.Deadline()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	e := &Error{Timeout: timeout}
 	for {
 		done, seen, err := check(wctx)
-		// The deadline, not only the context's state: a dial bounded by
-		// the context's deadline fails on its own timer, a moment before
-		// the context says it is done.
-		if wctx.Err() != nil || !time.Now().Before(deadline) {
+		if Expired(wctx) {
 			// The attempt may have seen the wait's own end: a refused
 			// dial, a cut read or a "deadline exceeded" says nothing of
 			// the condition.
@@ -70,6 +66,19 @@ func Until(ctx context.Context, timeout, interval time.Duration, check Check) er
 			return e.end(wctx, start)
 		}
 	}
+}
+
+// Expired reports whether ctx has ended or its deadline has passed: then
+// an error of anything bounded by ctx may be ctx's own doing, and says
+// nothing of what was asked. The deadline counts, not only the context's
+// state: a dial or read bounded by the deadline fails on its own timer, a
+// moment before the context says it is done.
+func Expired(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // Error is a wait that ended before its condition held.

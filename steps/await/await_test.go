@@ -235,3 +235,34 @@ func TestListenerChecks(t *testing.T) {
 		})
 	}
 }
+
+// pastDeadline is a context whose deadline has passed while it does not
+// say so yet: the moment between a bounded dial's own timer and the
+// context's.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+func TestExpired(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	future, cancelFuture := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelFuture()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"no deadline", context.Background(), false},
+		{"deadline ahead", future, false},
+		{"canceled", canceled, true},
+		{"deadline passed, context not yet done", pastDeadline{context.Background()}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Expired(tt.ctx); got != tt.want {
+				t.Errorf("Expired: got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
