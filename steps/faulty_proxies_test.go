@@ -477,6 +477,22 @@ var faults = map[string]fault{
 			next.ServeHTTP(w, r)
 		})
 	}},
+	// When the backend cuts a body after the head went out, the proxy
+	// neither ends nor aborts the client's response: it holds it open.
+	// Only a client that tells its own timeout from a cut catches it.
+	"holds a cut body open": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v != http.ErrAbortHandler {
+						panic(v)
+					}
+					<-r.Context().Done()
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}},
 	// /quitquitquit answers 200 and the proxy keeps serving, as a proxy
 	// written apart from this project did (issue 24): only a wait that
 	// fails at its deadline catches it.

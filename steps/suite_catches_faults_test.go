@@ -97,6 +97,9 @@ var faultCases = []faultCase{
 		"config_dump has every category and the configured route":                     "config_dump names no category policies",
 		"config_dump keeps the categories at the top level and listeners under binds": "config_dump lacks policies",
 	}},
+	{fault: "holds a cut body open", claimAll: true, wantFail: map[string]string{
+		"A body cut short after the response began is reported in the trace": "body not ended after 40000 bytes within 3s",
+	}},
 	{fault: "ignores quitquitquit", claimAll: true, wantFail: map[string]string{
 		"quitquitquit shuts the proxy down gracefully": "did not stop accepting connections within 5s of /quitquitquit: not within 5s",
 	}},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -277,10 +278,15 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 	if host != "" {
 		req.Host = host
 	}
+	// A failure once the request's own bound has passed is the bound's
+	// doing: a proxy that never finishes its answer, not one that cut it.
+	late := func(what string, err error) error {
+		return fmt.Errorf("%s %s via %s: %s within %s: %w", method, reqTarget, addr, what, s.cfg.RequestTimeout, err)
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s %s via %s: %w", method, reqTarget, addr, err)
+		if await.Expired(ctx) {
+			return nil, late("no response", err)
 		}
 		r := &response{broken: fmt.Errorf("%s %s via %s: no response: %w", method, reqTarget, addr, err)}
 		s.responses = append(s.responses, r)
@@ -290,9 +296,15 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 	r := &response{status: resp.StatusCode, header: resp.Header}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		if err := sse.EachData(resp.Body, func(d string) { r.chunks = append(r.chunks, strings.TrimSpace(d)) }); err != nil {
+			if await.Expired(ctx) {
+				return nil, late(fmt.Sprintf("stream not ended after %d chunks", len(r.chunks)), err)
+			}
 			r.broken = fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, reqTarget, len(r.chunks), err)
 		}
 	} else if r.body, err = io.ReadAll(resp.Body); err != nil {
+		if await.Expired(ctx) {
+			return nil, late(fmt.Sprintf("body not ended after %d bytes", len(r.body)), err)
+		}
 		r.broken = fmt.Errorf("%s %s: body cut after %d bytes: %w", method, reqTarget, len(r.body), err)
 	}
 	s.responses = append(s.responses, r)
