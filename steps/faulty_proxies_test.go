@@ -477,6 +477,23 @@ var faults = map[string]fault{
 			next.ServeHTTP(w, r)
 		})
 	}},
+	// A rate-limit window never resets: after the first 429 of a
+	// listener, every request to it is refused. Only a wait that fails
+	// when its condition never comes catches it.
+	"limits never reset": {listener: func(_ *faultyDeployment, next http.Handler) http.Handler {
+		var refusing atomic.Bool
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refusing.Load() {
+				http.Error(w, "rate limit exceeded", http.StatusTooManyRequests)
+				return
+			}
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, _ http.Header) {
+				if code == http.StatusTooManyRequests {
+					refusing.Store(true)
+				}
+			}}, r)
+		})
+	}},
 	// When the backend cuts a body after the head went out, the proxy
 	// neither ends nor aborts the client's response: it holds it open.
 	// Only a client that tells its own timeout from a cut catches it.

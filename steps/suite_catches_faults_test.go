@@ -97,6 +97,11 @@ var faultCases = []faultCase{
 		"config_dump has every category and the configured route":                     "config_dump names no category policies",
 		"config_dump keeps the categories at the top level and listeners under binds": "config_dump lacks policies",
 	}},
+	{fault: "limits never reset", claimAll: true, wantFail: map[string]string{
+		"The window resets with no manual action":                               "no 2xx within 3s, want one once the window resets: not within 3s",
+		"The request that crosses the budget succeeds, the next one is refused": "no 2xx within 3s, want one once the window resets: not within 3s",
+		"A streaming response is counted from its final chunk and never cut":    "no 2xx within 3s, want one once the window resets: not within 3s",
+	}},
 	{fault: "holds a cut body open", claimAll: true, wantFail: map[string]string{
 		"A body cut short after the response began is reported in the trace": "body not ended after 40000 bytes within 3s",
 	}},

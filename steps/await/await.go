@@ -124,8 +124,8 @@ func (e *Error) Error() string {
 	default:
 		s += fmt.Sprintf(" (%d checks)", e.Attempts)
 	}
-	if e.Cut {
-		s += "; a check still running at the end was not counted"
+	if e.Cut && e.Attempts == 0 {
+		s += " (one was cut by the end)"
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
@@ -77,12 +77,12 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		return streamWhole(h.resp, h.tokens)
 	})
 	step(sc, `^within (\d+) seconds a GET request to "([^"]*)" succeeds$`, func(ctx context.Context, secs int, reqTarget string) error {
-		return getState(ctx).eventually(ctx, secs, func() (*response, error) {
+		return getState(ctx).eventually(ctx, secs, func(ctx context.Context) (*response, error) {
 			return getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, nil, nil)
 		})
 	})
 	step(sc, `^within (\d+) seconds a chat completion using (\d+) tokens succeeds$`, func(ctx context.Context, secs, n int) error {
-		return getState(ctx).eventually(ctx, secs, func() (*response, error) { return getState(ctx).chat(ctx, n, noStream) })
+		return getState(ctx).eventually(ctx, secs, func(ctx context.Context) (*response, error) { return getState(ctx).chat(ctx, n, noStream) })
 	})
 
 	step(sc, `^the response status is (\d+)$`, func(ctx context.Context, want int) error {
@@ -357,19 +357,20 @@ func (s *state) chat(ctx context.Context, n int, mode chatMode) (*response, erro
 	return r, err
 }
 
-// eventually retries try until it gets a 2xx status or secs pass.
-func (s *state) eventually(ctx context.Context, secs int, try func() (*response, error)) error {
-	var last *response
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Duration(secs)*time.Second, true, func(context.Context) (bool, error) {
-		r, err := try()
+// eventually retries try until it gets a 2xx status or secs pass. A try
+// the deadline cuts counts for nothing (await.Until), so the error quotes
+// the last status the proxy answered.
+func (s *state) eventually(ctx context.Context, secs int, try func(context.Context) (*response, error)) error {
+	err := await.Until(ctx, time.Duration(secs)*time.Second, 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		r, err := try(ctx)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
-		last = r
-		return r.status/100 == 2, nil
+		return r.status/100 == 2, fmt.Sprintf("status %d (body %q)", r.status, trim(r.body)), nil
 	})
-	if err != nil && last != nil && wait.Interrupted(err) {
-		return fmt.Errorf("no success within %ds: last status %d (body %q), want 2xx once the window resets", secs, last.status, trim(last.body))
+	var late *await.Error
+	if errors.As(err, &late) {
+		return fmt.Errorf("no 2xx within %ds, want one once the window resets: %w", secs, err)
 	}
 	return err
 }
