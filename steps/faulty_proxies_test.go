@@ -477,6 +477,18 @@ var faults = map[string]fault{
 			next.ServeHTTP(w, r)
 		})
 	}},
+	// A follow stream never answers: /debug/trace?follow=true holds the
+	// request without a response head. Only a bounded opening catches it
+	// (openBounded, which every trace stream of the suite opens through).
+	"follow stream never answers": {admin: func(_ *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/debug/trace" && r.URL.Query().Get("follow") == "true" {
+				<-r.Context().Done()
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}},
 	// A rate-limit window never resets: after the first 429 of a
 	// listener, every request to it is refused. Only a wait that fails
 	// when its condition never comes catches it.

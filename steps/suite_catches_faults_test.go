@@ -97,6 +97,12 @@ var faultCases = []faultCase{
 		"config_dump has every category and the configured route":                     "config_dump names no category policies",
 		"config_dump keeps the categories at the top level and listeners under binds": "config_dump lacks policies",
 	}},
+	{fault: "follow stream never answers", claimAll: true, wantFail: map[string]string{
+		"N requests give N whole traces in order, under distinct request ids": "follow stream: no answer within 3s",
+		"Requests sent at once are kept apart by their request ids":           "follow stream: no answer within 3s",
+		"The stream ends after max traces and later requests are not traced":  "follow stream: no answer within 3s",
+		"The stream ends at its duration":                                     "follow stream: no answer within 3s",
+	}},
 	{fault: "limits never reset", claimAll: true, wantFail: map[string]string{
 		"The window resets with no manual action":                               "no 2xx within 3s, want one once the window resets: not within 3s",
 		"The request that crosses the budget succeeds, the next one is refused": "no 2xx within 3s, want one once the window resets: not within 3s",
