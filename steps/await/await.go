@@ -32,8 +32,11 @@ var errDeadline = errors.New("the wait's deadline passed")
 // (nil), fails (its error, as returned), or timeout passes or ctx ends (an
 // *Error with the last observation).
 func Until(ctx context.Context, timeout, interval time.Duration, check Check) error {
-	if timeout <= 0 || interval <= 0 {
-		return fmt.Errorf("await: timeout %v and interval %v must be positive", timeout, interval)
+	if interval <= 0 {
+		return fmt.Errorf("await: interval %v must be positive", interval)
+	}
+	if timeout <= 0 { // a deadline shared by several waits has passed
+		return &Error{Timeout: max(timeout, 0)}
 	}
 	start := time.Now()
 	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errDeadline)
@@ -114,7 +117,7 @@ func (e *Error) Error() string {
 	if e.Canceled != nil {
 		s = fmt.Sprintf("wait canceled after %v (%v)", e.Elapsed.Round(time.Millisecond), e.Canceled)
 	} else {
-		s = fmt.Sprintf("not within %v", e.Timeout)
+		s = fmt.Sprintf("not within %v", e.Timeout.Round(time.Millisecond))
 	}
 	switch {
 	case e.Seen != "":

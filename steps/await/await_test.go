@@ -152,12 +152,23 @@ func TestUntil(t *testing.T) {
 	}
 }
 
-func TestUntilRefusesNonPositiveBounds(t *testing.T) {
-	never := func(context.Context) (bool, string, error) { return true, "", nil }
-	for _, b := range [][2]time.Duration{{0, time.Millisecond}, {time.Second, 0}} {
-		if err := Until(context.Background(), b[0], b[1], never); err == nil {
-			t.Errorf("Until(timeout %v, interval %v): got nil, want an error", b[0], b[1])
-		}
+func TestUntilNonPositiveBounds(t *testing.T) {
+	holds := func(context.Context) (bool, string, error) { return true, "", nil }
+	tests := []struct {
+		name              string
+		timeout, interval time.Duration
+		want              string
+	}{
+		// A deadline shared by several waits may be gone before the last.
+		{"timeout already passed", -time.Second, time.Millisecond, "not within 0s; no check completed"},
+		{"no interval", time.Second, 0, "await: interval 0s must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := Until(context.Background(), tt.timeout, tt.interval, holds); err == nil || err.Error() != tt.want {
+				t.Errorf("got %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
 
