@@ -48,6 +48,8 @@ type fault struct {
 type faultyTarget struct {
 	inner target.Target
 	fault fault
+	// last is the last deployment configured, for tests that look at it.
+	last *faultyDeployment
 }
 
 func (t *faultyTarget) Name() string                    { return "faulty-" + t.inner.Name() }
@@ -86,6 +88,7 @@ func (t *faultyTarget) Configure(ctx context.Context, setup target.Setup) (targe
 		admin = t.fault.admin(d, admin)
 	}
 	d.adminSrv = httptest.NewServer(admin)
+	t.last = d
 	return d, nil
 }
 
@@ -121,6 +124,9 @@ type faultyDeployment struct {
 	endPrevious context.CancelFunc
 	// countedStreams are open streams whose usage chunk has passed.
 	countedStreams atomic.Int64
+	// quitAt is when /quitquitquit was answered ("ignores quitquitquit"),
+	// stopAt when the deployment's Stop began: the scenario's end.
+	quitAt, stopAt time.Time
 }
 
 func (d *faultyDeployment) ListenerAddr(name string) (string, error) {
@@ -151,6 +157,9 @@ func (d *faultyDeployment) closeListeners() {
 }
 
 func (d *faultyDeployment) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	d.stopAt = time.Now()
+	d.mu.Unlock()
 	d.closeListeners()
 	d.adminSrv.CloseClientConnections()
 	d.adminSrv.Close()
@@ -529,6 +538,9 @@ var faults = map[string]fault{
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/quitquitquit" {
 				io.WriteString(w, "OK\n")
+				d.mu.Lock()
+				d.quitAt = time.Now()
+				d.mu.Unlock()
 				return
 			}
 			next.ServeHTTP(w, r)
