@@ -48,7 +48,9 @@ type fault struct {
 type faultyTarget struct {
 	inner target.Target
 	fault fault
-	// last is the last deployment configured, for tests that look at it.
+	// last is the last deployment configured, for tests that look at it;
+	// scenarios configure concurrently.
+	mu   sync.Mutex
 	last *faultyDeployment
 }
 
@@ -88,7 +90,9 @@ func (t *faultyTarget) Configure(ctx context.Context, setup target.Setup) (targe
 		admin = t.fault.admin(d, admin)
 	}
 	d.adminSrv = httptest.NewServer(admin)
+	t.mu.Lock()
 	t.last = d
+	t.mu.Unlock()
 	return d, nil
 }
 

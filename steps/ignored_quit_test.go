@@ -39,8 +39,8 @@ func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
 		if got := rep.Scenario(quitScenario); len(got) != 0 || rep.Summary.Passed != 1 {
 			t.Errorf("%s: got %+v (summary %+v), want it passed", quitScenario, got, rep.Summary)
 		}
-		if took := time.Since(start); took > quitBound/2 {
-			t.Errorf("run took %v, want well under the bound %v", took.Round(time.Millisecond), quitBound)
+		if took := time.Since(start); took >= quitBound {
+			t.Errorf("run took %v, want under the bound %v", took.Round(time.Millisecond), quitBound)
 		}
 	})
 	// faulty wraps inner with the fault; its deployment tells when the
@@ -106,16 +106,22 @@ func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
 				t.Errorf("message: got %q, want it to match %q, naming one listener", got[0].Message, listener)
 			}
 			// From the quit to the scenario's end where the wrapper sees
-			// both; else the whole run (a proxy started, one scenario).
-			what := "run"
+			// both (within a second of the bound); else the whole run.
+			// A whole run also starts a proxy, which a loaded machine
+			// slows: it gets two seconds more.
+			what, slack := "run", 3*time.Second
 			if ft != nil {
-				ft.last.mu.Lock()
-				took, what = ft.last.stopAt.Sub(ft.last.quitAt), "from /quitquitquit to the scenario's end"
-				ft.last.mu.Unlock()
+				slack = time.Second
+				ft.mu.Lock()
+				d := ft.last
+				ft.mu.Unlock()
+				d.mu.Lock()
+				took, what = d.stopAt.Sub(d.quitAt), "from /quitquitquit to the scenario's end"
+				d.mu.Unlock()
 			}
 			t.Logf("%s took %v: %s", what, took.Round(time.Millisecond), got[0].Message)
-			if took < quitBound || took > quitBound+time.Second {
-				t.Errorf("%s took %v, want within a second past the bound %v", what, took.Round(time.Millisecond), quitBound)
+			if took < quitBound || took > quitBound+slack {
+				t.Errorf("%s took %v, want within %v past the bound %v", what, took.Round(time.Millisecond), slack, quitBound)
 			}
 		})
 	}
