@@ -48,6 +48,10 @@ type fault struct {
 type faultyTarget struct {
 	inner target.Target
 	fault fault
+	// last is the last deployment configured, for tests that look at it;
+	// scenarios configure concurrently.
+	mu   sync.Mutex
+	last *faultyDeployment
 }
 
 func (t *faultyTarget) Name() string                    { return "faulty-" + t.inner.Name() }
@@ -86,6 +90,9 @@ func (t *faultyTarget) Configure(ctx context.Context, setup target.Setup) (targe
 		admin = t.fault.admin(d, admin)
 	}
 	d.adminSrv = httptest.NewServer(admin)
+	t.mu.Lock()
+	t.last = d
+	t.mu.Unlock()
 	return d, nil
 }
 
@@ -121,6 +128,9 @@ type faultyDeployment struct {
 	endPrevious context.CancelFunc
 	// countedStreams are open streams whose usage chunk has passed.
 	countedStreams atomic.Int64
+	// quitAt is when /quitquitquit was answered ("ignores quitquitquit"),
+	// stopAt when the deployment's Stop began: the scenario's end.
+	quitAt, stopAt time.Time
 }
 
 func (d *faultyDeployment) ListenerAddr(name string) (string, error) {
@@ -151,6 +161,9 @@ func (d *faultyDeployment) closeListeners() {
 }
 
 func (d *faultyDeployment) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	d.stopAt = time.Now()
+	d.mu.Unlock()
 	d.closeListeners()
 	d.adminSrv.CloseClientConnections()
 	d.adminSrv.Close()
@@ -472,6 +485,66 @@ var faults = map[string]fault{
 				json.Unmarshal(rec.Body.Bytes(), &m)
 				delete(m, "policies")
 				json.NewEncoder(w).Encode(m)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}},
+	// A follow stream never answers: /debug/trace?follow=true holds the
+	// request without a response head. Only a bounded opening catches it
+	// (openBounded, which every trace stream of the suite opens through).
+	"follow stream never answers": {admin: func(_ *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/debug/trace" && r.URL.Query().Get("follow") == "true" {
+				<-r.Context().Done()
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}},
+	// A rate-limit window never resets: after the first 429 of a
+	// listener, every request to it is refused. Only a wait that fails
+	// when its condition never comes catches it.
+	"limits never reset": {listener: func(_ *faultyDeployment, next http.Handler) http.Handler {
+		var refusing atomic.Bool
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refusing.Load() {
+				http.Error(w, "rate limit exceeded", http.StatusTooManyRequests)
+				return
+			}
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, _ http.Header) {
+				if code == http.StatusTooManyRequests {
+					refusing.Store(true)
+				}
+			}}, r)
+		})
+	}},
+	// When the backend cuts a body after the head went out, the proxy
+	// neither ends nor aborts the client's response: it holds it open.
+	// Only a client that tells its own timeout from a cut catches it.
+	"holds a cut body open": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v != http.ErrAbortHandler {
+						panic(v)
+					}
+					<-r.Context().Done()
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}},
+	// /quitquitquit answers 200 and the proxy keeps serving, as a proxy
+	// written apart from this project did (issue 24): only a wait that
+	// fails at its deadline catches it.
+	"ignores quitquitquit": {admin: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/quitquitquit" {
+				io.WriteString(w, "OK\n")
+				d.mu.Lock()
+				d.quitAt = time.Now()
+				d.mu.Unlock()
 				return
 			}
 			next.ServeHTTP(w, r)

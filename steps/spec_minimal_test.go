@@ -17,7 +17,10 @@ import (
 
 // specMinimalTarget runs steps/specminimal, a proxy written from the spec
 // alone, with the suite's mock backends.
-type specMinimalTarget struct{}
+type specMinimalTarget struct {
+	// ignoreQuit is specminimal.Config.IgnoreQuit.
+	ignoreQuit bool
+}
 
 func (specMinimalTarget) Name() string                { return "spec-minimal" }
 func (specMinimalTarget) Start(context.Context) error { return nil }
@@ -26,8 +29,8 @@ func (specMinimalTarget) Capabilities() []string {
 	return []string{target.CapabilityStandalone, target.CapabilityDataPlane}
 }
 func (specMinimalTarget) ServiceAddr() (string, bool) { return "127.0.0.1", true }
-func (specMinimalTarget) configFor(setup target.Setup, m *local.Mocks) (specminimal.Config, error) {
-	var cfg specminimal.Config
+func (t specMinimalTarget) configFor(setup target.Setup, m *local.Mocks) (specminimal.Config, error) {
+	cfg := specminimal.Config{IgnoreQuit: t.ignoreQuit}
 	for _, p := range setup.Policies {
 		// The spec's standalone config has no policies of its own, so a
 		// proxy written from it has no gateway-wide limits.

@@ -97,6 +97,23 @@ var faultCases = []faultCase{
 		"config_dump has every category and the configured route":                     "config_dump names no category policies",
 		"config_dump keeps the categories at the top level and listeners under binds": "config_dump lacks policies",
 	}},
+	{fault: "follow stream never answers", claimAll: true, wantFail: map[string]string{
+		"N requests give N whole traces in order, under distinct request ids": "follow stream: no answer within 3s",
+		"Requests sent at once are kept apart by their request ids":           "follow stream: no answer within 3s",
+		"The stream ends after max traces and later requests are not traced":  "follow stream: no answer within 3s",
+		"The stream ends at its duration":                                     "follow stream: no answer within 3s",
+	}},
+	{fault: "limits never reset", claimAll: true, wantFail: map[string]string{
+		"The window resets with no manual action":                               "no 2xx within 3s, want one once the window resets: not within 3s",
+		"The request that crosses the budget succeeds, the next one is refused": "no 2xx within 3s, want one once the window resets: not within 3s",
+		"A streaming response is counted from its final chunk and never cut":    "no 2xx within 3s, want one once the window resets: not within 3s",
+	}},
+	{fault: "holds a cut body open", claimAll: true, wantFail: map[string]string{
+		"A body cut short after the response began is reported in the trace": "body not ended after 40000 bytes within 3s",
+	}},
+	{fault: "ignores quitquitquit", claimAll: true, wantFail: map[string]string{
+		"quitquitquit shuts the proxy down gracefully": "did not stop accepting connections within 5s of /quitquitquit: not within 5s",
+	}},
 	{fault: "trace mixes requests", claimAll: true, wantFail: map[string]string{
 		"A forwarded request traces every required event in order": "want EOF right after requestFinished",
 		"An unmatched route traces no backend call":                "want EOF right after requestFinished",

@@ -20,8 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
+	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/procout"
 	"github.com/gwdiag/gwdiag/steps/toolbin"
 )
@@ -130,12 +129,14 @@ func Start(ctx context.Context, o Options) (_ *Service, err error) {
 	if err := s.redis.Start(); err != nil {
 		return nil, fmt.Errorf("redis-server: %w", err)
 	}
-	if err := waitFor(ctx, func() bool {
-		c, err := net.Dial("unix", sock)
-		if err == nil {
-			c.Close()
+	if err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
+		d := net.Dialer{Timeout: time.Second}
+		c, err := d.DialContext(ctx, "unix", sock)
+		if err != nil {
+			return false, err.Error(), nil
 		}
-		return err == nil
+		c.Close()
+		return true, "", nil
 	}); err != nil {
 		return nil, fmt.Errorf("redis-server did not listen on %s: %w\n%s", sock, err, s.out.Tail(20))
 	}
@@ -204,18 +205,23 @@ func (s *Service) Restart(ctx context.Context) error {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	s.svc, s.exited = cmd, exited
-	err := waitFor(ctx, func() bool {
+	health := &http.Client{Timeout: 2 * time.Second}
+	err := waitFor(ctx, func(ctx context.Context) (bool, string, error) {
 		select {
 		case <-exited:
-			return true
+			return false, "", errExitedAtStart // told with the output below
 		default:
 		}
-		resp, err := http.Get("http://" + s.HTTPAddr + "/healthcheck")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.HTTPAddr+"/healthcheck", nil)
 		if err != nil {
-			return false
+			return false, "", err
+		}
+		resp, err := health.Do(req)
+		if err != nil {
+			return false, err.Error(), nil
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		return resp.StatusCode == http.StatusOK, "GET /healthcheck: " + resp.Status, nil
 	})
 	select {
 	case <-exited:
@@ -257,10 +263,9 @@ func (s *Service) GRPCAddr() string { return s.Addr }
 // Output is what both programs printed.
 func (s *Service) Output() string { return s.out.String() }
 
-func waitFor(ctx context.Context, ok func() bool) error {
-	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, ReadyTimeout, true, func(context.Context) (bool, error) {
-		return ok(), nil
-	})
+// waitFor waits up to ReadyTimeout for a program to become ready.
+func waitFor(ctx context.Context, ready await.Check) error {
+	return await.Until(ctx, ReadyTimeout, 10*time.Millisecond, ready)
 }
 
 func freePorts(host string, n int) ([]int, error) {

@@ -44,6 +44,9 @@ func (p *Proxy) adminHandler(cfg Config) http.Handler {
 	}))
 	mux.HandleFunc("/quitquitquit", only(http.MethodPost, func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, "shutting down")
+		if cfg.IgnoreQuit {
+			return
+		}
 		go p.Close() // Shutdown lets this answer finish
 	}))
 	return mux

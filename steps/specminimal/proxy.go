@@ -19,6 +19,9 @@ type Config struct {
 	// AdminAddr is the admin server's host:port (default 127.0.0.1:0).
 	AdminAddr string
 	Listeners []Listener
+	// IgnoreQuit is a fault for the suite's own tests: /quitquitquit
+	// answers 200 and the proxy keeps serving.
+	IgnoreQuit bool
 }
 
 // Listener is one port with its routes.

@@ -4,17 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/cucumber/godog"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -137,21 +136,19 @@ func registerAdminSteps(sc *godog.ScenarioContext) {
 		if err != nil {
 			return err
 		}
-		var dialer net.Dialer
-		err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Duration(secs)*time.Second, true, func(ctx context.Context) (bool, error) {
-			c, err := dialer.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return true, nil
-			}
-			c.Close()
-			return false, nil
-		})
-		if wait.Interrupted(err) {
-			return fmt.Errorf("listener %s still accepts connections %ds after /quitquitquit", addr, secs)
+		// Each dial has its own short bound: a listener that still accepts
+		// answers at once, and a dial the wait's deadline cuts says nothing.
+		err = await.Until(ctx, time.Duration(secs)*time.Second, 20*time.Millisecond, await.Closed(addr, quitDialTimeout))
+		if err != nil {
+			return fmt.Errorf("listener %s did not stop accepting connections within %ds of /quitquitquit: %w", addr, secs, err)
 		}
-		return err
+		return nil
 	})
 }
+
+// quitDialTimeout bounds one dial of the quit step: well under a second,
+// so the step fails promptly at its bound.
+const quitDialTimeout = 200 * time.Millisecond
 
 func (s *state) adminCall(ctx context.Context, method, path string) error {
 	d, err := s.deployment(ctx)

@@ -147,11 +147,10 @@ func (s *state) openFollow(ctx context.Context, n int, duration time.Duration) e
 		q.Set("duration", duration.String())
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := time.AfterFunc(s.cfg.RequestTimeout, cancel)
-	st, err := sse.OpenQuery(sctx, s.client, "http://"+d.AdminAddr(), q)
-	stop.Stop()
+	st, err := openBounded(sctx, cancel, s.cfg.RequestTimeout, func(ctx context.Context) (*sse.Stream, error) {
+		return sse.OpenQuery(ctx, s.client, "http://"+d.AdminAddr(), q)
+	})
 	if err != nil {
-		cancel()
 		return fmt.Errorf("follow stream: %w", err)
 	}
 	st.SetLimits(s.cfg.Limits)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,10 +15,10 @@ import (
 	"time"
 
 	"github.com/cucumber/godog"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -75,12 +76,12 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		return streamWhole(h.resp, h.tokens)
 	})
 	step(sc, `^within (\d+) seconds a GET request to "([^"]*)" succeeds$`, func(ctx context.Context, secs int, reqTarget string) error {
-		return getState(ctx).eventually(ctx, secs, func() (*response, error) {
+		return getState(ctx).eventually(ctx, secs, func(ctx context.Context) (*response, error) {
 			return getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, nil, nil)
 		})
 	})
 	step(sc, `^within (\d+) seconds a chat completion using (\d+) tokens succeeds$`, func(ctx context.Context, secs, n int) error {
-		return getState(ctx).eventually(ctx, secs, func() (*response, error) { return getState(ctx).chat(ctx, n, noStream) })
+		return getState(ctx).eventually(ctx, secs, func(ctx context.Context) (*response, error) { return getState(ctx).chat(ctx, n, noStream) })
 	})
 
 	step(sc, `^the response status is (\d+)$`, func(ctx context.Context, want int) error {
@@ -276,10 +277,15 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 	if host != "" {
 		req.Host = host
 	}
+	// A failure once the request's own bound has passed is the bound's
+	// doing: a proxy that never finishes its answer, not one that cut it.
+	late := func(what string, err error) error {
+		return fmt.Errorf("%s %s via %s: %s within %s: %w", method, reqTarget, addr, what, s.cfg.RequestTimeout, err)
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s %s via %s: %w", method, reqTarget, addr, err)
+		if await.Expired(ctx) {
+			return nil, late("no response", err)
 		}
 		r := &response{broken: fmt.Errorf("%s %s via %s: no response: %w", method, reqTarget, addr, err)}
 		s.responses = append(s.responses, r)
@@ -289,9 +295,15 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 	r := &response{status: resp.StatusCode, header: resp.Header}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		if err := sse.EachData(resp.Body, s.cfg.Limits, func(d string) { r.chunks = append(r.chunks, strings.TrimSpace(d)) }); err != nil {
+			if await.Expired(ctx) {
+				return nil, late(fmt.Sprintf("stream not ended after %d chunks", len(r.chunks)), err)
+			}
 			r.broken = fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, reqTarget, len(r.chunks), err)
 		}
 	} else if r.body, err = sse.ReadBody(resp.Body, s.cfg.Limits.BodyBytes, "response body"); err != nil {
+		if await.Expired(ctx) {
+			return nil, late(fmt.Sprintf("body not ended after %d bytes", len(r.body)), err)
+		}
 		r.broken = fmt.Errorf("%s %s: body cut after %d bytes: %w", method, reqTarget, len(r.body), err)
 	}
 	s.responses = append(s.responses, r)
@@ -344,19 +356,20 @@ func (s *state) chat(ctx context.Context, n int, mode chatMode) (*response, erro
 	return r, err
 }
 
-// eventually retries try until it gets a 2xx status or secs pass.
-func (s *state) eventually(ctx context.Context, secs int, try func() (*response, error)) error {
-	var last *response
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Duration(secs)*time.Second, true, func(context.Context) (bool, error) {
-		r, err := try()
+// eventually retries try until it gets a 2xx status or secs pass. A try
+// the deadline cuts counts for nothing (await.Until), so the error quotes
+// the last status the proxy answered.
+func (s *state) eventually(ctx context.Context, secs int, try func(context.Context) (*response, error)) error {
+	err := await.Until(ctx, time.Duration(secs)*time.Second, 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		r, err := try(ctx)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
-		last = r
-		return r.status/100 == 2, nil
+		return r.status/100 == 2, fmt.Sprintf("status %d (body %q)", r.status, trim(r.body)), nil
 	})
-	if err != nil && last != nil && wait.Interrupted(err) {
-		return fmt.Errorf("no success within %ds: last status %d (body %q), want 2xx once the window resets", secs, last.status, trim(last.body))
+	var late *await.Error
+	if errors.As(err, &late) {
+		return fmt.Errorf("no 2xx within %ds, want one once the window resets: %w", secs, err)
 	}
 	return err
 }

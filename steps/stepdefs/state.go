@@ -252,18 +252,39 @@ type watcher struct {
 
 func openWatcher(ctx context.Context, client *http.Client, admin, expression string, timeout time.Duration, limits sse.Limits) (*watcher, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	// The stream outlives this step, so only the opening is bounded.
-	stop := time.AfterFunc(timeout, cancel)
-	st, err := sse.Open(ctx, client, admin, expression)
-	stop.Stop()
+	st, err := openBounded(ctx, cancel, timeout, func(ctx context.Context) (*sse.Stream, error) {
+		return sse.Open(ctx, client, admin, expression)
+	})
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	st.SetLimits(limits)
 	w := &watcher{stream: st, ready: make(chan struct{}), done: make(chan struct{}), finished: make(chan struct{}), cancel: cancel}
 	go w.read()
 	return w, nil
+}
+
+// openBounded opens a stream on ctx, which outlives the step, and bounds
+// only the opening: cancel ends ctx if the opening takes longer than
+// timeout. A stream that opened just as the bound fired was cancelled all
+// the same; it is closed and the opening fails, rather than handing on a
+// stream whose reads fail with the bound's cancellation, which a reader
+// could take for the stream's end.
+func openBounded(ctx context.Context, cancel context.CancelFunc, timeout time.Duration, open func(context.Context) (*sse.Stream, error)) (*sse.Stream, error) {
+	stop := time.AfterFunc(timeout, cancel)
+	st, err := open(ctx)
+	if !stop.Stop() {
+		if err == nil {
+			st.Close()
+		}
+		cancel()
+		return nil, fmt.Errorf("no answer within %s: %w", timeout, context.DeadlineExceeded)
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return st, nil
 }
 
 func (w *watcher) read() {
@@ -370,6 +391,8 @@ func (w *watcher) close() {
 	<-w.done
 }
 
+// isEOF reports a clean end of a stream: EOF, or the suite's own close
+// (openBounded never hands on a stream its opening bound cancelled).
 func isEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)
 }

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +29,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube"
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -374,8 +374,8 @@ func (c *Cluster) Configure(ctx context.Context, setup target.Setup) (target.Dep
 			return nil, fmt.Errorf("cluster target: %w", err)
 		}
 	}
-	type await struct{ kind, name string }
-	var awaits []await
+	type awaited struct{ kind, name string }
+	var awaits []awaited
 	for _, o := range objs {
 		// Read the kind first: creating a typed object clears its TypeMeta.
 		kind := o.GetObjectKind().GroupVersionKind().Kind
@@ -386,9 +386,9 @@ func (c *Cluster) Configure(ctx context.Context, setup target.Setup) (target.Dep
 		switch kind {
 		case "Service", "Pod":
 		case c.policy.Kind:
-			awaits = append(awaits, await{"Policy", o.GetName()})
+			awaits = append(awaits, awaited{"Policy", o.GetName()})
 		default:
-			awaits = append(awaits, await{kind, o.GetName()})
+			awaits = append(awaits, awaited{kind, o.GetName()})
 		}
 	}
 	if plan != nil {
@@ -479,14 +479,15 @@ func (d *clusterDeployment) Conditions(ctx context.Context, kind, name string) (
 		got     []target.Condition
 		lastErr error
 	)
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Duration(d.c.opts.ConditionTimeout), true, func(ctx context.Context) (bool, error) {
-		// Each read gets its own bound, so the last one before the deadline
-		// completes and the error says what it saw, not "deadline exceeded".
+	err := await.Until(ctx, time.Duration(d.c.opts.ConditionTimeout), 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		// Each read gets its own bound, not the wait's, so the last one
+		// completes and the error says what it saw. (await.Until counts
+		// no read that returns after the deadline as an answer.)
 		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		conds, current, err := d.read(readCtx, kind, name)
 		cancel()
 		got, lastErr = conds, err
-		return err == nil && current, nil
+		return err == nil && current, "", nil
 	})
 	if err != nil {
 		if lastErr != nil {

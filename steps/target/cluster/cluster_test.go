@@ -318,3 +318,23 @@ func TestMissingAddrs(t *testing.T) {
 		}
 	}
 }
+
+func TestProgrammed(t *testing.T) {
+	tests := []struct {
+		name  string
+		conds []target.Condition
+		want  bool
+	}{
+		{"none", nil, false},
+		{"Programmed False", []target.Condition{{Type: "Accepted", Status: "True"}, {Type: "Programmed", Status: "False"}}, false},
+		{"Programmed True after Accepted", []target.Condition{{Type: "Accepted", Status: "True"}, {Type: "Programmed", Status: "True", Reason: "Programmed"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := programmed(tt.conds)
+			if (got != nil) != tt.want || (got != nil && (got.Type != "Programmed" || got.Status != "True")) {
+				t.Errorf("programmed(%+v): got %+v, want found=%v", tt.conds, got, tt.want)
+			}
+		})
+	}
+}

@@ -7,19 +7,18 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubepods "github.com/gwdiag/gwdiag/clusters/kube/pods"
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -83,13 +82,14 @@ func (d *clusterDeployment) serve(ctx context.Context, setup target.Setup, plan 
 // waitServiceAccount waits for the namespace's default ServiceAccount,
 // without which the API server refuses pods.
 func (d *clusterDeployment) waitServiceAccount(ctx context.Context) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Duration(d.c.opts.ConditionTimeout), true, func(ctx context.Context) (bool, error) {
-		last = d.c.client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: "default"}, &corev1.ServiceAccount{})
-		return last == nil, nil
+	err := await.Until(ctx, time.Duration(d.c.opts.ConditionTimeout), 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		if err := d.c.client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: "default"}, &corev1.ServiceAccount{}); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
 	})
 	if err != nil {
-		return fmt.Errorf("namespace %s: no default ServiceAccount within %s (is kube-controller-manager running?): %v", d.ns, time.Duration(d.c.opts.ConditionTimeout), last)
+		return fmt.Errorf("namespace %s: no default ServiceAccount (is kube-controller-manager running?): %w", d.ns, err)
 	}
 	return nil
 }
@@ -97,29 +97,25 @@ func (d *clusterDeployment) waitServiceAccount(ctx context.Context) error {
 // waitPod polls get until it returns a pod. get returns why it is not
 // there yet, or an error, which the timeout reports.
 func (d *clusterDeployment) waitPod(ctx context.Context, deadline time.Time, what string, get func(context.Context) (*corev1.Pod, string, error)) (*corev1.Pod, error) {
-	var (
-		pod  *corev1.Pod
-		last string
-	)
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
-		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	var pod *corev1.Pod
+	err := await.Until(ctx, time.Until(deadline), 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		p, why, err := get(readCtx)
 		switch {
 		case apierrors.IsNotFound(err):
-			last = "not created yet"
+			return false, "not created yet", nil
 		case err != nil:
-			last = err.Error()
+			return false, err.Error(), nil
 		case p != nil:
 			pod = p
-			return true, nil
+			return true, "", nil
 		default:
-			last = why
+			return false, why, nil
 		}
-		return false, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s in namespace %s not ready within %s: %s", what, d.ns, time.Duration(d.c.opts.ServeTimeout), last)
+		return nil, fmt.Errorf("%s in namespace %s not ready within the serve timeout %s: %w", what, d.ns, time.Duration(d.c.opts.ServeTimeout), err)
 	}
 	return pod, nil
 }
@@ -142,25 +138,37 @@ func (d *clusterDeployment) proxyPod(ctx context.Context) (*corev1.Pod, string, 
 // its current generation: with a data plane, the controller says so only
 // once a proxy replica is ready.
 func (d *clusterDeployment) waitProgrammed(ctx context.Context, deadline time.Time) error {
-	var (
-		last    []target.Condition
-		lastErr error
-	)
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
-		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		conds, current, err := d.read(readCtx, "Gateway", clusterGatewayName)
-		last, lastErr = conds, err
-		if err != nil || !current {
-			return false, nil
-		}
-		return slices.ContainsFunc(conds, func(c target.Condition) bool { return c.Type == "Programmed" && c.Status == "True" }), nil
+	err := await.Until(ctx, time.Until(deadline), 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		conds, seen := d.readGateway(ctx)
+		return programmed(conds) != nil, seen, nil
 	})
 	if err != nil {
-		if lastErr != nil {
-			return fmt.Errorf("Gateway %s/%s: %w", d.ns, clusterGatewayName, lastErr)
+		return fmt.Errorf("Gateway %s/%s not Programmed within the serve timeout %s: %w", d.ns, clusterGatewayName, time.Duration(d.c.opts.ServeTimeout), err)
+	}
+	return nil
+}
+
+// readGateway reads the Gateway's conditions for a wait: those written at
+// its current generation (nil otherwise), and what the read saw.
+func (d *clusterDeployment) readGateway(ctx context.Context) ([]target.Condition, string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conds, current, err := d.read(ctx, "Gateway", clusterGatewayName)
+	switch {
+	case err != nil:
+		return nil, err.Error()
+	case !current:
+		return nil, fmt.Sprintf("conditions not yet written at the current generation: %+v", conds)
+	}
+	return conds, fmt.Sprintf("conditions %+v", conds)
+}
+
+// programmed returns the condition Programmed=True among conds, or nil.
+func programmed(conds []target.Condition) *target.Condition {
+	for i, c := range conds {
+		if c.Type == "Programmed" && c.Status == "True" {
+			return &conds[i]
 		}
-		return fmt.Errorf("Gateway %s/%s not Programmed within %s: last conditions %+v", d.ns, clusterGatewayName, time.Duration(d.c.opts.ServeTimeout), last)
 	}
 	return nil
 }
@@ -192,28 +200,26 @@ func (d *clusterDeployment) waitConfig(ctx context.Context, deadline time.Time, 
 	}
 	sort.Strings(want)
 	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	var (
-		streak int
-		last   string
-	)
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
+	streak := 0
+	err := await.Until(ctx, time.Until(deadline), 200*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		dump, rejected, err := configDump(ctx, httpc, d.admin)
 		if err != nil {
-			streak, last = 0, err.Error()
-			return false, nil
+			streak = 0
+			return false, err.Error(), nil
 		}
 		if missing := missingAddrs(dump, want); len(missing) > 0 {
-			streak, last = 0, fmt.Sprintf("config_dump (%d bytes) does not name %s", len(dump), strings.Join(missing, ", "))
+			streak = 0
+			seen := fmt.Sprintf("config_dump (%d bytes) does not name %s", len(dump), strings.Join(missing, ", "))
 			if rejected != "" {
-				last += "; the proxy refused its last config: " + rejected
+				seen += "; the proxy refused its last config: " + rejected
 			}
-			return false, nil
+			return false, seen, nil
 		}
 		streak++
-		return streak >= configSuccesses, nil
+		return streak >= configSuccesses, fmt.Sprintf("config_dump names every endpoint (%d time(s) in a row)", streak), nil
 	})
 	if err != nil {
-		return fmt.Errorf("proxy pod %s/%s not serving the scenario within %s: %s", proxy.Namespace, proxy.Name, time.Duration(d.c.opts.ServeTimeout), last)
+		return fmt.Errorf("proxy pod %s/%s not serving the scenario within the serve timeout %s: %w", proxy.Namespace, proxy.Name, time.Duration(d.c.opts.ServeTimeout), err)
 	}
 	return nil
 }

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	kubepods "github.com/gwdiag/gwdiag/clusters/kube/pods"
+	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
@@ -18,35 +17,17 @@ import (
 // here; the waits of serve, which go on until a proxy pod is ready, would
 // hide it.
 func (d *clusterDeployment) observeProgrammed(ctx context.Context) error {
-	var (
-		cond    target.Condition
-		last    []target.Condition
-		lastErr error
-	)
+	var cond *target.Condition
 	timeout := time.Duration(d.c.opts.ServeTimeout)
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		conds, current, err := d.read(readCtx, "Gateway", clusterGatewayName)
-		last, lastErr = conds, err
-		if err != nil || !current {
-			return false, nil
-		}
-		for _, c := range conds {
-			if c.Type == "Programmed" && c.Status == "True" {
-				cond = c
-				return true, nil
-			}
-		}
-		return false, nil
+	err := await.Until(ctx, timeout, 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		conds, seen := d.readGateway(ctx)
+		cond = programmed(conds)
+		return cond != nil, seen, nil
 	})
 	if err != nil {
-		if lastErr != nil {
-			return fmt.Errorf("Gateway %s/%s: %w", d.ns, clusterGatewayName, lastErr)
-		}
-		return fmt.Errorf("Gateway %s/%s not Programmed within %s: last conditions %+v", d.ns, clusterGatewayName, timeout, last)
+		return fmt.Errorf("Gateway %s/%s not Programmed: %w", d.ns, clusterGatewayName, err)
 	}
-	seen := &target.ProgrammedObservation{Programmed: cond}
+	seen := &target.ProgrammedObservation{Programmed: *cond}
 	// One read decides; a failed read is retried briefly, since an
 	// answer seconds later would no longer say what the Gateway claimed.
 	for attempt := 0; ; attempt++ {

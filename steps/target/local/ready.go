@@ -3,18 +3,22 @@ package local
 import (
 	"context"
 	"fmt"
-	"net"
+	"sort"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/gwdiag/gwdiag/steps/await"
 )
 
 // ReadyTimeout bounds how long a target may take to serve a new
 // configuration. Max value for a conformant implementation: 10 seconds.
 const ReadyTimeout = 10 * time.Second
 
+// readyDial bounds one dial of WaitReady.
+const readyDial = time.Second
+
 // WaitReady polls until the admin server and every listener of d accept TCP
-// connections, or the deadline passes.
+// connections, or ReadyTimeout passes; the error names the address that
+// did not, and what its last dial said.
 func WaitReady(ctx context.Context, d *Deployment) error {
 	addrs := []string{d.Admin}
 	for name := range d.Ports { // ListenerAddr prefers the bound addresses
@@ -26,21 +30,20 @@ func WaitReady(ctx context.Context, d *Deployment) error {
 			addrs = append(addrs, a)
 		}
 	}
-	var dialer net.Dialer
-	for _, a := range addrs {
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, ReadyTimeout, true, func(ctx context.Context) (bool, error) {
-			c, err := dialer.DialContext(ctx, "tcp", a)
-			if err != nil {
-				last = err
-				return false, nil
+	sort.Strings(addrs[1:]) // the same error for the same deployment
+	pending := addrs
+	err := await.Until(ctx, ReadyTimeout, 10*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		for len(pending) > 0 {
+			done, seen, err := await.Open(pending[0], readyDial)(ctx)
+			if err != nil || !done {
+				return false, seen, err
 			}
-			c.Close()
-			return true, nil
-		})
-		if err != nil {
-			return fmt.Errorf("proxy not accepting connections on %s within %s: %v", a, ReadyTimeout, last)
+			pending = pending[1:]
 		}
+		return true, "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("proxy not accepting connections on %s: %w", pending[0], err)
 	}
 	return nil
 }

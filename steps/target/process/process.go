@@ -208,12 +208,14 @@ func (p *Process) configureOnce(ctx context.Context, setup target.Setup) (target
 	err = local.WaitReady(readyCtx, d)
 	cancel()
 	if err != nil {
-		d.Stop(ctx)
+		// Whether it exited is read before Stop, which would end it too.
 		select {
 		case <-exited:
+			d.Stop(ctx)
 			return nil, fmt.Errorf("process target: %q exited before it was ready (%v); output:\n%s", strings.Join(args, " "), cmd.ProcessState, out.String())
 		default:
 		}
+		d.Stop(ctx)
 		return nil, fmt.Errorf("process target: %w; output:\n%s", err, out.String())
 	}
 	return d, nil

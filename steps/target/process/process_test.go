@@ -77,6 +77,9 @@ func TestProcessTargetErrors(t *testing.T) {
 		{"no config placeholder", "sleep 10", "no {config} placeholder"},
 		{"binary not found", "/nonexistent/proxy -f {config}", "/nonexistent/proxy"},
 		{"exits at once", "sh -c exit {config}", "exited before it was ready"},
+		// Ready never comes: the wait fails at ReadyTimeout, naming the
+		// address and what its last dial said.
+		{"never listens", "sh -c 'sleep 30' {config}", "proxy not accepting connections on 127.0.0.1:"},
 		{"unbalanced quote", `refproxy -f "{config}`, "invalid command line string"},
 	}
 	for _, tt := range tests {

@@ -7,7 +7,8 @@
 // listeners, routes, backends, and route localRateLimit buckets, which it
 // turns back into per-unit limits for its fixed windows). A gateway-wide
 // policy is refused: the spec-minimal proxy has route limits only. It runs
-// until SIGTERM or /quitquitquit.
+// until SIGTERM or /quitquitquit (which -ignore-quit, a fault for the
+// suite's own tests, ignores).
 package main
 
 import (
@@ -110,24 +111,26 @@ func load(path string) (specminimal.Config, error) {
 func main() {
 	fs := flag.NewFlagSet("specminimal", flag.ContinueOnError)
 	path := fs.String("f", "", "config file (the standalone format the suite writes)")
+	ignoreQuit := fs.Bool("ignore-quit", false, "a fault for the suite's own tests: answer /quitquitquit and keep serving")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	if *path == "" {
-		fmt.Fprintln(os.Stderr, "specminimal: usage: specminimal -f config.yaml")
+		fmt.Fprintln(os.Stderr, "specminimal: usage: specminimal [-ignore-quit] -f config.yaml")
 		os.Exit(2)
 	}
-	if err := run(*path); err != nil {
+	if err := run(*path, *ignoreQuit); err != nil {
 		fmt.Fprintln(os.Stderr, "specminimal:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path string) error {
+func run(path string, ignoreQuit bool) error {
 	cfg, err := load(path)
 	if err != nil {
 		return err
 	}
+	cfg.IgnoreQuit = ignoreQuit
 	p, err := specminimal.Start(cfg)
 	if err != nil {
 		return err

@@ -1,0 +1,128 @@
+package steps
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gwdiag/gwdiag/steps/target/container"
+	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
+	"github.com/gwdiag/gwdiag/steps/target/inprocess"
+)
+
+// quitScenario is the core scenario a proxy that ignores /quitquitquit
+// must fail, and its bound ("within 5 seconds").
+const (
+	quitScenario = "quitquitquit shuts the proxy down gracefully"
+	quitBound    = 5 * time.Second
+)
+
+// TestIgnoredQuitFailsAtItsBound (issue 24): a proxy whose /quitquitquit
+// answers 200 and then keeps serving fails the quit scenario on every
+// target that can run it, within a second of the scenario's bound, with a
+// message naming the listener that still accepts connections. The wait
+// once read its own deadline as "the listener is closed" and passed such
+// a proxy after 5 s.
+func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
+	// The same step passes a proxy that does stop, long before the bound:
+	// it does not fail everything.
+	t.Run("in-process reference proxy that stops", func(t *testing.T) {
+		start := time.Now()
+		rep, err := Run(context.Background(), Options{TargetImpl: inprocess.New(), Output: &strings.Builder{}, RunScenario: quitScenario})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Scenario(quitScenario); len(got) != 0 || rep.Summary.Passed != 1 {
+			t.Errorf("%s: got %+v (summary %+v), want it passed", quitScenario, got, rep.Summary)
+		}
+		if took := time.Since(start); took >= quitBound {
+			t.Errorf("run took %v, want under the bound %v", took.Round(time.Millisecond), quitBound)
+		}
+	})
+	// faulty wraps inner with the fault; its deployment tells when the
+	// quit was answered and when the scenario ended.
+	faulty := func(inner func(t *testing.T) Options) func(t *testing.T) (Options, *faultyTarget) {
+		return func(t *testing.T) (Options, *faultyTarget) {
+			o := inner(t)
+			ft := &faultyTarget{inner: o.TargetImpl, fault: faults["ignores quitquitquit"]}
+			o.TargetImpl = ft
+			return o, ft
+		}
+	}
+	plain := func(o func(t *testing.T) Options) func(t *testing.T) (Options, *faultyTarget) {
+		return func(t *testing.T) (Options, *faultyTarget) { return o(t), nil }
+	}
+	tests := []struct {
+		name string
+		// opts gives the run's options and, for a proxy behind the fault
+		// wrapper, the wrapper (nil: the proxy ignores the quit itself).
+		opts func(t *testing.T) (Options, *faultyTarget)
+	}{
+		{"in-process reference proxy behind the fault", faulty(func(*testing.T) Options {
+			return Options{TargetImpl: inprocess.New()}
+		})},
+		{"in-process spec-minimal proxy", plain(func(*testing.T) Options {
+			return Options{TargetImpl: specMinimalTarget{ignoreQuit: true}}
+		})},
+		{"process target, spec-minimal binary", plain(func(t *testing.T) Options {
+			if testing.Short() {
+				t.Skip("builds and runs the specminimal binary")
+			}
+			bin := filepath.Join(t.TempDir(), "specminimal")
+			if out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/steps/specminimal/cmd/specminimal").CombinedOutput(); err != nil {
+				t.Fatalf("go build specminimal: %v\n%s", err, out)
+			}
+			return Options{Target: "process", ProxyCommand: bin + " -ignore-quit -f {config}"}
+		})},
+		{"container target, reference image behind the fault", faulty(func(t *testing.T) Options {
+			if testing.Short() {
+				t.Skip("starts two containers")
+			}
+			proxy, mocks := containertest.Images(t)
+			return Options{TargetImpl: container.New(container.Options{Image: proxy, MockImage: mocks, Pull: container.PullNever})}
+		})},
+	}
+	listener := regexp.MustCompile(`^listener (127\.0\.0\.1:\d+) did not stop accepting connections within 5s of /quitquitquit: not within 5s \(\d+ checks\); last seen: a connection to (127\.0\.0\.1:\d+) was accepted`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, ft := tt.opts(t)
+			o.Output, o.RunScenario = &strings.Builder{}, quitScenario
+			start := time.Now()
+			rep, err := Run(context.Background(), o)
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rep.Scenario(quitScenario)
+			if len(got) != 1 || got[0].Result != Failed {
+				t.Fatalf("%s: got %+v, want it failed", quitScenario, got)
+			}
+			m := listener.FindStringSubmatch(got[0].Message)
+			if m == nil || m[1] != m[2] {
+				t.Errorf("message: got %q, want it to match %q, naming one listener", got[0].Message, listener)
+			}
+			// From the quit to the scenario's end where the wrapper sees
+			// both (within a second of the bound); else the whole run.
+			// A whole run also starts a proxy, which a loaded machine
+			// slows: it gets two seconds more.
+			what, slack := "run", 3*time.Second
+			if ft != nil {
+				slack = time.Second
+				ft.mu.Lock()
+				d := ft.last
+				ft.mu.Unlock()
+				d.mu.Lock()
+				took, what = d.stopAt.Sub(d.quitAt), "from /quitquitquit to the scenario's end"
+				d.mu.Unlock()
+			}
+			t.Logf("%s took %v: %s", what, took.Round(time.Millisecond), got[0].Message)
+			if took < quitBound || took > quitBound+slack {
+				t.Errorf("%s took %v, want within %v past the bound %v", what, took.Round(time.Millisecond), slack, quitBound)
+			}
+		})
+	}
+}
