@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,8 +25,9 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
 )
 
-// gwdiagBin is the binary under test, built once by TestMain.
-var gwdiagBin string
+// gwdiagBin is the binary under test, built once by TestMain; peakRSSBin
+// runs it when a test measures its memory (cli/e2e/peakrss says why).
+var gwdiagBin, peakRSSBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "gwdiag-e2e")
@@ -36,9 +36,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	gwdiagBin = filepath.Join(dir, "gwdiag")
+	peakRSSBin = filepath.Join(dir, "peakrss")
 	// Static, as make build makes it: the container target builds its mock
 	// image FROM scratch from gwdiag itself.
-	build := exec.Command("go", "build", "-o", gwdiagBin, "github.com/gwdiag/gwdiag/cli/cmd/gwdiag")
+	build := exec.Command("go", "build", "-o", dir+"/", "github.com/gwdiag/gwdiag/cli/cmd/gwdiag", "github.com/gwdiag/gwdiag/cli/e2e/peakrss")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -73,7 +74,8 @@ func gwdiagWithin(t *testing.T, deadline time.Duration, env []string, stdin io.R
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, gwdiagBin, args...)
+	rssFile := filepath.Join(t.TempDir(), "peak-rss")
+	cmd := exec.CommandContext(ctx, peakRSSBin, append([]string{"-o", rssFile, gwdiagBin}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
@@ -81,10 +83,9 @@ func gwdiagWithin(t *testing.T, deadline time.Duration, env []string, stdin io.R
 	start := time.Now()
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
-	if cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			r.maxRSS = ru.Maxrss << 10 // KiB on Linux
-		}
+	if kib, rerr := os.ReadFile(rssFile); rerr == nil {
+		n, _ := strconv.ParseInt(string(kib), 10, 64)
+		r.maxRSS = n << 10
 	}
 	var ee *exec.ExitError
 	switch {
