@@ -70,6 +70,9 @@ var volatile = []struct {
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
 	{regexp.MustCompile(`\d+\.\d\dms`), "N.NNms"},
 	{regexp.MustCompile(`bind/\d+`), "bind/PORT"},
+	// The dump's own statistics (config all -o yaml): a mean latency in
+	// seconds; 0 (no request) stays.
+	{regexp.MustCompile(`(request_latency|requestLatency): [0-9.e+-]*[1-9][0-9.e+-]*`), "$1: N"},
 }
 
 // normalize replaces the backends' addresses by names, then other volatile
