@@ -161,7 +161,6 @@ func TestHostileProxies(t *testing.T) {
 			admin := startHostile(t, bin, tt.name)
 			want := tt.on("process")
 			checkHostileCLI(t, admin, tt, want)
-			stream, body := tt.bounds()
 
 			dir := t.TempDir()
 			report := filepath.Join(dir, "report.yaml")
@@ -169,8 +168,7 @@ func TestHostileProxies(t *testing.T) {
 			// the leftover check sees only the proxies this run started.
 			args := append([]string{"conformance", "run", "--target", "process",
 				"--proxy-cmd", bin + " -case " + tt.name + " -f {config}",
-				"--tags", "@trace-order", "--report", report, "--request-timeout", "3s", "--trace-timeout", "3s"}, streamBounds...)
-			args = append(append(append(args, "--max-body-bytes", "1048576"), stream...), body...)
+				"--tags", "@trace-order", "--report", report, "--request-timeout", "3s", "--trace-timeout", "3s"}, tt.runBounds()...)
 			r := gwdiag(t, nil, nil, args...)
 			t.Logf("gwdiag conformance run: exit %d in %s, peak RSS %d MiB", r.code, r.elapsed.Round(time.Millisecond), r.maxRSS>>20)
 			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, want.suite) {
@@ -195,6 +193,13 @@ func (c hostileCase) bounds() (stream, body []string) {
 		return largeStream, largeBody
 	}
 	return nil, nil
+}
+
+// runBounds are a conformance run's bounds flags for the case: the
+// stream's and the body's, without the CLI's --timeout.
+func (c hostileCase) runBounds() []string {
+	stream, body := c.bounds()
+	return append(append(append(append([]string(nil), streamBounds...), "--max-body-bytes", "1048576"), stream...), body...)
 }
 
 // checkHostileCLI runs `gwdiag trace --local --raw` and `gwdiag config all
@@ -275,12 +280,10 @@ func TestHostileProxiesContainer(t *testing.T) {
 			// Removed before the run, so that the check for containers
 			// of the image left behind sees only the run's.
 			stop()
-			stream, body := tt.bounds()
 			report := filepath.Join(t.TempDir(), "report.yaml")
 			args := append([]string{"conformance", "run", "--target", "container", "--image", image, "--pull", "never",
 				"--env", "HOSTILE_CASE=" + tt.name, "--run-scenario", "A forwarded request traces every required event in order",
-				"--report", report, "--request-timeout", "3s", "--trace-timeout", "3s"}, streamBounds...)
-			args = append(append(append(args, "--max-body-bytes", "1048576"), stream...), body...)
+				"--report", report, "--request-timeout", "3s", "--trace-timeout", "3s"}, tt.runBounds()...)
 			r := gwdiagWithin(t, 3*time.Minute, nil, nil, args...)
 			t.Logf("gwdiag conformance run --target container: exit %d in %s, peak RSS %d MiB", r.code, r.elapsed.Round(time.Millisecond), r.maxRSS>>20)
 			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, want.suite) {
