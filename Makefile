@@ -22,7 +22,7 @@ LDFLAGS  := -s -w -X github.com/gwdiag/gwdiag/cli/versioncmd.revision=$(REVISION
 # Static binaries (no cgo): gwdiag builds the container target's mock image
 # FROM scratch from itself.
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./refproxy/cmd/mockbackend
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./steps/mock/cmd/mockbackend
 
 # The reference proxy as an image, FROM scratch from its static binary:
 # no RUN steps and no registry (refproxy/Dockerfile).
@@ -75,7 +75,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzPrepareRequest -fuzztime $(FUZZTIME) ./refproxy/llm
 	$(GO) test -run '^$$' -fuzz FuzzJSONUsage -fuzztime $(FUZZTIME) ./refproxy/llm
 	$(GO) test -run '^$$' -fuzz FuzzSSEUsage -fuzztime $(FUZZTIME) ./refproxy/llm
-	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME) ./refproxy/trace/sse
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME) ./golden/trace/sse
 
 # kube-apiserver, etcd, kubelet, kube-controller-manager and kube-scheduler for
 # the cluster tests and the local node, built into $(BIN) from the nested module

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
 
 // Placeholders that replace volatile values.

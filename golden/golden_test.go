@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 func ev(t *testing.T, s string) trace.Event {
@@ -142,7 +142,7 @@ func TestReadAndWrite(t *testing.T) {
 // change (times, client ports, ids, dates, pod names); anything else is a
 // difference the comparison names. The bases are the real proxy's traces.
 func TestCompare(t *testing.T) {
-	const dir = "../refproxy/trace/sse/testdata/agentgateway/"
+	const dir = "trace/sse/testdata/agentgateway/"
 	read := func(file string) ([]trace.Event, string) {
 		t.Helper()
 		raw, err := os.ReadFile(dir + file)

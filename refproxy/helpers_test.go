@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // startProxy runs a proxy for cfgYAML (binds on port 0, admin on a free

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 

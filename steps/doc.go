@@ -12,7 +12,7 @@
 // Target interface and Setup in steps/target, one package per way of
 // running a proxy (steps/target/inprocess, process, container, cluster) and what the
 // on-machine targets share in steps/target/local. The trace rules live in
-// steps/tracecheck, the SSE reader in refproxy/trace/sse.
+// steps/tracecheck, the SSE reader in golden/trace/sse.
 //
 // Each scenario gets a fresh deployment, so rate-limit windows start with
 // the scenario and scenarios run in parallel. Features belong to profiles

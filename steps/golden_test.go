@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/gwdiag/gwdiag/golden"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 var update = flag.Bool("update", false, "rewrite generated files: the golden traces in golden/traces from the reference proxy, the tables of features/README.md")

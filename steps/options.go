@@ -10,9 +10,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
 	"github.com/gwdiag/gwdiag/steps/target/container"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
 
 // TestConfigDumpBounds: a dump that never ends, a dump that drips and a

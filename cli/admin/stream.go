@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
 
 // Event is one trace event as received: Raw holds the exact JSON object of

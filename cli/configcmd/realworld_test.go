@@ -13,8 +13,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
-	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
+	"github.com/gwdiag/gwdiag/steps/mock"
 )
 
 // realDir holds dumps the real implementation wrote (testdata/agentgateway/README.md).

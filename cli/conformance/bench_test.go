@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse/ssetest"
+	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
 	"github.com/gwdiag/gwdiag/steps"
 )
 

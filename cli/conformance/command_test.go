@@ -27,7 +27,7 @@ func run(t *testing.T, args ...string) (string, error) {
 
 // realTraces, relative to testdata, holds traces the real proxy and its
 // docs produced; its README names their sources.
-const realTraces = "../../../refproxy/trace/sse/testdata/agentgateway/"
+const realTraces = "../../../golden/trace/sse/testdata/agentgateway/"
 
 // TestCheckStdin: `check -` reads the trace from stdin, JSON Lines or SSE.
 func TestCheckStdin(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // TestFollowRawAndCheck: `gwdiag trace --follow --raw --max-requests 3`

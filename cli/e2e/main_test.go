@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy"
-	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
+	"github.com/gwdiag/gwdiag/steps/mock"
 
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
 )

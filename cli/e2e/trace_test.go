@@ -18,7 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // parseRaw parses --raw output line by line: every line one event object.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
 
 func ev(t *testing.T, js string) trace.Event {
@@ -122,10 +122,10 @@ func TestDiffText(t *testing.T) {
 }
 
 // TestRealTraces: every event the real proxy and agctl's tests produced
-// (refproxy/trace/sse/testdata/agentgateway, sources in its README) gets a
+// (golden/trace/sse/testdata/agentgateway, sources in its README) gets a
 // label and a non-empty summary; agctl's expectations hold.
 func TestRealTraces(t *testing.T) {
-	dir := "../../refproxy/trace/sse/testdata/agentgateway/"
+	dir := "../../golden/trace/sse/testdata/agentgateway/"
 	files, err := filepath.Glob(dir + "*.*l")
 	if err != nil || len(files) < 8 {
 		t.Fatalf("real traces: %v, %v", files, err)

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse/ssetest"
+	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
 )
 
 // BenchmarkDiff diffs a followed capture with itself (requests paired by

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/golden"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
 
 // ErrDiffer is returned by `gwdiag trace diff` when the traces differ: exit 1.

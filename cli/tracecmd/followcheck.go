@@ -10,7 +10,8 @@ import (
 
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/eventview"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // followCheck stands between a follow stream and what shows it, because a
@@ -48,7 +49,7 @@ func newFollowCheck(s session, emit func(admin.Event), stop func()) *followCheck
 		warn: s.stderr, opened: time.Now(), held: map[string][]admin.Event{}}
 	if s.outcome != "" {
 		// The proxy compiles the same expression; one it refuses never gets here.
-		if p, err := trace.CompileOutcome(s.outcome); err == nil {
+		if p, err := reftrace.CompileOutcome(s.outcome); err == nil {
 			c.outcome = p
 		}
 	}
@@ -82,7 +83,7 @@ func (c *followCheck) event(ev admin.Event) {
 	events := c.held[id]
 	delete(c.held, id)
 	code, latency := outcomeOf(events)
-	if !trace.OutcomeAccepts(c.outcome, code, latency) {
+	if !reftrace.OutcomeAccepts(c.outcome, code, latency) {
 		c.rejected = append(c.rejected, fmt.Sprintf("status %d after %s", code, time.Duration(latency)*time.Microsecond))
 		return
 	}
@@ -161,7 +162,7 @@ func (c *followCheck) finish() error {
 func (c *followCheck) endedEarly() bool {
 	d := c.duration
 	if d == 0 {
-		d = trace.DefaultFollowDuration
+		d = reftrace.DefaultFollowDuration
 	}
 	return time.Since(c.opened) < d*9/10
 }

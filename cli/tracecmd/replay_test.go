@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse/ssetest"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
 )
 
 // TestLineIndexReadsRequestsBack: the viewer reads each request of a long

@@ -56,7 +56,7 @@ func TestValidateExitCodes(t *testing.T) {
 
 // realTraces holds traces the real proxy and its docs produced; its README
 // names their sources.
-const realTraces = "../../refproxy/trace/sse/testdata/agentgateway/"
+const realTraces = "../../golden/trace/sse/testdata/agentgateway/"
 
 func readFile(t *testing.T, path string) string {
 	t.Helper()

@@ -11,7 +11,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // followMsgs is two copies of the test trace as a follow stream carries

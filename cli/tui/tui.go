@@ -20,7 +20,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gwdiag/gwdiag/cli/eventview"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // Status lines, agctl's words.

@@ -16,7 +16,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // loadTrace reads testdata/trace.jsonl, a full twelve-event standalone trace.
@@ -332,11 +332,11 @@ func TestFormatAndCopyKeys(t *testing.T) {
 
 // TestRealProxyEventsInTheList: the event types of the real proxy's newer
 // releases show agctl's label and summary in the list (agctl's own test
-// inputs, refproxy/trace/sse/testdata/agentgateway).
+// inputs, golden/trace/sse/testdata/agentgateway).
 func TestRealProxyEventsInTheList(t *testing.T) {
 	m := New("t", StatusComplete)
 	for _, f := range []string{"trace_test-policyEvent-cors.jsonl", "trace_test-traceSampling.jsonl"} {
-		raw, err := os.ReadFile("../../refproxy/trace/sse/testdata/agentgateway/" + f)
+		raw, err := os.ReadFile("../../golden/trace/sse/testdata/agentgateway/" + f)
 		if err != nil {
 			t.Fatal(err)
 		}

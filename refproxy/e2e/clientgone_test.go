@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/steps/mock"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
 
 // TestStreamCountedWhenClientGoesAway: a client that leaves after the usage

@@ -1,7 +1,7 @@
 // Package e2e holds end-to-end tests of local rate limiting through the
 // whole reference proxy: refproxy.New(cfg).Start with localRateLimit on
 // routes and gateway-wide policies, in front of the mock backends of
-// refproxy/mock, driven by plain HTTP clients and the official OpenAI Go SDK.
+// steps/mock, driven by plain HTTP clients and the official OpenAI Go SDK.
 //
 // Each test file is one behaviour (burst, token overage, streaming, reset,
 // several entries, refused requests, the SDK, concurrency, and the matrix

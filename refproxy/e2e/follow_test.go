@@ -14,8 +14,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 const echoRoute = `
@@ -149,7 +150,7 @@ func TestFollowBounds(t *testing.T) {
 		}
 	}
 	var closers []func()
-	for range trace.MaxFollowers {
+	for range reftrace.MaxFollowers {
 		_, c := openFollow(t, e, "follow=true&duration=1m")
 		closers = append(closers, c)
 	}
@@ -159,7 +160,7 @@ func TestFollowBounds(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("follow watcher %d: %d, want 429", trace.MaxFollowers+1, resp.StatusCode)
+		t.Errorf("follow watcher %d: %d, want 429", reftrace.MaxFollowers+1, resp.StatusCode)
 	}
 	for _, c := range closers {
 		c()

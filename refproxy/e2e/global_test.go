@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
 	"github.com/gwdiag/gwdiag/steps/ratelimitsvc"
 	"github.com/gwdiag/gwdiag/steps/toolbin"
 )

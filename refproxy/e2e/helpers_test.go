@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy"
-	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
+	"github.com/gwdiag/gwdiag/steps/mock"
 )
 
 // env is one proxy in front of one mock LLM and one echo backend.

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
 	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/gwdiag/gwdiag/refproxy/proxy"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
 )
 
 // hostileHeaderTimeout is the proxy's header timeout in the matrix: short,

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
 
 // TestRefusedRequestTrace: a refused request is never forwarded; its trace

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/mock"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/mock"
 )
 
 // TestStreamingCountedAtEnd: a slow multi-chunk stream reaches the client

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/steps/mock"
 )
 
 const llmRoute = `

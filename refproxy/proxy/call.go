@@ -10,8 +10,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -23,7 +24,7 @@ var callPool = sync.Pool{New: func() any { return new(call) }}
 // by the server once the body is written.
 type call struct {
 	dp    *Dataplane
-	tr    *trace.Tracer
+	tr    *reftrace.Tracer
 	rt    *route
 	be    *backend
 	d     ratelimit.Decision

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // These tests run the real Dataplane on loopback in front of real backends

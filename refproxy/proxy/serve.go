@@ -17,9 +17,10 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/llm"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 type bindHandler struct {
@@ -40,7 +41,7 @@ func (t *Table) bind(key int) *bindTable {
 // `tr != nil`, so untraced requests build no events.
 func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp := h.dp
-	var tr *trace.Tracer
+	var tr *reftrace.Tracer
 	if !dp.tracingOff {
 		tr = dp.reg.Take(func() map[string]any { return requestInfo(ctx, time.Time{}) })
 	}
@@ -142,24 +143,24 @@ const HeaderRequestID = "x-request-id"
 // x-request-id, or a new id sent on to the backend and, set on the
 // response before anything else (the backend's headers are added to it),
 // back to the client.
-func followRequest(ctx *fasthttp.RequestCtx, tr *trace.Tracer) {
+func followRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
 	if v, ok := peekFold(&ctx.Request.Header, HeaderRequestID); ok && len(v) > 0 {
 		tr.SetRequestID(string(v))
 		return
 	}
-	id := trace.NewRequestID()
+	id := reftrace.NewRequestID()
 	tr.SetRequestID(id)
 	ctx.Request.Header.Set(HeaderRequestID, id)
 	ctx.Response.Header.Set(HeaderRequestID, id)
 }
 
 // local answers without calling a backend (404, 429, 503) and traces it.
-func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *trace.Tracer, code int, body string, d ratelimit.Decision) {
+func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision) {
 	dp.answer(ctx, tr, code, body, d, nil)
 }
 
 // answer is local with warnings for requestFinished.
-func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *trace.Tracer, code int, body string, d ratelimit.Decision, warnings []any) {
+func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, warnings []any) {
 	resp := &ctx.Response
 	d.EachHeader(resp.Header.Set)
 	if code == http.StatusTooManyRequests {

@@ -226,17 +226,3 @@ func NewRequestID() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// ByRequest splits the events of a follow stream by requestId, keeping
-// the order in which the requests first appear and, within each, the order
-// of its events. Events without a requestId are under "".
-func ByRequest(events []Event) (ids []string, traces map[string][]Event) {
-	traces = map[string][]Event{}
-	for _, e := range events {
-		if _, seen := traces[e.RequestID]; !seen {
-			ids = append(ids, e.RequestID)
-		}
-		traces[e.RequestID] = append(traces[e.RequestID], e)
-	}
-	return ids, traces
-}

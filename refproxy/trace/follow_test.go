@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // BenchmarkFollowWatcherMemory reports what one follow watcher holds at
@@ -13,8 +15,8 @@ import (
 func BenchmarkFollowWatcherMemory(b *testing.B) {
 	snapshot := map[string]any{"method": "GET", "uri": "http://example.com/get", "version": "HTTP/1.1",
 		"headers": map[string]any{"host": "example.com", "user-agent": "curl/8.5.0", "accept": "*/*", "x-request-id": "0123456789abcdef"}}
-	types := []MessageType{RequestStarted, RequestSnapshot, RequestSnapshot, RouteSelection, PolicySelection, RequestSnapshot,
-		RequestSnapshot, BackendCallStart, BackendCallResult, ResponseSnapshot, ResponseSnapshot, RequestFinished}
+	types := []trace.MessageType{trace.RequestStarted, trace.RequestSnapshot, trace.RequestSnapshot, trace.RouteSelection, trace.PolicySelection, trace.RequestSnapshot,
+		trace.RequestSnapshot, trace.BackendCallStart, trace.BackendCallResult, trace.ResponseSnapshot, trace.ResponseSnapshot, trace.RequestFinished}
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
@@ -34,7 +36,7 @@ func BenchmarkFollowWatcherMemory(b *testing.B) {
 			t := reg.Take(func() map[string]any { return snapshot })
 			t.SetRequestID(NewRequestID())
 			for _, typ := range types {
-				t.Emit(SeverityInfo, typ, map[string]any{"requestState": map[string]any{"request": snapshot}})
+				t.Emit(trace.SeverityInfo, typ, map[string]any{"requestState": map[string]any{"request": snapshot}})
 			}
 		}
 		h2 := heap()
@@ -65,15 +67,15 @@ func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
 	for range traces {
 		tr := reg.Take(func() map[string]any { return map[string]any{} })
 		tr.SetRequestID(NewRequestID())
-		for _, typ := range []MessageType{RequestStarted, RequestSnapshot, RequestSnapshot, RouteSelection, PolicySelection, RequestSnapshot,
-			RequestSnapshot, BackendCallStart, BackendCallResult, ResponseSnapshot, ResponseSnapshot, RequestFinished} {
-			tr.Emit(SeverityInfo, typ, nil)
+		for _, typ := range []trace.MessageType{trace.RequestStarted, trace.RequestSnapshot, trace.RequestSnapshot, trace.RouteSelection, trace.PolicySelection, trace.RequestSnapshot,
+			trace.RequestSnapshot, trace.BackendCallStart, trace.BackendCallResult, trace.ResponseSnapshot, trace.ResponseSnapshot, trace.RequestFinished} {
+			tr.Emit(trace.SeverityInfo, typ, nil)
 		}
 	}
 	events, dropped, _ := w.Drain()
 	finished := 0
 	for _, e := range events {
-		if e.Type() == RequestFinished {
+		if e.Type() == trace.RequestFinished {
 			finished++
 		}
 	}

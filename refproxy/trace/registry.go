@@ -1,3 +1,8 @@
+// Package trace is the reference proxy's request tracing: the registry of
+// watchers waiting for the next request (one-shot or following many), the
+// tracer that emits a request's events, and the JSON-over-SSE stream served
+// at /debug/trace. The events themselves are package golden/trace, which
+// every consumer reads without depending on the proxy.
 package trace
 
 import (
@@ -7,6 +12,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 )
 
@@ -35,8 +41,8 @@ type Watcher struct {
 	filter cel.Program
 
 	mu       sync.Mutex
-	events   []Event
-	final    *Event // requestFinished: kept even when the buffer is full
+	events   []trace.Event
+	final    *trace.Event // requestFinished: kept even when the buffer is full
 	dropped  int
 	closed   bool
 	notify   chan struct{}
@@ -140,19 +146,19 @@ func Compile(expression string) (cel.Program, error) {
 }
 
 // push queues an event for the stream; it never blocks.
-func (w *Watcher) push(e Event) {
+func (w *Watcher) push(e trace.Event) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return
 	}
 	switch {
-	case w.follow != nil && e.Type() == RequestFinished:
+	case w.follow != nil && e.Type() == trace.RequestFinished:
 		// A followed trace's end is always kept: the stream ends after
 		// the last one.
 		w.events = append(w.events, e)
 		w.follow.finished++
-	case e.Type() == RequestFinished:
+	case e.Type() == trace.RequestFinished:
 		w.final = &e
 	case len(w.events) >= w.bufferSize():
 		w.dropped++
@@ -179,7 +185,7 @@ func (w *Watcher) Notify() <-chan struct{} { return w.notify }
 
 // Drain takes what is queued: events, the count dropped since the last
 // drain, and the final event once it has arrived.
-func (w *Watcher) Drain() (events []Event, dropped int, final *Event) {
+func (w *Watcher) Drain() (events []trace.Event, dropped int, final *trace.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	events, w.events = w.events, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // requestOf is the filter's view of r (the proxy builds it from its own
@@ -79,9 +81,9 @@ func TestFullBufferDropsButKeepsFinal(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range BufferSize + 6 {
-			tr.Emit(SeverityInfo, RequestSnapshot, map[string]any{"stage": StageInitialRequest})
+			tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest})
 		}
-		tr.Emit(SeverityInfo, RequestFinished, nil)
+		tr.Emit(trace.SeverityInfo, trace.RequestFinished, nil)
 	}()
 	select {
 	case <-done:
@@ -111,7 +113,7 @@ func TestEventEndNeverDecreases(t *testing.T) {
 	tr := reg.Take(requestOf(httptest.NewRequest("GET", "/", nil)))
 	tr.last = 1 << 40 // as if the clock had stepped back
 	start := tr.Start()
-	tr.EmitTimed(SeverityInfo, BackendCallResult, &start, nil)
+	tr.EmitTimed(trace.SeverityInfo, trace.BackendCallResult, &start, nil)
 	evs, _, _ := w.Drain()
 	if len(evs) != 1 || evs[0].EventEnd != 1<<40 || *evs[0].EventStart > evs[0].EventEnd {
 		t.Errorf("event %+v, want eventEnd held at the previous value", evs)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // KeepaliveInterval is how often an idle stream gets a `: keepalive` comment.
@@ -162,7 +164,7 @@ func flushFollow(buf *bytes.Buffer, w *Watcher, tail string) {
 	buf.WriteString(tail)
 }
 
-func frame(buf *bytes.Buffer, e Event) {
+func frame(buf *bytes.Buffer, e trace.Event) {
 	b, err := json.Marshal(e)
 	if err != nil {
 		// Event fields are built by the proxy from JSON-safe values; a failure

@@ -1,6 +1,10 @@
 package trace
 
-import "time"
+import (
+	"time"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+)
 
 // Tracer records the trace of one request for its watchers: the one-shot
 // watcher that took it, and follow watchers. A nil *Tracer is valid and
@@ -14,12 +18,12 @@ type Tracer struct {
 	last   int64
 	// marks are the eventEnd (and backendCallResult's eventStart) of the
 	// phases, for the timings of a followed trace.
-	marks map[MessageType]int64
+	marks map[trace.MessageType]int64
 	call  int64 // backendCallResult.eventStart
 	// held are the events kept for follow watchers with an outcome
 	// filter, sent or dropped at requestFinished; code is the status of
 	// the last response snapshot.
-	held []Event
+	held []trace.Event
 	code int64
 }
 
@@ -46,12 +50,12 @@ func (t *Tracer) RequestID() string {
 func (t *Tracer) Micros(at time.Time) int64 { return at.Sub(t.start).Microseconds() }
 
 // Emit sends a point event of type typ with the given fields (besides type).
-func (t *Tracer) Emit(sev Severity, typ MessageType, fields map[string]any) {
+func (t *Tracer) Emit(sev trace.Severity, typ trace.MessageType, fields map[string]any) {
 	t.EmitTimed(sev, typ, nil, fields)
 }
 
 // EmitTimed sends an event that spans from start to now.
-func (t *Tracer) EmitTimed(sev Severity, typ MessageType, start *time.Time, fields map[string]any) {
+func (t *Tracer) EmitTimed(sev trace.Severity, typ trace.MessageType, start *time.Time, fields map[string]any) {
 	if t == nil {
 		return
 	}
@@ -66,7 +70,7 @@ func (t *Tracer) EmitTimed(sev Severity, typ MessageType, start *time.Time, fiel
 	for k, v := range fields {
 		msg[k] = v
 	}
-	e := Event{EventEnd: end, Severity: sev, Message: msg}
+	e := trace.Event{EventEnd: end, Severity: sev, Message: msg}
 	if start != nil {
 		s := min(t.Micros(*start), end)
 		e.EventStart = &s
@@ -78,7 +82,7 @@ func (t *Tracer) EmitTimed(sev Severity, typ MessageType, start *time.Time, fiel
 		return
 	}
 	t.mark(typ, e)
-	if typ == ResponseSnapshot {
+	if typ == trace.ResponseSnapshot {
 		if st, ok := fields["requestState"].(map[string]any); ok {
 			if resp, ok := st["response"].(map[string]any); ok {
 				if c, ok := resp["code"].(int); ok {
@@ -89,7 +93,7 @@ func (t *Tracer) EmitTimed(sev Severity, typ MessageType, start *time.Time, fiel
 	}
 	fe := e
 	fe.RequestID = t.id
-	if typ == RequestFinished {
+	if typ == trace.RequestFinished {
 		fm := make(map[string]any, len(msg)+1)
 		for k, v := range msg {
 			fm[k] = v
@@ -104,7 +108,7 @@ func (t *Tracer) EmitTimed(sev Severity, typ MessageType, start *time.Time, fiel
 			continue
 		}
 		holding = true
-		if typ != RequestFinished {
+		if typ != trace.RequestFinished {
 			continue
 		}
 		if !w.follow.accepts(t.code, end) {
@@ -116,20 +120,20 @@ func (t *Tracer) EmitTimed(sev Severity, typ MessageType, start *time.Time, fiel
 		}
 		w.push(fe)
 	}
-	if holding && typ != RequestFinished {
+	if holding && typ != trace.RequestFinished {
 		t.held = append(t.held, fe)
 	}
 }
 
-func (t *Tracer) mark(typ MessageType, e Event) {
+func (t *Tracer) mark(typ trace.MessageType, e trace.Event) {
 	if t.marks == nil {
-		t.marks = map[MessageType]int64{}
+		t.marks = map[trace.MessageType]int64{}
 	}
-	if _, seen := t.marks[typ]; seen && typ != BackendCallResult {
+	if _, seen := t.marks[typ]; seen && typ != trace.BackendCallResult {
 		return
 	}
 	t.marks[typ] = e.EventEnd
-	if typ == BackendCallResult && e.EventStart != nil {
+	if typ == trace.BackendCallResult && e.EventStart != nil {
 		t.call = *e.EventStart
 	}
 }
@@ -141,18 +145,18 @@ func (t *Tracer) mark(typ MessageType, e Event) {
 func (t *Tracer) timings(end int64) map[string]any {
 	m := t.marks
 	out := map[string]any{"totalMicros": end}
-	started := m[RequestStarted]
-	route, ok := m[RouteSelection]
+	started := m[trace.RequestStarted]
+	route, ok := m[trace.RouteSelection]
 	if !ok {
 		return out
 	}
 	out["routeSelectionMicros"] = route - started
-	result, called := m[BackendCallResult]
+	result, called := m[trace.BackendCallResult]
 	if !called {
 		out["policiesMicros"] = end - route
 		return out
 	}
-	callStart := m[BackendCallStart]
+	callStart := m[trace.BackendCallStart]
 	out["policiesMicros"] = callStart - route
 	out["backendCallMicros"] = result - t.call
 	out["responseMicros"] = end - result

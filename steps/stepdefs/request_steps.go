@@ -16,9 +16,9 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"github.com/gwdiag/gwdiag/refproxy/mock"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/await"
+	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 

@@ -47,7 +47,7 @@ type Deployment interface {
 	// counted by the backend itself.
 	BackendRequests(ctx context.Context, backend string) (int64, error)
 	// ReleaseHeld lets the named LLM backend finish the streams it holds
-	// under key (the x-mock-hold headers of refproxy/mock).
+	// under key (the x-mock-hold headers of steps/mock).
 	ReleaseHeld(ctx context.Context, backend, key string) error
 	// Stop stops the proxy and the backends; it is safe to call twice and
 	// after the proxy stopped on its own (quitquitquit).

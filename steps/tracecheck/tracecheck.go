@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // Rule names a check, as reports show it.

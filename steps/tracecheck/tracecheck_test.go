@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // ev builds an event: "type", "type/stage" or "policySelection@phase",

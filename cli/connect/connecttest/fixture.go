@@ -8,8 +8,8 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
-	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
+	"github.com/gwdiag/gwdiag/steps/mock"
 )
 
 // Pod ports of the Fixture's proxy pod. OtherAdminPort serves the admin

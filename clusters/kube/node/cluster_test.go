@@ -36,7 +36,7 @@ func startCluster(t *testing.T, ctx context.Context, lockHeld bool) *node.Cluste
 	t.Helper()
 	dir := t.TempDir()
 	echo, fetch := filepath.Join(dir, "mockbackend"), filepath.Join(dir, "fetch")
-	for out, pkg := range map[string]string{echo: "../../../refproxy/cmd/mockbackend", fetch: "./testdata/fetch"} {
+	for out, pkg := range map[string]string{echo: "../../../steps/mock/cmd/mockbackend", fetch: "./testdata/fetch"} {
 		build := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := build.CombinedOutput(); err != nil {

@@ -17,8 +17,8 @@ import (
 
 	kubepods "github.com/gwdiag/gwdiag/clusters/kube/pods"
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
-	"github.com/gwdiag/gwdiag/refproxy/mock"
 	"github.com/gwdiag/gwdiag/steps/await"
+	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 

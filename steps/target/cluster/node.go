@@ -60,7 +60,7 @@ func (o Options) nodeImages() ([]images.Image, error) {
 		ref = p
 	}
 	if o.MockBinary == "" {
-		return nil, errors.New("cluster.localNode packs the mock-backend image from a static executable serving the mocks: set cluster.mockBinary (gwdiag itself with mockArgs [conformance, mockbackend], or refproxy/cmd/mockbackend)")
+		return nil, errors.New("cluster.localNode packs the mock-backend image from a static executable serving the mocks: set cluster.mockBinary (gwdiag itself with mockArgs [conformance, mockbackend], or steps/mock/cmd/mockbackend)")
 	}
 	for _, b := range []struct{ what, p string }{{"cluster.refproxyBinary", ref}, {"cluster.mockBinary", o.MockBinary}} {
 		what, p := b.what, b.p

@@ -55,7 +55,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/local"
 )

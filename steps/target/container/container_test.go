@@ -288,7 +288,7 @@ var testClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true
 func TestScratchImageRebuildPrunesOlder(t *testing.T) {
 	containertest.Images(t) // skips without a Docker daemon
 	bin := filepath.Join(t.TempDir(), "mockbackend")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/refproxy/cmd/mockbackend")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

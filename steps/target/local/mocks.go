@@ -6,13 +6,13 @@ import (
 	"net/http"
 	"syscall"
 
-	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/steps/mock"
 
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
 // Mocks is the mock backends of one scenario, served from this process on
-// loopback ports (refproxy/mock).
+// loopback ports (steps/mock).
 type Mocks struct {
 	servers  map[string]*mock.Server
 	counters map[string]*mock.Counter

@@ -69,7 +69,7 @@ func build() {
 		args      []string
 	}{
 		{"github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", ProxyRepo, &proxy, []string{"--admin-allow-remote", "-f", container.DefaultConfigPath}},
-		{"github.com/gwdiag/gwdiag/refproxy/cmd/mockbackend", MockRepo, &mocks, nil},
+		{"github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend", MockRepo, &mocks, nil},
 	} {
 		bin := filepath.Join(dir, filepath.Base(b.pkg))
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, b.pkg)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
 
 func start(t *testing.T, h http.Handler) *Server {

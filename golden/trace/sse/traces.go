@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // Bounds of ReadTraces. A capture that needs more is refused with a clear

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // Captured is one event of a saved trace.

@@ -5,7 +5,7 @@
 // reached the backend.
 //
 // Both are plain http.Handlers, usable in-process (Listen, or httptest), and
-// are served by the refproxy/cmd/mockbackend binary.
+// are served by the steps/mock/cmd/mockbackend binary.
 //
 // # Control endpoints (both servers)
 //

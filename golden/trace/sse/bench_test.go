@@ -3,8 +3,8 @@ package sse_test
 import (
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse"
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse/ssetest"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
+	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
 )
 
 // BenchmarkReadCapture reads a followed capture event by event.

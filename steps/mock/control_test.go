@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/steps/mock"
 )
 
 // TestRemoteControl: the out-of-process client of the control endpoints

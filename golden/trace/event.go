@@ -1,6 +1,8 @@
-// Package trace implements the proxy's request tracing: the trace events of
-// spec part 2.1, the registry of watchers waiting for the next request, and the
-// JSON-over-SSE stream served at /debug/trace.
+// Package trace is what a trace is: the events of spec part 2.1 as they
+// travel on the wire, which every proxy under test sends and the CLI, the
+// suite and the golden traces read. Reading a stream or a saved capture is
+// package golden/trace/sse; producing events is the reference proxy's
+// refproxy/trace.
 package trace
 
 import "encoding/json"
@@ -76,4 +78,18 @@ func Parse(b []byte) (Event, error) {
 	var e Event
 	err := json.Unmarshal(b, &e)
 	return e, err
+}
+
+// ByRequest splits the events of a follow stream by requestId, keeping
+// the order in which the requests first appear and, within each, the order
+// of its events. Events without a requestId are under "".
+func ByRequest(events []Event) (ids []string, traces map[string][]Event) {
+	traces = map[string][]Event{}
+	for _, e := range events {
+		if _, seen := traces[e.RequestID]; !seen {
+			ids = append(ids, e.RequestID)
+		}
+		traces[e.RequestID] = append(traces[e.RequestID], e)
+	}
+	return ids, traces
 }

@@ -1,9 +1,9 @@
 // Command gencapture writes a long trace capture to stdout, for measuring
 // gwdiag on it (docs/benchmarks.md):
 //
-//	go run ./refproxy/trace/sse/ssetest/gencapture -events 1000000 -ids > /tmp/capture.jsonl
-//	go run ./refproxy/trace/sse/ssetest/gencapture -events 1000000 -ids -change 40000 > /tmp/changed.jsonl
-//	go run ./refproxy/trace/sse/ssetest/gencapture -events 1000000 -ids -id-base 1000000 > /tmp/rerun.jsonl
+//	go run ./golden/trace/sse/ssetest/gencapture -events 1000000 -ids > /tmp/capture.jsonl
+//	go run ./golden/trace/sse/ssetest/gencapture -events 1000000 -ids -change 40000 > /tmp/changed.jsonl
+//	go run ./golden/trace/sse/ssetest/gencapture -events 1000000 -ids -id-base 1000000 > /tmp/rerun.jsonl
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace/sse/ssetest"
+	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
 )
 
 func main() {

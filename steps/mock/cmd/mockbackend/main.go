@@ -1,8 +1,8 @@
-// Command mockbackend serves the mock backends of package refproxy/mock: an
+// Command mockbackend serves the mock backends of package steps/mock: an
 // OpenAI-compatible chat completions server and an httpbin-like echo server,
 // as separate processes: for trying refproxy and gwdiag by hand (the
 // README's "Trace a request"). The conformance suite runs the same mocks in
-// its own process. See the package documentation of refproxy/mock for the
+// its own process. See the package documentation of steps/mock for the
 // x-mock-* headers.
 //
 //	mockbackend --llm-addr 127.0.0.1:8001 --echo-addr 127.0.0.1:8000
@@ -21,7 +21,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/gwdiag/gwdiag/refproxy/mock"
+	"github.com/gwdiag/gwdiag/steps/mock"
 )
 
 func main() {
