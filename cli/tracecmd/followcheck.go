@@ -11,6 +11,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/eventview"
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -37,9 +38,19 @@ type followCheck struct {
 
 	held       map[string][]admin.Event // with a filter: each request's events until it ends
 	traces     int                      // traces passed on
-	rejected   []string                 // traces that failed the filter, described
+	rejected   int                      // traces that failed the filter
+	examples   []string                 // the first maxExamples of them, described
 	unfollowed bool                     // an event came without a requestId
+	// overflow is set when more requests than sse.MaxOpenTraces were held
+	// at once: a proxy that starts requests and never finishes them would
+	// otherwise grow held without bound (each trace's own bounds reset at
+	// every requestFinished).
+	overflow bool
 }
+
+// maxExamples bounds the rejected traces the final message describes: a
+// proxy that ignores the filter for ten minutes sends thousands.
+const maxExamples = 5
 
 func newFollowCheck(s session, emit func(admin.Event), stop func()) *followCheck {
 	if emit == nil {
@@ -76,6 +87,13 @@ func (c *followCheck) event(ev admin.Event) {
 		}
 		return
 	}
+	if _, open := c.held[id]; !open && !finished && len(c.held) >= sse.MaxOpenTraces {
+		if !c.overflow {
+			c.overflow = true
+			c.stop()
+		}
+		return
+	}
 	c.held[id] = append(c.held[id], ev)
 	if !finished {
 		return
@@ -84,7 +102,10 @@ func (c *followCheck) event(ev admin.Event) {
 	delete(c.held, id)
 	code, latency := outcomeOf(events)
 	if !reftrace.OutcomeAccepts(c.outcome, code, latency) {
-		c.rejected = append(c.rejected, fmt.Sprintf("status %d after %s", code, time.Duration(latency)*time.Microsecond))
+		c.rejected++
+		if len(c.examples) < maxExamples {
+			c.examples = append(c.examples, fmt.Sprintf("status %d after %s", code, time.Duration(latency)*time.Microsecond))
+		}
 		return
 	}
 	for _, e := range events {
@@ -126,7 +147,7 @@ func (c *followCheck) finish() error {
 			incomplete++
 		}
 	}
-	total := c.traces + len(c.rejected) + incomplete
+	total := c.traces + c.rejected + incomplete
 	var what []string
 	switch {
 	case c.unfollowed:
@@ -134,9 +155,16 @@ func (c *followCheck) finish() error {
 	case total == 1 && c.max != 1 && c.endedEarly():
 		what = append(what, "the proxy may not follow: it ended the stream after one request, before --max-requests and --duration")
 	}
-	if len(c.rejected) > 0 {
+	if c.rejected > 0 {
+		shown := strings.Join(c.examples, ", ")
+		if c.rejected > len(c.examples) {
+			shown += ", ..."
+		}
 		what = append(what, fmt.Sprintf("it ignored the filter (%s): %s failing it not shown (%s)",
-			c.filter, plural(len(c.rejected), "trace"), strings.Join(c.rejected, ", ")))
+			c.filter, plural(c.rejected, "trace"), shown))
+	}
+	if c.overflow {
+		what = append(what, fmt.Sprintf("more than %d requests were under way at once (started, not finished): stopped reading", sse.MaxOpenTraces))
 	}
 	if incomplete > 0 {
 		what = append(what, fmt.Sprintf("%s cut short not shown", plural(incomplete, "trace")))
@@ -145,13 +173,13 @@ func (c *followCheck) finish() error {
 		return nil
 	}
 	msg := strings.Join(what, "; ")
-	if c.max == 1 && c.traces == 1 && len(c.rejected) == 0 {
+	if c.max == 1 && c.traces == 1 && c.rejected == 0 && !c.overflow {
 		if c.warn != nil {
 			fmt.Fprintf(c.warn, "warning: %s\n", msg)
 		}
 		return nil
 	}
-	if c.unfollowed || len(c.rejected) > 0 {
+	if c.unfollowed || c.rejected > 0 {
 		msg += "; to trace one request with such a proxy, run without --follow (--expression picks which)"
 	}
 	return fmt.Errorf("%s", msg)
