@@ -144,16 +144,20 @@ binds:
 	}
 	evs := s.collect(t)
 	want := []string{"requestStarted", "requestSnapshot/initial request", "requestSnapshot/gateway policies", "routeSelection",
-		"policySelection", "requestSnapshot/route policies", "responseSnapshot/final response", "requestFinished"}
+		"policySelection", "policy", "requestSnapshot/route policies", "responseSnapshot/final response", "requestFinished"}
 	if diff := cmp.Diff(want, types(evs)); diff != "" {
 		t.Fatalf("events of a refused request (-want +got):\n%s", diff)
+	}
+	// The limit's reason: the entry that refused, from where, with its state.
+	if got := evs[5].Message["result"].(map[string]any)["details"]; got != "refused by localRateLimit[0] of the inline policies of route default/limited (1 request per hour (bucket of 2)): exhausted, refills in 3600 s" {
+		t.Errorf("policy details %q", got)
 	}
 	rl := evs[4].Message["effectivePolicy"].(map[string]any)["localRateLimit"]
 	wantRL := []any{map[string]any{"maxTokens": float64(2), "tokensPerFill": float64(1), "fillInterval": "3600s", "type": "requests"}}
 	if diff := cmp.Diff(wantRL, rl); diff != "" {
 		t.Errorf("effectivePolicy.localRateLimit (-want +got):\n%s", diff)
 	}
-	if c := evs[6].Message["requestState"].(map[string]any)["response"].(map[string]any)["code"]; c != float64(429) {
+	if c := evs[7].Message["requestState"].(map[string]any)["response"].(map[string]any)["code"]; c != float64(429) {
 		t.Errorf("final response %v, want 429", c)
 	}
 }

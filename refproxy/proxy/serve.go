@@ -38,7 +38,7 @@ func (t *Table) bind(key int) *bindTable {
 }
 
 // serve handles one data-plane request. Everything tracing does is behind
-// `tr != nil`, so untraced requests build no events.
+// `tr != nil`, so untraced requests build no events and no reasons.
 func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp := h.dp
 	var tr *reftrace.Tracer
@@ -58,34 +58,23 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest, "requestState": st})
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageGatewayPolicies, "requestState": st})
 	}
-	var rt *route
-	var evaluated []any
-	if bt != nil {
-		v := newView(&ctx.Request)
-		rt, evaluated = bt.selectRoute(&v, tr != nil)
-	}
+	rt, why := selectRoute(ctx, tr, bt)
 	if rt == nil {
-		if tr != nil {
-			if evaluated == nil {
-				evaluated = []any{}
-			}
-			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": evaluated})
-		}
-		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{})
+		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{}, why)
 		return
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.RouteSelection, map[string]any{"selectedRoute": rt.key, "evaluatedRoutes": evaluated})
 		tr.Emit(trace.SeverityInfo, trace.PolicySelection, map[string]any{"effectivePolicy": rt.effective})
+		traceSkippedPolicies(tr, rt)
 	}
 	var d ratelimit.Decision
 	if rt.set != nil {
-		d = rt.set.Admit(time.Now())
+		var refused string
+		d, refused = admit(rt, tr)
 		if !d.Allowed {
-			if tr != nil {
-				tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
-			}
-			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d)
+			dp.snapshot(ctx, tr, trace.StageRoutePolicies, nil)
+			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d,
+				cause{kind: causeRateLimit, policy: "localRateLimit", reason: refused})
 			return
 		}
 	}
@@ -93,33 +82,36 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if rt.remote != nil {
 		global = dp.checkRemote(ctx, rt)
 		d = ratelimit.Tighter(d, global.d)
+		var decided string
+		if tr != nil {
+			decided = traceRemoteLimits(tr, rt, global)
+		}
 		if global.refused || global.failed {
-			if tr != nil {
-				tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
-			}
+			dp.snapshot(ctx, tr, trace.StageRoutePolicies, nil)
 			if global.refused {
 				ctx.Response.Header.Set(HeaderRateLimited, "true")
-				dp.answer(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d, global.warnings)
+				dp.answer(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d, global.warnings,
+					cause{kind: causeRateLimit, policy: "remoteRateLimit", reason: decided})
 			} else {
-				dp.answer(ctx, tr, statusRateLimitServiceDown, "rate limit service unavailable\n", d, global.warnings)
+				dp.answer(ctx, tr, statusRateLimitServiceDown, "rate limit service unavailable\n", d, global.warnings,
+					cause{kind: causeLimitDown, policy: "remoteRateLimit", reason: decided})
 			}
 			return
 		}
 	}
 	be := rt.pick()
 	if be == nil {
-		if tr != nil {
-			tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
-		}
-		dp.local(ctx, tr, http.StatusServiceUnavailable, "no backend for route\n", d)
+		dp.snapshot(ctx, tr, trace.StageRoutePolicies, nil)
+		dp.local(ctx, tr, http.StatusServiceUnavailable, "no backend for route\n", d,
+			cause{kind: causeNoBackend, reason: "route " + rt.key + " has no backend"})
 		return
 	}
 	if rt.tokens {
 		prepareLLMRequest(&ctx.Request)
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageFinalRequest, "requestState": dp.requestState(ctx, tr.Start(), be)})
+		dp.snapshot(ctx, tr, trace.StageRoutePolicies, nil)
+		dp.snapshot(ctx, tr, trace.StageFinalRequest, be)
 		tr.Emit(trace.SeverityInfo, trace.BackendCallStart, map[string]any{"target": be.addr})
 	}
 
@@ -133,6 +125,47 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	dp.forward(ctx, c, dropped)
+}
+
+// selectRoute picks the route of the request; a traced request also
+// traces routeSelection with every route's reason, and gets why no route
+// took it.
+func selectRoute(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, bt *bindTable) (*route, cause) {
+	if bt == nil {
+		if tr != nil {
+			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": []any{}, "reasons": []any{}})
+		}
+		return nil, cause{kind: causeNoRoute, reason: "the port has no configuration"}
+	}
+	v := newView(&ctx.Request)
+	if tr == nil {
+		return bt.selectRoute(&v), cause{}
+	}
+	rt, sel := bt.explainRoute(&v)
+	traceRouteSelection(tr, sel)
+	if rt == nil {
+		return nil, noRouteCause(sel, v.host)
+	}
+	return rt, cause{}
+}
+
+// admit applies the route's local limits; a traced request also traces
+// their decision, and gets which entries refused it.
+func admit(rt *route, tr *reftrace.Tracer) (ratelimit.Decision, string) {
+	if tr == nil {
+		return rt.set.Admit(time.Now()), ""
+	}
+	d, states := rt.set.AdmitExplained(time.Now())
+	return d, traceLocalLimit(tr, rt, d, states)
+}
+
+// snapshot traces a request snapshot at stage; be is the backend of the
+// final request.
+func (dp *Dataplane) snapshot(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, stage string, be *backend) {
+	if tr == nil {
+		return
+	}
+	tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": stage, "requestState": dp.requestState(ctx, tr.Start(), be)})
 }
 
 // HeaderRequestID carries a followed request's id to the backend and the
@@ -154,13 +187,14 @@ func followRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
 	ctx.Response.Header.Set(HeaderRequestID, id)
 }
 
-// local answers without calling a backend (404, 429, 503) and traces it.
-func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision) {
-	dp.answer(ctx, tr, code, body, d, nil)
+// local answers without calling a backend (404, 429, 503) and traces it
+// with why.
+func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, why cause) {
+	dp.answer(ctx, tr, code, body, d, nil, why)
 }
 
 // answer is local with warnings for requestFinished.
-func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, warnings []any) {
+func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, warnings []any, why cause) {
 	resp := &ctx.Response
 	d.EachHeader(resp.Header.Set)
 	if code == http.StatusTooManyRequests {
@@ -175,9 +209,9 @@ func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code 
 	}
 	if tr != nil {
 		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
-		var fields map[string]any
+		fields := why.fields(code)
 		if len(warnings) > 0 {
-			fields = map[string]any{"warnings": warnings}
+			fields["warnings"] = warnings
 		}
 		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, fields)
 	}
@@ -365,6 +399,11 @@ func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadC
 	success := resp.StatusCode() < 300
 	return llm.Watch(body, b2s(resp.Header.ContentType()), b2s(resp.Header.ContentEncoding()), func(u llm.Usage, err error) {
 		set.Charge(time.Now(), u.Total())
+		if c.tr != nil && set.HasTokens() {
+			c.warnMu.Lock()
+			c.charged, c.chargedSet = u.Total(), true
+			c.warnMu.Unlock()
+		}
 		if c.rt.remote != nil {
 			c.chargeRemote(u.Total())
 		}

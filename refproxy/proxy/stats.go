@@ -13,6 +13,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/configdump"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 // EndpointStats counts the calls to one backend endpoint.
@@ -204,38 +205,12 @@ func targetKey(t config.PolicyTarget) string {
 }
 
 func dumpRoute(rt *route) configdump.Route {
+	// The matches as written, in the shape the config and the dump share
+	// (routing.MatchSpec), so the dump can be matched against again
+	// (gwdiag config explain).
 	matches := []any{}
-	for _, m := range rt.matches {
-		var path map[string]any
-		switch {
-		case m.regex != nil:
-			// Strip the anchors added at compile time.
-			s := m.regex.String()
-			path = map[string]any{"regex": s[len("^(?:") : len(s)-len(")$")]}
-		case m.exact != "":
-			path = map[string]any{"exact": m.exact}
-		default:
-			path = map[string]any{"pathPrefix": m.prefix}
-		}
-		dm := map[string]any{"path": path}
-		if m.method != "" {
-			dm["method"] = m.method
-		}
-		if len(m.headers) > 0 {
-			hs := []any{}
-			for _, h := range m.headers {
-				v := map[string]any{}
-				if h.exact != nil {
-					v["exact"] = *h.exact
-				} else if h.regex != nil {
-					s := h.regex.String()
-					v["regex"] = s[len("^(?:") : len(s)-len(")$")]
-				}
-				hs = append(hs, map[string]any{"name": h.name, "value": v})
-			}
-			dm["headers"] = hs
-		}
-		matches = append(matches, dm)
+	for i := range rt.match.Matches {
+		matches = append(matches, dumpMatch(rt.match.Matches[i].Spec()))
 	}
 	backends := []configdump.RouteBackend{}
 	refd := map[config.ServiceOf]bool{}
@@ -256,10 +231,24 @@ func dumpRoute(rt *route) configdump.Route {
 	if rl := rt.effective["localRateLimit"]; rl != nil {
 		inline = append(inline, map[string]any{"localRateLimit": rl})
 	}
-	hostnames := rt.hostnames
+	hostnames := rt.match.Hostnames
 	if hostnames == nil {
 		hostnames = []string{}
 	}
 	return configdump.Route{Key: rt.key, Name: rt.name, Namespace: rt.namespace, Hostnames: hostnames,
 		Matches: matches, Backends: backends, InlinePolicies: inline}
+}
+
+// dumpMatch is a match as the dump writes it: always with a path (the
+// schema requires one; no path is a "/" prefix).
+func dumpMatch(s routing.MatchSpec) any {
+	if s.Path == nil {
+		root := "/"
+		s.Path = &routing.PathSpec{PathPrefix: &root}
+	}
+	var v any
+	if b, err := json.Marshal(s); err == nil {
+		_ = json.Unmarshal(b, &v)
+	}
+	return v
 }

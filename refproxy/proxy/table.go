@@ -2,8 +2,7 @@ package proxy
 
 import (
 	"fmt"
-	"net/http"
-	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 // Table is the routing state compiled from one config: everything the
@@ -26,6 +26,9 @@ type bindTable struct {
 	port      uint16
 	gateway   string
 	listeners []*listener
+	// routing selects a route; its route IDs index routes.
+	routing *routing.Bind
+	routes  []*route
 }
 
 type listener struct {
@@ -39,30 +42,25 @@ type route struct {
 	key       string
 	name      string
 	namespace string
-	hostnames []string
-	matches   []match
-	backends  []*backend
-	weights   uint64
-	next      atomic.Uint64
+	// match is the route's hostnames and matches, for routing.
+	match    *routing.Route
+	backends []*backend
+	weights  uint64
+	next     atomic.Uint64
 	// set is nil when no rate limit applies, so unlimited routes skip the limiter.
 	set *ratelimit.Set
+	// limits are the set's entries in the order of the route's policies,
+	// with where each comes from, for the trace's reasons.
+	limits []limitEntry
 	// remote are the global limits, gateway-wide first; nil for most routes.
-	remote    []*remote.Limiter
-	tokens    bool
-	effective map[string]any
-}
-
-type match struct {
-	exact, prefix string
-	regex         *regexp.Regexp
-	method        string
-	headers       []headerMatch
-}
-
-type headerMatch struct {
-	name  string
-	exact *string
-	regex *regexp.Regexp
+	remote []*remote.Limiter
+	// remoteFrom says where each of remote comes from.
+	remoteFrom []policySource
+	tokens     bool
+	effective  map[string]any
+	// policies are the configured policies that target this route's
+	// gateway or name, applied or not, for the trace's reasons.
+	policies []policyTarget
 }
 
 type backend struct {
@@ -100,47 +98,63 @@ var effectivePolicyKeys = []string{
 func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 	t := &Table{cfg: cfg}
 	for bi, b := range cfg.Binds {
-		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName()}
+		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName(), routing: &routing.Bind{}}
 		for li, l := range b.Listeners {
 			lt := &listener{key: config.ListenerKey(b, l, li), name: l.ListenerName(li), hostname: strings.ToLower(l.Hostname)}
 			// Gateway-wide buckets are shared by every route of the listener.
-			var gw []*ratelimit.Bucket
-			var gwLimits []config.RateLimit
-			var gwRemote []*config.RemoteRateLimit
-			for _, p := range cfg.Policies {
+			gw := gatewayLimits{}
+			for pi, p := range cfg.Policies {
 				g := p.Target.Gateway
 				if g == nil || g.GatewayName != bt.gateway || g.GatewayNamespace != config.DefaultNamespace {
 					continue
 				}
+				src := policySource{policy: pi, name: p.Name.Namespace + "/" + p.Name.Name, target: "gateway " + bt.gateway}
 				if g.ListenerName != nil && *g.ListenerName != lt.name {
+					gw.skipped = append(gw.skipped, policyTarget{src: src, kinds: policyKinds(p.Policy),
+						skip: fmt.Sprintf("targets listener %s of %s, the request came to listener %s", *g.ListenerName, bt.gateway, lt.name)})
 					continue
 				}
 				if g.Port != nil && *g.Port != b.Port {
+					gw.skipped = append(gw.skipped, policyTarget{src: src, kinds: policyKinds(p.Policy),
+						skip: fmt.Sprintf("targets port %d, the request came to port %d", *g.Port, b.Port)})
 					continue
 				}
-				for _, rl := range p.Policy.LocalRateLimit {
-					gw = append(gw, dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+bt.gateway, rl))
-					gwLimits = append(gwLimits, rl)
+				if g.ListenerName != nil {
+					src.target += " listener " + *g.ListenerName
+				}
+				gw.applied = append(gw.applied, policyTarget{src: src, kinds: policyKinds(p.Policy)})
+				for i, rl := range p.Policy.LocalRateLimit {
+					gw.limits = append(gw.limits, limitEntry{bucket: dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+bt.gateway, rl), spec: rl, src: src, index: i})
 				}
 				if p.Policy.RemoteRateLimit != nil {
-					gwRemote = append(gwRemote, p.Policy.RemoteRateLimit)
+					gw.remote = append(gw.remote, p.Policy.RemoteRateLimit)
+					gw.remoteFrom = append(gw.remoteFrom, src)
 				}
 			}
+			var rroutes []*routing.Route
 			for ri, r := range l.Routes {
-				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw, gwLimits, gwRemote)
+				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw)
 				if err != nil {
 					return nil, err
 				}
+				rr, err := routing.NewRoute(rt.key, len(bt.routes), r.Hostnames, matchSpecs(r.Matches))
+				if err != nil {
+					return nil, err
+				}
+				rt.match = rr
+				bt.routes = append(bt.routes, rt)
+				rroutes = append(rroutes, rr)
 				lt.routes = append(lt.routes, rt)
 			}
 			bt.listeners = append(bt.listeners, lt)
+			bt.routing.Listeners = append(bt.routing.Listeners, routing.NewListener(lt.key, lt.hostname, rroutes))
 		}
 		t.binds = append(t.binds, bt)
 	}
 	return t, nil
 }
 
-func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw []*ratelimit.Bucket, gwLimits []config.RateLimit, gwRemote []*config.RemoteRateLimit) (*route, error) {
+func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw gatewayLimits) (*route, error) {
 	rt := &route{
 		key:       config.RouteKey(b, l, li, r, ri),
 		name:      r.RouteName(ri),
@@ -149,70 +163,50 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 	if rt.namespace == "" {
 		rt.namespace = config.DefaultNamespace
 	}
-	for _, h := range r.Hostnames {
-		rt.hostnames = append(rt.hostnames, strings.ToLower(h))
-	}
-	if len(r.Matches) == 0 {
-		rt.matches = []match{{prefix: "/"}}
-	}
-	for _, m := range r.Matches {
-		cm := match{method: m.Method}
-		switch {
-		case m.Path == nil:
-			cm.prefix = "/"
-		case m.Path.Exact != nil:
-			cm.exact = *m.Path.Exact
-		case m.Path.PathPrefix != nil:
-			cm.prefix = *m.Path.PathPrefix
-		case m.Path.Regex != nil:
-			re, err := regexp.Compile("^(?:" + *m.Path.Regex + ")$")
-			if err != nil {
-				return nil, fmt.Errorf("route %s: %w", rt.key, err)
-			}
-			cm.regex = re
-		}
-		for _, h := range m.Headers {
-			hm := headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value.Exact}
-			if h.Value.Regex != nil {
-				re, err := regexp.Compile("^(?:" + *h.Value.Regex + ")$")
-				if err != nil {
-					return nil, fmt.Errorf("route %s: %w", rt.key, err)
-				}
-				hm.regex = re
-			}
-			cm.headers = append(cm.headers, hm)
-		}
-		rt.matches = append(rt.matches, cm)
-	}
 
 	// Buckets: gateway-wide first, then targeted route policies, then inline.
-	buckets := append([]*ratelimit.Bucket(nil), gw...)
-	limits := append([]config.RateLimit(nil), gwLimits...)
-	remotes := append([]*config.RemoteRateLimit(nil), gwRemote...)
-	for _, p := range cfg.Policies {
+	limits := slices.Clone(gw.limits)
+	remotes := slices.Clone(gw.remote)
+	rt.remoteFrom = slices.Clone(gw.remoteFrom)
+	rt.policies = slices.Clone(gw.applied)
+	rt.policies = append(rt.policies, gw.skipped...)
+	for pi, p := range cfg.Policies {
 		t := p.Target.Route
 		if t == nil || t.Name != rt.name || t.Namespace != rt.namespace {
 			continue
 		}
+		src := policySource{policy: pi, name: p.Name.Namespace + "/" + p.Name.Name, target: "route " + rt.namespace + "/" + rt.name}
 		if t.RuleName != nil && *t.RuleName != r.RuleName {
+			rt.policies = append(rt.policies, policyTarget{src: src, kinds: policyKinds(p.Policy),
+				skip: fmt.Sprintf("targets rule %s of route %s/%s, the request matched rule %q", *t.RuleName, rt.namespace, rt.name, r.RuleName)})
 			continue
 		}
-		for _, rl := range p.Policy.LocalRateLimit {
-			buckets = append(buckets, dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+rt.key, rl))
-			limits = append(limits, rl)
+		if t.RuleName != nil {
+			src.target += " rule " + *t.RuleName
+		}
+		rt.policies = append(rt.policies, policyTarget{src: src, kinds: policyKinds(p.Policy)})
+		for i, rl := range p.Policy.LocalRateLimit {
+			limits = append(limits, limitEntry{bucket: dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+rt.key, rl), spec: rl, src: src, index: i})
 		}
 		if p.Policy.RemoteRateLimit != nil {
 			remotes = append(remotes, p.Policy.RemoteRateLimit)
+			rt.remoteFrom = append(rt.remoteFrom, src)
 		}
 	}
 	if r.Policies != nil {
+		src := policySource{policy: -1, target: "route " + rt.namespace + "/" + rt.name}
 		for i, rl := range r.Policies.LocalRateLimit {
-			buckets = append(buckets, dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl))
-			limits = append(limits, rl)
+			limits = append(limits, limitEntry{bucket: dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl), spec: rl, src: src, index: i})
 		}
 		if r.Policies.RemoteRateLimit != nil {
 			remotes = append(remotes, r.Policies.RemoteRateLimit)
+			rt.remoteFrom = append(rt.remoteFrom, src)
 		}
+	}
+	rt.limits = limits
+	buckets := make([]*ratelimit.Bucket, 0, len(limits))
+	for _, le := range limits {
+		buckets = append(buckets, le.bucket)
 	}
 	if len(buckets) > 0 {
 		rt.set = ratelimit.NewSet(buckets...)
@@ -236,7 +230,8 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 	}
 	if len(limits) > 0 {
 		ls := make([]any, 0, len(limits))
-		for _, l := range limits {
+		for _, le := range limits {
+			l := le.spec
 			typ := l.Type
 			if typ == "" {
 				typ = string(ratelimit.Requests)
@@ -310,102 +305,46 @@ func (rt *route) pick() *backend {
 	return rt.backends[0]
 }
 
-// matchesReq reports whether the route takes the request.
-func (rt *route) matchesReq(v *reqView) bool {
-	host := v.host
-	if len(rt.hostnames) > 0 {
-		ok := false
-		for _, h := range rt.hostnames {
-			if hostMatches(h, host) {
-				ok = true
-				break
-			}
+// matchSpecs are a config route's matches in routing's shape, which is
+// also the dump's.
+func matchSpecs(ms []config.Match) []routing.MatchSpec {
+	out := make([]routing.MatchSpec, 0, len(ms))
+	for _, m := range ms {
+		s := routing.MatchSpec{Method: m.Method, Headers: valueSpecs(m.Headers), Query: valueSpecs(m.Query)}
+		if p := m.Path; p != nil {
+			s.Path = &routing.PathSpec{Exact: p.Exact, PathPrefix: p.PathPrefix, Regex: p.Regex}
 		}
-		if !ok {
-			return false
-		}
+		out = append(out, s)
 	}
-	for i := range rt.matches {
-		if rt.matches[i].matches(v) {
-			return true
-		}
-	}
-	return false
+	return out
 }
 
-func (m *match) matches(v *reqView) bool {
-	if m.method != "" && m.method != v.method {
-		return false
+func valueSpecs(hs []config.HeaderMatch) []routing.ValueSpec {
+	var out []routing.ValueSpec
+	for _, h := range hs {
+		out = append(out, routing.ValueSpec{Name: h.Name, Value: routing.StringSpec{Exact: h.Value.Exact, Regex: h.Value.Regex}})
 	}
-	p := v.path
-	switch {
-	case m.regex != nil:
-		if !m.regex.MatchString(p) {
-			return false
-		}
-	case m.exact != "":
-		if p != m.exact {
-			return false
-		}
-	default:
-		if !prefixMatches(m.prefix, p) {
-			return false
-		}
-	}
-	for _, h := range m.headers {
-		val, ok := v.header(h.name)
-		if !ok {
-			return false
-		}
-		if h.exact != nil && val != *h.exact {
-			return false
-		}
-		if h.regex != nil && !h.regex.MatchString(val) {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
-// prefixMatches is a path-segment prefix match as in Gateway API: /foo
-// matches /foo and /foo/bar but not /foobar.
-func prefixMatches(prefix, path string) bool {
-	if prefix == "" || prefix == "/" {
-		return true
+// selectRoute returns the route that takes the request: the listener of
+// the request's host, then its routes by the reference's precedence
+// (routing.Bind.Select).
+func (bt *bindTable) selectRoute(v *reqView) *route {
+	r := routing.Request{Method: v.method, Path: v.path, Host: v.host, Query: v.query}
+	if rr, _ := bt.routing.Select(&r, v.header); rr != nil {
+		return bt.routes[rr.ID]
 	}
-	prefix = strings.TrimSuffix(prefix, "/")
-	if !strings.HasPrefix(path, prefix) {
-		return false
-	}
-	return len(path) == len(prefix) || path[len(prefix)] == '/'
+	return nil
 }
 
-// hostMatches matches a hostname pattern ("a.example.com" or "*.example.com")
-// against a lower-case host without port.
-func hostMatches(pattern, host string) bool {
-	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
-		return strings.HasSuffix(host, suffix) && len(host) > len(suffix)
+// explainRoute is selectRoute for a traced request: the route, and why each
+// route of the bind did or did not take it.
+func (bt *bindTable) explainRoute(v *reqView) (*route, routing.Selection) {
+	r := routing.Request{Method: v.method, Path: v.path, Host: v.host, Query: v.query}
+	sel := bt.routing.Explain(&r, v.header)
+	if sel.Route != nil {
+		return bt.routes[sel.Route.ID], sel
 	}
-	return pattern == host
-}
-
-// selectRoute returns the first matching route in config order and, when
-// collect is set, the keys of every route evaluated on the way.
-func (bt *bindTable) selectRoute(v *reqView, collect bool) (*route, []any) {
-	host := v.host
-	var evaluated []any
-	for _, l := range bt.listeners {
-		if l.hostname != "" && !hostMatches(l.hostname, host) {
-			continue
-		}
-		for _, rt := range l.routes {
-			if collect {
-				evaluated = append(evaluated, rt.key)
-			}
-			if rt.matchesReq(v) {
-				return rt, evaluated
-			}
-		}
-	}
-	return nil, evaluated
+	return nil, sel
 }
