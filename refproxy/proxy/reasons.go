@@ -389,14 +389,17 @@ func (c cause) fields(status int) map[string]any {
 }
 
 // noRouteCause says why no route took the request: the closest route's
-// failed condition.
-func noRouteCause(sel routing.Selection, host string) cause {
+// failed condition, or the path when every route failed on it.
+func noRouteCause(sel routing.Selection, host, path string) cause {
 	if sel.Listener == nil {
 		return cause{kind: causeNoRoute, reason: fmt.Sprintf("no listener of the port serves host %q", host)}
 	}
 	best, n := sel.Closest()
-	if best == nil {
-		return cause{kind: causeNoRoute, reason: "listener " + sel.Listener.Key + " has no routes"}
+	switch {
+	case best == nil:
+		return cause{kind: causeNoRoute, reason: "listener " + sel.Listener.Key + " has no route for host " + strconv.Quote(host)}
+	case best.Failed.Kind == routing.KindPath && n > 1:
+		return cause{kind: causeNoRoute, reason: fmt.Sprintf("no route of listener %s matches path %q (%d routes)", sel.Listener.Key, path, n)}
 	}
 	return cause{kind: causeNoRoute, reason: fmt.Sprintf("no route of listener %s matches (%d %s); closest, %s: %s",
 		sel.Listener.Key, n, plural(n, "route", "routes"), best.Route.Key, best.Reason())}
@@ -406,15 +409,20 @@ func noRouteCause(sel routing.Selection, host string) cause {
 // not be reached (503), answered wrongly or cut its body short (502), or
 // the client's body was malformed (400).
 func backendCause(c *call) cause {
+	be := "backend " + c.be.addr
+	if c.be.name != c.be.addr {
+		be = fmt.Sprintf("backend %s (%s)", c.be.name, c.be.addr)
+	}
 	switch {
 	case c.err == nil:
 		return cause{}
 	case c.clientFault:
 		return cause{kind: causeClientBody, reason: c.err.Error()}
 	case isBodyError(c.err):
-		return cause{kind: causeBody, reason: fmt.Sprintf("backend %s (%s) failed in its body: %v", c.be.name, c.be.addr, c.err)}
+		// "backend body cut short: unexpected EOF"
+		return cause{kind: causeBody, reason: be + " " + strings.TrimPrefix(c.err.Error(), "backend ")}
 	case unreachable(c.err):
-		return cause{kind: causeUnreachable, reason: fmt.Sprintf("backend %s (%s) could not be reached: %v", c.be.name, c.be.addr, c.err)}
+		return cause{kind: causeUnreachable, reason: fmt.Sprintf("%s could not be reached: %v", be, c.err)}
 	}
-	return cause{kind: causeBackend, reason: fmt.Sprintf("backend %s (%s) answered wrongly: %v", c.be.name, c.be.addr, c.err)}
+	return cause{kind: causeBackend, reason: fmt.Sprintf("%s answered wrongly: %v", be, c.err)}
 }

@@ -144,7 +144,7 @@ func selectRoute(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, bt *bindTable) (
 	rt, sel := bt.explainRoute(&v)
 	traceRouteSelection(tr, sel)
 	if rt == nil {
-		return nil, noRouteCause(sel, v.host)
+		return nil, noRouteCause(sel, v.host, v.path)
 	}
 	return rt, cause{}
 }

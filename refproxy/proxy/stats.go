@@ -227,9 +227,20 @@ func dumpRoute(rt *route) configdump.Route {
 		// A backend reference is the backend's namespace/name.
 		backends = append(backends, configdump.RouteBackend{Weight: be.weight, Backend: config.DefaultNamespace + "/" + be.name})
 	}
+	// The route's own policies; those of top-level policies are under
+	// policies[], with their targets, as the reference lists them.
 	inline := []map[string]any{}
-	if rl := rt.effective["localRateLimit"]; rl != nil {
-		inline = append(inline, map[string]any{"localRateLimit": rl})
+	var own []any
+	for _, le := range rt.limits {
+		if le.src.policy < 0 {
+			own = append(own, effectiveLimit(le.spec))
+		}
+	}
+	if len(own) > 0 {
+		inline = append(inline, map[string]any{"localRateLimit": own})
+	}
+	if rt.inlineRemote != nil {
+		inline = append(inline, map[string]any{"remoteRateLimit": remoteEffective(rt.inlineRemote)})
 	}
 	hostnames := rt.match.Hostnames
 	if hostnames == nil {

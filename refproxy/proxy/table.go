@@ -54,10 +54,12 @@ type route struct {
 	limits []limitEntry
 	// remote are the global limits, gateway-wide first; nil for most routes.
 	remote []*remote.Limiter
-	// remoteFrom says where each of remote comes from.
-	remoteFrom []policySource
-	tokens     bool
-	effective  map[string]any
+	// remoteFrom says where each of remote comes from; inlineRemote is the
+	// route's own, for the dump.
+	remoteFrom   []policySource
+	inlineRemote *config.RemoteRateLimit
+	tokens       bool
+	effective    map[string]any
 	// policies are the configured policies that target this route's
 	// gateway or name, applied or not, for the trace's reasons.
 	policies []policyTarget
@@ -201,6 +203,7 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		if r.Policies.RemoteRateLimit != nil {
 			remotes = append(remotes, r.Policies.RemoteRateLimit)
 			rt.remoteFrom = append(rt.remoteFrom, src)
+			rt.inlineRemote = r.Policies.RemoteRateLimit
 		}
 	}
 	rt.limits = limits
@@ -231,13 +234,7 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 	if len(limits) > 0 {
 		ls := make([]any, 0, len(limits))
 		for _, le := range limits {
-			l := le.spec
-			typ := l.Type
-			if typ == "" {
-				typ = string(ratelimit.Requests)
-			}
-			ls = append(ls, map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
-				"fillInterval": l.FillInterval.String(), "type": typ})
+			ls = append(ls, effectiveLimit(le.spec))
 		}
 		rt.effective["localRateLimit"] = ls
 	}
@@ -255,6 +252,17 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		rt.weights += be.weight
 	}
 	return rt, nil
+}
+
+// effectiveLimit is a local limit entry as effectivePolicy and the dump
+// show it.
+func effectiveLimit(l config.RateLimit) map[string]any {
+	typ := l.Type
+	if typ == "" {
+		typ = string(ratelimit.Requests)
+	}
+	return map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
+		"fillInterval": l.FillInterval.String(), "type": typ}
 }
 
 // remoteEffective is a remoteRateLimit policy as effectivePolicy shows it:
