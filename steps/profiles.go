@@ -50,6 +50,7 @@ var Profiles = []ConformanceProfile{
 			FeatureTraceWatcherFIFO, FeatureProxyStatusCodes, FeatureRateLimitHeadersOnSuccess,
 			FeatureRateLimitResponseFormat, FeatureGatewayRateLimit, FeatureLLMStreamUsageInjection,
 			FeatureConfigDumpLayout, FeatureAdminErrorStatus, FeatureGlobalRateLimit, FeatureTraceFollow,
+			FeatureTraceExplainsOutcome,
 		},
 	},
 	{
