@@ -575,3 +575,36 @@ func startWatching(t *testing.T, content string) (*Proxy, string) {
 	t.Cleanup(func() { p.Shutdown(context.Background()) })
 	return p, file
 }
+
+// TestRouteReasonsBounded: a bind of many routes gives at most a hundred
+// reasons in routeSelection (an event stays within what readers take),
+// always with the route that came closest, and counts the rest.
+func TestRouteReasonsBounded(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	var b strings.Builder
+	b.WriteString("binds:\n- port: 0\n  listeners:\n  - routes:\n")
+	for i := range 150 {
+		fmt.Fprintf(&b, "    - name: r%03d\n      matches: [{path: {pathPrefix: /p%03d}}]\n      backends: [{host: %q}]\n", i, i, be)
+	}
+	// The closest miss sorts last: it fails on the method, every other route on the path.
+	fmt.Fprintf(&b, "    - name: zz-post\n      matches: [{path: {pathPrefix: /x}, method: POST}]\n      backends: [{host: %q}]\n", be)
+	p := startProxy(t, b.String())
+	s := watch(t, p, http.MethodPost, "")
+	resp, _ := get(t, "http://"+p.BindAddrs()[0]+"/x")
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("status %d, want 404", resp.StatusCode)
+	}
+	for _, e := range s.collect(t) {
+		if e.Type() != trace.RouteSelection {
+			continue
+		}
+		reasons, _ := e.Message["reasons"].([]any)
+		if len(reasons) != 101 || e.Message["reasonsOmitted"] != float64(50) {
+			t.Errorf("%d reasons, %v omitted; want 101 (100 and the closest) and 50", len(reasons), e.Message["reasonsOmitted"])
+		}
+		last, _ := reasons[len(reasons)-1].(map[string]any)
+		if !strings.HasSuffix(fmt.Sprint(last["route"]), "/zz-post") || last["condition"] != "method" {
+			t.Errorf("the closest miss is not kept: last reason %v", last)
+		}
+	}
+}

@@ -86,6 +86,13 @@ func policyKinds(p config.Policies) []string {
 	return out
 }
 
+// maxRouteReasons bounds the reasons routeSelection carries: a bind of
+// thousands of routes would make one event larger than a reader takes
+// (gwdiag's bound is 1 MiB). The selected route's reason and the closest
+// miss's are always kept; the others past the bound are counted in
+// reasonsOmitted.
+const maxRouteReasons = 100
+
 // traceRouteSelection emits routeSelection: the selected route (or none),
 // the evaluated routes as the reference lists them (those registered for
 // the request's host), the listener, and a reason per route of the bind.
@@ -94,8 +101,14 @@ func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
 	for _, k := range sel.Evaluated {
 		evaluated = append(evaluated, k)
 	}
-	reasons := make([]any, 0, len(sel.Verdicts))
-	for _, v := range sel.Verdicts {
+	closest, _ := sel.Closest()
+	reasons := make([]any, 0, min(len(sel.Verdicts), maxRouteReasons+2))
+	omitted := 0
+	for i, v := range sel.Verdicts {
+		if i >= maxRouteReasons && v.Result != routing.Selected && &sel.Verdicts[i] != closest {
+			omitted++
+			continue
+		}
 		r := map[string]any{"route": v.Route.Key, "result": string(v.Result), "reason": v.Reason()}
 		if len(v.Route.Matches) > 1 {
 			r["match"] = v.Match
@@ -113,6 +126,9 @@ func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
 		reasons = append(reasons, r)
 	}
 	fields := map[string]any{"evaluatedRoutes": evaluated, "reasons": reasons}
+	if omitted > 0 {
+		fields["reasonsOmitted"] = omitted
+	}
 	sev := trace.SeverityInfo
 	if sel.Route != nil {
 		fields["selectedRoute"] = sel.Route.Key
