@@ -115,7 +115,9 @@ func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
 		}
 		if v.Result == routing.NoMatch {
 			c := v.Failed
-			r["condition"], r["want"], r["got"] = string(c.Kind), c.Want, c.Got
+			// Got views the request's bytes (reqView does not copy), which
+			// fasthttp reuses once the handler returns: the event keeps a copy.
+			r["condition"], r["want"], r["got"] = string(c.Kind), c.Want, strings.Clone(c.Got)
 			if c.Name != "" {
 				r["name"] = c.Name
 			}
