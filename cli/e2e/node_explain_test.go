@@ -43,7 +43,7 @@ func testNodeExplain(t *testing.T, ctx context.Context, f *nodeFixture) {
 	f.create(t, ctx, &v1alpha1.GatewayPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limit-missing"},
 		Spec: v1alpha1.GatewayPolicySpec{
 			TargetRefs: []v1alpha1.PolicyTargetReference{{Group: gwv1.GroupName, Kind: "HTTPRoute", Name: "missing"}},
-			Traffic: &v1alpha1.Traffic{RateLimit: &v1alpha1.RateLimit{Local: []v1alpha1.LocalRateLimit{{Requests: ptr.To(int64(1)), Unit: v1alpha1.UnitMinutes}}}},
+			Traffic:    &v1alpha1.Traffic{RateLimit: &v1alpha1.RateLimit{Local: []v1alpha1.LocalRateLimit{{Requests: ptr.To(int64(1)), Unit: v1alpha1.UnitMinutes}}}},
 		}})
 	gw := []string{"gateway/explain", "-n", ns, "--port", "8080", "--"}
 
