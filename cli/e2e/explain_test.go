@@ -182,6 +182,18 @@ func TestExplainOutcomes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("watch mode", func(t *testing.T) {
+		// Another client's requests, no route takes them by their method.
+		r := watchSending(t, nil, func(int) {
+			if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/submit/watched", p.port)); err == nil {
+				resp.Body.Close()
+			}
+		}, "trace", "explain", "--local", "--admin-url", p.adminURL)
+		want := "404: no route matched; closest, default/submit: method is GET, the route wants POST (7 routes on " + listener + ")\n"
+		if r.code != 0 || r.stdout != want {
+			t.Errorf("watch: exit %d\ngot  %q\nwant %q\nstderr: %s", r.code, r.stdout, want, r.stderr)
+		}
+	})
 	t.Run("a capture of every request", func(t *testing.T) {
 		r := gwdiag(t, nil, nil, "trace", "explain", "-f", all)
 		got := lines(r.stdout)
