@@ -58,7 +58,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest, "requestState": st})
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageGatewayPolicies, "requestState": st})
 	}
-	rt, why := selectRoute(ctx, tr, bt)
+	rt, why := routeFor(ctx, tr, bt)
 	if rt == nil {
 		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{}, why)
 		return
@@ -127,10 +127,10 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp.forward(ctx, c, dropped)
 }
 
-// selectRoute picks the route of the request; a traced request also
+// routeFor picks the route of the request; a traced request also
 // traces routeSelection with every route's reason, and gets why no route
 // took it.
-func selectRoute(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, bt *bindTable) (*route, cause) {
+func routeFor(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, bt *bindTable) (*route, cause) {
 	if bt == nil {
 		if tr != nil {
 			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": []any{}, "reasons": []any{}})
