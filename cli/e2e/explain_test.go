@@ -133,7 +133,7 @@ func TestExplainOutcomes(t *testing.T) {
 			want:  q(`429 from route default/llm: localRateLimit[1] (50 tokens per minute) exhausted, resets in `) + `\d+ s`},
 		{name: "429 global limit", global: true, args: []string{"http://gw.example/global", "-H", "x-user: " + user},
 			prime: [][]string{{"http://gw.example/global", "-H", "x-user: " + user}},
-			want: q(`429 from route default/global: remoteRateLimit: refused by the rate limit service `+rlsAddr+` (domain gwdiag-explain): {user=`+user+`} 1 requests per day, 0 left, resets in `) +
+			want: q(`429 from route default/global: remoteRateLimit: refused by the rate limit service `+rlsAddr+` (domain gwdiag-explain): {user=`+user+`} 1 request per day, 0 left, resets in `) +
 				`\d+ s` + q(` (OVER_LIMIT)`)},
 		{name: "503 backend down", args: []string{"http://gw.example/down"},
 			want: q(`503 from route default/down: backend ` + down + ` could not be reached: dial tcp ` + down + `: connect: connection refused`)},

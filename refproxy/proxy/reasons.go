@@ -363,6 +363,9 @@ func describeSent(sent []remote.DescriptorResult) string {
 			typ = "tokens"
 		}
 		if d.HasLimit {
+			if d.Limit == 1 {
+				typ = strings.TrimSuffix(typ, "s")
+			}
 			s += fmt.Sprintf(" %d %s per %s, %d left, resets in %s", d.Limit, typ, d.Unit, d.Remaining, roundSeconds(d.Reset))
 		}
 		if d.Code != "" {
