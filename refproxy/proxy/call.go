@@ -23,10 +23,10 @@ var callPool = sync.Pool{New: func() any { return new(call) }}
 // client gone). As the response's body stream, it is read and then closed
 // by the server once the body is written.
 type call struct {
-	dp    *Dataplane
-	tr    *reftrace.Tracer
-	rt    *route
-	be    *backend
+	dp *Dataplane
+	tr *reftrace.Tracer
+	rt *route
+	be *backend
 	// set is the local limits that admitted the request (charged with
 	// its tokens); cors what the route's cors policy decided.
 	set   *ratelimit.Set

@@ -88,7 +88,7 @@ type backend struct {
 	// rewrite (pathOverride replaces the path, pathPrefix the provider's
 	// /v1) and the API key sent as a bearer token; empty for most.
 	model, pathOverride, pathPrefix, apiKey string
-	client    *fasthttp.HostClient
+	client                                  *fasthttp.HostClient
 	// do makes the round trip: client.Do, or a stub in benchmarks.
 	do    func(req *fasthttp.Request, resp *fasthttp.Response) error
 	stats *EndpointStats
