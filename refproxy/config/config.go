@@ -47,9 +47,13 @@ type Config struct {
 
 // Ignored is a setting accepted and not acted on, and why.
 type Ignored struct {
-	// Path is the field path, such as config.tracing.
-	Path string
-	Why  string
+	// Pos is "file:line"; Path the field path, such as config.tracing.
+	Pos, Path string
+	Why       string
+}
+
+func (ig Ignored) String() string {
+	return ig.Pos + ": " + ig.Path + ": accepted and ignored (" + ig.Why + ")"
 }
 
 // Settings is the top-level `config:` block. Of the reference's settings

@@ -225,7 +225,8 @@ func (d *decoder) refuse(path, why string) {
 
 // ignore records a setting refproxy accepts and does not act on.
 func (d *decoder) ignore(path, why string) {
-	d.ignored = append(d.ignored, Ignored{Path: path, Why: why})
+	pos, _ := d.at(path)
+	d.ignored = append(d.ignored, Ignored{Pos: pos, Path: path, Why: why})
 }
 
 var durationType = reflect.TypeFor[Duration]()
