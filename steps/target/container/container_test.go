@@ -21,8 +21,8 @@ import (
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/container"
-	"github.com/gwdiag/gwdiag/steps/target/local"
 	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
+	"github.com/gwdiag/gwdiag/steps/target/local"
 	"github.com/gwdiag/gwdiag/steps/target/targettest"
 )
 

@@ -15,7 +15,6 @@ import (
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
-
 // testSetup has two listeners, an LLM route with request and token
 // limits, and a gateway-wide limit.
 var testSetup = target.Setup{

@@ -39,8 +39,8 @@ type Process struct {
 	StopGrace time.Duration
 	// Style is how the config is laid out (default binds).
 	Style local.ConfigStyle
-	dir       string
-	args      []string // Command split, placeholders not yet replaced
+	dir   string
+	args  []string // Command split, placeholders not yet replaced
 
 	// running are the process groups of the proxies not yet exited, with
 	// their commands: what a forced exit leaves (LeftBehind).
