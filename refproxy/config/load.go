@@ -259,7 +259,7 @@ func kindName(n *yaml.Node) string {
 
 // maxValues bounds the values of one document once its aliases are
 // expanded: a few aliases can otherwise stand for billions of values.
-const maxValues = 1 << 20
+const maxValues = 1 << 17
 
 // maxDepth bounds the nesting of a document.
 const maxDepth = 256
