@@ -310,16 +310,15 @@ func (m *headerMod) apply(h headerSetter) {
 
 // corsPolicy is a compiled cors policy (config.CORS).
 type corsPolicy struct {
-	anyOrigin     bool
-	origins       []parsedOrigin
-	credentials   bool
-	anyMethod     bool
-	methods       string
-	anyHeader     bool
-	headers       string
-	expose        string
-	maxAge        string
-	allowsNothing bool // no allowOrigins: no origin is allowed
+	anyOrigin   bool
+	origins     []parsedOrigin
+	credentials bool
+	anyMethod   bool
+	methods     string
+	anyHeader   bool
+	headers     string
+	expose      string
+	maxAge      string
 }
 
 type parsedOrigin struct {
@@ -338,7 +337,6 @@ func newCORS(c *config.CORS) *corsPolicy {
 			p.origins = append(p.origins, po)
 		}
 	}
-	p.allowsNothing = !p.anyOrigin && len(p.origins) == 0
 	list := func(vals []string) (string, bool) {
 		if slices.Contains(vals, "*") {
 			return "", true

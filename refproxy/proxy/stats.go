@@ -164,13 +164,8 @@ func dumpPolicies(p config.Policy) []configdump.Policy {
 	}
 	phase := cmp.Or(p.Phase, "route")
 	ns := cmp.Or(p.Name.Namespace, config.DefaultNamespace)
-	kinds := map[string]any{}
-	if len(p.Policy.LocalRateLimit) > 0 {
-		kinds["localRateLimit"] = p.Policy.LocalRateLimit
-	}
-	if p.Policy.RemoteRateLimit != nil {
-		kinds["remoteRateLimit"] = p.Policy.RemoteRateLimit
-	}
+	// Every kind the policy sets, as the config writes it.
+	kinds, _ := asJSON(p.Policy).(map[string]any)
 	var out []configdump.Policy
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		out = append(out, configdump.Policy{
