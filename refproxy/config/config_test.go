@@ -158,6 +158,9 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:5: llm.port: llm.gateways cannot be used with llm.port`},
 		{"header modifier with a bad name", "binds:\n- listeners:\n  - routes:\n    - policies: {requestHeaderModifier: {set: {'a b': c}}}\n",
 			`t.yaml:4: binds[0].listeners[0].routes[0].policies.requestHeaderModifier: "a b" is not a header name`},
+		{"every schema error at once, each at its place", "gateways:\n  default: {port: 3000}\nroutes:\n- backends:\n  - hots: 127.0.0.1:8000\n- policies:\n    cors: {allowOrigin: ['*']}\n",
+			"t.yaml:5: routes[0].backends[0].hots: unknown field \"hots\" (did you mean \"host\"?)\n" +
+				"t.yaml:7: routes[1].policies.cors.allowOrigin: unknown field \"allowOrigin\" (did you mean \"allowOrigins\"?)"},
 		{"AI backend port out of range", "binds:\n- listeners:\n  - routes:\n    - backends:\n      - ai: {name: o, provider: {openAI: {}}, hostOverride: \"127.0.0.1:70000\"}\n",
 			`t.yaml:5: binds[0].listeners[0].routes[0].backends[0].ai.hostOverride: port "70000" is not a number from 1 to 65535`},
 	}

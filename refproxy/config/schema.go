@@ -192,7 +192,7 @@ func (s *schemaDoc) validate(doc any, at func(path string) (string, int)) []*Err
 	seen := map[string]bool{}
 	var out []*Error
 	lines := map[*Error]int{}
-	for _, l := range s.collect(ve) {
+	for _, l := range suppressMissing(s.collect(ve)) {
 		path := fieldPath(l.loc)
 		if key := path + "\x00" + l.msg; !seen[key] {
 			seen[key] = true
@@ -211,6 +211,8 @@ type leaf struct {
 	loc  []string
 	kind jsonschema.ErrorKind
 	msg  string
+	// missing: a field the mapping lacks (required, or one of several).
+	missing bool
 }
 
 // collect walks the error tree down to what failed. Where a value had to
@@ -304,7 +306,9 @@ func (s *schemaDoc) collect(e *jsonschema.ValidationError) []leaf {
 			slices.Sort(conflicting)
 			return mk("set only one of " + orList(conflicting))
 		case len(names) > 1:
-			return mk("missing required field: one of " + orList(names))
+			l := mk("missing required field: one of " + orList(names))
+			l[0].missing = true
+			return l
 		}
 		if msg, ok := s.alike(all); ok {
 			return mk(msg)
@@ -339,6 +343,7 @@ func (s *schemaDoc) leaves(loc []string, k jsonschema.ErrorKind) []leaf {
 		return out
 	}
 	l := leaf{loc: loc, kind: k}
+	_, l.missing = k.(*kind.Required)
 	l.msg = s.message(l)
 	return []leaf{l}
 }
@@ -366,7 +371,7 @@ func suppressMissing(ls []leaf) []leaf {
 	}
 	var out []leaf
 	for _, l := range ls {
-		if _, ok := l.kind.(*kind.Required); ok && unknownAt[strings.Join(l.loc, "/")] {
+		if l.missing && unknownAt[strings.Join(l.loc, "/")] {
 			continue
 		}
 		out = append(out, l)
