@@ -60,8 +60,9 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 	var rt *route
 	var evaluated []any
+	var v reqView
 	if bt != nil {
-		v := newView(&ctx.Request)
+		v = newView(&ctx.Request)
 		rt, evaluated = bt.selectRoute(&v, tr != nil)
 	}
 	if rt == nil {
@@ -78,25 +79,51 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.Emit(trace.SeverityInfo, trace.RouteSelection, map[string]any{"selectedRoute": rt.key, "evaluatedRoutes": evaluated})
 		tr.Emit(trace.SeverityInfo, trace.PolicySelection, map[string]any{"effectivePolicy": rt.effective})
 	}
+	// What CEL expressions see of the request, only for routes that have some.
+	var act map[string]any
+	pol := rt.pol
+	if rt.cond != nil || rt.remote != nil || pol != nil && pol.authz != nil {
+		act = activation(ctx)
+	}
+	var cors corsResult
+	if pol != nil && pol.cors != nil {
+		cors = pol.cors.evaluate(&ctx.Request)
+		if cors.preflight {
+			// The proxy answers a CORS preflight itself; an origin the
+			// policy does not allow gets no CORS headers.
+			dp.routePolicies(ctx, tr)
+			pol.cors.addHeaders(cors, &ctx.Response.Header)
+			dp.direct(ctx, tr, rt, corsResult{}, http.StatusOK, "", ratelimit.Decision{})
+			return
+		}
+	}
+	if pol != nil && pol.authz != nil && !authorize(pol.authz, act) {
+		dp.routePolicies(ctx, tr)
+		pol.corsHeaders(cors, &ctx.Response.Header)
+		dp.local(ctx, tr, http.StatusForbidden, authzDeniedBody, ratelimit.Decision{})
+		return
+	}
+	set := rt.set
+	if rt.cond != nil {
+		set = rt.cond.pick(act)
+	}
 	var d ratelimit.Decision
-	if rt.set != nil {
-		d = rt.set.Admit(time.Now())
+	if set != nil {
+		d = set.Admit(time.Now())
 		if !d.Allowed {
-			if tr != nil {
-				tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
-			}
+			dp.routePolicies(ctx, tr)
+			pol.corsHeaders(cors, &ctx.Response.Header)
 			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d)
 			return
 		}
 	}
 	var global remoteResult
 	if rt.remote != nil {
-		global = dp.checkRemote(ctx, rt)
+		global = dp.checkRemote(rt, act)
 		d = ratelimit.Tighter(d, global.d)
 		if global.refused || global.failed {
-			if tr != nil {
-				tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
-			}
+			dp.routePolicies(ctx, tr)
+			pol.corsHeaders(cors, &ctx.Response.Header)
 			if global.refused {
 				ctx.Response.Header.Set(HeaderRateLimited, "true")
 				dp.answer(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d, global.warnings)
@@ -106,16 +133,51 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	be := rt.pick()
-	if be == nil {
-		if tr != nil {
-			tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+	if pol != nil && pol.direct != nil {
+		dp.routePolicies(ctx, tr)
+		dp.direct(ctx, tr, rt, cors, int(pol.direct.Status), pol.direct.Body, d)
+		return
+	}
+	var be *backend
+	if rt.llm != nil {
+		if isModelList(&v) {
+			dp.routePolicies(ctx, tr)
+			ctx.Response.Header.SetContentType("application/json")
+			dp.direct(ctx, tr, rt, cors, http.StatusOK, b2s(rt.llm.list), d)
+			return
 		}
+		model, ok := "", false
+		if body, read := requestBody(&ctx.Request); read {
+			model, ok = llm.ModelOf(body)
+		}
+		if ok {
+			be = rt.llm.pick(model, &v)
+		}
+		if be == nil {
+			dp.routePolicies(ctx, tr)
+			ctx.Response.Header.SetContentType("application/json")
+			dp.direct(ctx, tr, rt, cors, http.StatusNotFound, modelNotFound(model, ok), d)
+			return
+		}
+	} else {
+		be = rt.pick()
+	}
+	if be == nil {
+		dp.routePolicies(ctx, tr)
+		pol.corsHeaders(cors, &ctx.Response.Header)
 		dp.local(ctx, tr, http.StatusServiceUnavailable, "no backend for route\n", d)
 		return
 	}
+	if be.model != "" {
+		setModel(&ctx.Request, be.model)
+	}
 	if rt.tokens {
 		prepareLLMRequest(&ctx.Request)
+	}
+	if pol != nil {
+		for _, m := range pol.reqMod {
+			m.apply(&ctx.Request.Header)
+		}
 	}
 	if tr != nil {
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
@@ -124,7 +186,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 
 	c := callPool.Get().(*call)
-	*c = call{dp: dp, tr: tr, rt: rt, be: be, d: d, start: time.Now(), remote: global, warnings: global.warnings}
+	*c = call{dp: dp, tr: tr, rt: rt, be: be, set: set, cors: cors, d: d, start: time.Now(), remote: global, warnings: global.warnings}
 	// One pass over the headers finds whether any must be dropped; an
 	// upgrade has one (Upgrade is hop-by-hop), so most requests stop here.
 	dropped := hasDroppedHeader(&ctx.Request.Header)
@@ -359,7 +421,7 @@ func (dp *Dataplane) clientBodyError(ctx *fasthttp.RequestCtx, c *call, err erro
 
 // watchTokens charges LLM token usage once the body has passed through.
 func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadCloser) io.ReadCloser {
-	set, route := c.rt.set, c.rt.key
+	set, route := c.set, c.rt.key
 	// Error answers from LLM providers carry no usage: counting them as 0 is
 	// expected, not worth a warning.
 	success := resp.StatusCode() < 300
@@ -381,24 +443,35 @@ func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadC
 // prepareLLMRequest applies llm.PrepareBody to a JSON request body of
 // known, bounded size that is already in memory or can be read.
 func prepareLLMRequest(req *fasthttp.Request) {
-	if ct := req.Header.ContentType(); len(ct) > 0 && !llm.IsJSON(b2s(ct)) {
+	body, ok := requestBody(req)
+	if !ok {
 		return
 	}
-	n := req.Header.ContentLength()
-	if n == 0 || n > llm.MaxRequestSize {
-		return
-	}
-	if stream := req.BodyStream(); stream != nil {
-		body, rest, ok := llm.ReadBody(stream, int64(n))
-		if !ok {
-			req.SetBodyStream(rest, -1) // too large, or broken: goes on untouched
-			return
-		}
-		req.SetBodyRaw(body)
-		req.Header.SetContentLength(len(body))
-	}
-	if out, ok := llm.PrepareBody(req.Body()); ok {
+	if out, ok := llm.PrepareBody(body); ok {
 		req.SetBodyRaw(out)
 		req.Header.SetContentLength(len(out))
+	}
+}
+
+// routePolicies traces the request after the route's policies, when the
+// proxy answers it itself.
+func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
+	if tr != nil {
+		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+	}
+}
+
+// direct answers with a response of the route's own (directResponse, the
+// LLM model list and its errors): status and body, the route's response
+// header modifiers and CORS headers, and the rate-limit headers.
+func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *route, cors corsResult, code int, body string, d ratelimit.Decision) {
+	resp := &ctx.Response
+	d.EachHeader(resp.Header.Set)
+	rt.pol.applyResponse(cors, &resp.Header)
+	resp.SetStatusCode(code)
+	resp.SetBodyString(body)
+	if tr != nil {
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
+		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, nil)
 	}
 }

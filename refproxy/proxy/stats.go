@@ -75,7 +75,7 @@ func (dp *Dataplane) Dump() *configdump.Dump {
 			routes := map[string]configdump.Route{}
 			for _, rt := range l.routes {
 				routes[rt.key] = dumpRoute(rt)
-				for _, be := range rt.backends {
+				for _, be := range rt.allBackends() {
 					if seen[be.stats] {
 						continue
 					}
@@ -164,13 +164,8 @@ func dumpPolicies(p config.Policy) []configdump.Policy {
 	}
 	phase := cmp.Or(p.Phase, "route")
 	ns := cmp.Or(p.Name.Namespace, config.DefaultNamespace)
-	kinds := map[string]any{}
-	if len(p.Policy.LocalRateLimit) > 0 {
-		kinds["localRateLimit"] = p.Policy.LocalRateLimit
-	}
-	if p.Policy.RemoteRateLimit != nil {
-		kinds["remoteRateLimit"] = p.Policy.RemoteRateLimit
-	}
+	// Every kind the policy sets, as the config writes it.
+	kinds, _ := asJSON(p.Policy).(map[string]any)
 	var out []configdump.Policy
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		out = append(out, configdump.Policy{
@@ -201,6 +196,19 @@ func targetKey(t config.PolicyTarget) string {
 		return k
 	}
 	return ""
+}
+
+// allBackends are the backends a route may send to: its own, or its LLM
+// models'.
+func (rt *route) allBackends() []*backend {
+	if rt.llm == nil {
+		return rt.backends
+	}
+	out := make([]*backend, 0, len(rt.llm.models))
+	for _, m := range rt.llm.models {
+		out = append(out, m.be)
+	}
+	return out
 }
 
 func dumpRoute(rt *route) configdump.Route {
@@ -239,7 +247,7 @@ func dumpRoute(rt *route) configdump.Route {
 	}
 	backends := []configdump.RouteBackend{}
 	refd := map[config.ServiceOf]bool{}
-	for _, be := range rt.backends {
+	for _, be := range rt.allBackends() {
 		if so := be.service; so != nil {
 			// The endpoints of one Service port are one reference to it.
 			if !refd[*so] {
@@ -253,8 +261,10 @@ func dumpRoute(rt *route) configdump.Route {
 		backends = append(backends, configdump.RouteBackend{Weight: be.weight, Backend: config.DefaultNamespace + "/" + be.name})
 	}
 	inline := []map[string]any{}
-	if rl := rt.effective["localRateLimit"]; rl != nil {
-		inline = append(inline, map[string]any{"localRateLimit": rl})
+	for _, k := range effectivePolicyKeys {
+		if v := rt.effective[k]; v != nil {
+			inline = append(inline, map[string]any{k: v})
+		}
 	}
 	hostnames := rt.hostnames
 	if hostnames == nil {

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
@@ -19,6 +21,8 @@ import (
 type Table struct {
 	cfg   *config.Config
 	binds []*bindTable
+	// sensitive are the request headers traces redact (lower case).
+	sensitive map[string]bool
 }
 
 type bindTable struct {
@@ -46,9 +50,17 @@ type route struct {
 	next      atomic.Uint64
 	// set is nil when no rate limit applies, so unlimited routes skip the limiter.
 	set *ratelimit.Set
+	// cond are the conditional local limits; nil for most routes.
+	cond *condLimits
 	// remote are the global limits, gateway-wide first; nil for most routes.
-	remote    []*remote.Limiter
-	tokens    bool
+	remote []*remote.Limiter
+	// tokens: some limit counts LLM tokens, so responses are watched.
+	tokens bool
+	// pol are the other policies; nil for most routes.
+	pol *routePolicies
+	// llm picks the backend by the request's model (llm: routes); nil
+	// for others.
+	llm       *llmRouter
 	effective map[string]any
 }
 
@@ -72,7 +84,11 @@ type backend struct {
 	weight    uint64
 	ai        bool
 	tls       bool
-	client    *fasthttp.HostClient
+	// Of AI backends: the model the request's is replaced with, the path
+	// rewrite (pathOverride replaces the path, pathPrefix the provider's
+	// /v1) and the API key sent as a bearer token; empty for most.
+	model, pathOverride, pathPrefix, apiKey string
+	client                                  *fasthttp.HostClient
 	// do makes the round trip: client.Do, or a stub in benchmarks.
 	do    func(req *fasthttp.Request, resp *fasthttp.Response) error
 	stats *EndpointStats
@@ -99,14 +115,22 @@ var effectivePolicyKeys = []string{
 
 func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 	t := &Table{cfg: cfg}
+	if cfg.Config != nil && len(cfg.Config.SensitiveHeaders) > 0 {
+		t.sensitive = map[string]bool{}
+		for _, h := range cfg.Config.SensitiveHeaders {
+			t.sensitive[strings.ToLower(h)] = true
+		}
+	}
 	for bi, b := range cfg.Binds {
 		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName()}
 		for li, l := range b.Listeners {
 			lt := &listener{key: config.ListenerKey(b, l, li), name: l.ListenerName(li), hostname: strings.ToLower(l.Hostname)}
 			// Gateway-wide buckets are shared by every route of the listener.
-			var gw []*ratelimit.Bucket
-			var gwLimits []config.RateLimit
-			var gwRemote []*config.RemoteRateLimit
+			gw := &limits{}
+			var gwPols []policyInput
+			if p := l.Policies; p != nil {
+				gwPols = append(gwPols, policyInput{cors: p.CORS, authorization: p.Authorization})
+			}
 			for _, p := range cfg.Policies {
 				g := p.Target.Gateway
 				if g == nil || g.GatewayName != bt.gateway || g.GatewayNamespace != config.DefaultNamespace {
@@ -118,16 +142,13 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 				if g.Port != nil && *g.Port != b.Port {
 					continue
 				}
-				for _, rl := range p.Policy.LocalRateLimit {
-					gw = append(gw, dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+bt.gateway, rl))
-					gwLimits = append(gwLimits, rl)
+				if err := gw.add(dp, p.Name.Namespace+"/"+p.Name.Name+"/"+bt.gateway, &p.Policy); err != nil {
+					return nil, fmt.Errorf("policy %s/%s: %w", p.Name.Namespace, p.Name.Name, err)
 				}
-				if p.Policy.RemoteRateLimit != nil {
-					gwRemote = append(gwRemote, p.Policy.RemoteRateLimit)
-				}
+				gwPols = append(gwPols, policyInput{p: &p.Policy})
 			}
 			for ri, r := range l.Routes {
-				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw, gwLimits, gwRemote)
+				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw, gwPols)
 				if err != nil {
 					return nil, err
 				}
@@ -140,7 +161,59 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 	return t, nil
 }
 
-func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw []*ratelimit.Bucket, gwLimits []config.RateLimit, gwRemote []*config.RemoteRateLimit) (*route, error) {
+// limits are the rate limits of one place (a gateway, a route): plain
+// buckets, groups of conditional entries, global limits, and the configs
+// they came from for effectivePolicy.
+type limits struct {
+	buckets []*ratelimit.Bucket
+	specs   []config.RateLimit
+	groups  []condGroup
+	remotes []*config.RemoteRateLimit
+}
+
+// condGroup is one localRateLimit policy in the conditional form.
+type condGroup struct {
+	conds   []cel.Program // nil: the fallback
+	buckets []*ratelimit.Bucket
+	entries []config.ConditionalRateLimit
+}
+
+// add takes the limits of a policy block; key names its buckets, so that
+// they keep their state across reloads.
+func (l *limits) add(dp *Dataplane, key string, p *config.Policies) error {
+	for _, rl := range p.LocalRateLimit {
+		l.buckets = append(l.buckets, dp.bucket(key, rl))
+		l.specs = append(l.specs, rl)
+	}
+	if c := p.LocalRateLimitConditional; len(c) > 0 {
+		g := condGroup{entries: c}
+		for i, e := range c {
+			var prog cel.Program
+			if e.Condition != "" {
+				var err error
+				if prog, err = celexpr.CompileRequest(e.Condition, celexpr.Bool); err != nil {
+					return err
+				}
+			}
+			g.conds = append(g.conds, prog)
+			g.buckets = append(g.buckets, dp.bucket(fmt.Sprintf("%s/conditional/%d", key, i), e.RateLimit))
+		}
+		l.groups = append(l.groups, g)
+	}
+	if p.RemoteRateLimit != nil {
+		l.remotes = append(l.remotes, p.RemoteRateLimit)
+	}
+	return nil
+}
+
+func (l *limits) merge(o *limits) {
+	l.buckets = append(l.buckets, o.buckets...)
+	l.specs = append(l.specs, o.specs...)
+	l.groups = append(l.groups, o.groups...)
+	l.remotes = append(l.remotes, o.remotes...)
+}
+
+func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw *limits, gwPols []policyInput) (*route, error) {
 	rt := &route{
 		key:       config.RouteKey(b, l, li, r, ri),
 		name:      r.RouteName(ri),
@@ -171,24 +244,18 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 			}
 			cm.regex = re
 		}
-		for _, h := range m.Headers {
-			hm := headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value.Exact}
-			if h.Value.Regex != nil {
-				re, err := regexp.Compile("^(?:" + *h.Value.Regex + ")$")
-				if err != nil {
-					return nil, fmt.Errorf("route %s: %w", rt.key, err)
-				}
-				hm.regex = re
-			}
-			cm.headers = append(cm.headers, hm)
+		hms, err := compileHeaderMatches(m.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", rt.key, err)
 		}
+		cm.headers = hms
 		rt.matches = append(rt.matches, cm)
 	}
 
-	// Buckets: gateway-wide first, then targeted route policies, then inline.
-	buckets := append([]*ratelimit.Bucket(nil), gw...)
-	limits := append([]config.RateLimit(nil), gwLimits...)
-	remotes := append([]*config.RemoteRateLimit(nil), gwRemote...)
+	// Limits: gateway-wide first, then targeted route policies, then inline.
+	lim := &limits{}
+	lim.merge(gw)
+	pols := append([]policyInput(nil), gwPols...)
 	for _, p := range cfg.Policies {
 		t := p.Target.Route
 		if t == nil || t.Name != rt.name || t.Namespace != rt.namespace {
@@ -197,69 +264,141 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		if t.RuleName != nil && *t.RuleName != r.RuleName {
 			continue
 		}
-		for _, rl := range p.Policy.LocalRateLimit {
-			buckets = append(buckets, dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+rt.key, rl))
-			limits = append(limits, rl)
+		if err := lim.add(dp, p.Name.Namespace+"/"+p.Name.Name+"/"+rt.key, &p.Policy); err != nil {
+			return nil, fmt.Errorf("route %s: %w", rt.key, err)
 		}
-		if p.Policy.RemoteRateLimit != nil {
-			remotes = append(remotes, p.Policy.RemoteRateLimit)
-		}
+		pols = append(pols, policyInput{p: &p.Policy})
 	}
 	if r.Policies != nil {
+		// Inline buckets are keyed by their place in the list.
 		for i, rl := range r.Policies.LocalRateLimit {
-			buckets = append(buckets, dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl))
-			limits = append(limits, rl)
+			lim.buckets = append(lim.buckets, dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl))
+			lim.specs = append(lim.specs, rl)
 		}
-		if r.Policies.RemoteRateLimit != nil {
-			remotes = append(remotes, r.Policies.RemoteRateLimit)
+		inline := *r.Policies
+		inline.LocalRateLimit = nil
+		if err := lim.add(dp, rt.key+"/inline", &inline); err != nil {
+			return nil, fmt.Errorf("route %s: %w", rt.key, err)
 		}
+		pols = append(pols, policyInput{p: r.Policies})
 	}
-	if len(buckets) > 0 {
-		rt.set = ratelimit.NewSet(buckets...)
-		rt.tokens = rt.set.HasTokens()
-	}
-	for _, rr := range remotes {
+	rt.limitSets(lim)
+	for _, rr := range lim.remotes {
 		conn, err := dp.rlsConn(rr.Host)
 		if err != nil {
 			return nil, fmt.Errorf("route %s: remoteRateLimit: %w", rt.key, err)
 		}
-		lim, err := remote.New(conn, rr.Remote())
+		rem, err := remote.New(conn, rr.Remote())
 		if err != nil {
 			return nil, fmt.Errorf("route %s: remoteRateLimit: %w", rt.key, err)
 		}
-		rt.remote = append(rt.remote, lim)
-		rt.tokens = rt.tokens || lim.Tokens()
+		rt.remote = append(rt.remote, rem)
+		rt.tokens = rt.tokens || rem.Tokens()
 	}
+	rp, err := compilePolicies(pols)
+	if err != nil {
+		return nil, fmt.Errorf("route %s: %w", rt.key, err)
+	}
+	rt.pol = rp
+
 	rt.effective = make(map[string]any, len(effectivePolicyKeys))
 	for _, k := range effectivePolicyKeys {
 		rt.effective[k] = nil
 	}
-	if len(limits) > 0 {
-		ls := make([]any, 0, len(limits))
-		for _, l := range limits {
-			typ := l.Type
-			if typ == "" {
-				typ = string(ratelimit.Requests)
-			}
-			ls = append(ls, map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
-				"fillInterval": l.FillInterval.String(), "type": typ})
-		}
+	if ls := limitsEffective(lim); ls != nil {
 		rt.effective["localRateLimit"] = ls
 	}
-	if len(remotes) > 0 {
-		rs := make([]any, 0, len(remotes))
-		for _, rr := range remotes {
+	if len(lim.remotes) > 0 {
+		rs := make([]any, 0, len(lim.remotes))
+		for _, rr := range lim.remotes {
 			rs = append(rs, remoteEffective(rr))
 		}
 		rt.effective["remoteRateLimit"] = rs
 	}
+	rp.effective(rt.effective, pols)
 
 	for _, bk := range r.Backends {
 		be := dp.backend(bk)
 		rt.backends = append(rt.backends, be)
 		rt.weights += be.weight
 	}
+	if r.LLM != nil {
+		lr, err := dp.llmRouter(r.LLM)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", rt.key, err)
+		}
+		rt.llm = lr
+	}
 	return rt, nil
+}
+
+// limitSets makes the route's rate-limit Sets: one Set of every plain
+// bucket, and with conditional entries, one per entry of a single group
+// (groups of several policies are combined per request).
+func (rt *route) limitSets(lim *limits) {
+	if len(lim.buckets) > 0 {
+		rt.set = ratelimit.NewSet(lim.buckets...)
+	}
+	rt.tokens = rt.set.HasTokens()
+	if len(lim.groups) == 0 {
+		return
+	}
+	c := &condLimits{none: rt.set, groups: lim.groups, base: lim.buckets}
+	if len(lim.groups) == 1 {
+		for _, b := range lim.groups[0].buckets {
+			c.sets = append(c.sets, ratelimit.NewSet(append(append([]*ratelimit.Bucket(nil), lim.buckets...), b)...))
+		}
+	}
+	for _, g := range lim.groups {
+		for _, b := range g.buckets {
+			rt.tokens = rt.tokens || b.Spec().Type == ratelimit.Tokens
+		}
+	}
+	rt.cond = c
+}
+
+// limitsEffective is localRateLimit in effectivePolicy: every entry that
+// may apply, conditional ones with their condition (null: the fallback).
+func limitsEffective(lim *limits) []any {
+	entry := func(l config.RateLimit) map[string]any {
+		typ := l.Type
+		if typ == "" {
+			typ = string(ratelimit.Requests)
+		}
+		return map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
+			"fillInterval": l.FillInterval.String(), "type": typ}
+	}
+	var ls []any
+	for _, l := range lim.specs {
+		ls = append(ls, entry(l))
+	}
+	for _, g := range lim.groups {
+		for _, e := range g.entries {
+			m := entry(e.RateLimit)
+			m["condition"] = nil
+			if e.Condition != "" {
+				m["condition"] = e.Condition
+			}
+			ls = append(ls, m)
+		}
+	}
+	return ls
+}
+
+func compileHeaderMatches(hs []config.HeaderMatch) ([]headerMatch, error) {
+	var out []headerMatch
+	for _, h := range hs {
+		hm := headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value.Exact}
+		if h.Value.Regex != nil {
+			re, err := regexp.Compile("^(?:" + *h.Value.Regex + ")$")
+			if err != nil {
+				return nil, err
+			}
+			hm.regex = re
+		}
+		out = append(out, hm)
+	}
+	return out, nil
 }
 
 // remoteEffective is a remoteRateLimit policy as effectivePolicy shows it:
