@@ -107,6 +107,8 @@ type Proxy struct {
 	fileSum     [32]byte
 	// rejected is the last reload's refusal, nil once a config is applied.
 	rejected *admin.Rejection
+	// ignoredLogged are the settings already logged as ignored.
+	ignoredLogged map[string]bool
 
 	done         chan struct{}
 	shutdownOnce sync.Once
@@ -215,7 +217,23 @@ func (p *Proxy) Start(ctx context.Context) error {
 		go pprof.Do(context.Background(), pprof.Labels("component", "config-watch"), func(context.Context) { p.poll() })
 	}
 	p.log.Info("refproxy started", "admin", ln.Addr().String(), "binds", p.dp.Addrs())
+	p.logIgnored(p.cfg)
 	return nil
+}
+
+// logIgnored says once of each setting the config has that refproxy
+// accepts and does not act on. p.mu is held.
+func (p *Proxy) logIgnored(cfg *config.Config) {
+	for _, ig := range cfg.Ignored {
+		if p.ignoredLogged[ig.Path] {
+			continue
+		}
+		if p.ignoredLogged == nil {
+			p.ignoredLogged = map[string]bool{}
+		}
+		p.ignoredLogged[ig.Path] = true
+		p.log.Warn("config setting accepted and ignored", "setting", ig.Path, "why", ig.Why, "at", ig.Pos)
+	}
 }
 
 // AdminAddr is the admin server's listening address ("" before Start).
@@ -257,6 +275,7 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	}
 	p.mu.Lock()
 	p.cfg, p.rejected = cfg, nil
+	p.logIgnored(cfg)
 	p.mu.Unlock()
 	p.log.Info("config reloaded", "source", cfg.Source)
 	return nil

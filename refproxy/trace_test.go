@@ -302,3 +302,58 @@ func TestTraceResponseSnapshotsSeparateProxyHeaders(t *testing.T) {
 		t.Errorf("final response x-ratelimit-limit = %v, want 5", got)
 	}
 }
+
+// TestTraceOfGatewaysStyle: a route of the docs' gateways style is named
+// as the reference's docs trace names it, its effectivePolicy holds the
+// policies that apply (the gateway's with the route's), and the headers
+// of config.sensitiveHeaders are redacted in the snapshots.
+func TestTraceOfGatewaysStyle(t *testing.T) {
+	var gotKey, gotAdded string
+	be := backendServer(t, "a", func(w http.ResponseWriter, r *http.Request) {
+		gotKey, gotAdded = r.Header.Get("X-Api-Key"), r.Header.Get("X-Added")
+		w.Write([]byte("ok"))
+	})
+	p := startProxy(t, `
+config:
+  sensitiveHeaders: [x-api-key]
+gateways:
+  default:
+    port: 0
+    authorization:
+      rules: ['request.headers["x-api-key"] != ""']
+routes:
+- name: httpbin
+  policies:
+    requestHeaderModifier: {set: {x-added: "1"}}
+    cors: {allowOrigins: ["*"]}
+  backends:
+  - host: `+be+`
+`)
+	s := watch(t, p, http.MethodPost, "")
+	resp, _ := get(t, "http://"+p.BindAddrs()[0]+"/get", "X-Api-Key", "secret")
+	if resp.StatusCode != 200 || gotKey != "secret" || gotAdded != "1" {
+		t.Fatalf("response %d, backend got x-api-key %q and x-added %q; want 200, secret, 1", resp.StatusCode, gotKey, gotAdded)
+	}
+	evs := s.collect(t)
+	if diff := cmp.Diff(fullTrace, types(evs)); diff != "" {
+		t.Fatalf("event order (-want +got):\n%s", diff)
+	}
+	if got, want := evs[3].Message["selectedRoute"], "default/default/bind/0/listener0/default/httpbin"; got != want {
+		t.Errorf("selectedRoute %v, want %s", got, want)
+	}
+	eff := evs[4].Message["effectivePolicy"].(map[string]any)
+	for _, k := range []string{"authorization", "cors", "requestHeaderModifier"} {
+		if eff[k] == nil {
+			t.Errorf("effectivePolicy.%s is null, want the route's policy", k)
+		}
+	}
+	if eff["localRateLimit"] != nil || eff["directResponse"] != nil {
+		t.Errorf("effectivePolicy holds policies the route does not have: %v", eff)
+	}
+	for _, i := range []int{1, 5, 6} {
+		h := evs[i].Message["requestState"].(map[string]any)["request"].(map[string]any)["headers"].(map[string]any)
+		if h["x-api-key"] != "<redacted>" {
+			t.Errorf("%s: x-api-key %v, want <redacted>", types(evs)[i], h["x-api-key"])
+		}
+	}
+}

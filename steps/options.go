@@ -16,6 +16,7 @@ import (
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
 	"github.com/gwdiag/gwdiag/steps/target/container"
+	"github.com/gwdiag/gwdiag/steps/target/local"
 )
 
 // FeatureName names a group of scenarios; it is the scenarios' tag without
@@ -126,6 +127,11 @@ type Options struct {
 	// ProxyCommand is the process target's command template, e.g.
 	// "refproxy -f {config}".
 	ProxyCommand string `json:"proxyCommand,omitempty"`
+	// ConfigStyle is how the process and container targets lay out the
+	// standalone config they write: binds (the default; spec part 2.2) or
+	// gateways (gateways and top-level routes, as the reference's current
+	// docs write it).
+	ConfigStyle local.ConfigStyle `json:"configStyle,omitempty"`
 	// Container configures the container target (steps/target/container).
 	Container container.Options `json:"container"`
 	// Cluster configures the cluster target (steps/target/cluster).

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/local"
 )
 
 // ConformanceProfileName names a profile: a set of features for one way of
@@ -158,6 +160,12 @@ func (o Options) Validate() error {
 		if o.TargetImpl == nil {
 			return fmt.Errorf("unknown target %q: want inprocess, process, container or cluster", o.Target)
 		}
+	}
+	if err := o.ConfigStyle.Validate(); err != nil {
+		return err
+	}
+	if o.ConfigStyle != "" && o.ConfigStyle != local.StyleBinds && o.Target != "process" && o.Target != "container" {
+		return fmt.Errorf("--config-style %s: the %s target writes no config file; the process and container targets do", o.ConfigStyle, cmp.Or(o.Target, "inprocess"))
 	}
 	if o.RateLimitService != "" {
 		if _, port, err := net.SplitHostPort(o.RateLimitService); err != nil || port == "" {

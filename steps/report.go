@@ -80,6 +80,7 @@ type Producer struct {
 type RunOptions struct {
 	Target       string                   `json:"target" yaml:"target"`
 	ProxyCommand string                   `json:"proxyCommand,omitempty" yaml:"proxyCommand,omitempty"`
+	ConfigStyle  string                   `json:"configStyle,omitempty" yaml:"configStyle,omitempty"`
 	GatewayClass string                   `json:"gatewayClass,omitempty" yaml:"gatewayClass,omitempty"`
 	Profiles     []ConformanceProfileName `json:"profiles" yaml:"profiles"`
 	Tags         string                   `json:"tags,omitempty" yaml:"tags,omitempty"`
@@ -236,7 +237,7 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 	r := &ConformanceReport{APIVersion: ReportAPIVersion, Kind: ReportKind, Implementation: o.Implementation, Target: targetName,
 		Date: start.UTC().Truncate(time.Second), Duration: time.Since(start).Round(time.Millisecond).String(),
 		Producer: Producer{Version: o.Producer.Version, Revision: o.Producer.Revision, FeatureSet: features.Version, FeatureDigest: features.Digest()},
-		Options: RunOptions{Target: o.Target, ProxyCommand: o.ProxyCommand, Profiles: profiles, Tags: o.Tags, RunScenario: o.RunScenario,
+		Options: RunOptions{Target: o.Target, ProxyCommand: o.ProxyCommand, ConfigStyle: string(o.ConfigStyle), Profiles: profiles, Tags: o.Tags, RunScenario: o.RunScenario,
 			Skipped: o.SkipScenarios, Concurrency: o.Concurrency, RequestTimeout: o.Timeouts.Request.String(), TraceTimeout: o.Timeouts.Trace.String()},
 		Claims: Claims{SupportedFeatures: o.SupportedFeatures, AllFeatures: o.AllFeatures, ExemptFeatures: o.ExemptFeatures}}
 	if o.Target == "cluster" {

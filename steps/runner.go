@@ -31,9 +31,13 @@ func NewTarget(o Options) (target.Target, error) {
 	case "", "inprocess":
 		return inprocess.New(), nil
 	case "process":
-		return process.New(o.ProxyCommand), nil
+		p := process.New(o.ProxyCommand)
+		p.Style = o.ConfigStyle
+		return p, nil
 	case "container":
-		return container.New(o.Container), nil
+		c := container.New(o.Container)
+		c.Style = o.ConfigStyle
+		return c, nil
 	case "cluster":
 		if o.Cluster.Output == nil {
 			o.Cluster.Output = o.Output

@@ -21,6 +21,7 @@ import (
 	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
 	"github.com/gwdiag/gwdiag/steps/target/container"
+	"github.com/gwdiag/gwdiag/steps/target/local"
 )
 
 // NewCommand returns `gwdiag conformance` with its subcommands.
@@ -150,6 +151,9 @@ func newRunCommand() *cobra.Command {
   # Any standalone proxy binary; {config} is the config file the suite writes
   gwdiag conformance run --target process --proxy-cmd 'refproxy -f {config}'
 
+  # The same with the config laid out as the reference's current docs write it
+  gwdiag conformance run --target process --proxy-cmd 'refproxy -f {config}' --config-style gateways
+
   # A proxy shipped as an image (make image builds gwdiag/refproxy:dev)
   gwdiag conformance run --target container --image gwdiag/refproxy:dev --pull never
 
@@ -191,6 +195,9 @@ func newRunCommand() *cobra.Command {
 			}
 			if set("ratelimit-service") {
 				o.RateLimitService = flags.RateLimitService
+			}
+			if set("config-style") {
+				o.ConfigStyle = flags.ConfigStyle
 			}
 			if set("implementation") {
 				o.Implementation.Name = flags.Implementation.Name
@@ -326,6 +333,7 @@ func newRunCommand() *cobra.Command {
 	f.StringVarP(&configPath, "config", "c", "", "options file (YAML, the fields of steps.Options); flags override it")
 	f.StringVar(&flags.Target, "target", "inprocess", "how the proxy is run: inprocess, process, container or cluster")
 	f.StringVar(&flags.ProxyCommand, "proxy-cmd", "", "process target: command template; {config} is the config file, {admin} the admin address")
+	f.StringVar((*string)(&flags.ConfigStyle), "config-style", string(local.StyleBinds), "process and container targets: how the config they write is laid out: binds (spec part 2.2) or gateways (gateways and routes, as the reference's current docs write it)")
 	f.StringVar(&flags.RateLimitService, "ratelimit-service", "", "global-rate-limit scenarios: host:port of an Envoy-compatible rate-limit service the proxy reaches, with the domain gwdiag-conformance (default: the suite runs one on loopback)")
 	f.StringVar(&flags.Implementation.Name, "implementation", "", "name of the proxy under test, for the report")
 	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run: standalone, cluster (default: every profile the target hosts)")

@@ -252,6 +252,8 @@ func TestRunFeatureFlags(t *testing.T) {
 		{[]string{"--supported-features", "trace-severty"}, `unknown feature "trace-severty"`},
 		{[]string{"--profiles", "mesh"}, `unknown profile "mesh"`},
 		{[]string{"--ratelimit-service", "localhost"}, `--ratelimit-service "localhost": want the gRPC host:port`},
+		{[]string{"--target", "process", "--proxy-cmd", "p {config}", "--config-style", "yaml"}, `--config-style "yaml": want binds or gateways`},
+		{[]string{"--config-style", "gateways"}, `--config-style gateways: the inprocess target writes no config file; the process and container targets do`},
 	} {
 		if _, err := run(t, append([]string{"run"}, tt.args...)...); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("run %v: got %v, want an error with %q", tt.args, err, tt.want)

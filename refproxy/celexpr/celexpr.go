@@ -1,12 +1,25 @@
 // Package celexpr compiles the CEL expressions of refproxy (trace filters,
-// follow outcome filters, rate-limit descriptors) one way: parse and check
-// against an environment, require the result type, build the program.
+// follow outcome filters, rate-limit descriptors, policy conditions and
+// authorization rules) one way: parse and check against an environment,
+// require the result type, build the program.
+//
+// The request environment (RequestEnv) is what policies see, as the
+// reference implementation names it: request (method, path, host, headers,
+// ...), source (address, port) and jwt (the claims of a validated token:
+// always empty, as refproxy validates none, so has(jwt.sub) is false), with
+// CEL's network functions (cidr("10.0.0.0/8").containsIP(source.address))
+// and random().
 package celexpr
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"sync"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/ext"
 )
 
 // Compile compiles expression in env. The result must be of a kind in
@@ -26,4 +39,67 @@ func Compile(env *cel.Env, expression, what string, want []*cel.Type, opts ...ce
 		return nil, fmt.Errorf("expression yields %s, want %s", t, what)
 	}
 	return env.Program(ast, opts...)
+}
+
+// Result is what a request expression must yield.
+type Result int
+
+// Results of request expressions.
+const (
+	// Bool: conditions and authorization rules.
+	Bool Result = iota
+	// Scalar: descriptor values (a string, or a bool or number written as
+	// a string).
+	Scalar
+	// Map: limit overrides.
+	Map
+)
+
+// MaxCost bounds the work of one request expression on one request (CEL's
+// cost units, roughly one per operation): conditions and descriptors are a
+// few lookups, and an expression that would cost more is cut off (it
+// fails, and its policy treats it as not holding) rather than stall the
+// data plane.
+const MaxCost = 10000
+
+// RequestEnv is the environment of request expressions.
+var RequestEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("request", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("source", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("jwt", cel.MapType(cel.StringType, cel.DynType)),
+		ext.Network(),
+		cel.Function("random", cel.Overload("random_double", nil, cel.DoubleType,
+			cel.FunctionBinding(func(...ref.Val) ref.Val { return types.Double(rand.Float64()) }))),
+	)
+})
+
+// NoClaims is the jwt of every request: refproxy validates no tokens.
+var NoClaims = map[string]any{}
+
+// CompileRequest compiles a request expression yielding want.
+func CompileRequest(expression string, want Result) (cel.Program, error) {
+	env, err := RequestEnv()
+	if err != nil {
+		return nil, err
+	}
+	switch want {
+	case Bool:
+		return Compile(env, expression, "bool", []*cel.Type{cel.BoolType}, cel.CostLimit(MaxCost))
+	case Scalar:
+		return Compile(env, expression, "a string", []*cel.Type{cel.StringType, cel.BoolType, cel.IntType, cel.UintType, cel.DoubleType}, cel.CostLimit(MaxCost))
+	default:
+		return Compile(env, expression, "a map", []*cel.Type{cel.MapType(cel.StringType, cel.DynType)}, cel.CostLimit(MaxCost))
+	}
+}
+
+// Holds evaluates a bool program: an error, or a result that is not a
+// bool, is false.
+func Holds(p cel.Program, act any) bool {
+	out, _, err := p.Eval(act)
+	if err != nil {
+		return false
+	}
+	b, ok := out.Value().(bool)
+	return ok && b
 }

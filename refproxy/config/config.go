@@ -23,13 +23,14 @@ const DefaultAdminAddr = "127.0.0.1:15000"
 // DefaultNamespace is the namespace of standalone listeners, routes and backends.
 const DefaultNamespace = "default"
 
-// Config is one standalone config file. Only the subset of the reference
-// schema that refproxy implements is accepted; anything else is an error, so
-// that every config refproxy runs also validates against config.schema.json.
-// The exceptions are a route's key and a backend's serviceOf, which only
-// controller-made configs set.
+// Config is the runtime model of a standalone config: binds, their
+// listeners and routes, and top-level policies. Parse maps every style of
+// the reference implementation's file (binds:, gateways: with routes:,
+// llm:) onto it; the data plane serves nothing else. The exceptions to the
+// reference's schema are a route's key and a backend's serviceOf, which
+// only controller-made configs set.
 type Config struct {
-	// Config holds process settings (config.adminAddr).
+	// Config holds process settings (config.adminAddr, ...).
 	Config *Settings `yaml:"config" json:"config,omitempty"`
 	// Binds are the ports the proxy listens on, in order.
 	Binds []Bind `yaml:"binds" json:"binds,omitempty"`
@@ -38,12 +39,72 @@ type Config struct {
 
 	// Source is the file name the config came from; empty when built in code.
 	Source string `yaml:"-" json:"-"`
+	// Ignored are the settings of the file that refproxy accepts and does
+	// not act on (they change no traffic: config.tracing, ...), in the
+	// order of the file. The proxy logs each once.
+	Ignored []Ignored `yaml:"-" json:"-"`
 }
 
-// Settings is the top-level `config:` block.
+// Ignored is a setting accepted and not acted on, and why.
+type Ignored struct {
+	// Pos is "file:line"; Path the field path, such as config.tracing.
+	Pos, Path string
+	Why       string
+}
+
+func (ig Ignored) String() string {
+	return ig.Pos + ": " + ig.Path + ": accepted and ignored (" + ig.Why + ")"
+}
+
+// Settings is the top-level `config:` block. Of the reference's settings
+// refproxy acts on adminAddr, readinessAddr (the refproxy command),
+// logging.filter and logging.level, and sensitiveHeaders; it refuses
+// the ones that would change what it serves (xdsAddress, localXdsPath,
+// customFunctions) and accepts the rest as Ignored (settings.go).
 type Settings struct {
 	// AdminAddr is the admin server's host:port (default 127.0.0.1:15000).
 	AdminAddr string `yaml:"adminAddr" json:"adminAddr,omitempty"`
+	// ReadinessAddr is where the refproxy command answers GET
+	// /healthz/ready, unless its --readiness-addr says otherwise; "off" or
+	// empty: nowhere.
+	ReadinessAddr string `yaml:"readinessAddr" json:"readinessAddr,omitempty"`
+	// Logging sets the log filter at start-up, unless the command's
+	// --log-level says otherwise.
+	Logging *Logging `yaml:"logging" json:"logging,omitempty"`
+	// SensitiveHeaders are request headers whose values traces show as
+	// "<redacted>".
+	SensitiveHeaders []string `yaml:"sensitiveHeaders" json:"sensitiveHeaders,omitempty"`
+}
+
+// Logging is config.logging: the filter (env_logger syntax) or level, and
+// the format. Fields, the access-log database and json output are ignored.
+type Logging struct {
+	Filter string   `yaml:"filter" json:"filter,omitempty"`
+	Level  LogLevel `yaml:"level" json:"level,omitempty"`
+	Format string   `yaml:"format" json:"format,omitempty"`
+}
+
+// LogLevel is a level or filter, or a list of them (joined with commas).
+type LogLevel []string
+
+// LogFilter is the log filter the settings ask for ("" when none):
+// logging.filter, else logging.level.
+func (c *Config) LogFilter() string {
+	if c == nil || c.Config == nil || c.Config.Logging == nil {
+		return ""
+	}
+	if l := c.Config.Logging; l.Filter != "" {
+		return l.Filter
+	}
+	return strings.Join(c.Config.Logging.Level, ",")
+}
+
+// ReadinessAddress is config.readinessAddr, "" when unset or "off".
+func (c *Config) ReadinessAddress() string {
+	if c == nil || c.Config == nil || c.Config.ReadinessAddr == "off" {
+		return ""
+	}
+	return c.Config.ReadinessAddr
 }
 
 // Bind is one listening port.
@@ -51,6 +112,10 @@ type Bind struct {
 	// Port is the TCP port; 0 picks a free one (for tests and embedding).
 	Port      uint16     `yaml:"port" json:"port,omitempty"`
 	Listeners []Listener `yaml:"listeners" json:"listeners,omitempty"`
+	// TunnelProtocol and Mode take only their defaults (direct, standard):
+	// refproxy implements no tunnels and no internal binds.
+	TunnelProtocol string `yaml:"tunnelProtocol" json:"tunnelProtocol,omitempty"`
+	Mode           string `yaml:"mode" json:"mode,omitempty"`
 }
 
 // Listener groups routes on a bind; Hostname (optionally a *.wildcard)
@@ -61,6 +126,9 @@ type Listener struct {
 	Hostname  string  `yaml:"hostname" json:"hostname,omitempty"`
 	Protocol  string  `yaml:"protocol" json:"protocol,omitempty"`
 	Routes    []Route `yaml:"routes" json:"routes,omitempty"`
+	// Policies apply to every route of the listener, before the route's
+	// own (a gateway's policies in the gateways style).
+	Policies *GatewayPolicies `yaml:"policies" json:"policies,omitempty"`
 }
 
 // Route is one HTTP route: it matches when any of Matches matches (all of
@@ -77,6 +145,10 @@ type Route struct {
 	Matches   []Match   `yaml:"matches" json:"matches,omitempty"`
 	Policies  *Policies `yaml:"policies" json:"policies,omitempty"`
 	Backends  []Backend `yaml:"backends" json:"backends,omitempty"`
+	// LLM, set only by the llm: style, makes the route an LLM router:
+	// the request's model picks one of its models' backends (Backends is
+	// then empty).
+	LLM *LLMRouter `yaml:"-" json:"-"`
 }
 
 // Match is one route match; every set condition must hold.
@@ -108,12 +180,24 @@ type StringMatch struct {
 	Regex *string `yaml:"regex" json:"regex,omitempty"`
 }
 
-// Policies is the policy block of a route or of a top-level policy. Of the
-// reference's policies, refproxy implements localRateLimit and
-// remoteRateLimit.
+// Policies is the policy block of a route or of a top-level policy (the
+// reference's FilterOrPolicy). Of the reference's policies refproxy
+// implements localRateLimit (both forms), remoteRateLimit,
+// requestHeaderModifier, responseHeaderModifier, directResponse, cors and
+// authorization; it refuses the others (policies.go).
 type Policies struct {
-	LocalRateLimit  []RateLimit      `yaml:"localRateLimit" json:"localRateLimit,omitempty"`
-	RemoteRateLimit *RemoteRateLimit `yaml:"remoteRateLimit" json:"remoteRateLimit,omitempty"`
+	// LocalRateLimit are limits that all apply.
+	LocalRateLimit []RateLimit `yaml:"localRateLimit" json:"localRateLimit,omitempty"`
+	// LocalRateLimitConditional is the other form of localRateLimit,
+	// {conditional: [...]}: the first entry whose condition holds applies,
+	// an entry without one being the fallback.
+	LocalRateLimitConditional []ConditionalRateLimit `yaml:"-" json:"-"`
+	RemoteRateLimit           *RemoteRateLimit       `yaml:"remoteRateLimit" json:"remoteRateLimit,omitempty"`
+	RequestHeaderModifier     *HeaderModifier        `yaml:"requestHeaderModifier" json:"requestHeaderModifier,omitempty"`
+	ResponseHeaderModifier    *HeaderModifier        `yaml:"responseHeaderModifier" json:"responseHeaderModifier,omitempty"`
+	DirectResponse            *DirectResponse        `yaml:"directResponse" json:"directResponse,omitempty"`
+	CORS                      *CORS                  `yaml:"cors" json:"cors,omitempty"`
+	Authorization             *Authorization         `yaml:"authorization" json:"authorization,omitempty"`
 }
 
 // RemoteRateLimit is a global limit: counters kept by an Envoy-compatible
@@ -197,7 +281,9 @@ func (r RateLimit) Spec() ratelimit.Spec {
 	return ratelimit.Spec{MaxTokens: r.MaxTokens, TokensPerFill: r.TokensPerFill, FillInterval: time.Duration(r.FillInterval), Type: k}
 }
 
-// Backend is one route backend: exactly one of Host or AI.
+// Backend is one route backend: exactly one of Host or AI. The
+// reference's other kinds (service, backend, mcp, aws, dynamic, ...) are
+// refused.
 type Backend struct {
 	// Host is host:port of a plain HTTP upstream.
 	Host string `yaml:"host" json:"host,omitempty"`
@@ -210,6 +296,8 @@ type Backend struct {
 	// extension, like a route's key): /config_dump then lists the endpoint
 	// under services[], as the reference does in a cluster.
 	ServiceOf *ServiceOf `yaml:"serviceOf" json:"serviceOf,omitempty"`
+	// Policies (backendTLS, backendAuth, ...) are refused, each by name.
+	Policies *RefusedBlock `yaml:"policies" json:"-"`
 }
 
 // ServiceOf is a Service port: the Service's name and namespace, and the port.
@@ -230,6 +318,19 @@ type AIBackend struct {
 	Name         string     `yaml:"name" json:"name,omitempty"`
 	Provider     AIProvider `yaml:"provider" json:"provider,omitempty"`
 	HostOverride string     `yaml:"hostOverride" json:"hostOverride,omitempty"`
+	// PathOverride replaces the request's path; PathPrefix replaces the
+	// provider's base path (/v1) in it.
+	PathOverride string `yaml:"pathOverride" json:"pathOverride,omitempty"`
+	PathPrefix   string `yaml:"pathPrefix" json:"pathPrefix,omitempty"`
+	// Tokenize (counting input tokens before the request) is refused when true.
+	Tokenize bool `yaml:"tokenize" json:"tokenize,omitempty"`
+
+	// TLS, set by an llm model's https baseUrl, makes HostOverride an HTTPS
+	// endpoint (without HostOverride the provider's own is HTTPS anyway).
+	TLS bool `yaml:"-" json:"-"`
+	// APIKey, from an llm model's params.apiKey, is sent as
+	// "Authorization: Bearer <key>".
+	APIKey string `yaml:"-" json:"-"`
 }
 
 // AIProvider names the provider; only openAI is implemented.
@@ -390,7 +491,7 @@ func (c *Config) Validate() error {
 	if src == "" {
 		src = "config"
 	}
-	return c.validate(func(string) string { return src })
+	return c.validate(func(path string) (string, string) { return src, path })
 }
 
 // checkAddr checks a host:port: the port a number from minPort to 65535,
@@ -410,11 +511,13 @@ func checkAddr(addr string, minPort int, needHost bool) error {
 	return nil
 }
 
-// validate checks what the types cannot: one-of fields, regexes, addresses.
-// at returns the source position of a field path for the error.
-func (c *Config) validate(at func(path string) string) error {
+// validate checks what the types cannot: one-of fields, regexes, addresses,
+// CEL expressions. loc returns the source position of a field path of the
+// runtime model, and the path of the file's field it came from.
+func (c *Config) validate(loc func(path string) (pos, file string)) error {
 	fail := func(path, format string, args ...any) error {
-		return &Error{Pos: at(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+		pos, file := loc(path)
+		return &Error{Pos: pos, Path: file, Msg: fmt.Sprintf(format, args...)}
 	}
 	if c.Config != nil && c.Config.AdminAddr != "" {
 		// Port 0 lets the kernel choose (tests, embedding); an empty host
@@ -438,10 +541,16 @@ func (c *Config) validate(at func(path string) string) error {
 			lp := fmt.Sprintf("%s.listeners[%d]", bp, li)
 			switch l.Protocol {
 			case "", "HTTP":
-			case "HTTPS", "TLS", "TCP", "HBONE":
-				return fail(lp+".protocol", "protocol %s is not supported by refproxy (only HTTP)", l.Protocol)
 			default:
-				return fail(lp+".protocol", "unknown protocol %q (want HTTP)", l.Protocol)
+				return fail(lp+".protocol", "protocol %s is not supported by refproxy (only HTTP)", l.Protocol)
+			}
+			if p := l.Policies; p != nil {
+				if err := p.CORS.check(); err != nil {
+					return fail(lp+".policies.cors", "%v", err)
+				}
+				if err := checkAuthz(p.Authorization, lp+".policies.authorization", fail); err != nil {
+					return err
+				}
 			}
 			for ri, r := range l.Routes {
 				rp := fmt.Sprintf("%s.routes[%d]", lp, ri)
@@ -472,13 +581,8 @@ func (c *Config) validate(at func(path string) string) error {
 						}
 					}
 				}
-				if r.Policies != nil {
-					if err := checkLimits(r.Policies.LocalRateLimit, rp+".policies.localRateLimit", fail); err != nil {
-						return err
-					}
-					if err := checkRemote(r.Policies.RemoteRateLimit, rp+".policies.remoteRateLimit", fail); err != nil {
-						return err
-					}
+				if err := checkAllPolicies(r.Policies, rp+".policies", fail); err != nil {
+					return err
 				}
 				for bki, bk := range r.Backends {
 					bkp := fmt.Sprintf("%s.backends[%d]", rp, bki)
@@ -536,14 +640,30 @@ func (c *Config) validate(at func(path string) string) error {
 				return fail(pp+".target.route", "want name and namespace")
 			}
 		}
-		if err := checkLimits(p.Policy.LocalRateLimit, pp+".policy.localRateLimit", fail); err != nil {
-			return err
-		}
-		if err := checkRemote(p.Policy.RemoteRateLimit, pp+".policy.remoteRateLimit", fail); err != nil {
+		if err := checkAllPolicies(&p.Policy, pp+".policy", fail); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkAllPolicies validates a policy block: limits, then the rest.
+func checkAllPolicies(p *Policies, path string, fail func(string, string, ...any) error) error {
+	if p == nil {
+		return nil
+	}
+	if err := checkLimits(p.LocalRateLimit, path+".localRateLimit", fail); err != nil {
+		return err
+	}
+	for i, c := range p.LocalRateLimitConditional {
+		if err := checkLimit(c.RateLimit, fmt.Sprintf("%s.localRateLimit.conditional[%d]", path, i), fail); err != nil {
+			return err
+		}
+	}
+	if err := checkRemote(p.RemoteRateLimit, path+".remoteRateLimit", fail); err != nil {
+		return err
+	}
+	return checkPolicies(p, path, fail)
 }
 
 func checkRemote(r *RemoteRateLimit, path string, fail func(string, string, ...any) error) error {
@@ -597,22 +717,28 @@ func checkRemote(r *RemoteRateLimit, path string, fail func(string, string, ...a
 
 func checkLimits(ls []RateLimit, path string, fail func(string, string, ...any) error) error {
 	for i, l := range ls {
-		p := fmt.Sprintf("%s[%d]", path, i)
-		switch l.Type {
-		case "", "requests", "tokens":
-		default:
-			return fail(p+".type", "unknown type %q (want requests or tokens)", l.Type)
+		if err := checkLimit(l, fmt.Sprintf("%s[%d]", path, i), fail); err != nil {
+			return err
 		}
-		if l.FillInterval <= 0 {
-			return fail(p+".fillInterval", "missing or non-positive fillInterval")
+	}
+	return nil
+}
+
+func checkLimit(l RateLimit, p string, fail func(string, string, ...any) error) error {
+	switch l.Type {
+	case "", "requests", "tokens":
+	default:
+		return fail(p+".type", "unknown type %q (want requests or tokens)", l.Type)
+	}
+	if l.FillInterval <= 0 {
+		return fail(p+".fillInterval", "missing or non-positive fillInterval")
+	}
+	if err := l.Spec().Validate(); err != nil {
+		var fe *ratelimit.FieldError
+		if errors.As(err, &fe) {
+			return fail(p+"."+fe.Field, "%s", fe.Msg)
 		}
-		if err := l.Spec().Validate(); err != nil {
-			var fe *ratelimit.FieldError
-			if errors.As(err, &fe) {
-				return fail(p+"."+fe.Field, "%s", fe.Msg)
-			}
-			return fail(p, "%v", err)
-		}
+		return fail(p, "%v", err)
 	}
 	return nil
 }

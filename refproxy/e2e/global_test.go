@@ -35,13 +35,29 @@ descriptors:
     rate_limit: {unit: day, requests_per_unit: 2}
 `
 
+// stylesLimits are the limits of styles_test.go: the reference docs'
+// global token limit, per organization (responses of 40 tokens: the third
+// takes it over).
+const stylesLimits = `
+domain: gwdiag-styles
+descriptors:
+  - key: some-static-value
+    value: something
+    descriptors:
+      - key: organization
+        descriptors:
+          - key: authenticated
+            value: "false"
+            rate_limit: {unit: day, requests_per_unit: 100}
+`
+
 // rateLimitService starts the real service (github.com/envoyproxy/ratelimit
 // on redis-server) until the test ends.
 func rateLimitService(t *testing.T) *ratelimitsvc.Service {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	s, err := ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: map[string]string{"e2e.yaml": serviceLimits}})
+	s, err := ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: map[string]string{"e2e.yaml": serviceLimits, "styles.yaml": stylesLimits}})
 	if errors.Is(err, toolbin.ErrNoNetwork) {
 		t.Skipf("the rate-limit service cannot be built here: %v", err)
 	}

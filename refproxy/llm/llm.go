@@ -16,6 +16,7 @@ package llm
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -240,4 +241,63 @@ func Watch(body io.ReadCloser, contentType, contentEncoding string, done func(u 
 		return nil
 	}
 	return w
+}
+
+// ModelOf returns the top-level "model" of a JSON request body, and
+// whether it has one that is a string.
+func ModelOf(body []byte) (string, bool) {
+	var buf [128]byte
+	raw, found, complete := topValue(body, "model", buf[:0])
+	if !found || !complete || len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var m string
+	if json.Unmarshal(raw, &m) != nil {
+		return "", false
+	}
+	return m, true
+}
+
+// SetModel returns body with its top-level "model" set to model, and
+// whether it changed it: the body must be a JSON object. The other
+// top-level fields keep their order and bytes.
+func SetModel(body []byte, model string) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	quoted, _ := json.Marshal(model)
+	out := append(make([]byte, 0, len(body)+len(quoted)), '{')
+	set := false
+	for dec.More() {
+		k, err := dec.Token()
+		key, ok := k.(string)
+		if err != nil || !ok {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		kq, _ := json.Marshal(key)
+		out = append(append(out, kq...), ':')
+		if key == "model" {
+			v, set = quoted, true
+		}
+		out = append(out, v...)
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	if !set {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(out, `"model":`...), quoted...)
+	}
+	return append(out, '}'), true
 }

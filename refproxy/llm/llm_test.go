@@ -458,3 +458,29 @@ func TestUsageWithUnicodeSpaceIsMalformed(t *testing.T) {
 		}
 	}
 }
+
+func TestModelOfAndSetModel(t *testing.T) {
+	for _, tt := range []struct {
+		body, model string
+		found       bool
+		set         string // SetModel(body, "m2"); "" when it refuses
+	}{
+		{`{"model":"gpt-4o","messages":[{"role":"user"}]}`, "gpt-4o", true, `{"model":"m2","messages":[{"role":"user"}]}`},
+		{`{"messages":[], "stream": true}`, "", false, `{"messages":[],"stream":true,"model":"m2"}`},
+		{`{"a":{"model":"inner"},"model":"outer"}`, "outer", true, `{"a":{"model":"inner"},"model":"m2"}`},
+		{`{"model":"caf\u00e9"}`, "café", true, `{"model":"m2"}`},
+		{`{"model":7}`, "", false, `{"model":"m2"}`},
+		{`[1,2]`, "", false, ""},
+		{`{"model":"x"`, "", false, ""},
+		{``, "", false, ""},
+	} {
+		m, ok := ModelOf([]byte(tt.body))
+		if m != tt.model || ok != tt.found {
+			t.Errorf("ModelOf(%s) = %q, %v; want %q, %v", tt.body, m, ok, tt.model, tt.found)
+		}
+		out, ok := SetModel([]byte(tt.body), "m2")
+		if got := string(out); ok != (tt.set != "") || got != tt.set {
+			t.Errorf("SetModel(%s) = %s, %v; want %s", tt.body, got, ok, tt.set)
+		}
+	}
+}

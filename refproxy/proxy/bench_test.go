@@ -25,9 +25,7 @@ func (s *stubBackend) do(_ *fasthttp.Request, resp *fasthttp.Response) error {
 	return nil
 }
 
-func newBenchHandler(tb testing.TB, tracingOff bool) (*Dataplane, fasthttp.RequestHandler) {
-	tb.Helper()
-	cfg, err := config.Parse("bench.yaml", []byte(`
+const benchConfig = `
 binds:
 - port: 0
   listeners:
@@ -38,7 +36,16 @@ binds:
     - name: httpbin
       matches: [{path: {pathPrefix: /}}]
       backends: [{host: "127.0.0.1:1"}]
-`))
+`
+
+func newBenchHandler(tb testing.TB, tracingOff bool) (*Dataplane, fasthttp.RequestHandler) {
+	tb.Helper()
+	return newBenchHandlerFor(tb, tracingOff, benchConfig)
+}
+
+func newBenchHandlerFor(tb testing.TB, tracingOff bool, cfgYAML string) (*Dataplane, fasthttp.RequestHandler) {
+	tb.Helper()
+	cfg, err := config.Parse("bench.yaml", []byte(cfgYAML))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -153,5 +160,39 @@ func TestRouteSelectionAllocatesNothing(t *testing.T) {
 	}
 	if rt == nil || !strings.HasSuffix(rt.key, "/httpbin") {
 		t.Errorf("selected %v, want httpbin", rt)
+	}
+}
+
+// BenchmarkServePolicies measures what a route's policies cost per request
+// (untraced), each beside the route without any: header modifiers, cors,
+// a CEL condition picking a local limit, CEL authorization.
+func BenchmarkServePolicies(b *testing.B) {
+	route := func(policies string) string {
+		return `
+gateways:
+  default: {port: 0}
+routes:
+- name: httpbin
+  policies:
+` + policies + `
+  backends: [{host: "127.0.0.1:1"}]
+`
+	}
+	for _, c := range []struct{ name, policies string }{
+		{"none", "    {}"},
+		{"header-modifiers", "    requestHeaderModifier: {set: {x-a: \"1\"}, remove: [x-b]}\n    responseHeaderModifier: {add: {x-c: \"1\"}}"},
+		{"cors", "    cors: {allowOrigins: [\"*\"], allowMethods: [GET]}"},
+		{"local-limit", "    localRateLimit: [{maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}]"},
+		{"conditional-limit", "    localRateLimit:\n      conditional:\n      - {condition: 'request.headers[\"x-tier\"] == \"gold\"', maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}\n      - {maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}"},
+		{"authorization", "    authorization: {rules: ['request.path.startsWith(\"/get\")']}"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			_, h := newBenchHandlerFor(b, false, route(c.policies))
+			e := newExchange()
+			b.ReportAllocs()
+			for b.Loop() {
+				e.serve(h)
+			}
+		})
 	}
 }

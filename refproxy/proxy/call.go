@@ -23,10 +23,14 @@ var callPool = sync.Pool{New: func() any { return new(call) }}
 // client gone). As the response's body stream, it is read and then closed
 // by the server once the body is written.
 type call struct {
-	dp    *Dataplane
-	tr    *reftrace.Tracer
-	rt    *route
-	be    *backend
+	dp *Dataplane
+	tr *reftrace.Tracer
+	rt *route
+	be *backend
+	// set is the local limits that admitted the request (charged with
+	// its tokens); cors what the route's cors policy decided.
+	set   *ratelimit.Set
+	cors  corsResult
 	d     ratelimit.Decision
 	start time.Time
 	// remote is what the global limits decided, kept to charge tokens.
@@ -86,6 +90,7 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageBackendResponseReady, "requestState": c.dp.responseState(code, headers)})
 	}
 	c.d.EachHeader(h.Set)
+	c.rt.pol.applyResponse(c.cors, h)
 	if tr != nil {
 		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": c.dp.responseState(code, headerMap(h))})
 	}
@@ -161,7 +166,7 @@ func (c *call) finish() {
 		}
 		c.warnMu.Lock()
 		if c.chargedSet {
-			traceTokenCharge(tr, c.rt, c.charged)
+			traceTokenCharge(tr, c.rt, c.set, c.charged)
 		}
 		if len(c.warnings) > 0 {
 			fields["warnings"] = c.warnings

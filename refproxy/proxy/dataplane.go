@@ -24,6 +24,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -404,6 +405,10 @@ func (dp *Dataplane) bucket(key string, rl config.RateLimit) *ratelimit.Bucket {
 // name and address, shared by routes and kept across reloads.
 func (dp *Dataplane) backend(bk config.Backend) *backend {
 	key := bk.Name() + "|" + bk.Address()
+	if ai := bk.AI; ai != nil {
+		// The same provider configured differently is another backend.
+		key += "|" + strings.Join([]string{aiModel(ai), ai.PathOverride, ai.PathPrefix, ai.APIKey, strconv.FormatBool(ai.TLS)}, "|")
+	}
 	w := uint64(1)
 	if bk.Weight != nil {
 		w = uint64(*bk.Weight)
@@ -423,12 +428,21 @@ func (dp *Dataplane) backend(bk config.Backend) *backend {
 	return &c
 }
 
+// aiModel is the model an AI backend sends instead of the request's.
+func aiModel(ai *config.AIBackend) string {
+	if o := ai.Provider.OpenAI; o != nil && o.Model != nil {
+		return *o.Model
+	}
+	return ""
+}
+
 func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 	b := &backend{name: bk.Name(), addr: bk.Address(), traceType: "backend", ai: bk.AI != nil}
-	if b.ai {
+	if ai := bk.AI; ai != nil {
 		b.traceType = "ai"
 		// A provider without hostOverride is the provider's own HTTPS API.
-		b.tls = bk.AI.HostOverride == ""
+		b.tls = ai.HostOverride == "" || ai.TLS
+		b.model, b.pathOverride, b.pathPrefix, b.apiKey = aiModel(ai), ai.PathOverride, ai.PathPrefix, ai.APIKey
 	}
 	skey := b.name + "|" + b.addr
 	st, ok := dp.stats[skey]

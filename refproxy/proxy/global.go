@@ -4,9 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"time"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
@@ -34,9 +31,8 @@ type remoteResult struct {
 
 // checkRemote asks every global limit of the route, in order, and stops at
 // the first refusal.
-func (dp *Dataplane) checkRemote(ctx *fasthttp.RequestCtx, rt *route) remoteResult {
+func (dp *Dataplane) checkRemote(rt *route, act map[string]any) remoteResult {
 	var r remoteResult
-	act := map[string]any{"request": requestInfo(ctx, time.Time{}), "source": sourceInfo(ctx.RemoteAddr())}
 	r.verdicts = make([]remote.Verdict, len(rt.remote))
 	for i, l := range rt.remote {
 		v := l.Check(context.Background(), act)

@@ -83,10 +83,17 @@ func rewriteRequest(ctx *fasthttp.RequestCtx, be *backend, dropped bool) {
 		h.SetCanonical(headerXFProto, valueHTTP)
 	}
 	ctx.Request.UseHostHeader = true
+	uri := ctx.Request.URI()
 	if be.ai {
 		h.SetHost(be.addr)
+		if be.apiKey != "" {
+			delFold(h, "Authorization")
+			h.Set("Authorization", "Bearer "+be.apiKey)
+		}
+		if p := aiPath(be, b2s(uri.Path())); p != "" {
+			uri.SetPath(p)
+		}
 	}
-	uri := ctx.Request.URI()
 	if be.tls {
 		uri.SetScheme("https")
 	} else {
@@ -282,4 +289,25 @@ func isUpgrade(h *fasthttp.RequestHeader) bool {
 func isEventStream(ct []byte) bool {
 	mt, _, _ := strings.Cut(b2s(ct), ";")
 	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// aiPath is the path an AI backend's pathOverride or pathPrefix makes of
+// the request's ("" when it has neither): pathPrefix replaces the OpenAI
+// base path /v1, so that prefix /openai/v1 sends /v1/chat/completions to
+// /openai/v1/chat/completions, and prefix / to /chat/completions.
+func aiPath(be *backend, path string) string {
+	switch {
+	case be.pathOverride != "":
+		return be.pathOverride
+	case be.pathPrefix != "":
+		rest := path
+		if r, ok := strings.CutPrefix(path, "/v1"); ok && (r == "" || r[0] == '/') {
+			rest = r
+		}
+		if p := strings.TrimSuffix(be.pathPrefix, "/") + rest; p != "" {
+			return p
+		}
+		return "/"
+	}
+	return ""
 }

@@ -18,11 +18,13 @@ package proxy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
@@ -47,12 +49,16 @@ func (s policySource) String() string {
 }
 
 // limitEntry is one local limit of a route with its source: the index
-// in the source's localRateLimit list (the policy resource's local[]).
+// in the source's localRateLimit list (the policy resource's local[]), and
+// for an entry of the conditional form, its condition ("" for the
+// fallback).
 type limitEntry struct {
-	bucket *ratelimit.Bucket
-	spec   config.RateLimit
-	src    policySource
-	index  int
+	bucket      *ratelimit.Bucket
+	spec        config.RateLimit
+	src         policySource
+	index       int
+	conditional bool
+	condition   string
 }
 
 // policyTarget is a configured policy that targets the route's gateway
@@ -63,25 +69,24 @@ type policyTarget struct {
 	skip  string
 }
 
-// gatewayLimits are what a listener's gateway-wide policies give each of
-// its routes.
-type gatewayLimits struct {
-	limits     []limitEntry
-	remote     []*config.RemoteRateLimit
-	remoteFrom []policySource
-	// applied and skipped are the gateway's policies that apply to the
-	// listener and those that target another listener or port.
-	applied, skipped []policyTarget
-}
-
 // policyKinds are the effectivePolicy keys a policy block sets.
 func policyKinds(p config.Policies) []string {
 	var out []string
-	if len(p.LocalRateLimit) > 0 {
-		out = append(out, "localRateLimit")
-	}
-	if p.RemoteRateLimit != nil {
-		out = append(out, "remoteRateLimit")
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{
+		{"localRateLimit", len(p.LocalRateLimit) > 0 || len(p.LocalRateLimitConditional) > 0},
+		{"remoteRateLimit", p.RemoteRateLimit != nil},
+		{"authorization", p.Authorization != nil},
+		{"cors", p.CORS != nil},
+		{"directResponse", p.DirectResponse != nil},
+		{"requestHeaderModifier", p.RequestHeaderModifier != nil},
+		{"responseHeaderModifier", p.ResponseHeaderModifier != nil},
+	} {
+		if k.set {
+			out = append(out, k.name)
+		}
 	}
 	return out
 }
@@ -163,12 +168,26 @@ func traceSkippedPolicies(tr *reftrace.Tracer, rt *route) {
 func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, states []ratelimit.BucketState) string {
 	entries := make([]any, 0, len(rt.limits))
 	var refusedBy []string
+	applied := 0
 	for i, le := range rt.limits {
 		e := limitFields(le)
 		e["entry"] = i
+		if le.conditional {
+			// An entry of the conditional form applies when its condition
+			// is the first of its group to hold (none: the fallback).
+			e["condition"] = nil
+			if le.condition != "" {
+				e["condition"] = le.condition
+			}
+			e["applies"] = false
+		}
 		for _, st := range states {
 			if st.Bucket != le.bucket {
 				continue
+			}
+			applied++
+			if le.conditional {
+				e["applies"] = true
 			}
 			e["remaining"], e["resetSeconds"] = st.Remaining, int64(st.Reset/time.Second)
 			if st.Refused {
@@ -179,7 +198,7 @@ func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, state
 		}
 		entries = append(entries, e)
 	}
-	details := fmt.Sprintf("allowed by %d %s", len(rt.limits), plural(len(rt.limits), "entry", "entries"))
+	details := fmt.Sprintf("allowed by %d %s", applied, plural(applied, "entry", "entries"))
 	if !d.Allowed {
 		details = "refused by " + strings.Join(refusedBy, "; ")
 	}
@@ -194,12 +213,12 @@ func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, state
 // traceTokenCharge reports the tokens a response's usage took from the
 // route's local token limits (spec part 7: counted after the response),
 // and what each limit has left: the reason of a later 429.
-func traceTokenCharge(tr *reftrace.Tracer, rt *route, tokens uint64) {
+func traceTokenCharge(tr *reftrace.Tracer, rt *route, set *ratelimit.Set, tokens uint64) {
 	now := time.Now()
 	var entries []any
 	var left []string
 	for i, le := range rt.limits {
-		if le.spec.Type != string(ratelimit.Tokens) {
+		if le.spec.Type != string(ratelimit.Tokens) || !slices.Contains(set.Buckets(), le.bucket) {
 			continue
 		}
 		rem, reset := le.bucket.Remaining(now), le.bucket.Reset(now)
@@ -376,6 +395,44 @@ func describeSent(sent []remote.DescriptorResult) string {
 	return strings.Join(parts, "; ")
 }
 
+// traceAuthzRefusal reports why the route's authorization refused the
+// request: the first deny rule that holds, else the first require rule
+// that does not, else that no allow rule holds; it returns it in words.
+func traceAuthzRefusal(tr *reftrace.Tracer, sets []*authzPolicy, act map[string]any) string {
+	why := ""
+	for _, s := range sets {
+		for i, p := range s.deny {
+			if why == "" && celexpr.Holds(p, act) {
+				why = fmt.Sprintf("deny rule %q holds", s.denyExpr[i])
+			}
+		}
+	}
+	for _, s := range sets {
+		for i, p := range s.require {
+			if why == "" && !celexpr.Holds(p, act) {
+				why = fmt.Sprintf("require rule %q does not hold", s.requireExpr[i])
+			}
+		}
+	}
+	if why == "" {
+		var allow []string
+		for _, s := range sets {
+			allow = append(allow, s.allowExpr...)
+		}
+		why = fmt.Sprintf("no allow rule holds (%s)", strings.Join(quoteAll(allow), ", "))
+	}
+	tr.Policy("authorization", reftrace.Applied("refused: "+why, map[string]any{"decision": "refused"}), true)
+	return why
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
 // Cause kinds of requestFinished.cause: why the proxy answered a status
 // the backend did not give.
 const (
@@ -387,6 +444,9 @@ const (
 	causeBackend     = "backendError"
 	causeBody        = "backendBody"
 	causeClientBody  = "clientBody"
+	causeAuthz       = "authorization"
+	causeDirect      = "directResponse"
+	causeNoModel     = "noModel"
 )
 
 // cause is why the proxy answered as it did.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -58,7 +59,11 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest, "requestState": st})
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageGatewayPolicies, "requestState": st})
 	}
-	rt, why := routeFor(ctx, tr, bt)
+	var v reqView
+	if bt != nil {
+		v = newView(&ctx.Request)
+	}
+	rt, why := routeFor(&v, tr, bt)
 	if rt == nil {
 		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{}, why)
 		return
@@ -67,12 +72,47 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.Emit(trace.SeverityInfo, trace.PolicySelection, map[string]any{"effectivePolicy": rt.effective})
 		traceSkippedPolicies(tr, rt)
 	}
-	var d ratelimit.Decision
-	if rt.set != nil {
+	// What CEL expressions see of the request, only for routes that have some.
+	var act map[string]any
+	pol := rt.pol
+	if rt.cond != nil || rt.remote != nil || pol != nil && pol.authz != nil {
+		act = activation(ctx)
+	}
+	var cors corsResult
+	if pol != nil && pol.cors != nil {
+		cors = pol.cors.evaluate(&ctx.Request)
+		if cors.preflight {
+			// The proxy answers a CORS preflight itself; an origin the
+			// policy does not allow gets no CORS headers.
+			dp.routePolicies(ctx, tr)
+			pol.cors.addHeaders(cors, &ctx.Response.Header)
+			dp.direct(ctx, tr, rt, corsResult{}, http.StatusOK, "", ratelimit.Decision{},
+				cause{kind: causeDirect, policy: "cors", reason: "a CORS preflight, answered by the proxy"})
+			return
+		}
+	}
+	if pol != nil && pol.authz != nil && !authorize(pol.authz, act) {
 		var refused string
-		d, refused = admit(rt, tr)
+		if tr != nil {
+			refused = traceAuthzRefusal(tr, pol.authz, act)
+		}
+		dp.routePolicies(ctx, tr)
+		pol.corsHeaders(cors, &ctx.Response.Header)
+		dp.local(ctx, tr, http.StatusForbidden, authzDeniedBody, ratelimit.Decision{},
+			cause{kind: causeAuthz, policy: "authorization", reason: refused})
+		return
+	}
+	set := rt.set
+	if rt.cond != nil {
+		set = rt.cond.pick(act)
+	}
+	var d ratelimit.Decision
+	if set != nil {
+		var refused string
+		d, refused = admit(set, rt, tr)
 		if !d.Allowed {
-			dp.snapshot(ctx, tr, trace.StageRoutePolicies, nil)
+			dp.routePolicies(ctx, tr)
+			pol.corsHeaders(cors, &ctx.Response.Header)
 			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d,
 				cause{kind: causeRateLimit, policy: "localRateLimit", reason: refused})
 			return
@@ -80,14 +120,15 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 	var global remoteResult
 	if rt.remote != nil {
-		global = dp.checkRemote(ctx, rt)
+		global = dp.checkRemote(rt, act)
 		d = ratelimit.Tighter(d, global.d)
 		var decided string
 		if tr != nil {
 			decided = traceRemoteLimits(tr, rt, global)
 		}
 		if global.refused || global.failed {
-			dp.snapshot(ctx, tr, trace.StageRoutePolicies, nil)
+			dp.routePolicies(ctx, tr)
+			pol.corsHeaders(cors, &ctx.Response.Header)
 			if global.refused {
 				ctx.Response.Header.Set(HeaderRateLimited, "true")
 				dp.answer(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d, global.warnings,
@@ -99,24 +140,68 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	be := rt.pick()
+	if pol != nil && pol.direct != nil {
+		dp.routePolicies(ctx, tr)
+		dp.direct(ctx, tr, rt, cors, int(pol.direct.Status), pol.direct.Body, d,
+			cause{kind: causeDirect, policy: "directResponse", reason: "the route's directResponse policy answers " + strconv.Itoa(int(pol.direct.Status))})
+		return
+	}
+	var be *backend
+	if rt.llm != nil {
+		if isModelList(&v) {
+			dp.routePolicies(ctx, tr)
+			ctx.Response.Header.SetContentType("application/json")
+			dp.direct(ctx, tr, rt, cors, http.StatusOK, b2s(rt.llm.list), d,
+				cause{kind: causeDirect, reason: "the model list of the route's llm models, answered by the proxy"})
+			return
+		}
+		model, ok := "", false
+		if body, read := requestBody(&ctx.Request); read {
+			model, ok = llm.ModelOf(body)
+		}
+		if ok {
+			be = rt.llm.pick(model, &v)
+		}
+		if be == nil {
+			dp.routePolicies(ctx, tr)
+			ctx.Response.Header.SetContentType("application/json")
+			reason := "the request names no model"
+			if ok {
+				reason = fmt.Sprintf("no model of the route takes %q (or its header conditions do not hold)", model)
+			}
+			dp.direct(ctx, tr, rt, cors, http.StatusNotFound, modelNotFound(model, ok), d,
+				cause{kind: causeNoModel, reason: reason})
+			return
+		}
+	} else {
+		be = rt.pick()
+	}
 	if be == nil {
-		dp.snapshot(ctx, tr, trace.StageRoutePolicies, nil)
+		dp.routePolicies(ctx, tr)
+		pol.corsHeaders(cors, &ctx.Response.Header)
 		dp.local(ctx, tr, http.StatusServiceUnavailable, "no backend for route\n", d,
 			cause{kind: causeNoBackend, reason: "route " + rt.key + " has no backend"})
 		return
 	}
+	if be.model != "" {
+		setModel(&ctx.Request, be.model)
+	}
 	if rt.tokens {
 		prepareLLMRequest(&ctx.Request)
 	}
+	if pol != nil {
+		for _, m := range pol.reqMod {
+			m.apply(&ctx.Request.Header)
+		}
+	}
 	if tr != nil {
-		dp.snapshot(ctx, tr, trace.StageRoutePolicies, nil)
+		dp.routePolicies(ctx, tr)
 		dp.snapshot(ctx, tr, trace.StageFinalRequest, be)
 		tr.Emit(trace.SeverityInfo, trace.BackendCallStart, map[string]any{"target": be.addr})
 	}
 
 	c := callPool.Get().(*call)
-	*c = call{dp: dp, tr: tr, rt: rt, be: be, d: d, start: time.Now(), remote: global, warnings: global.warnings}
+	*c = call{dp: dp, tr: tr, rt: rt, be: be, set: set, cors: cors, d: d, start: time.Now(), remote: global, warnings: global.warnings}
 	// One pass over the headers finds whether any must be dropped; an
 	// upgrade has one (Upgrade is hop-by-hop), so most requests stop here.
 	dropped := hasDroppedHeader(&ctx.Request.Header)
@@ -127,21 +212,20 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp.forward(ctx, c, dropped)
 }
 
-// routeFor picks the route of the request; a traced request also
-// traces routeSelection with every route's reason, and gets why no route
-// took it.
-func routeFor(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, bt *bindTable) (*route, cause) {
+// routeFor picks the route of the request (v is nil-valued without a
+// bind); a traced request also traces routeSelection with every route's
+// reason, and gets why no route took it.
+func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable) (*route, cause) {
 	if bt == nil {
 		if tr != nil {
 			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": []any{}, "reasons": []any{}})
 		}
 		return nil, cause{kind: causeNoRoute, reason: "the port has no configuration"}
 	}
-	v := newView(&ctx.Request)
 	if tr == nil {
-		return bt.selectRoute(&v), cause{}
+		return bt.selectRoute(v), cause{}
 	}
-	rt, sel := bt.explainRoute(&v)
+	rt, sel := bt.explainRoute(v)
 	traceRouteSelection(tr, sel)
 	if rt == nil {
 		return nil, noRouteCause(sel, v.host, v.path)
@@ -149,13 +233,14 @@ func routeFor(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, bt *bindTable) (*ro
 	return rt, cause{}
 }
 
-// admit applies the route's local limits; a traced request also traces
-// their decision, and gets which entries refused it.
-func admit(rt *route, tr *reftrace.Tracer) (ratelimit.Decision, string) {
+// admit applies the request's local limits (set: the route's, with the
+// conditional entry that holds); a traced request also traces their
+// decision, and gets which entries refused it.
+func admit(set *ratelimit.Set, rt *route, tr *reftrace.Tracer) (ratelimit.Decision, string) {
 	if tr == nil {
-		return rt.set.Admit(time.Now()), ""
+		return set.Admit(time.Now()), ""
 	}
-	d, states := rt.set.AdmitExplained(time.Now())
+	d, states := set.AdmitExplained(time.Now())
 	return d, traceLocalLimit(tr, rt, d, states)
 }
 
@@ -393,7 +478,7 @@ func (dp *Dataplane) clientBodyError(ctx *fasthttp.RequestCtx, c *call, err erro
 
 // watchTokens charges LLM token usage once the body has passed through.
 func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadCloser) io.ReadCloser {
-	set, route := c.rt.set, c.rt.key
+	set, route := c.set, c.rt.key
 	// Error answers from LLM providers carry no usage: counting them as 0 is
 	// expected, not worth a warning.
 	success := resp.StatusCode() < 300
@@ -420,24 +505,35 @@ func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadC
 // prepareLLMRequest applies llm.PrepareBody to a JSON request body of
 // known, bounded size that is already in memory or can be read.
 func prepareLLMRequest(req *fasthttp.Request) {
-	if ct := req.Header.ContentType(); len(ct) > 0 && !llm.IsJSON(b2s(ct)) {
+	body, ok := requestBody(req)
+	if !ok {
 		return
 	}
-	n := req.Header.ContentLength()
-	if n == 0 || n > llm.MaxRequestSize {
-		return
-	}
-	if stream := req.BodyStream(); stream != nil {
-		body, rest, ok := llm.ReadBody(stream, int64(n))
-		if !ok {
-			req.SetBodyStream(rest, -1) // too large, or broken: goes on untouched
-			return
-		}
-		req.SetBodyRaw(body)
-		req.Header.SetContentLength(len(body))
-	}
-	if out, ok := llm.PrepareBody(req.Body()); ok {
+	if out, ok := llm.PrepareBody(body); ok {
 		req.SetBodyRaw(out)
 		req.Header.SetContentLength(len(out))
+	}
+}
+
+// routePolicies traces the request after the route's policies, when the
+// proxy answers it itself.
+func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
+	if tr != nil {
+		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+	}
+}
+
+// direct answers with a response of the route's own (directResponse, the
+// LLM model list and its errors): status and body, the route's response
+// header modifiers and CORS headers, and the rate-limit headers.
+func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *route, cors corsResult, code int, body string, d ratelimit.Decision, why cause) {
+	resp := &ctx.Response
+	d.EachHeader(resp.Header.Set)
+	rt.pol.applyResponse(cors, &resp.Header)
+	resp.SetStatusCode(code)
+	resp.SetBodyString(body)
+	if tr != nil {
+		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
+		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, why.fields(code))
 	}
 }

@@ -14,8 +14,19 @@ import (
 // requestState is requestSnapshot.requestState; be is set at the final request.
 func (dp *Dataplane) requestState(ctx *fasthttp.RequestCtx, start time.Time, be *backend) map[string]any {
 	host, port := remoteHostPort(ctx)
+	req := requestInfo(ctx, start)
+	if t := dp.table.Load(); t != nil && t.sensitive != nil {
+		// config.sensitiveHeaders: their values stay out of traces.
+		if hs, ok := req["headers"].(map[string]any); ok {
+			for k := range hs {
+				if t.sensitive[k] {
+					hs[k] = "<redacted>"
+				}
+			}
+		}
+	}
 	st := map[string]any{
-		"request": requestInfo(ctx, start),
+		"request": req,
 		"source":  map[string]any{"address": host, "port": port, "rawAddress": host, "rawPort": port},
 	}
 	if be != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -76,7 +77,7 @@ func (dp *Dataplane) Dump() *configdump.Dump {
 			routes := map[string]configdump.Route{}
 			for _, rt := range l.routes {
 				routes[rt.key] = dumpRoute(rt)
-				for _, be := range rt.backends {
+				for _, be := range rt.allBackends() {
 					if seen[be.stats] {
 						continue
 					}
@@ -165,13 +166,8 @@ func dumpPolicies(p config.Policy) []configdump.Policy {
 	}
 	phase := cmp.Or(p.Phase, "route")
 	ns := cmp.Or(p.Name.Namespace, config.DefaultNamespace)
-	kinds := map[string]any{}
-	if len(p.Policy.LocalRateLimit) > 0 {
-		kinds["localRateLimit"] = p.Policy.LocalRateLimit
-	}
-	if p.Policy.RemoteRateLimit != nil {
-		kinds["remoteRateLimit"] = p.Policy.RemoteRateLimit
-	}
+	// Every kind the policy sets, as the config writes it.
+	kinds, _ := asJSON(p.Policy).(map[string]any)
 	var out []configdump.Policy
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		out = append(out, configdump.Policy{
@@ -204,6 +200,19 @@ func targetKey(t config.PolicyTarget) string {
 	return ""
 }
 
+// allBackends are the backends a route may send to: its own, or its LLM
+// models'.
+func (rt *route) allBackends() []*backend {
+	if rt.llm == nil {
+		return rt.backends
+	}
+	out := make([]*backend, 0, len(rt.llm.models))
+	for _, m := range rt.llm.models {
+		out = append(out, m.be)
+	}
+	return out
+}
+
 func dumpRoute(rt *route) configdump.Route {
 	// The matches as written, in the shape the config and the dump share
 	// (routing.MatchSpec), so the dump can be matched against again
@@ -214,7 +223,7 @@ func dumpRoute(rt *route) configdump.Route {
 	}
 	backends := []configdump.RouteBackend{}
 	refd := map[config.ServiceOf]bool{}
-	for _, be := range rt.backends {
+	for _, be := range rt.allBackends() {
 		if so := be.service; so != nil {
 			// The endpoints of one Service port are one reference to it.
 			if !refd[*so] {
@@ -227,27 +236,57 @@ func dumpRoute(rt *route) configdump.Route {
 		// A backend reference is the backend's namespace/name.
 		backends = append(backends, configdump.RouteBackend{Weight: be.weight, Backend: config.DefaultNamespace + "/" + be.name})
 	}
-	// The route's own policies; those of top-level policies are under
-	// policies[], with their targets, as the reference lists them.
-	inline := []map[string]any{}
-	var own []any
-	for _, le := range rt.limits {
-		if le.src.policy < 0 {
-			own = append(own, effectiveLimit(le.spec))
-		}
-	}
-	if len(own) > 0 {
-		inline = append(inline, map[string]any{"localRateLimit": own})
-	}
-	if rt.inlineRemote != nil {
-		inline = append(inline, map[string]any{"remoteRateLimit": remoteEffective(rt.inlineRemote)})
-	}
+	inline := ownPolicies(rt)
 	hostnames := rt.match.Hostnames
 	if hostnames == nil {
 		hostnames = []string{}
 	}
 	return configdump.Route{Key: rt.key, Name: rt.name, Namespace: rt.namespace, Hostnames: hostnames,
 		Matches: matches, Backends: backends, InlinePolicies: inline}
+}
+
+// ownPolicies are the route's inline policies, one object per kind, in
+// effectivePolicy's key order; the top-level policies that apply to it
+// are under policies[] with their targets, as the reference lists them.
+func ownPolicies(rt *route) []map[string]any {
+	out := []map[string]any{}
+	own := rt.own
+	if own == nil {
+		return out
+	}
+	var limits []any
+	for _, le := range rt.limits {
+		if le.src.policy >= 0 {
+			continue
+		}
+		m := effectiveLimit(le.spec)
+		if le.conditional {
+			m["condition"] = nil
+			if le.condition != "" {
+				m["condition"] = le.condition
+			}
+		}
+		limits = append(limits, m)
+	}
+	kinds := map[string]any{}
+	if limits != nil {
+		kinds["localRateLimit"] = limits
+	}
+	if own.RemoteRateLimit != nil {
+		kinds["remoteRateLimit"] = remoteEffective(own.RemoteRateLimit)
+	}
+	for k, v := range map[string]any{"cors": own.CORS, "authorization": own.Authorization, "directResponse": own.DirectResponse,
+		"requestHeaderModifier": own.RequestHeaderModifier, "responseHeaderModifier": own.ResponseHeaderModifier} {
+		if !reflect.ValueOf(v).IsNil() {
+			kinds[k] = asJSON(v)
+		}
+	}
+	for _, k := range effectivePolicyKeys {
+		if v, ok := kinds[k]; ok {
+			out = append(out, map[string]any{k: v})
+		}
+	}
+	return out
 }
 
 // dumpMatch is a match as the dump writes it: always with a path (the

@@ -2,12 +2,13 @@ package proxy
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 
+	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
@@ -19,6 +20,8 @@ import (
 type Table struct {
 	cfg   *config.Config
 	binds []*bindTable
+	// sensitive are the request headers traces redact (lower case).
+	sensitive map[string]bool
 }
 
 type bindTable struct {
@@ -49,20 +52,29 @@ type route struct {
 	next     atomic.Uint64
 	// set is nil when no rate limit applies, so unlimited routes skip the limiter.
 	set *ratelimit.Set
-	// limits are the set's entries in the order of the route's policies,
-	// with where each comes from, for the trace's reasons.
+	// cond are the conditional local limits; nil for most routes.
+	cond *condLimits
+	// limits are every local limit entry of the route, plain then
+	// conditional, in effectivePolicy's order, with where each comes
+	// from, for the trace's reasons.
 	limits []limitEntry
 	// remote are the global limits, gateway-wide first; nil for most routes.
 	remote []*remote.Limiter
-	// remoteFrom says where each of remote comes from; inlineRemote is the
-	// route's own, for the dump.
-	remoteFrom   []policySource
-	inlineRemote *config.RemoteRateLimit
-	tokens       bool
-	effective    map[string]any
+	// remoteFrom says where each of remote comes from.
+	remoteFrom []policySource
+	// own are the route's inline policies as configured, for the dump.
+	own *config.Policies
 	// policies are the configured policies that target this route's
 	// gateway or name, applied or not, for the trace's reasons.
 	policies []policyTarget
+	// tokens: some limit counts LLM tokens, so responses are watched.
+	tokens bool
+	// pol are the other policies; nil for most routes.
+	pol *routePolicies
+	// llm picks the backend by the request's model (llm: routes); nil
+	// for others.
+	llm       *llmRouter
+	effective map[string]any
 }
 
 type backend struct {
@@ -72,7 +84,11 @@ type backend struct {
 	weight    uint64
 	ai        bool
 	tls       bool
-	client    *fasthttp.HostClient
+	// Of AI backends: the model the request's is replaced with, the path
+	// rewrite (pathOverride replaces the path, pathPrefix the provider's
+	// /v1) and the API key sent as a bearer token; empty for most.
+	model, pathOverride, pathPrefix, apiKey string
+	client                                  *fasthttp.HostClient
 	// do makes the round trip: client.Do, or a stub in benchmarks.
 	do    func(req *fasthttp.Request, resp *fasthttp.Response) error
 	stats *EndpointStats
@@ -99,12 +115,22 @@ var effectivePolicyKeys = []string{
 
 func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 	t := &Table{cfg: cfg}
+	if cfg.Config != nil && len(cfg.Config.SensitiveHeaders) > 0 {
+		t.sensitive = map[string]bool{}
+		for _, h := range cfg.Config.SensitiveHeaders {
+			t.sensitive[strings.ToLower(h)] = true
+		}
+	}
 	for bi, b := range cfg.Binds {
 		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName(), routing: &routing.Bind{}}
 		for li, l := range b.Listeners {
 			lt := &listener{key: config.ListenerKey(b, l, li), name: l.ListenerName(li), hostname: strings.ToLower(l.Hostname)}
 			// Gateway-wide buckets are shared by every route of the listener.
-			gw := gatewayLimits{}
+			gw := &limits{}
+			var gwPols []policyInput
+			if p := l.Policies; p != nil {
+				gwPols = append(gwPols, policyInput{cors: p.CORS, authorization: p.Authorization})
+			}
 			for pi, p := range cfg.Policies {
 				g := p.Target.Gateway
 				if g == nil || g.GatewayName != bt.gateway || g.GatewayNamespace != config.DefaultNamespace {
@@ -124,18 +150,15 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 				if g.ListenerName != nil {
 					src.target += " listener " + *g.ListenerName
 				}
+				if err := gw.add(dp, p.Name.Namespace+"/"+p.Name.Name+"/"+bt.gateway, &p.Policy, src); err != nil {
+					return nil, fmt.Errorf("policy %s/%s: %w", p.Name.Namespace, p.Name.Name, err)
+				}
 				gw.applied = append(gw.applied, policyTarget{src: src, kinds: policyKinds(p.Policy)})
-				for i, rl := range p.Policy.LocalRateLimit {
-					gw.limits = append(gw.limits, limitEntry{bucket: dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+bt.gateway, rl), spec: rl, src: src, index: i})
-				}
-				if p.Policy.RemoteRateLimit != nil {
-					gw.remote = append(gw.remote, p.Policy.RemoteRateLimit)
-					gw.remoteFrom = append(gw.remoteFrom, src)
-				}
+				gwPols = append(gwPols, policyInput{p: &p.Policy})
 			}
 			var rroutes []*routing.Route
 			for ri, r := range l.Routes {
-				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw)
+				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw, gwPols)
 				if err != nil {
 					return nil, err
 				}
@@ -156,7 +179,84 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 	return t, nil
 }
 
-func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw gatewayLimits) (*route, error) {
+// limits are the rate limits of one place (a gateway, a route): plain
+// buckets, groups of conditional entries, global limits, and the configs
+// they came from for effectivePolicy; with where each comes from, and the
+// place's policies applied and skipped, for the trace's reasons.
+type limits struct {
+	buckets []*ratelimit.Bucket
+	specs   []config.RateLimit
+	entries []limitEntry // one per bucket
+	groups  []condGroup
+	remotes []*config.RemoteRateLimit
+	from    []policySource // one per remote
+
+	applied, skipped []policyTarget
+}
+
+// condGroup is one localRateLimit policy in the conditional form.
+type condGroup struct {
+	conds   []cel.Program // nil: the fallback
+	buckets []*ratelimit.Bucket
+	entries []config.ConditionalRateLimit
+	src     policySource
+}
+
+// add takes the limits of a policy block from src; key names its buckets,
+// so that they keep their state across reloads.
+func (l *limits) add(dp *Dataplane, key string, p *config.Policies, src policySource) error {
+	for i, rl := range p.LocalRateLimit {
+		b := dp.bucket(key, rl)
+		l.buckets = append(l.buckets, b)
+		l.specs = append(l.specs, rl)
+		l.entries = append(l.entries, limitEntry{bucket: b, spec: rl, src: src, index: i})
+	}
+	if c := p.LocalRateLimitConditional; len(c) > 0 {
+		g := condGroup{entries: c, src: src}
+		for i, e := range c {
+			var prog cel.Program
+			if e.Condition != "" {
+				var err error
+				if prog, err = celexpr.CompileRequest(e.Condition, celexpr.Bool); err != nil {
+					return err
+				}
+			}
+			g.conds = append(g.conds, prog)
+			g.buckets = append(g.buckets, dp.bucket(fmt.Sprintf("%s/conditional/%d", key, i), e.RateLimit))
+		}
+		l.groups = append(l.groups, g)
+	}
+	if p.RemoteRateLimit != nil {
+		l.remotes = append(l.remotes, p.RemoteRateLimit)
+		l.from = append(l.from, src)
+	}
+	return nil
+}
+
+func (l *limits) merge(o *limits) {
+	l.buckets = append(l.buckets, o.buckets...)
+	l.specs = append(l.specs, o.specs...)
+	l.entries = append(l.entries, o.entries...)
+	l.groups = append(l.groups, o.groups...)
+	l.remotes = append(l.remotes, o.remotes...)
+	l.from = append(l.from, o.from...)
+	l.applied = append(l.applied, o.applied...)
+	l.skipped = append(l.skipped, o.skipped...)
+}
+
+// entryList is every local limit entry, plain then conditional, in
+// effectivePolicy's order (limitsEffective).
+func (l *limits) entryList() []limitEntry {
+	out := append([]limitEntry(nil), l.entries...)
+	for _, g := range l.groups {
+		for i, e := range g.entries {
+			out = append(out, limitEntry{bucket: g.buckets[i], spec: e.RateLimit, src: g.src, index: i, condition: e.Condition, conditional: true})
+		}
+	}
+	return out
+}
+
+func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw *limits, gwPols []policyInput) (*route, error) {
 	rt := &route{
 		key:       config.RouteKey(b, l, li, r, ri),
 		name:      r.RouteName(ri),
@@ -166,12 +266,10 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		rt.namespace = config.DefaultNamespace
 	}
 
-	// Buckets: gateway-wide first, then targeted route policies, then inline.
-	limits := slices.Clone(gw.limits)
-	remotes := slices.Clone(gw.remote)
-	rt.remoteFrom = slices.Clone(gw.remoteFrom)
-	rt.policies = slices.Clone(gw.applied)
-	rt.policies = append(rt.policies, gw.skipped...)
+	// Limits: gateway-wide first, then targeted route policies, then inline.
+	lim := &limits{}
+	lim.merge(gw)
+	pols := append([]policyInput(nil), gwPols...)
 	for pi, p := range cfg.Policies {
 		t := p.Target.Route
 		if t == nil || t.Name != rt.name || t.Namespace != rt.namespace {
@@ -179,79 +277,112 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		}
 		src := policySource{policy: pi, name: p.Name.Namespace + "/" + p.Name.Name, target: "route " + rt.namespace + "/" + rt.name}
 		if t.RuleName != nil && *t.RuleName != r.RuleName {
-			rt.policies = append(rt.policies, policyTarget{src: src, kinds: policyKinds(p.Policy),
+			lim.skipped = append(lim.skipped, policyTarget{src: src, kinds: policyKinds(p.Policy),
 				skip: fmt.Sprintf("targets rule %s of route %s/%s, the request matched rule %q", *t.RuleName, rt.namespace, rt.name, r.RuleName)})
 			continue
 		}
 		if t.RuleName != nil {
 			src.target += " rule " + *t.RuleName
 		}
-		rt.policies = append(rt.policies, policyTarget{src: src, kinds: policyKinds(p.Policy)})
-		for i, rl := range p.Policy.LocalRateLimit {
-			limits = append(limits, limitEntry{bucket: dp.bucket(p.Name.Namespace+"/"+p.Name.Name+"/"+rt.key, rl), spec: rl, src: src, index: i})
+		if err := lim.add(dp, p.Name.Namespace+"/"+p.Name.Name+"/"+rt.key, &p.Policy, src); err != nil {
+			return nil, fmt.Errorf("route %s: %w", rt.key, err)
 		}
-		if p.Policy.RemoteRateLimit != nil {
-			remotes = append(remotes, p.Policy.RemoteRateLimit)
-			rt.remoteFrom = append(rt.remoteFrom, src)
-		}
+		lim.applied = append(lim.applied, policyTarget{src: src, kinds: policyKinds(p.Policy)})
+		pols = append(pols, policyInput{p: &p.Policy})
 	}
 	if r.Policies != nil {
+		rt.own = r.Policies
 		src := policySource{policy: -1, target: "route " + rt.namespace + "/" + rt.name}
+		// Inline buckets are keyed by their place in the list.
 		for i, rl := range r.Policies.LocalRateLimit {
-			limits = append(limits, limitEntry{bucket: dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl), spec: rl, src: src, index: i})
+			b := dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl)
+			lim.buckets = append(lim.buckets, b)
+			lim.specs = append(lim.specs, rl)
+			lim.entries = append(lim.entries, limitEntry{bucket: b, spec: rl, src: src, index: i})
 		}
-		if r.Policies.RemoteRateLimit != nil {
-			remotes = append(remotes, r.Policies.RemoteRateLimit)
-			rt.remoteFrom = append(rt.remoteFrom, src)
-			rt.inlineRemote = r.Policies.RemoteRateLimit
+		inline := *r.Policies
+		inline.LocalRateLimit = nil
+		if err := lim.add(dp, rt.key+"/inline", &inline, src); err != nil {
+			return nil, fmt.Errorf("route %s: %w", rt.key, err)
 		}
+		pols = append(pols, policyInput{p: r.Policies})
 	}
-	rt.limits = limits
-	buckets := make([]*ratelimit.Bucket, 0, len(limits))
-	for _, le := range limits {
-		buckets = append(buckets, le.bucket)
-	}
-	if len(buckets) > 0 {
-		rt.set = ratelimit.NewSet(buckets...)
-		rt.tokens = rt.set.HasTokens()
-	}
-	for _, rr := range remotes {
+	rt.limits = lim.entryList()
+	rt.remoteFrom = lim.from
+	rt.policies = append(append([]policyTarget(nil), lim.applied...), lim.skipped...)
+	rt.limitSets(lim)
+	for _, rr := range lim.remotes {
 		conn, err := dp.rlsConn(rr.Host)
 		if err != nil {
 			return nil, fmt.Errorf("route %s: remoteRateLimit: %w", rt.key, err)
 		}
-		lim, err := remote.New(conn, rr.Remote())
+		rem, err := remote.New(conn, rr.Remote())
 		if err != nil {
 			return nil, fmt.Errorf("route %s: remoteRateLimit: %w", rt.key, err)
 		}
-		rt.remote = append(rt.remote, lim)
-		rt.tokens = rt.tokens || lim.Tokens()
+		rt.remote = append(rt.remote, rem)
+		rt.tokens = rt.tokens || rem.Tokens()
 	}
+	rp, err := compilePolicies(pols)
+	if err != nil {
+		return nil, fmt.Errorf("route %s: %w", rt.key, err)
+	}
+	rt.pol = rp
+
 	rt.effective = make(map[string]any, len(effectivePolicyKeys))
 	for _, k := range effectivePolicyKeys {
 		rt.effective[k] = nil
 	}
-	if len(limits) > 0 {
-		ls := make([]any, 0, len(limits))
-		for _, le := range limits {
-			ls = append(ls, effectiveLimit(le.spec))
-		}
+	if ls := limitsEffective(lim); ls != nil {
 		rt.effective["localRateLimit"] = ls
 	}
-	if len(remotes) > 0 {
-		rs := make([]any, 0, len(remotes))
-		for _, rr := range remotes {
+	if len(lim.remotes) > 0 {
+		rs := make([]any, 0, len(lim.remotes))
+		for _, rr := range lim.remotes {
 			rs = append(rs, remoteEffective(rr))
 		}
 		rt.effective["remoteRateLimit"] = rs
 	}
+	rp.effective(rt.effective, pols)
 
 	for _, bk := range r.Backends {
 		be := dp.backend(bk)
 		rt.backends = append(rt.backends, be)
 		rt.weights += be.weight
 	}
+	if r.LLM != nil {
+		lr, err := dp.llmRouter(r.LLM)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", rt.key, err)
+		}
+		rt.llm = lr
+	}
 	return rt, nil
+}
+
+// limitSets makes the route's rate-limit Sets: one Set of every plain
+// bucket, and with conditional entries, one per entry of a single group
+// (groups of several policies are combined per request).
+func (rt *route) limitSets(lim *limits) {
+	if len(lim.buckets) > 0 {
+		rt.set = ratelimit.NewSet(lim.buckets...)
+	}
+	rt.tokens = rt.set.HasTokens()
+	if len(lim.groups) == 0 {
+		return
+	}
+	c := &condLimits{none: rt.set, groups: lim.groups, base: lim.buckets}
+	if len(lim.groups) == 1 {
+		for _, b := range lim.groups[0].buckets {
+			c.sets = append(c.sets, ratelimit.NewSet(append(append([]*ratelimit.Bucket(nil), lim.buckets...), b)...))
+		}
+	}
+	for _, g := range lim.groups {
+		for _, b := range g.buckets {
+			rt.tokens = rt.tokens || b.Spec().Type == ratelimit.Tokens
+		}
+	}
+	rt.cond = c
 }
 
 // effectiveLimit is a local limit entry as effectivePolicy and the dump
@@ -263,6 +394,27 @@ func effectiveLimit(l config.RateLimit) map[string]any {
 	}
 	return map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
 		"fillInterval": l.FillInterval.String(), "type": typ}
+}
+
+// limitsEffective is localRateLimit in effectivePolicy: every entry that
+// may apply, conditional ones with their condition (null: the fallback).
+func limitsEffective(lim *limits) []any {
+	entry := effectiveLimit
+	var ls []any
+	for _, l := range lim.specs {
+		ls = append(ls, entry(l))
+	}
+	for _, g := range lim.groups {
+		for _, e := range g.entries {
+			m := entry(e.RateLimit)
+			m["condition"] = nil
+			if e.Condition != "" {
+				m["condition"] = e.Condition
+			}
+			ls = append(ls, m)
+		}
+	}
+	return ls
 }
 
 // remoteEffective is a remoteRateLimit policy as effectivePolicy shows it:

@@ -314,6 +314,9 @@ func (m *Match) check(r *Request, h Headers) Condition {
 	return Condition{}
 }
 
+// Matches reports whether r (with headers h) satisfies every condition.
+func (m *Match) Matches(r *Request, h Headers) bool { return m.check(r, h).Kind == "" }
+
 // pathMatches is the reference's path test. A prefix matches whole
 // segments (/foo matches /foo and /foo/bar, not /foobar), with trailing
 // slashes of the prefix and the path ignored.

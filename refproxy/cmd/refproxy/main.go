@@ -6,12 +6,21 @@
 // moment the proxy serves its config until shutdown begins (a kubelet's
 // readiness probe; the admin server stays on loopback).
 //
+// The file may be in any style of the reference implementation (binds:,
+// gateways: with routes:, llm:). A file that uses what refproxy does not
+// implement is refused with every place that does (exit 2; --validate-only
+// says the same without starting); an invalid one exits 1. Settings that
+// change no traffic (config.tracing, ...) are accepted, and said to be
+// ignored. config.logging sets the log filter and config.readinessAddr the
+// readiness address, unless --log-level and --readiness-addr are given.
+//
 // ADMIN_ADDR overrides config.adminAddr. SIGHUP and edits of the file reload
 // the config; SIGINT/SIGTERM and POST /quitquitquit shut down gracefully.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -59,9 +68,24 @@ func run(args []string) int {
 		return 2
 	}
 	cfg, err := config.Load(*file)
+	if config.IsNotImplemented(err) {
+		// Valid for the reference implementation; refproxy says every
+		// place that uses what it does not implement, and refuses it.
+		n := len(allErrors(err))
+		fmt.Fprintf(os.Stderr, "refproxy: config refused: %d %s features refproxy does not implement:\n%v\n", n, plural(n, "place uses", "places use"), err)
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "refproxy: invalid config: %v\n", err)
 		return 1
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["log-level"] && cfg.LogFilter() != "" {
+		*logLevel = cfg.LogFilter() // config.logging, unless the flag says otherwise
+	}
+	if !set["readiness-addr"] {
+		*readyAddr = cfg.ReadinessAddress()
 	}
 	opts := []refproxy.Option{
 		refproxy.WithAdminAllowRemote(*allowRemote),
@@ -80,6 +104,9 @@ func run(args []string) int {
 	}
 	if *validate {
 		fmt.Printf("%s: valid\n", *file)
+		for _, ig := range cfg.Ignored {
+			fmt.Println(ig)
+		}
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -135,4 +162,24 @@ func serveReadiness(addr string) (stop func(), err error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return func() { _ = srv.Close() }, nil
+}
+
+// allErrors lists the errors of a config error.
+func allErrors(err error) []*config.Error {
+	var es config.Errors
+	if errors.As(err, &es) {
+		return es
+	}
+	var e *config.Error
+	if errors.As(err, &e) {
+		return []*config.Error{e}
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

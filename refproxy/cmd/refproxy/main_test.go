@@ -49,6 +49,16 @@ func TestRunExitCodes(t *testing.T) {
 		{"unknown field names file, line and field", []string{"-f", "../../config/testdata/invalid/typo.yaml", "--validate-only"}, 1,
 			`refproxy: invalid config: ../../config/testdata/invalid/typo.yaml:7: binds[0].listeners[0].routes[0].matches[0].path.pathPrefx: unknown field "pathPrefx" (did you mean "pathPrefix"?)`},
 		{"missing file", []string{"-f", "nope.yaml"}, 1, "refproxy: invalid config: open nope.yaml: no such file or directory"},
+		{"every feature not implemented, at once", []string{"-f", "../../config/testdata/corpus/examples__traffic-http__config.yaml", "--validate-only"}, 2,
+			"refproxy: config refused: 4 places use features refproxy does not implement:\n" +
+				"../../config/testdata/corpus/examples__traffic-http__config.yaml:47: binds[0].listeners[0].routes[1].policies.urlRewrite: not implemented by refproxy\n" +
+				"../../config/testdata/corpus/examples__traffic-http__config.yaml:58: binds[0].listeners[0].routes[1].policies.requestMirror: not implemented by refproxy\n" +
+				"../../config/testdata/corpus/examples__traffic-http__config.yaml:62: binds[0].listeners[0].routes[1].policies.retry: not implemented by refproxy\n" +
+				"../../config/testdata/corpus/examples__traffic-http__config.yaml:65: binds[0].listeners[0].routes[1].policies.timeout: not implemented by refproxy\n"},
+		{"the docs' gateways style", []string{"-f", "../../config/testdata/corpus/website__rate-limits__L78.yaml", "--validate-only"}, 0,
+			"website__rate-limits__L78.yaml: valid\n"},
+		{"a setting that changes no traffic is said to be ignored", []string{"-f", "../../config/testdata/corpus/examples__traffic-ratelimiting-local__config.yaml", "--validate-only"}, 0,
+			"examples__traffic-ratelimiting-local__config.yaml:5: config.tracing: accepted and ignored (OpenTelemetry export; refproxy exports no traces (its /debug/trace is unrelated))\n"},
 		{"no -f", nil, 2, "usage: refproxy -f config.yaml"},
 		{"unknown flag", []string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
 	}
@@ -161,6 +171,62 @@ func TestSIGHUPReloadsAndQuitStops(t *testing.T) {
 		}
 		if _, err := readiness(); err == nil {
 			t.Error("readiness still answers after exit")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("refproxy did not exit after /quitquitquit")
+	}
+}
+
+// TestSettingsFromConfig: in the docs' gateways style, config.readinessAddr
+// and config.logging stand in for --readiness-addr and --log-level.
+func TestSettingsFromConfig(t *testing.T) {
+	bind, admin, ready := freePort(t), freePort(t), freePort(t)
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	cfg := fmt.Sprintf("config:\n  adminAddr: 127.0.0.1:%s\n  readinessAddr: 127.0.0.1:%s\n  logging: {level: error}\n  tracing: {otlpEndpoint: \"http://localhost:4317\"}\n"+
+		"gateways:\n  default: {port: %s}\nroutes:\n- policies: {directResponse: {status: 200, body: ok}}\n", admin, ready, bind)
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		code int
+		out  string
+	}
+	exit := make(chan result, 1)
+	go func() {
+		code, out := capture(t, func() int { return run([]string{"-f", file, "--bind-host", "127.0.0.1", "--watch=false"}) })
+		exit <- result{code, out}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://127.0.0.1:" + ready + "/healthz/ready")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no readiness endpoint at config.readinessAddr")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Get("http://127.0.0.1:" + bind + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("the gateway's route: %d, want 200", resp.StatusCode)
+	}
+	resp, err = http.Post("http://127.0.0.1:"+admin+"/quitquitquit", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case r := <-exit:
+		// At level error, neither the start-up line nor the warning that
+		// config.tracing is ignored is logged.
+		if r.code != 0 || strings.Contains(r.out, "refproxy started") || strings.Contains(r.out, "config.tracing") {
+			t.Errorf("exit %d, output %q; want 0 and nothing logged below error", r.code, r.out)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("refproxy did not exit after /quitquitquit")

@@ -19,7 +19,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -109,29 +108,15 @@ type compiled struct {
 	override cel.Program // nil without limitOverride
 }
 
-// Compile checks a descriptor value expression; it must yield a string.
+// Compile checks a descriptor value expression; it must yield a string
+// (or a bool or number, sent as its string: "true", "42").
 func Compile(expression string) (cel.Program, error) {
-	env, err := celEnv()
-	if err != nil {
-		return nil, err
-	}
-	return celexpr.Compile(env, expression, "string", []*cel.Type{cel.StringType}, cel.CostLimit(maxCost))
+	return celexpr.CompileRequest(expression, celexpr.Scalar)
 }
-
-// maxCost bounds the work of one expression on one request (CEL's cost
-// units, roughly one per operation): a descriptor is a few lookups, and an
-// expression that would cost more is cut off, its descriptor skipped,
-// rather than stall the data plane.
-const maxCost = 10000
 
 // CompileOverride checks a limitOverride expression; it must yield a map.
 func CompileOverride(expression string) (cel.Program, error) {
-	env, err := celEnv()
-	if err != nil {
-		return nil, err
-	}
-	return celexpr.Compile(env, expression, "a map with unit and requestsPerUnit",
-		[]*cel.Type{cel.MapType(cel.StringType, cel.DynType)}, cel.CostLimit(maxCost))
+	return celexpr.CompileRequest(expression, celexpr.Map)
 }
 
 // overrideUnits are the units a limitOverride may name.
@@ -140,15 +125,9 @@ var overrideUnits = map[string]typev3.RateLimitUnit{
 	"day": typev3.RateLimitUnit_DAY, "month": typev3.RateLimitUnit_MONTH, "year": typev3.RateLimitUnit_YEAR,
 }
 
-// The descriptor expressions see the request as the trace filter does
-// (request.method, .path, .host, .headers, ...) and the client's address
-// as source.address and source.port.
-var celEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.Variable("request", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("source", cel.MapType(cel.StringType, cel.DynType)),
-	)
-})
+// The descriptor expressions see the request as policies do
+// (celexpr.RequestEnv: request.method, .path, .host, .headers, ...,
+// source.address and source.port, and jwt, always empty).
 
 // New compiles the policy's expressions; conn reaches the service (see
 // Dial).
@@ -343,7 +322,7 @@ func (d compiled) eval(act map[string]any) (*ratelimitv3.RateLimitDescriptor, bo
 		if err != nil {
 			return nil, false
 		}
-		s, ok := out.Value().(string)
+		s, ok := scalarString(out.Value())
 		if !ok {
 			return nil, false
 		}
@@ -412,4 +391,22 @@ func unitSeconds(u rlsv3.RateLimitResponse_RateLimit_Unit) uint64 {
 		return 365 * 86400
 	}
 	return 1
+}
+
+// scalarString is a descriptor value as sent: a string as it is, a bool or
+// a number as its text.
+func scalarString(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case bool:
+		return strconv.FormatBool(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case uint64:
+		return strconv.FormatUint(v, 10), true
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64), true
+	}
+	return "", false
 }

@@ -185,9 +185,33 @@ func TestExpensiveExpressionIsCutOff(t *testing.T) {
 }
 
 func TestCompileRejects(t *testing.T) {
-	for _, expr := range []string{"request.path ==", "1 + 1", "nosuch.var"} {
+	for _, expr := range []string{"request.path ==", "[1, 2]", "{'a': 1}", "nosuch.var"} {
 		if _, err := Compile(expr); err == nil {
 			t.Errorf("Compile(%q): no error", expr)
+		}
+	}
+}
+
+// TestScalarDescriptorValues: a bool or number is sent as its text, as a
+// descriptor such as has(jwt.sub) (the reference's docs) needs; jwt holds
+// no claims in refproxy.
+func TestScalarDescriptorValues(t *testing.T) {
+	act := map[string]any{"request": map[string]any{"path": "/a"}, "source": map[string]any{"port": int64(7)}, "jwt": map[string]any{}}
+	for expr, want := range map[string]string{
+		`has(jwt.sub)`:          "false",
+		`1 + 1`:                 "2",
+		`source.port`:           "7",
+		`request.path == "/a"`:  "true",
+		`double(3) / double(2)`: "1.5",
+	} {
+		prog, err := Compile(expr)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", expr, err)
+		}
+		c := compiled{keys: []string{"k"}, values: []cel.Program{prog}}
+		rd, ok := c.eval(act)
+		if !ok || rd.Entries[0].Value != want {
+			t.Errorf("%s: got %v (%v), want %q", expr, rd, ok, want)
 		}
 	}
 }

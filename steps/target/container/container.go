@@ -165,6 +165,8 @@ func (o Options) withDefaults() Options {
 // Container is the container target.
 type Container struct {
 	opts Options
+	// Style is how the config is laid out (default binds).
+	Style local.ConfigStyle
 
 	provider *testcontainers.DockerProvider
 	docker   client.APIClient
@@ -407,7 +409,7 @@ func (d *deployment) startProxy(ctx context.Context, setup target.Setup) error {
 		exposed = append(exposed, p)
 		listenerPorts = append(listenerPorts, p)
 	}
-	yml, err := local.StandaloneConfig(setup, net.JoinHostPort("0.0.0.0", strconv.Itoa(o.AdminPort)), ports, d.backendAddrs)
+	yml, err := local.StandaloneConfig(setup, d.target.Style, net.JoinHostPort("0.0.0.0", strconv.Itoa(o.AdminPort)), ports, d.backendAddrs)
 	if err != nil {
 		return err
 	}

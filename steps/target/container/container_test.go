@@ -22,6 +22,7 @@ import (
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/container"
 	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
+	"github.com/gwdiag/gwdiag/steps/target/local"
 	"github.com/gwdiag/gwdiag/steps/target/targettest"
 )
 
@@ -110,10 +111,12 @@ func TestContainerTargetErrors(t *testing.T) {
 
 // TestContainerDeployment checks a deployment's addresses and mock control
 // end to end: the proxy forwards to the mock on the run's network, the
-// mock counts it, and the proxy's logs are kept after Stop.
+// mock counts it, and the proxy's logs are kept after Stop. The config is
+// written in the gateways style (TestContainerConformance runs binds).
 func TestContainerDeployment(t *testing.T) {
 	proxy, mocks := containertest.Images(t)
 	c := container.New(container.Options{Image: proxy, MockImage: mocks})
+	c.Style = local.StyleGateways
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func (*InProcess) Capabilities() []string {
 func (*InProcess) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	// Port 0 everywhere: the kernel picks at bind time, so no other test can
 	// take a port between choosing and binding it.
-	d, yml, err := local.Prepare(setup, false)
+	d, yml, err := local.Prepare(setup, false, local.StyleBinds)
 	if err != nil {
 		return nil, err
 	}

@@ -90,8 +90,8 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 // Prepare starts the mock backends of setup, chooses ports (or port 0
 // everywhere when the proxy reports what it bound) and renders the
-// standalone config for them.
-func Prepare(setup target.Setup, choose bool) (*Deployment, []byte, error) {
+// standalone config for them in style.
+func Prepare(setup target.Setup, choose bool, style ConfigStyle) (*Deployment, []byte, error) {
 	mocks, err := StartMocks(setup.Backends)
 	if err != nil {
 		return nil, nil, err
@@ -110,7 +110,7 @@ func Prepare(setup target.Setup, choose bool) (*Deployment, []byte, error) {
 	for _, b := range setup.Backends {
 		addrs[b.Name], _ = mocks.Addr(b.Name)
 	}
-	yml, err := StandaloneConfig(setup, admin, ports, addrs)
+	yml, err := StandaloneConfig(setup, style, admin, ports, addrs)
 	if err != nil {
 		mocks.Close()
 		return nil, nil, err

@@ -13,17 +13,42 @@ import (
 	"github.com/gwdiag/gwdiag/steps/target"
 )
 
+// ConfigStyle is how the standalone config a target writes is laid out:
+// both are the reference implementation's format (REFERENCE.md
+// "Standalone config and admin"), and mean the same to it.
+type ConfigStyle string
+
+// Config styles.
+const (
+	// StyleBinds: binds with listeners and their routes (spec part 2.2),
+	// one bind per listener. The default.
+	StyleBinds ConfigStyle = "binds"
+	// StyleGateways: a gateway per listener and top-level routes attached
+	// to it, as the reference's current docs write them.
+	StyleGateways ConfigStyle = "gateways"
+)
+
+// Validate checks a style a user gives ("" is binds).
+func (s ConfigStyle) Validate() error {
+	switch s {
+	case "", StyleBinds, StyleGateways:
+		return nil
+	}
+	return fmt.Errorf("--config-style %q: want %s or %s", s, StyleBinds, StyleGateways)
+}
+
 // StandaloneConfig renders setup in the standalone config format of the
-// reference implementation (REFERENCE.md "Standalone config and admin"):
-// one bind per listener on the chosen ports, route policies as
-// localRateLimit buckets. backendAddrs maps backend names to host:port.
-func StandaloneConfig(setup target.Setup, adminAddr string, ports map[string]int, backendAddrs map[string]string) ([]byte, error) {
+// reference implementation (REFERENCE.md "Standalone config and admin"),
+// in style: one bind (or gateway) per listener on the chosen ports, route
+// policies as localRateLimit buckets. backendAddrs maps backend names to
+// host:port.
+func StandaloneConfig(setup target.Setup, style ConfigStyle, adminAddr string, ports map[string]int, backendAddrs map[string]string) ([]byte, error) {
 	type node = map[string]any
 	kinds := map[string]target.BackendKind{}
 	for _, b := range setup.Backends {
 		kinds[b.Name] = b.Kind
 	}
-	binds := []any{}
+	binds, gateways, attached := []any{}, node{}, []any{}
 	for _, l := range setup.Listeners {
 		port, ok := ports[l.Name]
 		if !ok {
@@ -74,7 +99,15 @@ func StandaloneConfig(setup target.Setup, adminAddr string, ports map[string]int
 				pol["remoteRateLimit"] = remoteRateLimit(setup, r)
 				route["policies"] = pol
 			}
+			if style == StyleGateways {
+				route["gateways"] = l.Name
+				attached = append(attached, route)
+			}
 			routes = append(routes, route)
+		}
+		if style == StyleGateways {
+			gateways[l.Name] = node{"port": port, "protocol": "HTTP"}
+			continue
 		}
 		binds = append(binds, node{
 			"port":      port,
@@ -82,9 +115,13 @@ func StandaloneConfig(setup target.Setup, adminAddr string, ports map[string]int
 		})
 	}
 	doc := node{"config": node{"adminAddr": adminAddr}, "binds": binds}
+	if style == StyleGateways {
+		doc = node{"config": node{"adminAddr": adminAddr}, "gateways": gateways, "routes": attached}
+	}
 	// Gateway-wide limits: a top-level policy on the listener's bind, the
-	// standalone gateway "bind/<port>". The listener name keeps it to that
-	// bind when several binds share port 0.
+	// standalone gateway "bind/<port>" (a gateway is one too). The listener
+	// name keeps it to that bind when several binds share port 0; a
+	// gateway's one listener is unnamed.
 	var policies []any
 	for _, p := range setup.Policies {
 		if p.TargetKind != "Gateway" {
@@ -102,10 +139,13 @@ func StandaloneConfig(setup target.Setup, adminAddr string, ports map[string]int
 			}
 			buckets = append(buckets, b)
 		}
+		gw := node{"gatewayName": "bind/" + strconv.Itoa(port), "gatewayNamespace": "default", "listenerName": p.TargetName}
+		if style == StyleGateways {
+			delete(gw, "listenerName")
+		}
 		policies = append(policies, node{
-			"name": node{"name": p.Name, "namespace": "default"},
-			"target": node{"gateway": node{"gatewayName": "bind/" + strconv.Itoa(port), "gatewayNamespace": "default",
-				"listenerName": p.TargetName}},
+			"name":   node{"name": p.Name, "namespace": "default"},
+			"target": node{"gateway": gw},
 			"policy": node{"localRateLimit": buckets},
 		})
 	}

@@ -37,8 +37,10 @@ type Process struct {
 	Command string
 	// StopGrace is how long the proxy has to exit after SIGTERM.
 	StopGrace time.Duration
-	dir       string
-	args      []string // Command split, placeholders not yet replaced
+	// Style is how the config is laid out (default binds).
+	Style local.ConfigStyle
+	dir   string
+	args  []string // Command split, placeholders not yet replaced
 
 	// running are the process groups of the proxies not yet exited, with
 	// their commands: what a forced exit leaves (LeftBehind).
@@ -127,7 +129,7 @@ func (p *Process) Configure(ctx context.Context, setup target.Setup) (target.Dep
 }
 
 func (p *Process) configureOnce(ctx context.Context, setup target.Setup) (target.Deployment, error) {
-	d, yml, err := local.Prepare(setup, true)
+	d, yml, err := local.Prepare(setup, true, p.Style)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/target/local"
 	"github.com/gwdiag/gwdiag/steps/target/process"
 	"github.com/gwdiag/gwdiag/steps/target/targettest"
 )
@@ -46,23 +47,32 @@ func buildRefproxy(t *testing.T) string {
 }
 
 // TestProcessConformance runs every feature against the real refproxy
-// binary started by the process target from a command template.
+// binary started by the process target from a command template, with the
+// config written in each style: binds (spec part 2.2), and gateways with
+// routes (the reference's current docs).
 func TestProcessConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the refproxy binary")
 	}
 	bin := buildRefproxy(t)
-	var out strings.Builder
-	rep, err := steps.Run(context.Background(), steps.Options{Target: "process", ProxyCommand: bin + " --bind-host 127.0.0.1 -f {config}", Output: &out})
-	t.Log(out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Failed() || rep.Summary.Passed == 0 {
-		t.Errorf("refproxy binary: got %+v, want no failure", rep.Summary)
-	}
-	if rep.Target != "process" {
-		t.Errorf("report target: got %q, want process", rep.Target)
+	for _, style := range []local.ConfigStyle{local.StyleBinds, local.StyleGateways} {
+		t.Run(string(style), func(t *testing.T) {
+			// The proxy starts only from a config in the style asked for.
+			cmd := `sh -c 'grep -q "^` + string(style) + `:" "$0" && exec ` + bin + ` --bind-host 127.0.0.1 -f "$0"' {config}`
+			var out strings.Builder
+			rep, err := steps.Run(context.Background(), steps.Options{Target: "process", ProxyCommand: cmd,
+				ConfigStyle: style, AllFeatures: true, Output: &out})
+			t.Log(out.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Failed() || rep.Summary.Passed == 0 || rep.Summary.Unsupported > 0 {
+				t.Errorf("refproxy binary, %s style: got %+v, want every scenario passed", style, rep.Summary)
+			}
+			if rep.Target != "process" || rep.Options.ConfigStyle != string(style) {
+				t.Errorf("report target %q, style %q; want process, %s", rep.Target, rep.Options.ConfigStyle, style)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,156 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/llm"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
+)
+
+// llmRouter is the backend choice of an llm: route: the request's model
+// (the "model" of its JSON body) picks the first model entry whose name
+// matches it and whose header conditions hold, most specific name first.
+// GET /v1/models (and /models) lists the models that can be requested.
+type llmRouter struct {
+	models []llmModel
+	// list is the answer to GET /v1/models, made at load.
+	list []byte
+}
+
+type llmModel struct {
+	pattern  string
+	internal bool
+	// matches are the entry's header conditions (any one set must hold),
+	// through the one matcher of routes.
+	matches []routing.Match
+	be      *backend
+}
+
+func (dp *Dataplane) llmRouter(r *config.LLMRouter) (*llmRouter, error) {
+	lr := &llmRouter{}
+	type entry struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []entry `json:"data"`
+	}{Object: "list", Data: []entry{}}
+	for _, m := range r.Models {
+		lm := llmModel{pattern: m.Pattern, internal: m.Internal, be: dp.backend(m.Backend)}
+		for _, hs := range m.Matches {
+			hm, err := routing.Compile(routing.MatchSpec{Headers: valueSpecs(hs)})
+			if err != nil {
+				return nil, err
+			}
+			lm.matches = append(lm.matches, hm)
+		}
+		lr.models = append(lr.models, lm)
+		if !m.Internal {
+			list.Data = append(list.Data, entry{ID: m.Pattern, Object: "model", OwnedBy: "refproxy"})
+		}
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	lr.list = b
+	return lr, nil
+}
+
+// pick returns the backend of a model; nil when no entry takes it.
+func (r *llmRouter) pick(model string, v *reqView) *backend {
+	for i := range r.models {
+		m := &r.models[i]
+		if m.internal || !modelMatches(m.pattern, model) {
+			continue
+		}
+		if len(m.matches) > 0 && !anyHeadersHold(m.matches, v) {
+			continue
+		}
+		return m.be
+	}
+	return nil
+}
+
+func anyHeadersHold(sets []routing.Match, v *reqView) bool {
+	r := routing.Request{Method: v.method, Path: v.path, Host: v.host, Query: v.query}
+	for i := range sets {
+		if sets[i].Matches(&r, v.header) {
+			return true
+		}
+	}
+	return false
+}
+
+// modelMatches matches a model name against "*", "prefix*", "*suffix" or
+// an exact name.
+func modelMatches(pattern, model string) bool {
+	switch {
+	case pattern == "*":
+		return true
+	case strings.HasSuffix(pattern, "*"):
+		return strings.HasPrefix(model, pattern[:len(pattern)-1])
+	case strings.HasPrefix(pattern, "*"):
+		return strings.HasSuffix(model, pattern[1:])
+	}
+	return pattern == model
+}
+
+// isModelList reports whether the request asks for the model list.
+func isModelList(v *reqView) bool {
+	return v.method == http.MethodGet && (v.path == "/v1/models" || v.path == "/models")
+}
+
+// modelNotFound is the provider-style error of a request no model takes.
+func modelNotFound(model string, ok bool) string {
+	msg := "No model set"
+	if ok {
+		msg = "Model " + model + " not found"
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": "model_not_found"}})
+	return string(b)
+}
+
+// requestBody returns the request's JSON body, read into memory (bounded
+// by llm.MaxRequestSize), and whether it is there; a body too large, or
+// not JSON, is not read and goes on untouched.
+func requestBody(req *fasthttp.Request) ([]byte, bool) {
+	if ct := req.Header.ContentType(); len(ct) > 0 && !llm.IsJSON(b2s(ct)) {
+		return nil, false
+	}
+	n := req.Header.ContentLength()
+	if n == 0 || n > llm.MaxRequestSize {
+		return nil, false
+	}
+	if stream := req.BodyStream(); stream != nil {
+		body, rest, ok := llm.ReadBody(stream, int64(n))
+		if !ok {
+			req.SetBodyStream(rest, -1) // too large, or broken: goes on untouched
+			return nil, false
+		}
+		req.SetBodyRaw(body)
+		req.Header.SetContentLength(len(body))
+	}
+	return req.Body(), true
+}
+
+// setModel replaces the request's model with the backend's (an AI
+// backend's provider.openAI.model, an llm model's params.model).
+func setModel(req *fasthttp.Request, model string) {
+	body, ok := requestBody(req)
+	if !ok {
+		return
+	}
+	if out, ok := llm.SetModel(body, model); ok {
+		req.SetBodyRaw(out)
+		req.Header.SetContentLength(len(out))
+	}
+}
