@@ -37,10 +37,12 @@ const (
 var (
 	timestampRe = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?`)
 	// bracketed IPv6 or IPv4, with an optional port
-	hostPortRe  = regexp.MustCompile(`(\[[0-9a-fA-F:]+\]|\b\d{1,3}(\.\d{1,3}){3}\b)(:\d+)?`)
+	hostPortRe  = regexp.MustCompile(`(\[[0-9a-fA-F]*:[0-9a-fA-F:]*\]|\b\d{1,3}(\.\d{1,3}){3}\b)(:\d+)?`)
 	bareV6Re    = regexp.MustCompile(`^[0-9a-fA-F]*:[0-9a-fA-F:]*:[0-9a-fA-F:]*$`)
 	localhostRe = regexp.MustCompile(`\blocalhost:\d+`)
 	bindPortRe  = regexp.MustCompile(`/bind/\d+/`)
+	// a rate limit's time to refill in a reason: "refills in 42 s"
+	refillRe = regexp.MustCompile(`\b(refills|resets) in \d+ s\b`)
 )
 
 // volatile keys whose values are replaced wherever they appear.
@@ -124,6 +126,10 @@ func normalizeValue(key string, v any, freePorts bool) any {
 			// a follow stream's timings
 			return "<micros>"
 		}
+		if key == "resetSeconds" {
+			// a limit's time to refill, in a reason
+			return "<seconds>"
+		}
 		return x
 	case string:
 		switch {
@@ -146,6 +152,7 @@ func normalizeValue(key string, v any, freePorts bool) any {
 			return RequestID
 		}
 		s := timestampRe.ReplaceAllString(x, Time)
+		s = refillRe.ReplaceAllString(s, "$1 in <seconds> s")
 		if freePorts {
 			s = normalizeAddrs(s)
 		}

@@ -144,16 +144,20 @@ binds:
 	}
 	evs := s.collect(t)
 	want := []string{"requestStarted", "requestSnapshot/initial request", "requestSnapshot/gateway policies", "routeSelection",
-		"policySelection", "requestSnapshot/route policies", "responseSnapshot/final response", "requestFinished"}
+		"policySelection", "policy", "requestSnapshot/route policies", "responseSnapshot/final response", "requestFinished"}
 	if diff := cmp.Diff(want, types(evs)); diff != "" {
 		t.Fatalf("events of a refused request (-want +got):\n%s", diff)
+	}
+	// The limit's reason: the entry that refused, from where, with its state.
+	if got := evs[5].Message["result"].(map[string]any)["details"]; got != "refused by localRateLimit[0] of the inline policies of route default/limited (1 request per hour (bucket of 2)): exhausted, refills in 3600 s" {
+		t.Errorf("policy details %q", got)
 	}
 	rl := evs[4].Message["effectivePolicy"].(map[string]any)["localRateLimit"]
 	wantRL := []any{map[string]any{"maxTokens": float64(2), "tokensPerFill": float64(1), "fillInterval": "3600s", "type": "requests"}}
 	if diff := cmp.Diff(wantRL, rl); diff != "" {
 		t.Errorf("effectivePolicy.localRateLimit (-want +got):\n%s", diff)
 	}
-	if c := evs[6].Message["requestState"].(map[string]any)["response"].(map[string]any)["code"]; c != float64(429) {
+	if c := evs[7].Message["requestState"].(map[string]any)["response"].(map[string]any)["code"]; c != float64(429) {
 		t.Errorf("final response %v, want 429", c)
 	}
 }
@@ -570,4 +574,37 @@ func startWatching(t *testing.T, content string) (*Proxy, string) {
 	}
 	t.Cleanup(func() { p.Shutdown(context.Background()) })
 	return p, file
+}
+
+// TestRouteReasonsBounded: a bind of many routes gives at most a hundred
+// reasons in routeSelection (an event stays within what readers take),
+// always with the route that came closest, and counts the rest.
+func TestRouteReasonsBounded(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	var b strings.Builder
+	b.WriteString("binds:\n- port: 0\n  listeners:\n  - routes:\n")
+	for i := range 150 {
+		fmt.Fprintf(&b, "    - name: r%03d\n      matches: [{path: {pathPrefix: /p%03d}}]\n      backends: [{host: %q}]\n", i, i, be)
+	}
+	// The closest miss sorts last: it fails on the method, every other route on the path.
+	fmt.Fprintf(&b, "    - name: zz-post\n      matches: [{path: {pathPrefix: /x}, method: POST}]\n      backends: [{host: %q}]\n", be)
+	p := startProxy(t, b.String())
+	s := watch(t, p, http.MethodPost, "")
+	resp, _ := get(t, "http://"+p.BindAddrs()[0]+"/x")
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("status %d, want 404", resp.StatusCode)
+	}
+	for _, e := range s.collect(t) {
+		if e.Type() != trace.RouteSelection {
+			continue
+		}
+		reasons, _ := e.Message["reasons"].([]any)
+		if len(reasons) != 101 || e.Message["reasonsOmitted"] != float64(50) {
+			t.Errorf("%d reasons, %v omitted; want 101 (100 and the closest) and 50", len(reasons), e.Message["reasonsOmitted"])
+		}
+		last, _ := reasons[len(reasons)-1].(map[string]any)
+		if !strings.HasSuffix(fmt.Sprint(last["route"]), "/zz-post") || last["condition"] != "method" {
+			t.Errorf("the closest miss is not kept: last reason %v", last)
+		}
+	}
 }

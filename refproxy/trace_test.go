@@ -357,3 +357,68 @@ routes:
 		}
 	}
 }
+
+// TestReasonsOfRoutePolicies: a request the route's authorization refuses
+// names the rule (policy event, and requestFinished.cause authorization);
+// a conditional limit says which of its entries applied and which did not.
+func TestReasonsOfRoutePolicies(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, `
+gateways:
+  default: {port: 0}
+routes:
+- name: guarded
+  matches: [{path: {pathPrefix: /guarded}}]
+  policies:
+    authorization:
+      rules:
+      - deny: 'request.headers["x-bad"] == "1"'
+  backends: [{host: `+be+`}]
+- name: tiered
+  matches: [{path: {pathPrefix: /tiered}}]
+  policies:
+    localRateLimit:
+      conditional:
+      - condition: 'request.headers["x-tier"] == "gold"'
+        maxTokens: 3
+        tokensPerFill: 3
+        fillInterval: 1h
+      - {maxTokens: 1, tokensPerFill: 1, fillInterval: 1h}
+  backends: [{host: `+be+`}]
+`)
+	base := "http://" + p.BindAddrs()[0]
+	s := watch(t, p, http.MethodPost, "")
+	if resp, _ := get(t, base+"/guarded", "X-Bad", "1"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("status %d, want 403", resp.StatusCode)
+	}
+	evs := s.collect(t)
+	var details string
+	for _, e := range evs {
+		if e.Type() == trace.PolicyResultType && e.Message["kind"] == "authorization" {
+			details, _ = e.Message["result"].(map[string]any)["details"].(string)
+		}
+	}
+	if details != `refused: deny rule "request.headers[\"x-bad\"] == \"1\"" holds` {
+		t.Errorf("authorization details %q", details)
+	}
+	if c := evs[len(evs)-1].Message["cause"].(map[string]any); c["kind"] != "authorization" || c["policy"] != "authorization" {
+		t.Errorf("cause %v, want authorization", c)
+	}
+
+	s = watch(t, p, http.MethodPost, "")
+	get(t, base+"/tiered", "X-Tier", "gold")
+	var entries []any
+	for _, e := range s.collect(t) {
+		if e.Type() == trace.PolicyResultType && e.Message["kind"] == "localRateLimit" {
+			entries, _ = e.Message["result"].(map[string]any)["entries"].([]any)
+		}
+	}
+	if len(entries) != 2 {
+		t.Fatalf("entries %v, want the two conditional entries", entries)
+	}
+	gold, fallback := entries[0].(map[string]any), entries[1].(map[string]any)
+	if gold["applies"] != true || gold["remaining"] != float64(2) || gold["condition"] != `request.headers["x-tier"] == "gold"` ||
+		fallback["applies"] != false || fallback["condition"] != nil || fallback["remaining"] != nil {
+		t.Errorf("entries:\n%v\n%v\nwant the gold entry applied with 2 left, the fallback not", gold, fallback)
+	}
+}

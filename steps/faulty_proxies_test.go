@@ -607,6 +607,34 @@ var faults = map[string]fault{
 			}
 		})
 	}},
+	// The trace gives reasons, but wrong ones: every route that did not
+	// match failed on its path, a refusing limit entry had budget left, and
+	// a backend that could not be reached answered wrongly.
+	"trace gives wrong reasons": {frames: func() func(sse.Frame) []sse.Frame {
+		return rewriteEvents(func(e *trace.Event) {
+			switch e.Type() {
+			case trace.RouteSelection:
+				rs, _ := e.Message["reasons"].([]any)
+				for _, r := range rs {
+					if m, _ := r.(map[string]any); m["result"] == "noMatch" {
+						m["condition"] = "path"
+					}
+				}
+			case trace.PolicyResultType:
+				res, _ := e.Message["result"].(map[string]any)
+				entries, _ := res["entries"].([]any)
+				for _, en := range entries {
+					if m, _ := en.(map[string]any); m["refused"] == true {
+						m["remaining"] = 1
+					}
+				}
+			case trace.RequestFinished:
+				if c, _ := e.Message["cause"].(map[string]any); c["kind"] == "backendUnreachable" {
+					c["kind"] = "backendError"
+				}
+			}
+		})
+	}},
 	// Snapshots carry startTime in local time without a zone and ports as
 	// strings.
 	"snapshot fields of the wrong type": {frames: func() func(sse.Frame) []sse.Frame {

@@ -87,6 +87,11 @@ const (
 	// many requests on one stream, each event with its requestId, bounded
 	// by the proxy.
 	FeatureTraceFollow FeatureName = "trace-follow"
+	// FeatureTraceExplainsOutcome: the trace says why each route did or
+	// did not match, what each policy did, and the cause of a status the
+	// backend did not give (routeSelection.reasons, policy events,
+	// requestFinished.cause; docs/admin.md).
+	FeatureTraceExplainsOutcome FeatureName = "trace-explains-outcome"
 )
 
 // Duration is a time.Duration written as "1.5s" in YAML and JSON: the one

@@ -52,6 +52,7 @@ var Profiles = []ConformanceProfile{
 			FeatureTraceWatcherFIFO, FeatureProxyStatusCodes, FeatureRateLimitHeadersOnSuccess,
 			FeatureRateLimitResponseFormat, FeatureGatewayRateLimit, FeatureLLMStreamUsageInjection,
 			FeatureConfigDumpLayout, FeatureAdminErrorStatus, FeatureGlobalRateLimit, FeatureTraceFollow,
+			FeatureTraceExplainsOutcome,
 		},
 	},
 	{

@@ -143,6 +143,13 @@ var faultCases = []faultCase{
 	{fault: "stream counted at its usage chunk", claimAll: true, wantFail: map[string]string{
 		"A stream is counted only when it ends": "got [429 429], want [200 429]",
 	}},
+	{fault: "trace gives wrong reasons", claimAll: true, wantFail: map[string]string{
+		"A route not matched by its method says which method it wanted": `route "submit" did not match on path (method is GET, the route wants POST), want method`,
+		"A route not matched by a header says which value it wanted":    `route "tenant" did not match on path (header x-tenant is "red", the route wants exact "blue"), want header`,
+		"A 429 names the limit entry that refused it":                   "the refusing entry has 1 remaining, want nothing left",
+		"A token limit names its entry once a response took its budget": "the refusing entry has 1 remaining, want nothing left",
+		"A backend that cannot be reached is the cause of the 503":      "requestFinished.cause.kind backendError",
+	}},
 	{fault: "single watcher slot", wantUnsup: map[string]string{
 		"Watchers are served first in, first out": "watcher 1: the trace stream ended with no events",
 	}},

@@ -53,7 +53,7 @@ func NewCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newAllCommand(), newBackendsCommand())
+	cmd.AddCommand(newAllCommand(), newBackendsCommand(), newExplainCommand())
 	return cmd
 }
 
@@ -164,66 +164,86 @@ func source(o *options) string {
 
 // load returns the raw /config_dump from --file or the admin server.
 func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
+	raw, conn, err := loadFrom(cmd, o, args)
+	if conn != nil {
+		conn.Close()
+	}
+	return raw, err
+}
+
+// loadFrom is load that also returns the connection to a live proxy (nil
+// for --file), open until the caller closes it.
+func loadFrom(cmd *cobra.Command, o *options, args []string) ([]byte, connect.Connector, error) {
+	raw, conn, err := loadDump(cmd, o, args)
+	if err != nil && conn != nil {
+		conn.Close()
+		conn = nil
+	}
+	return raw, conn, err
+}
+
+func loadDump(cmd *cobra.Command, o *options, args []string) ([]byte, connect.Connector, error) {
 	if len(args) > 1 {
-		return nil, exitcode.Usage(fmt.Errorf("accepts at most 1 resource arg, received %d", len(args)))
+		return nil, nil, exitcode.Usage(fmt.Errorf("accepts at most 1 resource arg, received %d", len(args)))
 	}
 	if o.output != "short" && o.output != "json" && o.output != "yaml" {
-		return nil, exitcode.Usage(fmt.Errorf("invalid --output %q: want short, json or yaml", o.output))
+		return nil, nil, exitcode.Usage(fmt.Errorf("invalid --output %q: want short, json or yaml", o.output))
 	}
 	if o.file != "" {
 		if len(args) > 0 || o.local {
-			return nil, exitcode.Usage(errors.New("--file reads a saved dump and cannot be combined with --local or a resource argument"))
+			return nil, nil, exitcode.Usage(errors.New("--file reads a saved dump and cannot be combined with --local or a resource argument"))
 		}
 		if o.file == "-" {
-			return io.ReadAll(cmd.InOrStdin())
+			b, err := io.ReadAll(cmd.InOrStdin())
+			return b, nil, err
 		}
 		b, err := os.ReadFile(o.file)
 		if err != nil {
-			return nil, fmt.Errorf("reading config dump: %w", err)
+			return nil, nil, fmt.Errorf("reading config dump: %w", err)
 		}
-		return b, nil
+		return b, nil, nil
 	}
 	if err := o.limits.Check(cmd.Flags()); err != nil {
-		return nil, exitcode.Usage(err)
+		return nil, nil, exitcode.Usage(err)
 	}
 	var conn connect.Connector
 	if o.local {
 		if len(args) == 1 {
-			return nil, exitcode.Usage(errors.New("--local does not accept a resource argument"))
+			return nil, nil, exitcode.Usage(errors.New("--local does not accept a resource argument"))
 		}
 		if o.adminURL != "" && cmd.Flags().Changed("proxy-admin-port") {
-			return nil, exitcode.Usage(errors.New("--admin-url and --proxy-admin-port both name the admin server: pass only one"))
+			return nil, nil, exitcode.Usage(errors.New("--admin-url and --proxy-admin-port both name the admin server: pass only one"))
 		}
 		u, err := admin.ResolveURL(admin.Options{URL: o.adminURL, Port: o.adminPort,
 			PortSet: cmd.Flags().Changed("proxy-admin-port"), ConfigFile: o.configFile})
 		if err != nil {
-			return nil, exitcode.Usage(err)
+			return nil, nil, exitcode.Usage(err)
 		}
 		conn = connect.Local{Admin: u}
 	} else {
 		if o.adminURL != "" || o.configFile != "" {
-			return nil, exitcode.Usage(errors.New("--admin-url and --config apply to a standalone proxy: add --local"))
+			return nil, nil, exitcode.Usage(errors.New("--admin-url and --config apply to a standalone proxy: add --local"))
 		}
 		c := &connect.Cluster{Namespace: o.namespace, Kubeconfig: o.kubeconfig, AdminPort: o.adminPort}
 		if len(args) == 1 {
 			r, err := connect.ParseResource(args[0])
 			if err != nil {
-				return nil, exitcode.Usage(err)
+				return nil, nil, exitcode.Usage(err)
 			}
 			c.Resource = &r
 		}
 		conn = c
 	}
-	defer conn.Close()
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	u, err := conn.AdminURL(ctx)
 	if err != nil {
-		return nil, err
+		return nil, conn, err
 	}
-	return o.limits.Client(u, connect.AdminHint(conn)).ConfigDump(ctx)
+	raw, err := o.limits.Client(u, connect.AdminHint(conn)).ConfigDump(ctx)
+	return raw, conn, err
 }
 
 // WriteDump writes a dump whole as JSON (indented) or YAML, keys sorted,

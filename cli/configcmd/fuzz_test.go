@@ -2,18 +2,21 @@ package configcmd
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gwdiag/gwdiag/cli/whatif"
 	"github.com/gwdiag/gwdiag/refproxy/configdump"
 )
 
 // FuzzDumpReader feeds arbitrary documents to the dump reader: it must
 // answer (a dump or an error) without panicking; a document it reads must
-// summarise and render; and what -o json and -o yaml write of it must read
+// summarise and render, and answer a what-if (config explain) with a
+// verdict or an error; and what -o json and -o yaml write of it must read
 // back to the same summary and the same backend rows, written twice the
 // same.
 func FuzzDumpReader(f *testing.F) {
@@ -48,6 +51,12 @@ func FuzzDumpReader(f *testing.F) {
 		}
 		if err := WriteBackends(&bytes.Buffer{}, rows, "short"); err != nil {
 			t.Fatalf("WriteBackends: %v", err)
+		}
+		req := whatif.Request{Method: "GET", Host: "httpbin.local", Path: "/headers", Header: http.Header{"X-A": {"1"}}}
+		if res, err := whatif.Evaluate(d, req); err == nil {
+			if err := describe(req, res).write(&bytes.Buffer{}); err != nil {
+				t.Fatalf("config explain: %v", err)
+			}
 		}
 		g, err := configdump.Generic(in)
 		if err != nil {

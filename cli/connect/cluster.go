@@ -59,10 +59,24 @@ type Cluster struct {
 
 	mu       sync.Mutex
 	cfg      *rest.Config
+	client   client.Client
 	pod      *corev1.Pod
+	ns, gw   string // the Gateway the pod serves
 	forwards []*portforward.Forward
 	admin    string
 	closed   bool
+}
+
+// Client returns a client of the cluster (core and Gateway API types;
+// others, such as policies, read as unstructured), the Gateway's
+// namespace and its name, resolving the proxy pod first as the forwards do.
+func (c *Cluster) Client(ctx context.Context) (client.Client, string, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.podLocked(ctx); err != nil {
+		return nil, "", "", err
+	}
+	return c.client, c.ns, c.gw, nil
 }
 
 // AdminURL resolves the pod and forwards a free local port to its admin
@@ -148,7 +162,7 @@ func (c *Cluster) podLocked(ctx context.Context) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.cfg, c.pod = cfg, pod
+	c.cfg, c.client, c.pod, c.ns, c.gw = cfg, cl, pod, ns, name
 	return pod, nil
 }
 

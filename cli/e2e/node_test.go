@@ -72,6 +72,7 @@ func TestCLIOnLocalNode(t *testing.T) {
 	t.Run("port-forward protocols", func(t *testing.T) { testNodeDialers(t, ctx, f) })
 	t.Run("no ready pod", func(t *testing.T) { testNodeNoReadyPod(t, ctx, f) })
 	t.Run("viewer in tmux", func(t *testing.T) { testNodeTUI(t, f) })
+	t.Run("explain cites the API server", func(t *testing.T) { testNodeExplain(t, ctx, f) })
 }
 
 // startNodeFixture starts the cluster target on a local node, configures

@@ -149,7 +149,7 @@ above the events of the selected one.`,
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("file", "jsonl")
 	_ = cmd.MarkFlagFilename("kubeconfig")
-	cmd.AddCommand(newDiffCommand())
+	cmd.AddCommand(newDiffCommand(), newExplainCommand())
 	return cmd
 }
 

@@ -1,9 +1,10 @@
-// Package tui is the interactive trace viewer of `gwdiag trace`: the event
-// list (# Type Summary) above a detail pane showing the selected event as
-// YAML, its snapshot, or the snapshot diff, with a status line below. In
-// follow mode (NewFollow) a request list (# Request Method Path Status
-// Time) comes first: the event list and the detail show the selected
-// request.
+// Package tui is the interactive trace viewer of `gwdiag trace`: the
+// verdict (why the request ended as it did, the line `gwdiag trace
+// explain` prints) above the event list (# Type Summary), then a detail
+// pane showing the selected event as YAML, its snapshot, or the snapshot
+// diff, with a status line below. In follow mode (NewFollow) a request
+// list (# Request Method Path Status Time) comes first: the verdict, the
+// event list and the detail show the selected request.
 package tui
 
 import (
@@ -21,6 +22,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/cli/eventview"
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/explain"
 )
 
 // Status lines, agctl's words.
@@ -135,7 +137,15 @@ type Model struct {
 	// shown is 1 + the index of the request whose events the list shows,
 	// 0 before any.
 	shown int
+
+	// explainer reads the events of a one-request trace as they come;
+	// verdict is its line (in follow mode, the shown request's).
+	explainer *explain.Explainer
+	verdict   string
 }
+
+// verdictWaiting is the verdict before any event.
+const verdictWaiting = "waiting for the trace"
 
 // New returns a viewer titled title (e.g. the admin URL or file name) whose
 // status line starts as status.
@@ -144,7 +154,8 @@ func New(title, status string) Model {
 	st := table.DefaultStyles()
 	st.Selected = st.Selected.Reverse(true).Foreground(lipgloss.NoColor{})
 	t.SetStyles(st)
-	m := Model{title: title, list: t, detail: viewport.New(80, 10), status: status}
+	m := Model{title: title, list: t, detail: viewport.New(80, 10), status: status,
+		explainer: &explain.Explainer{}, verdict: verdictWaiting}
 	m.resize(80, 24)
 	return m
 }
@@ -230,6 +241,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.events = append(m.events, msg.Event)
 		m.raws = append(m.raws, msg.Raw)
+		m.explainer.Add(msg.Event)
+		m.verdict = m.explainer.Verdict().Line
 		rows := m.list.Rows()
 		rows = append(rows, table.Row{strconv.Itoa(len(m.events)), eventview.Label(msg.Event), eventview.Summary(msg.Event)})
 		m.list.SetRows(rows)
@@ -412,6 +425,7 @@ func (m *Model) showRequest(idx int) {
 	m.shown = idx + 1
 	same := len(m.events) > 0 && m.events[0].RequestID == r.id
 	m.events, m.raws = r.events, r.raws
+	m.verdict = explain.Events(r.events).Line
 	rows := make([]table.Row, 0, len(r.events))
 	for i, ev := range r.events {
 		rows = append(rows, table.Row{strconv.Itoa(i + 1), eventview.Label(ev), eventview.Summary(ev)})
@@ -449,9 +463,9 @@ func (m *Model) setMode(mode Mode) {
 	m.refreshDetail(true)
 }
 
-// Layout rows: title, list header, list rows, detail title, detail rows,
-// status, help.
-const chromeRows = 5
+// Layout rows: title, verdict, list header, list rows, detail title,
+// detail rows, status, help.
+const chromeRows = 6
 
 func (m *Model) resize(w, h int) {
 	m.width, m.height = max(w, 20), max(h, chromeRows+4)
@@ -508,6 +522,7 @@ var (
 	focusStyle   = lipgloss.NewStyle().Bold(true).Reverse(true)
 	blurStyle    = lipgloss.NewStyle().Faint(true)
 	statusStyle  = lipgloss.NewStyle().Bold(true)
+	verdictStyle = lipgloss.NewStyle().Bold(true)
 	helpStyle    = lipgloss.NewStyle().Faint(true)
 	lineTruncate = lipgloss.NewStyle().Inline(true)
 )
@@ -533,6 +548,8 @@ func (m Model) View() string {
 	} else {
 		b.WriteString(paneTitle(fmt.Sprintf("Events (%d) · %s", len(m.events), m.title), paneList))
 	}
+	b.WriteByte('\n')
+	b.WriteString(verdictStyle.Render(trunc.Render("Verdict: " + m.verdict)))
 	b.WriteByte('\n')
 	b.WriteString(m.list.View())
 	b.WriteByte('\n')
@@ -590,6 +607,9 @@ func (m Model) Mode() Mode { return m.mode }
 
 // Status returns the status line.
 func (m Model) Status() string { return m.status }
+
+// Verdict returns the verdict line (without its "Verdict: " label).
+func (m Model) Verdict() string { return m.verdict }
 
 // Events returns the events received so far.
 func (m Model) Events() []trace.Event { return m.events }

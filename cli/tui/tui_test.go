@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/explain"
 )
 
 // loadTrace reads testdata/trace.jsonl, a full twelve-event standalone trace.
@@ -353,5 +354,67 @@ func TestRealProxyEventsInTheList(t *testing.T) {
 		if !strings.Contains(view, want) {
 			t.Errorf("list lacks %q:\n%s", want, view)
 		}
+	}
+}
+
+// readEvents reads a JSON Lines trace as viewer messages.
+func readEvents(t *testing.T, path string) []EventMsg {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []EventMsg
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		raw := append(json.RawMessage(nil), sc.Bytes()...)
+		ev, err := trace.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, EventMsg{Raw: raw, Event: ev})
+	}
+	return out
+}
+
+// TestVerdictAboveEvents: the viewer draws the verdict `gwdiag trace
+// explain` prints (explain.Events) above the event list, updated as the
+// events come: for refproxy's trace of a 429 (testdata/refproxy-429.jsonl,
+// taken from refproxy with `gwdiag trace --raw`), its reason; for a real
+// agentgateway trace (golden/trace/sse/testdata/agentgateway), what the
+// events show and that the proxy gave no reason.
+func TestVerdictAboveEvents(t *testing.T) {
+	for _, tt := range []struct {
+		file, want string
+	}{
+		{"testdata/refproxy-429.jsonl", "Verdict: 429 from route default/api: localRateLimit[0] (1 request per minute) exhausted, resets in 12 s"},
+		{"../../golden/trace/sse/testdata/agentgateway/k8s-12x.docs.jsonl",
+			"Verdict: 200 from route httpbin/httpbin.00.http: backend 10.244.0.7:8080 answered 200; the proxy gave no reason"},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			tm := teatest.NewTestModel(t, New("t", StatusWatching), teatest.WithInitialTermSize(160, 30))
+			t.Cleanup(func() { _ = tm.Quit() })
+			waitFor(t, tm, "Verdict: "+verdictWaiting)
+			evs := readEvents(t, tt.file)
+			for _, ev := range evs {
+				tm.Send(ev)
+			}
+			tm.Send(DoneMsg{})
+			waitFor(t, tm, tt.want)
+			m := finish(t, tm)
+			var events []trace.Event
+			for _, ev := range evs {
+				events = append(events, ev.Event)
+			}
+			if got, want := m.Verdict(), explain.Events(events).Line; got != want {
+				t.Errorf("verdict %q, trace explain's line %q", got, want)
+			}
+			lines := strings.Split(ansi.Strip(m.View()), "\n")
+			if !strings.HasPrefix(lines[1], tt.want) || !strings.Contains(lines[2], "Type") {
+				t.Errorf("want the verdict on line 2, above the event list:\n%s", strings.Join(lines[:4], "\n"))
+			}
+		})
 	}
 }

@@ -147,8 +147,15 @@ func translateMatch(m gwv1.HTTPRouteMatch) (config.Match, error) {
 		}
 		cm.Headers = append(cm.Headers, hm)
 	}
-	if len(m.QueryParams) > 0 {
-		return cm, fmt.Errorf("query parameter matches are not supported")
+	for _, q := range m.QueryParams {
+		v := q.Value
+		qm := config.HeaderMatch{Name: string(q.Name)}
+		if ptr.Deref(q.Type, gwv1.QueryParamMatchExact) == gwv1.QueryParamMatchRegularExpression {
+			qm.Value.Regex = &v
+		} else {
+			qm.Value.Exact = &v
+		}
+		cm.Query = append(cm.Query, qm)
 	}
 	return cm, nil
 }

@@ -28,7 +28,7 @@ func TestTranslate(t *testing.T) {
 		Name: ptr.To[gwv1.SectionName]("api"),
 		Matches: []gwv1.HTTPRouteMatch{
 			{Path: &gwv1.HTTPPathMatch{Type: ptr.To(gwv1.PathMatchExact), Value: ptr.To("/v1/models")}, Method: ptr.To(gwv1.HTTPMethodGet)},
-			{Headers: []gwv1.HTTPHeaderMatch{{Name: "x-user", Value: "a"}}},
+			{Headers: []gwv1.HTTPHeaderMatch{{Name: "x-user", Value: "a"}}, QueryParams: []gwv1.HTTPQueryParamMatch{{Name: "v", Value: "2"}}},
 		},
 		BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{Weight: ptr.To[int32](3),
 			BackendObjectReference: gwv1.BackendObjectReference{Name: "llm", Port: ptr.To[gwv1.PortNumber](8000)}}}},
@@ -74,6 +74,9 @@ func TestTranslate(t *testing.T) {
 	}
 	if m := l.Routes[1].Matches[0]; m.Method != "GET" || m.Path == nil || m.Path.Exact == nil || *m.Path.Exact != "/v1/models" || l.Routes[1].RuleName != "api" {
 		t.Errorf("rule 1 match 0: %+v", m)
+	}
+	if q := l.Routes[2].Matches[0].Query; len(q) != 1 || q[0].Name != "v" || q[0].Value.Exact == nil || *q[0].Value.Exact != "2" {
+		t.Errorf("rule 1 match 1: query %+v, want v exactly 2", q)
 	}
 	if so := l.Routes[0].Backends[1].ServiceOf; so == nil || *so != (config.ServiceOf{Name: "llm", Namespace: "team", Port: 8000}) ||
 		l.Routes[0].Backends[1].Host != "10.244.0.8:8080" {

@@ -22,6 +22,16 @@ const (
 	RequestFinished   MessageType = "requestFinished"
 )
 
+// Message types of the reference's newer releases (REFERENCE.md) that
+// carry reasons: a policy applied or skipped, and what a policy did.
+const (
+	// PolicyResultType is `policy`: {kind, result: {type: apply, details}
+	// or {type: skip, reason}}.
+	PolicyResultType MessageType = "policy"
+	// PolicyEvent is `policyEvent`: {kind, details}.
+	PolicyEvent MessageType = "policyEvent"
+)
+
 // Snapshot stages of spec part 2.1.
 const (
 	StageInitialRequest       = "initial request"

@@ -156,6 +156,8 @@ type Match struct {
 	Path    *PathMatch    `yaml:"path" json:"path,omitempty"`
 	Method  string        `yaml:"method" json:"method,omitempty"`
 	Headers []HeaderMatch `yaml:"headers" json:"headers,omitempty"`
+	// Query matches query parameters by name (the first value).
+	Query []HeaderMatch `yaml:"query" json:"query,omitempty"`
 }
 
 // PathMatch holds exactly one of Exact, PathPrefix or Regex.
@@ -165,7 +167,8 @@ type PathMatch struct {
 	Regex      *string `yaml:"regex" json:"regex,omitempty"`
 }
 
-// HeaderMatch matches one request header by exact value or regex.
+// HeaderMatch matches one request header (or, in Match.Query, one query
+// parameter) by exact value or regex.
 type HeaderMatch struct {
 	Name  string      `yaml:"name" json:"name,omitempty"`
 	Value StringMatch `yaml:"value" json:"value,omitempty"`
@@ -566,6 +569,15 @@ func (c *Config) validate(loc func(path string) (pos, file string)) error {
 						}
 						if err := h.Value.check(); err != nil {
 							return fail(hp+".value", "%v", err)
+						}
+					}
+					for qi, q := range m.Query {
+						qp := fmt.Sprintf("%s.query[%d]", mp, qi)
+						if q.Name == "" {
+							return fail(qp+".name", "query parameter name is empty")
+						}
+						if err := q.Value.check(); err != nil {
+							return fail(qp+".value", "%v", err)
 						}
 					}
 				}

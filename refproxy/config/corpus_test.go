@@ -44,7 +44,7 @@ var corpus = []struct {
 	{"examples__traffic-aws-agentcore__config.yaml", []string{"binds[0].listeners[0].routes[0].backends[0].aws", "binds[0].listeners[0].routes[0].backends[0].policies.requestHeaderModifier"}, nil},
 	{"examples__traffic-egress-proxy__config-dynamic-tls.yaml", []string{"binds[0].tunnelProtocol", "binds[1].mode", "binds[1].listeners[0].protocol", "binds[1].listeners[0].tls", "binds[1].listeners[0].routes[0].backends[0].dynamic", "binds[1].listeners[0].routes[0].backends[0].policies.backendTLS", "binds[1].listeners[0].routes[0].policies.transformations"}, nil},
 	{"examples__traffic-egress-proxy__config.yaml", []string{"binds[0].tunnelProtocol", "gateways.secure.listeners[0].protocol", "tcpRoutes"}, nil},
-	{"examples__traffic-http__config.yaml", []string{"binds[0].listeners[0].routes[0].matches[0].query", "binds[0].listeners[0].routes[1].policies.urlRewrite", "binds[0].listeners[0].routes[1].policies.requestMirror", "binds[0].listeners[0].routes[1].policies.retry", "binds[0].listeners[0].routes[1].policies.timeout"}, nil},
+	{"examples__traffic-http__config.yaml", []string{"binds[0].listeners[0].routes[1].policies.urlRewrite", "binds[0].listeners[0].routes[1].policies.requestMirror", "binds[0].listeners[0].routes[1].policies.retry", "binds[0].listeners[0].routes[1].policies.timeout"}, nil},
 	{"examples__traffic-jwt-sign__config.yaml", []string{"binds[0].listeners[0].routes[0].policies.backendAuth"}, nil},
 	{"examples__traffic-oauth2-proxy__config.yaml", []string{"binds[0].listeners[0].routes[0].policies.urlRewrite", "binds[0].listeners[0].routes[1].policies.extAuthz"}, nil},
 	{"examples__traffic-oidc__config.yaml", []string{"binds[0].listeners[0].routes[0].policies.oidc"}, nil},

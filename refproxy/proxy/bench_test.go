@@ -154,7 +154,7 @@ func TestRouteSelectionAllocatesNothing(t *testing.T) {
 	var rt *route
 	if n := testing.AllocsPerRun(100, func() {
 		v := newView(&e.req)
-		rt, _ = bt.selectRoute(&v, false)
+		rt = bt.selectRoute(&v)
 	}); n != 0 {
 		t.Errorf("selectRoute allocates %v times per request, want 0", n)
 	}

@@ -49,9 +49,21 @@ func readAhead(body io.Reader, n int, whole bool) (buf *[maxBufferedResponse + 1
 // bodyError says what went wrong with a backend's body.
 func bodyError(err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("backend body cut short: %w", err)
+		return backendBodyError{fmt.Errorf("backend body cut short: %w", err)}
 	}
-	return fmt.Errorf("backend body: %w", err)
+	return backendBodyError{fmt.Errorf("backend body: %w", err)}
+}
+
+// backendBodyError marks a failure of the backend's body (bodyError), for
+// the trace's cause.
+type backendBodyError struct{ error }
+
+func (e backendBodyError) Unwrap() error { return e.error }
+
+// isBodyError reports whether err is a failure of the backend's body.
+func isBodyError(err error) bool {
+	var b backendBodyError
+	return errors.As(err, &b)
 }
 
 // aheadBody is a body of known length whose first part was read ahead: it

@@ -60,6 +60,10 @@ type call struct {
 	done       bool
 	warnMu     sync.Mutex // the gzip token watch reports from its own goroutine
 	warnings   []any
+	// charged is the LLM tokens taken from the local token limits when
+	// the body ended (chargedSet: a usage was read), under warnMu.
+	charged    uint64
+	chargedSet bool
 }
 
 // respond is the backend's status and headers arriving: trace them as they
@@ -154,17 +158,17 @@ func (c *call) finish() {
 	}
 	if tr := c.tr; tr != nil {
 		sev := statusSeverity(status, c.err)
-		var fields map[string]any
+		fields := backendCause(c).fields(status)
 		if c.err != nil && c.status != 0 && c.err != c.respondErr {
 			// An error found after backendCallResult went out (a body cut
 			// short mid-stream) is told here.
-			fields = map[string]any{"error": c.err.Error()}
+			fields["error"] = c.err.Error()
 		}
 		c.warnMu.Lock()
+		if c.chargedSet {
+			traceTokenCharge(tr, c.rt, c.set, c.charged)
+		}
 		if len(c.warnings) > 0 {
-			if fields == nil {
-				fields = map[string]any{}
-			}
 			fields["warnings"] = c.warnings
 			if sev == trace.SeverityInfo {
 				sev = trace.SeverityWarn

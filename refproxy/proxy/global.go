@@ -16,6 +16,9 @@ const HeaderRateLimited = "x-envoy-ratelimited"
 // remoteResult is what the global limits decided for one request.
 type remoteResult struct {
 	verdicts []remote.Verdict
+	// asked is how many of the route's limits were asked (the first
+	// refusal or closed failure ends the checks).
+	asked int
 	// d is the most constrained decision, for the headers.
 	d ratelimit.Decision
 	// refused: a service said over limit; failed: one could not answer
@@ -34,6 +37,7 @@ func (dp *Dataplane) checkRemote(rt *route, act map[string]any) remoteResult {
 	for i, l := range rt.remote {
 		v := l.Check(context.Background(), act)
 		r.verdicts[i] = v
+		r.asked = i + 1
 		r.d = ratelimit.Tighter(r.d, v.Decision)
 		switch v.Outcome {
 		case remote.OverLimit:

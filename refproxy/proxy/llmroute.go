@@ -9,6 +9,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/llm"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 // llmRouter is the backend choice of an llm: route: the request's model
@@ -24,8 +25,10 @@ type llmRouter struct {
 type llmModel struct {
 	pattern  string
 	internal bool
-	matches  [][]headerMatch
-	be       *backend
+	// matches are the entry's header conditions (any one set must hold),
+	// through the one matcher of routes.
+	matches []routing.Match
+	be      *backend
 }
 
 func (dp *Dataplane) llmRouter(r *config.LLMRouter) (*llmRouter, error) {
@@ -43,11 +46,11 @@ func (dp *Dataplane) llmRouter(r *config.LLMRouter) (*llmRouter, error) {
 	for _, m := range r.Models {
 		lm := llmModel{pattern: m.Pattern, internal: m.Internal, be: dp.backend(m.Backend)}
 		for _, hs := range m.Matches {
-			hms, err := compileHeaderMatches(hs)
+			hm, err := routing.Compile(routing.MatchSpec{Headers: valueSpecs(hs)})
 			if err != nil {
 				return nil, err
 			}
-			lm.matches = append(lm.matches, hms)
+			lm.matches = append(lm.matches, hm)
 		}
 		lr.models = append(lr.models, lm)
 		if !m.Internal {
@@ -77,10 +80,10 @@ func (r *llmRouter) pick(model string, v *reqView) *backend {
 	return nil
 }
 
-func anyHeadersHold(sets [][]headerMatch, v *reqView) bool {
-	for _, hs := range sets {
-		mt := match{prefix: "/", headers: hs}
-		if mt.matches(v) {
+func anyHeadersHold(sets []routing.Match, v *reqView) bool {
+	r := routing.Request{Method: v.method, Path: v.path, Host: v.host, Query: v.query}
+	for i := range sets {
+		if sets[i].Matches(&r, v.header) {
 			return true
 		}
 	}

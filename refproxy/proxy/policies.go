@@ -199,9 +199,11 @@ func (g *condGroup) pick(act map[string]any) int {
 
 // --- authorization
 
-// authzPolicy is one authorization rule set.
+// authzPolicy is one authorization rule set; the expressions as written
+// name a refusing rule in the trace.
 type authzPolicy struct {
-	allow, deny, require []cel.Program
+	allow, deny, require             []cel.Program
+	allowExpr, denyExpr, requireExpr []string
 }
 
 func newAuthz(a *config.Authorization) (*authzPolicy, error) {
@@ -213,11 +215,11 @@ func newAuthz(a *config.Authorization) (*authzPolicy, error) {
 		}
 		switch r.Mode {
 		case config.AuthzDeny:
-			p.deny = append(p.deny, prog)
+			p.deny, p.denyExpr = append(p.deny, prog), append(p.denyExpr, r.Expr)
 		case config.AuthzRequire:
-			p.require = append(p.require, prog)
+			p.require, p.requireExpr = append(p.require, prog), append(p.requireExpr, r.Expr)
 		default:
-			p.allow = append(p.allow, prog)
+			p.allow, p.allowExpr = append(p.allow, prog), append(p.allowExpr, r.Expr)
 		}
 	}
 	return p, nil

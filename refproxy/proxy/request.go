@@ -17,23 +17,24 @@ func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // reqView is what route matching reads of a request, prepared once per
 // request without copying: method, the percent-decoded path as net/http's
-// URL.Path has it (not normalised: /a/../b stays as sent), and the
-// lower-case host without port.
+// URL.Path has it (not normalised: /a/../b stays as sent), the raw query
+// and the lower-case host without port.
 type reqView struct {
 	req    *fasthttp.Request
 	method string
 	path   string
+	query  string
 	host   string
 }
 
 func newView(req *fasthttp.Request) reqView {
-	path, _ := splitRequestURI(b2s(req.Header.RequestURI()))
+	path, query := splitRequestURI(b2s(req.Header.RequestURI()))
 	if strings.IndexByte(path, '%') >= 0 {
 		if p, err := url.PathUnescape(path); err == nil {
 			path = p
 		}
 	}
-	return reqView{req: req, method: b2s(req.Header.Method()), path: path, host: hostOnly(b2s(req.Header.Host()))}
+	return reqView{req: req, method: b2s(req.Header.Method()), path: path, query: query, host: hostOnly(b2s(req.Header.Host()))}
 }
 
 // header returns the first value of a header and whether the request has it.

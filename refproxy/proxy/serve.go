@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -38,7 +39,7 @@ func (t *Table) bind(key int) *bindTable {
 }
 
 // serve handles one data-plane request. Everything tracing does is behind
-// `tr != nil`, so untraced requests build no events.
+// `tr != nil`, so untraced requests build no events and no reasons.
 func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp := h.dp
 	var tr *reftrace.Tracer
@@ -58,26 +59,18 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest, "requestState": st})
 		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageGatewayPolicies, "requestState": st})
 	}
-	var rt *route
-	var evaluated []any
 	var v reqView
 	if bt != nil {
 		v = newView(&ctx.Request)
-		rt, evaluated = bt.selectRoute(&v, tr != nil)
 	}
+	rt, why := routeFor(&v, tr, bt)
 	if rt == nil {
-		if tr != nil {
-			if evaluated == nil {
-				evaluated = []any{}
-			}
-			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": evaluated})
-		}
-		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{})
+		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{}, why)
 		return
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.RouteSelection, map[string]any{"selectedRoute": rt.key, "evaluatedRoutes": evaluated})
 		tr.Emit(trace.SeverityInfo, trace.PolicySelection, map[string]any{"effectivePolicy": rt.effective})
+		traceSkippedPolicies(tr, rt)
 	}
 	// What CEL expressions see of the request, only for routes that have some.
 	var act map[string]any
@@ -93,14 +86,20 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 			// policy does not allow gets no CORS headers.
 			dp.routePolicies(ctx, tr)
 			pol.cors.addHeaders(cors, &ctx.Response.Header)
-			dp.direct(ctx, tr, rt, corsResult{}, http.StatusOK, "", ratelimit.Decision{})
+			dp.direct(ctx, tr, rt, corsResult{}, http.StatusOK, "", ratelimit.Decision{},
+				cause{kind: causeDirect, policy: "cors", reason: "a CORS preflight, answered by the proxy"})
 			return
 		}
 	}
 	if pol != nil && pol.authz != nil && !authorize(pol.authz, act) {
+		var refused string
+		if tr != nil {
+			refused = traceAuthzRefusal(tr, pol.authz, act)
+		}
 		dp.routePolicies(ctx, tr)
 		pol.corsHeaders(cors, &ctx.Response.Header)
-		dp.local(ctx, tr, http.StatusForbidden, authzDeniedBody, ratelimit.Decision{})
+		dp.local(ctx, tr, http.StatusForbidden, authzDeniedBody, ratelimit.Decision{},
+			cause{kind: causeAuthz, policy: "authorization", reason: refused})
 		return
 	}
 	set := rt.set
@@ -109,11 +108,13 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 	var d ratelimit.Decision
 	if set != nil {
-		d = set.Admit(time.Now())
+		var refused string
+		d, refused = admit(set, rt, tr)
 		if !d.Allowed {
 			dp.routePolicies(ctx, tr)
 			pol.corsHeaders(cors, &ctx.Response.Header)
-			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d)
+			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d,
+				cause{kind: causeRateLimit, policy: "localRateLimit", reason: refused})
 			return
 		}
 	}
@@ -121,21 +122,28 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if rt.remote != nil {
 		global = dp.checkRemote(rt, act)
 		d = ratelimit.Tighter(d, global.d)
+		var decided string
+		if tr != nil {
+			decided = traceRemoteLimits(tr, rt, global)
+		}
 		if global.refused || global.failed {
 			dp.routePolicies(ctx, tr)
 			pol.corsHeaders(cors, &ctx.Response.Header)
 			if global.refused {
 				ctx.Response.Header.Set(HeaderRateLimited, "true")
-				dp.answer(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d, global.warnings)
+				dp.answer(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d, global.warnings,
+					cause{kind: causeRateLimit, policy: "remoteRateLimit", reason: decided})
 			} else {
-				dp.answer(ctx, tr, statusRateLimitServiceDown, "rate limit service unavailable\n", d, global.warnings)
+				dp.answer(ctx, tr, statusRateLimitServiceDown, "rate limit service unavailable\n", d, global.warnings,
+					cause{kind: causeLimitDown, policy: "remoteRateLimit", reason: decided})
 			}
 			return
 		}
 	}
 	if pol != nil && pol.direct != nil {
 		dp.routePolicies(ctx, tr)
-		dp.direct(ctx, tr, rt, cors, int(pol.direct.Status), pol.direct.Body, d)
+		dp.direct(ctx, tr, rt, cors, int(pol.direct.Status), pol.direct.Body, d,
+			cause{kind: causeDirect, policy: "directResponse", reason: "the route's directResponse policy answers " + strconv.Itoa(int(pol.direct.Status))})
 		return
 	}
 	var be *backend
@@ -143,7 +151,8 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		if isModelList(&v) {
 			dp.routePolicies(ctx, tr)
 			ctx.Response.Header.SetContentType("application/json")
-			dp.direct(ctx, tr, rt, cors, http.StatusOK, b2s(rt.llm.list), d)
+			dp.direct(ctx, tr, rt, cors, http.StatusOK, b2s(rt.llm.list), d,
+				cause{kind: causeDirect, reason: "the model list of the route's llm models, answered by the proxy"})
 			return
 		}
 		model, ok := "", false
@@ -156,7 +165,12 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		if be == nil {
 			dp.routePolicies(ctx, tr)
 			ctx.Response.Header.SetContentType("application/json")
-			dp.direct(ctx, tr, rt, cors, http.StatusNotFound, modelNotFound(model, ok), d)
+			reason := "the request names no model"
+			if ok {
+				reason = fmt.Sprintf("no model of the route takes %q (or its header conditions do not hold)", model)
+			}
+			dp.direct(ctx, tr, rt, cors, http.StatusNotFound, modelNotFound(model, ok), d,
+				cause{kind: causeNoModel, reason: reason})
 			return
 		}
 	} else {
@@ -165,7 +179,8 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if be == nil {
 		dp.routePolicies(ctx, tr)
 		pol.corsHeaders(cors, &ctx.Response.Header)
-		dp.local(ctx, tr, http.StatusServiceUnavailable, "no backend for route\n", d)
+		dp.local(ctx, tr, http.StatusServiceUnavailable, "no backend for route\n", d,
+			cause{kind: causeNoBackend, reason: "route " + rt.key + " has no backend"})
 		return
 	}
 	if be.model != "" {
@@ -180,8 +195,8 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageFinalRequest, "requestState": dp.requestState(ctx, tr.Start(), be)})
+		dp.routePolicies(ctx, tr)
+		dp.snapshot(ctx, tr, trace.StageFinalRequest, be)
 		tr.Emit(trace.SeverityInfo, trace.BackendCallStart, map[string]any{"target": be.addr})
 	}
 
@@ -195,6 +210,47 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	dp.forward(ctx, c, dropped)
+}
+
+// routeFor picks the route of the request (v is nil-valued without a
+// bind); a traced request also traces routeSelection with every route's
+// reason, and gets why no route took it.
+func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable) (*route, cause) {
+	if bt == nil {
+		if tr != nil {
+			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": []any{}, "reasons": []any{}})
+		}
+		return nil, cause{kind: causeNoRoute, reason: "the port has no configuration"}
+	}
+	if tr == nil {
+		return bt.selectRoute(v), cause{}
+	}
+	rt, sel := bt.explainRoute(v)
+	traceRouteSelection(tr, sel)
+	if rt == nil {
+		return nil, noRouteCause(sel, v.host, v.path)
+	}
+	return rt, cause{}
+}
+
+// admit applies the request's local limits (set: the route's, with the
+// conditional entry that holds); a traced request also traces their
+// decision, and gets which entries refused it.
+func admit(set *ratelimit.Set, rt *route, tr *reftrace.Tracer) (ratelimit.Decision, string) {
+	if tr == nil {
+		return set.Admit(time.Now()), ""
+	}
+	d, states := set.AdmitExplained(time.Now())
+	return d, traceLocalLimit(tr, rt, d, states)
+}
+
+// snapshot traces a request snapshot at stage; be is the backend of the
+// final request.
+func (dp *Dataplane) snapshot(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, stage string, be *backend) {
+	if tr == nil {
+		return
+	}
+	tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": stage, "requestState": dp.requestState(ctx, tr.Start(), be)})
 }
 
 // HeaderRequestID carries a followed request's id to the backend and the
@@ -216,13 +272,14 @@ func followRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
 	ctx.Response.Header.Set(HeaderRequestID, id)
 }
 
-// local answers without calling a backend (404, 429, 503) and traces it.
-func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision) {
-	dp.answer(ctx, tr, code, body, d, nil)
+// local answers without calling a backend (404, 429, 503) and traces it
+// with why.
+func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, why cause) {
+	dp.answer(ctx, tr, code, body, d, nil, why)
 }
 
 // answer is local with warnings for requestFinished.
-func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, warnings []any) {
+func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, warnings []any, why cause) {
 	resp := &ctx.Response
 	d.EachHeader(resp.Header.Set)
 	if code == http.StatusTooManyRequests {
@@ -237,9 +294,9 @@ func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code 
 	}
 	if tr != nil {
 		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
-		var fields map[string]any
+		fields := why.fields(code)
 		if len(warnings) > 0 {
-			fields = map[string]any{"warnings": warnings}
+			fields["warnings"] = warnings
 		}
 		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, fields)
 	}
@@ -427,6 +484,11 @@ func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadC
 	success := resp.StatusCode() < 300
 	return llm.Watch(body, b2s(resp.Header.ContentType()), b2s(resp.Header.ContentEncoding()), func(u llm.Usage, err error) {
 		set.Charge(time.Now(), u.Total())
+		if c.tr != nil && set.HasTokens() {
+			c.warnMu.Lock()
+			c.charged, c.chargedSet = u.Total(), true
+			c.warnMu.Unlock()
+		}
 		if c.rt.remote != nil {
 			c.chargeRemote(u.Total())
 		}
@@ -464,7 +526,7 @@ func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer
 // direct answers with a response of the route's own (directResponse, the
 // LLM model list and its errors): status and body, the route's response
 // header modifiers and CORS headers, and the rate-limit headers.
-func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *route, cors corsResult, code int, body string, d ratelimit.Decision) {
+func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *route, cors corsResult, code int, body string, d ratelimit.Decision, why cause) {
 	resp := &ctx.Response
 	d.EachHeader(resp.Header.Set)
 	rt.pol.applyResponse(cors, &resp.Header)
@@ -472,6 +534,6 @@ func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *r
 	resp.SetBodyString(body)
 	if tr != nil {
 		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
-		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, nil)
+		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, why.fields(code))
 	}
 }

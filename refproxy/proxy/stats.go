@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/configdump"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 // EndpointStats counts the calls to one backend endpoint.
@@ -212,38 +214,12 @@ func (rt *route) allBackends() []*backend {
 }
 
 func dumpRoute(rt *route) configdump.Route {
+	// The matches as written, in the shape the config and the dump share
+	// (routing.MatchSpec), so the dump can be matched against again
+	// (gwdiag config explain).
 	matches := []any{}
-	for _, m := range rt.matches {
-		var path map[string]any
-		switch {
-		case m.regex != nil:
-			// Strip the anchors added at compile time.
-			s := m.regex.String()
-			path = map[string]any{"regex": s[len("^(?:") : len(s)-len(")$")]}
-		case m.exact != "":
-			path = map[string]any{"exact": m.exact}
-		default:
-			path = map[string]any{"pathPrefix": m.prefix}
-		}
-		dm := map[string]any{"path": path}
-		if m.method != "" {
-			dm["method"] = m.method
-		}
-		if len(m.headers) > 0 {
-			hs := []any{}
-			for _, h := range m.headers {
-				v := map[string]any{}
-				if h.exact != nil {
-					v["exact"] = *h.exact
-				} else if h.regex != nil {
-					s := h.regex.String()
-					v["regex"] = s[len("^(?:") : len(s)-len(")$")]
-				}
-				hs = append(hs, map[string]any{"name": h.name, "value": v})
-			}
-			dm["headers"] = hs
-		}
-		matches = append(matches, dm)
+	for i := range rt.match.Matches {
+		matches = append(matches, dumpMatch(rt.match.Matches[i].Spec()))
 	}
 	backends := []configdump.RouteBackend{}
 	refd := map[config.ServiceOf]bool{}
@@ -260,16 +236,69 @@ func dumpRoute(rt *route) configdump.Route {
 		// A backend reference is the backend's namespace/name.
 		backends = append(backends, configdump.RouteBackend{Weight: be.weight, Backend: config.DefaultNamespace + "/" + be.name})
 	}
-	inline := []map[string]any{}
-	for _, k := range effectivePolicyKeys {
-		if v := rt.effective[k]; v != nil {
-			inline = append(inline, map[string]any{k: v})
-		}
-	}
-	hostnames := rt.hostnames
+	inline := ownPolicies(rt)
+	hostnames := rt.match.Hostnames
 	if hostnames == nil {
 		hostnames = []string{}
 	}
 	return configdump.Route{Key: rt.key, Name: rt.name, Namespace: rt.namespace, Hostnames: hostnames,
 		Matches: matches, Backends: backends, InlinePolicies: inline}
+}
+
+// ownPolicies are the route's inline policies, one object per kind, in
+// effectivePolicy's key order; the top-level policies that apply to it
+// are under policies[] with their targets, as the reference lists them.
+func ownPolicies(rt *route) []map[string]any {
+	out := []map[string]any{}
+	own := rt.own
+	if own == nil {
+		return out
+	}
+	var limits []any
+	for _, le := range rt.limits {
+		if le.src.policy >= 0 {
+			continue
+		}
+		m := effectiveLimit(le.spec)
+		if le.conditional {
+			m["condition"] = nil
+			if le.condition != "" {
+				m["condition"] = le.condition
+			}
+		}
+		limits = append(limits, m)
+	}
+	kinds := map[string]any{}
+	if limits != nil {
+		kinds["localRateLimit"] = limits
+	}
+	if own.RemoteRateLimit != nil {
+		kinds["remoteRateLimit"] = remoteEffective(own.RemoteRateLimit)
+	}
+	for k, v := range map[string]any{"cors": own.CORS, "authorization": own.Authorization, "directResponse": own.DirectResponse,
+		"requestHeaderModifier": own.RequestHeaderModifier, "responseHeaderModifier": own.ResponseHeaderModifier} {
+		if !reflect.ValueOf(v).IsNil() {
+			kinds[k] = asJSON(v)
+		}
+	}
+	for _, k := range effectivePolicyKeys {
+		if v, ok := kinds[k]; ok {
+			out = append(out, map[string]any{k: v})
+		}
+	}
+	return out
+}
+
+// dumpMatch is a match as the dump writes it: always with a path (the
+// schema requires one; no path is a "/" prefix).
+func dumpMatch(s routing.MatchSpec) any {
+	if s.Path == nil {
+		root := "/"
+		s.Path = &routing.PathSpec{PathPrefix: &root}
+	}
+	var v any
+	if b, err := json.Marshal(s); err == nil {
+		_ = json.Unmarshal(b, &v)
+	}
+	return v
 }

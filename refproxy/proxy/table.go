@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"net/http"
-	"regexp"
 	"strings"
 	"sync/atomic"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 // Table is the routing state compiled from one config: everything the
@@ -30,6 +29,9 @@ type bindTable struct {
 	port      uint16
 	gateway   string
 	listeners []*listener
+	// routing selects a route; its route IDs index routes.
+	routing *routing.Bind
+	routes  []*route
 }
 
 type listener struct {
@@ -43,17 +45,28 @@ type route struct {
 	key       string
 	name      string
 	namespace string
-	hostnames []string
-	matches   []match
-	backends  []*backend
-	weights   uint64
-	next      atomic.Uint64
+	// match is the route's hostnames and matches, for routing.
+	match    *routing.Route
+	backends []*backend
+	weights  uint64
+	next     atomic.Uint64
 	// set is nil when no rate limit applies, so unlimited routes skip the limiter.
 	set *ratelimit.Set
 	// cond are the conditional local limits; nil for most routes.
 	cond *condLimits
+	// limits are every local limit entry of the route, plain then
+	// conditional, in effectivePolicy's order, with where each comes
+	// from, for the trace's reasons.
+	limits []limitEntry
 	// remote are the global limits, gateway-wide first; nil for most routes.
 	remote []*remote.Limiter
+	// remoteFrom says where each of remote comes from.
+	remoteFrom []policySource
+	// own are the route's inline policies as configured, for the dump.
+	own *config.Policies
+	// policies are the configured policies that target this route's
+	// gateway or name, applied or not, for the trace's reasons.
+	policies []policyTarget
 	// tokens: some limit counts LLM tokens, so responses are watched.
 	tokens bool
 	// pol are the other policies; nil for most routes.
@@ -62,19 +75,6 @@ type route struct {
 	// for others.
 	llm       *llmRouter
 	effective map[string]any
-}
-
-type match struct {
-	exact, prefix string
-	regex         *regexp.Regexp
-	method        string
-	headers       []headerMatch
-}
-
-type headerMatch struct {
-	name  string
-	exact *string
-	regex *regexp.Regexp
 }
 
 type backend struct {
@@ -122,7 +122,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 		}
 	}
 	for bi, b := range cfg.Binds {
-		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName()}
+		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName(), routing: &routing.Bind{}}
 		for li, l := range b.Listeners {
 			lt := &listener{key: config.ListenerKey(b, l, li), name: l.ListenerName(li), hostname: strings.ToLower(l.Hostname)}
 			// Gateway-wide buckets are shared by every route of the listener.
@@ -131,30 +131,48 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 			if p := l.Policies; p != nil {
 				gwPols = append(gwPols, policyInput{cors: p.CORS, authorization: p.Authorization})
 			}
-			for _, p := range cfg.Policies {
+			for pi, p := range cfg.Policies {
 				g := p.Target.Gateway
 				if g == nil || g.GatewayName != bt.gateway || g.GatewayNamespace != config.DefaultNamespace {
 					continue
 				}
+				src := policySource{policy: pi, name: p.Name.Namespace + "/" + p.Name.Name, target: "gateway " + bt.gateway}
 				if g.ListenerName != nil && *g.ListenerName != lt.name {
+					gw.skipped = append(gw.skipped, policyTarget{src: src, kinds: policyKinds(p.Policy),
+						skip: fmt.Sprintf("targets listener %s of %s, the request came to listener %s", *g.ListenerName, bt.gateway, lt.name)})
 					continue
 				}
 				if g.Port != nil && *g.Port != b.Port {
+					gw.skipped = append(gw.skipped, policyTarget{src: src, kinds: policyKinds(p.Policy),
+						skip: fmt.Sprintf("targets port %d, the request came to port %d", *g.Port, b.Port)})
 					continue
 				}
-				if err := gw.add(dp, p.Name.Namespace+"/"+p.Name.Name+"/"+bt.gateway, &p.Policy); err != nil {
+				if g.ListenerName != nil {
+					src.target += " listener " + *g.ListenerName
+				}
+				if err := gw.add(dp, p.Name.Namespace+"/"+p.Name.Name+"/"+bt.gateway, &p.Policy, src); err != nil {
 					return nil, fmt.Errorf("policy %s/%s: %w", p.Name.Namespace, p.Name.Name, err)
 				}
+				gw.applied = append(gw.applied, policyTarget{src: src, kinds: policyKinds(p.Policy)})
 				gwPols = append(gwPols, policyInput{p: &p.Policy})
 			}
+			var rroutes []*routing.Route
 			for ri, r := range l.Routes {
 				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw, gwPols)
 				if err != nil {
 					return nil, err
 				}
+				rr, err := routing.NewRoute(rt.key, len(bt.routes), r.Hostnames, matchSpecs(r.Matches))
+				if err != nil {
+					return nil, err
+				}
+				rt.match = rr
+				bt.routes = append(bt.routes, rt)
+				rroutes = append(rroutes, rr)
 				lt.routes = append(lt.routes, rt)
 			}
 			bt.listeners = append(bt.listeners, lt)
+			bt.routing.Listeners = append(bt.routing.Listeners, routing.NewListener(lt.key, lt.hostname, rroutes))
 		}
 		t.binds = append(t.binds, bt)
 	}
@@ -163,12 +181,17 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 
 // limits are the rate limits of one place (a gateway, a route): plain
 // buckets, groups of conditional entries, global limits, and the configs
-// they came from for effectivePolicy.
+// they came from for effectivePolicy; with where each comes from, and the
+// place's policies applied and skipped, for the trace's reasons.
 type limits struct {
 	buckets []*ratelimit.Bucket
 	specs   []config.RateLimit
+	entries []limitEntry // one per bucket
 	groups  []condGroup
 	remotes []*config.RemoteRateLimit
+	from    []policySource // one per remote
+
+	applied, skipped []policyTarget
 }
 
 // condGroup is one localRateLimit policy in the conditional form.
@@ -176,17 +199,20 @@ type condGroup struct {
 	conds   []cel.Program // nil: the fallback
 	buckets []*ratelimit.Bucket
 	entries []config.ConditionalRateLimit
+	src     policySource
 }
 
-// add takes the limits of a policy block; key names its buckets, so that
-// they keep their state across reloads.
-func (l *limits) add(dp *Dataplane, key string, p *config.Policies) error {
-	for _, rl := range p.LocalRateLimit {
-		l.buckets = append(l.buckets, dp.bucket(key, rl))
+// add takes the limits of a policy block from src; key names its buckets,
+// so that they keep their state across reloads.
+func (l *limits) add(dp *Dataplane, key string, p *config.Policies, src policySource) error {
+	for i, rl := range p.LocalRateLimit {
+		b := dp.bucket(key, rl)
+		l.buckets = append(l.buckets, b)
 		l.specs = append(l.specs, rl)
+		l.entries = append(l.entries, limitEntry{bucket: b, spec: rl, src: src, index: i})
 	}
 	if c := p.LocalRateLimitConditional; len(c) > 0 {
-		g := condGroup{entries: c}
+		g := condGroup{entries: c, src: src}
 		for i, e := range c {
 			var prog cel.Program
 			if e.Condition != "" {
@@ -202,6 +228,7 @@ func (l *limits) add(dp *Dataplane, key string, p *config.Policies) error {
 	}
 	if p.RemoteRateLimit != nil {
 		l.remotes = append(l.remotes, p.RemoteRateLimit)
+		l.from = append(l.from, src)
 	}
 	return nil
 }
@@ -209,8 +236,24 @@ func (l *limits) add(dp *Dataplane, key string, p *config.Policies) error {
 func (l *limits) merge(o *limits) {
 	l.buckets = append(l.buckets, o.buckets...)
 	l.specs = append(l.specs, o.specs...)
+	l.entries = append(l.entries, o.entries...)
 	l.groups = append(l.groups, o.groups...)
 	l.remotes = append(l.remotes, o.remotes...)
+	l.from = append(l.from, o.from...)
+	l.applied = append(l.applied, o.applied...)
+	l.skipped = append(l.skipped, o.skipped...)
+}
+
+// entryList is every local limit entry, plain then conditional, in
+// effectivePolicy's order (limitsEffective).
+func (l *limits) entryList() []limitEntry {
+	out := append([]limitEntry(nil), l.entries...)
+	for _, g := range l.groups {
+		for i, e := range g.entries {
+			out = append(out, limitEntry{bucket: g.buckets[i], spec: e.RateLimit, src: g.src, index: i, condition: e.Condition, conditional: true})
+		}
+	}
+	return out
 }
 
 func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw *limits, gwPols []policyInput) (*route, error) {
@@ -222,66 +265,51 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 	if rt.namespace == "" {
 		rt.namespace = config.DefaultNamespace
 	}
-	for _, h := range r.Hostnames {
-		rt.hostnames = append(rt.hostnames, strings.ToLower(h))
-	}
-	if len(r.Matches) == 0 {
-		rt.matches = []match{{prefix: "/"}}
-	}
-	for _, m := range r.Matches {
-		cm := match{method: m.Method}
-		switch {
-		case m.Path == nil:
-			cm.prefix = "/"
-		case m.Path.Exact != nil:
-			cm.exact = *m.Path.Exact
-		case m.Path.PathPrefix != nil:
-			cm.prefix = *m.Path.PathPrefix
-		case m.Path.Regex != nil:
-			re, err := regexp.Compile("^(?:" + *m.Path.Regex + ")$")
-			if err != nil {
-				return nil, fmt.Errorf("route %s: %w", rt.key, err)
-			}
-			cm.regex = re
-		}
-		hms, err := compileHeaderMatches(m.Headers)
-		if err != nil {
-			return nil, fmt.Errorf("route %s: %w", rt.key, err)
-		}
-		cm.headers = hms
-		rt.matches = append(rt.matches, cm)
-	}
 
 	// Limits: gateway-wide first, then targeted route policies, then inline.
 	lim := &limits{}
 	lim.merge(gw)
 	pols := append([]policyInput(nil), gwPols...)
-	for _, p := range cfg.Policies {
+	for pi, p := range cfg.Policies {
 		t := p.Target.Route
 		if t == nil || t.Name != rt.name || t.Namespace != rt.namespace {
 			continue
 		}
+		src := policySource{policy: pi, name: p.Name.Namespace + "/" + p.Name.Name, target: "route " + rt.namespace + "/" + rt.name}
 		if t.RuleName != nil && *t.RuleName != r.RuleName {
+			lim.skipped = append(lim.skipped, policyTarget{src: src, kinds: policyKinds(p.Policy),
+				skip: fmt.Sprintf("targets rule %s of route %s/%s, the request matched rule %q", *t.RuleName, rt.namespace, rt.name, r.RuleName)})
 			continue
 		}
-		if err := lim.add(dp, p.Name.Namespace+"/"+p.Name.Name+"/"+rt.key, &p.Policy); err != nil {
+		if t.RuleName != nil {
+			src.target += " rule " + *t.RuleName
+		}
+		if err := lim.add(dp, p.Name.Namespace+"/"+p.Name.Name+"/"+rt.key, &p.Policy, src); err != nil {
 			return nil, fmt.Errorf("route %s: %w", rt.key, err)
 		}
+		lim.applied = append(lim.applied, policyTarget{src: src, kinds: policyKinds(p.Policy)})
 		pols = append(pols, policyInput{p: &p.Policy})
 	}
 	if r.Policies != nil {
+		rt.own = r.Policies
+		src := policySource{policy: -1, target: "route " + rt.namespace + "/" + rt.name}
 		// Inline buckets are keyed by their place in the list.
 		for i, rl := range r.Policies.LocalRateLimit {
-			lim.buckets = append(lim.buckets, dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl))
+			b := dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl)
+			lim.buckets = append(lim.buckets, b)
 			lim.specs = append(lim.specs, rl)
+			lim.entries = append(lim.entries, limitEntry{bucket: b, spec: rl, src: src, index: i})
 		}
 		inline := *r.Policies
 		inline.LocalRateLimit = nil
-		if err := lim.add(dp, rt.key+"/inline", &inline); err != nil {
+		if err := lim.add(dp, rt.key+"/inline", &inline, src); err != nil {
 			return nil, fmt.Errorf("route %s: %w", rt.key, err)
 		}
 		pols = append(pols, policyInput{p: r.Policies})
 	}
+	rt.limits = lim.entryList()
+	rt.remoteFrom = lim.from
+	rt.policies = append(append([]policyTarget(nil), lim.applied...), lim.skipped...)
 	rt.limitSets(lim)
 	for _, rr := range lim.remotes {
 		conn, err := dp.rlsConn(rr.Host)
@@ -357,17 +385,21 @@ func (rt *route) limitSets(lim *limits) {
 	rt.cond = c
 }
 
+// effectiveLimit is a local limit entry as effectivePolicy and the dump
+// show it.
+func effectiveLimit(l config.RateLimit) map[string]any {
+	typ := l.Type
+	if typ == "" {
+		typ = string(ratelimit.Requests)
+	}
+	return map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
+		"fillInterval": l.FillInterval.String(), "type": typ}
+}
+
 // limitsEffective is localRateLimit in effectivePolicy: every entry that
 // may apply, conditional ones with their condition (null: the fallback).
 func limitsEffective(lim *limits) []any {
-	entry := func(l config.RateLimit) map[string]any {
-		typ := l.Type
-		if typ == "" {
-			typ = string(ratelimit.Requests)
-		}
-		return map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
-			"fillInterval": l.FillInterval.String(), "type": typ}
-	}
+	entry := effectiveLimit
 	var ls []any
 	for _, l := range lim.specs {
 		ls = append(ls, entry(l))
@@ -383,22 +415,6 @@ func limitsEffective(lim *limits) []any {
 		}
 	}
 	return ls
-}
-
-func compileHeaderMatches(hs []config.HeaderMatch) ([]headerMatch, error) {
-	var out []headerMatch
-	for _, h := range hs {
-		hm := headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value.Exact}
-		if h.Value.Regex != nil {
-			re, err := regexp.Compile("^(?:" + *h.Value.Regex + ")$")
-			if err != nil {
-				return nil, err
-			}
-			hm.regex = re
-		}
-		out = append(out, hm)
-	}
-	return out, nil
 }
 
 // remoteEffective is a remoteRateLimit policy as effectivePolicy shows it:
@@ -449,102 +465,46 @@ func (rt *route) pick() *backend {
 	return rt.backends[0]
 }
 
-// matchesReq reports whether the route takes the request.
-func (rt *route) matchesReq(v *reqView) bool {
-	host := v.host
-	if len(rt.hostnames) > 0 {
-		ok := false
-		for _, h := range rt.hostnames {
-			if hostMatches(h, host) {
-				ok = true
-				break
-			}
+// matchSpecs are a config route's matches in routing's shape, which is
+// also the dump's.
+func matchSpecs(ms []config.Match) []routing.MatchSpec {
+	out := make([]routing.MatchSpec, 0, len(ms))
+	for _, m := range ms {
+		s := routing.MatchSpec{Method: m.Method, Headers: valueSpecs(m.Headers), Query: valueSpecs(m.Query)}
+		if p := m.Path; p != nil {
+			s.Path = &routing.PathSpec{Exact: p.Exact, PathPrefix: p.PathPrefix, Regex: p.Regex}
 		}
-		if !ok {
-			return false
-		}
+		out = append(out, s)
 	}
-	for i := range rt.matches {
-		if rt.matches[i].matches(v) {
-			return true
-		}
-	}
-	return false
+	return out
 }
 
-func (m *match) matches(v *reqView) bool {
-	if m.method != "" && m.method != v.method {
-		return false
+func valueSpecs(hs []config.HeaderMatch) []routing.ValueSpec {
+	var out []routing.ValueSpec
+	for _, h := range hs {
+		out = append(out, routing.ValueSpec{Name: h.Name, Value: routing.StringSpec{Exact: h.Value.Exact, Regex: h.Value.Regex}})
 	}
-	p := v.path
-	switch {
-	case m.regex != nil:
-		if !m.regex.MatchString(p) {
-			return false
-		}
-	case m.exact != "":
-		if p != m.exact {
-			return false
-		}
-	default:
-		if !prefixMatches(m.prefix, p) {
-			return false
-		}
-	}
-	for _, h := range m.headers {
-		val, ok := v.header(h.name)
-		if !ok {
-			return false
-		}
-		if h.exact != nil && val != *h.exact {
-			return false
-		}
-		if h.regex != nil && !h.regex.MatchString(val) {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
-// prefixMatches is a path-segment prefix match as in Gateway API: /foo
-// matches /foo and /foo/bar but not /foobar.
-func prefixMatches(prefix, path string) bool {
-	if prefix == "" || prefix == "/" {
-		return true
+// selectRoute returns the route that takes the request: the listener of
+// the request's host, then its routes by the reference's precedence
+// (routing.Bind.Select).
+func (bt *bindTable) selectRoute(v *reqView) *route {
+	r := routing.Request{Method: v.method, Path: v.path, Host: v.host, Query: v.query}
+	if rr, _ := bt.routing.Select(&r, v.header); rr != nil {
+		return bt.routes[rr.ID]
 	}
-	prefix = strings.TrimSuffix(prefix, "/")
-	if !strings.HasPrefix(path, prefix) {
-		return false
-	}
-	return len(path) == len(prefix) || path[len(prefix)] == '/'
+	return nil
 }
 
-// hostMatches matches a hostname pattern ("a.example.com" or "*.example.com")
-// against a lower-case host without port.
-func hostMatches(pattern, host string) bool {
-	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
-		return strings.HasSuffix(host, suffix) && len(host) > len(suffix)
+// explainRoute is selectRoute for a traced request: the route, and why each
+// route of the bind did or did not take it.
+func (bt *bindTable) explainRoute(v *reqView) (*route, routing.Selection) {
+	r := routing.Request{Method: v.method, Path: v.path, Host: v.host, Query: v.query}
+	sel := bt.routing.Explain(&r, v.header)
+	if sel.Route != nil {
+		return bt.routes[sel.Route.ID], sel
 	}
-	return pattern == host
-}
-
-// selectRoute returns the first matching route in config order and, when
-// collect is set, the keys of every route evaluated on the way.
-func (bt *bindTable) selectRoute(v *reqView, collect bool) (*route, []any) {
-	host := v.host
-	var evaluated []any
-	for _, l := range bt.listeners {
-		if l.hostname != "" && !hostMatches(l.hostname, host) {
-			continue
-		}
-		for _, rt := range l.routes {
-			if collect {
-				evaluated = append(evaluated, rt.key)
-			}
-			if rt.matchesReq(v) {
-				return rt, evaluated
-			}
-		}
-	}
-	return nil, evaluated
+	return nil, sel
 }

@@ -293,13 +293,38 @@ func Tighter(a, b Decision) Decision {
 // All buckets of the Set are locked together (in a global order), checked,
 // and only then taken from, so a refused request consumes nothing anywhere
 // and concurrent requests never over-admit.
-func (s *Set) Admit(now time.Time) Decision {
+func (s *Set) Admit(now time.Time) Decision { return s.admit(now, nil) }
+
+// BucketState is one bucket as a decision left it.
+type BucketState struct {
+	Bucket *Bucket
+	// Remaining is what the bucket holds after the request, Reset the
+	// time to its next refill.
+	Remaining uint64
+	Reset     time.Duration
+	// Refused: the bucket had nothing left for the request.
+	Refused bool
+}
+
+// AdmitExplained is Admit that also tells how it left each bucket, taken
+// under the same locks, for the reasons of a traced request.
+func (s *Set) AdmitExplained(now time.Time) (Decision, []BucketState) {
+	if s == nil || len(s.buckets) == 0 {
+		return Decision{Allowed: true}, nil
+	}
+	states := make([]BucketState, 0, len(s.buckets))
+	d := s.admit(now, &states)
+	return d, states
+}
+
+// admit is Admit, noting each bucket's state in states when it is not nil.
+func (s *Set) admit(now time.Time, states *[]BucketState) Decision {
 	if s == nil || len(s.buckets) == 0 {
 		return Decision{Allowed: true}
 	}
 	t := now.Sub(epoch).Nanoseconds()
 	if len(s.buckets) == 1 {
-		return s.buckets[0].admit(t)
+		return s.buckets[0].admit(t, states)
 	}
 	for _, b := range s.buckets {
 		b.mu.Lock()
@@ -314,11 +339,15 @@ func (s *Set) Admit(now time.Time) Decision {
 	}
 	d := Decision{Allowed: allowed, Limited: true}
 	for i, b := range s.buckets {
+		refused := b.tokens < 1
 		if allowed && b.spec.Type == Requests {
 			b.tokens--
 		}
 		if i == 0 || b.tokens < d.Remaining {
 			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, b.untilRefill(t)
+		}
+		if states != nil {
+			*states = append(*states, BucketState{Bucket: b, Remaining: b.tokens, Reset: b.untilRefill(t), Refused: refused})
 		}
 	}
 	for _, b := range s.buckets {
@@ -328,7 +357,7 @@ func (s *Set) Admit(now time.Time) Decision {
 }
 
 // admit is Admit for a Set of one bucket: the common case, kept short.
-func (b *Bucket) admit(t int64) Decision {
+func (b *Bucket) admit(t int64, states *[]BucketState) Decision {
 	b.mu.Lock()
 	b.refill(t)
 	allowed := b.tokens >= 1
@@ -336,6 +365,19 @@ func (b *Bucket) admit(t int64) Decision {
 		b.tokens--
 	}
 	d := Decision{Allowed: allowed, Limit: b.spec.MaxTokens, Remaining: b.tokens, Reset: b.untilRefill(t), Limited: true}
+	b.mu.Unlock()
+	if states != nil {
+		*states = append(*states, BucketState{Bucket: b, Remaining: d.Remaining, Reset: d.Reset, Refused: !allowed})
+	}
+	return d
+}
+
+// Reset returns the time from now to the bucket's next refill.
+func (b *Bucket) Reset(now time.Time) time.Duration {
+	t := now.Sub(epoch).Nanoseconds()
+	b.mu.Lock()
+	b.refill(t)
+	d := b.untilRefill(t)
 	b.mu.Unlock()
 	return d
 }

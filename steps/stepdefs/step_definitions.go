@@ -33,22 +33,47 @@ func Register(sc *godog.ScenarioContext) {
 	registerGlobalSteps(sc)
 	registerFollowSteps(sc)
 	registerPodSteps(sc)
+	registerExplainSteps(sc)
 }
 
 var errorType = reflect.TypeFor[error]()
 
-// step registers fn, a func(context.Context, ...) error, so that a failure
-// in an @extended scenario the proxy does not claim to support is recorded
-// as "unsupported" and skips the rest of the scenario instead of failing it,
-// and so is a failure after the run was interrupted, recorded as not run.
+// errNoState fails a step called outside a scenario begun by the engine.
+var errNoState error = errors.New("no scenario state: the step ran outside a scenario")
+
+// step registers fn, a func(context.Context, ...) error or a method of the
+// scenario's state (func(*state, context.Context, ...) error, given as
+// (*state).name: one registration line per step, the flagd way), so that a
+// failure in an @extended scenario the proxy does not claim to support is
+// recorded as "unsupported" and skips the rest of the scenario instead of
+// failing it, and so is a failure after the run was interrupted, recorded
+// as not run.
 func step(sc *godog.ScenarioContext, pattern string, fn any) {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
+	method := t.NumIn() > 0 && t.In(0) == reflect.TypeFor[*state]()
+	if method {
+		// godog calls the step without the state: the function it sees
+		// takes the rest, and the state comes from the context.
+		in := make([]reflect.Type, 0, t.NumIn()-1)
+		for i := 1; i < t.NumIn(); i++ {
+			in = append(in, t.In(i))
+		}
+		t = reflect.FuncOf(in, []reflect.Type{errorType}, false)
+	}
 	if t.NumIn() == 0 || t.In(0) != reflect.TypeFor[context.Context]() || t.NumOut() != 1 || t.Out(0) != errorType {
-		panic("step " + pattern + ": want func(context.Context, ...) error")
+		panic("step " + pattern + ": want func(context.Context, ...) error or func(*state, context.Context, ...) error")
 	}
 	sc.Step(pattern, reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
-		out := v.Call(args)
+		call := args
+		if method {
+			s := getState(args[0].Interface().(context.Context))
+			if s == nil {
+				return []reflect.Value{reflect.ValueOf(&errNoState).Elem()}
+			}
+			call = append([]reflect.Value{reflect.ValueOf(s)}, args...)
+		}
+		out := v.Call(call)
 		err, _ := out[0].Interface().(error)
 		if err == nil || errors.Is(err, godog.ErrSkip) {
 			return out

@@ -179,17 +179,27 @@ type Listener struct {
 	Routes []Route
 }
 
-// Route sends requests whose path starts with PathPrefix to Backend.
+// Route sends requests whose path starts with PathPrefix (and, when set,
+// whose method is Method and which carry Header) to Backend.
 type Route struct {
 	Name       string
 	PathPrefix string
-	Backend    string
-	Limits     []Limit
+	// Method, when set, is the only method the route takes.
+	Method string
+	// Header, when set, is a header the request must carry, exactly.
+	Header  *HeaderMatch
+	Backend string
+	Limits  []Limit
 	// Global are limits kept by Setup.RateLimitService.
 	Global []GlobalLimit
 	// GlobalFailOpen lets requests through when the service cannot
 	// answer; otherwise they are refused (the reference's default).
 	GlobalFailOpen bool
+}
+
+// HeaderMatch is a header a route requires, with its exact value.
+type HeaderMatch struct {
+	Name, Value string
 }
 
 // LimitKind is what a limit counts.

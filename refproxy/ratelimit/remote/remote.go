@@ -203,6 +203,53 @@ type Verdict struct {
 	// charge holds the token descriptors the request matched, with their
 	// values, for Charge after the response.
 	charge []*ratelimitv3.RateLimitDescriptor
+	// sent and statuses are the descriptors asked about and the service's
+	// answer for each, kept (not copied) for Sent.
+	sent     []*ratelimitv3.RateLimitDescriptor
+	statuses []*rlsv3.RateLimitResponse_DescriptorStatus
+}
+
+// DescriptorResult is one descriptor a check sent and what the service
+// answered for it.
+type DescriptorResult struct {
+	// Entries are the descriptor's keys and the values the request gave.
+	Entries []Entry
+	// Tokens: the descriptor counts LLM tokens (looked at, charged after
+	// the response); otherwise it counts requests.
+	Tokens bool
+	// Code is the service's answer: OK or OVER_LIMIT ("" when it did not
+	// answer).
+	Code string
+	// Limit, Unit, Remaining and Reset are the limit the service applied,
+	// when it told one (HasLimit).
+	HasLimit  bool
+	Limit     uint32
+	Unit      string
+	Remaining uint32
+	Reset     time.Duration
+}
+
+// Sent lists the descriptors the check sent, with the service's answer
+// for each; nil when none applied to the request. It allocates: the data
+// plane calls it only for a traced request.
+func (v *Verdict) Sent() []DescriptorResult {
+	var out []DescriptorResult
+	for i, d := range v.sent {
+		r := DescriptorResult{Tokens: d.HitsAddend != nil}
+		for _, e := range d.Entries {
+			r.Entries = append(r.Entries, Entry{Key: e.GetKey(), Value: e.GetValue()})
+		}
+		if i < len(v.statuses) {
+			st := v.statuses[i]
+			r.Code = st.GetCode().String()
+			if cl := st.GetCurrentLimit(); cl != nil {
+				r.HasLimit, r.Limit, r.Unit = true, cl.GetRequestsPerUnit(), strings.ToLower(cl.GetUnit().String())
+				r.Remaining, r.Reset = st.GetLimitRemaining(), st.GetDurationUntilReset().AsDuration().Round(time.Second)
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Check evaluates the descriptors for a request (act holds "request" and
@@ -225,6 +272,7 @@ func (l *Limiter) Check(ctx context.Context, act map[string]any) Verdict {
 	if len(req.Descriptors) == 0 {
 		return v
 	}
+	v.sent = req.Descriptors
 	ctx, cancel := context.WithTimeout(ctx, l.policy.Timeout)
 	defer cancel()
 	resp, err := l.client.ShouldRateLimit(ctx, req)
@@ -236,6 +284,7 @@ func (l *Limiter) Check(ctx context.Context, act map[string]any) Verdict {
 		v.Outcome = OverLimit
 	}
 	statuses := resp.GetStatuses()
+	v.statuses = statuses
 	for i, st := range statuses {
 		if i < len(req.Descriptors) && req.Descriptors[i].HitsAddend != nil && st.GetCurrentLimit() != nil && st.GetLimitRemaining() == 0 {
 			// A token budget with nothing left: the next request needs at

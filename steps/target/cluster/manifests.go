@@ -68,6 +68,13 @@ func clusterManifests(setup target.Setup, ns, class string, policy schema.GroupV
 	var policies []client.Object
 	for _, l := range setup.Listeners {
 		for _, r := range l.Routes {
+			match := gwv1.HTTPRouteMatch{Path: &gwv1.HTTPPathMatch{Type: ptr.To(gwv1.PathMatchPathPrefix), Value: ptr.To(r.PathPrefix)}}
+			if r.Method != "" {
+				match.Method = ptr.To(gwv1.HTTPMethod(r.Method))
+			}
+			if h := r.Header; h != nil {
+				match.Headers = []gwv1.HTTPHeaderMatch{{Name: gwv1.HTTPHeaderName(h.Name), Value: h.Value}}
+			}
 			objs = append(objs, &gwv1.HTTPRoute{
 				TypeMeta:   metav1.TypeMeta{APIVersion: gwv1.GroupVersion.String(), Kind: "HTTPRoute"},
 				ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: ns},
@@ -75,8 +82,7 @@ func clusterManifests(setup target.Setup, ns, class string, policy schema.GroupV
 					CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{
 						Name: clusterGatewayName, SectionName: ptr.To(gwv1.SectionName(l.Name))}}},
 					Rules: []gwv1.HTTPRouteRule{{
-						Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{
-							Type: ptr.To(gwv1.PathMatchPathPrefix), Value: ptr.To(r.PathPrefix)}}},
+						Matches: []gwv1.HTTPRouteMatch{match},
 						BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
 							Name: gwv1.ObjectName(r.Backend), Port: ptr.To(gwv1.PortNumber(clusterBackendPort))}}}},
 					}},

@@ -65,9 +65,16 @@ func StandaloneConfig(setup target.Setup, style ConfigStyle, adminAddr string, p
 				// An LLM provider backend, as token limits need on real proxies.
 				backend = node{"ai": node{"name": r.Backend, "provider": node{"openAI": node{}}, "hostOverride": addr}}
 			}
+			match := node{"path": node{"pathPrefix": r.PathPrefix}}
+			if r.Method != "" {
+				match["method"] = r.Method
+			}
+			if h := r.Header; h != nil {
+				match["headers"] = []any{node{"name": h.Name, "value": node{"exact": h.Value}}}
+			}
 			route := node{
 				"name":     r.Name,
-				"matches":  []any{node{"path": node{"pathPrefix": r.PathPrefix}}},
+				"matches":  []any{match},
 				"backends": []any{backend},
 			}
 			if len(r.Limits) > 0 {

@@ -1,0 +1,509 @@
+// Reasons: why a traced request ended as it did (spec part 6: "The trace
+// tells why a request matched or did not match a route, why a policy
+// applied or not, and why an unexpected status was returned"), built in
+// this one place and only for traced requests:
+//
+//   - routeSelection carries `listener` and `reasons`, one per route of
+//     the bind: selected, shadowed (matches too, but another goes first),
+//     or noMatch with the first condition that failed (`condition`,
+//     `name`, `want`, `got`, `missing`) and a `reason` sentence;
+//   - a `policy` event per policy kind (the reference's newer event: result
+//     {type: apply, details, ...} or {type: skip, reason}) through
+//     reftrace.Tracer.Policy, the hook every policy kind reports through;
+//   - requestFinished carries `status` and, for a status the backend did
+//     not give, `cause` {kind, reason, ...}.
+//
+// Nothing here runs for an untraced request.
+package proxy
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// policySource is where a route's policy comes from: a top-level policy
+// (by name) and what it targets, or the route's inline policies.
+type policySource struct {
+	policy int    // index in config.Policies; -1 for inline policies
+	name   string // namespace/name of a top-level policy
+	target string // "gateway bind/3000", "route default/api rule a"
+}
+
+// String names the source for a reason.
+func (s policySource) String() string {
+	if s.policy < 0 {
+		return "the inline policies of " + s.target
+	}
+	return "policy " + s.name + " (" + s.target + ")"
+}
+
+// limitEntry is one local limit of a route with its source: the index
+// in the source's localRateLimit list (the policy resource's local[]), and
+// for an entry of the conditional form, its condition ("" for the
+// fallback).
+type limitEntry struct {
+	bucket      *ratelimit.Bucket
+	spec        config.RateLimit
+	src         policySource
+	index       int
+	conditional bool
+	condition   string
+}
+
+// policyTarget is a configured policy that targets the route's gateway
+// or name, with why it does not apply (skip), or "" when it does.
+type policyTarget struct {
+	src   policySource
+	kinds []string
+	skip  string
+}
+
+// policyKinds are the effectivePolicy keys a policy block sets.
+func policyKinds(p config.Policies) []string {
+	var out []string
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{
+		{"localRateLimit", len(p.LocalRateLimit) > 0 || len(p.LocalRateLimitConditional) > 0},
+		{"remoteRateLimit", p.RemoteRateLimit != nil},
+		{"authorization", p.Authorization != nil},
+		{"cors", p.CORS != nil},
+		{"directResponse", p.DirectResponse != nil},
+		{"requestHeaderModifier", p.RequestHeaderModifier != nil},
+		{"responseHeaderModifier", p.ResponseHeaderModifier != nil},
+	} {
+		if k.set {
+			out = append(out, k.name)
+		}
+	}
+	return out
+}
+
+// maxRouteReasons bounds the reasons routeSelection carries: a bind of
+// thousands of routes would make one event larger than a reader takes
+// (gwdiag's bound is 1 MiB). The selected route's reason and the closest
+// miss's are always kept; the others past the bound are counted in
+// reasonsOmitted.
+const maxRouteReasons = 100
+
+// traceRouteSelection emits routeSelection: the selected route (or none),
+// the evaluated routes as the reference lists them (those registered for
+// the request's host), the listener, and a reason per route of the bind.
+func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
+	evaluated := make([]any, 0, len(sel.Evaluated))
+	for _, k := range sel.Evaluated {
+		evaluated = append(evaluated, k)
+	}
+	closest, _ := sel.Closest()
+	reasons := make([]any, 0, min(len(sel.Verdicts), maxRouteReasons+2))
+	omitted := 0
+	for i, v := range sel.Verdicts {
+		if i >= maxRouteReasons && v.Result != routing.Selected && &sel.Verdicts[i] != closest {
+			omitted++
+			continue
+		}
+		r := map[string]any{"route": v.Route.Key, "result": string(v.Result), "reason": v.Reason()}
+		if len(v.Route.Matches) > 1 {
+			r["match"] = v.Match
+		}
+		if v.Result == routing.NoMatch {
+			c := v.Failed
+			// Got views the request's bytes (reqView does not copy), which
+			// fasthttp reuses once the handler returns: the event keeps a copy.
+			r["condition"], r["want"], r["got"] = string(c.Kind), c.Want, strings.Clone(c.Got)
+			if c.Name != "" {
+				r["name"] = c.Name
+			}
+			if c.Missing {
+				r["missing"] = true
+			}
+		}
+		reasons = append(reasons, r)
+	}
+	fields := map[string]any{"evaluatedRoutes": evaluated, "reasons": reasons}
+	if omitted > 0 {
+		fields["reasonsOmitted"] = omitted
+	}
+	sev := trace.SeverityInfo
+	if sel.Route != nil {
+		fields["selectedRoute"] = sel.Route.Key
+	} else {
+		fields["selectedRoute"] = nil
+		sev = trace.SeverityError
+	}
+	if sel.Listener != nil {
+		fields["listener"] = sel.Listener.Key
+	}
+	tr.Emit(sev, trace.RouteSelection, fields)
+}
+
+// traceSkippedPolicies reports the policies that target the route's
+// gateway or name but not this request (another listener, port or rule).
+func traceSkippedPolicies(tr *reftrace.Tracer, rt *route) {
+	for _, p := range rt.policies {
+		if p.skip == "" {
+			continue
+		}
+		for _, k := range p.kinds {
+			tr.Policy(k, reftrace.Skipped(p.src.String()+" "+p.skip), false)
+		}
+	}
+}
+
+// traceLocalLimit reports the local limits' decision: each entry with its
+// source, what it holds and when it refills, and the entries that
+// refused, which it returns in words.
+func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, states []ratelimit.BucketState) string {
+	entries := make([]any, 0, len(rt.limits))
+	var refusedBy []string
+	applied := 0
+	for i, le := range rt.limits {
+		e := limitFields(le)
+		e["entry"] = i
+		if le.conditional {
+			// An entry of the conditional form applies when its condition
+			// is the first of its group to hold (none: the fallback).
+			e["condition"] = nil
+			if le.condition != "" {
+				e["condition"] = le.condition
+			}
+			e["applies"] = false
+		}
+		for _, st := range states {
+			if st.Bucket != le.bucket {
+				continue
+			}
+			applied++
+			if le.conditional {
+				e["applies"] = true
+			}
+			e["remaining"], e["resetSeconds"] = st.Remaining, int64(st.Reset/time.Second)
+			if st.Refused {
+				e["refused"] = true
+				refusedBy = append(refusedBy, fmt.Sprintf("localRateLimit[%d] of %s (%s): %s, refills in %s",
+					le.index, le.src, describeLimit(le.spec), describeLeft(le.spec, st.Remaining), roundSeconds(st.Reset)))
+			}
+		}
+		entries = append(entries, e)
+	}
+	details := fmt.Sprintf("allowed by %d %s", applied, plural(applied, "entry", "entries"))
+	if !d.Allowed {
+		details = "refused by " + strings.Join(refusedBy, "; ")
+	}
+	decision := "allowed"
+	if !d.Allowed {
+		decision = "refused"
+	}
+	tr.Policy("localRateLimit", reftrace.Applied(details, map[string]any{"decision": decision, "entries": entries}), !d.Allowed)
+	return details
+}
+
+// traceTokenCharge reports the tokens a response's usage took from the
+// route's local token limits (spec part 7: counted after the response),
+// and what each limit has left: the reason of a later 429.
+func traceTokenCharge(tr *reftrace.Tracer, rt *route, set *ratelimit.Set, tokens uint64) {
+	now := time.Now()
+	var entries []any
+	var left []string
+	for i, le := range rt.limits {
+		if le.spec.Type != string(ratelimit.Tokens) || !slices.Contains(set.Buckets(), le.bucket) {
+			continue
+		}
+		rem, reset := le.bucket.Remaining(now), le.bucket.Reset(now)
+		e := limitFields(le)
+		e["entry"], e["remaining"], e["resetSeconds"] = i, rem, int64(reset/time.Second)
+		entries = append(entries, e)
+		left = append(left, fmt.Sprintf("localRateLimit[%d] of %s (%s): %s, refills in %s",
+			le.index, le.src, describeLimit(le.spec), describeLeft(le.spec, rem), roundSeconds(reset)))
+	}
+	if len(entries) == 0 {
+		return
+	}
+	tr.Emit(trace.SeverityInfo, trace.PolicyEvent, map[string]any{"kind": "localRateLimit",
+		"details": fmt.Sprintf("the response's usage took %d tokens; %s", tokens, strings.Join(left, "; ")),
+		"tokens":  tokens, "entries": entries})
+}
+
+// limitFields are a limit entry's configuration and source.
+func limitFields(le limitEntry) map[string]any {
+	typ := le.spec.Type
+	if typ == "" {
+		typ = string(ratelimit.Requests)
+	}
+	m := map[string]any{"index": le.index, "from": le.src.String(), "type": typ, "maxTokens": le.spec.MaxTokens,
+		"tokensPerFill": le.spec.TokensPerFill, "fillInterval": le.spec.FillInterval.String()}
+	if le.src.policy >= 0 {
+		m["policy"] = le.src.name
+	}
+	return m
+}
+
+// describeLimit is a limit entry in words: "1000 tokens per minute",
+// "3 requests per second (bucket of 6)".
+func describeLimit(rl config.RateLimit) string {
+	typ := rl.Type
+	if typ == "" {
+		typ = string(ratelimit.Requests)
+	}
+	if rl.TokensPerFill == 1 {
+		typ = strings.TrimSuffix(typ, "s")
+	}
+	s := fmt.Sprintf("%d %s per %s", rl.TokensPerFill, typ, per(time.Duration(rl.FillInterval)))
+	if rl.MaxTokens != rl.TokensPerFill {
+		s += fmt.Sprintf(" (bucket of %d)", rl.MaxTokens)
+	}
+	return s
+}
+
+func describeLeft(rl config.RateLimit, remaining uint64) string {
+	if remaining == 0 {
+		return "exhausted"
+	}
+	return fmt.Sprintf("%d of %d left", remaining, rl.MaxTokens)
+}
+
+// per is a fill interval as a unit: "second", "minute", "hour", or "30s".
+func per(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "second"
+	case time.Minute:
+		return "minute"
+	case time.Hour:
+		return "hour"
+	}
+	return config.Duration(d).String()
+}
+
+func roundSeconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second/2)/time.Second), 10) + " s"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// traceRemoteLimits reports each global limit of the route: the
+// descriptors sent and the service's answer, or its failure and what the
+// failure mode made of it. It returns the details of the limit that
+// refused the request or failed it.
+func traceRemoteLimits(tr *reftrace.Tracer, rt *route, r remoteResult) string {
+	decided := ""
+	for i, l := range rt.remote {
+		p := l.Policy()
+		src := ""
+		if i < len(rt.remoteFrom) {
+			src = rt.remoteFrom[i].String()
+		}
+		if i >= r.asked {
+			tr.Policy("remoteRateLimit", reftrace.Skipped(fmt.Sprintf("%s: not asked, an earlier global limit decided", src)), false)
+			continue
+		}
+		v := &r.verdicts[i]
+		sent := v.Sent()
+		base := map[string]any{"service": p.Addr, "domain": p.Domain, "from": src, "failureMode": string(p.FailureMode)}
+		switch {
+		case v.Outcome == remote.Failed:
+			action := "request let through (failOpen)"
+			if p.FailureMode == remote.FailClosed {
+				action = "request refused with 500 (failClosed)"
+			}
+			base["decision"], base["error"], base["descriptors"] = "failed", v.Err.Error(), descriptorFields(sent)
+			details := fmt.Sprintf("the rate limit service %s could not answer (%v): %s", p.Addr, v.Err, action)
+			tr.Policy("remoteRateLimit", reftrace.Applied(details, base), p.FailureMode == remote.FailClosed)
+			if p.FailureMode == remote.FailClosed {
+				decided = details
+			}
+		case len(sent) == 0:
+			tr.Policy("remoteRateLimit", reftrace.Skipped(fmt.Sprintf("%s: no descriptor applies to the request (each has an expression that failed or gave no string)", src)), false)
+		default:
+			decision, verb := "allowed", "allowed"
+			if v.Outcome == remote.OverLimit {
+				decision, verb = "refused", "refused"
+			}
+			base["decision"], base["descriptors"] = decision, descriptorFields(sent)
+			details := fmt.Sprintf("%s by the rate limit service %s (domain %s): %s", verb, p.Addr, p.Domain, describeSent(sent))
+			tr.Policy("remoteRateLimit", reftrace.Applied(details, base), v.Outcome == remote.OverLimit)
+			if v.Outcome == remote.OverLimit {
+				decided = details
+			}
+		}
+	}
+	return decided
+}
+
+func descriptorFields(sent []remote.DescriptorResult) []any {
+	out := make([]any, 0, len(sent))
+	for _, d := range sent {
+		entries := map[string]any{}
+		for _, e := range d.Entries {
+			entries[e.Key] = e.Value
+		}
+		typ := "requests"
+		if d.Tokens {
+			typ = "tokens"
+		}
+		m := map[string]any{"entries": entries, "type": typ, "code": d.Code}
+		if d.HasLimit {
+			m["limit"], m["unit"], m["remaining"], m["resetSeconds"] = d.Limit, d.Unit, d.Remaining, int64(d.Reset/time.Second)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// describeSent is each descriptor and the service's answer:
+// "{generic_key=a} 2 requests per day, 0 left, resets in 86399 s (OVER_LIMIT)".
+func describeSent(sent []remote.DescriptorResult) string {
+	parts := make([]string, 0, len(sent))
+	for _, d := range sent {
+		kv := make([]string, 0, len(d.Entries))
+		for _, e := range d.Entries {
+			kv = append(kv, e.Key+"="+e.Value)
+		}
+		s := "{" + strings.Join(kv, ", ") + "}"
+		typ := "requests"
+		if d.Tokens {
+			typ = "tokens"
+		}
+		if d.HasLimit {
+			if d.Limit == 1 {
+				typ = strings.TrimSuffix(typ, "s")
+			}
+			s += fmt.Sprintf(" %d %s per %s, %d left, resets in %s", d.Limit, typ, d.Unit, d.Remaining, roundSeconds(d.Reset))
+		}
+		if d.Code != "" {
+			s += " (" + d.Code + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// traceAuthzRefusal reports why the route's authorization refused the
+// request: the first deny rule that holds, else the first require rule
+// that does not, else that no allow rule holds; it returns it in words.
+func traceAuthzRefusal(tr *reftrace.Tracer, sets []*authzPolicy, act map[string]any) string {
+	why := ""
+	for _, s := range sets {
+		for i, p := range s.deny {
+			if why == "" && celexpr.Holds(p, act) {
+				why = fmt.Sprintf("deny rule %q holds", s.denyExpr[i])
+			}
+		}
+	}
+	for _, s := range sets {
+		for i, p := range s.require {
+			if why == "" && !celexpr.Holds(p, act) {
+				why = fmt.Sprintf("require rule %q does not hold", s.requireExpr[i])
+			}
+		}
+	}
+	if why == "" {
+		var allow []string
+		for _, s := range sets {
+			allow = append(allow, s.allowExpr...)
+		}
+		why = fmt.Sprintf("no allow rule holds (%s)", strings.Join(quoteAll(allow), ", "))
+	}
+	tr.Policy("authorization", reftrace.Applied("refused: "+why, map[string]any{"decision": "refused"}), true)
+	return why
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// Cause kinds of requestFinished.cause: why the proxy answered a status
+// the backend did not give.
+const (
+	causeNoRoute     = "noRoute"
+	causeRateLimit   = "rateLimit"
+	causeLimitDown   = "rateLimitServiceUnavailable"
+	causeNoBackend   = "noBackend"
+	causeUnreachable = "backendUnreachable"
+	causeBackend     = "backendError"
+	causeBody        = "backendBody"
+	causeClientBody  = "clientBody"
+	causeAuthz       = "authorization"
+	causeDirect      = "directResponse"
+	causeNoModel     = "noModel"
+)
+
+// cause is why the proxy answered as it did.
+type cause struct {
+	kind   string
+	policy string // the policy kind that refused, for rateLimit
+	reason string
+}
+
+// fields are requestFinished's status and cause.
+func (c cause) fields(status int) map[string]any {
+	m := map[string]any{"status": status}
+	if c.kind != "" {
+		cm := map[string]any{"kind": c.kind, "reason": c.reason}
+		if c.policy != "" {
+			cm["policy"] = c.policy
+		}
+		m["cause"] = cm
+	}
+	return m
+}
+
+// noRouteCause says why no route took the request: the closest route's
+// failed condition, or the path when every route failed on it.
+func noRouteCause(sel routing.Selection, host, path string) cause {
+	if sel.Listener == nil {
+		return cause{kind: causeNoRoute, reason: fmt.Sprintf("no listener of the port serves host %q", host)}
+	}
+	best, n := sel.Closest()
+	switch {
+	case best == nil:
+		return cause{kind: causeNoRoute, reason: "listener " + sel.Listener.Key + " has no route for host " + strconv.Quote(host)}
+	case best.Failed.Kind == routing.KindPath && n > 1:
+		return cause{kind: causeNoRoute, reason: fmt.Sprintf("no route of listener %s matches path %q (%d routes)", sel.Listener.Key, path, n)}
+	}
+	return cause{kind: causeNoRoute, reason: fmt.Sprintf("no route of listener %s matches (%d %s); closest, %s: %s",
+		sel.Listener.Key, n, plural(n, "route", "routes"), best.Route.Key, best.Reason())}
+}
+
+// backendCause says why a forwarded request failed: the backend could
+// not be reached (503), answered wrongly or cut its body short (502), or
+// the client's body was malformed (400).
+func backendCause(c *call) cause {
+	be := "backend " + c.be.addr
+	if c.be.name != c.be.addr {
+		be = fmt.Sprintf("backend %s (%s)", c.be.name, c.be.addr)
+	}
+	switch {
+	case c.err == nil:
+		return cause{}
+	case c.clientFault:
+		return cause{kind: causeClientBody, reason: c.err.Error()}
+	case isBodyError(c.err):
+		// "backend body cut short: unexpected EOF"
+		return cause{kind: causeBody, reason: be + " " + strings.TrimPrefix(c.err.Error(), "backend ")}
+	case unreachable(c.err):
+		return cause{kind: causeUnreachable, reason: fmt.Sprintf("%s could not be reached: %v", be, c.err)}
+	}
+	return cause{kind: causeBackend, reason: fmt.Sprintf("%s answered wrongly: %v", be, c.err)}
+}
