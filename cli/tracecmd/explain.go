@@ -48,7 +48,7 @@ headers) and "the proxy gave no reason".
 
 A saved capture of several requests (followed, or appended with >>) gets one
 line per request, read trace by trace. Lines that are not trace events are
-named on stderr and the rest is explained. In cluster mode the line also cites
+named after the rest is explained, and the command exits 1 (as trace -f). In cluster mode the line also cites
 the conditions the API server gives the matched route (Accepted, ResolvedRefs)
 and the policies on it or its Gateway (Accepted, Attached) when they are not
 True, and for a request no route took, the routes of the Gateway that would
@@ -104,7 +104,7 @@ func runExplain(cmd *cobra.Command, o *explainOptions, args []string) error {
 	w := bufio.NewWriter(cmd.OutOrStdout())
 	defer w.Flush()
 	if o.file != "" {
-		return explainFile(w, cmd.ErrOrStderr(), cmd.InOrStdin(), o)
+		return explainFile(w, cmd.InOrStdin(), o)
 	}
 	conn, err := connector(cmd, p)
 	if err != nil {
@@ -168,7 +168,7 @@ func citeCluster(ctx context.Context, stderr io.Writer, c *connect.Cluster, v ex
 }
 
 // explainFile explains each trace of a saved capture as it is read.
-func explainFile(w *bufio.Writer, stderr io.Writer, stdin io.Reader, o *explainOptions) error {
+func explainFile(w *bufio.Writer, stdin io.Reader, o *explainOptions) error {
 	n := 0
 	err := sse.ReadTracesFile(o.file, stdin, func(t sse.CapturedTrace) error {
 		n++
@@ -184,14 +184,14 @@ func explainFile(w *bufio.Writer, stderr io.Writer, stdin io.Reader, o *explainO
 		}
 		return w.Flush()
 	})
+	// The valid events are explained first; bad lines (a capture copied
+	// from docs that elide fields has some) are named after, and fail the
+	// command as they fail trace -f and conformance check.
 	var bad *sse.CaptureError
-	if errors.As(err, &bad) {
-		// The valid events are explained; the bad lines are named, as a
-		// capture copied from docs that elide fields has some.
-		fmt.Fprintf(stderr, "warning: %v\n", bad)
-		err = nil
-	}
-	if err == nil && n == 0 {
+	if n == 0 && (err == nil || errors.As(err, &bad)) {
+		if err != nil {
+			return fmt.Errorf("%s: no trace events to explain; %w", captureName(o.file), err)
+		}
 		return fmt.Errorf("%s: no trace events to explain", captureName(o.file))
 	}
 	return err

@@ -11,20 +11,15 @@ import (
 
 // TestExplainFile: trace explain on saved traces: the real proxy's (one
 // line each, what the events show and that it gave no reason; the docs'
-// elided lines named as a warning, exit 0), several requests of one
+// elided lines named after the verdict, exit 1 as trace -f), several requests of one
 // capture on stdin, and the errors.
 func TestExplainFile(t *testing.T) {
 	out, err := execute(t, "", "explain", "-f", realTraces+"standalone-12x.docs.jsonl")
-	if err != nil {
-		t.Fatalf("explain a capture with elided lines: %v\n%s", err, out)
+	if want := realTraces + "standalone-12x.docs.jsonl: 3 lines are not trace events:"; err == nil || !strings.Contains(err.Error(), want) || exitcode.Code(err) != 1 {
+		t.Fatalf("explain a capture with elided lines: error %v (exit %d), want %q and exit 1\n%s", err, exitcode.Code(err), want, out)
 	}
-	for _, want := range []string{
-		"200 from route default/httpbin: backend 127.0.0.1:8000 answered 200; the proxy gave no reason\n",
-		"warning: " + realTraces + "standalone-12x.docs.jsonl: 3 lines are not trace events:",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+	if want := "200 from route default/httpbin: backend 127.0.0.1:8000 answered 200; the proxy gave no reason\n"; !strings.Contains(out, want) {
+		t.Errorf("the valid events are not explained first: output lacks %q:\n%s", want, out)
 	}
 
 	two := readFile(t, realTraces+"k8s-12x.docs.jsonl") + readFile(t, realTraces+"standalone-12x.deelided.jsonl")
