@@ -23,7 +23,8 @@ const (
 
 // TestIgnoredQuitFailsAtItsBound (issue 24): a proxy whose /quitquitquit
 // answers 200 and then keeps serving fails the quit scenario on every
-// target that can run it, within a second of the scenario's bound, with a
+// target that can run it, at the scenario's bound (not before it, and not
+// hanging on past it), with a
 // message naming the listener that still accepts connections. The wait
 // once read its own deadline as "the listener is closed" and passed such
 // a proxy after 5 s.
@@ -106,12 +107,15 @@ func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
 				t.Errorf("message: got %q, want it to match %q, naming one listener", got[0].Message, listener)
 			}
 			// From the quit to the scenario's end where the wrapper sees
-			// both (within a second of the bound); else the whole run.
-			// A whole run also starts a proxy, which a loaded machine
-			// slows: it gets two seconds more.
-			what, slack := "run", 3*time.Second
+			// both; else the whole run, which also starts a proxy. The
+			// scenario must not end before its bound (it waited it out)
+			// nor hang on past it; how far past is a figure, logged (about
+			// 5.0x s on an idle machine), not asserted to the tenth: a
+			// loaded machine (load average 20 seen) stretches it by
+			// seconds, and a timed assertion would flake there.
+			what, slack := "run", 15*time.Second
 			if ft != nil {
-				slack = time.Second
+				slack = 5 * time.Second
 				ft.mu.Lock()
 				d := ft.last
 				ft.mu.Unlock()
