@@ -29,7 +29,7 @@ func NewCommand() *cobra.Command {
 admin endpoints, local rate limiting) conform to the specification. Its
 features are built into this binary, so it runs outside the repository.`,
 	}
-	cmd.AddCommand(newRunCommand(), newCheckCommand(), newMockBackendCommand())
+	cmd.AddCommand(newRunCommand(), newCheckCommand(), newReportCommand(), newMockBackendCommand())
 	return cmd
 }
 
