@@ -3,6 +3,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/mock"
+	"github.com/gwdiag/gwdiag/steps/reportview"
 	"github.com/gwdiag/gwdiag/steps/target/container"
 )
 
@@ -159,6 +161,14 @@ func newRunCommand() *cobra.Command {
 			o.Output = cmd.OutOrStdout()
 			o.Producer = steps.Producer{Version: versioncmd.Version, Revision: versioncmd.Revision()}
 			rep, err := steps.Run(cmd.Context(), o)
+			if rep != nil && o.ReportDir != "" {
+				// Written whatever ended the run, an interruption included.
+				path, werr := reportview.WriteSubmission(o.ReportDir, rep, commandLine(cmd.CommandPath(), cmd.Flags()))
+				if werr != nil {
+					return errors.Join(err, werr)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "report: %s (and README.md beside it)\n", path)
+			}
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -22,10 +23,12 @@ type optionValue struct {
 	opt     steps.RunOption
 	into    *steps.Options
 	raw     string // the last value given, for options of no one field
+	given   []string
 	changed bool
 }
 
 func (v *optionValue) Set(s string) error {
+	v.given = append(v.given, s)
 	if v.opt.Apply != nil {
 		v.raw = s
 		v.changed = true
@@ -67,6 +70,35 @@ func (fl *optionFlags) add(f *pflag.FlagSet) {
 		}
 		fl.values = append(fl.values, v)
 	}
+}
+
+// commandLine is the command as given, for a reader to run again: the
+// command's path and every flag set, in flag order, shell-quoted.
+func commandLine(path string, f *pflag.FlagSet) string {
+	parts := []string{path}
+	f.Visit(func(fl *pflag.Flag) {
+		if v, ok := fl.Value.(*optionValue); ok {
+			for _, s := range v.given {
+				if v.opt.TypeName() == "bool" {
+					parts = append(parts, "--"+fl.Name+"="+s)
+					continue
+				}
+				parts = append(parts, "--"+fl.Name, shellQuote(s))
+			}
+			return
+		}
+		parts = append(parts, "--"+fl.Name, shellQuote(fl.Value.String()))
+	})
+	return strings.Join(parts, " ")
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9@%+=:,./_-]+$`)
+
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // apply sets in o the options whose flag was set, in registry order.
