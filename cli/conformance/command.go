@@ -160,6 +160,12 @@ func newRunCommand() *cobra.Command {
 			}
 			o.Output = cmd.OutOrStdout()
 			o.Producer = steps.Producer{Version: versioncmd.Version, Revision: versioncmd.Revision()}
+			if o.ReportDir != "" {
+				// Made first: the JUnit and Cucumber files may go in it.
+				if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
+					return fmt.Errorf("--report-dir: %w", err)
+				}
+			}
 			rep, err := steps.Run(cmd.Context(), o)
 			if rep != nil && o.ReportDir != "" {
 				// Written whatever ended the run, an interruption included.
