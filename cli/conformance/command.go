@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -58,13 +59,17 @@ func newMockBackendCommand() *cobra.Command {
 	}
 }
 
-// selfMockBuild is the mock image build from this very executable.
-func selfMockBuild() container.MockBuild {
+// selfMockBuild is the mock image build from this very executable, or from
+// a static copy of it (staticSelf).
+func selfMockBuild(cmd *cobra.Command) (container.MockBuild, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return container.MockBuild{}
+		return container.MockBuild{}, nil
 	}
-	return container.MockBuild{Binary: exe, Args: mockBackendArgs}
+	if exe, err = staticSelf(cmd.Context(), exe, cmd.OutOrStdout()); err != nil {
+		return container.MockBuild{}, fmt.Errorf("container target: the mock backends run in an image FROM scratch built from a static gwdiag, and %w; give --mock-image, or build gwdiag with CGO_ENABLED=0", err)
+	}
+	return container.MockBuild{Binary: exe, Args: mockBackendArgs}, nil
 }
 
 // selfNodeBinaries fills what the local node packs its images from, when
@@ -83,6 +88,15 @@ func selfNodeBinaries(o *steps.Options) {
 			o.Cluster.RefproxyBinary = p
 		}
 	}
+}
+
+// refproxyFound reports whether the local node will find its refproxy.
+func refproxyFound(p string) bool {
+	if p == "" {
+		_, err := exec.LookPath("refproxy")
+		return err == nil
+	}
+	return fileExists(p)
 }
 
 func fileExists(p string) bool {
@@ -139,9 +153,11 @@ func newRunCommand() *cobra.Command {
   gwdiag conformance run --tags @request-limits --run-scenario 'The window resets with no manual action'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var o steps.Options
+			var (
+				o   steps.Options
+				err error
+			)
 			if configPath != "" {
-				var err error
 				if o, err = steps.LoadOptions(configPath); err != nil {
 					return err
 				}
@@ -149,11 +165,20 @@ func newRunCommand() *cobra.Command {
 			if err := flags.apply(&o, cmd.Flags()); err != nil {
 				return exitcode.Usage(err)
 			}
-			if o.Container.MockImage == "" {
-				o.Container.MockBuild = selfMockBuild()
+			if o.Target == "container" && o.Container.MockImage == "" {
+				if o.Container.MockBuild, err = selfMockBuild(cmd); err != nil {
+					return err
+				}
 			}
 			if o.Cluster.LocalNode || o.Cluster.Kind != nil {
 				selfNodeBinaries(&o)
+				// Only once the proxy's binary is there: a missing one stops
+				// the run at once, with no build first.
+				if exe, err := os.Executable(); err == nil && o.Cluster.MockBinary == exe && refproxyFound(o.Cluster.RefproxyBinary) {
+					if o.Cluster.MockBinary, err = staticSelf(cmd.Context(), exe, cmd.OutOrStdout()); err != nil {
+						return fmt.Errorf("cluster target: the node's mock image is built FROM scratch from a static gwdiag, and %w; build gwdiag with CGO_ENABLED=0", err)
+					}
+				}
 			}
 			if err := o.Validate(); err != nil {
 				return exitcode.Usage(err)
