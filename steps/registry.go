@@ -328,7 +328,9 @@ func OptionsMarkdown() string {
 	b.WriteString("# Run options\n\n")
 	b.WriteString("<!-- Generated from steps.OptionRegistry (steps/registry.go); `go test ./steps -run TestOptionsDoc -update` rewrites it. -->\n\n")
 	b.WriteString("Every option of `gwdiag conformance run`, as a key of the options file (`-c FILE`, YAML) and as a flag.\n")
-	b.WriteString("A flag overrides the file only when it is given. A field left out takes the default.\n\n")
+	b.WriteString("A flag overrides the file only when it is given. A field left out takes the default.\n")
+	b.WriteString("Adding an option is adding its field to `steps.Options` (or a struct within) and one entry to\n")
+	b.WriteString("`OptionRegistry`: the flag, the default, the report's record and this table follow from it.\n\n")
 	b.WriteString("| Options-file key | Flag | Type | Default | In the report as | Description |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
 	cell := func(s string) string {
