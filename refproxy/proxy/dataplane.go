@@ -29,8 +29,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/valyala/fasthttp"
 	"cel.dev/cel-go/cel"
+	"github.com/valyala/fasthttp"
 	"google.golang.org/grpc"
 
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
