@@ -447,8 +447,12 @@ func effectiveLimit(l config.RateLimit) map[string]any {
 	if typ == "" {
 		typ = string(ratelimit.Requests)
 	}
-	return map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
+	m := map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
 		"fillInterval": l.FillInterval.String(), "type": typ}
+	if l.Key != "" {
+		m["key"] = l.Key
+	}
+	return m
 }
 
 // limitsEffective is localRateLimit in effectivePolicy: every entry that
