@@ -127,6 +127,10 @@ func (r *Registry) Take(request func() map[string]any) *Tracer {
 				t = &Tracer{start: start}
 			}
 			t.follow = fs
+			t.hold = t.w == nil
+			for _, w := range fs {
+				t.hold = t.hold && w.follow.outcome != nil
+			}
 		}
 	}
 	return t
