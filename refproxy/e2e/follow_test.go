@@ -257,12 +257,12 @@ func BenchmarkFollowWatcherCost(b *testing.B) {
 	var without, with, filtered, outcome time.Duration
 	for range b.N {
 		without += send()
-		d, n := watched("expression=" + url.QueryEscape(`request.path == "/never"`), false)
+		d, n := watched("expression="+url.QueryEscape(`request.path == "/never"`), false)
 		filtered += d
 		if n != 0 {
 			b.Errorf("filtered stream traced %d requests, want 0", n)
 		}
-		d, n = watched("outcome=" + url.QueryEscape(`response.code >= 500`), false)
+		d, n = watched("outcome="+url.QueryEscape(`response.code >= 500`), false)
 		outcome += d
 		if n != 0 {
 			b.Errorf("outcome-filtered stream traced %d requests, want 0", n)

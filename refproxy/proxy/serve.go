@@ -61,9 +61,9 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.Record(trace.SeverityInfo, trace.RequestStarted, nil, reftrace.Capture{})
 		initial = dp.captureRequest(ctx, tr, trace.StageInitialRequest, nil)
 		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, initial)
-		gateway := initial
-		gateway.Str = trace.StageGatewayPolicies
-		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, gateway)
+		// The gateway has no policies of its own: the same state.
+		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil,
+			reftrace.Capture{Render: renderSameState, Str: trace.StageGatewayPolicies})
 	}
 	var v reqView
 	if bt != nil {

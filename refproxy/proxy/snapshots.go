@@ -59,6 +59,12 @@ func renderRequestSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]a
 	return map[string]any{"stage": c.Str, "requestState": dp.stateOf(req, table, addr, be)}
 }
 
+// renderSameState is a requestSnapshot at stage c.Str whose state is the
+// previous snapshot's, shared.
+func renderSameState(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	return map[string]any{"stage": c.Str, "requestState": tr.Previous()["requestState"]}
+}
+
 // captureResponse captures a response's status and headers for a
 // responseSnapshot at stage; backend: as the proxy takes the backend's
 // (without hop-by-hop headers).

@@ -36,7 +36,12 @@ type Pairs struct{ off, n int32 }
 // so that storing it allocates nothing. The other fields are Render's to
 // interpret.
 type Capture struct {
+	// Render returns a new map, which the trace owns.
 	Render func(t *Tracer, c Capture) map[string]any
+	// Fields, without Render, are the fields of an event built eagerly
+	// (rare events: policies, retries, the reasons of the proxy's own
+	// answers); the trace copies them.
+	Fields map[string]any
 	// Refs are values that do not change for the request's lifetime, e.g.
 	// a *route: pointers, so that storing them allocates nothing.
 	Refs  [4]any
@@ -132,11 +137,7 @@ func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.T
 		return
 	}
 	if !t.hold {
-		var fields map[string]any
-		if c.Render != nil {
-			fields = c.Render(t, c)
-		}
-		t.EmitTimed(sev, typ, start, fields)
+		t.emit(sev, typ, start, t.render(typ, c))
 		return
 	}
 	h := held{sev: sev, typ: typ, c: c}
@@ -156,13 +157,24 @@ func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.T
 	t.finishHeld(h)
 }
 
-// holdFields is Record's capture for an event built eagerly (rare events:
-// policies, retries, the proxy's own answers' reasons): its fields as
-// they are.
-func holdFields(_ *Tracer, c Capture) map[string]any {
-	m, _ := c.Refs[0].(map[string]any)
-	return m
+// render builds the message of a captured event (type included). The
+// fields rendered last are kept for Previous.
+func (t *Tracer) render(typ trace.MessageType, c Capture) map[string]any {
+	if c.Render == nil {
+		return messageOf(typ, c.Fields)
+	}
+	msg := c.Render(t, c)
+	if msg == nil {
+		msg = make(map[string]any, 1)
+	}
+	t.prev = msg
+	msg["type"] = string(typ)
+	return msg
 }
+
+// Previous is the message of the event rendered before the one being
+// rendered (for a Render that shares its content), or nil.
+func (t *Tracer) Previous() map[string]any { return t.prev }
 
 // finishHeld decides an on-hold trace at requestFinished: each outcome
 // watcher that accepts it gets every event, rendered now; the others give
@@ -190,15 +202,7 @@ func (t *Tracer) finishHeld(fin held) {
 
 // pushHeld renders a held event and sends it to ws.
 func (t *Tracer) pushHeld(h *held, ws []*Watcher) {
-	var fields map[string]any
-	if h.c.Render != nil {
-		fields = h.c.Render(t, h.c)
-	}
-	msg := make(map[string]any, len(fields)+2)
-	msg["type"] = string(h.typ)
-	for k, v := range fields {
-		msg[k] = v
-	}
+	msg := t.render(h.typ, h.c)
 	if h.typ == trace.RequestFinished {
 		msg["timings"] = t.timings(h.end)
 	}

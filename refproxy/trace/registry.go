@@ -197,3 +197,14 @@ func (w *Watcher) Drain() (events []trace.Event, dropped int, final *trace.Event
 	final = w.final
 	return events, dropped, final
 }
+
+// recycle gives a drained slice back for the next events, once its reader
+// is done with it, so that a busy stream does not grow a new one per drain.
+func (w *Watcher) recycle(events []trace.Event) {
+	clear(events) // the messages go
+	w.mu.Lock()
+	if w.events == nil {
+		w.events = events[:0]
+	}
+	w.mu.Unlock()
+}

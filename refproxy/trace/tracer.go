@@ -29,6 +29,8 @@ type Tracer struct {
 	// captures and their arena.
 	hold bool
 	hb   *holdBuffers
+	// prev is the message rendered last (Previous).
+	prev map[string]any
 }
 
 // marks are the phase boundaries of a followed trace: the first
@@ -82,15 +84,26 @@ func (t *Tracer) EmitTimed(sev trace.Severity, typ trace.MessageType, start *tim
 		if typ == trace.ResponseSnapshot {
 			t.code = fieldsCode(fields)
 		}
-		t.Record(sev, typ, start, Capture{Render: holdFields, Refs: [4]any{fields}})
+		t.Record(sev, typ, start, Capture{Fields: fields})
 		return
 	}
-	end := t.endNow()
+	t.emit(sev, typ, start, messageOf(typ, fields))
+}
+
+// messageOf is an event's message: type and a copy of fields, which the
+// caller may keep.
+func messageOf(typ trace.MessageType, fields map[string]any) map[string]any {
 	msg := make(map[string]any, len(fields)+1)
 	msg["type"] = string(typ)
 	for k, v := range fields {
 		msg[k] = v
 	}
+	return msg
+}
+
+// emit sends an event of message msg (type included), which it owns.
+func (t *Tracer) emit(sev trace.Severity, typ trace.MessageType, start *time.Time, msg map[string]any) {
+	end := t.endNow()
 	e := trace.Event{EventEnd: end, Severity: sev, Message: msg}
 	if start != nil {
 		s := min(t.Micros(*start), end)
@@ -112,11 +125,13 @@ func (t *Tracer) EmitTimed(sev trace.Severity, typ trace.MessageType, start *tim
 	}
 	t.markAt(typ, end, es, e.EventStart != nil)
 	if typ == trace.ResponseSnapshot {
-		t.code = fieldsCode(fields)
+		t.code = fieldsCode(msg)
 	}
 	fe := e
 	fe.RequestID = t.id
-	if typ == trace.RequestFinished {
+	if typ == trace.RequestFinished && t.w == nil {
+		msg["timings"] = t.timings(end) // nobody else has the message
+	} else if typ == trace.RequestFinished {
 		fm := make(map[string]any, len(msg)+1)
 		for k, v := range msg {
 			fm[k] = v
