@@ -156,20 +156,31 @@ func (w *Watcher) push(e trace.Event) {
 		w.mu.Unlock()
 		return
 	}
+	// A follow stream's writer is woken at the end of each trace (or when
+	// its buffer fills up), so that it writes a trace's events at once
+	// rather than one write and one wake-up per event; what a trace under
+	// way emitted goes out with the next end, or at the next keepalive
+	// (serve). A one-shot stream is woken per event.
+	wake := w.follow == nil
 	switch {
 	case w.follow != nil && e.Type() == trace.RequestFinished:
 		// A followed trace's end is always kept: the stream ends after
 		// the last one.
 		w.events = append(w.events, e)
 		w.follow.finished++
+		wake = true
 	case e.Type() == trace.RequestFinished:
 		w.final = &e
 	case len(w.events) >= w.bufferSize():
 		w.dropped++
 	default:
 		w.events = append(w.events, e)
+		wake = wake || len(w.events) >= w.bufferSize()/2
 	}
 	w.mu.Unlock()
+	if !wake {
+		return
+	}
 	select {
 	case w.notify <- struct{}{}:
 	default:

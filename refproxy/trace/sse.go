@@ -126,6 +126,13 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 			if !write([]byte(": keepalive\n\n")) {
 				return
 			}
+			if watcher.follow != nil {
+				// Events of traces under way, which woke nobody (push).
+				select {
+				case watcher.notify <- struct{}{}:
+				default:
+				}
+			}
 		case <-watcher.notify:
 			// Whether a follow stream is done is read before draining, so
 			// that the drain holds every event pushed until then.
