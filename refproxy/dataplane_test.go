@@ -608,3 +608,45 @@ func TestRouteReasonsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchAppliesAnEditMadeBeforeStart: the file changes after the caller
+// read it and before the proxy starts (a ConfigMap updated while its pod
+// starts, which left a proxy pod on the local node serving its first
+// config for good). The poller compares the file with the bytes the running
+// config came from, so the edit is applied.
+func TestWatchAppliesAnEditMadeBeforeStart(t *testing.T) {
+	first, second := backendServer(t, "first", nil), backendServer(t, "second", nil)
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(file, []byte(oneRoute(first)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(oneRoute(second)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, WithAdminAddr("127.0.0.1:0"), WithLogOutput(io.Discard), WithConfigFile(file, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.opts.pollEvery = 20 * time.Millisecond
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	base := "http://" + p.BindAddrs()[0]
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, _ := get(t, base+"/x")
+		got := resp.Header.Get("x-backend")
+		if got == "second" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the edit made before Start was never applied: after 10s the proxy still routes to %q, want \"second\"", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

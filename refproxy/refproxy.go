@@ -211,9 +211,11 @@ func (p *Proxy) Start(ctx context.Context) error {
 		}
 	})
 	if p.opts.configFile != "" && p.opts.watch {
-		if data, err := os.ReadFile(p.opts.configFile); err == nil {
-			p.fileSum = sha256.Sum256(data)
-		}
+		// The file is compared with the bytes the running config came
+		// from: reading it again here would take for applied an edit
+		// made between the caller's read and Start (a ConfigMap updated
+		// as the pod starts), and never apply it.
+		p.fileSum = p.cfg.SourceSum
 		go pprof.Do(context.Background(), pprof.Labels("component", "config-watch"), func(context.Context) { p.poll() })
 	}
 	p.log.Info("refproxy started", "admin", ln.Addr().String(), "binds", p.dp.Addrs())

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -138,11 +139,15 @@ func TestDataPlaneOnRealNode(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, nil
 	}
+	lastGet := "no answer yet"
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		code, err := get()
+		if lastGet = fmt.Sprintf("status %d", code); err != nil {
+			lastGet = err.Error()
+		}
 		return err == nil && code == http.StatusOK, nil
 	}); err != nil {
-		t.Fatalf("GET %s through the proxy pod never answered 200: %v", url, err)
+		t.Fatalf("GET %s through the proxy pod never answered 200 (last: %s): %v\nproxy pod log:\n%s", url, lastGet, err, podLog(ctx, n, f.ns, pod.Name))
 	}
 
 	// A policy added while requests flow: the limit reaches the running pod
@@ -220,4 +225,17 @@ func awaitServiceAccount(t *testing.T, ctx context.Context, c client.Client, ns 
 	if err != nil {
 		t.Fatalf("namespace %s has no default ServiceAccount: %v", ns, err)
 	}
+}
+
+// podLog is the log of a pod of the node, or why it cannot be read.
+func podLog(ctx context.Context, n *node.Cluster, ns, name string) string {
+	cs, err := kubernetes.NewForConfig(n.Config)
+	if err != nil {
+		return err.Error()
+	}
+	logs, err := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	return string(logs)
 }

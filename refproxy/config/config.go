@@ -39,6 +39,10 @@ type Config struct {
 
 	// Source is the file name the config came from; empty when built in code.
 	Source string `yaml:"-" json:"-"`
+	// SourceSum is the SHA-256 of the bytes the config was parsed from
+	// (zero when built in code): a proxy that watches its file compares
+	// the file with what it runs, never with a later read of the file.
+	SourceSum [32]byte `yaml:"-" json:"-"`
 	// Ignored are the settings of the file that refproxy accepts and does
 	// not act on (they change no traffic: config.tracing, ...), in the
 	// order of the file. The proxy logs each once.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,6 +161,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	}); err != nil {
 		return nil, err
 	}
+	cfg.SourceSum = sha256.Sum256(data)
 	return cfg, nil
 }
 

@@ -9,7 +9,9 @@ package stepdefs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"runtime/debug"
 
 	"github.com/cucumber/godog"
 )
@@ -64,7 +66,20 @@ func step(sc *godog.ScenarioContext, pattern string, fn any) {
 	if t.NumIn() == 0 || t.In(0) != reflect.TypeFor[context.Context]() || t.NumOut() != 1 || t.Out(0) != errorType {
 		panic("step " + pattern + ": want func(context.Context, ...) error or func(*state, context.Context, ...) error")
 	}
-	sc.Step(pattern, reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+	sc.Step(pattern, reflect.MakeFunc(t, func(args []reflect.Value) (res []reflect.Value) {
+		defer func() {
+			// A panic in step code is a defect of the suite, reported as
+			// the step's error (with where it happened) and, like any
+			// error, as not run when the run was interrupted meanwhile.
+			if v := recover(); v != nil {
+				ctx := args[0].Interface().(context.Context)
+				err := fmt.Errorf("suite defect: step panicked: %v\n%s", v, debug.Stack())
+				if s := getState(ctx); s != nil {
+					err = s.stepErr(ctx, err)
+				}
+				res = errValue(err)
+			}
+		}()
 		call := args
 		if method {
 			s := getState(args[0].Interface().(context.Context))
@@ -82,8 +97,13 @@ func step(sc *godog.ScenarioContext, pattern string, fn any) {
 		if s := getState(ctx); s != nil {
 			err = s.stepErr(ctx, err)
 		}
-		ev := reflect.New(errorType).Elem()
-		ev.Set(reflect.ValueOf(&err).Elem())
-		return []reflect.Value{ev}
+		return errValue(err)
 	}).Interface())
+}
+
+// errValue is err as the results of a step function.
+func errValue(err error) []reflect.Value {
+	ev := reflect.New(errorType).Elem()
+	ev.Set(reflect.ValueOf(&err).Elem())
+	return []reflect.Value{ev}
 }

@@ -42,8 +42,14 @@ func WaitReady(ctx context.Context, d *Deployment) error {
 		}
 		return true, "", nil
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+		return nil
+	case len(pending) == 0:
+		// Every address answered as the wait ended (an interrupt, the
+		// scenario's deadline): say why it ended, not which address.
+		return fmt.Errorf("proxy readiness: %w", err)
+	default:
 		return fmt.Errorf("proxy not accepting connections on %s: %w", pending[0], err)
 	}
-	return nil
 }
