@@ -2,8 +2,13 @@ package proxy
 
 import (
 	"encoding/json"
+	"net"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
@@ -27,6 +32,14 @@ binds:
     - name: posts
       matches: [{path: {pathPrefix: /}, method: POST}]
       backends: [{host: "127.0.0.1:1"}]
+    - name: limited
+      matches: [{path: {exact: /limited}}]
+      policies:
+        localRateLimit: [{maxTokens: 1, tokensPerFill: 1, fillInterval: 1h}]
+      backends: [{host: "127.0.0.1:1"}]
+    - name: down
+      matches: [{path: {exact: /down}}]
+      backends: [{host: "127.0.0.1:2"}]
     - name: httpbin
       matches: [{path: {pathPrefix: /}}]
       backends: [{host: "127.0.0.1:1"}]
@@ -60,57 +73,89 @@ func normalised(t *testing.T, evs []trace.Event) []string {
 
 // TestHeldTraceRendersAsOneShot: a trace held for an outcome filter and
 // rendered when the filter keeps it is the trace a one-shot watcher gets
-// of the same request, event for event and field for field (route
-// reasons, redacted and repeated headers, percent-encoded path included).
+// of the same request, event for event and field for field: a forwarded
+// request (route reasons, redacted and repeated headers, percent-encoded
+// path), one refused by a local limit and one whose backend cannot be
+// reached (events built eagerly, with causes). Each kind of watcher has
+// its own data plane, so that both see the same limits.
 func TestHeldTraceRendersAsOneShot(t *testing.T) {
-	dp, h := newBenchHandlerFor(t, false, captureConfig)
-	e := newExchange()
-	e.req.SetRequestURI("/a%20b/c?x=1&y=2")
-	e.req.Header.Set("Authorization", "Bearer secret")
-	e.req.Header.Add("X-Multi", "one")
-	e.req.Header.Add("X-Multi", "two")
-	e.req.Header.Set("X-Team", "red")
-	e.req.Header.Set("X-Request-Id", "fixed-id")
-
-	one := dp.reg.Watch(nil)
-	e.serve(h)
-	evs, _, final := one.Drain()
-	one.Cancel()
-	if final == nil {
-		t.Fatal("one-shot watcher: no requestFinished")
+	dpOne, hOne := newBenchHandlerFor(t, false, captureConfig)
+	dpHeld, hHeld := newBenchHandlerFor(t, false, captureConfig)
+	for _, rt := range dpOne.table.Load().binds[0].listeners[0].routes {
+		if strings.HasSuffix(rt.key, "/down") {
+			rt.backends[0].do = unreachableBackend
+		}
 	}
-	want := normalised(t, append(evs, *final))
-
+	for _, rt := range dpHeld.table.Load().binds[0].listeners[0].routes {
+		if strings.HasSuffix(rt.key, "/down") {
+			rt.backends[0].do = unreachableBackend
+		}
+	}
 	all, err := reftrace.CompileOutcome(`response.code >= 0`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fw.Cancel()
-	e.serve(h)
-	fevs, _, _ := fw.Drain()
-	if len(fevs) > 0 {
-		if tm, ok := fevs[len(fevs)-1].Message["timings"].(map[string]any); !ok || tm["backendCallMicros"] == nil {
-			t.Errorf("held requestFinished: timings %v, want the phases of a forwarded request", fevs[len(fevs)-1].Message["timings"])
+	for _, c := range []struct {
+		name, uri string
+		status    int
+	}{
+		{"forwarded", "/a%20b/c?x=1&y=2", 200},
+		{"limited, admitted", "/limited", 200},
+		{"limited, refused", "/limited", 429},
+		{"backend unreachable", "/down", 503},
+	} {
+		e := newExchange()
+		e.req.SetRequestURI(c.uri)
+		e.req.Header.Set("Authorization", "Bearer secret")
+		e.req.Header.Add("X-Multi", "one")
+		e.req.Header.Add("X-Multi", "two")
+		e.req.Header.Set("X-Team", "red")
+		e.req.Header.Set("X-Request-Id", "fixed-id")
+
+		one := dpOne.reg.Watch(nil)
+		e.serve(hOne)
+		evs, _, final := one.Drain()
+		one.Cancel()
+		if final == nil {
+			t.Fatalf("%s: one-shot watcher: no requestFinished", c.name)
+		}
+		if code, _ := final.Message["status"].(int); code != c.status {
+			t.Errorf("%s: status %v, want %d", c.name, final.Message["status"], c.status)
+		}
+		want := normalised(t, append(evs, *final))
+
+		fw, err := dpHeld.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.serve(hHeld)
+		fevs, _, _ := fw.Drain()
+		fw.Cancel()
+		if len(fevs) > 0 {
+			if tm, ok := fevs[len(fevs)-1].Message["timings"].(map[string]any); !ok || tm["totalMicros"] == nil {
+				t.Errorf("%s: held requestFinished: timings %v", c.name, fevs[len(fevs)-1].Message["timings"])
+			}
+		}
+		for _, ev := range fevs {
+			if ev.RequestID != "fixed-id" {
+				t.Errorf("%s: held event %s: requestId %q, want fixed-id", c.name, ev.Type(), ev.RequestID)
+			}
+		}
+		got := normalised(t, fevs)
+		if len(got) != len(want) {
+			t.Errorf("%s: held trace: %d events, one-shot: %d", c.name, len(got), len(want))
+			continue
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: event %d:\nheld     %s\none-shot %s", c.name, i, got[i], want[i])
+			}
 		}
 	}
-	got := normalised(t, fevs)
-	if len(got) != len(want) {
-		t.Fatalf("held trace: %d events, one-shot: %d", len(got), len(want))
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("event %d:\nheld     %s\none-shot %s", i, got[i], want[i])
-		}
-	}
-	for _, ev := range fevs {
-		if ev.RequestID != "fixed-id" {
-			t.Errorf("held event %s: requestId %q, want fixed-id", ev.Type(), ev.RequestID)
-		}
-	}
+}
+
+func unreachableBackend(*fasthttp.Request, *fasthttp.Response) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 }
 
 // TestDroppedTraceAllocations reports what a request costs that only an
