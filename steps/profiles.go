@@ -52,7 +52,8 @@ var Profiles = []ConformanceProfile{
 			FeatureTraceWatcherFIFO, FeatureProxyStatusCodes, FeatureRateLimitHeadersOnSuccess,
 			FeatureRateLimitResponseFormat, FeatureGatewayRateLimit, FeatureLLMStreamUsageInjection,
 			FeatureConfigDumpLayout, FeatureAdminErrorStatus, FeatureGlobalRateLimit, FeatureTraceFollow,
-			FeatureTraceExplainsOutcome,
+			FeatureTraceExplainsOutcome, FeatureRateLimitPerKey, FeatureRateLimitDenyingHeaders,
+			FeatureRateLimitRetryAfter, FeatureTokenRemainingAfterCharge, FeatureRateLimitOpenAIError,
 		},
 	},
 	{

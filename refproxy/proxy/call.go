@@ -27,9 +27,9 @@ type call struct {
 	tr *reftrace.Tracer
 	rt *route
 	be *backend
-	// set is the local limits that admitted the request (charged with
+	// held is the local limits that admitted the request (charged with
 	// its tokens); cors what the route's cors policy decided.
-	set   *ratelimit.Set
+	held  ratelimit.Held
 	cors  corsResult
 	d     ratelimit.Decision
 	start time.Time
@@ -184,7 +184,7 @@ func (c *call) finish() {
 		sev := statusSeverity(status, c.err)
 		c.warnMu.Lock()
 		if c.chargedSet {
-			traceTokenCharge(tr, c.rt, c.set, c.charged)
+			traceTokenCharge(tr, c.rt, &c.held, c.charged)
 		}
 		warnings := c.warnings
 		c.warnMu.Unlock()

@@ -83,7 +83,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	// What CEL expressions see of the request, only for routes that have some.
 	var act map[string]any
 	pol := rt.pol
-	if rt.cond != nil || rt.remote != nil || pol != nil && pol.authz != nil {
+	if rt.cond != nil || rt.remote != nil || rt.keyed || pol != nil && pol.authz != nil {
 		act = activation(ctx)
 	}
 	var cors corsResult
@@ -115,14 +115,15 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		set = rt.cond.pick(act)
 	}
 	var d ratelimit.Decision
+	var held ratelimit.Held
 	if set != nil {
 		var refused string
-		d, refused = admit(set, rt, tr)
+		held = set.Hold(act)
+		d, refused = admit(&held, rt, tr)
 		if !d.Allowed {
 			dp.routePolicies(ctx, tr)
 			pol.corsHeaders(cors, &ctx.Response.Header)
-			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d,
-				cause{kind: causeRateLimit, policy: "localRateLimit", reason: refused})
+			dp.refuse(ctx, tr, rt, d, nil, cause{kind: causeRateLimit, policy: "localRateLimit", reason: refused})
 			return
 		}
 	}
@@ -139,8 +140,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 			pol.corsHeaders(cors, &ctx.Response.Header)
 			if global.refused {
 				ctx.Response.Header.Set(HeaderRateLimited, "true")
-				dp.answer(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d, global.warnings,
-					cause{kind: causeRateLimit, policy: "remoteRateLimit", reason: decided})
+				dp.refuse(ctx, tr, rt, d, global.warnings, cause{kind: causeRateLimit, policy: "remoteRateLimit", reason: decided})
 			} else {
 				dp.answer(ctx, tr, statusRateLimitServiceDown, "rate limit service unavailable\n", d, global.warnings,
 					cause{kind: causeLimitDown, policy: "remoteRateLimit", reason: decided})
@@ -209,7 +209,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 
 	c := callPool.Get().(*call)
-	*c = call{dp: dp, tr: tr, rt: rt, be: be, set: set, cors: cors, d: d, start: time.Now(), remote: global, warnings: global.warnings}
+	*c = call{dp: dp, tr: tr, rt: rt, be: be, held: held, cors: cors, d: d, start: time.Now(), remote: global, warnings: global.warnings}
 	// One pass over the headers finds whether any must be dropped; an
 	// upgrade has one (Upgrade is hop-by-hop), so most requests stop here.
 	dropped := hasDroppedHeader(&ctx.Request.Header)
@@ -281,11 +281,11 @@ func renderPolicySelection(_ *reftrace.Tracer, c reftrace.Capture) map[string]an
 // admit applies the request's local limits (set: the route's, with the
 // conditional entry that holds); a traced request also traces their
 // decision, and gets which entries refused it.
-func admit(set *ratelimit.Set, rt *route, tr *reftrace.Tracer) (ratelimit.Decision, string) {
+func admit(held *ratelimit.Held, rt *route, tr *reftrace.Tracer) (ratelimit.Decision, string) {
 	if tr == nil {
-		return set.Admit(time.Now()), ""
+		return held.Admit(time.Now()), ""
 	}
-	d, states := set.AdmitExplained(time.Now())
+	d, states := held.AdmitExplained(time.Now())
 	return d, traceLocalLimit(tr, rt, d, states)
 }
 
@@ -314,15 +314,38 @@ func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code i
 	dp.answer(ctx, tr, code, body, d, nil, why)
 }
 
+// refuse answers a 429 of the route's limits (d: the decision that
+// refused, for the headers): the spec's text body, or with the route's
+// rateLimitError: openai, the JSON error OpenAI clients parse.
+func (dp *Dataplane) refuse(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *route, d ratelimit.Decision, warnings []any, why cause) {
+	ctype, body := ratelimit.RefusedContentType, ratelimit.RefusedBody
+	if rt.openAIError {
+		ctype, body = "application/json", openAIRateLimitBody
+	}
+	dp.answerAs(ctx, tr, http.StatusTooManyRequests, ctype, body, d, warnings, why)
+}
+
+// openAIRateLimitBody is a 429's body in OpenAI's error shape.
+const openAIRateLimitBody = `{"error":{"message":"rate limit exceeded","type":"rate_limit_error","code":"rate_limit_exceeded"}}`
+
 // answer is local with warnings for requestFinished.
 func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, warnings []any, why cause) {
+	ctype := "text/plain; charset=utf-8"
+	if code == http.StatusTooManyRequests {
+		ctype = ratelimit.RefusedContentType
+	}
+	dp.answerAs(ctx, tr, code, ctype, body, d, warnings, why)
+}
+
+// answerAs is answer with the body's Content-Type; a 429 also carries
+// Retry-After.
+func (dp *Dataplane) answerAs(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, ctype, body string, d ratelimit.Decision, warnings []any, why cause) {
 	resp := &ctx.Response
 	d.EachHeader(resp.Header.Set)
 	if code == http.StatusTooManyRequests {
-		resp.Header.SetContentType(ratelimit.RefusedContentType)
-	} else {
-		resp.Header.SetContentType("text/plain; charset=utf-8")
+		d.RetryAfter(resp.Header.Set)
 	}
+	resp.Header.SetContentType(ctype)
 	resp.SetStatusCode(code)
 	resp.SetBodyString(body)
 	if code == http.StatusTooManyRequests {
@@ -416,6 +439,11 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
 			fasthttp.ReleaseResponse(resp)
 			dp.backendError(ctx, c, bodyError(err))
 			return
+		}
+		if watch != nil && c.held.Set().HasTokens() {
+			// The whole body, and so its usage, was read before the
+			// headers go out: they show this response's charge.
+			c.d = ratelimit.Tighter(c.held.Now(time.Now()), c.remote.d)
 		}
 		c.resp = resp
 		dp.respondHeaders(ctx, c, status, n)
@@ -514,13 +542,13 @@ func (dp *Dataplane) clientBodyError(ctx *fasthttp.RequestCtx, c *call, err erro
 
 // watchTokens charges LLM token usage once the body has passed through.
 func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadCloser) io.ReadCloser {
-	set, route := c.set, c.rt.key
+	held, route := &c.held, c.rt.key
 	// Error answers from LLM providers carry no usage: counting them as 0 is
 	// expected, not worth a warning.
 	success := resp.StatusCode() < 300
 	return llm.Watch(body, b2s(resp.Header.ContentType()), b2s(resp.Header.ContentEncoding()), func(u llm.Usage, err error) {
-		set.Charge(time.Now(), u.Total())
-		if c.tr != nil && set.HasTokens() {
+		held.Charge(time.Now(), u.Total())
+		if c.tr != nil && held.Set().HasTokens() {
 			c.warnMu.Lock()
 			c.charged, c.chargedSet = u.Total(), true
 			c.warnMu.Unlock()

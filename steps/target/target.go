@@ -190,6 +190,9 @@ type Route struct {
 	Header  *HeaderMatch
 	Backend string
 	Limits  []Limit
+	// RateLimitError is the body of the route's 429s: "" (the spec's
+	// text) or "openai" (OpenAI's JSON error).
+	RateLimitError string
 	// Global are limits kept by Setup.RateLimitService.
 	Global []GlobalLimit
 	// GlobalFailOpen lets requests through when the service cannot
@@ -217,6 +220,10 @@ type Limit struct {
 	Amount uint64
 	Unit   time.Duration // time.Second, time.Minute or time.Hour
 	Burst  uint64
+	// KeyHeader, when set, keys the limit by this request header: a
+	// bucket per value, requests without the header sharing one (the
+	// reference's key: request.headers["<name>"]).
+	KeyHeader string
 }
 
 // UnitName is the policy resource's name of the limit's unit (Seconds,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -87,6 +88,14 @@ func StandaloneConfig(setup target.Setup, style ConfigStyle, adminAddr string, p
 					buckets = append(buckets, b)
 				}
 				route["policies"] = node{"localRateLimit": buckets}
+			}
+			if r.RateLimitError != "" {
+				pol, _ := route["policies"].(node)
+				if pol == nil {
+					pol = node{}
+				}
+				pol["rateLimitError"] = r.RateLimitError
+				route["policies"] = pol
 			}
 			if len(r.Global) > 0 {
 				if setup.RateLimitService == "" {
@@ -201,6 +210,11 @@ func bucketFor(l target.Limit) (map[string]any, error) {
 	}
 	if spec.Type == ratelimit.Tokens {
 		b["type"] = "tokens"
+	}
+	if l.KeyHeader != "" {
+		// The reference's key: a CEL expression; a request without the
+		// header fails it, and shares the bucket of requests without a key.
+		b["key"] = "request.headers[" + strconv.Quote(strings.ToLower(l.KeyHeader)) + "]"
 	}
 	return b, nil
 }
