@@ -96,13 +96,9 @@ func renderResponseSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]
 	return map[string]any{"stage": c.Str, "requestState": c.Refs[0].(*Dataplane).responseState(c.Code, hs)}
 }
 
-// requestState is requestSnapshot.requestState; be is set at the final request.
-func (dp *Dataplane) requestState(ctx *fasthttp.RequestCtx, start time.Time, be *backend) map[string]any {
-	return dp.stateOf(requestInfo(ctx, start), dp.table.Load(), ctx.RemoteAddr(), be)
-}
-
-// stateOf is requestState from the request's `request` (requestInfo), the
-// config table, the client's address and the backend.
+// stateOf is requestSnapshot.requestState from the request's `request`
+// (requestInfo), the config table, the client's address and the backend
+// (set at the final request).
 func (dp *Dataplane) stateOf(req map[string]any, t *Table, addr net.Addr, be *backend) map[string]any {
 	host, port := hostPort(addr)
 	if t != nil && t.sensitive != nil {
