@@ -101,6 +101,13 @@ const maxRouteReasons = 100
 // the evaluated routes as the reference lists them (those registered for
 // the request's host), the listener, and a reason per route of the bind.
 func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
+	fields, sev := routeSelectionFields(sel)
+	tr.Emit(sev, trace.RouteSelection, fields)
+}
+
+// routeSelectionFields are routeSelection's fields for sel, and its
+// severity.
+func routeSelectionFields(sel routing.Selection) (map[string]any, trace.Severity) {
 	evaluated := make([]any, 0, len(sel.Evaluated))
 	for _, k := range sel.Evaluated {
 		evaluated = append(evaluated, k)
@@ -145,7 +152,7 @@ func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
 	if sel.Listener != nil {
 		fields["listener"] = sel.Listener.Key
 	}
-	tr.Emit(sev, trace.RouteSelection, fields)
+	return fields, sev
 }
 
 // traceSkippedPolicies reports the policies that target the route's

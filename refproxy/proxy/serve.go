@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -21,6 +23,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/llm"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -53,23 +56,28 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if t := dp.table.Load(); t != nil {
 		bt = t.bind(h.key)
 	}
+	var initial reftrace.Capture
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.RequestStarted, nil)
-		st := dp.requestState(ctx, tr.Start(), nil)
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest, "requestState": st})
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageGatewayPolicies, "requestState": st})
+		tr.Record(trace.SeverityInfo, trace.RequestStarted, nil, reftrace.Capture{})
+		initial = dp.captureRequest(ctx, tr, trace.StageInitialRequest, nil)
+		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, initial)
+		// The gateway has no policies of its own: the same state.
+		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil,
+			reftrace.Capture{Render: renderSameState, Str: trace.StageGatewayPolicies})
 	}
 	var v reqView
 	if bt != nil {
 		v = newView(&ctx.Request)
 	}
-	rt, why := routeFor(&v, tr, bt)
+	rt, why := routeFor(&v, tr, bt, &initial)
 	if rt == nil {
 		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{}, why)
 		return
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.PolicySelection, map[string]any{"effectivePolicy": rt.effective})
+		ps := reftrace.Capture{Render: renderPolicySelection}
+		ps.Refs[0] = rt
+		tr.Record(trace.SeverityInfo, trace.PolicySelection, nil, ps)
 		traceSkippedPolicies(tr, rt)
 	}
 	// What CEL expressions see of the request, only for routes that have some.
@@ -196,8 +204,8 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 	if tr != nil {
 		dp.routePolicies(ctx, tr)
-		dp.snapshot(ctx, tr, trace.StageFinalRequest, be)
-		tr.Emit(trace.SeverityInfo, trace.BackendCallStart, map[string]any{"target": be.addr})
+		dp.traceRequest(ctx, tr, trace.StageFinalRequest, be)
+		traceCallStart(tr, be)
 	}
 
 	c := callPool.Get().(*call)
@@ -214,23 +222,60 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 
 // routeFor picks the route of the request (v is nil-valued without a
 // bind); a traced request also traces routeSelection with every route's
-// reason, and gets why no route took it.
-func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable) (*route, cause) {
+// reason, and gets why no route took it. The reasons are rendered from
+// the request as captured for its initial snapshot (initial), which route
+// selection sees unchanged.
+func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable, initial *reftrace.Capture) (*route, cause) {
 	if bt == nil {
 		if tr != nil {
 			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": []any{}, "reasons": []any{}})
 		}
 		return nil, cause{kind: causeNoRoute, reason: "the port has no configuration"}
 	}
+	rt := bt.selectRoute(v)
 	if tr == nil {
-		return bt.selectRoute(v), cause{}
+		return rt, cause{}
 	}
-	rt, sel := bt.explainRoute(v)
-	traceRouteSelection(tr, sel)
 	if rt == nil {
+		// No route: the reasons tell why, now.
+		_, sel := bt.explainRoute(v)
+		traceRouteSelection(tr, sel)
 		return nil, noRouteCause(sel, v.host, v.path)
 	}
+	c := *initial
+	c.Render, c.Refs = renderRouteSelection, [4]any{bt}
+	tr.Record(trace.SeverityInfo, trace.RouteSelection, nil, c)
 	return rt, cause{}
+}
+
+// renderRouteSelection is routeSelection's fields for a request a route
+// took, explained again from the captured request: route selection is a
+// function of the bind's table (immutable) and of the request.
+func renderRouteSelection(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	bt := c.Refs[0].(*bindTable)
+	path, query := splitRequestURI(tr.String(c.Spans[1]))
+	if strings.IndexByte(path, '%') >= 0 {
+		if p, err := url.PathUnescape(path); err == nil {
+			path = p
+		}
+	}
+	r := routing.Request{Method: tr.String(c.Spans[0]), Path: path, Host: hostOnly(tr.String(c.Spans[2])), Query: query}
+	header := func(name string) (string, bool) {
+		val, found := "", false
+		tr.EachPair(c.Pairs, func(k, v []byte) {
+			if !found && len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+				val, found = string(v), true
+			}
+		})
+		return val, found
+	}
+	fields, _ := routeSelectionFields(bt.routing.Explain(&r, header))
+	return fields
+}
+
+// renderPolicySelection is policySelection's effectivePolicy.
+func renderPolicySelection(_ *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	return map[string]any{"effectivePolicy": c.Refs[0].(*route).effective}
 }
 
 // admit applies the request's local limits (set: the route's, with the
@@ -242,15 +287,6 @@ func admit(held *ratelimit.Held, rt *route, tr *reftrace.Tracer) (ratelimit.Deci
 	}
 	d, states := held.AdmitExplained(time.Now())
 	return d, traceLocalLimit(tr, rt, d, states)
-}
-
-// snapshot traces a request snapshot at stage; be is the backend of the
-// final request.
-func (dp *Dataplane) snapshot(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, stage string, be *backend) {
-	if tr == nil {
-		return
-	}
-	tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": stage, "requestState": dp.requestState(ctx, tr.Start(), be)})
 }
 
 // HeaderRequestID carries a followed request's id to the backend and the
@@ -316,7 +352,7 @@ func (dp *Dataplane) answerAs(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, cod
 		resp.Header.SetContentLength(len(body))
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
+		dp.traceResponse(tr, trace.StageFinalResponse, code, &resp.Header, false)
 		fields := why.fields(code)
 		if len(warnings) > 0 {
 			fields["warnings"] = warnings
@@ -547,7 +583,7 @@ func prepareLLMRequest(req *fasthttp.Request) {
 // proxy answers it itself.
 func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+		dp.traceRequest(ctx, tr, trace.StageRoutePolicies, nil)
 	}
 }
 
@@ -561,7 +597,7 @@ func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *r
 	resp.SetStatusCode(code)
 	resp.SetBodyString(body)
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
+		dp.traceResponse(tr, trace.StageFinalResponse, code, &resp.Header, false)
 		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, why.fields(code))
 	}
 }
