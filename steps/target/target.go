@@ -146,6 +146,12 @@ type GlobalLimit struct {
 	// fixed and aligned to the clock, so scenarios use days: a scenario
 	// never straddles a reset.
 	Unit string
+	// KeyHeader, when set, gives each value of this request header its
+	// own budget: the limit's descriptor carries the header's value as an
+	// entry of its own (a request without the header sends no descriptor
+	// for the limit, as the reference skips a descriptor whose value does
+	// not evaluate).
+	KeyHeader string
 }
 
 // UnitSeconds is the limit's window in seconds.
