@@ -8,6 +8,7 @@ package target
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -230,6 +231,22 @@ type Limit struct {
 	// bucket per value, requests without the header sharing one (the
 	// reference's key: request.headers["<name>"]).
 	KeyHeader string
+}
+
+// KeyExpr is the reference's key of a limit keyed by a header: the CEL
+// expression of the header's value ("" for a limit without a key). The
+// standalone config and the cluster's policy resource carry it alike.
+func (l Limit) KeyExpr() string {
+	if l.KeyHeader == "" {
+		return ""
+	}
+	return HeaderCEL(l.KeyHeader)
+}
+
+// HeaderCEL is the CEL expression of a request header's value, as the
+// reference's keys and descriptors read it (names lower-case).
+func HeaderCEL(name string) string {
+	return "request.headers[" + strconv.Quote(strings.ToLower(name)) + "]"
 }
 
 // UnitName is the policy resource's name of the limit's unit (Seconds,

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -179,7 +178,7 @@ func remoteRateLimit(setup target.Setup, r target.Route) map[string]any {
 		if g.KeyHeader != "" {
 			// The client's part of the descriptor: a CEL value, so each
 			// value of the header is counted on its own by the service.
-			entries = append(entries, map[string]any{"key": "gwdiag_client", "value": headerCEL(g.KeyHeader)})
+			entries = append(entries, map[string]any{"key": "gwdiag_client", "value": target.HeaderCEL(g.KeyHeader)})
 		}
 		d := map[string]any{
 			"entries":       entries,
@@ -220,14 +219,9 @@ func bucketFor(l target.Limit) (map[string]any, error) {
 	if l.KeyHeader != "" {
 		// The reference's key: a CEL expression; a request without the
 		// header fails it, and shares the bucket of requests without a key.
-		b["key"] = headerCEL(l.KeyHeader)
+		b["key"] = l.KeyExpr()
 	}
 	return b, nil
-}
-
-// headerCEL is the reference's CEL expression for a request header's value.
-func headerCEL(name string) string {
-	return "request.headers[" + strconv.Quote(strings.ToLower(name)) + "]"
 }
 
 // freePort asks the kernel for a free loopback port. Another process may
