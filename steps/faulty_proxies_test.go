@@ -461,6 +461,17 @@ var faults = map[string]fault{
 			}
 		}
 	}},
+	// A global limit's descriptor loses its client part: every client
+	// shares the limit's one budget at the service.
+	"global limits not per client": {setup: func(s *target.Setup) {
+		for i := range s.Listeners {
+			for j := range s.Listeners[i].Routes {
+				for k := range s.Listeners[i].Routes[j].Global {
+					s.Listeners[i].Routes[j].Global[k].KeyHeader = ""
+				}
+			}
+		}
+	}},
 	// A 429 of a route with several limits carries the headers of the
 	// widest one, which passed (the open report against the reference).
 	"429 headers of a limit that passed": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {

@@ -70,6 +70,7 @@ var faultCases = []faultCase{
 		"Two replicas share one global request budget":                                         `backend "echo": got 8, want 5`,
 		"Two replicas share one global token budget":                                           `backend "openai": got 5, want 3`,
 		"A keyed limit gives each client its own bucket, and requests without a key share one": `backend "httpbin": got 7, want 5`,
+		"A global limit keyed by a client header gives each client its own budget":             `backend "echo": got 6, want 4`,
 	}},
 	{fault: "tokens counted before the response", claimAll: true, wantFail: map[string]string{
 		"The request that crosses the budget succeeds, the next one is refused": "got [200 429 200], want [200 200 429]",
@@ -80,11 +81,12 @@ var faultCases = []faultCase{
 		"A stream is counted only when it ends":                                 "the held stream ended before it was released (status 429",
 	}},
 	{fault: "global limits counted per replica", claimAll: true, wantFail: map[string]string{
-		"Two replicas share one global request budget":                        "got [200 200 200 200 200 200 200 200], want [200 200 200 200 200 429 429 429]",
-		"Two replicas share one global token budget":                          "got [200 200 200 200 200], want [200 200 200 429 429]",
-		"A global 429 carries the windowed limit and the service's mark":      `x-ratelimit-limit: got "2", want "2, 2;w=86400"`,
-		"Without its service, a global limit refuses requests, and recovers":  "got [200 200], want [200 500]",
-		"Without its service, a fail-open global limit lets requests through": "got [200 429 429], want [200 200 200]",
+		"Two replicas share one global request budget":                             "got [200 200 200 200 200 200 200 200], want [200 200 200 200 200 429 429 429]",
+		"Two replicas share one global token budget":                               "got [200 200 200 200 200], want [200 200 200 429 429]",
+		"A global 429 carries the windowed limit and the service's mark":           `x-ratelimit-limit: got "2", want "2, 2;w=86400"`,
+		"Without its service, a global limit refuses requests, and recovers":       "got [200 200], want [200 500]",
+		"Without its service, a fail-open global limit lets requests through":      "got [200 429 429], want [200 200 200]",
+		"A global limit keyed by a client header gives each client its own budget": "got [200 200 200 200 429 429], want [200 200 429 200 200 429]",
 	}},
 	{fault: "wrong headers", claimAll: true, wantFail: map[string]string{
 		"The 429 response carries the spec body and headers":             `x-ratelimit-limit: absent, want "3"`,
@@ -111,6 +113,8 @@ var faultCases = []faultCase{
 		"A streaming response is counted from its final chunk and never cut":    "no 2xx within 3s, want one once the window resets: not within 3s",
 		// Refusing everyone after a 429 refuses the other keys too.
 		"A keyed limit gives each client its own bucket, and requests without a key share one": "got [200 200 429 429 429 429 429], want [200 200 429 200 200 200 429]",
+		// Each replica refuses on its own after its first 429.
+		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 200 429 200], want [200 200 429 200 200 429]",
 	}},
 	{fault: "holds a cut body open", claimAll: true, wantFail: map[string]string{
 		"A body cut short after the response began is reported in the trace": "body not ended after 40000 bytes within 3s",
@@ -156,6 +160,9 @@ var faultCases = []faultCase{
 	}},
 	{fault: "limits not keyed", claimAll: true, wantFail: map[string]string{
 		"A keyed limit gives each client its own bucket, and requests without a key share one": "got [200 200 429 429 429 429 429], want [200 200 429 200 200 200 429]",
+	}},
+	{fault: "global limits not per client", claimAll: true, wantFail: map[string]string{
+		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 429 429 429], want [200 200 429 200 200 429]",
 	}},
 	{fault: "429 headers of a limit that passed", claimAll: true, wantFail: map[string]string{
 		"A 429 carries the headers of the limit that refused it": `x-ratelimit-limit: got "10", want "2"`,

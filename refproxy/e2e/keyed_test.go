@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/refproxy/configdump"
 )
 
 // TestBucketPerKey: localRateLimit[].key gives each key its own bucket;
@@ -145,5 +148,84 @@ binds:
 				t.Errorf("429 error %+v, want type rate_limit_error, code rate_limit_exceeded and a message", body.Error)
 			}
 		})
+	}
+}
+
+// TestRateLimitErrorShown: a route's rateLimitError is in its
+// effectivePolicy (beside the spec's seventeen keys, with the limit's key)
+// and among its inline policies in the config dump; a route without one
+// shows neither.
+func TestRateLimitErrorShown(t *testing.T) {
+	e := start(t, `
+binds:
+- port: 0
+  listeners:
+  - protocol: HTTP
+    routes:
+    - name: openai
+      matches: [{path: {pathPrefix: /v1}}]
+      policies:
+        rateLimitError: openai
+        localRateLimit:
+        - {maxTokens: 5, tokensPerFill: 5, fillInterval: 1m, key: 'request.headers["x-api-key"]'}
+      backends:
+      - ai: {name: openai, provider: {openAI: {}}, hostOverride: "{{.LLM}}"}
+    - name: plain
+      policies:
+        localRateLimit:
+        - {maxTokens: 5, tokensPerFill: 5, fillInterval: 1m}
+      backends:
+      - host: "{{.Echo}}"
+`)
+	effective := func(send func()) map[string]any {
+		for _, ev := range traceNext(t, e, send) {
+			if ev.Type() == trace.PolicySelection {
+				ep, _ := ev.Message["effectivePolicy"].(map[string]any)
+				return ep
+			}
+		}
+		t.Fatal("no policySelection event")
+		return nil
+	}
+	ep := effective(func() { e.chat(t, false, 1, 1, "x-api-key", "alice") })
+	ls, _ := ep["localRateLimit"].([]any)
+	if ep["rateLimitError"] != "openai" || len(ls) != 1 || ls[0].(map[string]any)["key"] != `request.headers["x-api-key"]` {
+		t.Errorf("effectivePolicy of the LLM route: rateLimitError %v, localRateLimit %v; want openai and the entry's key", ep["rateLimitError"], ep["localRateLimit"])
+	}
+	ep = effective(func() { e.do(t, http.MethodGet, "/get", "") })
+	if v, ok := ep["rateLimitError"]; ok || ep["localRateLimit"] == nil {
+		t.Errorf("effectivePolicy of the plain route: rateLimitError %v (present %v), localRateLimit %v; want no rateLimitError and the limit", v, ok, ep["localRateLimit"])
+	}
+
+	resp, err := http.Get("http://" + e.proxy.AdminAddr() + "/config_dump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d configdump.Dump
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]map[string]any{}
+	for _, b := range d.Binds {
+		for _, l := range b.Listeners {
+			for _, r := range l.Routes {
+				got[r.Name] = r.InlinePolicies
+			}
+		}
+	}
+	hasErr := func(ps []map[string]any) any {
+		for _, p := range ps {
+			if v, ok := p["rateLimitError"]; ok {
+				return v
+			}
+		}
+		return nil
+	}
+	if v := hasErr(got["openai"]); v != "openai" {
+		t.Errorf("dump: route openai's inline policies %v; want {rateLimitError: openai}", got["openai"])
+	}
+	if v := hasErr(got["plain"]); v != nil || len(got["plain"]) == 0 {
+		t.Errorf("dump: route plain's inline policies %v; want its limit and no rateLimitError", got["plain"])
 	}
 }

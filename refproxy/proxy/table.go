@@ -339,11 +339,13 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		rt.remote = append(rt.remote, rem)
 		rt.tokens = rt.tokens || rem.Tokens()
 	}
+	var rlErr string // the route's rateLimitError, as configured; the more specific wins
 	for _, in := range pols {
 		if in.p != nil && in.p.RateLimitError != "" {
-			rt.openAIError = in.p.RateLimitError == config.RateLimitErrorOpenAI // the more specific wins
+			rlErr = in.p.RateLimitError
 		}
 	}
+	rt.openAIError = rlErr == config.RateLimitErrorOpenAI
 	rp, err := compilePolicies(pols)
 	if err != nil {
 		return nil, fmt.Errorf("route %s: %w", rt.key, err)
@@ -365,6 +367,11 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		rt.effective["remoteRateLimit"] = rs
 	}
 	rp.effective(rt.effective, pols)
+	if rlErr != "" {
+		// A refproxy extension beside the spec's seventeen keys, there
+		// only when a policy sets it: the body of the route's 429s.
+		rt.effective["rateLimitError"] = rlErr
+	}
 
 	for _, bk := range r.Backends {
 		be := dp.backend(bk)

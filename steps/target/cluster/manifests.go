@@ -117,12 +117,14 @@ func policyObject(gvk schema.GroupVersionKind, ns string, p target.Policy) (*uns
 		if !ok {
 			return nil, fmt.Errorf("policy %s: limit %d: unit %s is not a second, minute or hour", p.Name, i, l.Unit)
 		}
-		if l.KeyHeader != "" {
-			return nil, fmt.Errorf("policy %s: limit %d: a limit keyed by a header is not translated to the cluster's policy resource", p.Name, i)
-		}
 		e := map[string]any{string(l.Kind): int64(l.Amount), "unit": unit}
 		if l.Burst > 0 {
 			e["burst"] = int64(l.Burst)
+		}
+		if k := l.KeyExpr(); k != "" {
+			// spec.traffic.rateLimit.local[].key: the controller gives it
+			// to the proxy as the standalone config's key.
+			e["key"] = k
 		}
 		local = append(local, e)
 	}
