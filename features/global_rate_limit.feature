@@ -6,7 +6,8 @@ Feature: Global rate limits
   (github.com/envoyproxy/ratelimit on Redis) unless --ratelimit-service names
   one, and configures the proxy in the reference's format: remoteRateLimit
   with one descriptor per limit, keyed by the scenario, carrying its limit as
-  a limitOverride. With several replicas, the requests of a scenario go to
+  a limitOverride; a limit keyed by a client header adds the header's value
+  to its descriptor, so the service counts each client on its own. With several replicas, the requests of a scenario go to
   each replica in turn, and a backend's count is the sum over them. The
   window form of x-ratelimit-limit, the failure behaviour and 500 are the
   reference's; the spec does not fix them.
@@ -32,6 +33,15 @@ Feature: Global rate limits
     When I send 5 chat completions using 39 tokens each
     Then the responses have statuses 200, 200, 200, 429, 429
     And the backend "openai" received 3 requests
+
+  Scenario: A global limit keyed by a client header gives each client its own budget
+    Given a global rate-limit service
+    And the route "echo" has a global request limit of 2 per day keyed by header "x-api-key"
+    And the proxy runs as 2 replicas
+    When I send 3 GET requests to "/get" with header "x-api-key" "alice"
+    And I send 3 GET requests to "/get" with header "x-api-key" "bob"
+    Then the responses have statuses 200, 200, 429, 200, 200, 429
+    And the backend "echo" received 4 requests
 
   Scenario: A global 429 carries the windowed limit and the service's mark
     Given a global rate-limit service

@@ -74,3 +74,29 @@ Feature: Request limits, burst and rate-limit headers
     Then the responses have statuses 200, 200
     And response 1 has header "x-ratelimit-limit" "4" and header "x-ratelimit-remaining" "3"
     And response 2 has header "x-ratelimit-limit" "4" and header "x-ratelimit-remaining" "2"
+
+  @extended @ratelimit-per-key
+  Scenario: A keyed limit gives each client its own bucket, and requests without a key share one
+    Given the route "httpbin" has a request limit of 2 per minute keyed by header "x-api-key"
+    When I send 3 GET requests to "/get" with header "x-api-key" "alice"
+    And I send 1 GET request to "/get" with header "x-api-key" "bob"
+    And I send 3 GET requests to "/get"
+    Then the responses have statuses 200, 200, 429, 200, 200, 200, 429
+    And the backend "httpbin" received 5 requests
+
+  @extended @ratelimit-denying-headers
+  Scenario: A 429 carries the headers of the limit that refused it
+    Given the route "httpbin" has a request limit of 10 per minute
+    And the route "httpbin" has a request limit of 2 per hour
+    When I send 3 GET requests to "/get"
+    Then the responses have statuses 200, 200, 429
+    And the response header "x-ratelimit-limit" is "2"
+    And the response header "x-ratelimit-remaining" is "0"
+
+  @extended @ratelimit-retry-after
+  Scenario: A 429 says when to retry in Retry-After, as x-ratelimit-reset does
+    Given the route "httpbin" has a request limit of 1 per minute
+    When I send 2 GET requests to "/get"
+    Then the response status is 429
+    And the response header "retry-after" is a whole number of seconds at most 60
+    And the response header "retry-after" equals the response header "x-ratelimit-reset"

@@ -69,3 +69,18 @@ Feature: Token overage
     And the stream was delivered whole with its usage chunk
     When I send a chat completion using 10 tokens
     Then the response status is 429
+
+  @extended @token-remaining-after-charge
+  Scenario: A completion's rate-limit headers count its own tokens
+    Given the route "llm" has a token limit of 1000 per minute
+    When I send 3 chat completions using 39 tokens each
+    Then the responses have statuses 200, 200, 200
+    And the responses have header "x-ratelimit-remaining" values 961, 922, 883
+
+  @extended @ratelimit-openai-error
+  Scenario: An LLM route can refuse with OpenAI's JSON error
+    Given the route "llm" has a request limit of 1 per minute
+    And the route "llm" answers refusals with OpenAI's JSON error
+    When I send 2 chat completions using 10 tokens each
+    Then the responses have statuses 200, 429
+    And the response body is an OpenAI error of type "rate_limit_error"

@@ -137,7 +137,7 @@ func normalizeValue(key string, v any, freePorts bool) any {
 			return Pod
 		case strings.EqualFold(key, "date"):
 			return Date
-		case strings.EqualFold(key, "x-ratelimit-reset"):
+		case strings.EqualFold(key, "x-ratelimit-reset"), strings.EqualFold(key, "retry-after"):
 			// seconds left in the window, whatever the run's timing
 			return "<seconds>"
 		case strings.EqualFold(key, "content-length"):

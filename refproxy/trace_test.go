@@ -422,3 +422,62 @@ routes:
 		t.Errorf("entries:\n%v\n%v\nwant the gold entry applied with 2 left, the fallback not", gold, fallback)
 	}
 }
+
+// TestReasonsOfAKeyedLimit: a 429 of a limit with a key names the key
+// expression and the request's bucket (its key, or the shared bucket of
+// requests without one), in the policy event and in requestFinished.cause.
+func TestReasonsOfAKeyedLimit(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, `
+gateways:
+  default: {port: 0}
+routes:
+- name: api
+  policies:
+    localRateLimit:
+    - {maxTokens: 1, tokensPerFill: 1, fillInterval: 1h, key: 'request.headers["x-api-key"]'}
+  backends: [{host: `+be+`}]
+`)
+	base := "http://" + p.BindAddrs()[0]
+	for _, tc := range []struct {
+		key, bucket string
+		want        any
+	}{
+		{"alice", `for key "alice"`, "alice"},
+		{"", "in the bucket of requests without a key", nil},
+	} {
+		var hdr []string
+		if tc.key != "" {
+			hdr = []string{"X-Api-Key", tc.key}
+		}
+		if resp, _ := get(t, base+"/", hdr...); resp.StatusCode != http.StatusOK {
+			t.Fatalf("key %q: first request %d, want 200", tc.key, resp.StatusCode)
+		}
+		s := watch(t, p, http.MethodPost, "")
+		if resp, _ := get(t, base+"/", hdr...); resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("key %q: second request %d, want 429", tc.key, resp.StatusCode)
+		}
+		evs := s.collect(t)
+		var entry map[string]any
+		var details string
+		for _, e := range evs {
+			if e.Type() == trace.PolicyResultType && e.Message["kind"] == "localRateLimit" {
+				res := e.Message["result"].(map[string]any)
+				details, _ = res["details"].(string)
+				entries, _ := res["entries"].([]any)
+				if len(entries) == 1 {
+					entry, _ = entries[0].(map[string]any)
+				}
+			}
+		}
+		if entry == nil || entry["key"] != `request.headers["x-api-key"]` || entry["bucket"] != tc.want || entry["refused"] != true {
+			t.Errorf("key %q: entry %v, want key, bucket %v and refused", tc.key, entry, tc.want)
+		}
+		if !strings.Contains(details, tc.bucket) {
+			t.Errorf("key %q: details %q, want %q", tc.key, details, tc.bucket)
+		}
+		if c := evs[len(evs)-1].Message["cause"].(map[string]any); !strings.Contains(c["reason"].(string), tc.bucket) {
+			t.Errorf("key %q: cause %v, want its reason to name the bucket (%s)", tc.key, c, tc.bucket)
+		}
+	}
+}

@@ -135,11 +135,11 @@ func TestConditionStepsOnAClusterTarget(t *testing.T) {
 
 // TestClusterProfileWithAndWithoutDataPlane: on a cluster target whose
 // proxy serves traffic, the cluster profile runs trace order, request
-// limits and token overage beside the conditions, every scenario reported
+// limits, token overage and keyed limits beside the conditions, every scenario reported
 // under the cluster profile; without a data plane those features are
 // skipped, each scenario saying why, and the run does not fail.
 func TestClusterProfileWithAndWithoutDataPlane(t *testing.T) {
-	traffic := []FeatureName{FeatureTraceOrder, FeatureRequestLimits, FeatureTokenOverage, FeatureProxyPods}
+	traffic := []FeatureName{FeatureTraceOrder, FeatureRequestLimits, FeatureTokenOverage, FeatureProxyPods, FeatureRateLimitPerKey}
 	t.Run("data plane", func(t *testing.T) {
 		rep, err := Run(context.Background(), Options{TargetImpl: &fakeCluster{dataPlane: true, pod: fakePodEnv(t)}, Output: &strings.Builder{}})
 		if err != nil {

@@ -450,6 +450,76 @@ var faults = map[string]fault{
 			next.ServeHTTP(w, r)
 		})
 	}},
+	// Keyed limits are configured without their key: every client shares
+	// one bucket.
+	"limits not keyed": {setup: func(s *target.Setup) {
+		for i := range s.Listeners {
+			for j := range s.Listeners[i].Routes {
+				for k := range s.Listeners[i].Routes[j].Limits {
+					s.Listeners[i].Routes[j].Limits[k].KeyHeader = ""
+				}
+			}
+		}
+	}},
+	// A global limit's descriptor loses its client part: every client
+	// shares the limit's one budget at the service.
+	"global limits not per client": {setup: func(s *target.Setup) {
+		for i := range s.Listeners {
+			for j := range s.Listeners[i].Routes {
+				for k := range s.Listeners[i].Routes[j].Global {
+					s.Listeners[i].Routes[j].Global[k].KeyHeader = ""
+				}
+			}
+		}
+	}},
+	// A 429 of a route with several limits carries the headers of the
+	// widest one, which passed (the open report against the reference).
+	"429 headers of a limit that passed": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				rt := d.routeFor(r.URL.Path)
+				if code != http.StatusTooManyRequests || rt == nil || len(rt.Limits) < 2 {
+					return
+				}
+				var widest uint64
+				for _, l := range rt.Limits {
+					widest = max(widest, l.Amount+l.Burst)
+				}
+				h.Set("X-Ratelimit-Limit", strconv.FormatUint(widest, 10))
+				h.Set("X-Ratelimit-Remaining", "1")
+			}}, r)
+		})
+	}},
+	// 429s carry no Retry-After, as the reference's do not.
+	"no Retry-After": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(_ int, h http.Header) { h.Del("Retry-After") }}, r)
+		})
+	}},
+	// A completion's x-ratelimit-remaining is taken before its own usage
+	// is charged, as the reference does: the fault adds that usage back.
+	"token headers before the charge": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, _ := strconv.ParseUint(r.Header.Get(mock.HeaderPromptTokens), 10, 64)
+			c, _ := strconv.ParseUint(r.Header.Get(mock.HeaderCompletionTokens), 10, 64)
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				n, err := strconv.ParseUint(h.Get("X-Ratelimit-Remaining"), 10, 64)
+				limit, lerr := strconv.ParseUint(h.Get("X-Ratelimit-Limit"), 10, 64)
+				if code != http.StatusOK || err != nil || lerr != nil || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+					return
+				}
+				h.Set("X-Ratelimit-Remaining", strconv.FormatUint(min(n+p+c, limit), 10))
+			}}, r)
+		})
+	}},
+	// The option of OpenAI's JSON error is ignored: 429s are the spec's text.
+	"429 always plain text": {setup: func(s *target.Setup) {
+		for i := range s.Listeners {
+			for j := range s.Listeners[i].Routes {
+				s.Listeners[i].Routes[j].RateLimitError = ""
+			}
+		}
+	}},
 	// Rate-limit headers are wrong on 429s and present without a policy.
 	"wrong headers": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

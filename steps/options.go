@@ -65,6 +65,23 @@ const (
 	FeatureRateLimitResponseFormat FeatureName = "ratelimit-response-format"
 	// FeatureGatewayRateLimit: a standalone limit on a whole gateway (bind).
 	FeatureGatewayRateLimit FeatureName = "gateway-rate-limit"
+	// FeatureRateLimitPerKey: a limit with a key (the reference's
+	// localRateLimit[].key) keeps a bucket per key; requests without one
+	// share a bucket.
+	FeatureRateLimitPerKey FeatureName = "ratelimit-per-key"
+	// FeatureRateLimitDenyingHeaders: with several limits, a 429's
+	// x-ratelimit-* headers describe the limit that refused it.
+	FeatureRateLimitDenyingHeaders FeatureName = "ratelimit-denying-headers"
+	// FeatureRateLimitRetryAfter: a 429 carries Retry-After, in seconds,
+	// equal to x-ratelimit-reset.
+	FeatureRateLimitRetryAfter FeatureName = "ratelimit-retry-after"
+	// FeatureTokenRemainingAfterCharge: a non-streamed completion's
+	// x-ratelimit-remaining includes its own token charge.
+	FeatureTokenRemainingAfterCharge FeatureName = "token-remaining-after-charge"
+	// FeatureRateLimitOpenAIError: an LLM route can answer its 429s with
+	// OpenAI's JSON error ({"error": {"message", "type":
+	// "rate_limit_error", "code"}}).
+	FeatureRateLimitOpenAIError FeatureName = "ratelimit-openai-error"
 	// FeatureLLMStreamUsageInjection: the proxy asks a streaming LLM backend
 	// for usage (stream_options.include_usage) when the client did not.
 	FeatureLLMStreamUsageInjection FeatureName = "llm-stream-usage-injection"

@@ -52,15 +52,16 @@ var Profiles = []ConformanceProfile{
 			FeatureTraceWatcherFIFO, FeatureProxyStatusCodes, FeatureRateLimitHeadersOnSuccess,
 			FeatureRateLimitResponseFormat, FeatureGatewayRateLimit, FeatureLLMStreamUsageInjection,
 			FeatureConfigDumpLayout, FeatureAdminErrorStatus, FeatureGlobalRateLimit, FeatureTraceFollow,
-			FeatureTraceExplainsOutcome,
+			FeatureTraceExplainsOutcome, FeatureRateLimitPerKey, FeatureRateLimitDenyingHeaders,
+			FeatureRateLimitRetryAfter, FeatureTokenRemainingAfterCharge, FeatureRateLimitOpenAIError,
 		},
 	},
 	{
 		Name: ProfileCluster,
 		Description: "a proxy managed through Gateway API resources: condition status (Programmed only once a proxy pod is ready), " +
-			"and through port-forwards to its pods the trace stream, naming the pod, and local rate limits",
+			"and through port-forwards to its pods the trace stream, naming the pod, and local rate limits (keyed ones too)",
 		CoreFeatures:     []FeatureName{FeatureConditionStatus, FeatureTraceOrder, FeatureRequestLimits, FeatureTokenOverage, FeatureProxyPods},
-		ExtendedFeatures: []FeatureName{FeaturePolicyConditionReasons},
+		ExtendedFeatures: []FeatureName{FeaturePolicyConditionReasons, FeatureRateLimitPerKey},
 	},
 }
 
@@ -79,6 +80,8 @@ var featureNeeds = map[FeatureName]string{
 	FeatureRequestLimits: target.CapabilityDataPlane,
 	FeatureTokenOverage:  target.CapabilityDataPlane,
 	FeatureProxyPods:     target.CapabilityDataPlane,
+	// Keyed limits are judged by the traffic they let through.
+	FeatureRateLimitPerKey: target.CapabilityDataPlane,
 }
 
 // capabilityMeaning says what a capability is, for skip reasons.

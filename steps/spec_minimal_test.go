@@ -138,7 +138,8 @@ func checkSpecMinimal(t *testing.T, o Options) {
 	// What the spec-minimal proxy does differently from the reference, and
 	// so must be reported unsupported: each is a reference-only behaviour.
 	// (Its 404 for no route and 502 for a refused backend happen to satisfy
-	// proxy-status-codes.)
+	// proxy-status-codes, and its 429 describing the limit that refused it
+	// ratelimit-denying-headers.)
 	wantUnsupported := []FeatureName{
 		FeatureAdminErrorStatus,        // 422, not 400
 		FeatureConfigDumpLayout,        // listeners at the top level
@@ -146,7 +147,11 @@ func checkSpecMinimal(t *testing.T, o Options) {
 		FeatureGlobalRateLimit,         // no remoteRateLimit
 		FeatureLLMStreamUsageInjection, // no stream_options injection
 		FeatureRateLimitHeadersOnSuccess,
-		FeatureRateLimitResponseFormat, // application/octet-stream, decimal reset
+		FeatureRateLimitResponseFormat,   // application/octet-stream, decimal reset
+		FeatureRateLimitPerKey,           // one bucket per limit: no keys
+		FeatureRateLimitRetryAfter,       // no Retry-After
+		FeatureTokenRemainingAfterCharge, // headers only on 429s
+		FeatureRateLimitOpenAIError,      // the spec's text only
 		FeatureTraceCELExpression,
 		FeatureTraceFollow, // one request per watcher
 		FeatureTraceReadyComment,

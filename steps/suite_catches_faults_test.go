@@ -63,12 +63,14 @@ var faultCases = []faultCase{
 		"A gateway-wide limit caps every route of the gateway together": "got [200 200 200 200], want [200 200 200 429]",
 	}},
 	{fault: "forwarded 429s", claimAll: true, wantFail: map[string]string{
-		"A gateway-wide limit caps every route of the gateway together":         `backend "httpbin": got 5, want 4`,
-		"Burst adds to the base limit and refused requests are not forwarded":   `backend "httpbin": got 7, want 6`,
-		"The 429 response carries the spec body and headers":                    `backend "httpbin": got 4, want 3`,
-		"The request that crosses the budget succeeds, the next one is refused": `backend "openai": got 3, want 2`,
-		"Two replicas share one global request budget":                          `backend "echo": got 8, want 5`,
-		"Two replicas share one global token budget":                            `backend "openai": got 5, want 3`,
+		"A gateway-wide limit caps every route of the gateway together":                        `backend "httpbin": got 5, want 4`,
+		"Burst adds to the base limit and refused requests are not forwarded":                  `backend "httpbin": got 7, want 6`,
+		"The 429 response carries the spec body and headers":                                   `backend "httpbin": got 4, want 3`,
+		"The request that crosses the budget succeeds, the next one is refused":                `backend "openai": got 3, want 2`,
+		"Two replicas share one global request budget":                                         `backend "echo": got 8, want 5`,
+		"Two replicas share one global token budget":                                           `backend "openai": got 5, want 3`,
+		"A keyed limit gives each client its own bucket, and requests without a key share one": `backend "httpbin": got 7, want 5`,
+		"A global limit keyed by a client header gives each client its own budget":             `backend "echo": got 6, want 4`,
 	}},
 	{fault: "tokens counted before the response", claimAll: true, wantFail: map[string]string{
 		"The request that crosses the budget succeeds, the next one is refused": "got [200 429 200], want [200 200 429]",
@@ -79,16 +81,18 @@ var faultCases = []faultCase{
 		"A stream is counted only when it ends":                                 "the held stream ended before it was released (status 429",
 	}},
 	{fault: "global limits counted per replica", claimAll: true, wantFail: map[string]string{
-		"Two replicas share one global request budget":                        "got [200 200 200 200 200 200 200 200], want [200 200 200 200 200 429 429 429]",
-		"Two replicas share one global token budget":                          "got [200 200 200 200 200], want [200 200 200 429 429]",
-		"A global 429 carries the windowed limit and the service's mark":      `x-ratelimit-limit: got "2", want "2, 2;w=86400"`,
-		"Without its service, a global limit refuses requests, and recovers":  "got [200 200], want [200 500]",
-		"Without its service, a fail-open global limit lets requests through": "got [200 429 429], want [200 200 200]",
+		"Two replicas share one global request budget":                             "got [200 200 200 200 200 200 200 200], want [200 200 200 200 200 429 429 429]",
+		"Two replicas share one global token budget":                               "got [200 200 200 200 200], want [200 200 200 429 429]",
+		"A global 429 carries the windowed limit and the service's mark":           `x-ratelimit-limit: got "2", want "2, 2;w=86400"`,
+		"Without its service, a global limit refuses requests, and recovers":       "got [200 200], want [200 500]",
+		"Without its service, a fail-open global limit lets requests through":      "got [200 429 429], want [200 200 200]",
+		"A global limit keyed by a client header gives each client its own budget": "got [200 200 200 200 429 429], want [200 200 429 200 200 429]",
 	}},
 	{fault: "wrong headers", claimAll: true, wantFail: map[string]string{
 		"The 429 response carries the spec body and headers":             `x-ratelimit-limit: absent, want "3"`,
 		"No rate-limit headers without a policy":                         `X-Ratelimit-Limit: got ["100"], want no header x-ratelimit-limit`,
 		"A global 429 carries the windowed limit and the service's mark": `x-ratelimit-limit: absent, want "2, 2;w=86400"`,
+		"A 429 carries the headers of the limit that refused it":         `x-ratelimit-limit: absent, want "2"`,
 	}},
 	{fault: "wrong admin answers", claimAll: true, wantFail: map[string]string{
 		"GET /logging tells the current level":                                        `got "log level: info\n"`,
@@ -107,6 +111,10 @@ var faultCases = []faultCase{
 		"The window resets with no manual action":                               "no 2xx within 3s, want one once the window resets: not within 3s",
 		"The request that crosses the budget succeeds, the next one is refused": "no 2xx within 3s, want one once the window resets: not within 3s",
 		"A streaming response is counted from its final chunk and never cut":    "no 2xx within 3s, want one once the window resets: not within 3s",
+		// Refusing everyone after a 429 refuses the other keys too.
+		"A keyed limit gives each client its own bucket, and requests without a key share one": "got [200 200 429 429 429 429 429], want [200 200 429 200 200 200 429]",
+		// Each replica refuses on its own after its first 429.
+		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 200 429 200], want [200 200 429 200 200 429]",
 	}},
 	{fault: "holds a cut body open", claimAll: true, wantFail: map[string]string{
 		"A body cut short after the response began is reported in the trace": "body not ended after 40000 bytes within 3s",
@@ -149,6 +157,24 @@ var faultCases = []faultCase{
 		"A 429 names the limit entry that refused it":                   "the refusing entry has 1 remaining, want nothing left",
 		"A token limit names its entry once a response took its budget": "the refusing entry has 1 remaining, want nothing left",
 		"A backend that cannot be reached is the cause of the 503":      "requestFinished.cause.kind backendError",
+	}},
+	{fault: "limits not keyed", claimAll: true, wantFail: map[string]string{
+		"A keyed limit gives each client its own bucket, and requests without a key share one": "got [200 200 429 429 429 429 429], want [200 200 429 200 200 200 429]",
+	}},
+	{fault: "global limits not per client", claimAll: true, wantFail: map[string]string{
+		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 429 429 429], want [200 200 429 200 200 429]",
+	}},
+	{fault: "429 headers of a limit that passed", claimAll: true, wantFail: map[string]string{
+		"A 429 carries the headers of the limit that refused it": `x-ratelimit-limit: got "10", want "2"`,
+	}},
+	{fault: "no Retry-After", claimAll: true, wantFail: map[string]string{
+		"A 429 says when to retry in Retry-After, as x-ratelimit-reset does": `retry-after: got "", want a whole number of seconds`,
+	}},
+	{fault: "token headers before the charge", claimAll: true, wantFail: map[string]string{
+		"A completion's rate-limit headers count its own tokens": `got ["1000" "961" "922"], want ["961" "922" "883"]`,
+	}},
+	{fault: "429 always plain text", claimAll: true, wantFail: map[string]string{
+		"An LLM route can refuse with OpenAI's JSON error": `response Content-Type: got "text/plain", want application/json`,
 	}},
 	{fault: "single watcher slot", wantUnsup: map[string]string{
 		"Watchers are served first in, first out": "watcher 1: the trace stream ended with no events",

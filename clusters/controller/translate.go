@@ -222,7 +222,7 @@ func translatePolicy(gw *gwv1.Gateway, p *v1alpha1.GatewayPolicy) ([]config.Poli
 			return nil, fmt.Errorf("GatewayPolicy %s/%s: spec.traffic.rateLimit.local[%d]: invalid", p.Namespace, p.Name, i)
 		}
 		pol.LocalRateLimit = append(pol.LocalRateLimit, config.RateLimit{
-			MaxTokens: uint64(amount + ptr.Deref(l.Burst, 0)), TokensPerFill: uint64(amount), FillInterval: config.Duration(unit), Type: typ})
+			MaxTokens: uint64(amount + ptr.Deref(l.Burst, 0)), TokensPerFill: uint64(amount), FillInterval: config.Duration(unit), Type: typ, Key: l.Key})
 	}
 	if rl.Global != nil {
 		pol.RemoteRateLimit = RemoteRateLimit(p.Namespace, rl.Global)

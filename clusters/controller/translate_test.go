@@ -39,7 +39,7 @@ func TestTranslate(t *testing.T) {
 	tokens := &v1alpha1.GatewayPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tokens", Namespace: "team"}, Spec: v1alpha1.GatewayPolicySpec{
 		TargetRefs: []v1alpha1.PolicyTargetReference{{Group: gwv1.GroupName, Kind: "HTTPRoute", Name: "chat"}},
 		Traffic: &v1alpha1.Traffic{RateLimit: &v1alpha1.RateLimit{Local: []v1alpha1.LocalRateLimit{
-			{Tokens: ptr.To[int64](1000), Unit: v1alpha1.UnitMinutes}}}}}}
+			{Tokens: ptr.To[int64](1000), Unit: v1alpha1.UnitMinutes, Key: `request.headers["x-api-key"]`}}}}}}
 
 	cfg, err := controller.Translate(controller.Model{
 		Gateway:   gw,
@@ -92,7 +92,8 @@ func TestTranslate(t *testing.T) {
 	if g.Phase != "gateway" || g.Target.Gateway == nil || g.Target.Gateway.GatewayName != "bind/8080" || *g.Target.Gateway.ListenerName != "http" {
 		t.Errorf("gateway policy %+v", g)
 	}
-	if rt.Target.Route == nil || rt.Target.Route.Name != "chat" || rt.Policy.LocalRateLimit[0].Type != "tokens" || rt.Policy.LocalRateLimit[0].MaxTokens != 1000 {
+	if rt.Target.Route == nil || rt.Target.Route.Name != "chat" || rt.Policy.LocalRateLimit[0].Type != "tokens" || rt.Policy.LocalRateLimit[0].MaxTokens != 1000 ||
+		rt.Policy.LocalRateLimit[0].Key != `request.headers["x-api-key"]` {
 		t.Errorf("route policy %+v", rt)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 )
 
@@ -39,6 +40,11 @@ func Validate(spec v1alpha1.GatewayPolicySpec) error {
 		for i, e := range local {
 			if _, err := fromPolicy(e); err != nil {
 				errs = append(errs, fmt.Errorf("spec.traffic.rateLimit.local[%d].%w", i, err))
+			}
+			if e.Key != "" {
+				if _, err := celexpr.CompileRequest(e.Key, celexpr.Scalar); err != nil {
+					errs = append(errs, fmt.Errorf("spec.traffic.rateLimit.local[%d].key: CEL: %w", i, err))
+				}
 			}
 		}
 		if g := spec.Traffic.RateLimit.Global; g != nil {

@@ -14,6 +14,7 @@ package celexpr
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 
 	"cel.dev/cel-go/cel"
@@ -102,4 +103,23 @@ func Holds(p cel.Program, act any) bool {
 	}
 	b, ok := out.Value().(bool)
 	return ok && b
+}
+
+// String is a scalar result as text (descriptor values, rate-limit keys):
+// a string as it is, a bool or a number as its text; false for other
+// values.
+func String(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case bool:
+		return strconv.FormatBool(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case uint64:
+		return strconv.FormatUint(v, 10), true
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64), true
+	}
+	return "", false
 }

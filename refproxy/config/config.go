@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
 )
@@ -202,7 +203,18 @@ type Policies struct {
 	DirectResponse            *DirectResponse        `yaml:"directResponse" json:"directResponse,omitempty"`
 	CORS                      *CORS                  `yaml:"cors" json:"cors,omitempty"`
 	Authorization             *Authorization         `yaml:"authorization" json:"authorization,omitempty"`
+	// RateLimitError is the body of the route's 429s: "text" (the
+	// default: the spec's "rate limit exceeded") or "openai", the JSON
+	// error OpenAI clients parse ({"error": {"message", "type":
+	// "rate_limit_error", "code"}}), for LLM routes. A refproxy extension.
+	RateLimitError string `yaml:"rateLimitError" json:"rateLimitError,omitempty"`
 }
+
+// RateLimitError values.
+const (
+	RateLimitErrorText   = "text"
+	RateLimitErrorOpenAI = "openai"
+)
 
 // RemoteRateLimit is a global limit: counters kept by an Envoy-compatible
 // rate-limit service (envoy.service.ratelimit.v3) and shared by every
@@ -274,6 +286,11 @@ type RateLimit struct {
 	FillInterval  Duration `yaml:"fillInterval" json:"fillInterval,omitempty"`
 	// Type is "requests" (the default when empty) or "tokens".
 	Type string `yaml:"type" json:"type,omitempty"`
+	// Key is a CEL expression over the request (as conditions see it)
+	// giving each key its own bucket; requests without a key (an empty
+	// string, or an expression that fails) share one bucket. "" is one
+	// bucket for every request.
+	Key string `yaml:"key" json:"key,omitempty"`
 }
 
 // Spec converts the entry to the rate limiter's bucket spec.
@@ -736,6 +753,11 @@ func checkLimit(l RateLimit, p string, fail func(string, string, ...any) error) 
 	}
 	if l.FillInterval <= 0 {
 		return fail(p+".fillInterval", "missing or non-positive fillInterval")
+	}
+	if l.Key != "" {
+		if _, err := celexpr.CompileRequest(l.Key, celexpr.Scalar); err != nil {
+			return fail(p+".key", "CEL: %v", err)
+		}
 	}
 	if err := l.Spec().Validate(); err != nil {
 		var fe *ratelimit.FieldError

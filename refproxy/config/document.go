@@ -210,6 +210,7 @@ type LLMPolicies struct {
 	RemoteRateLimit *RemoteRateLimit `yaml:"remoteRateLimit"`
 	CORS            *CORS            `yaml:"cors"`
 	Authorization   *Authorization   `yaml:"authorization"`
+	RateLimitError  string           `yaml:"rateLimitError"`
 }
 
 // LLMRouter is an llm route's models, in the order they are tried: most

@@ -207,8 +207,8 @@ func (n *normalizer) llm(l *LLM, refs map[string][]listenerRef, gws Gateways) {
 	router := n.llmRouter(l)
 	rt := Route{Name: LLMRouteName, Namespace: LLMNamespace, LLM: router}
 	if p := l.Policies; p != nil {
-		pol := &Policies{LocalRateLimit: p.LocalRateLimit, RemoteRateLimit: p.RemoteRateLimit, CORS: p.CORS, Authorization: p.Authorization}
-		if pol.LocalRateLimit != nil || pol.RemoteRateLimit != nil || pol.CORS != nil || pol.Authorization != nil {
+		pol := &Policies{LocalRateLimit: p.LocalRateLimit, RemoteRateLimit: p.RemoteRateLimit, CORS: p.CORS, Authorization: p.Authorization, RateLimitError: p.RateLimitError}
+		if pol.LocalRateLimit != nil || pol.RemoteRateLimit != nil || pol.CORS != nil || pol.Authorization != nil || pol.RateLimitError != "" {
 			rt.Policies = pol
 		}
 	}

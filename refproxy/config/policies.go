@@ -169,6 +169,11 @@ func checkPolicies(p *Policies, path string, fail func(string, string, ...any) e
 	if p == nil {
 		return nil
 	}
+	switch p.RateLimitError {
+	case "", RateLimitErrorText, RateLimitErrorOpenAI:
+	default:
+		return fail(path+".rateLimitError", "want %q or %q, got %q", RateLimitErrorText, RateLimitErrorOpenAI, p.RateLimitError)
+	}
 	for i, c := range p.LocalRateLimitConditional {
 		cp := fmt.Sprintf("%s.localRateLimit.conditional[%d]", path, i)
 		if c.Condition == "" && i != len(p.LocalRateLimitConditional)-1 {

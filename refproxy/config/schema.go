@@ -73,6 +73,14 @@ func extendSchema(raw map[string]any) {
 		props[field] = s
 	}
 	add("LocalRoute", "key", map[string]any{"type": "string"})
+	// localRateLimit[].key (the reference's PR 3351, newer than this
+	// schema): a CEL expression giving each key its own bucket.
+	add("RateLimitSpec", "key", map[string]any{"type": "string"})
+	add("LocalConditionalPolicy_RateLimitSpec", "key", map[string]any{"type": "string"})
+	// rateLimitError: the body of a 429 (a refproxy extension).
+	for _, def := range []string{"FilterOrPolicy", "LocalLLMPolicy"} {
+		add(def, "rateLimitError", map[string]any{"type": "string", "enum": []any{"text", "openai"}})
+	}
 	add("LocalRouteBackend", "serviceOf", map[string]any{
 		"type": "object", "additionalProperties": false, "required": []any{"name", "namespace"},
 		"properties": map[string]any{

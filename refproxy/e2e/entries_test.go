@@ -86,7 +86,7 @@ binds:
 	}{
 		{30, 9, http.StatusOK, "5/4"},               // requests 4, tokens 100
 		{30, 9, http.StatusOK, "5/3"},               // requests 3, tokens 61
-		{50, 50, http.StatusOK, "5/2"},              // requests 2, tokens 22, then charged to 0
+		{50, 50, http.StatusOK, "100/0"},            // requests 2, tokens 22 charged to 0 before the headers
 		{1, 1, http.StatusTooManyRequests, "100/0"}, // refused by tokens; requests keep 2
 	}
 	for i, st := range steps {

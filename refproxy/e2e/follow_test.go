@@ -193,11 +193,15 @@ func TestFollowBounds(t *testing.T) {
 
 // BenchmarkFollowWatcherCost measures what a follow watcher costs the data
 // plane: rounds of 500 requests (8 at a time) through the echo route,
-// interleaved: with no watcher; with a follow stream (max 500) tracing
-// every one of them, read by a client as fast as it comes; and with a
-// follow stream whose expression matches none of them (what a forgotten
-// filtered terminal costs until its duration ends it). It reports the
-// requests per second of each.
+// interleaved: with no watcher; with a follow stream whose expression
+// matches none of them (what a forgotten filtered terminal costs until its
+// duration ends it); with a follow stream whose outcome filter
+// (`response.code >= 500`) keeps none of them (a watcher waiting for a rare
+// 5xx); and with a follow stream (max 500) tracing every one of them, read
+// by a client as fast as it comes. It reports the requests per second of
+// each, each watched case's ratio to the unwatched rounds (x-), and the
+// process's CPU per request (cpu-us/req-), the steadier figure on a busy
+// machine: client, proxy, backend and reader share it.
 func BenchmarkFollowWatcherCost(b *testing.B) {
 	e := start(b, echoRoute)
 	const round, parallel = 500, 8
@@ -221,47 +225,72 @@ func BenchmarkFollowWatcherCost(b *testing.B) {
 		wg.Wait()
 		return time.Since(t0)
 	}
-	send() // warm the connections
-	var without, with, filtered time.Duration
-	for range b.N {
-		without += send()
-		{
-			ctx, cancel := context.WithCancel(context.Background())
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.proxy.AdminAddr()+"/debug/trace?follow=true&max=500&duration=10m&expression="+url.QueryEscape(`request.path == "/never"`), nil)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			filtered += send()
-			resp.Body.Close()
-			cancel()
-		}
+	// watched sends a round with a follow stream of query open, read by a
+	// client as it comes; it returns the round's time and the requests the
+	// stream traced. A stream that traces the whole round (all) ends on
+	// its own at max; the others are ended once the round is sent.
+	watched := func(query string, all bool) (time.Duration, int) {
 		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.proxy.AdminAddr()+"/debug/trace?follow=true&max=500&duration=10m", nil)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.proxy.AdminAddr()+"/debug/trace?follow=true&max=500&duration=10m&"+query, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer resp.Body.Close()
 		r := sse.NewReader(resp.Body)
 		if _, err := r.Next(); err != nil { // ": ready"
 			b.Fatal(err)
 		}
-		read := make(chan int)
+		read := make(chan int, 1)
 		go func() {
 			tr, _ := sse.ReadTrace(r)
 			ids, _ := trace.ByRequest(tr.Events)
 			read <- len(ids)
 		}()
-		with += send()
-		if n := <-read; n != round {
+		d := send()
+		if all {
+			return d, <-read
+		}
+		cancel() // a filtered stream takes nothing and would run to its duration
+		return d, <-read
+	}
+	send() // warm the connections
+	// Per case: wall time of the rounds, and the process's CPU time (client,
+	// proxy, backend and stream reader) until the round's stream was read.
+	const none, celFiltered, outcomeDropped, following = 0, 1, 2, 3
+	var wall, cpu [4]time.Duration
+	run := func(c int, f func() (time.Duration, int)) int {
+		c0 := cpuTime()
+		d, n := f()
+		wall[c] += d
+		cpu[c] += cpuTime() - c0
+		return n
+	}
+	for range b.N {
+		run(none, func() (time.Duration, int) { return send(), 0 })
+		if n := run(celFiltered, func() (time.Duration, int) {
+			return watched("expression="+url.QueryEscape(`request.path == "/never"`), false)
+		}); n != 0 {
+			b.Errorf("filtered stream traced %d requests, want 0", n)
+		}
+		if n := run(outcomeDropped, func() (time.Duration, int) {
+			return watched("outcome="+url.QueryEscape(`response.code >= 500`), false)
+		}); n != 0 {
+			b.Errorf("outcome-filtered stream traced %d requests, want 0", n)
+		}
+		if n := run(following, func() (time.Duration, int) { return watched("", true) }); n != round {
 			b.Errorf("follow stream traced %d requests, want %d", n, round)
 		}
-		resp.Body.Close()
-		cancel()
 	}
-	b.ReportMetric(float64(round*b.N)/without.Seconds(), "req/s-without")
-	b.ReportMetric(float64(round*b.N)/with.Seconds(), "req/s-following")
-	b.ReportMetric(float64(round*b.N)/filtered.Seconds(), "req/s-filtered-out")
+	requests := float64(round * b.N)
+	for c, name := range []string{"without", "filtered-out", "outcome-dropped", "following"} {
+		b.ReportMetric(requests/wall[c].Seconds(), "req/s-"+name)
+		b.ReportMetric(float64(cpu[c].Microseconds())/requests, "cpu-us/req-"+name)
+		if c != none {
+			b.ReportMetric(wall[none].Seconds()/wall[c].Seconds(), "x-"+name)
+		}
+	}
 }
 
 // TestFollowOutcomeFilter: an outcome filter keeps only the traces whose

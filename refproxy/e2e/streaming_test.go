@@ -47,8 +47,8 @@ func TestStreamingCountedAtEnd(t *testing.T) {
 	}
 	// The backend is held after its first chunk, so the proxy passed that
 	// chunk on before the backend finished. Meanwhile the stream is not
-	// charged: another request still sees the whole budget.
-	wantReply(t, "request during the stream", e.chat(t, false, 1, 0), http.StatusOK, "50/50", time.Minute)
+	// charged: another request sees the whole budget less its own token.
+	wantReply(t, "request during the stream", e.chat(t, false, 1, 0), http.StatusOK, "50/49", time.Minute)
 
 	e.llm.Release("stream-1")
 	frames := []string{first.Data}

@@ -25,7 +25,10 @@ binds:
 
 // TestTokenOverage is the documented example: 100 tokens per minute and
 // responses of 39 tokens each answer 200, 200, 200, then 429. The third
-// response takes the budget over the limit and still succeeds.
+// response takes the budget over the limit and still succeeds. A
+// non-streamed response is read whole before its headers go out, so its
+// x-ratelimit-remaining shows its own charge; a stream's shows the
+// charges before it.
 func TestTokenOverage(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		name := map[bool]string{false: "json", true: "stream"}[stream]
@@ -39,6 +42,9 @@ func TestTokenOverage(t *testing.T) {
 				{http.StatusOK, "100/61"},
 				{http.StatusOK, "100/22"},
 				{http.StatusTooManyRequests, "100/0"},
+			}
+			if !stream { // after it
+				steps[0].limits, steps[1].limits, steps[2].limits = "100/61", "100/22", "100/0"
 			}
 			for i, st := range steps {
 				r := e.chat(t, stream, 30, 9)
@@ -58,11 +64,11 @@ func TestTokenOverage(t *testing.T) {
 // succeeds; the bucket floors at 0 and the overage is not carried on.
 func TestTokenOverageFloorsAtZero(t *testing.T) {
 	e := start(t, tokensConfig(1000, 1000, time.Second))
-	wantReply(t, "big response", e.chat(t, false, 200, 1000), http.StatusOK, "1000/1000", time.Second)
+	wantReply(t, "big response", e.chat(t, false, 200, 1000), http.StatusOK, "1000/0", time.Second)
 	wantReply(t, "after the overage", e.chat(t, false, 1, 1), http.StatusTooManyRequests, "1000/0", time.Second)
 	// One fill restores the whole budget: nothing of the 200 overage is owed.
 	r := awaitAllowed(t, 5*time.Second, func() reply { return e.chat(t, false, 1, 1) })
-	wantReply(t, "next window", r, http.StatusOK, "1000/1000", time.Second)
+	wantReply(t, "next window", r, http.StatusOK, "1000/998", time.Second) // its own 2 tokens
 }
 
 // TestBadUsageCountsZero: malformed, missing or truncated usage never
@@ -74,8 +80,12 @@ func TestBadUsageCountsZero(t *testing.T) {
 				e := start(t, tokensConfig(10, 10, time.Minute))
 				r := e.chat(t, stream, 30, 9, mock.HeaderUsage, mode)
 				wantReply(t, "bad usage", r, http.StatusOK, "10/10", time.Minute)
-				wantReply(t, "next request", e.chat(t, stream, 1, 0), http.StatusOK, "10/10", time.Minute)
-				wantReply(t, "good usage", e.chat(t, stream, 1, 0), http.StatusOK, "10/9", time.Minute)
+				next, good := "10/10", "10/9" // a stream's headers go out before its usage
+				if !stream {
+					next, good = "10/9", "10/8" // a whole body's include its own charge
+				}
+				wantReply(t, "next request", e.chat(t, stream, 1, 0), http.StatusOK, next, time.Minute)
+				wantReply(t, "good usage", e.chat(t, stream, 1, 0), http.StatusOK, good, time.Minute)
 			})
 		}
 	}

@@ -7,10 +7,12 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // stubBackend answers every upstream call in process, so that allocation
@@ -129,6 +131,46 @@ func BenchmarkServe(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			e.serve(h)
+		}
+	})
+	b.Run("outcome-dropped", func(b *testing.B) {
+		// A follow watcher whose outcome filter drops every trace: each
+		// request is captured, then dropped at requestFinished.
+		dp, h := newBenchHandler(b, false)
+		e := newExchange()
+		fivexx, err := reftrace.CompileOutcome(`response.code >= 500`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Cancel()
+		b.ReportAllocs()
+		for b.Loop() {
+			e.serve(h)
+		}
+	})
+	b.Run("outcome-kept", func(b *testing.B) {
+		// The same filter keeping every trace: captured, then rendered.
+		dp, h := newBenchHandler(b, false)
+		e := newExchange()
+		all, err := reftrace.CompileOutcome(`response.code >= 0`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: all})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.serve(h)
+			if evs, _, _ := w.Drain(); len(evs) != 12 {
+				b.Fatalf("kept %d events, want 12", len(evs))
+			}
+			w.Cancel()
 		}
 	})
 	b.Run("watcher", func(b *testing.B) {

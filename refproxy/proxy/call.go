@@ -27,9 +27,9 @@ type call struct {
 	tr *reftrace.Tracer
 	rt *route
 	be *backend
-	// set is the local limits that admitted the request (charged with
+	// held is the local limits that admitted the request (charged with
 	// its tokens); cors what the route's cors policy decided.
-	set   *ratelimit.Set
+	held  ratelimit.Held
 	cors  corsResult
 	d     ratelimit.Decision
 	start time.Time
@@ -73,27 +73,51 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 	c.status, c.respondErr = code, c.err
 	tr := c.tr
 	if tr != nil {
-		var errv, statusv any = nil, code
-		if c.err != nil {
-			errv = c.err.Error()
-		}
-		if c.clientFault {
-			statusv = nil // the backend never answered
-		}
 		start := c.start
-		tr.EmitTimed(statusSeverity(code, c.err), trace.BackendCallResult, &start, map[string]any{"status": statusv, "error": errv})
+		tr.Record(statusSeverity(code, c.err), trace.BackendCallResult, &start,
+			reftrace.Capture{Render: renderCallResult, Code: code, Err: c.err, Flag: c.clientFault})
 		// The backend's response as it came, before the proxy adds its own headers.
 		if backend == nil {
 			backend = h // the proxy's own answer to a failed call
 		}
-		headers := backendHeaders(backend)
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageBackendResponseReady, "requestState": c.dp.responseState(code, headers)})
+		c.dp.traceResponse(tr, trace.StageBackendResponseReady, code, backend, true)
 	}
 	c.d.EachHeader(h.Set)
 	c.rt.pol.applyResponse(c.cors, h)
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": c.dp.responseState(code, headerMap(h))})
+		c.dp.traceResponse(tr, trace.StageFinalResponse, code, h, false)
 	}
+}
+
+// renderCallResult is backendCallResult's fields: status (none when the
+// client's body failed: the backend never answered) and error.
+func renderCallResult(_ *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	var errv, statusv any = nil, c.Code
+	if c.Err != nil {
+		errv = c.Err.Error()
+	}
+	if c.Flag {
+		statusv = nil
+	}
+	return map[string]any{"status": statusv, "error": errv}
+}
+
+// renderBackendCallStart is backendCallStart's target.
+func renderBackendCallStart(_ *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	return map[string]any{"target": c.Refs[0].(*backend).addr}
+}
+
+// traceCallStart traces backendCallStart to be.
+func traceCallStart(tr *reftrace.Tracer, be *backend) {
+	c := reftrace.Capture{Render: renderBackendCallStart}
+	c.Refs[0] = be
+	tr.Record(trace.SeverityInfo, trace.BackendCallStart, nil, c)
+}
+
+// renderFinished is requestFinished's fields for a request that ended as
+// its status says, without a cause or warnings.
+func renderFinished(_ *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	return map[string]any{"status": c.Code}
 }
 
 // retried traces an attempt that failed before anything was sent (err) and
@@ -102,7 +126,7 @@ func (c *call) retried(err error) {
 	if tr := c.tr; tr != nil {
 		start := c.start
 		tr.EmitTimed(trace.SeverityWarn, trace.BackendCallResult, &start, map[string]any{"status": nil, "error": err.Error(), "retry": true})
-		tr.Emit(trace.SeverityInfo, trace.BackendCallStart, map[string]any{"target": c.be.addr})
+		traceCallStart(tr, c.be)
 	}
 }
 
@@ -158,24 +182,30 @@ func (c *call) finish() {
 	}
 	if tr := c.tr; tr != nil {
 		sev := statusSeverity(status, c.err)
-		fields := backendCause(c).fields(status)
-		if c.err != nil && c.status != 0 && c.err != c.respondErr {
-			// An error found after backendCallResult went out (a body cut
-			// short mid-stream) is told here.
-			fields["error"] = c.err.Error()
-		}
 		c.warnMu.Lock()
 		if c.chargedSet {
-			traceTokenCharge(tr, c.rt, c.set, c.charged)
+			traceTokenCharge(tr, c.rt, &c.held, c.charged)
 		}
-		if len(c.warnings) > 0 {
-			fields["warnings"] = c.warnings
-			if sev == trace.SeverityInfo {
-				sev = trace.SeverityWarn
-			}
-		}
+		warnings := c.warnings
 		c.warnMu.Unlock()
-		tr.Emit(sev, trace.RequestFinished, fields)
+		if c.err == nil && len(warnings) == 0 {
+			// The common end, captured without building its fields.
+			tr.Record(sev, trace.RequestFinished, nil, reftrace.Capture{Render: renderFinished, Code: status})
+		} else {
+			fields := backendCause(c).fields(status)
+			if c.err != nil && c.status != 0 && c.err != c.respondErr {
+				// An error found after backendCallResult went out (a body cut
+				// short mid-stream) is told here.
+				fields["error"] = c.err.Error()
+			}
+			if len(warnings) > 0 {
+				fields["warnings"] = warnings
+				if sev == trace.SeverityInfo {
+					sev = trace.SeverityWarn
+				}
+			}
+			tr.Emit(sev, trace.RequestFinished, fields)
+		}
 	}
 	*c = call{}
 	callPool.Put(c)

@@ -29,9 +29,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
 	"google.golang.org/grpc"
 
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
@@ -54,6 +56,10 @@ type Options struct {
 	// Timeouts bound how long a client may take; zero fields take the
 	// defaults of DefaultTimeouts.
 	Timeouts Timeouts
+	// MaxRateLimitKeys bounds the live keys of each local limit entry
+	// with a key (default ratelimit.DefaultMaxKeys); past it the least
+	// recently used key is forgotten.
+	MaxRateLimitKeys int
 }
 
 // Timeouts bound the client side of every listener.
@@ -97,12 +103,12 @@ type Dataplane struct {
 
 	applyMu  sync.Mutex
 	servers  map[int]*bindServer
-	buckets  map[string]*ratelimit.Bucket
+	buckets  map[string]limit
 	backends map[string]*backend
 	stats    map[string]*EndpointStats
 	// reuse* hold the previous config's state during a build, so limits and
 	// backends configured again keep their counters and connection pools.
-	reuseBuckets  map[string]*ratelimit.Bucket
+	reuseBuckets  map[string]limit
 	reuseBackends map[string]*backend
 	// rlsConns are the connections to global rate-limit services, by
 	// address; rlsUsed the addresses the config being built names.
@@ -142,7 +148,7 @@ func New(opts Options) *Dataplane {
 		reg:      opts.Registry,
 		dialer:   &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
 		servers:  map[int]*bindServer{},
-		buckets:  map[string]*ratelimit.Bucket{},
+		buckets:  map[string]limit{},
 		backends: map[string]*backend{},
 		stats:    map[string]*EndpointStats{},
 		rlsConns: map[string]*grpc.ClientConn{},
@@ -206,7 +212,7 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 		return err
 	}
 	oldBuckets, oldBackends := dp.buckets, dp.backends
-	dp.buckets, dp.backends = map[string]*ratelimit.Bucket{}, map[string]*backend{}
+	dp.buckets, dp.backends = map[string]limit{}, map[string]*backend{}
 	restore := func() { dp.buckets, dp.backends = oldBuckets, oldBackends }
 	dp.reuseBuckets, dp.reuseBackends = oldBuckets, oldBackends
 	dp.rlsUsed = map[string]bool{}
@@ -385,20 +391,51 @@ func (dp *Dataplane) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// bucket returns the bucket for one limit, keeping its state across reloads
-// when the same limit is configured again.
-func (dp *Dataplane) bucket(key string, rl config.RateLimit) *ratelimit.Bucket {
+// limit is the state of one local limit entry: a bucket, or for an entry
+// with a key, its buckets per key.
+type limit struct {
+	bucket *ratelimit.Bucket
+	keyed  *ratelimit.Keyed
+}
+
+// limit returns the state of one local limit entry, keeping it across
+// reloads when the same limit (the same key expression too) is
+// configured again.
+func (dp *Dataplane) limit(key string, rl config.RateLimit) (limit, error) {
 	spec := rl.Spec()
-	key += "|" + fmt.Sprint(spec)
-	if b, ok := dp.buckets[key]; ok {
-		return b
+	key += "|" + fmt.Sprint(spec) + "|" + rl.Key
+	if l, ok := dp.buckets[key]; ok {
+		return l, nil
 	}
-	b, ok := dp.reuseBuckets[key]
+	l, ok := dp.reuseBuckets[key]
 	if !ok {
-		b = ratelimit.NewBucket(spec)
+		if rl.Key == "" {
+			l.bucket = ratelimit.NewBucket(spec)
+		} else {
+			prog, err := celexpr.CompileRequest(rl.Key, celexpr.Scalar)
+			if err != nil {
+				return limit{}, fmt.Errorf("localRateLimit key %q: %w", rl.Key, err)
+			}
+			l.keyed = ratelimit.NewKeyed(spec, keyFunc(prog), dp.opts.MaxRateLimitKeys)
+		}
 	}
-	dp.buckets[key] = b
-	return b
+	dp.buckets[key] = l
+	return l, nil
+}
+
+// keyFunc evaluates a key expression: a scalar result is the key, an
+// error or another result none.
+func keyFunc(p cel.Program) ratelimit.KeyFunc {
+	return func(act map[string]any) (string, bool) {
+		if act == nil {
+			return "", false
+		}
+		out, _, err := p.Eval(act)
+		if err != nil {
+			return "", false
+		}
+		return celexpr.String(out.Value())
+	}
 }
 
 // backend returns the reverse proxy for one configured backend; one per

@@ -158,12 +158,11 @@ func activation(ctx *fasthttp.RequestCtx) map[string]any {
 // first entry whose condition holds applies (a nil condition is the
 // fallback), with the route's plain limits. With one group (the usual
 // case) each entry's Set is made at load, so picking one allocates
-// nothing; several groups are combined per request. An entry is one
-// bucket: a per-entry key (buckets per client) would make an entry's
-// bucket a lookup by key here.
+// nothing; several groups are combined per request. An entry with a key
+// is resolved to its key's bucket when the Set is held (ratelimit.Held).
 type condLimits struct {
 	groups []condGroup
-	base   []*ratelimit.Bucket
+	base   []limit
 	// sets[i] is base with entry i of the single group.
 	sets []*ratelimit.Set
 	// none applies when no entry does: the plain limits alone.
@@ -178,13 +177,13 @@ func (c *condLimits) pick(act map[string]any) *ratelimit.Set {
 		}
 		return c.none
 	}
-	buckets := append([]*ratelimit.Bucket(nil), c.base...)
+	ls := append([]limit(nil), c.base...)
 	for _, g := range c.groups {
 		if i := g.pick(act); i >= 0 {
-			buckets = append(buckets, g.buckets[i])
+			ls = append(ls, g.buckets[i])
 		}
 	}
-	return ratelimit.NewSet(buckets...)
+	return newSet(ls)
 }
 
 // pick returns the entry that applies, -1 for none.

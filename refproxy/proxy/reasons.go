@@ -18,7 +18,6 @@ package proxy
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +52,7 @@ func (s policySource) String() string {
 // for an entry of the conditional form, its condition ("" for the
 // fallback).
 type limitEntry struct {
-	bucket      *ratelimit.Bucket
+	lim         limit
 	spec        config.RateLimit
 	src         policySource
 	index       int
@@ -102,6 +101,13 @@ const maxRouteReasons = 100
 // the evaluated routes as the reference lists them (those registered for
 // the request's host), the listener, and a reason per route of the bind.
 func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
+	fields, sev := routeSelectionFields(sel)
+	tr.Emit(sev, trace.RouteSelection, fields)
+}
+
+// routeSelectionFields are routeSelection's fields for sel, and its
+// severity.
+func routeSelectionFields(sel routing.Selection) (map[string]any, trace.Severity) {
 	evaluated := make([]any, 0, len(sel.Evaluated))
 	for _, k := range sel.Evaluated {
 		evaluated = append(evaluated, k)
@@ -146,7 +152,7 @@ func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
 	if sel.Listener != nil {
 		fields["listener"] = sel.Listener.Key
 	}
-	tr.Emit(sev, trace.RouteSelection, fields)
+	return fields, sev
 }
 
 // traceSkippedPolicies reports the policies that target the route's
@@ -182,7 +188,7 @@ func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, state
 			e["applies"] = false
 		}
 		for _, st := range states {
-			if st.Bucket != le.bucket {
+			if !le.lim.holds(st.Bucket) {
 				continue
 			}
 			applied++
@@ -190,10 +196,11 @@ func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, state
 				e["applies"] = true
 			}
 			e["remaining"], e["resetSeconds"] = st.Remaining, int64(st.Reset/time.Second)
+			bucket := keyFields(e, le, st.Bucket)
 			if st.Refused {
 				e["refused"] = true
-				refusedBy = append(refusedBy, fmt.Sprintf("localRateLimit[%d] of %s (%s): %s, refills in %s",
-					le.index, le.src, describeLimit(le.spec), describeLeft(le.spec, st.Remaining), roundSeconds(st.Reset)))
+				refusedBy = append(refusedBy, fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
+					le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, st.Remaining), roundSeconds(st.Reset)))
 			}
 		}
 		entries = append(entries, e)
@@ -213,20 +220,26 @@ func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, state
 // traceTokenCharge reports the tokens a response's usage took from the
 // route's local token limits (spec part 7: counted after the response),
 // and what each limit has left: the reason of a later 429.
-func traceTokenCharge(tr *reftrace.Tracer, rt *route, set *ratelimit.Set, tokens uint64) {
+func traceTokenCharge(tr *reftrace.Tracer, rt *route, held *ratelimit.Held, tokens uint64) {
 	now := time.Now()
 	var entries []any
 	var left []string
 	for i, le := range rt.limits {
-		if le.spec.Type != string(ratelimit.Tokens) || !slices.Contains(set.Buckets(), le.bucket) {
+		if le.spec.Type != string(ratelimit.Tokens) {
 			continue
 		}
-		rem, reset := le.bucket.Remaining(now), le.bucket.Reset(now)
-		e := limitFields(le)
-		e["entry"], e["remaining"], e["resetSeconds"] = i, rem, int64(reset/time.Second)
-		entries = append(entries, e)
-		left = append(left, fmt.Sprintf("localRateLimit[%d] of %s (%s): %s, refills in %s",
-			le.index, le.src, describeLimit(le.spec), describeLeft(le.spec, rem), roundSeconds(reset)))
+		for _, b := range held.Buckets() {
+			if !le.lim.holds(b) {
+				continue
+			}
+			rem, reset := b.Remaining(now), b.Reset(now)
+			e := limitFields(le)
+			e["entry"], e["remaining"], e["resetSeconds"] = i, rem, int64(reset/time.Second)
+			bucket := keyFields(e, le, b)
+			entries = append(entries, e)
+			left = append(left, fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
+				le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, rem), roundSeconds(reset)))
+		}
 	}
 	if len(entries) == 0 {
 		return
@@ -234,6 +247,24 @@ func traceTokenCharge(tr *reftrace.Tracer, rt *route, set *ratelimit.Set, tokens
 	tr.Emit(trace.SeverityInfo, trace.PolicyEvent, map[string]any{"kind": "localRateLimit",
 		"details": fmt.Sprintf("the response's usage took %d tokens; %s", tokens, strings.Join(left, "; ")),
 		"tokens":  tokens, "entries": entries})
+}
+
+// keyFields adds, for an entry with a key, its key expression and the
+// bucket b of the request (its key, or the shared bucket of requests
+// without one) to e, and returns the bucket in words (" for key
+// \"alice\"", " in the bucket of requests without a key"); "" for an
+// entry without a key.
+func keyFields(e map[string]any, le limitEntry, b *ratelimit.Bucket) string {
+	if le.lim.keyed == nil {
+		return ""
+	}
+	e["key"] = le.spec.Key
+	if b.Key() == "" {
+		e["bucket"] = nil
+		return " in the bucket of requests without a key"
+	}
+	e["bucket"] = b.Key()
+	return fmt.Sprintf(" for key %q", b.Key())
 }
 
 // limitFields are a limit entry's configuration and source.

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -21,6 +23,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/llm"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -53,29 +56,34 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if t := dp.table.Load(); t != nil {
 		bt = t.bind(h.key)
 	}
+	var initial reftrace.Capture
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.RequestStarted, nil)
-		st := dp.requestState(ctx, tr.Start(), nil)
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest, "requestState": st})
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageGatewayPolicies, "requestState": st})
+		tr.Record(trace.SeverityInfo, trace.RequestStarted, nil, reftrace.Capture{})
+		initial = dp.captureRequest(ctx, tr, trace.StageInitialRequest, nil)
+		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, initial)
+		// The gateway has no policies of its own: the same state.
+		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil,
+			reftrace.Capture{Render: renderSameState, Str: trace.StageGatewayPolicies})
 	}
 	var v reqView
 	if bt != nil {
 		v = newView(&ctx.Request)
 	}
-	rt, why := routeFor(&v, tr, bt)
+	rt, why := routeFor(&v, tr, bt, &initial)
 	if rt == nil {
 		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{}, why)
 		return
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.PolicySelection, map[string]any{"effectivePolicy": rt.effective})
+		ps := reftrace.Capture{Render: renderPolicySelection}
+		ps.Refs[0] = rt
+		tr.Record(trace.SeverityInfo, trace.PolicySelection, nil, ps)
 		traceSkippedPolicies(tr, rt)
 	}
 	// What CEL expressions see of the request, only for routes that have some.
 	var act map[string]any
 	pol := rt.pol
-	if rt.cond != nil || rt.remote != nil || pol != nil && pol.authz != nil {
+	if rt.cond != nil || rt.remote != nil || rt.keyed || pol != nil && pol.authz != nil {
 		act = activation(ctx)
 	}
 	var cors corsResult
@@ -107,14 +115,15 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		set = rt.cond.pick(act)
 	}
 	var d ratelimit.Decision
+	var held ratelimit.Held
 	if set != nil {
 		var refused string
-		d, refused = admit(set, rt, tr)
+		held = set.Hold(act)
+		d, refused = admit(&held, rt, tr)
 		if !d.Allowed {
 			dp.routePolicies(ctx, tr)
 			pol.corsHeaders(cors, &ctx.Response.Header)
-			dp.local(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d,
-				cause{kind: causeRateLimit, policy: "localRateLimit", reason: refused})
+			dp.refuse(ctx, tr, rt, d, nil, cause{kind: causeRateLimit, policy: "localRateLimit", reason: refused})
 			return
 		}
 	}
@@ -131,8 +140,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 			pol.corsHeaders(cors, &ctx.Response.Header)
 			if global.refused {
 				ctx.Response.Header.Set(HeaderRateLimited, "true")
-				dp.answer(ctx, tr, http.StatusTooManyRequests, ratelimit.RefusedBody, d, global.warnings,
-					cause{kind: causeRateLimit, policy: "remoteRateLimit", reason: decided})
+				dp.refuse(ctx, tr, rt, d, global.warnings, cause{kind: causeRateLimit, policy: "remoteRateLimit", reason: decided})
 			} else {
 				dp.answer(ctx, tr, statusRateLimitServiceDown, "rate limit service unavailable\n", d, global.warnings,
 					cause{kind: causeLimitDown, policy: "remoteRateLimit", reason: decided})
@@ -196,12 +204,12 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 	if tr != nil {
 		dp.routePolicies(ctx, tr)
-		dp.snapshot(ctx, tr, trace.StageFinalRequest, be)
-		tr.Emit(trace.SeverityInfo, trace.BackendCallStart, map[string]any{"target": be.addr})
+		dp.traceRequest(ctx, tr, trace.StageFinalRequest, be)
+		traceCallStart(tr, be)
 	}
 
 	c := callPool.Get().(*call)
-	*c = call{dp: dp, tr: tr, rt: rt, be: be, set: set, cors: cors, d: d, start: time.Now(), remote: global, warnings: global.warnings}
+	*c = call{dp: dp, tr: tr, rt: rt, be: be, held: held, cors: cors, d: d, start: time.Now(), remote: global, warnings: global.warnings}
 	// One pass over the headers finds whether any must be dropped; an
 	// upgrade has one (Upgrade is hop-by-hop), so most requests stop here.
 	dropped := hasDroppedHeader(&ctx.Request.Header)
@@ -214,43 +222,71 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 
 // routeFor picks the route of the request (v is nil-valued without a
 // bind); a traced request also traces routeSelection with every route's
-// reason, and gets why no route took it.
-func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable) (*route, cause) {
+// reason, and gets why no route took it. The reasons are rendered from
+// the request as captured for its initial snapshot (initial), which route
+// selection sees unchanged.
+func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable, initial *reftrace.Capture) (*route, cause) {
 	if bt == nil {
 		if tr != nil {
 			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": []any{}, "reasons": []any{}})
 		}
 		return nil, cause{kind: causeNoRoute, reason: "the port has no configuration"}
 	}
+	rt := bt.selectRoute(v)
 	if tr == nil {
-		return bt.selectRoute(v), cause{}
+		return rt, cause{}
 	}
-	rt, sel := bt.explainRoute(v)
-	traceRouteSelection(tr, sel)
 	if rt == nil {
+		// No route: the reasons tell why, now.
+		_, sel := bt.explainRoute(v)
+		traceRouteSelection(tr, sel)
 		return nil, noRouteCause(sel, v.host, v.path)
 	}
+	c := *initial
+	c.Render, c.Refs = renderRouteSelection, [4]any{bt}
+	tr.Record(trace.SeverityInfo, trace.RouteSelection, nil, c)
 	return rt, cause{}
+}
+
+// renderRouteSelection is routeSelection's fields for a request a route
+// took, explained again from the captured request: route selection is a
+// function of the bind's table (immutable) and of the request.
+func renderRouteSelection(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	bt := c.Refs[0].(*bindTable)
+	path, query := splitRequestURI(tr.String(c.Spans[1]))
+	if strings.IndexByte(path, '%') >= 0 {
+		if p, err := url.PathUnescape(path); err == nil {
+			path = p
+		}
+	}
+	r := routing.Request{Method: tr.String(c.Spans[0]), Path: path, Host: hostOnly(tr.String(c.Spans[2])), Query: query}
+	header := func(name string) (string, bool) {
+		val, found := "", false
+		tr.EachPair(c.Pairs, func(k, v []byte) {
+			if !found && len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+				val, found = string(v), true
+			}
+		})
+		return val, found
+	}
+	fields, _ := routeSelectionFields(bt.routing.Explain(&r, header))
+	return fields
+}
+
+// renderPolicySelection is policySelection's effectivePolicy.
+func renderPolicySelection(_ *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	return map[string]any{"effectivePolicy": c.Refs[0].(*route).effective}
 }
 
 // admit applies the request's local limits (set: the route's, with the
 // conditional entry that holds); a traced request also traces their
 // decision, and gets which entries refused it.
-func admit(set *ratelimit.Set, rt *route, tr *reftrace.Tracer) (ratelimit.Decision, string) {
+func admit(held *ratelimit.Held, rt *route, tr *reftrace.Tracer) (ratelimit.Decision, string) {
 	if tr == nil {
-		return set.Admit(time.Now()), ""
+		return held.Admit(time.Now()), ""
 	}
-	d, states := set.AdmitExplained(time.Now())
+	d, states := held.AdmitExplained(time.Now())
 	return d, traceLocalLimit(tr, rt, d, states)
-}
-
-// snapshot traces a request snapshot at stage; be is the backend of the
-// final request.
-func (dp *Dataplane) snapshot(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, stage string, be *backend) {
-	if tr == nil {
-		return
-	}
-	tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": stage, "requestState": dp.requestState(ctx, tr.Start(), be)})
 }
 
 // HeaderRequestID carries a followed request's id to the backend and the
@@ -278,22 +314,45 @@ func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code i
 	dp.answer(ctx, tr, code, body, d, nil, why)
 }
 
+// refuse answers a 429 of the route's limits (d: the decision that
+// refused, for the headers): the spec's text body, or with the route's
+// rateLimitError: openai, the JSON error OpenAI clients parse.
+func (dp *Dataplane) refuse(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *route, d ratelimit.Decision, warnings []any, why cause) {
+	ctype, body := ratelimit.RefusedContentType, ratelimit.RefusedBody
+	if rt.openAIError {
+		ctype, body = "application/json", openAIRateLimitBody
+	}
+	dp.answerAs(ctx, tr, http.StatusTooManyRequests, ctype, body, d, warnings, why)
+}
+
+// openAIRateLimitBody is a 429's body in OpenAI's error shape.
+const openAIRateLimitBody = `{"error":{"message":"rate limit exceeded","type":"rate_limit_error","code":"rate_limit_exceeded"}}`
+
 // answer is local with warnings for requestFinished.
 func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, warnings []any, why cause) {
+	ctype := "text/plain; charset=utf-8"
+	if code == http.StatusTooManyRequests {
+		ctype = ratelimit.RefusedContentType
+	}
+	dp.answerAs(ctx, tr, code, ctype, body, d, warnings, why)
+}
+
+// answerAs is answer with the body's Content-Type; a 429 also carries
+// Retry-After.
+func (dp *Dataplane) answerAs(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, ctype, body string, d ratelimit.Decision, warnings []any, why cause) {
 	resp := &ctx.Response
 	d.EachHeader(resp.Header.Set)
 	if code == http.StatusTooManyRequests {
-		resp.Header.SetContentType(ratelimit.RefusedContentType)
-	} else {
-		resp.Header.SetContentType("text/plain; charset=utf-8")
+		d.RetryAfter(resp.Header.Set)
 	}
+	resp.Header.SetContentType(ctype)
 	resp.SetStatusCode(code)
 	resp.SetBodyString(body)
 	if code == http.StatusTooManyRequests {
 		resp.Header.SetContentLength(len(body))
 	}
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
+		dp.traceResponse(tr, trace.StageFinalResponse, code, &resp.Header, false)
 		fields := why.fields(code)
 		if len(warnings) > 0 {
 			fields["warnings"] = warnings
@@ -380,6 +439,11 @@ func (dp *Dataplane) forward(ctx *fasthttp.RequestCtx, c *call, dropped bool) {
 			fasthttp.ReleaseResponse(resp)
 			dp.backendError(ctx, c, bodyError(err))
 			return
+		}
+		if watch != nil && c.held.Set().HasTokens() {
+			// The whole body, and so its usage, was read before the
+			// headers go out: they show this response's charge.
+			c.d = ratelimit.Tighter(c.held.Now(time.Now()), c.remote.d)
 		}
 		c.resp = resp
 		dp.respondHeaders(ctx, c, status, n)
@@ -478,13 +542,13 @@ func (dp *Dataplane) clientBodyError(ctx *fasthttp.RequestCtx, c *call, err erro
 
 // watchTokens charges LLM token usage once the body has passed through.
 func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadCloser) io.ReadCloser {
-	set, route := c.set, c.rt.key
+	held, route := &c.held, c.rt.key
 	// Error answers from LLM providers carry no usage: counting them as 0 is
 	// expected, not worth a warning.
 	success := resp.StatusCode() < 300
 	return llm.Watch(body, b2s(resp.Header.ContentType()), b2s(resp.Header.ContentEncoding()), func(u llm.Usage, err error) {
-		set.Charge(time.Now(), u.Total())
-		if c.tr != nil && set.HasTokens() {
+		held.Charge(time.Now(), u.Total())
+		if c.tr != nil && held.Set().HasTokens() {
 			c.warnMu.Lock()
 			c.charged, c.chargedSet = u.Total(), true
 			c.warnMu.Unlock()
@@ -519,7 +583,7 @@ func prepareLLMRequest(req *fasthttp.Request) {
 // proxy answers it itself.
 func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageRoutePolicies, "requestState": dp.requestState(ctx, tr.Start(), nil)})
+		dp.traceRequest(ctx, tr, trace.StageRoutePolicies, nil)
 	}
 }
 
@@ -533,7 +597,7 @@ func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *r
 	resp.SetStatusCode(code)
 	resp.SetBodyString(body)
 	if tr != nil {
-		tr.Emit(trace.SeverityInfo, trace.ResponseSnapshot, map[string]any{"stage": trace.StageFinalResponse, "requestState": dp.responseState(code, headerMap(&resp.Header))})
+		dp.traceResponse(tr, trace.StageFinalResponse, code, &resp.Header, false)
 		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, why.fields(code))
 	}
 }

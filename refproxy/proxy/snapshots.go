@@ -9,13 +9,99 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
-// requestState is requestSnapshot.requestState; be is set at the final request.
-func (dp *Dataplane) requestState(ctx *fasthttp.RequestCtx, start time.Time, be *backend) map[string]any {
-	host, port := remoteHostPort(ctx)
-	req := requestInfo(ctx, start)
-	if t := dp.table.Load(); t != nil && t.sensitive != nil {
+// Snapshots are captured (refproxy/trace.Capture) and rendered by the
+// functions below: at once for a request a watcher takes whole, at
+// requestFinished for one only outcome filters watch, if one keeps it.
+// The request's method, URI, host, protocol and headers are copied when
+// captured, since the proxy rewrites them and fasthttp reuses their
+// bytes; the backend, the config table (sensitive headers), the client's
+// address and the data plane are held by reference.
+
+// captureRequest captures the request for a requestSnapshot at stage (be
+// is set at the final request).
+func (dp *Dataplane) captureRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, stage string, be *backend) reftrace.Capture {
+	req := &ctx.Request
+	c := reftrace.Capture{Render: renderRequestSnapshot, Str: stage, Flag: ctx.IsTLS()}
+	c.Refs[0], c.Refs[1], c.Refs[2] = dp, dp.table.Load(), ctx.RemoteAddr()
+	if be != nil {
+		c.Refs[3] = be
+	}
+	c.Spans[0] = tr.Copy(req.Header.Method())
+	c.Spans[1] = tr.Copy(req.Header.RequestURI())
+	c.Spans[2] = tr.Copy(req.Header.Host())
+	c.Spans[3] = tr.Copy(req.Header.Protocol())
+	p := tr.PairsStart()
+	for k, v := range req.Header.All() {
+		tr.AddPair(k, v)
+	}
+	c.Pairs = tr.PairsEnd(p)
+	return c
+}
+
+// traceRequest traces a requestSnapshot at stage.
+func (dp *Dataplane) traceRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, stage string, be *backend) {
+	tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, dp.captureRequest(ctx, tr, stage, be))
+}
+
+func renderRequestSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	dp := c.Refs[0].(*Dataplane)
+	table, _ := c.Refs[1].(*Table)
+	addr, _ := c.Refs[2].(net.Addr)
+	be, _ := c.Refs[3].(*backend)
+	hs := map[string]any{}
+	tr.EachPair(c.Pairs, func(k, v []byte) { addHeader(hs, k, v) })
+	req := requestInfoOf(tr.String(c.Spans[0]), tr.String(c.Spans[1]), tr.String(c.Spans[2]), tr.String(c.Spans[3]), c.Flag, hs, tr.Start())
+	return map[string]any{"stage": c.Str, "requestState": dp.stateOf(req, table, addr, be)}
+}
+
+// renderSameState is a requestSnapshot at stage c.Str whose state is the
+// previous snapshot's, shared.
+func renderSameState(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	return map[string]any{"stage": c.Str, "requestState": tr.Previous()["requestState"]}
+}
+
+// captureResponse captures a response's status and headers for a
+// responseSnapshot at stage; backend: as the proxy takes the backend's
+// (without hop-by-hop headers).
+func (dp *Dataplane) captureResponse(tr *reftrace.Tracer, stage string, code int, h *fasthttp.ResponseHeader, backend bool) reftrace.Capture {
+	c := reftrace.Capture{Render: renderResponseSnapshot, Str: stage, Code: code}
+	c.Refs[0] = dp
+	var conn []byte
+	if backend {
+		conn = connectionTokens(h)
+	}
+	p := tr.PairsStart()
+	for k, v := range h.All() {
+		if !backend || forwardable(k, conn) {
+			tr.AddPair(k, v)
+		}
+	}
+	c.Pairs = tr.PairsEnd(p)
+	return c
+}
+
+// traceResponse traces a responseSnapshot at stage (see captureResponse).
+func (dp *Dataplane) traceResponse(tr *reftrace.Tracer, stage string, code int, h *fasthttp.ResponseHeader, backend bool) {
+	tr.Record(trace.SeverityInfo, trace.ResponseSnapshot, nil, dp.captureResponse(tr, stage, code, h, backend))
+}
+
+func renderResponseSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	hs := map[string]any{}
+	tr.EachPair(c.Pairs, func(k, v []byte) { addHeader(hs, k, v) })
+	return map[string]any{"stage": c.Str, "requestState": c.Refs[0].(*Dataplane).responseState(c.Code, hs)}
+}
+
+// stateOf is requestSnapshot.requestState from the request's `request`
+// (requestInfo), the config table, the client's address and the backend
+// (set at the final request).
+func (dp *Dataplane) stateOf(req map[string]any, t *Table, addr net.Addr, be *backend) map[string]any {
+	host, port := hostPort(addr)
+	if t != nil && t.sensitive != nil {
 		// config.sensitiveHeaders: their values stay out of traces.
 		if hs, ok := req["headers"].(map[string]any); ok {
 			for k := range hs {
@@ -52,11 +138,17 @@ func (dp *Dataplane) responseState(code int, headers map[string]any) map[string]
 // start, when set, is added as startTime.
 func requestInfo(ctx *fasthttp.RequestCtx, start time.Time) map[string]any {
 	req := &ctx.Request
+	return requestInfoOf(string(req.Header.Method()), string(req.Header.RequestURI()), string(req.Header.Host()),
+		string(req.Header.Protocol()), ctx.IsTLS(), headerMap(&req.Header), start)
+}
+
+// requestInfoOf is requestInfo from the request's parts.
+func requestInfoOf(method, uri, host, proto string, tls bool, headers map[string]any, start time.Time) map[string]any {
 	scheme := "http"
-	if ctx.IsTLS() {
+	if tls {
 		scheme = "https"
 	}
-	path, query := splitRequestURI(string(req.Header.RequestURI()))
+	path, query := splitRequestURI(uri)
 	decoded := path
 	if p, err := url.PathUnescape(path); err == nil {
 		decoded = p
@@ -65,16 +157,15 @@ func requestInfo(ctx *fasthttp.RequestCtx, start time.Time) map[string]any {
 	if query != "" {
 		pq += "?" + query
 	}
-	host := string(req.Header.Host())
 	m := map[string]any{
-		"method":       string(req.Header.Method()),
+		"method":       method,
 		"uri":          scheme + "://" + host + pq,
 		"path":         decoded,
 		"pathAndQuery": pq,
 		"host":         host,
 		"scheme":       scheme,
-		"version":      string(req.Header.Protocol()),
-		"headers":      headerMap(&req.Header),
+		"version":      proto,
+		"headers":      headers,
 	}
 	if !start.IsZero() {
 		m["startTime"] = start.UTC().Format(time.RFC3339Nano)
@@ -102,23 +193,10 @@ func addHeader(m map[string]any, k, v []byte) {
 	m[key] = string(v)
 }
 
-// remoteHostPort is the client's address as host and port.
-func remoteHostPort(ctx *fasthttp.RequestCtx) (string, int) {
-	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+// hostPort is the client's address as host and port.
+func hostPort(addr net.Addr) (string, int) {
+	if a, ok := addr.(*net.TCPAddr); ok {
 		return a.IP.String(), a.Port
 	}
-	return ctx.RemoteAddr().String(), 0
-}
-
-// backendHeaders renders the backend's response headers for the trace as
-// the proxy takes them: without hop-by-hop headers.
-func backendHeaders(src *fasthttp.ResponseHeader) map[string]any {
-	conn := connectionTokens(src)
-	m := make(map[string]any, src.Len())
-	for k, v := range src.All() {
-		if forwardable(k, conn) {
-			addHeader(m, k, v)
-		}
-	}
-	return m
+	return addr.String(), 0
 }

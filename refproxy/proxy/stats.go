@@ -286,6 +286,10 @@ func ownPolicies(rt *route) []map[string]any {
 			out = append(out, map[string]any{k: v})
 		}
 	}
+	if own.RateLimitError != "" {
+		// After the spec's kinds, as effectivePolicy has it.
+		out = append(out, map[string]any{"rateLimitError": own.RateLimitError})
+	}
 	return out
 }
 

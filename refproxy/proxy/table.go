@@ -69,6 +69,12 @@ type route struct {
 	policies []policyTarget
 	// tokens: some limit counts LLM tokens, so responses are watched.
 	tokens bool
+	// keyed: some local limit has a bucket per key, so requests need
+	// what key expressions read.
+	keyed bool
+	// openAIError: the route's 429s carry OpenAI's JSON error
+	// (rateLimitError: openai), not the spec's text.
+	openAIError bool
 	// pol are the other policies; nil for most routes.
 	pol *routePolicies
 	// llm picks the backend by the request's model (llm: routes); nil
@@ -184,7 +190,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 // they came from for effectivePolicy; with where each comes from, and the
 // place's policies applied and skipped, for the trace's reasons.
 type limits struct {
-	buckets []*ratelimit.Bucket
+	buckets []limit
 	specs   []config.RateLimit
 	entries []limitEntry // one per bucket
 	groups  []condGroup
@@ -197,7 +203,7 @@ type limits struct {
 // condGroup is one localRateLimit policy in the conditional form.
 type condGroup struct {
 	conds   []cel.Program // nil: the fallback
-	buckets []*ratelimit.Bucket
+	buckets []limit
 	entries []config.ConditionalRateLimit
 	src     policySource
 }
@@ -206,10 +212,13 @@ type condGroup struct {
 // so that they keep their state across reloads.
 func (l *limits) add(dp *Dataplane, key string, p *config.Policies, src policySource) error {
 	for i, rl := range p.LocalRateLimit {
-		b := dp.bucket(key, rl)
+		b, err := dp.limit(key, rl)
+		if err != nil {
+			return err
+		}
 		l.buckets = append(l.buckets, b)
 		l.specs = append(l.specs, rl)
-		l.entries = append(l.entries, limitEntry{bucket: b, spec: rl, src: src, index: i})
+		l.entries = append(l.entries, limitEntry{lim: b, spec: rl, src: src, index: i})
 	}
 	if c := p.LocalRateLimitConditional; len(c) > 0 {
 		g := condGroup{entries: c, src: src}
@@ -222,7 +231,11 @@ func (l *limits) add(dp *Dataplane, key string, p *config.Policies, src policySo
 				}
 			}
 			g.conds = append(g.conds, prog)
-			g.buckets = append(g.buckets, dp.bucket(fmt.Sprintf("%s/conditional/%d", key, i), e.RateLimit))
+			b, err := dp.limit(fmt.Sprintf("%s/conditional/%d", key, i), e.RateLimit)
+			if err != nil {
+				return err
+			}
+			g.buckets = append(g.buckets, b)
 		}
 		l.groups = append(l.groups, g)
 	}
@@ -250,7 +263,7 @@ func (l *limits) entryList() []limitEntry {
 	out := append([]limitEntry(nil), l.entries...)
 	for _, g := range l.groups {
 		for i, e := range g.entries {
-			out = append(out, limitEntry{bucket: g.buckets[i], spec: e.RateLimit, src: g.src, index: i, condition: e.Condition, conditional: true})
+			out = append(out, limitEntry{lim: g.buckets[i], spec: e.RateLimit, src: g.src, index: i, condition: e.Condition, conditional: true})
 		}
 	}
 	return out
@@ -295,10 +308,13 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		src := policySource{policy: -1, target: "route " + rt.namespace + "/" + rt.name}
 		// Inline buckets are keyed by their place in the list.
 		for i, rl := range r.Policies.LocalRateLimit {
-			b := dp.bucket(fmt.Sprintf("%s/inline/%d", rt.key, i), rl)
+			b, err := dp.limit(fmt.Sprintf("%s/inline/%d", rt.key, i), rl)
+			if err != nil {
+				return nil, fmt.Errorf("route %s: %w", rt.key, err)
+			}
 			lim.buckets = append(lim.buckets, b)
 			lim.specs = append(lim.specs, rl)
-			lim.entries = append(lim.entries, limitEntry{bucket: b, spec: rl, src: src, index: i})
+			lim.entries = append(lim.entries, limitEntry{lim: b, spec: rl, src: src, index: i})
 		}
 		inline := *r.Policies
 		inline.LocalRateLimit = nil
@@ -323,6 +339,13 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		rt.remote = append(rt.remote, rem)
 		rt.tokens = rt.tokens || rem.Tokens()
 	}
+	var rlErr string // the route's rateLimitError, as configured; the more specific wins
+	for _, in := range pols {
+		if in.p != nil && in.p.RateLimitError != "" {
+			rlErr = in.p.RateLimitError
+		}
+	}
+	rt.openAIError = rlErr == config.RateLimitErrorOpenAI
 	rp, err := compilePolicies(pols)
 	if err != nil {
 		return nil, fmt.Errorf("route %s: %w", rt.key, err)
@@ -344,6 +367,11 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		rt.effective["remoteRateLimit"] = rs
 	}
 	rp.effective(rt.effective, pols)
+	if rlErr != "" {
+		// A refproxy extension beside the spec's seventeen keys, there
+		// only when a policy sets it: the body of the route's 429s.
+		rt.effective["rateLimitError"] = rlErr
+	}
 
 	for _, bk := range r.Backends {
 		be := dp.backend(bk)
@@ -361,28 +389,62 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 }
 
 // limitSets makes the route's rate-limit Sets: one Set of every plain
-// bucket, and with conditional entries, one per entry of a single group
+// limit, and with conditional entries, one per entry of a single group
 // (groups of several policies are combined per request).
 func (rt *route) limitSets(lim *limits) {
 	if len(lim.buckets) > 0 {
-		rt.set = ratelimit.NewSet(lim.buckets...)
+		rt.set = newSet(lim.buckets)
 	}
 	rt.tokens = rt.set.HasTokens()
+	rt.keyed = rt.set.IsKeyed()
 	if len(lim.groups) == 0 {
 		return
 	}
 	c := &condLimits{none: rt.set, groups: lim.groups, base: lim.buckets}
 	if len(lim.groups) == 1 {
 		for _, b := range lim.groups[0].buckets {
-			c.sets = append(c.sets, ratelimit.NewSet(append(append([]*ratelimit.Bucket(nil), lim.buckets...), b)...))
+			c.sets = append(c.sets, newSet(append(append([]limit(nil), lim.buckets...), b)))
 		}
 	}
 	for _, g := range lim.groups {
 		for _, b := range g.buckets {
-			rt.tokens = rt.tokens || b.Spec().Type == ratelimit.Tokens
+			rt.tokens = rt.tokens || b.spec().Type == ratelimit.Tokens
+			rt.keyed = rt.keyed || b.keyed != nil
 		}
 	}
 	rt.cond = c
+}
+
+// newSet is the Set of some limits.
+func newSet(ls []limit) *ratelimit.Set {
+	var (
+		bs []*ratelimit.Bucket
+		ks []*ratelimit.Keyed
+	)
+	for _, l := range ls {
+		if l.keyed != nil {
+			ks = append(ks, l.keyed)
+		} else {
+			bs = append(bs, l.bucket)
+		}
+	}
+	return ratelimit.NewKeyedSet(bs, ks)
+}
+
+// spec is the limit's bucket configuration.
+func (l limit) spec() ratelimit.Spec {
+	if l.keyed != nil {
+		return l.keyed.Spec()
+	}
+	return l.bucket.Spec()
+}
+
+// holds reports whether b is a bucket of l.
+func (l limit) holds(b *ratelimit.Bucket) bool {
+	if l.keyed != nil {
+		return b.Keyed() == l.keyed
+	}
+	return b == l.bucket
 }
 
 // effectiveLimit is a local limit entry as effectivePolicy and the dump
@@ -392,8 +454,12 @@ func effectiveLimit(l config.RateLimit) map[string]any {
 	if typ == "" {
 		typ = string(ratelimit.Requests)
 	}
-	return map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
+	m := map[string]any{"maxTokens": l.MaxTokens, "tokensPerFill": l.TokensPerFill,
 		"fillInterval": l.FillInterval.String(), "type": typ}
+	if l.Key != "" {
+		m["key"] = l.Key
+	}
+	return m
 }
 
 // limitsEffective is localRateLimit in effectivePolicy: every entry that

@@ -165,6 +165,12 @@ type Bucket struct {
 	tokens  uint64
 	last    int64 // time of the last fill, ns since epoch
 	started bool  // last is set; the refill phase is anchored at first use
+
+	// keyed and key: the keyed entry and key of a per-key bucket; prev
+	// and next link it in its entry's LRU list (under keyed.mu).
+	keyed      *Keyed
+	key        string
+	prev, next *Bucket
 }
 
 // NewBucket returns a full bucket. An invalid Spec (see Validate) does not
@@ -221,16 +227,21 @@ func (b *Bucket) untilRefill(t int64) time.Duration {
 	return time.Duration(d)
 }
 
-// Set is every bucket that applies to one route (gateway-wide ones first,
-// then the route's own); a request must pass all of them.
+// Set is every limit that applies to one route (gateway-wide ones first,
+// then the route's own); a request must pass all of them. A limit is a
+// bucket, or a keyed entry whose bucket depends on the request (Hold).
 type Set struct {
 	buckets   []*Bucket // in lock order (by id), without duplicates
+	keyed     []*Keyed
 	hasTokens bool
 }
 
 // NewSet groups buckets; a nil or empty Set admits everything and sets no headers.
 // Nil buckets and repeats of the same bucket are dropped.
-func NewSet(b ...*Bucket) *Set {
+func NewSet(b ...*Bucket) *Set { return NewKeyedSet(b, nil) }
+
+// NewKeyedSet groups buckets and keyed entries (nil and repeated ones dropped).
+func NewKeyedSet(b []*Bucket, keyed []*Keyed) *Set {
 	s := &Set{}
 	for _, x := range b {
 		if x == nil || slices.Contains(s.buckets, x) {
@@ -239,25 +250,110 @@ func NewSet(b ...*Bucket) *Set {
 		s.buckets = append(s.buckets, x)
 		s.hasTokens = s.hasTokens || x.spec.Type == Tokens
 	}
-	slices.SortFunc(s.buckets, func(a, b *Bucket) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
+	for _, k := range keyed {
+		if k == nil || slices.Contains(s.keyed, k) {
+			continue
 		}
-		return 0
-	})
+		s.keyed = append(s.keyed, k)
+		s.hasTokens = s.hasTokens || k.spec.Type == Tokens
+	}
+	slices.SortFunc(s.buckets, byID)
 	return s
 }
 
-// Buckets returns the buckets of s, in no particular order. The slice must
-// not be modified.
+func byID(a, b *Bucket) int {
+	switch {
+	case a.id < b.id:
+		return -1
+	case a.id > b.id:
+		return 1
+	}
+	return 0
+}
+
+// Buckets returns the plain buckets of s, in no particular order. The
+// slice must not be modified.
 func (s *Set) Buckets() []*Bucket {
 	if s == nil {
 		return nil
 	}
 	return s.buckets
+}
+
+// Keyed returns the keyed entries of s. The slice must not be modified.
+func (s *Set) Keyed() []*Keyed {
+	if s == nil {
+		return nil
+	}
+	return s.keyed
+}
+
+// IsKeyed reports whether some limit of s has a bucket per key, so that
+// the caller must give Hold what the key expressions read.
+func (s *Set) IsKeyed() bool { return s != nil && len(s.keyed) > 0 }
+
+// heldInline is how many buckets a Held keeps without allocating.
+const heldInline = 8
+
+// Held is the buckets of one request: a Set's plain buckets and, of each
+// keyed entry, the bucket of the request's key. It is what admits the
+// request and, after the response, is charged its tokens. Up to
+// heldInline buckets it allocates nothing.
+type Held struct {
+	set    *Set
+	n      int
+	inline [heldInline]*Bucket
+	more   []*Bucket
+}
+
+// Hold resolves the buckets of one request (act: what key expressions
+// read; nil gives every keyed entry's shared bucket).
+func (s *Set) Hold(act map[string]any) Held {
+	h := Held{set: s}
+	if s == nil || len(s.keyed) == 0 {
+		return h
+	}
+	if n := len(s.buckets) + len(s.keyed); n > heldInline {
+		h.more = s.resolve(make([]*Bucket, 0, n), act)
+		h.n = len(h.more)
+		return h
+	}
+	h.n = len(s.resolve(h.inline[:0], act))
+	return h
+}
+
+// resolve appends the buckets of one request to bs, in lock order.
+func (s *Set) resolve(bs []*Bucket, act map[string]any) []*Bucket {
+	bs = append(bs, s.buckets...)
+	for _, k := range s.keyed {
+		b := k.For(act)
+		if !slices.Contains(bs, b) {
+			bs = append(bs, b)
+		}
+	}
+	// Insertion sort by id (lock order): few buckets, no allocation.
+	for i := 1; i < len(bs); i++ {
+		for j := i; j > 0 && bs[j].id < bs[j-1].id; j-- {
+			bs[j], bs[j-1] = bs[j-1], bs[j]
+		}
+	}
+	return bs
+}
+
+// Set is the Set h was held from.
+func (h *Held) Set() *Set { return h.set }
+
+// Buckets are the buckets of h, in lock order.
+func (h *Held) Buckets() []*Bucket {
+	switch {
+	case h.set == nil:
+		return nil
+	case len(h.set.keyed) == 0:
+		return h.set.buckets
+	case h.more != nil:
+		return h.more
+	}
+	return h.inline[:h.n]
 }
 
 // Decision is the outcome of Admit, and the values of the x-ratelimit-* headers
@@ -273,27 +369,45 @@ type Decision struct {
 	LimitHeader string
 }
 
-// Tighter returns the more constrained of two decisions, the one with
-// fewer remaining; a decision without headers never wins.
+// Tighter returns the decision whose headers a response carries: one
+// that refused over one that allowed (the headers of a 429 describe the
+// limit that denied), else the one with fewer remaining; a decision
+// without headers never wins.
 func Tighter(a, b Decision) Decision {
 	switch {
 	case !b.Limited:
 		return a
-	case !a.Limited || b.Remaining < a.Remaining:
+	case !a.Limited:
+		return b
+	case a.Allowed != b.Allowed:
+		if !b.Allowed {
+			return b
+		}
+		return a
+	case b.Remaining < a.Remaining:
 		return b
 	}
 	return a
 }
 
-// Admit decides one request at time now: a requests bucket takes 1, a tokens
-// bucket needs at least 1 token left and takes nothing yet. The headers come
-// from the bucket with the fewest remaining; on a tie, from the one created
-// first (gateway-wide buckets are created before route ones).
+// Admit decides one request at time now, for a Set without keyed
+// entries (or giving their shared buckets): Hold(nil).Admit(now).
+func (s *Set) Admit(now time.Time) Decision {
+	h := s.Hold(nil)
+	return h.Admit(now)
+}
+
+// Admit decides one request at time now: a requests bucket takes 1, a
+// tokens bucket needs at least 1 token left and takes nothing yet. An
+// allowed request's headers come from the bucket with the fewest
+// remaining (on a tie, the one created first: gateway-wide buckets are
+// created before route ones); a refused one's from the first bucket that
+// refused it, so that they describe the limit that denied.
 //
-// All buckets of the Set are locked together (in a global order), checked,
-// and only then taken from, so a refused request consumes nothing anywhere
-// and concurrent requests never over-admit.
-func (s *Set) Admit(now time.Time) Decision { return s.admit(now, nil) }
+// All buckets are locked together (in a global order), checked, and only
+// then taken from, so a refused request consumes nothing anywhere and
+// concurrent requests never over-admit.
+func (h *Held) Admit(now time.Time) Decision { return admit(h.Buckets(), now, nil) }
 
 // BucketState is one bucket as a decision left it.
 type BucketState struct {
@@ -308,49 +422,58 @@ type BucketState struct {
 
 // AdmitExplained is Admit that also tells how it left each bucket, taken
 // under the same locks, for the reasons of a traced request.
-func (s *Set) AdmitExplained(now time.Time) (Decision, []BucketState) {
-	if s == nil || len(s.buckets) == 0 {
+func (h *Held) AdmitExplained(now time.Time) (Decision, []BucketState) {
+	bs := h.Buckets()
+	if len(bs) == 0 {
 		return Decision{Allowed: true}, nil
 	}
-	states := make([]BucketState, 0, len(s.buckets))
-	d := s.admit(now, &states)
+	states := make([]BucketState, 0, len(bs))
+	d := admit(bs, now, &states)
 	return d, states
 }
 
-// admit is Admit, noting each bucket's state in states when it is not nil.
-func (s *Set) admit(now time.Time, states *[]BucketState) Decision {
-	if s == nil || len(s.buckets) == 0 {
+// AdmitExplained is Hold(nil).AdmitExplained(now).
+func (s *Set) AdmitExplained(now time.Time) (Decision, []BucketState) {
+	h := s.Hold(nil)
+	return h.AdmitExplained(now)
+}
+
+// admit is Admit over buckets in lock order, noting each bucket's state
+// in states when it is not nil.
+func admit(buckets []*Bucket, now time.Time, states *[]BucketState) Decision {
+	if len(buckets) == 0 {
 		return Decision{Allowed: true}
 	}
 	t := now.Sub(epoch).Nanoseconds()
-	if len(s.buckets) == 1 {
-		return s.buckets[0].admit(t, states)
+	if len(buckets) == 1 {
+		return buckets[0].admit(t, states)
 	}
-	for _, b := range s.buckets {
+	for _, b := range buckets {
 		b.mu.Lock()
 		b.refill(t)
 	}
-	allowed := true
-	for _, b := range s.buckets {
+	denier := -1
+	for i, b := range buckets {
 		if b.tokens < 1 {
-			allowed = false
+			denier = i
 			break
 		}
 	}
+	allowed := denier < 0
 	d := Decision{Allowed: allowed, Limited: true}
-	for i, b := range s.buckets {
+	for i, b := range buckets {
 		refused := b.tokens < 1
 		if allowed && b.spec.Type == Requests {
 			b.tokens--
 		}
-		if i == 0 || b.tokens < d.Remaining {
+		if i == denier || allowed && (i == 0 || b.tokens < d.Remaining) {
 			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, b.untilRefill(t)
 		}
 		if states != nil {
 			*states = append(*states, BucketState{Bucket: b, Remaining: b.tokens, Reset: b.untilRefill(t), Refused: refused})
 		}
 	}
-	for _, b := range s.buckets {
+	for _, b := range buckets {
 		b.mu.Unlock()
 	}
 	return d
@@ -382,15 +505,21 @@ func (b *Bucket) Reset(now time.Time) time.Duration {
 	return d
 }
 
-// Charge takes n LLM tokens (prompt + completion) from every tokens bucket
-// after the response, flooring at 0: overage is not carried into the next
-// window.
+// Charge is Hold(nil).Charge(now, n), for a Set without keyed entries.
 func (s *Set) Charge(now time.Time, n uint64) {
-	if s == nil || !s.hasTokens || n == 0 {
+	h := s.Hold(nil)
+	h.Charge(now, n)
+}
+
+// Charge takes n LLM tokens (prompt + completion) from every tokens bucket
+// of h after the response, flooring at 0: overage is not carried into the
+// next window.
+func (h *Held) Charge(now time.Time, n uint64) {
+	if !h.set.HasTokens() || n == 0 {
 		return
 	}
 	t := now.Sub(epoch).Nanoseconds()
-	for _, b := range s.buckets {
+	for _, b := range h.Buckets() {
 		if b.spec.Type != Tokens {
 			continue
 		}
@@ -399,6 +528,27 @@ func (s *Set) Charge(now time.Time, n uint64) {
 		b.tokens -= min(n, b.tokens)
 		b.mu.Unlock()
 	}
+}
+
+// Now is the headers' values of h at time now without taking anything:
+// the bucket with the fewest remaining. It is how a response whose token
+// charge is known before its headers go out shows that charge.
+func (h *Held) Now(now time.Time) Decision {
+	bs := h.Buckets()
+	if len(bs) == 0 {
+		return Decision{Allowed: true}
+	}
+	t := now.Sub(epoch).Nanoseconds()
+	d := Decision{Allowed: true, Limited: true}
+	for i, b := range bs {
+		b.mu.Lock()
+		b.refill(t)
+		if i == 0 || b.tokens < d.Remaining {
+			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, b.untilRefill(t)
+		}
+		b.mu.Unlock()
+	}
+	return d
 }
 
 // HasTokens reports whether any bucket counts LLM tokens, so that the data
@@ -418,4 +568,17 @@ func (d Decision) EachHeader(set func(name, value string)) {
 	}
 	set(HeaderRemaining, strconv.FormatUint(d.Remaining, 10))
 	set(HeaderReset, strconv.FormatInt(int64(d.Reset/time.Second), 10))
+}
+
+// HeaderRetryAfter is written on a 429 of a limited route: the seconds
+// until the denying limit refills, as x-ratelimit-reset says them.
+const HeaderRetryAfter = "Retry-After"
+
+// RetryAfter calls set with Retry-After for a refused decision d (nothing
+// when !d.Limited): whole seconds, the value of x-ratelimit-reset.
+func (d Decision) RetryAfter(set func(name, value string)) {
+	if !d.Limited {
+		return
+	}
+	set(HeaderRetryAfter, strconv.FormatInt(int64(d.Reset/time.Second), 10))
 }

@@ -134,9 +134,14 @@ func (w *Watcher) discard() {
 	w.follow.taken--
 	reopen := w.follow.taken == w.follow.max-1 && !w.closed
 	w.mu.Unlock()
-	select {
-	case w.notify <- struct{}{}: // a stream past its deadline may be done now
-	default:
+	if time.Now().After(w.follow.deadline) {
+		// A stream past its deadline may be done now; before it, a
+		// dropped trace changes nothing its writer must see (waking it
+		// per dropped request would cost a goroutine switch each).
+		select {
+		case w.notify <- struct{}{}:
+		default:
+		}
 	}
 	if reopen {
 		// It left the registry when it took its last request: back in.

@@ -87,3 +87,38 @@ func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
 		t.Errorf("pending %d, done %v: want 0 pending and not done (max 200, 100 taken)", w.Pending(), w.Done())
 	}
 }
+
+// TestFollowWriterWokenPerTrace: a follow stream's writer is woken when a
+// trace ends, not per event; the events before the end wait for it (or
+// for the keepalive, which drains them too).
+func TestFollowWriterWokenPerTrace(t *testing.T) {
+	var reg Registry
+	w, err := reg.Follow(FollowOptions{Max: 10, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Cancel()
+	tr := reg.Take(func() map[string]any { return map[string]any{} })
+	tr.SetRequestID("r1")
+	woken := func() bool {
+		select {
+		case <-w.Notify():
+			return true
+		default:
+			return false
+		}
+	}
+	for _, typ := range []trace.MessageType{trace.RequestStarted, trace.RequestSnapshot, trace.RouteSelection} {
+		tr.Emit(trace.SeverityInfo, typ, nil)
+		if woken() {
+			t.Fatalf("writer woken by %s, before the trace's end", typ)
+		}
+	}
+	tr.Emit(trace.SeverityInfo, trace.RequestFinished, nil)
+	if !woken() {
+		t.Fatal("writer not woken at requestFinished")
+	}
+	if evs, _, _ := w.Drain(); len(evs) != 4 {
+		t.Errorf("drained %d events, want the trace's 4", len(evs))
+	}
+}

@@ -127,6 +127,10 @@ func (r *Registry) Take(request func() map[string]any) *Tracer {
 				t = &Tracer{start: start}
 			}
 			t.follow = fs
+			t.hold = t.w == nil
+			for _, w := range fs {
+				t.hold = t.hold && w.follow.outcome != nil
+			}
 		}
 	}
 	return t
@@ -152,20 +156,31 @@ func (w *Watcher) push(e trace.Event) {
 		w.mu.Unlock()
 		return
 	}
+	// A follow stream's writer is woken at the end of each trace (or when
+	// its buffer fills up), so that it writes a trace's events at once
+	// rather than one write and one wake-up per event; what a trace under
+	// way emitted goes out with the next end, or at the next keepalive
+	// (serve). A one-shot stream is woken per event.
+	wake := w.follow == nil
 	switch {
 	case w.follow != nil && e.Type() == trace.RequestFinished:
 		// A followed trace's end is always kept: the stream ends after
 		// the last one.
 		w.events = append(w.events, e)
 		w.follow.finished++
+		wake = true
 	case e.Type() == trace.RequestFinished:
 		w.final = &e
 	case len(w.events) >= w.bufferSize():
 		w.dropped++
 	default:
 		w.events = append(w.events, e)
+		wake = wake || len(w.events) >= w.bufferSize()/2
 	}
 	w.mu.Unlock()
+	if !wake {
+		return
+	}
 	select {
 	case w.notify <- struct{}{}:
 	default:
@@ -192,4 +207,15 @@ func (w *Watcher) Drain() (events []trace.Event, dropped int, final *trace.Event
 	dropped, w.dropped = w.dropped, 0
 	final = w.final
 	return events, dropped, final
+}
+
+// recycle gives a drained slice back for the next events, once its reader
+// is done with it, so that a busy stream does not grow a new one per drain.
+func (w *Watcher) recycle(events []trace.Event) {
+	clear(events) // the messages go
+	w.mu.Lock()
+	if w.events == nil {
+		w.events = events[:0]
+	}
+	w.mu.Unlock()
 }

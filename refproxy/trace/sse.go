@@ -126,6 +126,13 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 			if !write([]byte(": keepalive\n\n")) {
 				return
 			}
+			if watcher.follow != nil {
+				// Events of traces under way, which woke nobody (push).
+				select {
+				case watcher.notify <- struct{}{}:
+				default:
+				}
+			}
 		case <-watcher.notify:
 			// Whether a follow stream is done is read before draining, so
 			// that the drain holds every event pushed until then.
@@ -135,6 +142,7 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 			for _, e := range events {
 				frame(&buf, e)
 			}
+			watcher.recycle(events)
 			if dropped > 0 {
 				buf.WriteString(": dropped " + strconv.Itoa(dropped) + " events\n\n")
 			}
@@ -165,14 +173,16 @@ func flushFollow(buf *bytes.Buffer, w *Watcher, tail string) {
 }
 
 func frame(buf *bytes.Buffer, e trace.Event) {
-	b, err := json.Marshal(e)
-	if err != nil {
+	// An Encoder writes straight into buf, where json.Marshal would return
+	// a copy; its output is Marshal's and a newline.
+	at := buf.Len()
+	buf.WriteString("data: ")
+	if err := json.NewEncoder(buf).Encode(e); err != nil {
 		// Event fields are built by the proxy from JSON-safe values; a failure
 		// here is a bug, reported in-band rather than killing the stream.
+		buf.Truncate(at)
 		buf.WriteString(": cannot encode event: " + err.Error() + "\n\n")
 		return
 	}
-	buf.WriteString("data: ")
-	buf.Write(b)
-	buf.WriteString("\n\n")
+	buf.WriteString("\n")
 }

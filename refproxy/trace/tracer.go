@@ -18,14 +18,35 @@ type Tracer struct {
 	last   int64
 	// marks are the eventEnd (and backendCallResult's eventStart) of the
 	// phases, for the timings of a followed trace.
-	marks map[trace.MessageType]int64
-	call  int64 // backendCallResult.eventStart
+	marks marks
 	// held are the events kept for follow watchers with an outcome
 	// filter, sent or dropped at requestFinished; code is the status of
 	// the last response snapshot.
 	held []trace.Event
 	code int64
+	// hold: only outcome filters take the request, so events are captured
+	// and rendered only if one keeps the trace (capture.go); hb holds the
+	// captures and their arena.
+	hold bool
+	hb   *holdBuffers
+	// prev is the message rendered last (Previous).
+	prev map[string]any
 }
+
+// marks are the phase boundaries of a followed trace: the first
+// requestStarted, routeSelection and backendCallStart, and the last
+// backendCallResult (its eventEnd, and its eventStart in call).
+type marks struct {
+	started, route, callStart, result, call int64
+	seen                                    uint8
+}
+
+const (
+	seenStarted = 1 << iota
+	seenRoute
+	seenCallStart
+	seenResult
+)
 
 // Start is when the traced request was taken: eventStart/eventEnd count
 // microseconds from it.
@@ -59,21 +80,38 @@ func (t *Tracer) EmitTimed(sev trace.Severity, typ trace.MessageType, start *tim
 	if t == nil {
 		return
 	}
-	end := time.Since(t.start).Microseconds()
-	// Wall clocks can step; eventEnd must never decrease within a trace.
-	if end < t.last {
-		end = t.last
+	if t.hold {
+		if typ == trace.ResponseSnapshot {
+			t.code = fieldsCode(fields)
+		}
+		t.Record(sev, typ, start, Capture{Fields: fields})
+		return
 	}
-	t.last = end
+	t.emit(sev, typ, start, messageOf(typ, fields))
+}
+
+// messageOf is an event's message: type and a copy of fields, which the
+// caller may keep.
+func messageOf(typ trace.MessageType, fields map[string]any) map[string]any {
 	msg := make(map[string]any, len(fields)+1)
 	msg["type"] = string(typ)
 	for k, v := range fields {
 		msg[k] = v
 	}
+	return msg
+}
+
+// emit sends an event of message msg (type included), which it owns.
+func (t *Tracer) emit(sev trace.Severity, typ trace.MessageType, start *time.Time, msg map[string]any) {
+	end := t.endNow()
 	e := trace.Event{EventEnd: end, Severity: sev, Message: msg}
 	if start != nil {
 		s := min(t.Micros(*start), end)
 		e.EventStart = &s
+	}
+	if typ == trace.RequestFinished {
+		// The captures of the trace are rendered: the arena goes back.
+		defer t.release()
 	}
 	if t.w != nil {
 		t.w.push(e)
@@ -81,19 +119,19 @@ func (t *Tracer) EmitTimed(sev trace.Severity, typ trace.MessageType, start *tim
 	if len(t.follow) == 0 {
 		return
 	}
-	t.mark(typ, e)
+	var es int64
+	if e.EventStart != nil {
+		es = *e.EventStart
+	}
+	t.markAt(typ, end, es, e.EventStart != nil)
 	if typ == trace.ResponseSnapshot {
-		if st, ok := fields["requestState"].(map[string]any); ok {
-			if resp, ok := st["response"].(map[string]any); ok {
-				if c, ok := resp["code"].(int); ok {
-					t.code = int64(c)
-				}
-			}
-		}
+		t.code = fieldsCode(msg)
 	}
 	fe := e
 	fe.RequestID = t.id
-	if typ == trace.RequestFinished {
+	if typ == trace.RequestFinished && t.w == nil {
+		msg["timings"] = t.timings(end) // nobody else has the message
+	} else if typ == trace.RequestFinished {
 		fm := make(map[string]any, len(msg)+1)
 		for k, v := range msg {
 			fm[k] = v
@@ -125,16 +163,50 @@ func (t *Tracer) EmitTimed(sev trace.Severity, typ trace.MessageType, start *tim
 	}
 }
 
-func (t *Tracer) mark(typ trace.MessageType, e trace.Event) {
-	if t.marks == nil {
-		t.marks = map[trace.MessageType]int64{}
+// endNow is the eventEnd of an event emitted now: microseconds since
+// Start, never less than the previous event's (wall clocks can step).
+func (t *Tracer) endNow() int64 {
+	end := time.Since(t.start).Microseconds()
+	if end < t.last {
+		end = t.last
 	}
-	if _, seen := t.marks[typ]; seen && typ != trace.BackendCallResult {
-		return
+	t.last = end
+	return end
+}
+
+// fieldsCode is the status of a responseSnapshot's fields, or 0.
+func fieldsCode(fields map[string]any) int64 {
+	if st, ok := fields["requestState"].(map[string]any); ok {
+		if resp, ok := st["response"].(map[string]any); ok {
+			if c, ok := resp["code"].(int); ok {
+				return int64(c)
+			}
+		}
 	}
-	t.marks[typ] = e.EventEnd
-	if typ == trace.BackendCallResult && e.EventStart != nil {
-		t.call = *e.EventStart
+	return 0
+}
+
+// markAt records a phase boundary for timings.
+func (t *Tracer) markAt(typ trace.MessageType, end, start int64, timed bool) {
+	m := &t.marks
+	switch typ {
+	case trace.RequestStarted:
+		if m.seen&seenStarted == 0 {
+			m.started, m.seen = end, m.seen|seenStarted
+		}
+	case trace.RouteSelection:
+		if m.seen&seenRoute == 0 {
+			m.route, m.seen = end, m.seen|seenRoute
+		}
+	case trace.BackendCallStart:
+		if m.seen&seenCallStart == 0 {
+			m.callStart, m.seen = end, m.seen|seenCallStart
+		}
+	case trace.BackendCallResult:
+		m.result, m.seen = end, m.seen|seenResult
+		if timed {
+			m.call = start
+		}
 	}
 }
 
@@ -143,23 +215,19 @@ func (t *Tracer) mark(typ trace.MessageType, e trace.Event) {
 // the end when the proxy answered itself), the backend call (its last
 // attempt), response processing, and the total.
 func (t *Tracer) timings(end int64) map[string]any {
-	m := t.marks
+	m := &t.marks
 	out := map[string]any{"totalMicros": end}
-	started := m[trace.RequestStarted]
-	route, ok := m[trace.RouteSelection]
-	if !ok {
+	if m.seen&seenRoute == 0 {
 		return out
 	}
-	out["routeSelectionMicros"] = route - started
-	result, called := m[trace.BackendCallResult]
-	if !called {
-		out["policiesMicros"] = end - route
+	out["routeSelectionMicros"] = m.route - m.started
+	if m.seen&seenResult == 0 {
+		out["policiesMicros"] = end - m.route
 		return out
 	}
-	callStart := m[trace.BackendCallStart]
-	out["policiesMicros"] = callStart - route
-	out["backendCallMicros"] = result - t.call
-	out["responseMicros"] = end - result
+	out["policiesMicros"] = m.callStart - m.route
+	out["backendCallMicros"] = m.result - m.call
+	out["responseMicros"] = end - m.result
 	return out
 }
 

@@ -36,7 +36,7 @@ func registerGlobalSteps(sc *godog.ScenarioContext) {
 		s.ownRLS = own
 		return s.useRateLimitService(own.GRPCAddr())
 	})
-	step(sc, `^the route "([^"]*)" has a global (request|token) limit of (\d+) per (second|minute|hour|day)$`, func(ctx context.Context, route, kind string, n int, unit string) error {
+	step(sc, `^the route "([^"]*)" has a global (request|token) limit of (\d+) per (second|minute|hour|day)(?: keyed by header "([^"]*)")?$`, func(ctx context.Context, route, kind string, n int, unit, header string) error {
 		s := getState(ctx)
 		r, err := s.routeForLimits(route)
 		if err != nil {
@@ -45,7 +45,7 @@ func registerGlobalSteps(sc *godog.ScenarioContext) {
 		if s.setup.RateLimitService == "" {
 			return errors.New("a global limit needs a global rate-limit service; declare one first")
 		}
-		g := target.GlobalLimit{Kind: target.LimitRequests, Amount: uint64(n), Unit: unit}
+		g := target.GlobalLimit{Kind: target.LimitRequests, Amount: uint64(n), Unit: unit, KeyHeader: header}
 		if kind == "token" {
 			g.Kind = target.LimitTokens
 		}

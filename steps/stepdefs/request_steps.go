@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,16 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 	step(sc, `^I send (\d+) GET requests to "([^"]*)"$`, func(ctx context.Context, n int, reqTarget string) error {
 		for range n {
 			if _, err := getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, nil, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	step(sc, `^I send (\d+) GET requests? to "([^"]*)" with header "([^"]*)" "([^"]*)"$`, func(ctx context.Context, n int, reqTarget, name, value string) error {
+		h := http.Header{}
+		h.Set(name, value)
+		for range n {
+			if _, err := getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, h, nil); err != nil {
 				return err
 			}
 		}
@@ -160,6 +171,60 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		n, err := strconv.Atoi(got)
 		if err != nil || n < 0 || n > max {
 			return fmt.Errorf("response header %s: got %q, want a whole number of seconds from 0 to %d", name, got, max)
+		}
+		return nil
+	})
+	step(sc, `^the response header "([^"]*)" equals the response header "([^"]*)"$`, func(ctx context.Context, name, other string) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		got, want := r.header.Values(name), r.header.Values(other)
+		switch {
+		case len(got) == 0:
+			return fmt.Errorf("response header %s: absent, want it equal to %s %q", name, other, want)
+		case !slices.Equal(got, want):
+			return fmt.Errorf("response header %s: got %q, want it equal to %s %q", name, got, other, want)
+		}
+		return nil
+	})
+	step(sc, `^the responses have header "([^"]*)" values ([\d, ]+)$`, func(ctx context.Context, name, list string) error {
+		rs := getState(ctx).responses
+		var got []string
+		for _, r := range rs {
+			got = append(got, r.header.Get(name))
+		}
+		want := strings.Split(strings.ReplaceAll(list, " ", ""), ",")
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%s of the responses: got %q, want %q", name, got, want)
+		}
+		return nil
+	})
+	step(sc, `^the response body is an OpenAI error of type "([^"]*)"$`, func(ctx context.Context, typ string) error {
+		r, err := getState(ctx).lastResponse()
+		if err != nil {
+			return err
+		}
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			return fmt.Errorf("response Content-Type: got %q, want application/json (body %q)", ct, trim(r.body))
+		}
+		var e struct {
+			Error *struct {
+				Message *string `json:"message"`
+				Type    string  `json:"type"`
+				Code    any     `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(r.body, &e); err != nil || e.Error == nil {
+			return fmt.Errorf("response body %q: want {\"error\": {...}} as OpenAI writes it (%v)", trim(r.body), err)
+		}
+		switch {
+		case e.Error.Type != typ:
+			return fmt.Errorf("error.type: got %q, want %q", e.Error.Type, typ)
+		case e.Error.Message == nil || *e.Error.Message == "":
+			return fmt.Errorf("error.message: absent or empty in %q", trim(r.body))
+		case e.Error.Code == nil:
+			return fmt.Errorf("error.code: absent in %q", trim(r.body))
 		}
 		return nil
 	})

@@ -31,6 +31,26 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) with burst (\d+)$`, func(ctx context.Context, route, kind string, n int, unit string, burst int) error {
 		return addLimit(ctx, route, kind, n, unit, burst)
 	})
+	step(sc, `^the route "([^"]*)" has a request limit of (\d+) per (second|minute|hour) keyed by header "([^"]*)"$`, func(ctx context.Context, route string, n int, unit, header string) error {
+		if err := addLimit(ctx, route, "request", n, unit, 0); err != nil {
+			return err
+		}
+		r := getState(ctx).setup.RouteNamed(route)
+		r.Limits[len(r.Limits)-1].KeyHeader = header
+		return nil
+	})
+	step(sc, `^the route "([^"]*)" answers refusals with OpenAI's JSON error$`, func(ctx context.Context, route string) error {
+		s := getState(ctx)
+		if s.dep != nil {
+			return fmt.Errorf("error format of %q declared after the proxy was configured", route)
+		}
+		r := s.setup.RouteNamed(route)
+		if r == nil {
+			return fmt.Errorf("no route %q", route)
+		}
+		r.RateLimitError = "openai"
+		return nil
+	})
 	step(sc, `^the gateway of listener "([^"]*)" has a request limit of (\d+) per (second|minute|hour)$`, func(ctx context.Context, listener string, n int, unit string) error {
 		s := getState(ctx)
 		if s.dep != nil {

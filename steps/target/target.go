@@ -8,6 +8,7 @@ package target
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -146,6 +147,12 @@ type GlobalLimit struct {
 	// fixed and aligned to the clock, so scenarios use days: a scenario
 	// never straddles a reset.
 	Unit string
+	// KeyHeader, when set, gives each value of this request header its
+	// own budget: the limit's descriptor carries the header's value as an
+	// entry of its own (a request without the header sends no descriptor
+	// for the limit, as the reference skips a descriptor whose value does
+	// not evaluate).
+	KeyHeader string
 }
 
 // UnitSeconds is the limit's window in seconds.
@@ -190,6 +197,9 @@ type Route struct {
 	Header  *HeaderMatch
 	Backend string
 	Limits  []Limit
+	// RateLimitError is the body of the route's 429s: "" (the spec's
+	// text) or "openai" (OpenAI's JSON error).
+	RateLimitError string
 	// Global are limits kept by Setup.RateLimitService.
 	Global []GlobalLimit
 	// GlobalFailOpen lets requests through when the service cannot
@@ -217,6 +227,26 @@ type Limit struct {
 	Amount uint64
 	Unit   time.Duration // time.Second, time.Minute or time.Hour
 	Burst  uint64
+	// KeyHeader, when set, keys the limit by this request header: a
+	// bucket per value, requests without the header sharing one (the
+	// reference's key: request.headers["<name>"]).
+	KeyHeader string
+}
+
+// KeyExpr is the reference's key of a limit keyed by a header: the CEL
+// expression of the header's value ("" for a limit without a key). The
+// standalone config and the cluster's policy resource carry it alike.
+func (l Limit) KeyExpr() string {
+	if l.KeyHeader == "" {
+		return ""
+	}
+	return HeaderCEL(l.KeyHeader)
+}
+
+// HeaderCEL is the CEL expression of a request header's value, as the
+// reference's keys and descriptors read it (names lower-case).
+func HeaderCEL(name string) string {
+	return "request.headers[" + strconv.Quote(strings.ToLower(name)) + "]"
 }
 
 // UnitName is the policy resource's name of the limit's unit (Seconds,

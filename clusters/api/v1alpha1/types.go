@@ -222,6 +222,12 @@ type LocalRateLimit struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Burst *int64 `json:"burst,omitempty"`
+	// Key is a CEL expression over the request (request.headers["x-api-key"],
+	// source.address, ...) giving each key its own bucket; requests without
+	// a key, or whose key fails to evaluate, share one bucket.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Key string `json:"key,omitempty"`
 }
 
 // RateLimitUnit is the window of a local limit.

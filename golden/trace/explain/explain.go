@@ -389,6 +389,14 @@ func refusedEntries(p *policyResult) string {
 			s += " of policy " + pol
 		}
 		s += " (" + describeEntry(em) + ")"
+		if key, ok := em["key"].(string); ok {
+			// An entry with a key (a bucket per key): which bucket refused.
+			if b, ok := em["bucket"].(string); ok {
+				s += fmt.Sprintf(" for key %q (key %s)", b, key)
+			} else {
+				s += fmt.Sprintf(" in the bucket of requests without a key (key %s)", key)
+			}
+		}
 		if rem := num(em["remaining"]); rem == 0 {
 			s += " exhausted"
 		} else {

@@ -181,6 +181,16 @@ func TestReasons(t *testing.T) {
 	}{
 		{"token limit", []trace.Event{selected, refusal, finished(429, map[string]any{"kind": "rateLimit", "policy": "localRateLimit", "reason": "..."})},
 			"429 from route default/api: localRateLimit[1] of policy default/llm (1000 tokens per minute) exhausted, resets in 42 s"},
+		{"keyed limit", []trace.Event{selected, ev(trace.PolicyResultType, map[string]any{"kind": "localRateLimit", "result": map[string]any{"type": "apply", "decision": "refused",
+			"entries": []any{map[string]any{"index": 0.0, "type": "requests", "maxTokens": 2.0, "tokensPerFill": 2.0, "fillInterval": "60s", "remaining": 0.0, "resetSeconds": 30.0,
+				"refused": true, "key": `request.headers["x-api-key"]`, "bucket": "alice"}}}}),
+			finished(429, map[string]any{"kind": "rateLimit", "policy": "localRateLimit", "reason": "..."})},
+			`429 from route default/api: localRateLimit[0] (2 requests per minute) for key "alice" (key request.headers["x-api-key"]) exhausted, resets in 30 s`},
+		{"keyless request of a keyed limit", []trace.Event{selected, ev(trace.PolicyResultType, map[string]any{"kind": "localRateLimit", "result": map[string]any{"type": "apply", "decision": "refused",
+			"entries": []any{map[string]any{"index": 0.0, "type": "requests", "maxTokens": 2.0, "tokensPerFill": 2.0, "fillInterval": "60s", "remaining": 0.0, "resetSeconds": 30.0,
+				"refused": true, "key": `request.headers["x-api-key"]`, "bucket": nil}}}}),
+			finished(429, map[string]any{"kind": "rateLimit", "policy": "localRateLimit", "reason": "..."})},
+			`429 from route default/api: localRateLimit[0] (2 requests per minute) in the bucket of requests without a key (key request.headers["x-api-key"]) exhausted, resets in 30 s`},
 		{"no route by method", []trace.Event{
 			ev(trace.RouteSelection, map[string]any{"selectedRoute": nil, "listener": "default/default/bind/3000/listener0", "reasons": []any{
 				map[string]any{"route": route, "result": "noMatch", "condition": "path", "reason": `path "/x" does not match prefix "/api"`},

@@ -293,6 +293,7 @@ func (l *Limiter) Check(ctx context.Context, act map[string]any) Verdict {
 		}
 	}
 	v.Decision = decision(statuses)
+	v.Decision.Allowed = v.Outcome != OverLimit
 	return v
 }
 
@@ -347,13 +348,15 @@ func (d compiled) eval(act map[string]any) (*ratelimitv3.RateLimitDescriptor, bo
 	return rd, true
 }
 
-// decision picks the most constrained status (fewest remaining) for the
-// headers: its limit with every window (Envoy's x-ratelimit-limit form,
+// decision picks the status for the headers: the first that is over
+// its limit (the one that denied), else the most constrained (fewest
+// remaining); its limit with every window (Envoy's x-ratelimit-limit form,
 // "10, 10;w=60"), its remaining and its reset.
 func decision(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) ratelimit.Decision {
 	var d ratelimit.Decision
 	var windows []string
 	best := uint64(math.MaxUint64)
+	denied := false
 	for _, st := range statuses {
 		cl := st.GetCurrentLimit()
 		if cl == nil {
@@ -361,8 +364,9 @@ func decision(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) ratelimit.De
 		}
 		w := unitSeconds(cl.GetUnit())
 		windows = append(windows, strconv.FormatUint(uint64(cl.GetRequestsPerUnit()), 10)+";w="+strconv.FormatUint(w, 10))
-		if r := uint64(st.GetLimitRemaining()); r < best {
-			best = r
+		over := st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT
+		if r := uint64(st.GetLimitRemaining()); !denied && (over || r < best) {
+			best, denied = r, over
 			d = ratelimit.Decision{Limited: true, Limit: uint64(cl.GetRequestsPerUnit()), Remaining: r,
 				Reset: st.GetDurationUntilReset().AsDuration().Round(time.Second)}
 		}
@@ -395,18 +399,4 @@ func unitSeconds(u rlsv3.RateLimitResponse_RateLimit_Unit) uint64 {
 
 // scalarString is a descriptor value as sent: a string as it is, a bool or
 // a number as its text.
-func scalarString(v any) (string, bool) {
-	switch v := v.(type) {
-	case string:
-		return v, true
-	case bool:
-		return strconv.FormatBool(v), true
-	case int64:
-		return strconv.FormatInt(v, 10), true
-	case uint64:
-		return strconv.FormatUint(v, 10), true
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64), true
-	}
-	return "", false
-}
+func scalarString(v any) (string, bool) { return celexpr.String(v) }

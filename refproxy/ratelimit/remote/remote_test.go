@@ -215,3 +215,21 @@ func TestScalarDescriptorValues(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionOfTheDenyingDescriptor: of several descriptors, a 429's
+// headers are those of the one over its limit, not of one that passed
+// with as few (0) remaining and another reset.
+func TestDecisionOfTheDenyingDescriptor(t *testing.T) {
+	status := func(code rlsv3.RateLimitResponse_Code, perUnit, remaining uint32, unit rlsv3.RateLimitResponse_RateLimit_Unit, reset time.Duration) *rlsv3.RateLimitResponse_DescriptorStatus {
+		return &rlsv3.RateLimitResponse_DescriptorStatus{Code: code, LimitRemaining: remaining,
+			CurrentLimit:       &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: perUnit, Unit: unit},
+			DurationUntilReset: durationpb.New(reset)}
+	}
+	d := decision([]*rlsv3.RateLimitResponse_DescriptorStatus{
+		status(rlsv3.RateLimitResponse_OK, 10, 0, rlsv3.RateLimitResponse_RateLimit_SECOND, time.Second),
+		status(rlsv3.RateLimitResponse_OVER_LIMIT, 2, 0, rlsv3.RateLimitResponse_RateLimit_MINUTE, 40*time.Second),
+	})
+	if d.Limit != 2 || d.Remaining != 0 || d.Reset != 40*time.Second {
+		t.Errorf("decision = %+v, want the over-limit descriptor's limit 2, remaining 0, reset 40s", d)
+	}
+}

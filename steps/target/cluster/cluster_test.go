@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
+	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/steps/target"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -83,6 +86,39 @@ func TestClusterManifests(t *testing.T) {
 
 	if _, err := clusterManifests(target.Setup{Listeners: []target.Listener{{Name: "l", Routes: []target.Route{{Name: "r", Backend: "b", Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 1, Unit: time.Millisecond}}}}}}}, "ns", "c", agw, nil); err == nil {
 		t.Error("a limit per millisecond: got no error, want one naming the unit")
+	}
+}
+
+// TestClusterManifestsKeyedLimit: a limit keyed by a header becomes the
+// policy resource's local[].key, the CEL the standalone config has; read
+// back as the reference's GatewayPolicy it is that field, and the
+// controller accepts it (its translation to the proxy's key is
+// clusters/controller's TestTranslate).
+func TestClusterManifestsKeyedLimit(t *testing.T) {
+	lim := target.Limit{Kind: target.LimitRequests, Amount: 2, Unit: time.Minute, KeyHeader: "X-Api-Key"}
+	setup := target.Setup{
+		Backends:  []target.Backend{{Name: "httpbin", Kind: target.BackendEcho}},
+		Listeners: []target.Listener{{Name: "default", Routes: []target.Route{{Name: "httpbin", PathPrefix: "/", Backend: "httpbin", Limits: []target.Limit{lim}}}}},
+	}
+	gvk := schema.GroupVersionKind{Group: v1alpha1.Group, Version: v1alpha1.Version, Kind: v1alpha1.Kind}
+	objs, err := clusterManifests(setup, "ns1", "refproxy", gvk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := objs[len(objs)-1].(*unstructured.Unstructured)
+	want := []any{map[string]any{"requests": int64(2), "unit": "Minutes", "key": `request.headers["x-api-key"]`}}
+	if diff := cmp.Diff(want, u.Object["spec"].(map[string]any)["traffic"].(map[string]any)["rateLimit"].(map[string]any)["local"]); diff != "" {
+		t.Errorf("spec.traffic.rateLimit.local (-want +got):\n%s", diff)
+	}
+	var p v1alpha1.GatewayPolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+		t.Fatal(err)
+	}
+	if l := p.Spec.Traffic.RateLimit.Local; len(l) != 1 || l[0].Key != lim.KeyExpr() {
+		t.Fatalf("as a GatewayPolicy: local %+v, want one entry with key %s", l, lim.KeyExpr())
+	}
+	if err := controller.Validate(p.Spec); err != nil {
+		t.Errorf("the controller refuses the translated policy: %v", err)
 	}
 }
 

@@ -121,6 +121,11 @@ func policyObject(gvk schema.GroupVersionKind, ns string, p target.Policy) (*uns
 		if l.Burst > 0 {
 			e["burst"] = int64(l.Burst)
 		}
+		if k := l.KeyExpr(); k != "" {
+			// spec.traffic.rateLimit.local[].key: the controller gives it
+			// to the proxy as the standalone config's key.
+			e["key"] = k
+		}
 		local = append(local, e)
 	}
 	ref := map[string]any{"group": gwv1.GroupName, "kind": p.TargetKind, "name": p.TargetName}

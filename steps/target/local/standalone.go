@@ -88,6 +88,14 @@ func StandaloneConfig(setup target.Setup, style ConfigStyle, adminAddr string, p
 				}
 				route["policies"] = node{"localRateLimit": buckets}
 			}
+			if r.RateLimitError != "" {
+				pol, _ := route["policies"].(node)
+				if pol == nil {
+					pol = node{}
+				}
+				pol["rateLimitError"] = r.RateLimitError
+				route["policies"] = pol
+			}
 			if len(r.Global) > 0 {
 				if setup.RateLimitService == "" {
 					return nil, fmt.Errorf("standalone config: route %q has global limits and the setup names no rate-limit service", r.Name)
@@ -162,12 +170,18 @@ func StandaloneConfig(setup target.Setup, style ConfigStyle, adminAddr string, p
 func remoteRateLimit(setup target.Setup, r target.Route) map[string]any {
 	var descriptors []any
 	for i, g := range r.Global {
+		entries := []any{
+			map[string]any{"key": "gwdiag_scenario", "value": strconv.Quote(setup.RateLimitKey)},
+			map[string]any{"key": "gwdiag_route", "value": strconv.Quote(r.Name)},
+			map[string]any{"key": "gwdiag_limit", "value": strconv.Quote(strconv.Itoa(i))},
+		}
+		if g.KeyHeader != "" {
+			// The client's part of the descriptor: a CEL value, so each
+			// value of the header is counted on its own by the service.
+			entries = append(entries, map[string]any{"key": "gwdiag_client", "value": target.HeaderCEL(g.KeyHeader)})
+		}
 		d := map[string]any{
-			"entries": []any{
-				map[string]any{"key": "gwdiag_scenario", "value": strconv.Quote(setup.RateLimitKey)},
-				map[string]any{"key": "gwdiag_route", "value": strconv.Quote(r.Name)},
-				map[string]any{"key": "gwdiag_limit", "value": strconv.Quote(strconv.Itoa(i))},
-			},
+			"entries":       entries,
 			"type":          string(g.Kind),
 			"limitOverride": fmt.Sprintf(`{"unit": %q, "requestsPerUnit": %d}`, g.Unit, g.Amount),
 		}
@@ -201,6 +215,11 @@ func bucketFor(l target.Limit) (map[string]any, error) {
 	}
 	if spec.Type == ratelimit.Tokens {
 		b["type"] = "tokens"
+	}
+	if l.KeyHeader != "" {
+		// The reference's key: a CEL expression; a request without the
+		// header fails it, and shares the bucket of requests without a key.
+		b["key"] = l.KeyExpr()
 	}
 	return b, nil
 }

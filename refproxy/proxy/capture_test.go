@@ -1,0 +1,189 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// captureConfig has routes that fail on path, on a header and on the
+// method, sensitive headers, and the route that takes the request.
+const captureConfig = `
+config:
+  sensitiveHeaders: [authorization]
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: other
+      matches: [{path: {exact: /other}}]
+      backends: [{host: "127.0.0.1:1"}]
+    - name: blue
+      matches: [{path: {pathPrefix: /}, headers: [{name: x-team, value: {exact: blue}}]}]
+      backends: [{host: "127.0.0.1:1"}]
+    - name: posts
+      matches: [{path: {pathPrefix: /}, method: POST}]
+      backends: [{host: "127.0.0.1:1"}]
+    - name: limited
+      matches: [{path: {exact: /limited}}]
+      policies:
+        localRateLimit: [{maxTokens: 1, tokensPerFill: 1, fillInterval: 1h}]
+      backends: [{host: "127.0.0.1:1"}]
+    - name: down
+      matches: [{path: {exact: /down}}]
+      backends: [{host: "127.0.0.1:2"}]
+    - name: httpbin
+      matches: [{path: {pathPrefix: /}}]
+      backends: [{host: "127.0.0.1:1"}]
+`
+
+// normalised is a trace's events as JSON, without what differs from one
+// run to the next or between a one-shot and a follow stream: times,
+// requestId and requestFinished's timings.
+func normalised(t *testing.T, evs []trace.Event) []string {
+	t.Helper()
+	var out []string
+	for _, e := range evs {
+		e.EventStart, e.EventEnd, e.RequestID = nil, 0, ""
+		if st, ok := e.Message["requestState"].(map[string]any); ok {
+			if r, ok := st["request"].(map[string]any); ok {
+				delete(r, "startTime")
+				if h, ok := r["headers"].(map[string]any); ok {
+					delete(h, "x-request-id")
+				}
+			}
+		}
+		delete(e.Message, "timings")
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// TestHeldTraceRendersAsOneShot: a trace held for an outcome filter and
+// rendered when the filter keeps it is the trace a one-shot watcher gets
+// of the same request, event for event and field for field: a forwarded
+// request (route reasons, redacted and repeated headers, percent-encoded
+// path), one refused by a local limit and one whose backend cannot be
+// reached (events built eagerly, with causes). Each kind of watcher has
+// its own data plane, so that both see the same limits.
+func TestHeldTraceRendersAsOneShot(t *testing.T) {
+	dpOne, hOne := newBenchHandlerFor(t, false, captureConfig)
+	dpHeld, hHeld := newBenchHandlerFor(t, false, captureConfig)
+	for _, rt := range dpOne.table.Load().binds[0].listeners[0].routes {
+		if strings.HasSuffix(rt.key, "/down") {
+			rt.backends[0].do = unreachableBackend
+		}
+	}
+	for _, rt := range dpHeld.table.Load().binds[0].listeners[0].routes {
+		if strings.HasSuffix(rt.key, "/down") {
+			rt.backends[0].do = unreachableBackend
+		}
+	}
+	all, err := reftrace.CompileOutcome(`response.code >= 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, uri string
+		status    int
+	}{
+		{"forwarded", "/a%20b/c?x=1&y=2", 200},
+		{"limited, admitted", "/limited", 200},
+		{"limited, refused", "/limited", 429},
+		{"backend unreachable", "/down", 503},
+	} {
+		e := newExchange()
+		e.req.SetRequestURI(c.uri)
+		e.req.Header.Set("Authorization", "Bearer secret")
+		e.req.Header.Add("X-Multi", "one")
+		e.req.Header.Add("X-Multi", "two")
+		e.req.Header.Set("X-Team", "red")
+		e.req.Header.Set("X-Request-Id", "fixed-id")
+
+		one := dpOne.reg.Watch(nil)
+		e.serve(hOne)
+		evs, _, final := one.Drain()
+		one.Cancel()
+		if final == nil {
+			t.Fatalf("%s: one-shot watcher: no requestFinished", c.name)
+		}
+		if code, _ := final.Message["status"].(int); code != c.status {
+			t.Errorf("%s: status %v, want %d", c.name, final.Message["status"], c.status)
+		}
+		want := normalised(t, append(evs, *final))
+
+		fw, err := dpHeld.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.serve(hHeld)
+		fevs, _, _ := fw.Drain()
+		fw.Cancel()
+		if len(fevs) > 0 {
+			if tm, ok := fevs[len(fevs)-1].Message["timings"].(map[string]any); !ok || tm["totalMicros"] == nil {
+				t.Errorf("%s: held requestFinished: timings %v", c.name, fevs[len(fevs)-1].Message["timings"])
+			}
+		}
+		for _, ev := range fevs {
+			if ev.RequestID != "fixed-id" {
+				t.Errorf("%s: held event %s: requestId %q, want fixed-id", c.name, ev.Type(), ev.RequestID)
+			}
+		}
+		got := normalised(t, fevs)
+		if len(got) != len(want) {
+			t.Errorf("%s: held trace: %d events, one-shot: %d", c.name, len(got), len(want))
+			continue
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: event %d:\nheld     %s\none-shot %s", c.name, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func unreachableBackend(*fasthttp.Request, *fasthttp.Response) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+}
+
+// TestDroppedTraceAllocations reports what a request costs that only an
+// outcome filter watches, and that the filter drops (the common case of
+// a watcher waiting for a rare 5xx): the tracer, the request id, the
+// filter's evaluation; no allocation per event.
+func TestDroppedTraceAllocations(t *testing.T) {
+	dp, h := newBenchHandler(t, false)
+	e := newExchange()
+	fivexx, err := reftrace.CompileOutcome(`response.code >= 500`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Cancel()
+	n := testing.AllocsPerRun(500, func() { e.serve(h) })
+	if evs, _, _ := w.Drain(); len(evs) != 0 {
+		t.Fatalf("the outcome filter kept %d events of 200s", len(evs))
+	}
+	t.Logf("allocs per request held and dropped: %v", n)
+	if n > maxDroppedAllocs && !raceEnabled {
+		t.Errorf("allocs per request held and dropped = %v, want at most %d (a request's, not an event's)", n, maxDroppedAllocs)
+	}
+}
+
+// maxDroppedAllocs bounds TestDroppedTraceAllocations: fewer than the
+// twelve events of the trace.
+const maxDroppedAllocs = 11
