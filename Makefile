@@ -1,6 +1,6 @@
 # gwdiag: conformance suite, reference proxy and CLI for gateway-proxy diagnostics.
 # Every target installs or builds what it needs: Go modules, binaries built from them,
-# and Debian packages through apt-get where a target needs one (bench-load, redis-server).
+# and Debian packages through apt-get where a target needs one (bench-load, redis-server, chromium).
 
 GO        ?= go
 BIN       := .bin
@@ -10,7 +10,7 @@ MOCK      := $(BIN)/mockbackend
 REPORT    ?= conformance-report.yaml
 PKGS      := ./...
 
-.PHONY: all build image test unit vet fmt-check conformance bench bench-load fuzz clean kube-bins ratelimit-bin redis-server test-cluster test-node conformance-cluster generate-crds
+.PHONY: all build image test unit vet fmt-check conformance bench bench-load fuzz clean kube-bins ratelimit-bin redis-server chromium test-cluster test-node conformance-cluster generate-crds
 
 all: build
 
@@ -45,7 +45,7 @@ fmt-check:
 
 # kube-bins and ratelimit-bin first: cold builds take minutes and must not
 # count against a test binary's timeout.
-unit: kube-bins ratelimit-bin redis-server
+unit: kube-bins ratelimit-bin redis-server chromium
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 # The main job: every feature against the reference proxy, which claims every
@@ -94,6 +94,13 @@ redis-server:
 	  echo "installing redis-server (apt-get)"; \
 	  DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -q redis-server >/dev/null 2>&1 || \
 	  { $$s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -q redis-server >/dev/null; }; }
+
+# Debian's chromium: steps/reportview renders the HTML report in it.
+chromium:
+	@command -v chromium >/dev/null || { s=; [ "$$(id -u)" = 0 ] || s=sudo; \
+	  echo "installing chromium (apt-get)"; \
+	  DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 || \
+	  { $$s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$s apt-get install -y -q --no-install-recommends chromium >/dev/null; }; }
 
 # The cluster tests: CRD validation, the reference controller and the
 # condition-status scenarios, each against a real local kube-apiserver.

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -170,8 +169,14 @@ type Options struct {
 	RunScenario string `json:"runScenario,omitempty"`
 	// Tags is a godog tag expression, e.g. "@admin && ~@extended".
 	Tags string `json:"tags,omitempty"`
+	// FailFast stops the run at the first failing scenario: none starts
+	// after it, and the rest are reported not run.
+	FailFast bool `json:"failFast,omitempty"`
 	// Report, JUnit and CucumberJSON are output paths; empty writes none.
-	Report       string `json:"report,omitempty"`
+	Report string `json:"report,omitempty"`
+	// ReportDir, when set, receives the report named the submission way
+	// (<channel>-<version>-<mode>-report.yaml) and a README.md.
+	ReportDir    string `json:"reportDir,omitempty"`
 	JUnit        string `json:"junit,omitempty"`
 	CucumberJSON string `json:"cucumberJSON,omitempty"`
 	// RateLimitService is the gRPC host:port of an Envoy-compatible
@@ -220,22 +225,7 @@ func LoadOptions(path string) (Options, error) {
 
 // withDefaults fills the zero fields.
 func (o Options) withDefaults() Options {
-	if o.Target == "" {
-		o.Target = "inprocess"
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 4
-	}
-	if o.Timeouts.Request == 0 {
-		o.Timeouts.Request = Duration(10 * time.Second)
-	}
-	if o.Timeouts.Trace == 0 {
-		o.Timeouts.Trace = Duration(5 * time.Second)
-	}
-	if o.Timeouts.ReadyGrace == 0 {
-		o.Timeouts.ReadyGrace = Duration(300 * time.Millisecond)
-	}
-	o.Limits = o.Limits.WithDefaults()
+	o.applyDefaults() // OptionRegistry's defaults
 	if o.Output == nil {
 		o.Output = os.Stdout
 	}

@@ -58,7 +58,9 @@ type ConformanceReport struct {
 	Claims Claims `json:"claims" yaml:"claims"`
 	// Interrupted is set when a signal stopped the run before its end.
 	Interrupted *Interruption `json:"interrupted,omitempty" yaml:"interrupted,omitempty"`
-	Summary     Counts        `json:"summary" yaml:"summary"`
+	// StoppedEarly is set when --fail-fast stopped the run at a failure.
+	StoppedEarly *EarlyStop `json:"stoppedEarly,omitempty" yaml:"stoppedEarly,omitempty"`
+	Summary      Counts     `json:"summary" yaml:"summary"`
 	// Profiles is the result per profile run: core, then extended.
 	Profiles []ProfileReport `json:"profiles" yaml:"profiles"`
 	Features []FeatureReport `json:"features" yaml:"features"`
@@ -87,6 +89,7 @@ type RunOptions struct {
 	RunScenario  string                   `json:"runScenario,omitempty" yaml:"runScenario,omitempty"`
 	Skipped      []string                 `json:"skipScenarios,omitempty" yaml:"skipScenarios,omitempty"`
 	Concurrency  int                      `json:"concurrency" yaml:"concurrency"`
+	FailFast     bool                     `json:"failFast,omitempty" yaml:"failFast,omitempty"`
 	// Timeouts are the request and trace bounds, as Go durations.
 	RequestTimeout string `json:"requestTimeout" yaml:"requestTimeout"`
 	TraceTimeout   string `json:"traceTimeout" yaml:"traceTimeout"`
@@ -110,6 +113,20 @@ type Interruption struct {
 func (i *Interruption) line() string {
 	return fmt.Sprintf("run interrupted by %s after %d scenarios: %d not run (%d cut short, %d not started), none counted as failed",
 		i.Signal, i.Ran, i.CutShort+i.NotStarted, i.CutShort, i.NotStarted)
+}
+
+// EarlyStop says where --fail-fast stopped a run: no scenario started
+// after the first failure; those running went to their end.
+type EarlyStop struct {
+	// AfterFailureOf names the first scenario that failed.
+	AfterFailureOf string `json:"afterFailureOf" yaml:"afterFailureOf"`
+	// NotStarted is how many scenarios were left not run.
+	NotStarted int `json:"notStarted" yaml:"notStarted"`
+}
+
+// line is the last line of a stopped run's progress output.
+func (e *EarlyStop) line() string {
+	return fmt.Sprintf("run stopped early (--fail-fast) after the failure of %q: %d scenarios not run", e.AfterFailureOf, e.NotStarted)
 }
 
 // Claims are the feature options of the run.
@@ -224,6 +241,9 @@ type scenarioResult struct {
 	extended bool
 	// cutShort marks a NotRun scenario that had started.
 	cutShort bool
+	// stoppedBy names, for a NotRun scenario --fail-fast kept from
+	// starting, the failed scenario that stopped the run.
+	stoppedBy string
 	// count is how many scenarios of this result the entry stands for
 	// (recorded checks count passing traces without keeping each); 0 is one.
 	count int
@@ -237,9 +257,9 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 	r := &ConformanceReport{APIVersion: ReportAPIVersion, Kind: ReportKind, Implementation: o.Implementation, Target: targetName,
 		Date: start.UTC().Truncate(time.Second), Duration: time.Since(start).Round(time.Millisecond).String(),
 		Producer: Producer{Version: o.Producer.Version, Revision: o.Producer.Revision, FeatureSet: features.Version, FeatureDigest: features.Digest()},
-		Options: RunOptions{Target: o.Target, ProxyCommand: o.ProxyCommand, ConfigStyle: string(o.ConfigStyle), Profiles: profiles, Tags: o.Tags, RunScenario: o.RunScenario,
-			Skipped: o.SkipScenarios, Concurrency: o.Concurrency, RequestTimeout: o.Timeouts.Request.String(), TraceTimeout: o.Timeouts.Trace.String()},
-		Claims: Claims{SupportedFeatures: o.SupportedFeatures, AllFeatures: o.AllFeatures, ExemptFeatures: o.ExemptFeatures}}
+		Options:  RunOptions{Profiles: profiles},
+		Claims:   Claims{SupportedFeatures: o.SupportedFeatures, AllFeatures: o.AllFeatures, ExemptFeatures: o.ExemptFeatures}}
+	recordOptions(o, &r.Options)
 	if o.Target == "cluster" {
 		r.Options.GatewayClass = o.Cluster.GatewayClassName
 	}
@@ -259,11 +279,19 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 			f.Scenarios = append(f.Scenarios, s.ScenarioReport)
 		}
 	}
-	if r.Summary.NotRun > 0 {
+	for _, s := range results {
+		if s.Result == NotRun && s.stoppedBy != "" {
+			if r.StoppedEarly == nil {
+				r.StoppedEarly = &EarlyStop{AfterFailureOf: s.stoppedBy}
+			}
+			r.StoppedEarly.NotStarted++
+		}
+	}
+	if notRun := r.Summary.NotRun; r.StoppedEarly != nil && notRun > r.StoppedEarly.NotStarted || r.StoppedEarly == nil && notRun > 0 {
 		r.Interrupted = &Interruption{Signal: interrupted, Ran: r.Summary.Passed + r.Summary.Failed + r.Summary.Unsupported}
 		for _, s := range results {
 			switch {
-			case s.Result != NotRun:
+			case s.Result != NotRun, s.stoppedBy != "":
 			case s.cutShort:
 				r.Interrupted.CutShort++
 			default:
@@ -277,6 +305,9 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 		switch {
 		case f.Failed > 0:
 			f.Result = Failed
+		case f.NotRun > 0 && r.Interrupted == nil:
+			// Only --fail-fast left scenarios of it not run.
+			f.Result = NotRun
 		case f.NotRun > 0:
 			f.Result = Interrupted
 		case f.Unsupported > 0:
@@ -317,7 +348,7 @@ func profileReport(name ConformanceProfileName, features []FeatureReport) Profil
 			e.UnsupportedFeatures = append(e.UnsupportedFeatures, f.Name)
 		case Failed:
 			e.FailedFeatures = append(e.FailedFeatures, f.Name)
-		case Interrupted:
+		case Interrupted, NotRun:
 			e.InterruptedFeatures = append(e.InterruptedFeatures, f.Name)
 		default:
 			e.SkippedFeatures = append(e.SkippedFeatures, f.Name)

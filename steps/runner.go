@@ -75,6 +75,9 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	var rep *ConformanceReport
 	defer func() {
 		// Last, after the clean-up: the progress output ends with it.
+		if rep != nil && rep.StoppedEarly != nil {
+			fmt.Fprintln(o.Output, rep.StoppedEarly.line())
+		}
 		if rep != nil && rep.Interrupted != nil {
 			fmt.Fprintln(o.Output, rep.Interrupted.line())
 		}
@@ -129,7 +132,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	status := suite.Run()
 	rep = buildReport(o, tgt.Name(), profiles, start, r.results, interrupt.Reason(ctx))
 	r.summary(rep)
-	if rep.Interrupted != nil {
+	if rep.Interrupted != nil || rep.StoppedEarly != nil {
 		// godog wrote the scenarios not run as skipped steps; JUnit
 		// readers want a skipped test case, and both a reason.
 		if err := markNotRunJUnit(o.JUnit, fsys, r.results); err != nil {
@@ -180,6 +183,15 @@ type runner struct {
 
 	mu      sync.Mutex
 	results []scenarioResult
+	// stoppedBy names the first failed scenario of a --fail-fast run.
+	stoppedBy string
+}
+
+// stopped names the failed scenario that stopped a --fail-fast run, or "".
+func (r *runner) stopped() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stoppedBy
 }
 
 // tagExtended marks a scenario of an extended feature; the feature's own tag
@@ -202,6 +214,9 @@ type scenarioRun struct {
 	// notStarted is set when the run was interrupted before the scenario
 	// began.
 	notStarted bool
+	// stoppedBy is set when --fail-fast kept the scenario from starting:
+	// the failed scenario that stopped the run.
+	stoppedBy string
 }
 
 type runKey struct{}
@@ -232,6 +247,9 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 			run.skip = reason
 			return ctx, godog.ErrSkip
 		}
+		if run.stoppedBy = r.stopped(); run.stoppedBy != "" {
+			return ctx, godog.ErrSkip
+		}
 		return ctx, nil
 	})
 	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
@@ -243,6 +261,9 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 		res := scenarioResult{feature: run.feature, profile: run.profile, extended: run.extended,
 			ScenarioReport: ScenarioReport{Name: p.Name, File: p.Uri}}
 		switch {
+		case run.stoppedBy != "":
+			res.Result, res.stoppedBy = NotRun, run.stoppedBy
+			res.Message = fmt.Sprintf("not run (--fail-fast: the run stopped after %q failed)", run.stoppedBy)
 		case run.notStarted:
 			res.Result, res.Message = NotRun, fmt.Sprintf("not run (interrupted by %s before it started)", interrupt.Reason(ctx))
 		case end.Interrupted, err != nil && !errors.Is(err, godog.ErrSkip) && ctx.Err() != nil:
@@ -330,6 +351,9 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.results = append(r.results, res)
+	if res.Result == Failed && r.opts.FailFast && r.stoppedBy == "" {
+		r.stoppedBy = res.Name
+	}
 	if res.Result == NotRun && !res.cutShort {
 		// Never started: one line for all of them at the end.
 		return

@@ -38,31 +38,6 @@ func (l *LimitFlags) AddBodyFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&l.Timeout, "timeout", DefaultTimeout, "bound on the time an admin response may take, body included")
 }
 
-// AddSuiteFlags adds the bounds the conformance suite puts on its reads:
-// a trace stream's and a response body's.
-func (l *LimitFlags) AddSuiteFlags(fs *pflag.FlagSet) {
-	l.AddStreamFlags(fs)
-	d := sse.DefaultLimits()
-	fs.Int64Var(&l.Limits.BodyBytes, "max-body-bytes", d.BodyBytes, "bound on an admin or data-plane response body the suite reads, in bytes")
-}
-
-// ApplySet copies into dst the bounds whose flag was set (changed reports
-// that), so that flags override an options file only where given.
-func (l *LimitFlags) ApplySet(dst *sse.Limits, changed func(name string) bool) {
-	for name, apply := range map[string]func(){
-		"max-event-bytes":  func() { dst.EventBytes = l.Limits.EventBytes },
-		"max-trace-events": func() { dst.TraceEvents = l.Limits.TraceEvents },
-		"max-trace-bytes":  func() { dst.TraceBytes = l.Limits.TraceBytes },
-		"frame-timeout":    func() { dst.FrameTime = config.Duration(l.frameTime) },
-		"max-body-bytes":   func() { dst.BodyBytes = l.Limits.BodyBytes },
-		"max-header-bytes": func() { dst.HeaderBytes = l.Limits.HeaderBytes },
-	} {
-		if changed(name) {
-			apply()
-		}
-	}
-}
-
 // Check refuses a bound that is not positive: a zero would silently mean
 // the default, and a negative nothing at all. Flags not added keep their
 // zero and are not checked.

@@ -3,25 +3,24 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/versioncmd"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/mock"
-	"github.com/gwdiag/gwdiag/steps/target/cluster"
+	"github.com/gwdiag/gwdiag/steps/reportview"
 	"github.com/gwdiag/gwdiag/steps/target/container"
-	"github.com/gwdiag/gwdiag/steps/target/local"
 )
 
 // NewCommand returns `gwdiag conformance` with its subcommands.
@@ -33,7 +32,7 @@ func NewCommand() *cobra.Command {
 admin endpoints, local rate limiting) conform to the specification. Its
 features are built into this binary, so it runs outside the repository.`,
 	}
-	cmd.AddCommand(newRunCommand(), newCheckCommand(), newMockBackendCommand())
+	cmd.AddCommand(newRunCommand(), newCheckCommand(), newReportCommand(), newMockBackendCommand())
 	return cmd
 }
 
@@ -60,40 +59,17 @@ func newMockBackendCommand() *cobra.Command {
 	}
 }
 
-// selfMockBuild is the mock image build from this very executable.
-func selfMockBuild() container.MockBuild {
+// selfMockBuild is the mock image build from this very executable, or from
+// a static copy of it (staticSelf).
+func selfMockBuild(cmd *cobra.Command) (container.MockBuild, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return container.MockBuild{}
+		return container.MockBuild{}, nil
 	}
-	return container.MockBuild{Binary: exe, Args: mockBackendArgs}
-}
-
-// clusterModes are the values of --cluster.
-var clusterModes = []string{"local", "local-node", "kind", "kubeconfig"}
-
-// setClusterMode applies --cluster: local (an API server only), local-node
-// (a node whose pods run), kind (a kind cluster whose pods run; the options
-// file's cluster.kind settings stay), kubeconfig (an existing cluster).
-func setClusterMode(o *steps.Options, mode string) error {
-	kind := o.Cluster.Kind
-	switch mode {
-	case "local":
-		o.Cluster.Local, o.Cluster.LocalNode, kind = true, false, nil
-	case "local-node":
-		o.Cluster.Local, o.Cluster.LocalNode, kind = false, true, nil
-	case "kind":
-		o.Cluster.Local, o.Cluster.LocalNode = false, false
-		if kind == nil {
-			kind = &cluster.KindOptions{}
-		}
-	case "kubeconfig":
-		o.Cluster.Local, o.Cluster.LocalNode, kind = false, false, nil
-	default:
-		return exitcode.Usagef("--cluster %q: want %s", mode, strings.Join(clusterModes, ", "))
+	if exe, err = staticSelf(cmd.Context(), exe, cmd.OutOrStdout()); err != nil {
+		return container.MockBuild{}, fmt.Errorf("container target: the mock backends run in an image FROM scratch built from a static gwdiag, and %w; give --mock-image, or build gwdiag with CGO_ENABLED=0", err)
 	}
-	o.Cluster.Kind = kind
-	return nil
+	return container.MockBuild{Binary: exe, Args: mockBackendArgs}, nil
 }
 
 // selfNodeBinaries fills what the local node packs its images from, when
@@ -114,6 +90,15 @@ func selfNodeBinaries(o *steps.Options) {
 	}
 }
 
+// refproxyFound reports whether the local node will find its refproxy.
+func refproxyFound(p string) bool {
+	if p == "" {
+		_, err := exec.LookPath("refproxy")
+		return err == nil
+	}
+	return fileExists(p)
+}
+
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
@@ -130,17 +115,7 @@ func (failedError) ExitCode() int { return 1 }
 func newRunCommand() *cobra.Command {
 	var (
 		configPath string
-		flags      steps.Options
-		supported  []string
-		exempt     []string
-		profiles   []string
-		reqTimeout time.Duration
-		trTimeout  time.Duration
-		limits     admin.LimitFlags
-		envs       []string
-		pull       string
-		startup    time.Duration
-		clusterArg string
+		flags      optionFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -178,139 +153,53 @@ func newRunCommand() *cobra.Command {
   gwdiag conformance run --tags @request-limits --run-scenario 'The window resets with no manual action'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var o steps.Options
+			var (
+				o   steps.Options
+				err error
+			)
 			if configPath != "" {
-				var err error
 				if o, err = steps.LoadOptions(configPath); err != nil {
 					return err
 				}
 			}
-			// Flags override the file only when set.
-			set := cmd.Flags().Changed
-			if set("target") {
-				o.Target = flags.Target
-			}
-			if set("proxy-cmd") {
-				o.ProxyCommand = flags.ProxyCommand
-			}
-			if set("ratelimit-service") {
-				o.RateLimitService = flags.RateLimitService
-			}
-			if set("config-style") {
-				o.ConfigStyle = flags.ConfigStyle
-			}
-			if set("implementation") {
-				o.Implementation.Name = flags.Implementation.Name
-			}
-			if set("supported-features") {
-				o.SupportedFeatures = names(supported)
-			}
-			if set("exempt-features") {
-				o.ExemptFeatures = names(exempt)
-			}
-			if set("all-features") {
-				o.AllFeatures = flags.AllFeatures
-			}
-			if set("profiles") {
-				o.Profiles = nil
-				for _, p := range profiles {
-					o.Profiles = append(o.Profiles, steps.ConformanceProfileName(p))
-				}
-			}
-			if set("skip-scenario") {
-				o.SkipScenarios = flags.SkipScenarios
-			}
-			if set("run-scenario") {
-				o.RunScenario = flags.RunScenario
-			}
-			if set("tags") {
-				o.Tags = flags.Tags
-			}
-			if set("report") {
-				o.Report = flags.Report
-			}
-			if set("junit") {
-				o.JUnit = flags.JUnit
-			}
-			if set("cucumber-json") {
-				o.CucumberJSON = flags.CucumberJSON
-			}
-			if set("concurrency") {
-				o.Concurrency = flags.Concurrency
-			}
-			if set("request-timeout") {
-				o.Timeouts.Request = steps.Duration(reqTimeout)
-			}
-			if set("trace-timeout") {
-				o.Timeouts.Trace = steps.Duration(trTimeout)
-			}
-			if err := limits.Check(cmd.Flags()); err != nil {
+			if err := flags.apply(&o, cmd.Flags()); err != nil {
 				return exitcode.Usage(err)
 			}
-			limits.ApplySet(&o.Limits, set)
-			if set("image") {
-				o.Container.Image = flags.Container.Image
-			}
-			if set("config-path") {
-				o.Container.ConfigPath = flags.Container.ConfigPath
-			}
-			if set("admin-port") {
-				o.Container.AdminPort = flags.Container.AdminPort
-			}
-			if set("env") {
-				o.Container.Env = map[string]string{}
-				for _, kv := range envs {
-					k, v, ok := strings.Cut(kv, "=")
-					if !ok || k == "" {
-						return exitcode.Usagef("--env %q: want K=V", kv)
-					}
-					o.Container.Env[k] = v
-				}
-			}
-			if set("pull") {
-				o.Container.Pull = container.PullPolicy(pull)
-			}
-			if set("mock-image") {
-				o.Container.MockImage = flags.Container.MockImage
-			}
-			if set("startup-timeout") {
-				o.Container.StartupTimeout = steps.Duration(startup)
-			}
-			if o.Container.MockImage == "" {
-				o.Container.MockBuild = selfMockBuild()
-			}
-			if set("kubeconfig") {
-				o.Cluster.Kubeconfig = flags.Cluster.Kubeconfig
-			}
-			if set("local-cluster") {
-				o.Cluster.Local = flags.Cluster.Local
-			}
-			if set("cluster") {
-				if err := setClusterMode(&o, clusterArg); err != nil {
+			if o.Target == "container" && o.Container.MockImage == "" {
+				if o.Container.MockBuild, err = selfMockBuild(cmd); err != nil {
 					return err
 				}
 			}
-			if set("data-plane") {
-				o.Cluster.DataPlane = flags.Cluster.DataPlane
-			}
-			if set("refproxy-binary") {
-				o.Cluster.RefproxyBinary = flags.Cluster.RefproxyBinary
-			}
 			if o.Cluster.LocalNode || o.Cluster.Kind != nil {
 				selfNodeBinaries(&o)
-			}
-			if set("install-crds") {
-				o.Cluster.InstallCRDs = flags.Cluster.InstallCRDs
-			}
-			if set("gateway-class") {
-				o.Cluster.GatewayClassName = flags.Cluster.GatewayClassName
+				// Only once the proxy's binary is there: a missing one stops
+				// the run at once, with no build first.
+				if exe, err := os.Executable(); err == nil && o.Cluster.MockBinary == exe && refproxyFound(o.Cluster.RefproxyBinary) {
+					if o.Cluster.MockBinary, err = staticSelf(cmd.Context(), exe, cmd.OutOrStdout()); err != nil {
+						return fmt.Errorf("cluster target: the node's mock image is built FROM scratch from a static gwdiag, and %w; build gwdiag with CGO_ENABLED=0", err)
+					}
+				}
 			}
 			if err := o.Validate(); err != nil {
 				return exitcode.Usage(err)
 			}
 			o.Output = cmd.OutOrStdout()
 			o.Producer = steps.Producer{Version: versioncmd.Version, Revision: versioncmd.Revision()}
+			if o.ReportDir != "" {
+				// Made first: the JUnit and Cucumber files may go in it.
+				if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
+					return fmt.Errorf("--report-dir: %w", err)
+				}
+			}
 			rep, err := steps.Run(cmd.Context(), o)
+			if rep != nil && o.ReportDir != "" {
+				// Written whatever ended the run, an interruption included.
+				path, werr := reportview.WriteSubmission(o.ReportDir, rep, commandLine(cmd.CommandPath(), cmd.Flags()))
+				if werr != nil {
+					return errors.Join(err, werr)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "report: %s (and README.md beside it)\n", path)
+			}
 			if err != nil {
 				return err
 			}
@@ -330,49 +219,9 @@ func newRunCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&configPath, "config", "c", "", "options file (YAML, the fields of steps.Options); flags override it")
-	f.StringVar(&flags.Target, "target", "inprocess", "how the proxy is run: inprocess, process, container or cluster")
-	f.StringVar(&flags.ProxyCommand, "proxy-cmd", "", "process target: command template; {config} is the config file, {admin} the admin address")
-	f.StringVar((*string)(&flags.ConfigStyle), "config-style", string(local.StyleBinds), "process and container targets: how the config they write is laid out: binds (spec part 2.2) or gateways (gateways and routes, as the reference's current docs write it)")
-	f.StringVar(&flags.RateLimitService, "ratelimit-service", "", "global-rate-limit scenarios: host:port of an Envoy-compatible rate-limit service the proxy reaches, with the domain gwdiag-conformance (default: the suite runs one on loopback)")
-	f.StringVar(&flags.Implementation.Name, "implementation", "", "name of the proxy under test, for the report")
-	f.StringSliceVar(&profiles, "profiles", nil, "profiles to run: standalone, cluster (default: every profile the target hosts)")
-	f.StringSliceVar(&supported, "supported-features", nil, "extended features the proxy claims: failing one is a failure, not 'unsupported'")
-	f.BoolVar(&flags.AllFeatures, "all-features", false, "claim every extended feature")
-	f.StringSliceVar(&exempt, "exempt-features", nil, "features not to run (reported as skipped)")
-	f.StringSliceVar(&flags.SkipScenarios, "skip-scenario", nil, "scenario names not to run")
-	f.StringVar(&flags.RunScenario, "run-scenario", "", "run only the scenario of this name")
-	f.StringVar(&flags.Tags, "tags", "", "godog tag expression, e.g. '@admin && ~@extended'")
-	f.StringVar(&flags.Report, "report", "", "write the ConformanceReport YAML here")
-	f.StringVar(&flags.JUnit, "junit", "", "write JUnit XML here")
-	f.StringVar(&flags.CucumberJSON, "cucumber-json", "", "write Cucumber JSON here")
-	f.IntVar(&flags.Concurrency, "concurrency", 4, "scenarios run at once")
-	f.StringVar(&flags.Container.Image, "image", "", "container target: the proxy's image")
-	f.StringVar(&flags.Container.ConfigPath, "config-path", container.DefaultConfigPath, "container target: where the image reads its standalone config")
-	f.IntVar(&flags.Container.AdminPort, "admin-port", container.DefaultAdminPort, "container target: the admin server's port inside the container")
-	f.StringArrayVar(&envs, "env", nil, "container target: K=V set in the proxy's container (repeatable)")
-	f.StringVar(&pull, "pull", string(container.PullMissing), "container target: pull an image missing from the Docker host (missing) or never")
-	f.StringVar(&flags.Container.MockImage, "mock-image", "", "container target: image serving the mock backends (default: built FROM scratch from this gwdiag)")
-	f.DurationVar(&startup, "startup-timeout", container.DefaultStartupTimeout, "container target: bound on a scenario's containers getting ready")
-	f.StringVar(&flags.Cluster.Kubeconfig, "kubeconfig", "", "cluster target: kubeconfig of an existing cluster (default $KUBECONFIG, then ~/.kube/config)")
-	f.BoolVar(&flags.Cluster.Local, "local-cluster", false, "cluster target: start a local API server with the CRDs and the reference controller (the same as --cluster local)")
-	f.StringVar(&clusterArg, "cluster", "", "cluster target: local (a local API server with the reference controller; conditions only), local-node (a single-node cluster on this machine, as root, with refproxy in pods: the whole cluster profile), kind (the same on a kind cluster; needs Docker and kind's node image) or kubeconfig (an existing cluster; the default)")
-	f.BoolVar(&flags.Cluster.DataPlane, "data-plane", false, "cluster target, existing cluster: its proxy runs in pods the suite reaches through port-forwards (needs cluster.mockImage in the options file)")
-	f.StringVar(&flags.Cluster.RefproxyBinary, "refproxy-binary", "", "cluster target, local-node and kind: the static refproxy its proxy image is packed from (default: refproxy beside gwdiag, then $PATH)")
-	f.BoolVar(&flags.Cluster.InstallCRDs, "install-crds", false, "cluster target: install the Gateway API and policy CRDs into the existing cluster first")
-	f.StringVar(&flags.Cluster.GatewayClassName, "gateway-class", "", "cluster target: GatewayClass of the scenarios' Gateways (default gwdiag)")
-	f.DurationVar(&reqTimeout, "request-timeout", 10*time.Second, "bound on one HTTP request")
-	f.DurationVar(&trTimeout, "trace-timeout", 5*time.Second, "bound on a trace completing after its request")
-	limits.AddSuiteFlags(f)
+	f.StringVarP(&configPath, "config", "c", "", "options file (YAML, the fields of steps.Options; docs/options.md); flags override it")
+	flags.add(f)
 	return cmd
-}
-
-func names(s []string) []steps.FeatureName {
-	out := make([]steps.FeatureName, len(s))
-	for i, v := range s {
-		out[i] = steps.FeatureName(v)
-	}
-	return out
 }
 
 func newCheckCommand() *cobra.Command {

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestClusterModeKind(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var o steps.Options
 			o.Cluster.Kind, o.Cluster.LocalNode = tt.file, true
-			if err := setClusterMode(&o, tt.mode); err != nil {
+			if err := setFlag(&o, "cluster", tt.mode); err != nil {
 				t.Fatal(err)
 			}
 			got := o.Cluster.Kind
@@ -64,4 +65,14 @@ func TestRunKindFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// setFlag sets the registry option of that flag in o, as the command does.
+func setFlag(o *steps.Options, flag, value string) error {
+	for _, r := range steps.OptionRegistry {
+		if r.Flag == flag {
+			return r.Set(o, value, false)
+		}
+	}
+	return fmt.Errorf("no option with the flag --%s", flag)
 }

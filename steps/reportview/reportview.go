@@ -1,0 +1,233 @@
+// Package reportview renders a ConformanceReport for people: a Markdown
+// summary for a CI job page ($GITHUB_STEP_SUMMARY) and a self-contained
+// HTML page with the feature × profile matrix and each failure's step,
+// what was wanted and what came.
+package reportview
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gwdiag/gwdiag/steps"
+)
+
+// Read reads a report YAML file (what `conformance run --report` writes).
+func Read(path string) (*steps.ConformanceReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r steps.ConformanceReport
+	if err := yaml.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Kind != steps.ReportKind {
+		return nil, fmt.Errorf("%s: kind %q, want a %s", path, r.Kind, steps.ReportKind)
+	}
+	return &r, nil
+}
+
+// Verdict is the one-word result of the run: failed when a scenario
+// failed, stopped or interrupted when some did not run, passed otherwise.
+func Verdict(r *steps.ConformanceReport) string {
+	switch {
+	case r.Failed():
+		return "FAILED"
+	case r.Interrupted != nil:
+		return "INTERRUPTED"
+	case r.StoppedEarly != nil:
+		return "STOPPED EARLY"
+	default:
+		return "PASSED"
+	}
+}
+
+// Failure is one failed scenario, with what was wanted and what came
+// when its message says so ("got X, want Y"), else the whole message.
+type Failure struct {
+	Feature  steps.FeatureName
+	Profile  steps.ConformanceProfileName
+	Scenario string
+	File     string
+	Step     string
+	Wanted   string
+	Got      string
+	Message  string
+}
+
+var gotWant = regexp.MustCompile(`(?s)^(.*?)got (.*?), want (.*)$`)
+
+// Failures lists the failed scenarios in report order.
+func Failures(r *steps.ConformanceReport) []Failure {
+	var out []Failure
+	for _, f := range r.Features {
+		for _, s := range f.Scenarios {
+			if s.Result != steps.Failed {
+				continue
+			}
+			fl := Failure{Feature: f.Name, Profile: f.Profile, Scenario: s.Name, File: s.File, Step: s.Step, Message: s.Message}
+			if m := gotWant.FindStringSubmatch(s.Message); m != nil && !strings.Contains(m[3], "\n") {
+				fl.Got, fl.Wanted = strings.TrimSpace(m[1]+m[2]), m[3]
+			}
+			out = append(out, fl)
+		}
+	}
+	return out
+}
+
+// Markdown writes the summary for a CI job page.
+func Markdown(w io.Writer, r *steps.ConformanceReport) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "## gwdiag conformance: %s on the %s target: %s\n\n", r.Implementation.Name, r.Target, Verdict(r))
+	fmt.Fprintf(&b, "%s, features %s (%s), %s, took %s.\n\n", producer(r), r.Producer.FeatureSet, r.Producer.FeatureDigest,
+		r.Date.UTC().Format("2006-01-02 15:04 UTC"), r.Duration)
+	s := r.Summary
+	fmt.Fprintf(&b, "**%d passed, %d failed, %d skipped, %d unsupported", s.Passed, s.Failed, s.Skipped, s.Unsupported)
+	if s.NotRun > 0 {
+		fmt.Fprintf(&b, ", %d not run", s.NotRun)
+	}
+	b.WriteString("**\n\n")
+	if e := r.StoppedEarly; e != nil {
+		fmt.Fprintf(&b, "> Stopped early (`--fail-fast`) after the failure of %q: %d scenarios not run.\n\n", e.AfterFailureOf, e.NotStarted)
+	}
+	if i := r.Interrupted; i != nil {
+		fmt.Fprintf(&b, "> Interrupted by %s after %d scenarios: %d cut short, %d not started (not counted as failed).\n\n", i.Signal, i.Ran, i.CutShort, i.NotStarted)
+	}
+	b.WriteString(ResultsTable(r))
+	if fs := Failures(r); len(fs) > 0 {
+		b.WriteString("\n### Failures\n")
+		for _, f := range fs {
+			fmt.Fprintf(&b, "\n<details><summary><b>%s</b> (%s): %s</summary>\n\n", f.Feature, f.Profile, escapeMD(f.Scenario))
+			if f.Step != "" {
+				fmt.Fprintf(&b, "- step: `%s`\n", strings.ReplaceAll(f.Step, "`", "'"))
+			}
+			if f.Wanted != "" {
+				fmt.Fprintf(&b, "- wanted: `%s`\n- got: `%s`\n", strings.ReplaceAll(f.Wanted, "`", "'"), strings.ReplaceAll(f.Got, "`", "'"))
+			}
+			fmt.Fprintf(&b, "\n```\n%s\n```\n\n</details>\n", strings.ReplaceAll(f.Message, "```", "'''"))
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// ResultsTable is the per-profile results as a Markdown table (the
+// submission README has it too).
+func ResultsTable(r *steps.ConformanceReport) string {
+	var b strings.Builder
+	b.WriteString("| Profile | Core | Extended | Supported | Unsupported | Failed |\n|---|---|---|---|---|---|\n")
+	for _, p := range r.Profiles {
+		c := p.Core
+		core := fmt.Sprintf("%s %s (%d passed, %d failed", mark(c.Result), c.Result, c.Passed, c.Failed)
+		if c.Skipped > 0 {
+			core += fmt.Sprintf(", %d skipped", c.Skipped)
+		}
+		if c.NotRun > 0 {
+			core += fmt.Sprintf(", %d not run", c.NotRun)
+		}
+		core += ")"
+		e := p.Extended
+		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %s | %s |\n", p.Name, core, mark(e.Result), e.Result,
+			names(e.SupportedFeatures), names(e.UnsupportedFeatures), names(e.FailedFeatures))
+	}
+	return b.String()
+}
+
+func producer(r *steps.ConformanceReport) string {
+	p := "gwdiag"
+	if r.Producer.Version != "" {
+		p += " " + r.Producer.Version
+	}
+	if r.Producer.Revision != "" {
+		p += " (" + r.Producer.Revision + ")"
+	}
+	return p
+}
+
+func names(fs []steps.FeatureName) string {
+	if len(fs) == 0 {
+		return "-"
+	}
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}
+
+// mark is a result's sign, so that a page is read at a glance.
+func mark(r steps.Result) string {
+	switch r {
+	case steps.Passed:
+		return "✅"
+	case steps.Failed:
+		return "❌"
+	case steps.Partial, steps.Unsupported:
+		return "🟡"
+	case steps.Interrupted, steps.NotRun:
+		return "⏹️"
+	default:
+		return "➖"
+	}
+}
+
+func escapeMD(s string) string {
+	return strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+//go:embed report.html.tmpl
+var templates embed.FS
+
+var page = template.Must(template.New("report.html.tmpl").ParseFS(templates, "report.html.tmpl"))
+
+// matrixRow is one feature across the profiles of the run.
+type matrixRow struct {
+	Feature  steps.FeatureName
+	Extended bool
+	Claimed  bool
+	Cells    []matrixCell
+}
+
+type matrixCell struct {
+	Result steps.Result
+	Counts string
+}
+
+// HTML writes a self-contained page (no script, no external resource).
+func HTML(w io.Writer, r *steps.ConformanceReport) error {
+	var profiles []steps.ConformanceProfileName
+	for _, p := range r.Profiles {
+		profiles = append(profiles, p.Name)
+	}
+	var rows []matrixRow
+	for _, f := range r.Features {
+		row := matrixRow{Feature: f.Name, Extended: f.Extended, Claimed: f.Claimed}
+		for _, p := range profiles {
+			c := matrixCell{}
+			if f.Profile == p {
+				c.Result = f.Result
+				c.Counts = fmt.Sprintf("%d/%d", f.Passed, f.Passed+f.Failed+f.Unsupported+f.NotRun)
+			}
+			row.Cells = append(row.Cells, c)
+		}
+		rows = append(rows, row)
+	}
+	var b bytes.Buffer
+	err := page.Execute(&b, map[string]any{
+		"R": r, "Verdict": Verdict(r), "Producer": producer(r), "Profiles": profiles, "Rows": rows, "Failures": Failures(r),
+		"Date": r.Date.UTC().Format("2006-01-02 15:04 UTC"),
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b.Bytes())
+	return err
+}
