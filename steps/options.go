@@ -167,7 +167,8 @@ type Options struct {
 	SkipScenarios []string `json:"skipScenarios,omitempty"`
 	// RunScenario, when set, runs only the scenario of that name.
 	RunScenario string `json:"runScenario,omitempty"`
-	// Tags is a godog tag expression, e.g. "@admin && ~@extended".
+	// Tags is a godog tag expression ("&&" and, "," or, "~" not; checkTags),
+	// e.g. "@admin && ~@extended".
 	Tags string `json:"tags,omitempty"`
 	// FailFast stops the run at the first failing scenario: none starts
 	// after it, and the rest are reported not run.

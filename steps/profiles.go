@@ -191,6 +191,9 @@ func (o Options) validateFeatures() error {
 		}
 		return nil
 	}
+	if err := checkTags(o.Tags); err != nil {
+		return err
+	}
 	if err := check("supportedFeatures", o.SupportedFeatures, true); err != nil {
 		return err
 	}
@@ -200,6 +203,27 @@ func (o Options) validateFeatures() error {
 	for _, p := range o.Profiles {
 		if _, ok := profileCapability[p]; !ok {
 			return fmt.Errorf("profiles: unknown profile %q; known profiles: %s, %s", p, ProfileStandalone, ProfileCluster)
+		}
+	}
+	return nil
+}
+
+// checkTags refuses a tag expression godog would read as something else:
+// godog joins tags with "&&" (and), "," (or) and "~" (not), with no
+// brackets, so Cucumber's "@a or @b" or "@a || @b" would name one tag that
+// no scenario has, and the run would quietly run nothing.
+func checkTags(expr string) error {
+	if expr == "" {
+		return nil
+	}
+	syntax := "tags join with && (and), a comma (or) and ~ (not), without brackets, e.g. '@request-limits,@token-overage && ~@extended'"
+	for _, and := range strings.Split(expr, "&&") {
+		for _, term := range strings.Split(and, ",") {
+			term = strings.TrimSpace(term)
+			name := strings.TrimPrefix(term, "~")
+			if len(name) < 2 || name[0] != '@' || strings.Count(name, "@") != 1 || strings.ContainsAny(name, " \t()|!&") {
+				return fmt.Errorf("tags %q: %q is not a tag; %s", expr, term, syntax)
+			}
 		}
 	}
 	return nil

@@ -61,7 +61,7 @@ var OptionRegistry = []RunOption{
 	{Key: "exemptFeatures", Flag: "exempt-features", Help: "features not to run (reported as skipped)"},
 	{Key: "skipScenarios", Flag: "skip-scenario", Report: "skipScenarios", Help: "scenario names not to run"},
 	{Key: "runScenario", Flag: "run-scenario", Report: "runScenario", Help: "run only the scenario of this name"},
-	{Key: "tags", Flag: "tags", Report: "tags", Help: "godog tag expression, e.g. '@admin && ~@extended'"},
+	{Key: "tags", Flag: "tags", Report: "tags", Help: "godog tag expression: && (and), a comma (or), ~ (not), no brackets; e.g. '@admin,@trace-order && ~@extended'"},
 	{Key: "failFast", Flag: "fail-fast", Report: "failFast", Help: "stop at the first failing scenario: no scenario starts after it, the rest are reported not run"},
 	{Key: "report", Flag: "report", Help: "write the ConformanceReport YAML here"},
 	{Key: "reportDir", Flag: "report-dir", Help: "write the report into this directory as <channel>-<version>-<mode>-report.yaml (submission style) with a README.md holding the results and the command to reproduce"},
