@@ -3,6 +3,7 @@ package clusters_test
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,15 @@ func TestClusterConformance(t *testing.T) {
 				t.Errorf("%s: skipped with %q, want the missing data plane named", s.Name, s.Message)
 			}
 		}
+	}
+	// No claims were given: they come from what the reference controller
+	// writes in the GatewayClass's status, and the report says so.
+	wantClaims := []steps.FeatureName{steps.FeaturePolicyConditionReasons, steps.FeatureRateLimitPerKey}
+	if c := rep.Claims; !slices.Equal(c.SupportedFeatures, wantClaims) || c.InferredFrom != "GatewayClass gwdiag status.supportedFeatures" {
+		t.Errorf("claims: got %+v, want %v inferred from the GatewayClass gwdiag's status.supportedFeatures", c, wantClaims)
+	}
+	if want := "claims: none given; inferred from GatewayClass gwdiag status.supportedFeatures: [policy-condition-reasons ratelimit-per-key]"; !strings.Contains(out.String(), want) {
+		t.Errorf("progress view lacks %q", want)
 	}
 	if rep.Target != "cluster" {
 		t.Errorf("report target: got %q, want cluster", rep.Target)

@@ -134,6 +134,9 @@ type Claims struct {
 	SupportedFeatures []FeatureName `json:"supportedFeatures,omitempty" yaml:"supportedFeatures,omitempty"`
 	AllFeatures       bool          `json:"allFeatures,omitempty" yaml:"allFeatures,omitempty"`
 	ExemptFeatures    []FeatureName `json:"exemptFeatures,omitempty" yaml:"exemptFeatures,omitempty"`
+	// InferredFrom says where SupportedFeatures came from when the run
+	// claimed nothing: the GatewayClass's status.supportedFeatures.
+	InferredFrom string `json:"inferredFrom,omitempty" yaml:"inferredFrom,omitempty"`
 }
 
 // ProfileReport is the result of one profile. A core failure fails the

@@ -42,6 +42,15 @@ func NewTarget(o Options) (target.Target, error) {
 		if o.Cluster.Output == nil {
 			o.Cluster.Output = o.Output
 		}
+		if o.Cluster.ReferenceFeatures == nil {
+			// What the reference controller's GatewayClass advertises
+			// where the target runs it: every extended feature of the
+			// cluster profile, which refproxy implements.
+			i := slices.IndexFunc(Profiles, func(p ConformanceProfile) bool { return p.Name == ProfileCluster })
+			for _, f := range Profiles[i].ExtendedFeatures {
+				o.Cluster.ReferenceFeatures = append(o.Cluster.ReferenceFeatures, string(f))
+			}
+		}
 		return cluster.New(o.Cluster), nil
 	default:
 		return nil, fmt.Errorf("unknown target %q: want inprocess, process, container or cluster", o.Target)
@@ -91,6 +100,10 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 			removeLeftovers()
 		}()
 	}
+	var inferredFrom string
+	if startErr == nil {
+		inferredFrom = inferClaims(ctx, &o, tgt, profiles)
+	}
 	if opts.Implementation.Name == "" && opts.TargetImpl == nil && o.Target == "inprocess" {
 		o.Implementation.Name = "gwdiag refproxy (in process)"
 	}
@@ -131,6 +144,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	fmt.Fprintf(r.out, "gwdiag conformance: target %s, implementation %s, profiles %v\n", tgt.Name(), o.Implementation.Name, profiles)
 	status := suite.Run()
 	rep = buildReport(o, tgt.Name(), profiles, start, r.results, interrupt.Reason(ctx))
+	rep.Claims.InferredFrom = inferredFrom
 	r.summary(rep)
 	if rep.Interrupted != nil || rep.StoppedEarly != nil {
 		// godog wrote the scenarios not run as skipped steps; JUnit
@@ -156,6 +170,47 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		return rep, fmt.Errorf("no scenario named %q ran; check the name and --tags", o.RunScenario)
 	}
 	return rep, nil
+}
+
+// featureAdvertiser is a target that can say which features the
+// implementation claims (the cluster target: its GatewayClass's
+// status.supportedFeatures).
+type featureAdvertiser interface {
+	AdvertisedFeatures(ctx context.Context) (names []string, source string, err error)
+}
+
+// inferClaims: a cluster-profile run that claims nothing (no supported
+// features, not all) takes its claims from what the implementation
+// advertises, as the Gateway API suite takes them from the GatewayClass.
+// Names that are not extended features of gwdiag (the Gateway API's own
+// features share the list) are left out, and counted. It returns where the
+// claims came from, for the report; "" when none were inferred.
+func inferClaims(ctx context.Context, o *Options, tgt target.Target, profiles []ConformanceProfileName) string {
+	a, ok := tgt.(featureAdvertiser)
+	if !ok || len(o.SupportedFeatures) > 0 || o.AllFeatures || !slices.Contains(profiles, ProfileCluster) {
+		return ""
+	}
+	names, source, err := a.AdvertisedFeatures(ctx)
+	if err != nil {
+		fmt.Fprintf(o.Output, "claims: none given, none inferred: %v\n", err)
+		return ""
+	}
+	var claimed []FeatureName
+	other := 0
+	for _, n := range names {
+		if _, extended, ok := profileOf(FeatureName(n)); ok && extended && !slices.Contains(claimed, FeatureName(n)) {
+			claimed = append(claimed, FeatureName(n))
+		} else {
+			other++
+		}
+	}
+	o.SupportedFeatures = claimed
+	fmt.Fprintf(o.Output, "claims: none given; inferred from %s: %v", source, claimed)
+	if other > 0 {
+		fmt.Fprintf(o.Output, " (%d other names left out: not extended features of gwdiag)", other)
+	}
+	fmt.Fprintln(o.Output)
+	return source
 }
 
 // tagsFor adds to the user's tag expression the exclusion of every feature

@@ -22,8 +22,12 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 )
 
-// gatewayClassReconciler accepts the GatewayClasses naming this controller.
-type gatewayClassReconciler struct{ base }
+// gatewayClassReconciler accepts the GatewayClasses naming this controller
+// and lists the features it supports in their status.
+type gatewayClassReconciler struct {
+	base
+	features []string // sorted, without repeats
+}
 
 func (r *gatewayClassReconciler) setup(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("gatewayclass").For(&gwv1.GatewayClass{}).Complete(r)
@@ -40,10 +44,14 @@ func (r *gatewayClassReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	conds := append([]metav1.Condition(nil), gc.Status.Conditions...)
 	meta.SetStatusCondition(&conds, condition(string(gwv1.GatewayClassConditionStatusAccepted), true,
 		string(gwv1.GatewayClassReasonAccepted), "Handled by "+string(r.name), gc.Generation))
-	if equality.Semantic.DeepEqual(conds, gc.Status.Conditions) {
+	var features []gwv1.SupportedFeature
+	for _, f := range r.features {
+		features = append(features, gwv1.SupportedFeature{Name: gwv1.FeatureName(f)})
+	}
+	if equality.Semantic.DeepEqual(conds, gc.Status.Conditions) && equality.Semantic.DeepEqual(features, gc.Status.SupportedFeatures) {
 		return ctrl.Result{}, nil
 	}
-	gc.Status.Conditions = conds
+	gc.Status.Conditions, gc.Status.SupportedFeatures = conds, features
 	return ctrl.Result{}, r.client.Status().Update(ctx, gc)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -54,6 +55,12 @@ type Options struct {
 	// DataPlane, when set, is deployed for each Gateway (a Deployment,
 	// Service and ConfigMap), and Programmed waits for a ready replica.
 	DataPlane *DataPlane
+	// SupportedFeatures are written, sorted, to the status.supportedFeatures
+	// of the GatewayClasses this controller accepts: the features its
+	// data plane claims, which a conformance suite reads when the user
+	// claims none (gwdiag's cluster profile does, as the Gateway API suite
+	// does with its own feature names).
+	SupportedFeatures []string
 }
 
 func (o Options) name() gwv1.GatewayController {
@@ -66,8 +73,9 @@ func (o Options) name() gwv1.GatewayController {
 // Setup registers the reconcilers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
 	b := base{client: mgr.GetClient(), live: mgr.GetAPIReader(), name: o.name(), scheme: mgr.GetScheme(), dataPlane: o.DataPlane}
+	features := slices.Sorted(slices.Values(o.SupportedFeatures))
 	return errors.Join(
-		(&gatewayClassReconciler{b}).setup(mgr),
+		(&gatewayClassReconciler{base: b, features: slices.Compact(features)}).setup(mgr),
 		(&gatewayReconciler{b}).setup(mgr),
 		(&routeReconciler{b}).setup(mgr),
 		(&policyReconciler{b}).setup(mgr),

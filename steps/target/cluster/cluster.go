@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,6 +88,11 @@ type Options struct {
 	// "gwdiag", which Local creates for the reference controller; on an
 	// existing cluster it must exist (for agentgateway: "agentgateway").
 	GatewayClassName string `json:"gatewayClassName,omitempty"`
+	// ReferenceFeatures are the features the reference controller lists
+	// in its GatewayClass's status.supportedFeatures where this target
+	// runs it (Local, the local node, kind); set by the suite, not the
+	// options file.
+	ReferenceFeatures []string `json:"-"`
 	// ControllerName, when set, selects the route and policy status
 	// entries written by that controller; empty takes every entry.
 	ControllerName string `json:"controllerName,omitempty"`
@@ -219,7 +225,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 			return fmt.Errorf("cluster target: %w", err)
 		}
 		c.local, cfg = l, l.Config
-		stop, err := controller.Run(ctx, cfg, controller.Options{})
+		stop, err := controller.Run(ctx, cfg, controller.Options{SupportedFeatures: c.opts.ReferenceFeatures})
 		if err != nil {
 			c.Stop(ctx)
 			return fmt.Errorf("cluster target: reference controller: %w", err)
@@ -272,6 +278,37 @@ func (c *Cluster) Start(ctx context.Context) error {
 	return nil
 }
 
+// AdvertisedFeatures returns the names the GatewayClass lists in its
+// status.supportedFeatures once its controller has accepted it (the status
+// is written with the Accepted condition), and where they were read. It
+// fails when no controller accepts the class within ConditionTimeout.
+func (c *Cluster) AdvertisedFeatures(ctx context.Context) ([]string, string, error) {
+	source := fmt.Sprintf("GatewayClass %s status.supportedFeatures", c.opts.GatewayClassName)
+	gc := &gwv1.GatewayClass{}
+	last := "not read yet"
+	err := await.Until(ctx, time.Duration(c.opts.ConditionTimeout), 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		if err := c.client.Get(ctx, client.ObjectKey{Name: c.opts.GatewayClassName}, gc); err != nil {
+			last = err.Error()
+			return false, last, nil
+		}
+		accepted := meta.FindStatusCondition(gc.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted))
+		if accepted == nil || accepted.ObservedGeneration != gc.Generation {
+			last = "no Accepted condition at the current generation"
+			return false, last, nil
+		}
+		last = fmt.Sprintf("Accepted=%s %s", accepted.Status, accepted.Reason)
+		return accepted.Status == metav1.ConditionTrue, last, nil
+	})
+	if err != nil {
+		return nil, source, fmt.Errorf("%s: the class is not accepted (last: %s): %w", source, last, err)
+	}
+	names := make([]string, 0, len(gc.Status.SupportedFeatures))
+	for _, f := range gc.Status.SupportedFeatures {
+		names = append(names, string(f.Name))
+	}
+	return names, source, nil
+}
+
 // startNode starts the local node with the images its pods run, installs
 // the CRDs, and runs the reference controller with its data plane.
 func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
@@ -302,7 +339,7 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 	if run == nil {
 		run = controller.Run
 	}
-	stop, err := run(ctx, n.Config, controller.Options{DataPlane: &controller.DataPlane{
+	stop, err := run(ctx, n.Config, controller.Options{SupportedFeatures: c.opts.ReferenceFeatures, DataPlane: &controller.DataPlane{
 		Image: RefproxyImage, PullPolicy: corev1.PullNever}})
 	if err != nil {
 		return nil, fmt.Errorf("reference controller: %w", err)
