@@ -207,7 +207,7 @@ type Policies struct {
 	// default: the spec's "rate limit exceeded") or "openai", the JSON
 	// error OpenAI clients parse ({"error": {"message", "type":
 	// "rate_limit_error", "code"}}), for LLM routes. A refproxy extension.
-	RateLimitError string `yaml:"rateLimitError" json:"rateLimitError,omitempty"`
+	RateLimitError string `yaml:"rateLimitError,omitempty" json:"rateLimitError,omitempty"`
 }
 
 // RateLimitError values.
