@@ -3,9 +3,14 @@ package tracecmd
 import (
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/gwdiag/gwdiag/cli/admin"
 
 	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
 )
@@ -33,4 +38,29 @@ func BenchmarkDiff(b *testing.B) {
 			return diffCaptures(context.Background(), io.Discard, path, other, nil)
 		})
 	})
+}
+
+// BenchmarkFollowRaw runs `gwdiag trace --follow --raw` (stdout
+// io.Discard) against a stand-in admin server that sends a recorded follow
+// stream of the reference proxy (480 requests, 5760 events) at once: the
+// command's whole reading and printing path, HTTP included.
+func BenchmarkFollowRaw(b *testing.B) {
+	stream, events, _, err := ssetest.FollowStream(10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(stream)
+	}))
+	defer srv.Close()
+	s := session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.runRaw(context.Background(), io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 }
