@@ -1,8 +1,11 @@
 package admin
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
 )
 
 // BenchmarkReadStream measures parsing a twelve-event trace stream with
@@ -22,4 +25,22 @@ func BenchmarkReadStream(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkReadFollowStream reads a recorded follow stream of the
+// reference proxy (480 requests, 5760 events) as gwdiag trace --follow
+// does: compacted raw JSON and decoded event for each.
+func BenchmarkReadFollowStream(b *testing.B) {
+	stream, events, _, err := ssetest.FollowStream(10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ReadStream(bytes.NewReader(stream), Handler{Follow: true, Event: func(Event) {}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 }

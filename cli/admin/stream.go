@@ -44,6 +44,10 @@ type Handler struct {
 	// Limits bounds what is read (zero fields: sse.DefaultLimits); in
 	// follow mode the trace bounds apply to each trace.
 	Limits sse.Limits
+	// Idle is called before a read that may wait for the proxy (nothing of
+	// the next frame has arrived yet): a handler that batches its output
+	// flushes it there, so that what arrived is shown at once.
+	Idle func()
 }
 
 // ErrIncomplete is wrapped by Stream's error when the stream ended before
@@ -150,7 +154,10 @@ func ReadStream(r io.Reader, h Handler) error {
 		}
 	}
 	for {
-		f, err := frames.Next()
+		if h.Idle != nil && !frames.Buffered() {
+			h.Idle()
+		}
+		f, data, err := frames.NextBytes()
 		if errors.Is(err, io.EOF) {
 			if h.Follow {
 				return nil
@@ -174,17 +181,22 @@ func ReadStream(r io.Reader, h Handler) error {
 			}
 			continue
 		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, []byte(f.Data)); err != nil {
+		raw, err := compactJSON(data)
+		if err != nil {
 			return fmt.Errorf("trace event %d is not JSON: %w", count+1, err)
 		}
-		ev, err := trace.Parse(compact.Bytes())
+		ev, err := trace.Parse(raw)
 		if err != nil {
+			// Compact data reaches Parse unchecked: JSON it refuses is
+			// named as json.Compact names it.
+			if cerr := json.Compact(new(bytes.Buffer), raw); cerr != nil {
+				return fmt.Errorf("trace event %d is not JSON: %w", count+1, cerr)
+			}
 			return fmt.Errorf("trace event %d: %w", count+1, err)
 		}
 		count++
 		if h.Event != nil {
-			h.Event(Event{Raw: compact.Bytes(), Event: ev})
+			h.Event(Event{Raw: raw, Event: ev})
 		}
 		if ev.Type() == trace.RequestFinished {
 			if !h.Follow {
@@ -193,6 +205,38 @@ func ReadStream(r io.Reader, h Handler) error {
 			frames.EndTrace()
 		}
 	}
+}
+
+// compactJSON returns a copy of data without whitespace between tokens, as
+// json.Compact makes it (its error for data that is not JSON). A proxy
+// writes its events compact already: data without whitespace outside its
+// strings is copied as it is, and its validity left to trace.Parse, which
+// checks it as strictly.
+func compactJSON(data []byte) ([]byte, error) {
+	if isCompact(data) {
+		return bytes.Clone(data), nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, data); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// isCompact reports whether data has no whitespace outside JSON strings.
+func isCompact(data []byte) bool {
+	in := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 // ConfigDump fetches /config_dump as raw JSON, within Limits.BodyBytes and

@@ -3,9 +3,17 @@ package tracecmd
 import (
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/gwdiag/gwdiag/cli/admin"
+	"github.com/gwdiag/gwdiag/cli/tui"
 
 	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
 )
@@ -33,4 +41,92 @@ func BenchmarkDiff(b *testing.B) {
 			return diffCaptures(context.Background(), io.Discard, path, other, nil)
 		})
 	})
+}
+
+// BenchmarkFollowRaw runs `gwdiag trace --follow --raw` (stdout
+// io.Discard) against a stand-in admin server that sends a recorded follow
+// stream of the reference proxy (480 requests, 5760 events) at once: the
+// command's whole reading and printing path, HTTP included.
+func BenchmarkFollowRaw(b *testing.B) {
+	stream, events, _, err := ssetest.FollowStream(10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(stream)
+	}))
+	defer srv.Close()
+	s := session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.runRaw(context.Background(), io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
+}
+
+// BenchmarkFollowViewer runs `gwdiag trace --follow`'s viewer path on a
+// recorded follow stream of the reference proxy (48 requests, 576 events)
+// sent at once by a stand-in admin server: the stream read as the command
+// reads it, its events handed to a viewer loop that does what bubbletea
+// does for each message (Update, then View, on a 160x50 screen). one-by-one
+// sends each event as its own message (as gwdiag did before the queue);
+// queued goes through the command's viewerQueue. It reports the time per
+// event until the viewer has taken the whole stream.
+func BenchmarkFollowViewer(b *testing.B) {
+	stream, events, _, err := ssetest.FollowStream(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(stream)
+	}))
+	defer srv.Close()
+	s := session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute}
+	for _, queued := range []bool{false, true} {
+		name := "one-by-one"
+		if queued {
+			name = "queued"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				msgs := make(chan tea.Msg)
+				viewed := make(chan struct{})
+				go func() {
+					var m tea.Model = tui.NewFollow("bench", tui.StatusWatching)
+					m, _ = m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
+					for msg := range msgs {
+						m, _ = m.Update(msg)
+						_ = m.View()
+						if _, done := msg.(tui.DoneMsg); done {
+							break
+						}
+					}
+					close(viewed)
+				}()
+				send := func(msg tea.Msg) { msgs <- msg }
+				var err error
+				if queued {
+					q := newViewerQueue()
+					go q.run(send)
+					err = s.stream(context.Background(), nil, func(ev admin.Event) { q.push(tui.EventMsg{Raw: ev.Raw, Event: ev.Event}) }, nil)
+					q.push(tui.DoneMsg{Err: err})
+					q.close()
+				} else {
+					err = s.stream(context.Background(), nil, func(ev admin.Event) { send(tui.EventMsg{Raw: ev.Raw, Event: ev.Event}) }, nil)
+					send(tui.DoneMsg{Err: err})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				<-viewed
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
+		})
+	}
 }

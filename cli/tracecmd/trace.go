@@ -5,6 +5,7 @@
 package tracecmd
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -342,6 +344,8 @@ type session struct {
 	stderr io.Writer
 	// dropped is told when the proxy announces dropped events.
 	dropped func(n int)
+	// idle is told when the stream has nothing more to deliver at once.
+	idle func()
 	// follow asks for a follow stream, bounded by max and duration (0:
 	// the proxy's defaults).
 	follow   bool
@@ -403,6 +407,7 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 			Event:  onEvent,
 			Follow: s.follow,
 			Limits: s.client.Limits,
+			Idle:   s.idle,
 			Comment: func(text string) {
 				if s.stderr != nil {
 					fmt.Fprintf(s.stderr, "warning: the proxy says: %s\n", text)
@@ -499,18 +504,39 @@ func streamErr(err error) error {
 }
 
 // runRaw prints each event as one JSON line, exactly as the proxy sent it.
+// Lines are written in batches: what the stream has delivered is flushed
+// before the reader waits for more (and before a warning of dropped
+// events), so the output keeps up with the proxy and shows each event as
+// soon as nothing follows it.
 func (s session) runRaw(ctx context.Context, stdout io.Writer) error {
+	out := bufio.NewWriterSize(stdout, 64<<10)
 	var werr error
+	flush := func() {
+		if werr == nil && out.Buffered() > 0 {
+			werr = out.Flush()
+		}
+	}
+	s.idle = flush
+	if dropped := s.dropped; dropped != nil {
+		s.dropped = func(n int) {
+			flush()
+			dropped(n)
+		}
+	}
 	err := s.stream(ctx, nil, func(ev admin.Event) {
 		if werr == nil {
-			_, werr = fmt.Fprintf(stdout, "%s\n", ev.Raw)
+			out.Write(ev.Raw)
+			_, werr = out.Write(newline)
 		}
 	}, nil)
+	flush()
 	if err != nil {
 		return err
 	}
 	return werr
 }
+
+var newline = []byte("\n")
 
 // runTUI shows the viewer until the user quits. The stream is opened first, so
 // that an unreachable admin server is reported plainly rather than in a
@@ -526,19 +552,23 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 	result := make(chan error, 1)
 	var prog *tea.Program
 	progReady := make(chan struct{})
-	send := func(msg tea.Msg) {
+	// The stream's messages go through a queue, so that the reading never
+	// waits for the viewer (a proxy under load would drop events).
+	q := newViewerQueue()
+	go q.run(func(msg tea.Msg) {
 		<-progReady
 		if prog != nil { // nil when the stream failed before the viewer started
 			prog.Send(msg)
 		}
-	}
-	s.dropped = func(n int) { send(tui.DroppedMsg{N: n}) }
+	})
+	s.dropped = func(n int) { q.push(tui.DroppedMsg{N: n}) }
 	go func() {
 		err := s.stream(ctx, func() { close(opened) },
-			func(ev admin.Event) { send(tui.EventMsg{Raw: ev.Raw, Event: ev.Event}) },
-			func() { send(tui.SentMsg{}) })
+			func(ev admin.Event) { q.push(tui.EventMsg{Raw: ev.Raw, Event: ev.Event}) },
+			func() { q.push(tui.SentMsg{}) })
 		result <- err
-		send(tui.DoneMsg{Err: err})
+		q.push(tui.DoneMsg{Err: err})
+		q.close()
 	}()
 	select {
 	case <-opened:
@@ -563,6 +593,81 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 		return nil
 	}
 	return err
+}
+
+// viewerQueue hands a stream's messages to the viewer without holding up
+// the reader: push never waits, and run sends what is pending in order,
+// consecutive events as one tui.EventsMsg. A viewer that keeps up gets
+// the events one by one; one slower than the proxy gets them in batches
+// and redraws once per batch (a redraw costs far more than reading an
+// event), and catches up. What is pending is held until the viewer takes
+// it: no more than the viewer keeps of the stream anyway.
+type viewerQueue struct {
+	mu      sync.Mutex
+	pending []tea.Msg
+	closed  bool
+	wake    chan struct{}
+}
+
+func newViewerQueue() *viewerQueue { return &viewerQueue{wake: make(chan struct{}, 1)} }
+
+// push adds msg to what is pending.
+func (q *viewerQueue) push(msg tea.Msg) {
+	q.mu.Lock()
+	q.pending = append(q.pending, msg)
+	q.mu.Unlock()
+	q.signal()
+}
+
+// close ends run once what is pending is sent.
+func (q *viewerQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *viewerQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run sends the pending messages with send until close.
+func (q *viewerQueue) run(send func(tea.Msg)) {
+	for range q.wake {
+		q.mu.Lock()
+		msgs, closed := q.pending, q.closed
+		q.pending = nil
+		q.mu.Unlock()
+		for len(msgs) > 0 {
+			n := 0
+			for n < len(msgs) {
+				if _, ok := msgs[n].(tui.EventMsg); !ok {
+					break
+				}
+				n++
+			}
+			switch n {
+			case 0:
+				send(msgs[0])
+				n = 1
+			case 1:
+				send(msgs[0])
+			default:
+				batch := make(tui.EventsMsg, n)
+				for i, m := range msgs[:n] {
+					batch[i] = m.(tui.EventMsg)
+				}
+				send(batch)
+			}
+			msgs = msgs[n:]
+		}
+		if closed {
+			return
+		}
+	}
 }
 
 // needTerminal refuses to start the viewer when it cannot work: its screen

@@ -42,6 +42,11 @@ type EventMsg struct {
 	Event trace.Event
 }
 
+// EventsMsg delivers trace events in order, as one message: a follow
+// stream under load delivers many at once, and the viewer then files them
+// all before it redraws, instead of redrawing after each.
+type EventsMsg []EventMsg
+
 // SentMsg tells the viewer the injected request was sent.
 type SentMsg struct{}
 
@@ -234,9 +239,19 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.resize(msg.Width, msg.Height)
 		return m, nil
+	case EventsMsg:
+		if m.follow {
+			m.followEvents(msg)
+			return m, nil
+		}
+		var model tea.Model = m
+		for _, ev := range msg {
+			model, _ = model.Update(ev)
+		}
+		return model, nil
 	case EventMsg:
 		if m.follow {
-			m.followEvent(msg)
+			m.followEvents([]EventMsg{msg})
 			return m, nil
 		}
 		m.events = append(m.events, msg.Event)
@@ -352,37 +367,46 @@ func (m *Model) nextPane(back bool) {
 	}
 }
 
-// followEvent files an event under its request, adding the request when
-// it is new; the event list shows it when its request is the selected one.
-func (m *Model) followEvent(msg EventMsg) {
-	idx := -1
-	for i, r := range m.requests {
-		if r.id == msg.Event.RequestID {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		m.requests = append(m.requests, &request{id: msg.Event.RequestID})
-		idx = len(m.requests) - 1
-		if m.status == StatusWatching {
-			m.status = StatusReceived
-		}
-	}
-	r := m.requests[idx]
-	r.events = append(r.events, msg.Event)
-	r.raws = append(r.raws, msg.Raw)
+// followEvents files events under their requests, adding a request when
+// it is new, then updates the request list once; the event list shows the
+// events of the selected request.
+func (m *Model) followEvents(msgs []EventMsg) {
 	rows := m.reqList.Rows()
-	if idx < len(rows) {
-		rows[idx] = requestRow(idx, r)
-	} else {
-		rows = append(rows, requestRow(idx, r))
+	touched := map[int]bool{}
+	first := false
+	for _, msg := range msgs {
+		idx := -1
+		// The request is most likely one of the last ones.
+		for i := len(m.requests) - 1; i >= 0; i-- {
+			if m.requests[i].id == msg.Event.RequestID {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			m.requests = append(m.requests, &request{id: msg.Event.RequestID})
+			idx = len(m.requests) - 1
+			if m.status == StatusWatching {
+				m.status = StatusReceived
+			}
+		}
+		r := m.requests[idx]
+		r.events = append(r.events, msg.Event)
+		r.raws = append(r.raws, msg.Raw)
+		if idx < len(rows) {
+			rows[idx] = requestRow(idx, r)
+		} else {
+			rows = append(rows, requestRow(idx, r))
+		}
+		touched[idx] = true
+		first = first || len(m.requests) == 1 && len(r.events) == 1
 	}
 	m.reqList.SetRows(rows)
-	if len(m.requests) == 1 && len(r.events) == 1 {
+	if first {
 		m.reqList.SetCursor(0)
 	}
-	if idx == m.reqList.Cursor() {
-		m.showRequest(idx)
+	if cursor := m.reqList.Cursor(); touched[cursor] {
+		m.showRequest(cursor)
 	}
 }
 

@@ -66,7 +66,7 @@ func ReadCapture(r io.Reader, name string, fn func(Captured) error) error {
 	fr.perTrace = false
 	var bad []BadLine
 	for {
-		f, err := fr.Next()
+		f, data, err := fr.NextBytes()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -76,12 +76,12 @@ func ReadCapture(r io.Reader, name string, fn func(Captured) error) error {
 		if f.IsComment {
 			continue
 		}
-		ev, err := decode(f.Data)
+		ev, err := decode(data)
 		if err != nil {
 			bad = append(bad, BadLine{Line: f.Line, Err: err})
 			continue
 		}
-		if err := fn(Captured{Raw: []byte(f.Data), Event: ev, Line: f.Line}); err != nil {
+		if err := fn(Captured{Raw: bytes.Clone(data), Event: ev, Line: f.Line}); err != nil {
 			return err
 		}
 	}
@@ -109,8 +109,8 @@ func ReadCaptureFile(path string, stdin io.Reader, fn func(Captured) error) erro
 }
 
 // decode parses one event, which must be a JSON object.
-func decode(data string) (trace.Event, error) {
-	b := bytes.TrimSpace([]byte(data))
+func decode(data []byte) (trace.Event, error) {
+	b := bytes.TrimSpace(data)
 	if len(b) == 0 || b[0] != '{' {
 		var v any
 		if err := json.Unmarshal(b, &v); err != nil {

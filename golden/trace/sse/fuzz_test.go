@@ -89,7 +89,7 @@ func FuzzReadCapture(f *testing.F) {
 	read := func(t *testing.T, r io.Reader) result {
 		var res result
 		err := ReadCapture(r, "f", func(c Captured) error {
-			if _, perr := decode(string(c.Raw)); perr != nil {
+			if _, perr := decode(c.Raw); perr != nil {
 				t.Fatalf("line %d delivered but does not parse: %v", c.Line, perr)
 			}
 			res.lines = append(res.lines, c.Line)

@@ -145,6 +145,9 @@ func ReadBody(r io.Reader, max int64, what string) ([]byte, error) {
 
 // IsLimit reports whether err is a bound a proxy went past.
 func IsLimit(err error) bool {
+	if err == nil {
+		return false
+	}
 	var le *LimitError
 	return errors.As(err, &le)
 }

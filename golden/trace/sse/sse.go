@@ -6,6 +6,7 @@ package sse
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -56,6 +57,9 @@ type Reader struct {
 	err error
 	// event and whole name a frame and the stream in a LimitError.
 	event, whole string
+	// data is the current frame's data, long a line longer than the
+	// bufio.Reader's buffer: both reused from frame to frame.
+	data, long []byte
 }
 
 // NewReader reads frames from r within the default Limits.
@@ -81,22 +85,41 @@ func (r *Reader) EndTrace() { r.events, r.bytes = 0, 0 }
 // line is returned as a frame of its own, so that ": ready" is seen as soon
 // as it arrives. event: and id: lines are ignored.
 func (r *Reader) Next() (Frame, error) {
-	if r.err != nil {
-		return Frame{}, r.err
+	f, data, err := r.NextBytes()
+	if err == nil && !f.IsComment {
+		f.Data = string(data)
 	}
-	f, err := r.timedNext()
+	return f, err
+}
+
+// NextBytes is Next without a copy of a data frame's data: the frame's
+// Data is left empty and data holds it, valid until the next call (the
+// reader reuses its buffer). A follow reader decodes the data and keeps
+// only the decoded event.
+func (r *Reader) NextBytes() (f Frame, data []byte, err error) {
+	if r.err != nil {
+		return Frame{}, nil, r.err
+	}
+	f, err = r.timedNext()
 	if err == nil && !f.IsComment && r.perTrace {
 		r.events++
 		if r.events > r.limits.TraceEvents {
 			err = &LimitError{What: r.whole, Limit: int64(r.limits.TraceEvents), Got: int64(r.events), Unit: "events"}
 		}
 	}
-	var le *LimitError
-	if errors.As(err, &le) {
+	if err != nil && IsLimit(err) {
 		r.err = err
 	}
-	return f, err
+	if err == nil && !f.IsComment {
+		data = r.data
+	}
+	return f, data, err
 }
+
+// Buffered reports whether a frame's bytes are already read from the
+// stream: when not, the next call may wait for the proxy, and a reader that
+// batches its output should flush it first.
+func (r *Reader) Buffered() bool { return r.r.Buffered() > 0 }
 
 // timedNext is next under FrameTime: the clock starts with the frame's
 // first byte, so a stream may stay idle (waiting for a request) for as
@@ -133,41 +156,56 @@ func (r *Reader) timedNext() (Frame, error) {
 const lineSlack = int64(len("data: \r\n"))
 
 // readLine reads one line within EventBytes, counting it into the
-// trace's bytes.
-func (r *Reader) readLine() (string, error) {
-	var buf []byte
+// trace's bytes. The line is valid until the next read: it is the
+// bufio.Reader's own buffer, or r.long for a line longer than it.
+func (r *Reader) readLine() ([]byte, error) {
+	long := false
 	for {
 		chunk, err := r.r.ReadSlice('\n')
 		r.bytes += int64(len(chunk))
+		got := int64(len(chunk))
+		if long {
+			got += int64(len(r.long))
+		}
 		// A line holds one frame's data after "data: " and before "\r\n".
-		if int64(len(buf)+len(chunk)) > r.limits.EventBytes+lineSlack {
-			return "", &LimitError{What: r.event, Limit: r.limits.EventBytes, Got: int64(len(buf) + len(chunk)), Unit: "bytes", In: "in one frame"}
+		if got > r.limits.EventBytes+lineSlack {
+			return nil, &LimitError{What: r.event, Limit: r.limits.EventBytes, Got: got, Unit: "bytes", In: "in one frame"}
 		}
 		if r.perTrace && r.bytes > r.limits.TraceBytes {
-			return "", &LimitError{What: r.whole, Limit: r.limits.TraceBytes, Got: r.bytes, Unit: "bytes"}
+			return nil, &LimitError{What: r.whole, Limit: r.limits.TraceBytes, Got: r.bytes, Unit: "bytes"}
 		}
-		buf = append(buf, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if !long {
+				r.long, long = r.long[:0], true
+			}
+			r.long = append(r.long, chunk...)
 			continue
 		}
-		return string(buf), err
+		if long {
+			r.long = append(r.long, chunk...)
+			return r.long, err
+		}
+		return chunk, err
 	}
 }
 
+// next reads the next frame. A data frame's data is left in r.data (the
+// frame's Data is not set), valid until the next call; no allocation is
+// made for it once the buffers have grown to the stream's frames.
 func (r *Reader) next() (Frame, error) {
-	var data []string
+	r.data = r.data[:0]
+	lines := 0 // data lines in the frame
 	size := int64(0)
 	start := 0
 	for {
 		line, err := r.readLine()
-		var le *LimitError
-		if errors.As(err, &le) {
-			return Frame{}, err
-		}
 		if err != nil {
-			if errors.Is(err, io.EOF) && line == "" {
-				if len(data) > 0 {
-					return Frame{Data: strings.Join(data, "\n"), Line: start}, nil
+			if _, limit := err.(*LimitError); limit {
+				return Frame{}, err
+			}
+			if errors.Is(err, io.EOF) && len(line) == 0 {
+				if lines > 0 {
+					return Frame{Line: start}, nil
 				}
 				return Frame{}, io.EOF
 			}
@@ -176,43 +214,68 @@ func (r *Reader) next() (Frame, error) {
 			}
 		}
 		r.line++
-		line = strings.TrimRight(line, "\r\n")
+		line = trimEOL(line)
 		switch {
-		case line == "" || r.plain && len(data) == 0 && strings.TrimSpace(line) == "":
-			if len(data) > 0 {
-				return Frame{Data: strings.Join(data, "\n"), Line: start}, nil
+		case len(line) == 0 || r.plain && lines == 0 && len(bytes.TrimSpace(line)) == 0:
+			if lines > 0 {
+				return Frame{Line: start}, nil
 			}
-		case strings.HasPrefix(line, ":"):
-			if len(data) == 0 {
-				return Frame{Comment: strings.TrimPrefix(strings.TrimPrefix(line, ":"), " "), IsComment: true, Line: r.line}, nil
+		case line[0] == ':':
+			if lines == 0 {
+				c := line[1:]
+				if len(c) > 0 && c[0] == ' ' {
+					c = c[1:]
+				}
+				return Frame{Comment: string(c), IsComment: true, Line: r.line}, nil
 			}
-		case strings.HasPrefix(line, "data:"):
-			if len(data) == 0 {
+		case bytes.HasPrefix(line, dataField):
+			if lines == 0 {
 				start = r.line
 			}
-			d := strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+			d := line[len(dataField):]
+			if len(d) > 0 && d[0] == ' ' {
+				d = d[1:]
+			}
 			size += int64(len(d)) + 1
 			if size-1 > r.limits.EventBytes {
 				return Frame{}, &LimitError{What: r.event, Limit: r.limits.EventBytes, Got: size - 1, Unit: "bytes", In: "in one frame"}
 			}
-			data = append(data, d)
-		case r.plain && len(data) == 0 && !sseField(line):
-			return Frame{Data: line, Line: r.line}, nil
+			if lines > 0 {
+				r.data = append(r.data, '\n')
+			}
+			r.data = append(r.data, d...)
+			lines++
+		case r.plain && lines == 0 && !sseField(line):
+			r.data = append(r.data, line...)
+			return Frame{Line: r.line}, nil
 		}
 		if err != nil { // EOF after a last unterminated line
-			if len(data) > 0 {
-				return Frame{Data: strings.Join(data, "\n"), Line: start}, nil
+			if lines > 0 {
+				return Frame{Line: start}, nil
 			}
 			return Frame{}, io.EOF
 		}
 	}
 }
 
+var (
+	dataField   = []byte("data:")
+	otherFields = [][]byte{[]byte("event:"), []byte("id:"), []byte("retry:")}
+)
+
+// trimEOL cuts every \r and \n at the end of line.
+func trimEOL(line []byte) []byte {
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line
+}
+
 // sseField reports whether line is one of the SSE fields a trace stream
 // may carry besides data, which a reader skips.
-func sseField(line string) bool {
-	for _, f := range []string{"event:", "id:", "retry:"} {
-		if strings.HasPrefix(line, f) {
+func sseField(line []byte) bool {
+	for _, f := range otherFields {
+		if bytes.HasPrefix(line, f) {
 			return true
 		}
 	}
@@ -349,7 +412,7 @@ type Trace struct {
 func ReadTrace(r *Reader) (Trace, error) {
 	var t Trace
 	for {
-		f, err := r.Next()
+		f, data, err := r.NextBytes()
 		if errors.Is(err, io.EOF) {
 			t.EndedAfterFinished = len(t.Events) > 0 && t.Events[len(t.Events)-1].Type() == trace.RequestFinished
 			return t, nil
@@ -361,9 +424,9 @@ func ReadTrace(r *Reader) (Trace, error) {
 			t.Comments = append(t.Comments, f.Comment)
 			continue
 		}
-		ev, err := trace.Parse([]byte(f.Data))
+		ev, err := trace.Parse(data)
 		if err != nil {
-			return t, fmt.Errorf("frame %d is not a JSON trace event: %v: %q", len(t.Events)+1, err, f.Data)
+			return t, fmt.Errorf("frame %d is not a JSON trace event: %v: %q", len(t.Events)+1, err, data)
 		}
 		t.Events = append(t.Events, ev)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -116,4 +117,37 @@ func Bench(b *testing.B, o Options, run func(b *testing.B, path string, events i
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/events, "B/event")
 		})
 	}
+}
+
+// FollowFile is a follow stream of the reference proxy as it travels on
+// the wire (testdata/refproxy): 48 requests, four at a time, of four kinds
+// (GET, a JSON POST, 5xx answers, client request ids and cookies), 12
+// events each, interleaved; the `: ready` and `: keepalive` comments kept.
+func FollowFile() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "refproxy", "follow-48.sse")
+}
+
+// FollowStream returns FollowFile's stream repeated n times, each copy's
+// request ids made its own (suffixed -<copy>), with its count of events
+// and of requests. The `: ready` comment stays at the start only.
+func FollowStream(n int) (stream []byte, events, requests int, err error) {
+	b, err := os.ReadFile(FollowFile())
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	body, ok := strings.CutPrefix(string(b), ": ready\n\n")
+	if !ok {
+		return nil, 0, 0, fmt.Errorf("%s does not start with a ready comment", FollowFile())
+	}
+	id := regexp.MustCompile(`"requestId":"([^"]*)"`)
+	stream = []byte(": ready\n\n")
+	for i := range n {
+		stream = append(stream, id.ReplaceAllString(body, fmt.Sprintf(`"requestId":"${1}-%d"`, i))...)
+	}
+	events = n * strings.Count(body, "\ndata: ")
+	if strings.HasPrefix(body, "data: ") {
+		events += n
+	}
+	return stream, events, n * strings.Count(body, `"type":"requestFinished"`), nil
 }

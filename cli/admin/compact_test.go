@@ -1,0 +1,63 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// sameCompact checks that compactJSON gives what json.Compact gives for
+// b, its error included (an input it passes unchecked is one json.Compact
+// leaves as it is, or refuses).
+func sameCompact(t *testing.T, b []byte) {
+	t.Helper()
+	var want bytes.Buffer
+	werr := json.Compact(&want, b)
+	got, gerr := compactJSON(b)
+	switch {
+	case werr == nil && gerr != nil:
+		t.Fatalf("compactJSON(%q): %v; json.Compact accepts it", b, gerr)
+	case werr == nil && !bytes.Equal(got, want.Bytes()):
+		t.Fatalf("compactJSON(%q) = %q; json.Compact makes %q", b, got, want.Bytes())
+	case werr != nil && gerr != nil && gerr.Error() != werr.Error():
+		t.Fatalf("compactJSON(%q): %v; json.Compact: %v", b, gerr, werr)
+	case werr != nil && gerr == nil && !bytes.Equal(got, b):
+		t.Fatalf("compactJSON(%q) = %q, changed JSON json.Compact refuses (%v)", b, got, werr)
+	}
+}
+
+// TestCompactJSON: compactJSON is json.Compact on the saved traces of the
+// repository, as they are and re-indented, and on edge cases.
+func TestCompactJSON(t *testing.T) {
+	files, _ := filepath.Glob("../../golden/trace/sse/testdata/*/*.*")
+	if len(files) < 10 {
+		t.Fatalf("found %d saved traces", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			l = bytes.TrimPrefix(l, []byte("data: "))
+			sameCompact(t, l)
+			var ind bytes.Buffer
+			if json.Indent(&ind, l, " ", "\t") == nil {
+				sameCompact(t, ind.Bytes())
+			}
+		}
+	}
+	for _, in := range []string{
+		``, ` `, `{}`, ` {}`, `{} `, `{"a b":"c d"}`, `{"a":"\" b"}`, `{"a":"\\"}`, `{"a":"\\" , "b":1}`,
+		`{"a":"x\ty"}`, "{\"a\":\r\n1}", `{"a":"unterminated}`, `{"a":1,}`, `{"a"  :  "\\\" "}`, `"x"`, `[1, 2]`,
+	} {
+		sameCompact(t, []byte(in))
+	}
+}
+
+func FuzzCompactJSON(f *testing.F) {
+	f.Add([]byte(`{"a":"\" b", "c": [1, 2]}`))
+	f.Fuzz(func(t *testing.T, b []byte) { sameCompact(t, b) })
+}

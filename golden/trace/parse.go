@@ -1,0 +1,505 @@
+package trace
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A follow reader decodes every event of a proxy under load, so Parse has
+// a fast path: a decoder for the shape events have on the wire that builds
+// the same Event encoding/json builds (Message's values as encoding/json
+// makes them for an `any`: map[string]any, []any, string, float64, bool,
+// nil). Whatever it does not handle exactly the way encoding/json does, it
+// leaves to encoding/json: invalid JSON (the error is encoding/json's), a
+// field given twice, a field name in another case or with escapes or
+// non-ASCII bytes (encoding/json matches names ignoring case), a value of
+// the wrong type, an integer field that is not a JSON integer in range, a
+// number out of float64's range, nesting deeper than maxFastDepth. Strings
+// without escapes are cut from one copy of the input; a string with escapes
+// or invalid UTF-8 is decoded as encoding/json decodes it (unquote).
+// TestParseFastPath, TestParseRandom and FuzzParse hold the two to the same
+// result.
+
+// maxFastDepth is the nesting the fast path takes; deeper input goes to
+// encoding/json, which has its own bound.
+const maxFastDepth = 200
+
+// parseFast decodes s, reporting false when encoding/json must decide.
+func parseFast(s string) (Event, bool) {
+	d := decoder{s: s}
+	var e Event
+	d.ws()
+	if !d.byte('{') {
+		return e, false
+	}
+	var seen [6]bool
+	d.ws()
+	if d.byte('}') {
+		return e, d.end()
+	}
+	for {
+		d.ws()
+		key, ok := d.plainKey()
+		if !ok {
+			return e, false
+		}
+		d.ws()
+		if !d.byte(':') {
+			return e, false
+		}
+		d.ws()
+		field := fieldIndex(key)
+		if field >= 0 {
+			if seen[field] {
+				return e, false
+			}
+			seen[field] = true
+		}
+		switch field {
+		case 0: // eventStart
+			if d.null() {
+				break
+			}
+			n, ok := d.int64()
+			if !ok {
+				return e, false
+			}
+			e.EventStart = &n
+		case 1: // eventEnd
+			if d.null() {
+				break
+			}
+			n, ok := d.int64()
+			if !ok {
+				return e, false
+			}
+			e.EventEnd = n
+		case 2: // severity
+			if d.null() {
+				break
+			}
+			v, ok := d.str()
+			if !ok {
+				return e, false
+			}
+			e.Severity = Severity(v)
+		case 3: // scope
+			if d.null() {
+				break
+			}
+			v, ok := d.strings()
+			if !ok {
+				return e, false
+			}
+			e.Scope = v
+		case 4: // message
+			if d.null() {
+				break
+			}
+			if d.peek() != '{' {
+				return e, false
+			}
+			v, ok := d.object(1)
+			if !ok {
+				return e, false
+			}
+			e.Message = v
+		case 5: // requestId
+			if d.null() {
+				break
+			}
+			v, ok := d.str()
+			if !ok {
+				return e, false
+			}
+			e.RequestID = v
+		case -2:
+			return e, false
+		default:
+			if !d.skip(1) {
+				return e, false
+			}
+		}
+		d.ws()
+		if d.byte(',') {
+			continue
+		}
+		if d.byte('}') {
+			return e, d.end()
+		}
+		return e, false
+	}
+}
+
+// fieldNames are Event's JSON names, by fieldIndex.
+var fieldNames = [...]string{"eventStart", "eventEnd", "severity", "scope", "message", "requestId"}
+
+// fieldIndex is key's field, -1 for a key encoding/json ignores, and -2
+// for one it would match to a field ignoring case (the fast path leaves
+// that to it).
+func fieldIndex(key string) int {
+	for i, n := range fieldNames {
+		if key == n {
+			return i
+		}
+	}
+	for _, n := range fieldNames {
+		if strings.EqualFold(key, n) {
+			return -2
+		}
+	}
+	return -1
+}
+
+type decoder struct {
+	s string
+	i int
+}
+
+func (d *decoder) ws() {
+	for d.i < len(d.s) {
+		switch d.s[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) peek() byte {
+	if d.i < len(d.s) {
+		return d.s[d.i]
+	}
+	return 0
+}
+
+func (d *decoder) byte(c byte) bool {
+	if d.i < len(d.s) && d.s[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// end reports whether only whitespace is left.
+func (d *decoder) end() bool {
+	d.ws()
+	return d.i == len(d.s)
+}
+
+func (d *decoder) literal(lit string) bool {
+	if strings.HasPrefix(d.s[d.i:], lit) {
+		d.i += len(lit)
+		return true
+	}
+	return false
+}
+
+func (d *decoder) null() bool { return d.literal("null") }
+
+// token scans a JSON string at d.i (its quotes included), reporting
+// whether it holds an escape or a byte past ASCII.
+func (d *decoder) token() (tok string, plain, ok bool) {
+	if !d.byte('"') {
+		return "", false, false
+	}
+	start, plain := d.i-1, true
+	for d.i < len(d.s) {
+		c := d.s[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return d.s[start:d.i], plain, true
+		case c < 0x20:
+			return "", false, false
+		case c == '\\':
+			plain = false
+			d.i++
+			if d.i >= len(d.s) {
+				return "", false, false
+			}
+			switch d.s[d.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				d.i++
+			case 'u':
+				if d.i+5 > len(d.s) {
+					return "", false, false
+				}
+				if !isHex4(d.s[d.i+1 : d.i+5]) {
+					return "", false, false
+				}
+				d.i += 5
+			default:
+				return "", false, false
+			}
+		case c >= utf8.RuneSelf:
+			plain = false
+			d.i++
+		default:
+			d.i++
+		}
+	}
+	return "", false, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// str decodes a JSON string: cut from the input when it is plain (or
+// valid UTF-8 without escapes), else decoded by encoding/json.
+func (d *decoder) str() (string, bool) {
+	tok, plain, ok := d.token()
+	if !ok {
+		return "", false
+	}
+	body := tok[1 : len(tok)-1]
+	if plain || strings.IndexByte(body, '\\') < 0 && utf8.ValidString(body) {
+		return body, true
+	}
+	return unquote(body), true
+}
+
+// unquote decodes the body of a JSON string token() has checked, as
+// encoding/json does: escapes, a surrogate pair as one rune, a lone
+// surrogate and each byte of invalid UTF-8 as U+FFFD.
+func unquote(s string) string {
+	b := make([]byte, 0, len(s))
+	for r := 0; r < len(s); {
+		switch c := s[r]; {
+		case c == '\\':
+			r++
+			switch c := s[r]; c {
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				rr := hex4(s[r+1 : r+5])
+				r += 5
+				if utf16.IsSurrogate(rr) {
+					if r+6 <= len(s) && s[r] == '\\' && s[r+1] == 'u' && isHex4(s[r+2:r+6]) {
+						if dec := utf16.DecodeRune(rr, hex4(s[r+2:r+6])); dec != utf8.RuneError {
+							b = utf8.AppendRune(b, dec)
+							r += 6
+							continue
+						}
+					}
+					rr = utf8.RuneError
+				}
+				b = utf8.AppendRune(b, rr)
+				continue
+			default: // " \\ /
+				b = append(b, c)
+			}
+			r++
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRuneInString(s[r:])
+			b = utf8.AppendRune(b, rr)
+			r += size
+		}
+	}
+	return string(b)
+}
+
+func isHex4(s string) bool {
+	return isHex(s[0]) && isHex(s[1]) && isHex(s[2]) && isHex(s[3])
+}
+
+// hex4 is the value of four hex digits.
+func hex4(s string) rune {
+	var r rune
+	for _, c := range []byte(s) {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// plainKey reads a top-level field name, which the fast path takes only
+// without escapes and in ASCII: encoding/json matches names ignoring case,
+// Unicode's folds included.
+func (d *decoder) plainKey() (string, bool) {
+	tok, plain, ok := d.token()
+	if !ok || !plain {
+		return "", false
+	}
+	return tok[1 : len(tok)-1], true
+}
+
+// number scans a JSON number.
+func (d *decoder) number() (string, bool) {
+	start := d.i
+	d.byte('-')
+	switch {
+	case d.byte('0'):
+	case d.i < len(d.s) && '1' <= d.s[d.i] && d.s[d.i] <= '9':
+		d.digits()
+	default:
+		return "", false
+	}
+	if d.byte('.') {
+		if d.digits() == 0 {
+			return "", false
+		}
+	}
+	if d.byte('e') || d.byte('E') {
+		if !d.byte('+') {
+			d.byte('-')
+		}
+		if d.digits() == 0 {
+			return "", false
+		}
+	}
+	return d.s[start:d.i], true
+}
+
+func (d *decoder) digits() int {
+	start := d.i
+	for d.i < len(d.s) && '0' <= d.s[d.i] && d.s[d.i] <= '9' {
+		d.i++
+	}
+	return d.i - start
+}
+
+// int64 reads a number into an int64 field: encoding/json takes only an
+// integer literal in range.
+func (d *decoder) int64() (int64, bool) {
+	lit, ok := d.number()
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(lit, 10, 64)
+	return n, err == nil
+}
+
+// strings reads an array of strings (a null element goes to encoding/json).
+func (d *decoder) strings() ([]string, bool) {
+	if !d.byte('[') {
+		return nil, false
+	}
+	out := []string{}
+	d.ws()
+	if d.byte(']') {
+		return out, true
+	}
+	for {
+		d.ws()
+		v, ok := d.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, v)
+		d.ws()
+		if d.byte(',') {
+			continue
+		}
+		return out, d.byte(']')
+	}
+}
+
+// value decodes any JSON value as encoding/json does into an any.
+func (d *decoder) value(depth int) (any, bool) {
+	if depth > maxFastDepth {
+		return nil, false
+	}
+	switch c := d.peek(); {
+	case c == '{':
+		return d.object(depth)
+	case c == '[':
+		d.i++
+		out := []any{}
+		d.ws()
+		if d.byte(']') {
+			return out, true
+		}
+		for {
+			d.ws()
+			v, ok := d.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, v)
+			d.ws()
+			if d.byte(',') {
+				continue
+			}
+			return out, d.byte(']')
+		}
+	case c == '"':
+		return d.str()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.null()
+	default:
+		lit, ok := d.number()
+		if !ok {
+			return nil, false
+		}
+		f, err := strconv.ParseFloat(lit, 64)
+		return f, err == nil
+	}
+}
+
+// object decodes a JSON object into a map; a name given twice keeps its
+// last value, as encoding/json does.
+func (d *decoder) object(depth int) (map[string]any, bool) {
+	if depth > maxFastDepth || !d.byte('{') {
+		return nil, false
+	}
+	m := map[string]any{}
+	d.ws()
+	if d.byte('}') {
+		return m, true
+	}
+	for {
+		d.ws()
+		k, ok := d.str()
+		if !ok {
+			return nil, false
+		}
+		d.ws()
+		if !d.byte(':') {
+			return nil, false
+		}
+		d.ws()
+		v, ok := d.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		m[k] = v
+		d.ws()
+		if d.byte(',') {
+			continue
+		}
+		return m, d.byte('}')
+	}
+}
+
+// skip validates and passes over a value whose field encoding/json ignores.
+func (d *decoder) skip(depth int) bool {
+	_, ok := d.value(depth)
+	return ok
+}
