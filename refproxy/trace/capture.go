@@ -206,7 +206,7 @@ func (t *Tracer) pushHeld(h *held, ws []*Watcher) {
 	if h.typ == trace.RequestFinished {
 		msg["timings"] = t.timings(h.end)
 	}
-	e := trace.Event{EventEnd: h.end, Severity: h.sev, Message: msg, RequestID: t.id}
+	e := trace.Event{EventEnd: h.end, Severity: h.sev, Message: msg, RequestID: t.RequestID()}
 	if h.timed {
 		s := h.start
 		e.EventStart = &s

@@ -6,6 +6,7 @@
 package trace
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,11 +123,17 @@ func (r *Registry) Take(request func() map[string]any) *Tracer {
 		break
 	}
 	if len(r.followers) > 0 {
-		if fs := r.takeFollowers(view, start); len(fs) > 0 {
+		var taken [MaxFollowers]*Watcher
+		if fs := r.takeFollowers(taken[:0], view, start); len(fs) > 0 {
 			if t == nil {
 				t = &Tracer{start: start}
 			}
-			t.follow = fs
+			if len(fs) <= len(t.followArr) {
+				// Most requests: no slice of their own.
+				t.follow = t.followArr[:copy(t.followArr[:], fs)]
+			} else {
+				t.follow = slices.Clone(fs)
+			}
 			t.hold = t.w == nil
 			for _, w := range fs {
 				t.hold = t.hold && w.follow.outcome != nil

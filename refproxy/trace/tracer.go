@@ -13,7 +13,14 @@ import (
 type Tracer struct {
 	w      *Watcher // the one-shot watcher, or nil
 	follow []*Watcher
-	id     string
+	// followArr holds follow for most requests (MaxFollowers at most).
+	followArr [MaxFollowers]*Watcher
+	// id is the request's id on follow streams; a generated one is kept
+	// as its digits (genID) until an event needs it as a string, so that
+	// a trace an outcome filter drops never builds it.
+	id    string
+	genID [16]byte
+	gen   bool
 	start  time.Time
 	last   int64
 	// marks are the eventEnd (and backendCallResult's eventStart) of the
@@ -57,12 +64,24 @@ func (t *Tracer) Followed() bool { return t != nil && len(t.follow) > 0 }
 
 // SetRequestID names the request on follow streams; set it before the
 // first event.
-func (t *Tracer) SetRequestID(id string) { t.id = id }
+func (t *Tracer) SetRequestID(id string) { t.id, t.gen = id, false }
+
+// NewRequestID names the request with a new id (NewRequestID's form) and
+// returns its digits, valid for the request's lifetime, for the headers
+// that carry it; set it before the first event.
+func (t *Tracer) NewRequestID() []byte {
+	appendRequestID(t.genID[:0])
+	t.id, t.gen = "", true
+	return t.genID[:]
+}
 
 // RequestID is the id follow streams see, or "".
 func (t *Tracer) RequestID() string {
 	if t == nil {
 		return ""
+	}
+	if t.gen && t.id == "" {
+		t.id = string(t.genID[:])
 	}
 	return t.id
 }
@@ -128,7 +147,7 @@ func (t *Tracer) emit(sev trace.Severity, typ trace.MessageType, start *time.Tim
 		t.code = fieldsCode(msg)
 	}
 	fe := e
-	fe.RequestID = t.id
+	fe.RequestID = t.RequestID()
 	if typ == trace.RequestFinished && t.w == nil {
 		msg["timings"] = t.timings(end) // nobody else has the message
 	} else if typ == trace.RequestFinished {
