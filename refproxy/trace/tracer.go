@@ -21,8 +21,8 @@ type Tracer struct {
 	id    string
 	genID [16]byte
 	gen   bool
-	start  time.Time
-	last   int64
+	start time.Time
+	last  int64
 	// marks are the eventEnd (and backendCallResult's eventStart) of the
 	// phases, for the timings of a followed trace.
 	marks marks
