@@ -187,3 +187,63 @@ func TestDroppedTraceAllocations(t *testing.T) {
 
 // maxDroppedAllocs bounds TestDroppedTraceAllocations: the tracer.
 const maxDroppedAllocs = 1
+
+// TestTraceEventsEncodeAsMarshal: every event the proxy traces, of every
+// kind here (a forwarded request, with route reasons, redacted and
+// repeated headers and a percent-encoded path; one a local limit admits
+// and one it refuses, with the policy's reasons; an unreachable backend;
+// another route's exact path), one-shot and held for an outcome filter,
+// streams as the bytes json.Marshal writes for it (AppendEvent).
+func TestTraceEventsEncodeAsMarshal(t *testing.T) {
+	dp, h := newBenchHandlerFor(t, false, captureConfig)
+	for _, rt := range dp.table.Load().binds[0].listeners[0].routes {
+		if strings.HasSuffix(rt.key, "/down") {
+			rt.backends[0].do = unreachableBackend
+		}
+	}
+	all, err := reftrace.CompileOutcome(`response.code >= 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[trace.MessageType]bool{}
+	for _, uri := range []string{"/a%20b/c?x=<1>&y=\"2\"", "/limited", "/limited", "/down", "/other"} {
+		for _, held := range []bool{false, true} {
+			e := newExchange()
+			e.req.SetRequestURI(uri)
+			e.req.Header.Set("Authorization", "Bearer secret")
+			e.req.Header.Add("X-Multi", "one")
+			e.req.Header.Add("X-Multi", "two & <three>")
+			var evs []trace.Event
+			if held {
+				fw, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.serve(h)
+				evs, _, _ = fw.Drain()
+				fw.Cancel()
+			} else {
+				w := dp.reg.Watch(nil)
+				e.serve(h)
+				var final *trace.Event
+				evs, _, final = w.Drain()
+				w.Cancel()
+				evs = append(evs, *final)
+			}
+			for _, ev := range evs {
+				kinds[ev.Type()] = true
+				want, err := json.Marshal(ev)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", uri, ev.Type(), err)
+				}
+				got, ok := reftrace.AppendEvent(nil, ev)
+				if !ok || string(got) != string(want) {
+					t.Errorf("%s (held %v): %s: AppendEvent (ok %v)\n%s\njson.Marshal\n%s", uri, held, ev.Type(), ok, got, want)
+				}
+			}
+		}
+	}
+	if len(kinds) < 9 {
+		t.Errorf("event kinds seen %v; want the whole forwarded trace and policies", kinds)
+	}
+}

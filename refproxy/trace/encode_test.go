@@ -1,0 +1,218 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+)
+
+// wantJSON is the reference: what encoding/json writes for e, or ok
+// false when it refuses it.
+func wantJSON(e trace.Event) ([]byte, bool) {
+	b, err := json.Marshal(e)
+	return b, err == nil
+}
+
+func checkAppendEvent(t *testing.T, e trace.Event) {
+	t.Helper()
+	want, wantOK := wantJSON(e)
+	prefix := []byte("data: ")
+	got, ok := AppendEvent(bytes.Clone(prefix), e)
+	if ok != wantOK {
+		t.Fatalf("AppendEvent ok %v, json.Marshal ok %v, for %#v", ok, wantOK, e)
+	}
+	if !ok {
+		if !bytes.Equal(got, prefix) {
+			t.Fatalf("AppendEvent failed but left %q after the prefix", got[len(prefix):])
+		}
+		return
+	}
+	if !bytes.HasPrefix(got, prefix) || !bytes.Equal(got[len(prefix):], want) {
+		t.Fatalf("AppendEvent wrote\n%s\njson.Marshal\n%s", got, want)
+	}
+}
+
+// nasty are strings that exercise every escape of encoding/json: quotes,
+// backslashes, control bytes, HTML characters, DEL, invalid UTF-8, U+2028
+// and U+2029, multi-byte runes, and a rune cut short.
+var nasty = []string{"", "plain", `q"uo\te`, "\x00\x01\x1f\b\f\n\r\t", "<a href='x'>&amp;</a>", "\x7f", "\xff\xfe",
+	"\u2028\u2029", "héllo wörld ✓ 🙂", "\xe2\x82", "a\u00e9\xc3", "</script>", "emoji🙂\x80end"}
+
+// named is a value encoding/json encodes by reflection (a struct with tags).
+type named struct {
+	A string `json:"a"`
+	B int    `json:"b,omitempty"`
+}
+
+type label string
+
+func randString(r *rand.Rand) string {
+	if r.IntN(3) == 0 {
+		return nasty[r.IntN(len(nasty))]
+	}
+	n := r.IntN(12)
+	b := make([]byte, n)
+	for i := range b {
+		switch r.IntN(4) {
+		case 0:
+			b[i] = byte(r.IntN(256)) // any byte, invalid UTF-8 included
+		default:
+			b[i] = byte(' ' + r.IntN(95))
+		}
+	}
+	return string(b)
+}
+
+func randFloat(r *rand.Rand) float64 {
+	switch r.IntN(6) {
+	case 0:
+		return math.Float64frombits(r.Uint64()) // NaN and Inf included
+	case 1:
+		return float64(r.Int64N(1 << 53))
+	case 2:
+		return r.NormFloat64() * math.Pow(10, float64(r.IntN(60)-30))
+	case 3:
+		return []float64{0, math.Copysign(0, -1), 1e-6, 1e-7, 1e21, 1e20, 123456789e-15, -1.5e-9}[r.IntN(8)]
+	}
+	return r.Float64()
+}
+
+func randValue(r *rand.Rand, depth int) any {
+	k := r.IntN(18)
+	if depth > 3 && k >= 12 {
+		k = r.IntN(12)
+	}
+	switch k {
+	case 0:
+		return nil
+	case 1, 2:
+		return randString(r)
+	case 3:
+		return r.IntN(2) == 0
+	case 4:
+		return r.IntN(1000) - 500
+	case 5:
+		return r.Int64() >> r.IntN(64)
+	case 6:
+		return r.Uint64() >> r.IntN(64)
+	case 7:
+		return randFloat(r)
+	case 8:
+		return float32(randFloat(r))
+	case 9:
+		return label(randString(r))
+	case 10:
+		return named{A: randString(r), B: r.IntN(3)}
+	case 11:
+		return int32(r.Int32()) - math.MaxInt32/2
+	case 12, 13:
+		return randMap(r, depth+1)
+	case 14:
+		if r.IntN(5) == 0 {
+			return []any(nil)
+		}
+		s := make([]any, r.IntN(4))
+		for i := range s {
+			s[i] = randValue(r, depth+1)
+		}
+		return s
+	case 15:
+		if r.IntN(5) == 0 {
+			return []string(nil)
+		}
+		s := make([]string, r.IntN(4))
+		for i := range s {
+			s[i] = randString(r)
+		}
+		return s
+	case 16:
+		if r.IntN(5) == 0 {
+			return map[string]string(nil)
+		}
+		m := map[string]string{}
+		for range r.IntN(5) {
+			m[randString(r)] = randString(r)
+		}
+		return m
+	}
+	return uint32(r.Uint32())
+}
+
+func randMap(r *rand.Rand, depth int) map[string]any {
+	if r.IntN(8) == 0 {
+		return nil
+	}
+	m := map[string]any{}
+	for range r.IntN(7) {
+		m[randString(r)] = randValue(r, depth)
+	}
+	return m
+}
+
+func randEvent(r *rand.Rand) trace.Event {
+	e := trace.Event{EventEnd: r.Int64() >> r.IntN(64), Severity: trace.Severity(randString(r)), Message: randMap(r, 0)}
+	if r.IntN(2) == 0 {
+		s := r.Int64N(1<<40) - 5
+		e.EventStart = &s
+	}
+	if r.IntN(3) == 0 {
+		e.Scope = []string{}
+		for range r.IntN(3) {
+			e.Scope = append(e.Scope, randString(r))
+		}
+	}
+	if r.IntN(2) == 0 {
+		e.RequestID = randString(r)
+	}
+	return e
+}
+
+// TestAppendEventMatchesMarshal: AppendEvent writes what json.Marshal
+// writes, byte for byte, for 20 000 random events (nested maps and
+// slices, strings with every escape, integers, floats of every range,
+// NaN and infinities, which both refuse, named types and structs, which
+// AppendEvent hands to encoding/json), and for every string of nasty as
+// a key and as a value.
+func TestAppendEventMatchesMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 2026))
+	for range 20000 {
+		checkAppendEvent(t, randEvent(r))
+	}
+	for _, k := range nasty {
+		for _, v := range nasty {
+			checkAppendEvent(t, trace.Event{Severity: trace.SeverityInfo, Message: map[string]any{k: v, "type": "x"}, RequestID: v})
+		}
+	}
+}
+
+// FuzzAppendEvent: for any strings and numbers, AppendEvent writes what
+// json.Marshal writes.
+func FuzzAppendEvent(f *testing.F) {
+	for _, s := range nasty {
+		f.Add(s, s, int64(7), 1.5)
+	}
+	f.Fuzz(func(t *testing.T, k, v string, n int64, x float64) {
+		e := trace.Event{EventEnd: n, Severity: trace.Severity(v), RequestID: k, Scope: []string{k, v},
+			Message: map[string]any{k: v, "n": n, "x": x, "list": []any{k, x, map[string]any{v: k}}, strings.ToUpper(k): []string{v}}}
+		checkAppendEvent(t, e)
+	})
+}
+
+// TestAppendEventAllocations: encoding an event allocates only the
+// sorted keys of its maps, once the buffer has room.
+func TestAppendEventAllocations(t *testing.T) {
+	s := int64(3)
+	e := trace.Event{EventStart: &s, EventEnd: 9, Severity: trace.SeverityInfo, RequestID: "0123456789abcdef",
+		Message: map[string]any{"type": "requestSnapshot", "stage": "initialRequest",
+			"requestState": map[string]any{"request": map[string]any{"method": "GET", "headers": map[string]any{"host": "x"}}}}}
+	buf := make([]byte, 0, 4096)
+	n := testing.AllocsPerRun(100, func() { AppendEvent(buf[:0], e) })
+	if n > 4 {
+		t.Errorf("allocs per event encoded = %v, want at most one per map (4)", n)
+	}
+}
