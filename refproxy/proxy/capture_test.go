@@ -247,3 +247,20 @@ func TestTraceEventsEncodeAsMarshal(t *testing.T) {
 		t.Errorf("event kinds seen %v; want the whole forwarded trace and policies", kinds)
 	}
 }
+
+// TestAddHeaderLowersAsStrings: a snapshot's header names are what
+// strings.ToLower makes of them, for ASCII names of every case, names
+// longer than the stack buffer, and names with non-ASCII or invalid
+// UTF-8 bytes; repeated names join their values with ",".
+func TestAddHeaderLowersAsStrings(t *testing.T) {
+	names := []string{"Host", "X-REQUEST-ID", "x-mixed-Case_09", strings.Repeat("Ab", 40), "Ünïcode-Name", "bad\xffByte", "", "ÀB"}
+	for _, n := range names {
+		m := map[string]any{}
+		addHeader(m, []byte(n), []byte("one"))
+		addHeader(m, []byte(n), []byte("two"))
+		want := map[string]any{strings.ToLower(n): "one,two"}
+		if len(m) != 1 || m[strings.ToLower(n)] != want[strings.ToLower(n)] {
+			t.Errorf("addHeader(%q) twice = %q, want %q", n, m, want)
+		}
+	}
+}

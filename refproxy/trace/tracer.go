@@ -22,7 +22,9 @@ type Tracer struct {
 	genID [16]byte
 	gen   bool
 	start time.Time
-	last  int64
+	// startTime is start formatted (StartTime).
+	startTime string
+	last      int64
 	// marks are the eventEnd (and backendCallResult's eventStart) of the
 	// phases, for the timings of a followed trace.
 	marks marks
@@ -58,6 +60,15 @@ const (
 // Start is when the traced request was taken: eventStart/eventEnd count
 // microseconds from it.
 func (t *Tracer) Start() time.Time { return t.start }
+
+// StartTime is Start as request snapshots show it (RFC 3339, UTC, to the
+// nanosecond), formatted once per trace.
+func (t *Tracer) StartTime() string {
+	if t.startTime == "" {
+		t.startTime = t.start.UTC().Format(time.RFC3339Nano)
+	}
+	return t.startTime
+}
 
 // Followed reports whether follow watchers trace the request.
 func (t *Tracer) Followed() bool { return t != nil && len(t.follow) > 0 }
