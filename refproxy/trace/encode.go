@@ -95,7 +95,8 @@ func appendValue(b []byte, v any) ([]byte, bool) {
 		if v == nil {
 			return append(b, "null"...), true
 		}
-		keys := sortedKeys(v)
+		var arr [smallMap]string
+		keys := sortKeys(arr[:0], v)
 		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
@@ -118,7 +119,8 @@ func appendMap(b []byte, m map[string]any) ([]byte, bool) {
 	if m == nil {
 		return append(b, "null"...), true
 	}
-	keys := sortedKeys(m)
+	var arr [smallMap]string
+	keys := sortKeys(arr[:0], m)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -134,9 +136,12 @@ func appendMap(b []byte, m map[string]any) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// sortedKeys are the keys of m in encoding/json's order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// smallMap is the size of a map whose keys are sorted on the stack (a
+// trace's maps are smaller: effectivePolicy has 17 keys).
+const smallMap = 24
+
+// sortKeys appends the keys of m to keys, in encoding/json's order.
+func sortKeys[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
