@@ -222,3 +222,74 @@ func TestAppendEventAllocations(t *testing.T) {
 		t.Errorf("allocs per event encoded = %v, want 0", n)
 	}
 }
+
+// typicalTrace is the 12 events of a forwarded GET as the proxy traces it
+// (four request headers, three response headers, 17 policy kinds).
+func typicalTrace() []trace.Event {
+	hs := map[string]any{"host": "gw.example", "user-agent": "bench/1.0", "accept": "*/*", "x-request-id": "0123456789abcdef"}
+	req := map[string]any{"method": "GET", "uri": "http://gw.example/get?x=1", "path": "/get", "pathAndQuery": "/get?x=1",
+		"host": "gw.example", "scheme": "http", "version": "HTTP/1.1", "headers": hs, "startTime": "2026-11-25T21:00:00.123456789Z"}
+	src := map[string]any{"address": "127.0.0.1", "port": 40000, "rawAddress": "127.0.0.1", "rawPort": 40000}
+	state := map[string]any{"request": req, "source": src}
+	final := map[string]any{"request": req, "source": src, "backend": map[string]any{"name": "default/httpbin", "type": "service", "protocol": "http"}}
+	eff := map[string]any{}
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"} {
+		eff["policy-"+k] = nil
+	}
+	resp := map[string]any{"response": map[string]any{"code": 200, "headers": map[string]any{"content-type": "application/json", "content-length": "312", "x-request-id": "0123456789abcdef"}}}
+	start := int64(40)
+	msgs := []map[string]any{
+		{"type": "requestStarted"},
+		{"type": "requestSnapshot", "stage": "initial request", "requestState": state},
+		{"type": "requestSnapshot", "stage": "gateway policies", "requestState": state},
+		{"type": "routeSelection", "selectedRoute": "default/default/bind/0/listener0/default/httpbin", "evaluatedRoutes": []any{"default/default/bind/0/listener0/default/httpbin"},
+			"reasons": []any{map[string]any{"route": "default/default/bind/0/listener0/default/httpbin", "matched": true, "reason": "path prefix / matches /get"}}},
+		{"type": "policySelection", "effectivePolicy": eff},
+		{"type": "requestSnapshot", "stage": "route policies", "requestState": state},
+		{"type": "requestSnapshot", "stage": "final request", "requestState": final},
+		{"type": "backendCallStart", "target": "127.0.0.1:8080"},
+		{"type": "backendCallResult", "status": 200, "error": nil},
+		{"type": "responseSnapshot", "stage": "backend response ready", "requestState": resp},
+		{"type": "responseSnapshot", "stage": "final response", "requestState": resp},
+		{"type": "requestFinished", "status": 200, "timings": map[string]any{"routeSelectionMicros": 3, "policiesMicros": 5, "backendCallMicros": 180, "responseMicros": 12, "totalMicros": 200}},
+	}
+	evs := make([]trace.Event, len(msgs))
+	for i, m := range msgs {
+		evs[i] = trace.Event{EventEnd: int64(10 * i), Severity: trace.SeverityInfo, Message: m, RequestID: "0123456789abcdef"}
+		if m["type"] == "backendCallResult" {
+			evs[i].EventStart = &start
+		}
+	}
+	return evs
+}
+
+// BenchmarkEncodeTrace is what encoding one followed trace as SSE frames
+// costs (ns and allocations per trace): with encoding/json, as before, and
+// with AppendEvent (frame).
+func BenchmarkEncodeTrace(b *testing.B) {
+	evs := typicalTrace()
+	b.Run("encoding-json", func(b *testing.B) {
+		var buf bytes.Buffer
+		b.ReportAllocs()
+		for b.Loop() {
+			buf.Reset()
+			for _, e := range evs {
+				buf.WriteString("data: ")
+				if err := json.NewEncoder(&buf).Encode(e); err != nil {
+					b.Fatal(err)
+				}
+				buf.WriteString("\n")
+			}
+		}
+	})
+	b.Run("append-event", func(b *testing.B) {
+		var buf bytes.Buffer
+		b.ReportAllocs()
+		for b.Loop() {
+			buf.Reset()
+			for _, e := range evs {
+				frame(&buf, e)
+			}
+		}
+	})
+}
