@@ -264,3 +264,73 @@ func TestAddHeaderLowersAsStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotSharedOnlyWhenUnchanged: the route policies snapshot shares
+// the initial snapshot's state when the route's policies changed nothing,
+// and shows its own when a request header modifier changed the request
+// (x-added), held or not.
+func TestSnapshotSharedOnlyWhenUnchanged(t *testing.T) {
+	dp, h := newBenchHandlerFor(t, false, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: modified
+      matches: [{path: {exact: /modified}}]
+      policies:
+        requestHeaderModifier: {set: {x-added: "1"}}
+      backends: [{host: "127.0.0.1:1"}]
+    - name: plain
+      matches: [{path: {pathPrefix: /}}]
+      backends: [{host: "127.0.0.1:1"}]
+`)
+	all, err := reftrace.CompileOutcome(`response.code >= 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func(evs []trace.Event, stage string) map[string]any {
+		for _, e := range evs {
+			if e.Type() == trace.RequestSnapshot && e.Stage() == stage {
+				st, _ := e.Message["requestState"].(map[string]any)
+				return st
+			}
+		}
+		t.Fatalf("no %s snapshot in %d events", stage, len(evs))
+		return nil
+	}
+	for _, held := range []bool{false, true} {
+		for _, c := range []struct {
+			uri    string
+			shared bool
+		}{{"/plain", true}, {"/modified", false}} {
+			e := newExchange()
+			e.req.SetRequestURI(c.uri)
+			var evs []trace.Event
+			if held {
+				fw, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.serve(h)
+				evs, _, _ = fw.Drain()
+				fw.Cancel()
+			} else {
+				w := dp.reg.Watch(nil)
+				e.serve(h)
+				evs, _, _ = w.Drain()
+				w.Cancel()
+			}
+			initial, route := state(evs, trace.StageInitialRequest), state(evs, trace.StageRoutePolicies)
+			hs, _ := route["request"].(map[string]any)["headers"].(map[string]any)
+			_, added := hs["x-added"]
+			if added == c.shared {
+				t.Errorf("%s (held %v): route policies snapshot has x-added %v, want %v", c.uri, held, added, !c.shared)
+			}
+			wantInitial, _ := json.Marshal(initial)
+			gotRoute, _ := json.Marshal(route)
+			if same := string(wantInitial) == string(gotRoute); same != c.shared {
+				t.Errorf("%s (held %v): route policies state equal to initial's %v, want %v:\n%s\n%s", c.uri, held, same, c.shared, gotRoute, wantInitial)
+			}
+		}
+	}
+}

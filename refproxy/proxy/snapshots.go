@@ -50,6 +50,37 @@ func (dp *Dataplane) traceRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer,
 }
 
 func renderRequestSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	if prev, st := tr.Memo(); st != nil && sameRequest(tr, prev, c) {
+		// The request did not change since the last snapshot (most route
+		// policies stages): its state is shared, as gateway policies'.
+		return map[string]any{"stage": c.Str, "requestState": st}
+	}
+	st := renderRequestState(tr, c)
+	tr.SetMemo(c, st)
+	return map[string]any{"stage": c.Str, "requestState": st}
+}
+
+// sameRequest reports whether two request snapshot captures hold the same
+// request, client, config table and backend.
+func sameRequest(tr *reftrace.Tracer, a, b reftrace.Capture) bool {
+	if a.Flag != b.Flag || a.Refs[0] != b.Refs[0] || a.Refs[1] != b.Refs[1] || a.Refs[3] != b.Refs[3] {
+		return false // the data plane, the config table, the backend: pointers
+	}
+	// The client's address, compared only as the pointer net gives (an
+	// interface of another type could panic when compared).
+	if pa, ok := a.Refs[2].(*net.TCPAddr); !ok || pa != b.Refs[2] {
+		return false
+	}
+	for i := range a.Spans {
+		if !tr.SameBytes(a.Spans[i], b.Spans[i]) {
+			return false
+		}
+	}
+	return tr.SamePairs(a.Pairs, b.Pairs)
+}
+
+// renderRequestState is a request snapshot's requestState.
+func renderRequestState(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
 	dp := c.Refs[0].(*Dataplane)
 	table, _ := c.Refs[1].(*Table)
 	addr, _ := c.Refs[2].(net.Addr)
@@ -57,7 +88,7 @@ func renderRequestSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]a
 	hs := map[string]any{}
 	tr.EachPair(c.Pairs, func(k, v []byte) { addHeader(hs, k, v) })
 	req := requestInfoOf(tr.String(c.Spans[0]), tr.String(c.Spans[1]), tr.String(c.Spans[2]), tr.String(c.Spans[3]), c.Flag, hs, tr.StartTime())
-	return map[string]any{"stage": c.Str, "requestState": dp.stateOf(req, table, addr, be)}
+	return dp.stateOf(req, table, addr, be)
 }
 
 // renderSameState is a requestSnapshot at stage c.Str whose state is the

@@ -176,6 +176,31 @@ func (t *Tracer) render(typ trace.MessageType, c Capture) map[string]any {
 // rendered (for a Render that shares its content), or nil.
 func (t *Tracer) Previous() map[string]any { return t.prev }
 
+// Memo is what a Render kept with SetMemo for the renders after it in the
+// trace (e.g. the last request snapshot's capture and content, to share
+// with the next snapshot when the request did not change), or zero.
+func (t *Tracer) Memo() (Capture, any) { return t.memoC, t.memoV }
+
+// SetMemo keeps c and v for Memo.
+func (t *Tracer) SetMemo(c Capture, v any) { t.memoC, t.memoV = c, v }
+
+// SameBytes reports whether spans a and b hold the same bytes.
+func (t *Tracer) SameBytes(a, b Span) bool { return string(t.Bytes(a)) == string(t.Bytes(b)) }
+
+// SamePairs reports whether runs a and b hold the same pairs, in order.
+func (t *Tracer) SamePairs(a, b Pairs) bool {
+	if a.n != b.n {
+		return false
+	}
+	ps := t.hb.pairs
+	for i := range a.n {
+		if !t.SameBytes(ps[a.off+i], ps[b.off+i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // finishHeld decides an on-hold trace at requestFinished: each outcome
 // watcher that accepts it gets every event, rendered now; the others give
 // its request back. The buffers go back to the pool.
