@@ -177,7 +177,8 @@ func (w *Watcher) push(e trace.Event) {
 		w.follow.finished++
 		wake = true
 	case e.Type() == trace.RequestFinished:
-		w.final = &e
+		final := e // on the heap in this case only, not for every event
+		w.final = &final
 	case len(w.events) >= w.bufferSize():
 		w.dropped++
 	default:
