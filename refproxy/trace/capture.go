@@ -68,6 +68,9 @@ type holdBuffers struct {
 	events []held
 	arena  []byte
 	pairs  []Span
+	// memoC and memoV are what a Render kept for the next (Memo).
+	memoC Capture
+	memoV any
 }
 
 var holdPool = sync.Pool{New: func() any {
@@ -179,10 +182,16 @@ func (t *Tracer) Previous() map[string]any { return t.prev }
 // Memo is what a Render kept with SetMemo for the renders after it in the
 // trace (e.g. the last request snapshot's capture and content, to share
 // with the next snapshot when the request did not change), or zero.
-func (t *Tracer) Memo() (Capture, any) { return t.memoC, t.memoV }
+func (t *Tracer) Memo() (Capture, any) {
+	hb := t.buffers()
+	return hb.memoC, hb.memoV
+}
 
 // SetMemo keeps c and v for Memo.
-func (t *Tracer) SetMemo(c Capture, v any) { t.memoC, t.memoV = c, v }
+func (t *Tracer) SetMemo(c Capture, v any) {
+	hb := t.buffers()
+	hb.memoC, hb.memoV = c, v
+}
 
 // SameBytes reports whether spans a and b hold the same bytes.
 func (t *Tracer) SameBytes(a, b Span) bool { return string(t.Bytes(a)) == string(t.Bytes(b)) }
@@ -250,6 +259,7 @@ func (t *Tracer) release() {
 	t.hb = nil
 	clear(hb.events) // drop references (errors, routes) held by captures
 	hb.events, hb.arena, hb.pairs = hb.events[:0], hb.arena[:0], hb.pairs[:0]
+	hb.memoC, hb.memoV = Capture{}, nil
 	if cap(hb.arena) <= 64<<10 {
 		holdPool.Put(hb)
 	}

@@ -38,11 +38,8 @@ type Tracer struct {
 	// captures and their arena.
 	hold bool
 	hb   *holdBuffers
-	// prev is the message rendered last (Previous); memoC and memoV what
-	// a Render kept for the next (Memo).
-	prev  map[string]any
-	memoC Capture
-	memoV any
+	// prev is the message rendered last (Previous).
+	prev map[string]any
 }
 
 // marks are the phase boundaries of a followed trace: the first
