@@ -244,20 +244,22 @@ func (w *Watcher) Pending() int {
 }
 
 // takeFollowers appends to out every follow watcher that wants the request
-// and can take more, and assigns it to them; r.mu is held. Followers that reached their bounds
-// leave the registry (their streams end once their traces have).
+// and can take more, and assigns it to them. The registry's lock is held
+// only to read the list of followers, and to prune it when one reached its
+// bounds (its stream ends once its traces have): filters are evaluated,
+// and requests taken, under each watcher's own lock, so that concurrent
+// requests do not queue behind one another's filters.
 func (r *Registry) takeFollowers(out []*Watcher, act func() map[string]any, now time.Time) []*Watcher {
-	kept := r.followers[:0]
-	for _, w := range r.followers {
-		w.mu.Lock()
-		f := w.follow
-		open := !w.closed && f.taken < f.max && now.Before(f.deadline)
-		w.mu.Unlock()
-		if !open {
-			r.following.Add(-1)
+	var listArr [MaxFollowers]*Watcher
+	r.mu.Lock()
+	list := append(listArr[:0], r.followers...)
+	r.mu.Unlock()
+	prune := false
+	for _, w := range list {
+		if !w.open(now) {
+			prune = true
 			continue
 		}
-		kept = append(kept, w)
 		if w.filter != nil {
 			o, _, err := w.filter.Eval(map[string]any{"request": act()})
 			if err != nil || o.Value() != true {
@@ -265,18 +267,49 @@ func (r *Registry) takeFollowers(out []*Watcher, act func() map[string]any, now 
 			}
 		}
 		w.mu.Lock()
-		f.taken++
+		f := w.follow
+		// Another request may have taken its last one meanwhile.
+		took := !w.closed && f.taken < f.max
+		if took {
+			f.taken++
+		}
 		full := f.taken >= f.max
 		w.mu.Unlock()
-		out = append(out, w)
-		if full {
-			kept = kept[:len(kept)-1]
+		if took {
+			out = append(out, w)
+		}
+		prune = prune || full
+	}
+	if prune {
+		r.pruneFollowers(now)
+	}
+	return out
+}
+
+// open reports whether a follow watcher takes more requests at now.
+func (w *Watcher) open(now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.follow
+	return !w.closed && f.taken < f.max && now.Before(f.deadline)
+}
+
+// pruneFollowers takes out of the registry the follow watchers that take
+// no more requests (as they are now: one whose dropped trace gave a
+// request back stays).
+func (r *Registry) pruneFollowers(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.followers[:0]
+	for _, w := range r.followers {
+		if w.open(now) {
+			kept = append(kept, w)
+		} else {
 			r.following.Add(-1)
 		}
 	}
 	clear(r.followers[len(kept):])
 	r.followers = kept
-	return out
 }
 
 // cancelFollower removes a follow watcher whose client went away.

@@ -104,25 +104,11 @@ func (r *Registry) Take(request func() map[string]any) *Tracer {
 		}
 		return act
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var t *Tracer
-	for i, w := range r.queue {
-		if w.filter != nil {
-			out, _, err := w.filter.Eval(map[string]any{"request": view()})
-			if err != nil || out.Value() != true {
-				continue
-			}
-		}
-		r.queue = append(r.queue[:i], r.queue[i+1:]...)
-		r.waiting.Add(-1)
-		w.mu.Lock()
-		w.assigned = true
-		w.mu.Unlock()
-		t = &Tracer{w: w, start: start}
-		break
+	if r.waiting.Load() > 0 {
+		t = r.takeOneShot(view, start)
 	}
-	if len(r.followers) > 0 {
+	if r.following.Load() > 0 {
 		var taken [MaxFollowers]*Watcher
 		if fs := r.takeFollowers(taken[:0], view, start); len(fs) > 0 {
 			if t == nil {
@@ -141,6 +127,28 @@ func (r *Registry) Take(request func() map[string]any) *Tracer {
 		}
 	}
 	return t
+}
+
+// takeOneShot gives the request to the first one-shot watcher in the
+// queue whose filter accepts it, if any.
+func (r *Registry) takeOneShot(view func() map[string]any, start time.Time) *Tracer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, w := range r.queue {
+		if w.filter != nil {
+			out, _, err := w.filter.Eval(map[string]any{"request": view()})
+			if err != nil || out.Value() != true {
+				continue
+			}
+		}
+		r.queue = append(r.queue[:i], r.queue[i+1:]...)
+		r.waiting.Add(-1)
+		w.mu.Lock()
+		w.assigned = true
+		w.mu.Unlock()
+		return &Tracer{w: w, start: start}
+	}
+	return nil
 }
 
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
