@@ -160,8 +160,9 @@ func unreachableBackend(*fasthttp.Request, *fasthttp.Response) error {
 
 // TestDroppedTraceAllocations reports what a request costs that only an
 // outcome filter watches, and that the filter drops (the common case of
-// a watcher waiting for a rare 5xx): the tracer, the request id, the
-// filter's evaluation; no allocation per event.
+// a watcher waiting for a rare 5xx): the tracer, and nothing else (no
+// allocation per event; the request id is made a string only for a kept
+// trace; the filter's answer for a status is remembered).
 func TestDroppedTraceAllocations(t *testing.T) {
 	dp, h := newBenchHandler(t, false)
 	e := newExchange()
@@ -184,6 +185,152 @@ func TestDroppedTraceAllocations(t *testing.T) {
 	}
 }
 
-// maxDroppedAllocs bounds TestDroppedTraceAllocations: fewer than the
-// twelve events of the trace.
-const maxDroppedAllocs = 11
+// maxDroppedAllocs bounds TestDroppedTraceAllocations: the tracer.
+const maxDroppedAllocs = 1
+
+// TestTraceEventsEncodeAsMarshal: every event the proxy traces, of every
+// kind here (a forwarded request, with route reasons, redacted and
+// repeated headers and a percent-encoded path; one a local limit admits
+// and one it refuses, with the policy's reasons; an unreachable backend;
+// another route's exact path), one-shot and held for an outcome filter,
+// streams as the bytes json.Marshal writes for it (AppendEvent).
+func TestTraceEventsEncodeAsMarshal(t *testing.T) {
+	dp, h := newBenchHandlerFor(t, false, captureConfig)
+	for _, rt := range dp.table.Load().binds[0].listeners[0].routes {
+		if strings.HasSuffix(rt.key, "/down") {
+			rt.backends[0].do = unreachableBackend
+		}
+	}
+	all, err := reftrace.CompileOutcome(`response.code >= 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[trace.MessageType]bool{}
+	for _, uri := range []string{"/a%20b/c?x=<1>&y=\"2\"", "/limited", "/limited", "/down", "/other"} {
+		for _, held := range []bool{false, true} {
+			e := newExchange()
+			e.req.SetRequestURI(uri)
+			e.req.Header.Set("Authorization", "Bearer secret")
+			e.req.Header.Add("X-Multi", "one")
+			e.req.Header.Add("X-Multi", "two & <three>")
+			var evs []trace.Event
+			if held {
+				fw, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.serve(h)
+				evs, _, _ = fw.Drain()
+				fw.Cancel()
+			} else {
+				w := dp.reg.Watch(nil)
+				e.serve(h)
+				var final *trace.Event
+				evs, _, final = w.Drain()
+				w.Cancel()
+				evs = append(evs, *final)
+			}
+			for _, ev := range evs {
+				kinds[ev.Type()] = true
+				want, err := json.Marshal(ev)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", uri, ev.Type(), err)
+				}
+				got, ok := reftrace.AppendEvent(nil, ev)
+				if !ok || string(got) != string(want) {
+					t.Errorf("%s (held %v): %s: AppendEvent (ok %v)\n%s\njson.Marshal\n%s", uri, held, ev.Type(), ok, got, want)
+				}
+			}
+		}
+	}
+	if len(kinds) < 9 {
+		t.Errorf("event kinds seen %v; want the whole forwarded trace and policies", kinds)
+	}
+}
+
+// TestAddHeaderLowersAsStrings: a snapshot's header names are what
+// strings.ToLower makes of them, for ASCII names of every case, names
+// longer than the stack buffer, and names with non-ASCII or invalid
+// UTF-8 bytes; repeated names join their values with ",".
+func TestAddHeaderLowersAsStrings(t *testing.T) {
+	names := []string{"Host", "X-REQUEST-ID", "x-mixed-Case_09", strings.Repeat("Ab", 40), "Ünïcode-Name", "bad\xffByte", "", "ÀB"}
+	for _, n := range names {
+		m := map[string]any{}
+		addHeader(m, []byte(n), []byte("one"))
+		addHeader(m, []byte(n), []byte("two"))
+		want := map[string]any{strings.ToLower(n): "one,two"}
+		if len(m) != 1 || m[strings.ToLower(n)] != want[strings.ToLower(n)] {
+			t.Errorf("addHeader(%q) twice = %q, want %q", n, m, want)
+		}
+	}
+}
+
+// TestSnapshotSharedOnlyWhenUnchanged: the route policies snapshot shares
+// the initial snapshot's state when the route's policies changed nothing,
+// and shows its own when a request header modifier changed the request
+// (x-added), held or not.
+func TestSnapshotSharedOnlyWhenUnchanged(t *testing.T) {
+	dp, h := newBenchHandlerFor(t, false, `
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: modified
+      matches: [{path: {exact: /modified}}]
+      policies:
+        requestHeaderModifier: {set: {x-added: "1"}}
+      backends: [{host: "127.0.0.1:1"}]
+    - name: plain
+      matches: [{path: {pathPrefix: /}}]
+      backends: [{host: "127.0.0.1:1"}]
+`)
+	all, err := reftrace.CompileOutcome(`response.code >= 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func(evs []trace.Event, stage string) map[string]any {
+		for _, e := range evs {
+			if e.Type() == trace.RequestSnapshot && e.Stage() == stage {
+				st, _ := e.Message["requestState"].(map[string]any)
+				return st
+			}
+		}
+		t.Fatalf("no %s snapshot in %d events", stage, len(evs))
+		return nil
+	}
+	for _, held := range []bool{false, true} {
+		for _, c := range []struct {
+			uri    string
+			shared bool
+		}{{"/plain", true}, {"/modified", false}} {
+			e := newExchange()
+			e.req.SetRequestURI(c.uri)
+			var evs []trace.Event
+			if held {
+				fw, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.serve(h)
+				evs, _, _ = fw.Drain()
+				fw.Cancel()
+			} else {
+				w := dp.reg.Watch(nil)
+				e.serve(h)
+				evs, _, _ = w.Drain()
+				w.Cancel()
+			}
+			initial, route := state(evs, trace.StageInitialRequest), state(evs, trace.StageRoutePolicies)
+			hs, _ := route["request"].(map[string]any)["headers"].(map[string]any)
+			_, added := hs["x-added"]
+			if added == c.shared {
+				t.Errorf("%s (held %v): route policies snapshot has x-added %v, want %v", c.uri, held, added, !c.shared)
+			}
+			wantInitial, _ := json.Marshal(initial)
+			gotRoute, _ := json.Marshal(route)
+			if same := string(wantInitial) == string(gotRoute); same != c.shared {
+				t.Errorf("%s (held %v): route policies state equal to initial's %v, want %v:\n%s\n%s", c.uri, held, same, c.shared, gotRoute, wantInitial)
+			}
+		}
+	}
+}

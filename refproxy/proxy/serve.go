@@ -302,10 +302,9 @@ func followRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
 		tr.SetRequestID(string(v))
 		return
 	}
-	id := reftrace.NewRequestID()
-	tr.SetRequestID(id)
-	ctx.Request.Header.Set(HeaderRequestID, id)
-	ctx.Response.Header.Set(HeaderRequestID, id)
+	id := tr.NewRequestID()
+	ctx.Request.Header.SetBytesV(HeaderRequestID, id)
+	ctx.Response.Header.SetBytesV(HeaderRequestID, id)
 }
 
 // local answers without calling a backend (404, 429, 503) and traces it

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -49,14 +50,45 @@ func (dp *Dataplane) traceRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer,
 }
 
 func renderRequestSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+	if prev, st := tr.Memo(); st != nil && sameRequest(tr, prev, c) {
+		// The request did not change since the last snapshot (most route
+		// policies stages): its state is shared, as gateway policies'.
+		return map[string]any{"stage": c.Str, "requestState": st}
+	}
+	st := renderRequestState(tr, c)
+	tr.SetMemo(c, st)
+	return map[string]any{"stage": c.Str, "requestState": st}
+}
+
+// sameRequest reports whether two request snapshot captures hold the same
+// request, client, config table and backend.
+func sameRequest(tr *reftrace.Tracer, a, b reftrace.Capture) bool {
+	if a.Flag != b.Flag || a.Refs[0] != b.Refs[0] || a.Refs[1] != b.Refs[1] || a.Refs[3] != b.Refs[3] {
+		return false // the data plane, the config table, the backend: pointers
+	}
+	// The client's address, compared only as the pointer net gives (an
+	// interface of another type could panic when compared).
+	if pa, ok := a.Refs[2].(*net.TCPAddr); !ok || pa != b.Refs[2] {
+		return false
+	}
+	for i := range a.Spans {
+		if !tr.SameBytes(a.Spans[i], b.Spans[i]) {
+			return false
+		}
+	}
+	return tr.SamePairs(a.Pairs, b.Pairs)
+}
+
+// renderRequestState is a request snapshot's requestState.
+func renderRequestState(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
 	dp := c.Refs[0].(*Dataplane)
 	table, _ := c.Refs[1].(*Table)
 	addr, _ := c.Refs[2].(net.Addr)
 	be, _ := c.Refs[3].(*backend)
 	hs := map[string]any{}
 	tr.EachPair(c.Pairs, func(k, v []byte) { addHeader(hs, k, v) })
-	req := requestInfoOf(tr.String(c.Spans[0]), tr.String(c.Spans[1]), tr.String(c.Spans[2]), tr.String(c.Spans[3]), c.Flag, hs, tr.Start())
-	return map[string]any{"stage": c.Str, "requestState": dp.stateOf(req, table, addr, be)}
+	req := requestInfoOf(tr.String(c.Spans[0]), tr.String(c.Spans[1]), tr.String(c.Spans[2]), tr.String(c.Spans[3]), c.Flag, hs, tr.StartTime())
+	return dp.stateOf(req, table, addr, be)
 }
 
 // renderSameState is a requestSnapshot at stage c.Str whose state is the
@@ -101,6 +133,7 @@ func renderResponseSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]
 // (set at the final request).
 func (dp *Dataplane) stateOf(req map[string]any, t *Table, addr net.Addr, be *backend) map[string]any {
 	host, port := hostPort(addr)
+	h, p := any(host), any(port) // boxed once, shown twice
 	if t != nil && t.sensitive != nil {
 		// config.sensitiveHeaders: their values stay out of traces.
 		if hs, ok := req["headers"].(map[string]any); ok {
@@ -113,7 +146,7 @@ func (dp *Dataplane) stateOf(req map[string]any, t *Table, addr net.Addr, be *ba
 	}
 	st := map[string]any{
 		"request": req,
-		"source":  map[string]any{"address": host, "port": port, "rawAddress": host, "rawPort": port},
+		"source":  map[string]any{"address": h, "port": p, "rawAddress": h, "rawPort": p},
 	}
 	if be != nil {
 		st["backend"] = map[string]any{"name": be.name, "type": be.traceType, "protocol": "http"}
@@ -139,11 +172,20 @@ func (dp *Dataplane) responseState(code int, headers map[string]any) map[string]
 func requestInfo(ctx *fasthttp.RequestCtx, start time.Time) map[string]any {
 	req := &ctx.Request
 	return requestInfoOf(string(req.Header.Method()), string(req.Header.RequestURI()), string(req.Header.Host()),
-		string(req.Header.Protocol()), ctx.IsTLS(), headerMap(&req.Header), start)
+		string(req.Header.Protocol()), ctx.IsTLS(), headerMap(&req.Header), startTime(start))
 }
 
-// requestInfoOf is requestInfo from the request's parts.
-func requestInfoOf(method, uri, host, proto string, tls bool, headers map[string]any, start time.Time) map[string]any {
+// startTime is a snapshot's startTime, or "" for none (zero).
+func startTime(start time.Time) string {
+	if start.IsZero() {
+		return ""
+	}
+	return start.UTC().Format(time.RFC3339Nano)
+}
+
+// requestInfoOf is requestInfo from the request's parts; start, when set,
+// is added as startTime.
+func requestInfoOf(method, uri, host, proto string, tls bool, headers map[string]any, start string) map[string]any {
 	scheme := "http"
 	if tls {
 		scheme = "https"
@@ -157,18 +199,12 @@ func requestInfoOf(method, uri, host, proto string, tls bool, headers map[string
 	if query != "" {
 		pq += "?" + query
 	}
-	m := map[string]any{
-		"method":       method,
-		"uri":          scheme + "://" + host + pq,
-		"path":         decoded,
-		"pathAndQuery": pq,
-		"host":         host,
-		"scheme":       scheme,
-		"version":      proto,
-		"headers":      headers,
-	}
-	if !start.IsZero() {
-		m["startTime"] = start.UTC().Format(time.RFC3339Nano)
+	// Sized for every key: a ninth would grow the map.
+	m := make(map[string]any, 9)
+	m["method"], m["uri"], m["path"], m["pathAndQuery"] = method, scheme+"://"+host+pq, decoded, pq
+	m["host"], m["scheme"], m["version"], m["headers"] = host, scheme, proto, headers
+	if start != "" {
+		m["startTime"] = start
 	}
 	return m
 }
@@ -185,12 +221,25 @@ func headerMap(h headers) map[string]any {
 }
 
 func addHeader(m map[string]any, k, v []byte) {
-	key := strings.ToLower(string(k))
-	if prev, ok := m[key]; ok {
-		m[key] = prev.(string) + "," + string(v)
+	// An ASCII name is lower-cased on the stack (one string, not two);
+	// another, as strings.ToLower does it.
+	var lower [64]byte
+	lk := lower[:0]
+	for _, c := range k {
+		if c >= utf8.RuneSelf || len(lk) == len(lower) {
+			lk = []byte(strings.ToLower(string(k)))
+			break
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lk = append(lk, c)
+	}
+	if prev, ok := m[string(lk)]; ok {
+		m[string(lk)] = prev.(string) + "," + string(v)
 		return
 	}
-	m[key] = string(v)
+	m[string(lk)] = string(v)
 }
 
 // hostPort is the client's address as host and port.

@@ -68,6 +68,9 @@ type holdBuffers struct {
 	events []held
 	arena  []byte
 	pairs  []Span
+	// memoC and memoV are what a Render kept for the next (Memo).
+	memoC Capture
+	memoV any
 }
 
 var holdPool = sync.Pool{New: func() any {
@@ -176,6 +179,37 @@ func (t *Tracer) render(typ trace.MessageType, c Capture) map[string]any {
 // rendered (for a Render that shares its content), or nil.
 func (t *Tracer) Previous() map[string]any { return t.prev }
 
+// Memo is what a Render kept with SetMemo for the renders after it in the
+// trace (e.g. the last request snapshot's capture and content, to share
+// with the next snapshot when the request did not change), or zero.
+func (t *Tracer) Memo() (Capture, any) {
+	hb := t.buffers()
+	return hb.memoC, hb.memoV
+}
+
+// SetMemo keeps c and v for Memo.
+func (t *Tracer) SetMemo(c Capture, v any) {
+	hb := t.buffers()
+	hb.memoC, hb.memoV = c, v
+}
+
+// SameBytes reports whether spans a and b hold the same bytes.
+func (t *Tracer) SameBytes(a, b Span) bool { return string(t.Bytes(a)) == string(t.Bytes(b)) }
+
+// SamePairs reports whether runs a and b hold the same pairs, in order.
+func (t *Tracer) SamePairs(a, b Pairs) bool {
+	if a.n != b.n {
+		return false
+	}
+	ps := t.hb.pairs
+	for i := range a.n {
+		if !t.SameBytes(ps[a.off+i], ps[b.off+i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // finishHeld decides an on-hold trace at requestFinished: each outcome
 // watcher that accepts it gets every event, rendered now; the others give
 // its request back. The buffers go back to the pool.
@@ -206,7 +240,7 @@ func (t *Tracer) pushHeld(h *held, ws []*Watcher) {
 	if h.typ == trace.RequestFinished {
 		msg["timings"] = t.timings(h.end)
 	}
-	e := trace.Event{EventEnd: h.end, Severity: h.sev, Message: msg, RequestID: t.id}
+	e := trace.Event{EventEnd: h.end, Severity: h.sev, Message: msg, RequestID: t.RequestID()}
 	if h.timed {
 		s := h.start
 		e.EventStart = &s
@@ -225,6 +259,7 @@ func (t *Tracer) release() {
 	t.hb = nil
 	clear(hb.events) // drop references (errors, routes) held by captures
 	hb.events, hb.arena, hb.pairs = hb.events[:0], hb.arena[:0], hb.pairs[:0]
+	hb.memoC, hb.memoV = Capture{}, nil
 	if cap(hb.arena) <= 64<<10 {
 		holdPool.Put(hb)
 	}

@@ -1,16 +1,19 @@
 package trace
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 )
@@ -55,7 +58,65 @@ func CompileOutcome(expression string) (cel.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	return celexpr.Compile(env, expression, "bool", []*cel.Type{cel.BoolType})
+	prg, err := celexpr.Compile(env, expression, "bool", []*cel.Type{cel.BoolType})
+	if err != nil {
+		return nil, err
+	}
+	parsed, iss := env.Parse(expression)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	o := &outcomeProgram{Program: prg}
+	if !readsIdent(parsed, "latencyMicros") {
+		o.byCode = new([outcomeCodes]atomic.Uint32)
+	}
+	return o, nil
+}
+
+// outcomeProgram is a compiled outcome filter. It is asked once per
+// request an outcome watcher held, so its answer must cost next to
+// nothing: an expression that does not read latencyMicros is a function
+// of the status alone (response holds nothing else), and its result is
+// evaluated once per status, then remembered (byCode: 0 not yet, 1
+// false, 2 true). One that reads latencyMicros is evaluated each time.
+// TestOutcomeMemoMatchesCEL proves the two ways agree.
+type outcomeProgram struct {
+	cel.Program
+	byCode *[outcomeCodes]atomic.Uint32
+}
+
+// outcomeCodes bounds the statuses remembered; others are evaluated.
+const outcomeCodes = 1000
+
+func (o *outcomeProgram) accepts(code, latencyMicros int64) bool {
+	if o.byCode == nil || code < 0 || code >= outcomeCodes {
+		return evalOutcome(o.Program, code, latencyMicros)
+	}
+	slot := &o.byCode[code]
+	switch slot.Load() {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	ok := evalOutcome(o.Program, code, latencyMicros)
+	v := uint32(1)
+	if ok {
+		v = 2
+	}
+	slot.Store(v)
+	return ok
+}
+
+// readsIdent reports whether the parsed expression names the identifier
+// anywhere (a variable can only be read through its name).
+func readsIdent(parsed *cel.Ast, name string) bool {
+	for _, e := range celast.MatchDescendants(celast.NavigateAST(parsed.NativeRep()), celast.KindMatcher(celast.IdentKind)) {
+		if e.AsIdent() == name {
+			return true
+		}
+	}
+	return false
 }
 
 var outcomeEnv = sync.OnceValues(func() (*cel.Env, error) {
@@ -123,6 +184,14 @@ func (f *following) accepts(code int64, latency int64) bool {
 // keeps a trace whose client got status code after latency microseconds.
 // A client checks with it what a proxy that ignores the filter sent.
 func OutcomeAccepts(outcome cel.Program, code, latencyMicros int64) bool {
+	if o, ok := outcome.(*outcomeProgram); ok {
+		return o.accepts(code, latencyMicros)
+	}
+	return evalOutcome(outcome, code, latencyMicros)
+}
+
+// evalOutcome evaluates an outcome filter over its variables.
+func evalOutcome(outcome cel.Program, code, latencyMicros int64) bool {
 	out, _, err := outcome.Eval(map[string]any{"response": map[string]any{"code": code}, "latencyMicros": latencyMicros})
 	return err == nil && out.Value() == true
 }
@@ -174,22 +243,23 @@ func (w *Watcher) Pending() int {
 	return w.follow.taken - w.follow.finished
 }
 
-// takeFollowers assigns the request to every follow watcher that wants it
-// and can take more; r.mu is held. Followers that reached their bounds
-// leave the registry (their streams end once their traces have).
-func (r *Registry) takeFollowers(act func() map[string]any, now time.Time) []*Watcher {
-	var out []*Watcher
-	kept := r.followers[:0]
-	for _, w := range r.followers {
-		w.mu.Lock()
-		f := w.follow
-		open := !w.closed && f.taken < f.max && now.Before(f.deadline)
-		w.mu.Unlock()
-		if !open {
-			r.following.Add(-1)
+// takeFollowers appends to out every follow watcher that wants the request
+// and can take more, and assigns it to them. The registry's lock is held
+// only to read the list of followers, and to prune it when one reached its
+// bounds (its stream ends once its traces have): filters are evaluated,
+// and requests taken, under each watcher's own lock, so that concurrent
+// requests do not queue behind one another's filters.
+func (r *Registry) takeFollowers(out []*Watcher, act func() map[string]any, now time.Time) []*Watcher {
+	var listArr [MaxFollowers]*Watcher
+	r.mu.Lock()
+	list := append(listArr[:0], r.followers...)
+	r.mu.Unlock()
+	prune := false
+	for _, w := range list {
+		if !w.open(now) {
+			prune = true
 			continue
 		}
-		kept = append(kept, w)
 		if w.filter != nil {
 			o, _, err := w.filter.Eval(map[string]any{"request": act()})
 			if err != nil || o.Value() != true {
@@ -197,18 +267,49 @@ func (r *Registry) takeFollowers(act func() map[string]any, now time.Time) []*Wa
 			}
 		}
 		w.mu.Lock()
-		f.taken++
+		f := w.follow
+		// Another request may have taken its last one meanwhile.
+		took := !w.closed && f.taken < f.max
+		if took {
+			f.taken++
+		}
 		full := f.taken >= f.max
 		w.mu.Unlock()
-		out = append(out, w)
-		if full {
-			kept = kept[:len(kept)-1]
+		if took {
+			out = append(out, w)
+		}
+		prune = prune || full
+	}
+	if prune {
+		r.pruneFollowers(now)
+	}
+	return out
+}
+
+// open reports whether a follow watcher takes more requests at now.
+func (w *Watcher) open(now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.follow
+	return !w.closed && f.taken < f.max && now.Before(f.deadline)
+}
+
+// pruneFollowers takes out of the registry the follow watchers that take
+// no more requests (as they are now: one whose dropped trace gave a
+// request back stays).
+func (r *Registry) pruneFollowers(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.followers[:0]
+	for _, w := range r.followers {
+		if w.open(now) {
+			kept = append(kept, w)
+		} else {
 			r.following.Add(-1)
 		}
 	}
 	clear(r.followers[len(kept):])
 	r.followers = kept
-	return out
 }
 
 // cancelFollower removes a follow watcher whose client went away.
@@ -227,7 +328,15 @@ func (r *Registry) cancelFollower(w *Watcher) {
 // NewRequestID is a request id for a followed request the client sent none
 // for: 16 hex digits.
 func NewRequestID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	var b [16]byte
+	return string(appendRequestID(b[:0]))
+}
+
+// appendRequestID appends a new request id to b. The id names a request
+// on a follow stream and in logs, and need not be secret: a fast
+// generator's 64 random bits (the runtime's, seeded per process).
+func appendRequestID(b []byte) []byte {
+	var raw [8]byte
+	binary.BigEndian.PutUint64(raw[:], rand.Uint64())
+	return hex.AppendEncode(b, raw[:])
 }

@@ -2,6 +2,8 @@ package trace
 
 import (
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,5 +122,34 @@ func TestFollowWriterWokenPerTrace(t *testing.T) {
 	}
 	if evs, _, _ := w.Drain(); len(evs) != 4 {
 		t.Errorf("drained %d events, want the trace's 4", len(evs))
+	}
+}
+
+// TestFollowTakesExactlyMaxConcurrently: requests taken by 8 goroutines at
+// once give a follow watcher exactly its max, never more, and a watcher
+// that took its max leaves the registry (the request path's fast check
+// then costs nothing).
+func TestFollowTakesExactlyMaxConcurrently(t *testing.T) {
+	var reg Registry
+	if _, err := reg.Follow(FollowOptions{Max: 50, Duration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var taken atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			for range 40 {
+				if tr := reg.Take(func() map[string]any { return map[string]any{} }); tr.Followed() {
+					taken.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := taken.Load(); n != 50 {
+		t.Errorf("%d requests taken by a follow watcher of max 50", n)
+	}
+	if reg.Waiting() || len(reg.followers) != 0 {
+		t.Errorf("a follow watcher that took its max is still registered (%d, waiting %v)", len(reg.followers), reg.Waiting())
 	}
 }

@@ -6,6 +6,7 @@
 package trace
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,9 +104,36 @@ func (r *Registry) Take(request func() map[string]any) *Tracer {
 		}
 		return act
 	}
+	var t *Tracer
+	if r.waiting.Load() > 0 {
+		t = r.takeOneShot(view, start)
+	}
+	if r.following.Load() > 0 {
+		var taken [MaxFollowers]*Watcher
+		if fs := r.takeFollowers(taken[:0], view, start); len(fs) > 0 {
+			if t == nil {
+				t = &Tracer{start: start}
+			}
+			if len(fs) <= len(t.followArr) {
+				// Most requests: no slice of their own.
+				t.follow = t.followArr[:copy(t.followArr[:], fs)]
+			} else {
+				t.follow = slices.Clone(fs)
+			}
+			t.hold = t.w == nil
+			for _, w := range fs {
+				t.hold = t.hold && w.follow.outcome != nil
+			}
+		}
+	}
+	return t
+}
+
+// takeOneShot gives the request to the first one-shot watcher in the
+// queue whose filter accepts it, if any.
+func (r *Registry) takeOneShot(view func() map[string]any, start time.Time) *Tracer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var t *Tracer
 	for i, w := range r.queue {
 		if w.filter != nil {
 			out, _, err := w.filter.Eval(map[string]any{"request": view()})
@@ -118,22 +146,9 @@ func (r *Registry) Take(request func() map[string]any) *Tracer {
 		w.mu.Lock()
 		w.assigned = true
 		w.mu.Unlock()
-		t = &Tracer{w: w, start: start}
-		break
+		return &Tracer{w: w, start: start}
 	}
-	if len(r.followers) > 0 {
-		if fs := r.takeFollowers(view, start); len(fs) > 0 {
-			if t == nil {
-				t = &Tracer{start: start}
-			}
-			t.follow = fs
-			t.hold = t.w == nil
-			for _, w := range fs {
-				t.hold = t.hold && w.follow.outcome != nil
-			}
-		}
-	}
-	return t
+	return nil
 }
 
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
@@ -170,7 +185,8 @@ func (w *Watcher) push(e trace.Event) {
 		w.follow.finished++
 		wake = true
 	case e.Type() == trace.RequestFinished:
-		w.final = &e
+		final := e // on the heap in this case only, not for every event
+		w.final = &final
 	case len(w.events) >= w.bufferSize():
 		w.dropped++
 	default:

@@ -173,10 +173,15 @@ func flushFollow(buf *bytes.Buffer, w *Watcher, tail string) {
 }
 
 func frame(buf *bytes.Buffer, e trace.Event) {
-	// An Encoder writes straight into buf, where json.Marshal would return
-	// a copy; its output is Marshal's and a newline.
-	at := buf.Len()
 	buf.WriteString("data: ")
+	if b, ok := AppendEvent(buf.AvailableBuffer(), e); ok {
+		buf.Write(b)
+		buf.WriteString("\n\n")
+		return
+	}
+	// What AppendEvent cannot encode, encoding/json tells why. An Encoder
+	// writes straight into buf; its output is Marshal's and a newline.
+	at := buf.Len() - len("data: ")
 	if err := json.NewEncoder(buf).Encode(e); err != nil {
 		// Event fields are built by the proxy from JSON-safe values; a failure
 		// here is a bug, reported in-band rather than killing the stream.

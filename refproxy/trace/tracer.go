@@ -13,9 +13,18 @@ import (
 type Tracer struct {
 	w      *Watcher // the one-shot watcher, or nil
 	follow []*Watcher
-	id     string
-	start  time.Time
-	last   int64
+	// followArr holds follow for most requests (MaxFollowers at most).
+	followArr [MaxFollowers]*Watcher
+	// id is the request's id on follow streams; a generated one is kept
+	// as its digits (genID) until an event needs it as a string, so that
+	// a trace an outcome filter drops never builds it.
+	id    string
+	genID [16]byte
+	gen   bool
+	start time.Time
+	// startTime is start formatted (StartTime).
+	startTime string
+	last      int64
 	// marks are the eventEnd (and backendCallResult's eventStart) of the
 	// phases, for the timings of a followed trace.
 	marks marks
@@ -52,17 +61,38 @@ const (
 // microseconds from it.
 func (t *Tracer) Start() time.Time { return t.start }
 
+// StartTime is Start as request snapshots show it (RFC 3339, UTC, to the
+// nanosecond), formatted once per trace.
+func (t *Tracer) StartTime() string {
+	if t.startTime == "" {
+		t.startTime = t.start.UTC().Format(time.RFC3339Nano)
+	}
+	return t.startTime
+}
+
 // Followed reports whether follow watchers trace the request.
 func (t *Tracer) Followed() bool { return t != nil && len(t.follow) > 0 }
 
 // SetRequestID names the request on follow streams; set it before the
 // first event.
-func (t *Tracer) SetRequestID(id string) { t.id = id }
+func (t *Tracer) SetRequestID(id string) { t.id, t.gen = id, false }
+
+// NewRequestID names the request with a new id (NewRequestID's form) and
+// returns its digits, valid for the request's lifetime, for the headers
+// that carry it; set it before the first event.
+func (t *Tracer) NewRequestID() []byte {
+	appendRequestID(t.genID[:0])
+	t.id, t.gen = "", true
+	return t.genID[:]
+}
 
 // RequestID is the id follow streams see, or "".
 func (t *Tracer) RequestID() string {
 	if t == nil {
 		return ""
+	}
+	if t.gen && t.id == "" {
+		t.id = string(t.genID[:])
 	}
 	return t.id
 }
@@ -128,7 +158,7 @@ func (t *Tracer) emit(sev trace.Severity, typ trace.MessageType, start *time.Tim
 		t.code = fieldsCode(msg)
 	}
 	fe := e
-	fe.RequestID = t.id
+	fe.RequestID = t.RequestID()
 	if typ == trace.RequestFinished && t.w == nil {
 		msg["timings"] = t.timings(end) // nobody else has the message
 	} else if typ == trace.RequestFinished {
