@@ -44,3 +44,20 @@ func BenchmarkReadFollowStream(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 }
+
+// BenchmarkReadFollowStreamRaw reads the same stream as gwdiag trace
+// --follow --raw does: compacted raw JSON and each event's Header only.
+func BenchmarkReadFollowStreamRaw(b *testing.B) {
+	stream, events, _, err := ssetest.FollowStream(10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ReadStream(bytes.NewReader(stream), Handler{Follow: true, HeaderOnly: true, Event: func(Event) {}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -81,18 +82,20 @@ func TestReadStreamBounds(t *testing.T) {
 		{"event too large", "data: {\"message\":{\"type\":\"requestStarted\",\"x\":\"" + strings.Repeat("a", 300) + "\"}}\n\n", false, "trace event exceeds 256 bytes"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := ReadStream(strings.NewReader(tt.stream), Handler{Follow: tt.follow, Limits: sse.Limits{TraceEvents: 3, EventBytes: 256}})
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("got %v, want nil", err)
+		for _, headerOnly := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/headerOnly=%v", tt.name, headerOnly), func(t *testing.T) {
+				err := ReadStream(strings.NewReader(tt.stream), Handler{Follow: tt.follow, HeaderOnly: headerOnly, Limits: sse.Limits{TraceEvents: 3, EventBytes: 256}})
+				if tt.want == "" {
+					if err != nil {
+						t.Fatalf("got %v, want nil", err)
+					}
+					return
 				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !sse.IsLimit(err) || !errors.Is(err, ErrIncomplete) {
-				t.Fatalf("got %v, want a limit error containing %q", err, tt.want)
-			}
-		})
+				if err == nil || !strings.Contains(err.Error(), tt.want) || !sse.IsLimit(err) || !errors.Is(err, ErrIncomplete) {
+					t.Fatalf("got %v, want a limit error containing %q", err, tt.want)
+				}
+			})
+		}
 	}
 }
 

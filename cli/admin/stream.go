@@ -18,10 +18,12 @@ import (
 )
 
 // Event is one trace event as received: Raw holds the exact JSON object of
-// the SSE data frame (compacted), Event its decoded form.
+// the SSE data frame (compacted), Event its decoded form (left zero by a
+// HeaderOnly handler), Header what the follow checks read of it.
 type Event struct {
-	Raw   json.RawMessage
-	Event trace.Event
+	Raw    json.RawMessage
+	Event  trace.Event
+	Header trace.Header
 }
 
 // Handler receives what a trace stream carries, in order. Any field may be nil.
@@ -32,6 +34,11 @@ type Handler struct {
 	Ready func()
 	// Event is called for every data frame.
 	Event func(Event)
+	// HeaderOnly skips decoding each event whole: Event's Event is left
+	// zero, its Raw and Header are set (trace.ParseHeader), with the same
+	// errors for an event that is no trace event. For a reader that passes
+	// events on as received (gwdiag trace --follow --raw).
+	HeaderOnly bool
 	// Dropped is called when the proxy announces `: dropped N events`.
 	Dropped func(n int)
 	// Follow reads a follow stream: past every requestFinished, to the end
@@ -185,7 +192,13 @@ func ReadStream(r io.Reader, h Handler) error {
 		if err != nil {
 			return fmt.Errorf("trace event %d is not JSON: %w", count+1, err)
 		}
-		ev, err := trace.Parse(raw)
+		var ev trace.Event
+		var hd trace.Header
+		if h.HeaderOnly {
+			hd, err = trace.ParseHeader(raw)
+		} else if ev, err = trace.Parse(raw); err == nil {
+			hd = trace.HeaderOf(ev)
+		}
 		if err != nil {
 			// Compact data reaches Parse unchecked: JSON it refuses is
 			// named as json.Compact names it.
@@ -196,9 +209,9 @@ func ReadStream(r io.Reader, h Handler) error {
 		}
 		count++
 		if h.Event != nil {
-			h.Event(Event{Raw: raw, Event: ev})
+			h.Event(Event{Raw: raw, Event: ev, Header: hd})
 		}
-		if ev.Type() == trace.RequestFinished {
+		if hd.Type == trace.RequestFinished {
 			if !h.Follow {
 				return nil
 			}

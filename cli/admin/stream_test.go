@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
 )
 
 const (
@@ -16,16 +20,19 @@ const (
 	evFinished = `{"eventStart":null,"eventEnd":3,"severity":"info","message":{"type":"requestFinished"}}`
 )
 
+// readStreamTest is a stream and what ReadStream must make of it.
+type readStreamTest struct {
+	name       string
+	stream     string
+	wantEvents []string
+	wantReady  bool
+	wantDrop   int
+	wantErr    error // nil, or an error the result must wrap
+	errText    string
+}
+
 func TestReadStream(t *testing.T) {
-	tests := []struct {
-		name       string
-		stream     string
-		wantEvents []string
-		wantReady  bool
-		wantDrop   int
-		wantErr    error // nil, or an error the result must wrap
-		errText    string
-	}{
+	tests := []readStreamTest{
 		{
 			name:       "complete with ready and keepalives",
 			stream:     ": ready\n\ndata: " + evStart + "\n\n: keepalive\n\ndata: " + evRoute + "\n\ndata: " + evFinished + "\n\n",
@@ -85,6 +92,13 @@ func TestReadStream(t *testing.T) {
 			wantReady: true,
 		},
 		{
+			name:      "JSON that is no trace event",
+			stream:    "data: {\"eventEnd\":\"3\",\"message\":{\"type\":\"requestFinished\"}}\n\n",
+			errText:   "trace event 1: json: cannot unmarshal string into Go struct field Event.eventEnd of type int64",
+			wantErr:   nil,
+			wantReady: true,
+		},
+		{
 			name:       "stops at requestFinished even if the stream stays open",
 			stream:     "data: " + evFinished + "\n\ndata: not json at all\n\n",
 			wantEvents: []string{evFinished},
@@ -92,33 +106,56 @@ func TestReadStream(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			ready, dropped := 0, 0
-			err := ReadStream(strings.NewReader(tt.stream), Handler{
-				Ready:   func() { ready++ },
-				Event:   func(e Event) { got = append(got, string(e.Raw)) },
-				Dropped: func(n int) { dropped += n },
+		for _, headerOnly := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/headerOnly=%v", tt.name, headerOnly), func(t *testing.T) {
+				readStreamCase(t, tt, headerOnly)
 			})
-			if tt.errText == "" && err != nil {
-				t.Fatalf("ReadStream error: %v", err)
+		}
+	}
+}
+
+// readStreamCase reads stream as a full or a HeaderOnly handler does: the
+// same events, errors and calls either way, each event's Header what its
+// decoded form gives.
+func readStreamCase(t *testing.T, tt readStreamTest, headerOnly bool) {
+	t.Helper()
+	var got []string
+	ready, dropped := 0, 0
+	err := ReadStream(strings.NewReader(tt.stream), Handler{
+		Ready: func() { ready++ },
+		Event: func(e Event) {
+			got = append(got, string(e.Raw))
+			ev, err := trace.Parse(e.Raw)
+			if err != nil {
+				t.Fatalf("event %s: %v", e.Raw, err)
 			}
-			if tt.errText != "" && (err == nil || !strings.Contains(err.Error(), tt.errText)) {
-				t.Fatalf("ReadStream error = %v, want one containing %q", err, tt.errText)
+			if h := trace.HeaderOf(ev); e.Header != h {
+				t.Errorf("event %s: header %+v, want %+v", e.Raw, e.Header, h)
 			}
-			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-				t.Fatalf("ReadStream error = %v, want it to wrap %v", err, tt.wantErr)
+			if headerOnly != (e.Event.Message == nil) {
+				t.Errorf("event %s: decoded %v with HeaderOnly %v", e.Raw, e.Event.Message != nil, headerOnly)
 			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.wantEvents) {
-				t.Errorf("events:\ngot  %q\nwant %q", got, tt.wantEvents)
-			}
-			if (ready == 1) != tt.wantReady || ready > 1 {
-				t.Errorf("Ready called %d times, want ready=%v (once)", ready, tt.wantReady)
-			}
-			if dropped != tt.wantDrop {
-				t.Errorf("dropped = %d, want %d", dropped, tt.wantDrop)
-			}
-		})
+		},
+		Dropped:    func(n int) { dropped += n },
+		HeaderOnly: headerOnly,
+	})
+	if tt.errText == "" && err != nil {
+		t.Fatalf("ReadStream error: %v", err)
+	}
+	if tt.errText != "" && (err == nil || !strings.Contains(err.Error(), tt.errText)) {
+		t.Fatalf("ReadStream error = %v, want one containing %q", err, tt.errText)
+	}
+	if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+		t.Fatalf("ReadStream error = %v, want it to wrap %v", err, tt.wantErr)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(tt.wantEvents) {
+		t.Errorf("events:\ngot  %q\nwant %q", got, tt.wantEvents)
+	}
+	if (ready == 1) != tt.wantReady || ready > 1 {
+		t.Errorf("Ready called %d times, want ready=%v (once)", ready, tt.wantReady)
+	}
+	if dropped != tt.wantDrop {
+		t.Errorf("dropped = %d, want %d", dropped, tt.wantDrop)
 	}
 }
 
@@ -186,5 +223,31 @@ func TestOpenTraceFallsBackToGET(t *testing.T) {
 	body.Close()
 	if fmt.Sprint(methods) != "[POST GET]" {
 		t.Errorf("methods = %v, want [POST GET]", methods)
+	}
+}
+
+// TestReadFollowStreamHeaderOnly: a recorded follow stream of the
+// reference proxy read HeaderOnly gives every event, as received, with the
+// Header its full decoding gives.
+func TestReadFollowStreamHeaderOnly(t *testing.T) {
+	stream, _, _, err := ssetest.FollowStream(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(headerOnly bool) []Event {
+		var evs []Event
+		if err := ReadStream(bytes.NewReader(stream), Handler{Follow: true, HeaderOnly: headerOnly, Event: func(e Event) { evs = append(evs, e) }}); err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	full, headers := read(false), read(true)
+	if len(full) != len(headers) || len(full) == 0 {
+		t.Fatalf("%d events read whole, %d HeaderOnly", len(full), len(headers))
+	}
+	for i := range full {
+		if !bytes.Equal(full[i].Raw, headers[i].Raw) || full[i].Header != headers[i].Header {
+			t.Fatalf("event %d: HeaderOnly %s %+v, whole %s %+v", i+1, headers[i].Raw, headers[i].Header, full[i].Raw, full[i].Header)
+		}
 	}
 }

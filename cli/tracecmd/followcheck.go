@@ -9,7 +9,6 @@ import (
 	"cel.dev/cel-go/cel"
 
 	"github.com/gwdiag/gwdiag/cli/admin"
-	"github.com/gwdiag/gwdiag/cli/eventview"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
@@ -72,11 +71,11 @@ func newFollowCheck(s session, emit func(admin.Event), stop func()) *followCheck
 // passes; a proxy that applies the filter holds them the same way, so
 // nothing comes later than it would.
 func (c *followCheck) event(ev admin.Event) {
-	id := ev.Event.RequestID
+	id := ev.Header.RequestID
 	if id == "" {
 		c.unfollowed = true
 	}
-	finished := ev.Event.Type() == trace.RequestFinished
+	finished := ev.Header.Type == trace.RequestFinished
 	if finished && id == "" {
 		defer c.stop()
 	}
@@ -116,21 +115,22 @@ func (c *followCheck) event(ev admin.Event) {
 
 // outcomeOf is what an outcome filter looks at: the status the client got
 // (the last response snapshot's, else requestFinished's or the backend's)
-// and the request's latency (requestFinished's time).
+// and the request's latency (requestFinished's time). It reads only the
+// events' Headers: gwdiag trace --follow --raw decodes nothing else.
 func outcomeOf(events []admin.Event) (code, latencyMicros int64) {
 	for _, e := range events {
-		ev := e.Event
-		switch ev.Type() {
+		h := e.Header
+		switch h.Type {
 		case trace.ResponseSnapshot:
-			if c, ok := eventview.ResponseCode(ev); ok {
-				code = int64(c)
+			if h.HasResponseCode {
+				code = int64(int(h.ResponseCode))
 			}
 		case trace.BackendCallResult, trace.RequestFinished:
-			if st, ok := ev.Message["status"].(float64); ok && (code == 0 || ev.Type() == trace.RequestFinished) {
-				code = int64(st)
+			if h.HasStatus && (code == 0 || h.Type == trace.RequestFinished) {
+				code = int64(h.Status)
 			}
-			if ev.Type() == trace.RequestFinished {
-				latencyMicros = ev.EventEnd
+			if h.Type == trace.RequestFinished {
+				latencyMicros = h.EventEnd
 			}
 		}
 	}

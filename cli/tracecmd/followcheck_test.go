@@ -21,7 +21,7 @@ func followEvent(t *testing.T, id, typ string, status int) admin.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return admin.Event{Raw: []byte(raw), Event: ev}
+	return admin.Event{Raw: []byte(raw), Event: ev, Header: trace.HeaderOf(ev)}
 }
 
 // TestFollowCheckBounds: what the follow check holds of a hostile proxy's

@@ -346,6 +346,9 @@ type session struct {
 	dropped func(n int)
 	// idle is told when the stream has nothing more to deliver at once.
 	idle func()
+	// headerOnly leaves events undecoded but for their Headers (what the
+	// follow checks read): the raw output passes them on as received.
+	headerOnly bool
 	// follow asks for a follow stream, bounded by max and duration (0:
 	// the proxy's defaults).
 	follow   bool
@@ -403,11 +406,12 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 	done := make(chan error, 1)
 	go func() {
 		done <- admin.ReadStream(body, admin.Handler{
-			Ready:  func() { close(ready) },
-			Event:  onEvent,
-			Follow: s.follow,
-			Limits: s.client.Limits,
-			Idle:   s.idle,
+			Ready:      func() { close(ready) },
+			Event:      onEvent,
+			Follow:     s.follow,
+			HeaderOnly: s.headerOnly,
+			Limits:     s.client.Limits,
+			Idle:       s.idle,
 			Comment: func(text string) {
 				if s.stderr != nil {
 					fmt.Fprintf(s.stderr, "warning: the proxy says: %s\n", text)
@@ -517,6 +521,7 @@ func (s session) runRaw(ctx context.Context, stdout io.Writer) error {
 		}
 	}
 	s.idle = flush
+	s.headerOnly = true
 	if dropped := s.dropped; dropped != nil {
 		s.dropped = func(n int) {
 			flush()

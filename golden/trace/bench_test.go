@@ -44,3 +44,23 @@ func BenchmarkParse(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(events)), "ns/event")
 }
+
+// BenchmarkParseHeader reads what a raw follow reader needs of the same
+// events (trace.ParseHeader).
+func BenchmarkParseHeader(b *testing.B) {
+	events := followEvents(b)
+	size := 0
+	for _, e := range events {
+		size += len(e)
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, e := range events {
+			if _, err := trace.ParseHeader(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(events)), "ns/event")
+}

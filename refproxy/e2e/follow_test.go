@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
@@ -198,10 +200,13 @@ func TestFollowBounds(t *testing.T) {
 // duration ends it); with a follow stream whose outcome filter
 // (`response.code >= 500`) keeps none of them (a watcher waiting for a rare
 // 5xx); and with a follow stream (max 500) tracing every one of them, read
-// by a client as fast as it comes. It reports the requests per second of
-// each, each watched case's ratio to the unwatched rounds (x-), and the
-// process's CPU per request (cpu-us/req-), the steadier figure on a busy
-// machine: client, proxy, backend and reader share it.
+// as fast as it comes by gwdiag's own reader (following: what `gwdiag
+// trace --follow --raw` runs, its output discarded) and by a reader that
+// decodes every event whole (following-decoded: sse.ReadTrace, as the
+// viewer and the suite read). It reports the requests per second of each,
+// each watched case's ratio to the unwatched rounds (x-), and the process's
+// CPU per request (cpu-us/req-), the steadier figure on a busy machine:
+// client, proxy, backend and reader share it.
 func BenchmarkFollowWatcherCost(b *testing.B) {
 	e := start(b, echoRoute)
 	const round, parallel = 500, 8
@@ -225,11 +230,11 @@ func BenchmarkFollowWatcherCost(b *testing.B) {
 		wg.Wait()
 		return time.Since(t0)
 	}
-	// watched sends a round with a follow stream of query open, read by a
-	// client as it comes; it returns the round's time and the requests the
-	// stream traced. A stream that traces the whole round (all) ends on
-	// its own at max; the others are ended once the round is sent.
-	watched := func(query string, all bool) (time.Duration, int) {
+	// watched sends a round with a follow stream of query open, read by
+	// read as it comes; it returns the round's time and the requests the
+	// reader saw traced. A stream that traces the whole round (all) ends
+	// on its own at max; the others are ended once the round is sent.
+	watched := func(query string, all bool, read followReader) (time.Duration, int) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.proxy.AdminAddr()+"/debug/trace?follow=true&max=500&duration=10m&"+query, nil)
@@ -238,28 +243,27 @@ func BenchmarkFollowWatcherCost(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer resp.Body.Close()
-		r := sse.NewReader(resp.Body)
-		if _, err := r.Next(); err != nil { // ": ready"
-			b.Fatal(err)
-		}
-		read := make(chan int, 1)
+		ready := make(chan struct{})
+		var once sync.Once
+		markReady := func() { once.Do(func() { close(ready) }) }
+		traced := make(chan int, 1)
 		go func() {
-			tr, _ := sse.ReadTrace(r)
-			ids, _ := trace.ByRequest(tr.Events)
-			read <- len(ids)
+			n := read(resp.Body, markReady)
+			markReady()
+			traced <- n
 		}()
+		<-ready
 		d := send()
-		if all {
-			return d, <-read
+		if !all {
+			cancel() // a filtered stream takes nothing and would run to its duration
 		}
-		cancel() // a filtered stream takes nothing and would run to its duration
-		return d, <-read
+		return d, <-traced
 	}
 	send() // warm the connections
 	// Per case: wall time of the rounds, and the process's CPU time (client,
 	// proxy, backend and stream reader) until the round's stream was read.
-	const none, celFiltered, outcomeDropped, following = 0, 1, 2, 3
-	var wall, cpu [4]time.Duration
+	const none, celFiltered, outcomeDropped, following, followingDecoded = 0, 1, 2, 3, 4
+	var wall, cpu [5]time.Duration
 	run := func(c int, f func() (time.Duration, int)) int {
 		c0 := cpuTime()
 		d, n := f()
@@ -270,27 +274,72 @@ func BenchmarkFollowWatcherCost(b *testing.B) {
 	for range b.N {
 		run(none, func() (time.Duration, int) { return send(), 0 })
 		if n := run(celFiltered, func() (time.Duration, int) {
-			return watched("expression="+url.QueryEscape(`request.path == "/never"`), false)
+			return watched("expression="+url.QueryEscape(`request.path == "/never"`), false, gwdiagReader)
 		}); n != 0 {
 			b.Errorf("filtered stream traced %d requests, want 0", n)
 		}
 		if n := run(outcomeDropped, func() (time.Duration, int) {
-			return watched("outcome="+url.QueryEscape(`response.code >= 500`), false)
+			return watched("outcome="+url.QueryEscape(`response.code >= 500`), false, gwdiagReader)
 		}); n != 0 {
 			b.Errorf("outcome-filtered stream traced %d requests, want 0", n)
 		}
-		if n := run(following, func() (time.Duration, int) { return watched("", true) }); n != round {
-			b.Errorf("follow stream traced %d requests, want %d", n, round)
+		if n := run(following, func() (time.Duration, int) { return watched("", true, gwdiagReader) }); n != round {
+			b.Errorf("follow stream read by gwdiag's reader traced %d requests, want %d", n, round)
+		}
+		if n := run(followingDecoded, func() (time.Duration, int) { return watched("", true, decodingReader) }); n != round {
+			b.Errorf("follow stream read decoded traced %d requests, want %d", n, round)
 		}
 	}
 	requests := float64(round * b.N)
-	for c, name := range []string{"without", "filtered-out", "outcome-dropped", "following"} {
+	for c, name := range []string{"without", "filtered-out", "outcome-dropped", "following", "following-decoded"} {
 		b.ReportMetric(requests/wall[c].Seconds(), "req/s-"+name)
 		b.ReportMetric(float64(cpu[c].Microseconds())/requests, "cpu-us/req-"+name)
 		if c != none {
 			b.ReportMetric(wall[none].Seconds()/wall[c].Seconds(), "x-"+name)
 		}
 	}
+}
+
+// followReader reads a follow stream to its end, calling ready once the
+// proxy has registered the watcher, and returns the requests it saw
+// finish.
+type followReader func(body io.Reader, ready func()) int
+
+// gwdiagReader reads a follow stream as `gwdiag trace --follow --raw`
+// does (admin.ReadStream, HeaderOnly, each event written as a JSON line
+// through a 64 KiB buffer, flushed when the stream idles), into io.Discard.
+// It counts the requestFinished events it passed on.
+func gwdiagReader(body io.Reader, ready func()) int {
+	out := bufio.NewWriterSize(io.Discard, 64<<10)
+	finished := 0
+	admin.ReadStream(body, admin.Handler{
+		Ready:      ready,
+		Follow:     true,
+		HeaderOnly: true,
+		Idle:       func() { out.Flush() },
+		Event: func(ev admin.Event) {
+			out.Write(ev.Raw)
+			out.Write([]byte("\n"))
+			if ev.Header.Type == trace.RequestFinished {
+				finished++
+			}
+		},
+	})
+	out.Flush()
+	return finished
+}
+
+// decodingReader reads a follow stream decoding every event whole
+// (sse.ReadTrace) and counts the requests it holds (trace.ByRequest).
+func decodingReader(body io.Reader, ready func()) int {
+	r := sse.NewReader(body)
+	if _, err := r.Next(); err != nil { // ": ready"
+		return 0
+	}
+	ready()
+	tr, _ := sse.ReadTrace(r)
+	ids, _ := trace.ByRequest(tr.Events)
+	return len(ids)
 }
 
 // TestFollowOutcomeFilter: an outcome filter keeps only the traces whose

@@ -1,0 +1,307 @@
+package trace
+
+import "strconv"
+
+// Header is what a follow reader that passes events on as received reads
+// of each one (gwdiag trace --follow --raw and its checks): whose request
+// it is, its type, and what an outcome filter looks at. ParseHeader gets
+// it without building the message's map.
+type Header struct {
+	Type      MessageType
+	RequestID string
+	EventEnd  int64
+	// Status is message.status when it is a number (HasStatus): the
+	// backend's or the request's status.
+	Status    float64
+	HasStatus bool
+	// ResponseCode is message.requestState.response.code when it is a
+	// number (HasResponseCode): a response snapshot's status.
+	ResponseCode    float64
+	HasResponseCode bool
+}
+
+// HeaderOf is e's Header.
+func HeaderOf(e Event) Header {
+	h := Header{Type: e.Type(), RequestID: e.RequestID, EventEnd: e.EventEnd}
+	h.Status, h.HasStatus = e.Message["status"].(float64)
+	if st, ok := e.Message["requestState"].(map[string]any); ok {
+		if resp, ok := st["response"].(map[string]any); ok {
+			h.ResponseCode, h.HasResponseCode = resp["code"].(float64)
+		}
+	}
+	return h
+}
+
+// ParseHeader is HeaderOf(Parse(b)), errors included, through a scan that
+// validates the whole event as Parse's fast path does but builds only the
+// Header; what that path leaves to encoding/json goes to Parse.
+// TestParseHeader and FuzzParseHeader hold the two to the same result.
+func ParseHeader(b []byte) (Header, error) {
+	if h, ok := parseHeaderFast(string(b)); ok {
+		return h, nil
+	}
+	e, err := Parse(b)
+	if err != nil {
+		return Header{}, err
+	}
+	return HeaderOf(e), nil
+}
+
+// parseHeaderFast is parseFast's walk of the top-level object with the
+// message scanned for the Header's fields instead of decoded.
+func parseHeaderFast(s string) (Header, bool) {
+	d := decoder{s: s}
+	var h Header
+	d.ws()
+	if !d.byte('{') {
+		return h, false
+	}
+	var seen [6]bool
+	d.ws()
+	if d.byte('}') {
+		return h, d.end()
+	}
+	for {
+		d.ws()
+		key, ok := d.plainKey()
+		if !ok {
+			return h, false
+		}
+		d.ws()
+		if !d.byte(':') {
+			return h, false
+		}
+		d.ws()
+		field := fieldIndex(key)
+		if field >= 0 {
+			if seen[field] {
+				return h, false
+			}
+			seen[field] = true
+		}
+		switch field {
+		case 0: // eventStart
+			if d.null() {
+				break
+			}
+			if _, ok := d.int64(); !ok {
+				return h, false
+			}
+		case 1: // eventEnd
+			if d.null() {
+				break
+			}
+			n, ok := d.int64()
+			if !ok {
+				return h, false
+			}
+			h.EventEnd = n
+		case 2: // severity
+			if d.null() {
+				break
+			}
+			if _, _, ok := d.token(); !ok {
+				return h, false
+			}
+		case 3: // scope
+			if d.null() {
+				break
+			}
+			if !d.skipStrings() {
+				return h, false
+			}
+		case 4: // message
+			if d.null() {
+				break
+			}
+			if !d.messageHeader(&h) {
+				return h, false
+			}
+		case 5: // requestId
+			if d.null() {
+				break
+			}
+			v, ok := d.str()
+			if !ok {
+				return h, false
+			}
+			h.RequestID = v
+		case -2:
+			return h, false
+		default:
+			if !d.scan(1) {
+				return h, false
+			}
+		}
+		d.ws()
+		if d.byte(',') {
+			continue
+		}
+		if d.byte('}') {
+			return h, d.end()
+		}
+		return h, false
+	}
+}
+
+// messageHeader scans the message object (depth 1) for type, status and
+// requestState.response.code; a name given twice counts by its last
+// value, as in the map encoding/json builds.
+func (d *decoder) messageHeader(h *Header) bool {
+	return d.members(1, func(k string) bool {
+		switch k {
+		case "type":
+			h.Type = ""
+			if d.peek() == '"' {
+				v, ok := d.str()
+				h.Type = MessageType(v)
+				return ok
+			}
+		case "status":
+			h.Status, h.HasStatus = 0, false
+			if f, ok, isNum := d.float(); isNum {
+				h.Status, h.HasStatus = f, ok
+				return ok
+			}
+		case "requestState":
+			h.ResponseCode, h.HasResponseCode = 0, false
+			if d.peek() == '{' {
+				return d.members(2, func(k string) bool {
+					if k != "response" {
+						return d.scan(3)
+					}
+					h.ResponseCode, h.HasResponseCode = 0, false
+					if d.peek() != '{' {
+						return d.scan(3)
+					}
+					return d.members(3, func(k string) bool {
+						if k != "code" {
+							return d.scan(4)
+						}
+						h.ResponseCode, h.HasResponseCode = 0, false
+						if f, ok, isNum := d.float(); isNum {
+							h.ResponseCode, h.HasResponseCode = f, ok
+							return ok
+						}
+						return d.scan(4)
+					})
+				})
+			}
+		}
+		return d.scan(2)
+	})
+}
+
+// members scans a JSON object at depth as object does, calling member
+// with the reader on each name's value; member must pass over the value
+// (its members at depth+1).
+func (d *decoder) members(depth int, member func(name string) bool) bool {
+	if depth > maxFastDepth || !d.byte('{') {
+		return false
+	}
+	d.ws()
+	if d.byte('}') {
+		return true
+	}
+	for {
+		d.ws()
+		k, ok := d.str()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if !d.byte(':') {
+			return false
+		}
+		d.ws()
+		if !member(k) {
+			return false
+		}
+		d.ws()
+		if d.byte(',') {
+			continue
+		}
+		return d.byte('}')
+	}
+}
+
+// float reads a number as value does (ok false for one out of float64's
+// range); isNum is false, and nothing read, when the value is no number.
+func (d *decoder) float() (f float64, ok, isNum bool) {
+	if c := d.peek(); c != '-' && (c < '0' || c > '9') {
+		return 0, false, false
+	}
+	lit, ok := d.number()
+	if !ok {
+		return 0, false, true
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	return f, err == nil, true
+}
+
+// scan passes over a value exactly where value would decode it (the same
+// syntax, depth bound and number range), building nothing.
+func (d *decoder) scan(depth int) bool {
+	if depth > maxFastDepth {
+		return false
+	}
+	switch c := d.peek(); {
+	case c == '{':
+		return d.members(depth, func(string) bool { return d.scan(depth + 1) })
+	case c == '[':
+		d.i++
+		d.ws()
+		if d.byte(']') {
+			return true
+		}
+		for {
+			d.ws()
+			if !d.scan(depth + 1) {
+				return false
+			}
+			d.ws()
+			if d.byte(',') {
+				continue
+			}
+			return d.byte(']')
+		}
+	case c == '"':
+		_, _, ok := d.token()
+		return ok
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.null()
+	default:
+		lit, ok := d.number()
+		if !ok {
+			return false
+		}
+		_, err := strconv.ParseFloat(lit, 64)
+		return err == nil
+	}
+}
+
+// skipStrings passes over an array of strings as strings reads it.
+func (d *decoder) skipStrings() bool {
+	if !d.byte('[') {
+		return false
+	}
+	d.ws()
+	if d.byte(']') {
+		return true
+	}
+	for {
+		d.ws()
+		if _, _, ok := d.token(); !ok {
+			return false
+		}
+		d.ws()
+		if d.byte(',') {
+			continue
+		}
+		return d.byte(']')
+	}
+}
