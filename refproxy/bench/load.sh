@@ -25,6 +25,7 @@
 #   make bench-load                     # or: ./refproxy/bench/load.sh
 #   ROUNDS=3 DURATION=10s CONNS=64 THREADS=2 ./refproxy/bench/load.sh
 #   make bench-load WATCHERS=1          # CONNS=16 DURATION=8s unless set
+#   PROFILE=/tmp/prof ./refproxy/bench/load.sh   # then one profiled refproxy run
 set -euo pipefail
 
 WATCHERS=${WATCHERS:-0}
@@ -169,6 +170,17 @@ if [ "$WATCHERS" = 0 ]; then
 		"$(echo "$total_n / $ROUNDS" | bc -l)" "$(echo "$total_r / $ROUNDS" | bc -l)" "$(echo "$total_r / $total_n" | bc -l)"
 	echo "nginx worker VmRSS/VmHWM $(mem "$NGINX_WORKER") MiB (master $(mem "$NGINX_PID")); refproxy $(mem "$REFPROXY_PID") MiB"
 	echo "load after: $(uptime | sed 's/.*load/load/')"
+	if [ -n "${PROFILE:-}" ]; then
+		# One more refproxy run, profiled by its admin server: CPU over the
+		# run, then the heap; the binary beside them for go tool pprof.
+		mkdir -p "$PROFILE"; cp "$WORK/refproxy" "$PROFILE/refproxy"
+		secs=$(( ${DURATION%s} > 3 ? ${DURATION%s} - 2 : 1 ))
+		curl -sf -o "$PROFILE/cpu.out" "http://127.0.0.1:$ADMIN/debug/pprof/profile?seconds=$secs" & CURL=$!
+		run_wrk "$REFPROXY"; wait "$CURL"
+		curl -sf -o "$PROFILE/heap.out" "http://127.0.0.1:$ADMIN/debug/pprof/heap"
+		curl -sf -o "$PROFILE/memory.json" "http://127.0.0.1:$ADMIN/memory"
+		echo "profiled run: refproxy $RPS req/s; go tool pprof -top $PROFILE/refproxy $PROFILE/cpu.out (heap.out, memory.json)"
+	fi
 	exit 0
 fi
 
