@@ -211,8 +211,9 @@ start_watcher() {
 					2>>"$WORK/stderr" | awk '/requestFinished/ {t++} END {print NR, t + 0}' >>"$WORK/events" || true
 				n=$((n + 1))
 			done
-			echo "$n" >"$WORK/streams"
-			cpu_ticks "$BASHPID" >"$WORK/reader_ticks"
+			echo "$n" >"$WORK/streams" # before reader_ticks, which the caller waits for
+			cpu_ticks "$BASHPID" >"$WORK/reader_ticks.new"
+			mv "$WORK/reader_ticks.new" "$WORK/reader_ticks"
 			# Stay until stopped, so that the caller can read the ticks.
 			exec sleep 3600
 		) 2>/dev/null & WPID=$! ;;
