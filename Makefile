@@ -65,8 +65,11 @@ conformance: build ratelimit-bin redis-server $(if $(filter container,$(TARGET))
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+# refproxy against nginx; WATCHERS=1: refproxy with and without gwdiag follow
+# watchers (refproxy/bench/load.sh says what else may be set).
+WATCHERS ?= 0
 bench-load:
-	./refproxy/bench/load.sh
+	WATCHERS=$(WATCHERS) ./refproxy/bench/load.sh
 
 FUZZTIME ?= 30s
 fuzz:

@@ -1,17 +1,43 @@
 #!/usr/bin/env bash
-# Load benchmark: wrk against refproxy and against nginx (1 worker, upstream
-# keep-alive), both in front of the same backend (a second nginx answering a
-# fixed 200), interleaved so that machine noise hits both alike. Prints the
-# requests/s of each run and the ratio refproxy/nginx (target >= 0.75 at 64
-# connections).
+# Load benchmark with wrk. Two modes, each interleaved over ROUNDS rounds so that
+# machine noise hits every case alike; both put the proxy in front of the same
+# backend (a second nginx answering a fixed 200).
+#
+# Default: refproxy against nginx (1 worker, upstream keep-alive). Prints, per
+# run, requests/s, the proxy's CPU per request (utime+stime from
+# /proc/<pid>/stat over the wrk run; nginx: its worker) and its memory after the
+# run (VmRSS, VmHWM from /proc/<pid>/status), and the ratio refproxy/nginx
+# (target >= 0.75 at 64 connections). wrk, backend and proxy share the machine,
+# so CPU per request compares the two proxies at their own throughputs.
+#
+# WATCHERS=1: refproxy alone, with and without a `gwdiag trace --local --follow`
+# process attached (the reader on the same machine, as a user runs it):
+#   none     no watcher
+#   cel      --expression matching no request
+#   status   --status 5xx (an outcome filter; every response is a 200)
+#   all      every request, --raw > /dev/null. The proxy ends a follow stream
+#            after 1000 traces (its ceiling), so gwdiag is restarted back to
+#            back for the whole run; requests between two streams go untraced
+#            (the events received say how many were traced).
+# Prints requests/s, the ratio to no watcher of the same round, the proxy's
+# CPU per request and the reader's (all gwdiag processes of the run).
 #
 #   make bench-load                     # or: ./refproxy/bench/load.sh
 #   ROUNDS=3 DURATION=10s CONNS=64 THREADS=2 ./refproxy/bench/load.sh
+#   make bench-load WATCHERS=1          # CONNS=16 DURATION=8s unless set
+#   PROFILE=/tmp/prof ./refproxy/bench/load.sh   # then one profiled refproxy run
 set -euo pipefail
 
+WATCHERS=${WATCHERS:-0}
+[ "$WATCHERS" = 0 ] || WATCHERS=1
 ROUNDS=${ROUNDS:-3}
-DURATION=${DURATION:-10s}
-CONNS=${CONNS:-64}
+if [ "$WATCHERS" = 1 ]; then
+	DURATION=${DURATION:-8s}
+	CONNS=${CONNS:-16}
+else
+	DURATION=${DURATION:-10s}
+	CONNS=${CONNS:-64}
+fi
 THREADS=${THREADS:-2}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d)
@@ -81,23 +107,192 @@ binds:
 YAML
 
 (cd "$ROOT" && go build -o "$WORK/refproxy" ./refproxy/cmd/refproxy)
+[ "$WATCHERS" = 0 ] || (cd "$ROOT" && go build -o "$WORK/gwdiag" ./cli/cmd/gwdiag)
 /usr/sbin/nginx -c "$WORK/backend/nginx.conf" -e "$WORK/backend/error.log" & PIDS+=($!)
-/usr/sbin/nginx -c "$WORK/proxy/nginx.conf" -e "$WORK/proxy/error.log" & PIDS+=($!)
-"$WORK/refproxy" -f "$WORK/refproxy.yaml" --bind-host 127.0.0.1 --log-level warn & PIDS+=($!)
-wait_port "$BACKEND"; wait_port "$NGINX"; wait_port "$REFPROXY"
+if [ "$WATCHERS" = 0 ]; then
+	/usr/sbin/nginx -c "$WORK/proxy/nginx.conf" -e "$WORK/proxy/error.log" & NGINX_PID=$!; PIDS+=($NGINX_PID)
+fi
+"$WORK/refproxy" -f "$WORK/refproxy.yaml" --bind-host 127.0.0.1 --log-level warn & REFPROXY_PID=$!; PIDS+=($REFPROXY_PID)
+wait_port "$BACKEND"; wait_port "$REFPROXY"; wait_port "$ADMIN"
+if [ "$WATCHERS" = 0 ]; then
+	wait_port "$NGINX"
+	# The worker does the proxying; the master only waits.
+	NGINX_WORKER=""
+	for _ in $(seq 100); do
+		NGINX_WORKER=$(awk '{print $1}' "/proc/$NGINX_PID/task/$NGINX_PID/children")
+		[ -z "$NGINX_WORKER" ] || break
+		sleep 0.05
+	done
+	[ -n "$NGINX_WORKER" ] || { echo "nginx proxy $NGINX_PID has no worker" >&2; exit 1; }
+fi
 
-rps() { # $1 port -> requests/s
-	wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$1/" | awk '/^Requests\/sec:/ {print $2}'
+TICK=$(getconf CLK_TCK)
+cpu_ticks() { # $1 pid -> utime+stime (+ waited-for children's) in clock ticks
+	awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$1/stat"
 }
-# Warm both (connection pools, page cache, CPU frequency) before measuring.
-DURATION=2s rps "$NGINX" >/dev/null; DURATION=2s rps "$REFPROXY" >/dev/null
+mem() { # $1 pid -> "RSS/HWM MiB"
+	awk '/^VmRSS:/ {r=$2} /^VmHWM:/ {h=$2} END {printf "%5.1f/%5.1f", r/1024, h/1024}' "/proc/$1/status"
+}
+us_per() { # $1 ticks, $2 requests -> microseconds per request
+	echo "$1 * 1000000 / $TICK / $2" | bc -l
+}
 
-echo "wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS interleaved rounds; backend nginx :$BACKEND"
-total_n=0; total_r=0
+# wrk against port $1; sets RPS and REQS (requests completed).
+run_wrk() {
+	wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$1/" >"$WORK/wrk.out"
+	RPS=$(awk '/^Requests\/sec:/ {print $2}' "$WORK/wrk.out")
+	REQS=$(awk '/ requests in / {print $1}' "$WORK/wrk.out")
+	if grep -q 'Non-2xx' "$WORK/wrk.out"; then
+		echo "wrk saw non-2xx responses:" >&2; cat "$WORK/wrk.out" >&2; exit 1
+	fi
+}
+# run_wrk against port $1 while measuring pid $2; sets CPU_US (per request).
+measured() {
+	local t0 t1
+	t0=$(cpu_ticks "$2"); run_wrk "$1"; t1=$(cpu_ticks "$2")
+	CPU_US=$(us_per "$((t1 - t0))" "$REQS")
+}
+
+if [ "$WATCHERS" = 0 ]; then
+	# Warm both (connection pools, page cache, CPU frequency) before measuring.
+	DURATION=2s run_wrk "$NGINX"; DURATION=2s run_wrk "$REFPROXY"
+	echo "wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS interleaved rounds; backend nginx :$BACKEND; load: $(uptime | sed 's/.*load/load/')"
+	echo "CPU: proxy process's utime+stime per request over the run; memory: VmRSS/VmHWM MiB after it"
+	total_n=0; total_r=0
+	for i in $(seq "$ROUNDS"); do
+		measured "$NGINX" "$NGINX_WORKER"; n=$RPS; nc=$CPU_US; nm=$(mem "$NGINX_WORKER")
+		measured "$REFPROXY" "$REFPROXY_PID"; r=$RPS; rc=$CPU_US; rm=$(mem "$REFPROXY_PID")
+		printf 'round %d: nginx %7.0f req/s %5.1f us/req %s MiB   refproxy %7.0f req/s %5.1f us/req %s MiB   ratio %.2f, CPU %.2fx\n' \
+			"$i" "$n" "$nc" "$nm" "$r" "$rc" "$rm" "$(echo "$r / $n" | bc -l)" "$(echo "$rc / $nc" | bc -l)"
+		total_n=$(echo "$total_n + $n" | bc -l); total_r=$(echo "$total_r + $r" | bc -l)
+	done
+	printf 'mean:    nginx %7.0f req/s   refproxy %7.0f req/s   ratio %.2f (target >= 0.75)\n' \
+		"$(echo "$total_n / $ROUNDS" | bc -l)" "$(echo "$total_r / $ROUNDS" | bc -l)" "$(echo "$total_r / $total_n" | bc -l)"
+	echo "nginx worker VmRSS/VmHWM $(mem "$NGINX_WORKER") MiB (master $(mem "$NGINX_PID")); refproxy $(mem "$REFPROXY_PID") MiB"
+	echo "load after: $(uptime | sed 's/.*load/load/')"
+	if [ -n "${PROFILE:-}" ]; then
+		# One more refproxy run, profiled by its admin server: CPU over the
+		# run, then the heap; the binary beside them for go tool pprof.
+		mkdir -p "$PROFILE"; cp "$WORK/refproxy" "$PROFILE/refproxy"
+		secs=$(( ${DURATION%s} > 3 ? ${DURATION%s} - 2 : 1 ))
+		curl -sf -o "$PROFILE/cpu.out" "http://127.0.0.1:$ADMIN/debug/pprof/profile?seconds=$secs" & CURL=$!
+		run_wrk "$REFPROXY"; wait "$CURL"
+		curl -sf -o "$PROFILE/heap.out" "http://127.0.0.1:$ADMIN/debug/pprof/heap"
+		curl -sf -o "$PROFILE/memory.json" "http://127.0.0.1:$ADMIN/memory"
+		echo "profiled run: refproxy $RPS req/s; go tool pprof -top $PROFILE/refproxy $PROFILE/cpu.out (heap.out, memory.json)"
+	fi
+	exit 0
+fi
+
+# --- WATCHERS=1 ---
+ADMIN_URL="http://127.0.0.1:$ADMIN"
+# A filtered watcher outlives the wrk run by this much, then is stopped.
+SECS=${DURATION%s}
+WATCH_FOR=$((SECS + 30))s
+
+# start_watcher CASE: starts the reader(s) for CASE in the background; sets WPID.
+start_watcher() {
+	: >"$WORK/events"; : >"$WORK/stderr"
+	case $1 in
+	cel)
+		"$WORK/gwdiag" trace --local --admin-url "$ADMIN_URL" --follow --raw --max-requests 1000 --duration "$WATCH_FOR" \
+			--expression 'request.path.startsWith("/nothing-goes-here")' >"$WORK/events" 2>"$WORK/stderr" & WPID=$! ;;
+	status)
+		"$WORK/gwdiag" trace --local --admin-url "$ADMIN_URL" --follow --raw --max-requests 1000 --duration "$WATCH_FOR" \
+			--status 5xx >"$WORK/events" 2>"$WORK/stderr" & WPID=$! ;;
+	all)
+		# Back to back until told to stop; this shell's waited-for children's
+		# CPU (cutime+cstime) is every reader's.
+		rm -f "$WORK/stop"
+		(
+			n=0
+			while [ ! -e "$WORK/stop" ]; do
+				"$WORK/gwdiag" trace --local --admin-url "$ADMIN_URL" --follow --raw --max-requests 1000 --duration "$WATCH_FOR" \
+					2>>"$WORK/stderr" | awk '/requestFinished/ {t++} END {print NR, t + 0}' >>"$WORK/events" || true
+				n=$((n + 1))
+			done
+			echo "$n" >"$WORK/streams" # before reader_ticks, which the caller waits for
+			cpu_ticks "$BASHPID" >"$WORK/reader_ticks.new"
+			mv "$WORK/reader_ticks.new" "$WORK/reader_ticks"
+			# Stay until stopped, so that the caller can read the ticks.
+			exec sleep 3600
+		) 2>/dev/null & WPID=$! ;;
+	esac
+	# The watcher is attached once a goroutine of the proxy serves its stream
+	# (registered before it is served).
+	for _ in $(seq 200); do
+		curl -sf "$ADMIN_URL/debug/tasks" 2>/dev/null | grep -q 'refproxy/trace.serve' && return 0
+		sleep 0.05
+	done
+	echo "the $1 watcher never attached; its stderr:" >&2; cat "$WORK/stderr" >&2; exit 1
+}
+# stop_watcher CASE: stops the reader(s) started for CASE; sets READER_TICKS.
+stop_watcher() {
+	local c
+	if [ "$1" = all ]; then
+		touch "$WORK/stop"
+		# End the stream being read; the loop then sees the stop file.
+		for _ in $(seq 200); do
+			[ -e "$WORK/reader_ticks" ] && break
+			for c in $(cat "/proc/$WPID/task/$WPID/children" 2>/dev/null); do
+				[ "$(cat "/proc/$c/comm" 2>/dev/null)" = gwdiag ] && kill "$c" 2>/dev/null || true
+			done
+			sleep 0.05
+		done
+		READER_TICKS=$(cat "$WORK/reader_ticks")
+		rm -f "$WORK/reader_ticks"
+	else
+		READER_TICKS=$(cpu_ticks "$WPID")
+	fi
+	kill "$WPID" 2>/dev/null || true
+	wait "$WPID" 2>/dev/null || true
+}
+
+CASES=(none cel status all)
+declare -A SUM_RPS SUM_RATIO SUM_CPU SUM_READER
+for c in "${CASES[@]}"; do SUM_RPS[$c]=0; SUM_RATIO[$c]=0; SUM_CPU[$c]=0; SUM_READER[$c]=0; done
+
+DURATION=2s run_wrk "$REFPROXY" # warm
+echo "wrk -t$THREADS -c$CONNS -d$DURATION against refproxy, $ROUNDS interleaved rounds of: ${CASES[*]}; load: $(uptime | sed 's/.*load/load/')"
+echo "CPU per request: refproxy's utime+stime over the wrk run / requests; reader: every gwdiag process of the case"
 for i in $(seq "$ROUNDS"); do
-	n=$(rps "$NGINX"); r=$(rps "$REFPROXY")
-	printf 'round %d: nginx %10.0f req/s   refproxy %10.0f req/s   ratio %.2f\n' "$i" "$n" "$r" "$(echo "$r / $n" | bc -l)"
-	total_n=$(echo "$total_n + $n" | bc -l); total_r=$(echo "$total_r + $r" | bc -l)
+	for c in "${CASES[@]}"; do
+		if [ "$c" = none ]; then
+			measured "$REFPROXY" "$REFPROXY_PID"; rt=0
+		else
+			start_watcher "$c"
+			t0=$(cpu_ticks "$REFPROXY_PID")
+			run_wrk "$REFPROXY"
+			t1=$(cpu_ticks "$REFPROXY_PID")
+			stop_watcher "$c"; rt=$READER_TICKS
+			CPU_US=$(us_per "$((t1 - t0))" "$REQS")
+		fi
+		[ "$c" = none ] && { base=$RPS; base_cpu=$CPU_US; }
+		ratio=$(echo "$RPS / $base" | bc -l)
+		reader=$(us_per "$rt" "$REQS")
+		extra=""
+		if [ "$c" != none ]; then
+			drops=$(grep -c 'dropped' "$WORK/stderr" || true)
+			if [ "$c" = all ]; then
+				read -r events traced < <(awk '{e += $1; t += $2} END {print e + 0, t + 0}' "$WORK/events")
+				extra=$(printf '  %d streams, %d events, %d requests traced (%.0f%%)' "$(cat "$WORK/streams")" "$events" "$traced" \
+					"$(echo "100 * $traced / $REQS" | bc -l)")
+				[ "$traced" -gt 0 ] && extra+=$(printf '; per traced request: refproxy +%.1f us, reader %.1f us' \
+					"$(echo "($CPU_US - $base_cpu) * $REQS / $traced" | bc -l)" "$(us_per "$rt" "$traced")")
+			else
+				extra="  events $(wc -l <"$WORK/events")"
+			fi
+			[ "$drops" = 0 ] || extra+=" drops announced: $(grep 'dropped' "$WORK/stderr" | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s}') events in $drops warnings"
+		fi
+		printf 'round %d %-6s %7.0f req/s  %.2fx  refproxy %5.1f us/req  reader %5.1f us/req%s\n' \
+			"$i" "$c" "$RPS" "$ratio" "$CPU_US" "$reader" "$extra"
+		SUM_RPS[$c]=$(echo "${SUM_RPS[$c]} + $RPS" | bc -l); SUM_RATIO[$c]=$(echo "${SUM_RATIO[$c]} + $ratio" | bc -l)
+		SUM_CPU[$c]=$(echo "${SUM_CPU[$c]} + $CPU_US" | bc -l); SUM_READER[$c]=$(echo "${SUM_READER[$c]} + $reader" | bc -l)
+	done
 done
-printf 'mean:    nginx %10.0f req/s   refproxy %10.0f req/s   ratio %.2f (target >= 0.75)\n' \
-	"$(echo "$total_n / $ROUNDS" | bc -l)" "$(echo "$total_r / $ROUNDS" | bc -l)" "$(echo "$total_r / $total_n" | bc -l)"
+for c in "${CASES[@]}"; do
+	printf 'mean   %-6s %7.0f req/s  %.2fx  refproxy %5.1f us/req  reader %5.1f us/req\n' "$c" \
+		"$(echo "${SUM_RPS[$c]} / $ROUNDS" | bc -l)" "$(echo "${SUM_RATIO[$c]} / $ROUNDS" | bc -l)" \
+		"$(echo "${SUM_CPU[$c]} / $ROUNDS" | bc -l)" "$(echo "${SUM_READER[$c]} / $ROUNDS" | bc -l)"
+done
+echo "refproxy VmRSS/VmHWM $(mem "$REFPROXY_PID") MiB; load after: $(uptime | sed 's/.*load/load/')"

@@ -47,6 +47,13 @@ func newBenchHandler(tb testing.TB, tracingOff bool) (*Dataplane, fasthttp.Reque
 
 func newBenchHandlerFor(tb testing.TB, tracingOff bool, cfgYAML string) (*Dataplane, fasthttp.RequestHandler) {
 	tb.Helper()
+	return newBenchHandlerWith(tb, tracingOff, cfgYAML, true)
+}
+
+// newBenchHandlerWith is newBenchHandlerFor whose backends are stubs only
+// when stub is set.
+func newBenchHandlerWith(tb testing.TB, tracingOff bool, cfgYAML string, stub bool) (*Dataplane, fasthttp.RequestHandler) {
+	tb.Helper()
 	cfg, err := config.Parse("bench.yaml", []byte(cfgYAML))
 	if err != nil {
 		tb.Fatal(err)
@@ -58,6 +65,9 @@ func newBenchHandlerFor(tb testing.TB, tracingOff bool, cfgYAML string) (*Datapl
 	}
 	tb.Cleanup(func() { dp.Shutdown(tb.Context()) })
 	for _, l := range dp.table.Load().binds[0].listeners {
+		if !stub {
+			break
+		}
 		for _, rt := range l.routes {
 			for _, be := range rt.backends {
 				be.do = new(stubBackend).do
@@ -70,10 +80,11 @@ func newBenchHandlerFor(tb testing.TB, tracingOff bool, cfgYAML string) (*Datapl
 // exchange is one request served in process: the handler runs and the
 // response, body stream included, is written to nowhere.
 type exchange struct {
-	ctx  fasthttp.RequestCtx
-	req  fasthttp.Request
-	out  *bufio.Writer
-	body []byte
+	ctx    fasthttp.RequestCtx
+	req    fasthttp.Request
+	out    *bufio.Writer
+	body   []byte
+	status int // of the last response
 }
 
 func newExchange() *exchange {
@@ -90,6 +101,7 @@ func (e *exchange) serve(h fasthttp.RequestHandler) {
 	e.req.CopyTo(&e.ctx.Request)
 	e.ctx.Response.Reset()
 	h(&e.ctx)
+	e.status = e.ctx.Response.StatusCode()
 	if err := e.ctx.Response.Write(e.out); err != nil {
 		panic(err)
 	}
