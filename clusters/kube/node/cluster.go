@@ -88,6 +88,9 @@ type Cluster struct {
 	// Waited is how long StartCluster waited for another local node to
 	// stop; Took is how long the start took after that, to a Ready node.
 	Waited, Took time.Duration
+	// Phases are the parts of Took, in the order they ended: where the
+	// start's time goes (the progress view and docs/ci.md quote them).
+	Phases []Phase
 
 	// loop is the loopback address the control plane listens on: one of
 	// the run's own in 127.0.0.0/8, so a port picked free for it cannot be
@@ -96,10 +99,32 @@ type Cluster struct {
 	// already in use" on a busy machine.
 	loop string
 
+	// mark is when the last phase ended (phase).
+	mark time.Time
+
 	rec        *record
 	containerd *Containerd
 	procs      []*proc
 	unlock     func()
+}
+
+// A Phase is one part of a start and how long it took (from the end of
+// the phase before; parts that run at the same time say so in their name).
+type Phase struct {
+	Name string
+	Took time.Duration
+}
+
+// String is "name 1.2s".
+func (p Phase) String() string {
+	return fmt.Sprintf("%s %s", p.Name, p.Took.Round(10*time.Millisecond))
+}
+
+// phase records the end of a part of the start.
+func (c *Cluster) phase(name string) {
+	now := time.Now()
+	c.Phases = append(c.Phases, Phase{Name: name, Took: now.Sub(c.mark)})
+	c.mark = now
 }
 
 // StartCluster starts a node and waits until it is Ready, with the
@@ -110,6 +135,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
 	}
+	called := time.Now()
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 3 * time.Minute
 	}
@@ -156,8 +182,9 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	if len(id) > 8 {
 		id = id[:8] // an interface name has at most 15 bytes
 	}
-	c = &Cluster{State: state, HostAddr: hostIP.String(), loop: controlPlaneLoopback(), unlock: unlock,
-		rec: &record{file: filepath.Join(state, recordFile), Bridge: "gwdn" + id, CgroupRoot: filepath.Base(state)}}
+	c = &Cluster{State: state, HostAddr: hostIP.String(), loop: controlPlaneLoopback(), unlock: unlock, mark: locked,
+		Phases: []Phase{{Name: "binaries, packages", Took: began.Sub(called)}, {Name: "wait for another node", Took: locked.Sub(began)}},
+		rec:    &record{file: filepath.Join(state, recordFile), Bridge: "gwdn" + id, CgroupRoot: filepath.Base(state)}}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -170,9 +197,11 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 		return c, err
 	}
 	ones, _ := subnet.Mask.Size()
+	c.phase("sweep")
 	if err := c.network(pkgs, fmt.Sprintf("%s/%d", hostIP, ones), subnet.String()); err != nil {
 		return c, fmt.Errorf("local node: network: %w", err)
 	}
+	c.phase("network")
 	if err := c.startContainerd(ctx, o, pkgs); err != nil {
 		return c, err
 	}
@@ -305,11 +334,13 @@ func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Pa
 	if err != nil {
 		return err
 	}
+	c.phase("build pause")
 	imgs := append([]images.Image{{Ref: PauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}}, o.Images...)
 	tarball := filepath.Join(c.State, "images.tar")
 	if err := images.WriteTarball(tarball, imgs...); err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
+	c.phase("pack images")
 	log, err := c.logFile("containerd", o.Output)
 	if err != nil {
 		return err
@@ -321,9 +352,11 @@ func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Pa
 	if err := c.rec.addProc("containerd", c.containerd.Pid()); err != nil {
 		return err
 	}
+	c.phase("containerd")
 	if err := c.containerd.Import(ctx, tarball); err != nil {
 		return fmt.Errorf("local node: import images: %w", err)
 	}
+	c.phase("import images")
 	return os.Remove(tarball)
 }
 
@@ -370,6 +403,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 	if err != nil {
 		return err
 	}
+	c.phase("pki")
 	etcdURL := fmt.Sprintf("http://%s:%d", c.loop, ports[0])
 	peerURL := fmt.Sprintf("http://%s:%d", c.loop, ports[1])
 	if err := c.start(ctx, o, "etcd", bins.Etcd(), "--data-dir", filepath.Join(c.State, "etcd"),
@@ -401,9 +435,11 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 	if err := c.waitAPIServer(ctx); err != nil {
 		return err
 	}
+	c.phase("etcd, kube-apiserver ready")
 	if err := kube.InstallCRDs(c.Config); err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
+	c.phase("CRDs")
 	kcm, err := p.kubeconfig("controller-manager", server)
 	if err != nil {
 		return err
@@ -521,6 +557,7 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 		return err
 	}
 	last := "node not registered"
+	ready := false
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if err := c.exited("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"); err != nil {
 			return false, err
@@ -537,6 +574,10 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 				}
 			}
 		}
+		if !ready {
+			ready = true
+			c.phase("kubelet, node Ready")
+		}
 		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
 			last = "node Ready; waiting for the default ServiceAccount"
 			return false, nil
@@ -546,6 +587,7 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("local node: not Ready (last: %s): %w\nkubelet log:\n%s", last, err, c.Logs("kubelet"))
 	}
+	c.phase("default ServiceAccount")
 	return nil
 }
 

@@ -332,9 +332,11 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 		return nil, err
 	}
 	c.node, c.leftBehind = n, n.LeftBehind
+	began := time.Now()
 	if err := kube.InstallCRDs(n.Config); err != nil {
 		return nil, err
 	}
+	crdsTook := time.Since(began)
 	run := c.opts.RunController
 	if run == nil {
 		run = controller.Run
@@ -345,6 +347,8 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 		return nil, fmt.Errorf("reference controller: %w", err)
 	}
 	c.stopCtrl = stop
+	fmt.Fprintf(out, "cluster target: CRDs %s, reference controller synced %s\n",
+		crdsTook.Round(10*time.Millisecond), (time.Since(began) - crdsTook).Round(10*time.Millisecond))
 	return n.Config, nil
 }
 
