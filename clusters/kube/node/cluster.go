@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -99,8 +100,10 @@ type Cluster struct {
 	// already in use" on a busy machine.
 	loop string
 
-	// mark is when the last phase ended (phase).
+	// mark is when the last phase of the main line ended (phase); mu
+	// guards Phases, which containerd's start adds to at the same time.
 	mark time.Time
+	mu   sync.Mutex
 
 	rec        *record
 	containerd *Containerd
@@ -120,11 +123,18 @@ func (p Phase) String() string {
 	return fmt.Sprintf("%s %s", p.Name, p.Took.Round(10*time.Millisecond))
 }
 
-// phase records the end of a part of the start.
-func (c *Cluster) phase(name string) {
+// phase records the end of a part of the start on its main line (the
+// control plane, then the kubelet).
+func (c *Cluster) phase(name string) { c.mark = c.addPhase(name, c.mark) }
+
+// addPhase records a part of the start that began at since and ends now,
+// and returns now.
+func (c *Cluster) addPhase(name string, since time.Time) time.Time {
 	now := time.Now()
-	c.Phases = append(c.Phases, Phase{Name: name, Took: now.Sub(c.mark)})
-	c.mark = now
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Phases = append(c.Phases, Phase{Name: name, Took: now.Sub(since)})
+	return now
 }
 
 // StartCluster starts a node and waits until it is Ready, with the
@@ -202,15 +212,41 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 		return c, fmt.Errorf("local node: network: %w", err)
 	}
 	c.phase("network")
-	if err := c.startContainerd(ctx, o, pkgs); err != nil {
+	// containerd (with the images imported) and the control plane need
+	// nothing of each other; the kubelet needs both. Started one after
+	// the other, the images' packing and import waited for nothing.
+	// The CRDs' install, once the API server answers, overlaps the start
+	// of the rest (kube-controller-manager's, whose default ServiceAccount
+	// the node waits for, takes longest).
+	sideCtx, cancelSide := context.WithCancel(ctx)
+	defer cancelSide()
+	ctrd, crds := make(chan error, 1), make(chan error, 1)
+	go func() { ctrd <- c.startContainerd(sideCtx, o, pkgs) }()
+	cpErr := c.startControlPlane(ctx, bins, o)
+	if cpErr != nil {
+		cancelSide()
+		crds <- nil
+	} else {
+		go func() {
+			mark := time.Now()
+			err := kube.InstallCRDs(c.Config)
+			c.addPhase("in parallel: CRDs", mark)
+			if err != nil {
+				err = fmt.Errorf("local node: %w", err)
+			}
+			crds <- err
+		}()
+	}
+	if err := errors.Join(cpErr, <-ctrd); err != nil {
+		cancelSide()
+		return c, errors.Join(err, <-crds)
+	}
+	c.phase("wait for containerd")
+	err = c.startKubelet(ctx, bins, o)
+	if err := errors.Join(err, <-crds); err != nil {
 		return c, err
 	}
-	if err := c.startControlPlane(ctx, bins, o); err != nil {
-		return c, err
-	}
-	if err := c.startKubelet(ctx, bins, o); err != nil {
-		return c, err
-	}
+	c.phase("wait for the CRDs")
 	c.Waited, c.Took = locked.Sub(began), time.Since(locked)
 	return c, nil
 }
@@ -238,6 +274,7 @@ func (c *Cluster) Stop() error {
 	}
 	errs = append(errs, c.rec.release())
 	errs = append(errs, os.RemoveAll(c.State))
+
 	c.unlock()
 	c.unlock = nil
 	return errors.Join(errs...)
@@ -330,17 +367,19 @@ func (c *Cluster) allowForwarding() error {
 // startContainerd starts containerd and imports the pause image and the
 // images of the options.
 func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Packages) error {
+	mark := time.Now()
+	phase := func(name string) { mark = c.addPhase("in parallel: "+name, mark) }
 	pause, err := buildPause(ctx, c.State)
 	if err != nil {
 		return err
 	}
-	c.phase("build pause")
+	phase("build pause")
 	imgs := append([]images.Image{{Ref: PauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}}, o.Images...)
 	tarball := filepath.Join(c.State, "images.tar")
 	if err := images.WriteTarball(tarball, imgs...); err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
-	c.phase("pack images")
+	phase("pack images")
 	log, err := c.logFile("containerd", o.Output)
 	if err != nil {
 		return err
@@ -352,11 +391,11 @@ func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Pa
 	if err := c.rec.addProc("containerd", c.containerd.Pid()); err != nil {
 		return err
 	}
-	c.phase("containerd")
+	phase("containerd")
 	if err := c.containerd.Import(ctx, tarball); err != nil {
 		return fmt.Errorf("local node: import images: %w", err)
 	}
-	c.phase("import images")
+	phase("import images")
 	return os.Remove(tarball)
 }
 
@@ -432,14 +471,15 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.KubeconfigPath); err != nil {
 		return err
 	}
+	// A cluster of one run's own: like envtest's, its clients need not
+	// throttle themselves (client-go's default, 5 requests a second with
+	// bursts of 10, made the CRD install and the reference controller's
+	// reconciles wait on the client, not on the API server).
+	c.Config.QPS, c.Config.Burst = 1000, 2000
 	if err := c.waitAPIServer(ctx); err != nil {
 		return err
 	}
 	c.phase("etcd, kube-apiserver ready")
-	if err := kube.InstallCRDs(c.Config); err != nil {
-		return fmt.Errorf("local node: %w", err)
-	}
-	c.phase("CRDs")
 	kcm, err := p.kubeconfig("controller-manager", server)
 	if err != nil {
 		return err
