@@ -34,7 +34,7 @@ func startNodeCluster(ctx context.Context, imgs []images.Image, out io.Writer) (
 		fmt.Fprintf(out, "cluster target: local node stopped in %s\n", time.Since(began).Round(10*time.Millisecond))
 		return err
 	}
-	return &Node{Config: c.Config, HostAddr: c.HostAddr, Stop: stop, LeftBehind: c.LeftBehind}, nil
+	return &Node{Config: c.Config, HostAddr: c.HostAddr, Stop: stop, LeftBehind: c.LeftBehind, CRDsInstalled: true}, nil
 }
 
 // joinPhases is "a 1.2s, b 0.3s".
