@@ -570,7 +570,7 @@ failSwapOn: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
-syncFrequency: 2s
+syncFrequency: 1s
 fileCheckFrequency: 2s
 nodeStatusUpdateFrequency: 2s
 serializeImagePulls: false
