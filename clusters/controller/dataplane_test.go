@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 )
@@ -97,6 +98,38 @@ func TestDataPlaneDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.await(gw, gatewayConds(gw), accepted, want{"Programmed", "True", "Programmed", "Deployment dp/gw-refproxy has 1 of 1 replicas ready"})
+
+	// Each change reaches the config of the Gateway it concerns without a
+	// route changing: the policy's limit, a policy on the Gateway itself,
+	// a second endpoint and its removal.
+	pol := &v1alpha1.GatewayPolicy{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "limit"}, pol); err != nil {
+		t.Fatal(err)
+	}
+	pol.Spec.Traffic.RateLimit.Local[0].Burst = ptr.To[int64](5)
+	if err := c.Update(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	awaitConfig(t, c, name, func(cfg *config.Config) bool {
+		return len(cfg.Policies) == 1 && len(cfg.Policies[0].Policy.LocalRateLimit) == 1 && cfg.Policies[0].Policy.LocalRateLimit[0].MaxTokens == 8
+	})
+	f.create(policy("gw-limit", "Gateway", "gw"))
+	awaitConfig(t, c, name, func(cfg *config.Config) bool { return len(cfg.Policies) == 2 })
+	f.create(&discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "httpbin-2", Labels: map[string]string{discoveryv1.LabelServiceName: "httpbin"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.8"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+	})
+	awaitConfig(t, c, name, func(cfg *config.Config) bool {
+		return len(cfg.Binds[0].Listeners[0].Routes[0].Backends) == 2
+	})
+	if err := c.Delete(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "httpbin-2", Namespace: f.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	awaitConfig(t, c, name, func(cfg *config.Config) bool {
+		return len(cfg.Binds[0].Listeners[0].Routes[0].Backends) == 1
+	})
 
 	// The endpoint goes away: the backend stays, by its Service name.
 	if err := c.Delete(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "httpbin-1", Namespace: f.ns}}); err != nil {

@@ -64,28 +64,80 @@ func (r *gatewayReconciler) setup(mgr ctrl.Manager) error {
 		Watches(&gwv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
 		Watches(&gwv1.HTTPRoute{}, handler.EnqueueRequestsFromMapFunc(r.parentsOfRoute))
 	if r.dataPlane != nil {
-		// The data plane's config depends on every route, policy and
-		// backend endpoint; test-sized clusters afford re-translating
-		// each Gateway when any of them changes.
-		all := handler.EnqueueRequestsFromMapFunc(r.allGateways)
+		// The data plane's config depends on the Gateway's routes (the
+		// route watch above maps a route to the Gateways it names, before
+		// and after a change), the policies that target it or its routes,
+		// and the endpoints of its routes' backends. Only the Gateways a
+		// change concerns are translated again: re-translating every
+		// Gateway on any change kept the reconciler busy with the other
+		// scenarios' Gateways while this one waited.
 		b = b.Owns(&appsv1.Deployment{}).Owns(&corev1.ConfigMap{}).Owns(&corev1.Service{}).
-			Watches(&gwv1.HTTPRoute{}, all).
-			Watches(&v1alpha1.GatewayPolicy{}, all).
-			Watches(&discoveryv1.EndpointSlice{}, all)
+			Watches(&v1alpha1.GatewayPolicy{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfPolicy)).
+			Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfEndpoints))
 	}
 	return b.Complete(r)
 }
 
-func (r *gatewayReconciler) allGateways(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list gwv1.GatewayList
-	if err := r.client.List(ctx, &list); err != nil {
+// gatewaysOfPolicy maps a policy to the Gateways it targets, directly or
+// through the routes it targets (read from the cache: a route created
+// later brings its Gateways in through the route watch).
+func (r *gatewayReconciler) gatewaysOfPolicy(ctx context.Context, o client.Object) []reconcile.Request {
+	pol, ok := o.(*v1alpha1.GatewayPolicy)
+	if !ok {
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, gw := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
+	var reqs []reconcile.Request
+	for _, t := range pol.Spec.TargetRefs {
+		key := types.NamespacedName{Namespace: pol.Namespace, Name: string(t.Name)}
+		switch t.Kind {
+		case "Gateway":
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		case "HTTPRoute":
+			route := &gwv1.HTTPRoute{}
+			if err := r.client.Get(ctx, key, route); err == nil {
+				reqs = append(reqs, r.parentsOfRoute(ctx, route)...)
+			}
+		}
 	}
 	return reqs
+}
+
+// gatewaysOfEndpoints maps an EndpointSlice to the Gateways of the routes
+// whose backendRefs name its Service.
+func (r *gatewayReconciler) gatewaysOfEndpoints(ctx context.Context, o client.Object) []reconcile.Request {
+	svc := o.GetLabels()[discoveryv1.LabelServiceName]
+	if svc == "" {
+		return nil
+	}
+	var routes gwv1.HTTPRouteList
+	if err := r.client.List(ctx, &routes); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range routes.Items {
+		route := &routes.Items[i]
+		if routeNamesService(route, o.GetNamespace(), svc) {
+			reqs = append(reqs, r.parentsOfRoute(ctx, route)...)
+		}
+	}
+	return reqs
+}
+
+// routeNamesService tells whether a backendRef of route names Service
+// ns/name.
+func routeNamesService(route *gwv1.HTTPRoute, ns, name string) bool {
+	for _, rule := range route.Spec.Rules {
+		for _, br := range rule.BackendRefs {
+			brNS := route.Namespace
+			if br.Namespace != nil {
+				brNS = string(*br.Namespace)
+			}
+			if brNS == ns && string(br.Name) == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // parentsOfRoute maps a route to the Gateways it names, whose listeners

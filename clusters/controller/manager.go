@@ -89,6 +89,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) (stop func(), err err
 	if err != nil {
 		return nil, err
 	}
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		// client-go's default (5 requests a second, bursts of 10) throttles
+		// the reconcilers, which read live and write several objects per
+		// Gateway: a scenario's status and data plane waited on the client.
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = 200, 400
+	}
 	log := o.Logger
 	if log.GetSink() == nil {
 		log = DiscardLogger()

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -88,6 +89,9 @@ type Cluster struct {
 	// Waited is how long StartCluster waited for another local node to
 	// stop; Took is how long the start took after that, to a Ready node.
 	Waited, Took time.Duration
+	// Phases are the parts of Took, in the order they ended: where the
+	// start's time goes (the progress view and docs/ci.md quote them).
+	Phases []Phase
 
 	// loop is the loopback address the control plane listens on: one of
 	// the run's own in 127.0.0.0/8, so a port picked free for it cannot be
@@ -96,10 +100,41 @@ type Cluster struct {
 	// already in use" on a busy machine.
 	loop string
 
+	// mark is when the last phase of the main line ended (phase); mu
+	// guards Phases, which containerd's start adds to at the same time.
+	mark time.Time
+	mu   sync.Mutex
+
 	rec        *record
 	containerd *Containerd
 	procs      []*proc
 	unlock     func()
+}
+
+// A Phase is one part of a start and how long it took (from the end of
+// the phase before; parts that run at the same time say so in their name).
+type Phase struct {
+	Name string
+	Took time.Duration
+}
+
+// String is "name 1.2s".
+func (p Phase) String() string {
+	return fmt.Sprintf("%s %s", p.Name, p.Took.Round(10*time.Millisecond))
+}
+
+// phase records the end of a part of the start on its main line (the
+// control plane, then the kubelet).
+func (c *Cluster) phase(name string) { c.mark = c.addPhase(name, c.mark) }
+
+// addPhase records a part of the start that began at since and ends now,
+// and returns now.
+func (c *Cluster) addPhase(name string, since time.Time) time.Time {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Phases = append(c.Phases, Phase{Name: name, Took: now.Sub(since)})
+	return now
 }
 
 // StartCluster starts a node and waits until it is Ready, with the
@@ -110,6 +145,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
 	}
+	called := time.Now()
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 3 * time.Minute
 	}
@@ -156,8 +192,9 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	if len(id) > 8 {
 		id = id[:8] // an interface name has at most 15 bytes
 	}
-	c = &Cluster{State: state, HostAddr: hostIP.String(), loop: controlPlaneLoopback(), unlock: unlock,
-		rec: &record{file: filepath.Join(state, recordFile), Bridge: "gwdn" + id, CgroupRoot: filepath.Base(state)}}
+	c = &Cluster{State: state, HostAddr: hostIP.String(), loop: controlPlaneLoopback(), unlock: unlock, mark: locked,
+		Phases: []Phase{{Name: "binaries, packages", Took: began.Sub(called)}, {Name: "wait for another node", Took: locked.Sub(began)}},
+		rec:    &record{file: filepath.Join(state, recordFile), Bridge: "gwdn" + id, CgroupRoot: filepath.Base(state)}}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -170,18 +207,46 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 		return c, err
 	}
 	ones, _ := subnet.Mask.Size()
+	c.phase("sweep")
 	if err := c.network(pkgs, fmt.Sprintf("%s/%d", hostIP, ones), subnet.String()); err != nil {
 		return c, fmt.Errorf("local node: network: %w", err)
 	}
-	if err := c.startContainerd(ctx, o, pkgs); err != nil {
+	c.phase("network")
+	// containerd (with the images imported) and the control plane need
+	// nothing of each other; the kubelet needs both. Started one after
+	// the other, the images' packing and import waited for nothing.
+	// The CRDs' install, once the API server answers, overlaps the start
+	// of the rest (kube-controller-manager's, whose default ServiceAccount
+	// the node waits for, takes longest).
+	sideCtx, cancelSide := context.WithCancel(ctx)
+	defer cancelSide()
+	ctrd, crds := make(chan error, 1), make(chan error, 1)
+	go func() { ctrd <- c.startContainerd(sideCtx, o, pkgs) }()
+	cpErr := c.startControlPlane(ctx, bins, o)
+	if cpErr != nil {
+		cancelSide()
+		crds <- nil
+	} else {
+		go func() {
+			mark := time.Now()
+			err := kube.InstallCRDs(c.Config)
+			c.addPhase("in parallel: CRDs", mark)
+			if err != nil {
+				err = fmt.Errorf("local node: %w", err)
+			}
+			crds <- err
+		}()
+	}
+	if err := errors.Join(cpErr, <-ctrd); err != nil {
+		cancelSide()
+		return c, errors.Join(err, <-crds)
+	}
+	c.phase("wait for containerd")
+	err = c.startKubelet(ctx, bins, o)
+	if err := errors.Join(err, <-crds); err != nil {
 		return c, err
 	}
-	if err := c.startControlPlane(ctx, bins, o); err != nil {
-		return c, err
-	}
-	if err := c.startKubelet(ctx, bins, o); err != nil {
-		return c, err
-	}
+	c.phase("wait for the CRDs")
 	c.Waited, c.Took = locked.Sub(began), time.Since(locked)
 	return c, nil
 }
@@ -209,6 +274,7 @@ func (c *Cluster) Stop() error {
 	}
 	errs = append(errs, c.rec.release())
 	errs = append(errs, os.RemoveAll(c.State))
+
 	c.unlock()
 	c.unlock = nil
 	return errors.Join(errs...)
@@ -301,15 +367,19 @@ func (c *Cluster) allowForwarding() error {
 // startContainerd starts containerd and imports the pause image and the
 // images of the options.
 func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Packages) error {
+	mark := time.Now()
+	phase := func(name string) { mark = c.addPhase("in parallel: "+name, mark) }
 	pause, err := buildPause(ctx, c.State)
 	if err != nil {
 		return err
 	}
+	phase("build pause")
 	imgs := append([]images.Image{{Ref: PauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}}, o.Images...)
 	tarball := filepath.Join(c.State, "images.tar")
 	if err := images.WriteTarball(tarball, imgs...); err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
+	phase("pack images")
 	log, err := c.logFile("containerd", o.Output)
 	if err != nil {
 		return err
@@ -321,9 +391,11 @@ func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Pa
 	if err := c.rec.addProc("containerd", c.containerd.Pid()); err != nil {
 		return err
 	}
+	phase("containerd")
 	if err := c.containerd.Import(ctx, tarball); err != nil {
 		return fmt.Errorf("local node: import images: %w", err)
 	}
+	phase("import images")
 	return os.Remove(tarball)
 }
 
@@ -370,6 +442,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 	if err != nil {
 		return err
 	}
+	c.phase("pki")
 	etcdURL := fmt.Sprintf("http://%s:%d", c.loop, ports[0])
 	peerURL := fmt.Sprintf("http://%s:%d", c.loop, ports[1])
 	if err := c.start(ctx, o, "etcd", bins.Etcd(), "--data-dir", filepath.Join(c.State, "etcd"),
@@ -398,12 +471,15 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.KubeconfigPath); err != nil {
 		return err
 	}
+	// A cluster of one run's own: like envtest's, its clients need not
+	// throttle themselves (client-go's default, 5 requests a second with
+	// bursts of 10, made the CRD install and the reference controller's
+	// reconciles wait on the client, not on the API server).
+	c.Config.QPS, c.Config.Burst = 1000, 2000
 	if err := c.waitAPIServer(ctx); err != nil {
 		return err
 	}
-	if err := kube.InstallCRDs(c.Config); err != nil {
-		return fmt.Errorf("local node: %w", err)
-	}
+	c.phase("etcd, kube-apiserver ready")
 	kcm, err := p.kubeconfig("controller-manager", server)
 	if err != nil {
 		return err
@@ -494,7 +570,7 @@ failSwapOn: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
-syncFrequency: 2s
+syncFrequency: 1s
 fileCheckFrequency: 2s
 nodeStatusUpdateFrequency: 2s
 serializeImagePulls: false
@@ -521,6 +597,7 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 		return err
 	}
 	last := "node not registered"
+	ready := false
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if err := c.exited("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"); err != nil {
 			return false, err
@@ -537,6 +614,10 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 				}
 			}
 		}
+		if !ready {
+			ready = true
+			c.phase("kubelet, node Ready")
+		}
 		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
 			last = "node Ready; waiting for the default ServiceAccount"
 			return false, nil
@@ -546,6 +627,7 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("local node: not Ready (last: %s): %w\nkubelet log:\n%s", last, err, c.Logs("kubelet"))
 	}
+	c.phase("default ServiceAccount")
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +37,9 @@ var kernelTunables = []string{
 // change, so that a killed run leaves enough to undo it.
 type record struct {
 	file string
+	// mu orders the writes of containerd's start and the control plane's,
+	// which run at the same time.
+	mu sync.Mutex
 
 	Bridge string `json:"bridge"`
 	// ForwardRule is the iptables rule (without -I/-D) that lets pods
@@ -55,6 +59,12 @@ type recordedProc struct {
 }
 
 func (r *record) update() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.write()
+}
+
+func (r *record) write() error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -67,8 +77,10 @@ func (r *record) update() error {
 }
 
 func (r *record) addProc(name string, pid int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.Procs = append(r.Procs, recordedProc{Name: name, Pid: pid, Start: startTime(pid)})
-	return r.update()
+	return r.write()
 }
 
 func (r *record) saveSysctls() error {

@@ -332,9 +332,13 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 		return nil, err
 	}
 	c.node, c.leftBehind = n, n.LeftBehind
-	if err := kube.InstallCRDs(n.Config); err != nil {
-		return nil, err
+	began := time.Now()
+	if !n.CRDsInstalled {
+		if err := kube.InstallCRDs(n.Config); err != nil {
+			return nil, err
+		}
 	}
+	crdsTook := time.Since(began)
 	run := c.opts.RunController
 	if run == nil {
 		run = controller.Run
@@ -345,6 +349,11 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 		return nil, fmt.Errorf("reference controller: %w", err)
 	}
 	c.stopCtrl = stop
+	crds := "installed by the node"
+	if !n.CRDsInstalled {
+		crds = "installed in " + crdsTook.Round(10*time.Millisecond).String()
+	}
+	fmt.Fprintf(out, "cluster target: CRDs %s, reference controller synced in %s\n", crds, (time.Since(began) - crdsTook).Round(10*time.Millisecond))
 	return n.Config, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
@@ -26,5 +27,21 @@ func startNodeCluster(ctx context.Context, imgs []images.Image, out io.Writer) (
 	}
 	fmt.Fprintf(out, "cluster target: local node Ready in %s (API server %s, pods reach this machine at %s)\n",
 		time.Since(start).Round(100*time.Millisecond), c.Config.Host, c.HostAddr)
-	return &Node{Config: c.Config, HostAddr: c.HostAddr, Stop: c.Stop, LeftBehind: c.LeftBehind}, nil
+	fmt.Fprintf(out, "cluster target: local node start: %s\n", joinPhases(c.Phases))
+	stop := func() error {
+		began := time.Now()
+		err := c.Stop()
+		fmt.Fprintf(out, "cluster target: local node stopped in %s\n", time.Since(began).Round(10*time.Millisecond))
+		return err
+	}
+	return &Node{Config: c.Config, HostAddr: c.HostAddr, Stop: stop, LeftBehind: c.LeftBehind, CRDsInstalled: true}, nil
+}
+
+// joinPhases is "a 1.2s, b 0.3s".
+func joinPhases(ps []node.Phase) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ", ")
 }

@@ -28,6 +28,9 @@ type Node struct {
 	// LeftBehind says what stays if gwdiag exits without Stop, and how to
 	// remove it (nil: nothing to say).
 	LeftBehind func() []string
+	// CRDsInstalled says the starter installed the Gateway API and policy
+	// CRDs (the local node does); otherwise the target installs them.
+	CRDsInstalled bool
 }
 
 // NodeStarter starts a node with imgs imported into its container
