@@ -121,11 +121,13 @@ type faultyDeployment struct {
 	listeners map[string]*httptest.Server
 	adminSrv  *httptest.Server
 
-	transports  []*http.Transport
-	closeOnce   sync.Once
-	mu          sync.Mutex
-	tokensUsed  uint64
-	endPrevious context.CancelFunc
+	transports []*http.Transport
+	closeOnce  sync.Once
+	mu         sync.Mutex
+	tokensUsed uint64
+	// previous is the trace stream a single-slot fault ends when the
+	// next one opens.
+	previous *slotStream
 	// countedStreams are open streams whose usage chunk has passed.
 	countedStreams atomic.Int64
 	// quitAt is when /quitquitquit was answered ("ignores quitquitquit"),
@@ -189,15 +191,22 @@ func (d *faultyDeployment) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if d.fault.singleSlot {
+		// The previous stream ends, its client told so, before this one is
+		// opened: it never carries a request sent after this one is ready
+		// (a cancel alone lets frames already on their way through).
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
+		this := &slotStream{cancel: cancel, done: make(chan struct{})}
+		defer close(this.done)
 		defer cancel()
 		d.mu.Lock()
-		if d.endPrevious != nil {
-			d.endPrevious()
-		}
-		d.endPrevious = cancel
+		prev := d.previous
+		d.previous = this
 		d.mu.Unlock()
+		if prev != nil {
+			prev.cancel()
+			<-prev.done
+		}
 	}
 	open := func() (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, r.Method, "http://"+d.Deployment.AdminAddr()+r.URL.RequestURI(), nil)
@@ -227,7 +236,7 @@ func (d *faultyDeployment) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		rd := sse.NewReader(resp.Body)
 		for {
 			f, err := rd.Next()
-			if err != nil {
+			if err != nil || ctx.Err() != nil {
 				break
 			}
 			for _, out := range rewrite(f) {
@@ -250,6 +259,13 @@ func (d *faultyDeployment) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// slotStream is a trace stream of the single-slot fault: cancel ends it,
+// done is closed when its handler has returned.
+type slotStream struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // headerHook lets a fault change the headers as they go out, without
