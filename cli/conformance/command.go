@@ -184,7 +184,7 @@ func newRunCommand() *cobra.Command {
 				return exitcode.Usage(err)
 			}
 			o.Output = cmd.OutOrStdout()
-			o.Producer = steps.Producer{Version: versioncmd.Version, Revision: versioncmd.Revision()}
+			o.Producer = steps.Producer{Version: versioncmd.Release(), Revision: versioncmd.Revision()}
 			if o.ReportDir != "" {
 				// Made first: the JUnit and Cucumber files may go in it.
 				if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {

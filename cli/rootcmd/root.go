@@ -31,7 +31,7 @@ run the gateway-diagnostics conformance suite against it.`,
 
   # Show backends with traffic
   gwdiag config backends --local`,
-		Version:       versioncmd.Version,
+		Version:       versioncmd.Release(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -44,13 +44,31 @@ func Revision() string {
 	return rev + dirty
 }
 
+// Release is the version this gwdiag is: Version when set at link time,
+// else the module version of a `go install .../cli/cmd/gwdiag@v1.2.3`
+// build, else "dev".
+func Release() string {
+	info, _ := debug.ReadBuildInfo()
+	return release(Version, info)
+}
+
+func release(linked string, info *debug.BuildInfo) string {
+	if linked != "dev" && linked != "" {
+		return linked
+	}
+	if info != nil && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}
+
 // String returns the one-line version text printed by `gwdiag version`.
 func String() string {
 	rev := ""
 	if r := Revision(); r != "" {
 		rev = " (" + r + ")"
 	}
-	return fmt.Sprintf("gwdiag %s%s %s %s/%s", Version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("gwdiag %s%s %s %s/%s", Release(), rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // NewCommand returns `gwdiag version`.
