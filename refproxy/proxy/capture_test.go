@@ -51,7 +51,7 @@ binds:
 func normalised(t *testing.T, evs []trace.Event) []string {
 	t.Helper()
 	var out []string
-	for _, e := range evs {
+	for _, e := range decoded(t, evs) {
 		e.EventStart, e.EventEnd, e.RequestID = nil, 0, ""
 		if st, ok := e.Message["requestState"].(map[string]any); ok {
 			if r, ok := st["request"].(map[string]any); ok {
@@ -67,6 +67,24 @@ func normalised(t *testing.T, evs []trace.Event) []string {
 			t.Fatal(err)
 		}
 		out = append(out, string(b))
+	}
+	return out
+}
+
+// decoded is evs as a stream's reader gets them: encoded as the proxy
+// sends them, and parsed (snapshots' states are rendered to JSON).
+func decoded(t *testing.T, evs []trace.Event) []trace.Event {
+	t.Helper()
+	out := make([]trace.Event, len(evs))
+	for i, e := range evs {
+		b, ok := reftrace.AppendEvent(nil, e)
+		if !ok {
+			t.Fatalf("event %d %s does not encode", i, e.Type())
+		}
+		var err error
+		if out[i], err = trace.Parse(b); err != nil {
+			t.Fatalf("event %d: %v\n%s", i, err, b)
+		}
 	}
 	return out
 }
@@ -289,7 +307,7 @@ binds:
 		t.Fatal(err)
 	}
 	state := func(evs []trace.Event, stage string) map[string]any {
-		for _, e := range evs {
+		for _, e := range decoded(t, evs) {
 			if e.Type() == trace.RequestSnapshot && e.Stage() == stage {
 				st, _ := e.Message["requestState"].(map[string]any)
 				return st

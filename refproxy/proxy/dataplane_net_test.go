@@ -507,6 +507,7 @@ func TestTruncatedBackendBody(t *testing.T) {
 					t.Fatal("the trace never finished")
 				}
 			}
+			events = decoded(t, events)
 			var result, finished *trace.Event
 			var finalCode any
 			for i, e := range events {
@@ -528,7 +529,7 @@ func TestTruncatedBackendBody(t *testing.T) {
 				if msg, _ := result.Message["error"].(string); !strings.Contains(msg, "body cut short") || result.Severity != trace.SeverityError {
 					t.Errorf("backendCallResult %v (%s), want the error and severity error", result.Message, result.Severity)
 				}
-				if finalCode != http.StatusBadGateway {
+				if finalCode != float64(http.StatusBadGateway) {
 					t.Errorf("final response code %v, want 502, what the client received", finalCode)
 				}
 			} else if msg, _ := finished.Message["error"].(string); !strings.Contains(msg, "body cut short") || finished.Severity != trace.SeverityError {

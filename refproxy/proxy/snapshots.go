@@ -5,6 +5,8 @@ package proxy
 import (
 	"net"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -79,16 +81,173 @@ func sameRequest(tr *reftrace.Tracer, a, b reftrace.Capture) bool {
 	return tr.SamePairs(a.Pairs, b.Pairs)
 }
 
-// renderRequestState is a request snapshot's requestState.
-func renderRequestState(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+// renderRequestState is a request snapshot's requestState, written
+// straight to JSON (reftrace.JSON): what encoding/json writes for the map
+// of spec part 2.1 (keys sorted), without building it.
+// TestRequestStateMatchesMaps holds it to the maps.
+func renderRequestState(tr *reftrace.Tracer, c reftrace.Capture) reftrace.JSON {
 	dp := c.Refs[0].(*Dataplane)
 	table, _ := c.Refs[1].(*Table)
 	addr, _ := c.Refs[2].(net.Addr)
 	be, _ := c.Refs[3].(*backend)
-	hs := map[string]any{}
-	tr.EachPair(c.Pairs, func(k, v []byte) { addHeader(hs, k, v) })
-	req := requestInfoOf(tr.String(c.Spans[0]), tr.String(c.Spans[1]), tr.String(c.Spans[2]), tr.String(c.Spans[3]), c.Flag, hs, tr.StartTime())
-	return dp.stateOf(req, table, addr, be)
+	b := make([]byte, 0, 768)
+	b = append(b, '{')
+	if be != nil {
+		b = append(b, `"backend":{"name":`...)
+		b = reftrace.AppendString(b, be.name)
+		b = append(b, `,"protocol":"http","type":`...)
+		b = reftrace.AppendString(b, be.traceType)
+		b = append(b, "},"...)
+	}
+	b = dp.appendEnv(b)
+	b = append(b, `"request":`...)
+	var sensitive map[string]bool
+	if table != nil {
+		sensitive = table.sensitive
+	}
+	b = appendRequestInfo(b, tr, c, sensitive)
+	host, port := hostPort(addr)
+	b = append(b, `,"source":{"address":`...)
+	b = reftrace.AppendString(b, host)
+	b = append(b, `,"port":`...)
+	b = strconv.AppendInt(b, int64(port), 10)
+	b = append(b, `,"rawAddress":`...)
+	b = reftrace.AppendString(b, host)
+	b = append(b, `,"rawPort":`...)
+	b = strconv.AppendInt(b, int64(port), 10)
+	return append(b, "}}"...)
+}
+
+// appendEnv appends `"env":{...},` when the data plane has a cluster
+// identity.
+func (dp *Dataplane) appendEnv(b []byte) []byte {
+	if dp.opts.Env == nil {
+		return b
+	}
+	at := len(b)
+	b = append(b, `"env":`...)
+	b, ok := reftrace.AppendValue(b, dp.opts.Env)
+	if !ok {
+		return b[:at] // not JSON: left out rather than a broken event
+	}
+	return append(b, ',')
+}
+
+// appendRequestInfo appends a snapshot's `request` (requestInfoOf, as
+// JSON) from a captured request: method, URI, host and protocol in
+// c.Spans, headers in c.Pairs; the values of sensitive headers redacted.
+func appendRequestInfo(b []byte, tr *reftrace.Tracer, c reftrace.Capture, sensitive map[string]bool) []byte {
+	method, uri, host, proto := tr.Bytes(c.Spans[0]), tr.Bytes(c.Spans[1]), tr.Bytes(c.Spans[2]), tr.Bytes(c.Spans[3])
+	scheme := "http"
+	if c.Flag {
+		scheme = "https"
+	}
+	path, query := splitRequestURI(b2s(uri))
+	decoded := path
+	if p, err := url.PathUnescape(path); err == nil {
+		decoded = p
+	}
+	b = append(b, `{"headers":`...)
+	b = appendHeaders(b, tr, c.Pairs, sensitive)
+	b = append(b, `,"host":`...)
+	b = reftrace.AppendString(b, b2s(host))
+	b = append(b, `,"method":`...)
+	b = reftrace.AppendString(b, b2s(method))
+	b = append(b, `,"path":`...)
+	b = reftrace.AppendString(b, decoded)
+	// pathAndQuery and uri, built on the stack (a long one spills).
+	var scratch [256]byte
+	u := append(scratch[:0], scheme...)
+	u = append(u, "://"...)
+	u = append(u, host...)
+	hostEnd := len(u)
+	u = append(u, path...)
+	if query != "" {
+		u = append(u, '?')
+		u = append(u, query...)
+	}
+	b = append(b, `,"pathAndQuery":`...)
+	b = reftrace.AppendString(b, b2s(u[hostEnd:]))
+	b = append(b, `,"scheme":`...)
+	b = reftrace.AppendString(b, scheme)
+	b = append(b, `,"startTime":`...)
+	b = reftrace.AppendString(b, tr.StartTime())
+	b = append(b, `,"uri":`...)
+	b = reftrace.AppendString(b, b2s(u))
+	b = append(b, `,"version":`...)
+	b = reftrace.AppendString(b, b2s(proto))
+	return append(b, '}')
+}
+
+// snapHeader is one captured header of a snapshot: its name lower-cased
+// (name[:n] of the scratch names) and its value's span.
+type snapHeader struct {
+	off, n int32
+	value  []byte
+}
+
+// appendHeaders appends captured headers as a snapshot shows them (as
+// headerMap's map encodes): lower-case names in order, a repeated name's
+// values joined with "," in the order they came, sensitive ones
+// redacted. A request's few headers are sorted on the stack.
+func appendHeaders(b []byte, tr *reftrace.Tracer, p reftrace.Pairs, sensitive map[string]bool) []byte {
+	var hsArr [32]snapHeader
+	var namesArr [1024]byte
+	hs, names := hsArr[:0], namesArr[:0]
+	tr.EachPair(p, func(k, v []byte) {
+		at := len(names)
+		names = appendLower(names, k)
+		hs = append(hs, snapHeader{off: int32(at), n: int32(len(names) - at), value: v})
+	})
+	name := func(h snapHeader) string { return b2s(names[h.off : h.off+h.n]) }
+	slices.SortStableFunc(hs, func(a, c snapHeader) int { return strings.Compare(name(a), name(c)) })
+	b = append(b, '{')
+	for i := 0; i < len(hs); {
+		k := name(hs[i])
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = reftrace.AppendString(b, k)
+		b = append(b, ':')
+		j := i + 1
+		for j < len(hs) && name(hs[j]) == k {
+			j++
+		}
+		switch {
+		case sensitive[k]:
+			b = reftrace.AppendString(b, "<redacted>")
+		case j == i+1:
+			b = reftrace.AppendString(b, b2s(hs[i].value))
+		default:
+			var joined []byte
+			for x, h := range hs[i:j] {
+				if x > 0 {
+					joined = append(joined, ',')
+				}
+				joined = append(joined, h.value...)
+			}
+			b = reftrace.AppendString(b, b2s(joined))
+		}
+		i = j
+	}
+	return append(b, '}')
+}
+
+// appendLower appends k lower-cased: ASCII byte by byte, anything else as
+// strings.ToLower does it.
+func appendLower(b, k []byte) []byte {
+	for _, c := range k {
+		if c >= utf8.RuneSelf {
+			return append(b, strings.ToLower(b2s(k))...)
+		}
+	}
+	for _, c := range k {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }
 
 // renderSameState is a requestSnapshot at stage c.Str whose state is the
@@ -123,46 +282,21 @@ func (dp *Dataplane) traceResponse(tr *reftrace.Tracer, stage string, code int, 
 }
 
 func renderResponseSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
-	hs := map[string]any{}
-	tr.EachPair(c.Pairs, func(k, v []byte) { addHeader(hs, k, v) })
-	return map[string]any{"stage": c.Str, "requestState": c.Refs[0].(*Dataplane).responseState(c.Code, hs)}
+	return map[string]any{"stage": c.Str, "requestState": c.Refs[0].(*Dataplane).responseState(tr, c)}
 }
 
-// stateOf is requestSnapshot.requestState from the request's `request`
-// (requestInfo), the config table, the client's address and the backend
-// (set at the final request).
-func (dp *Dataplane) stateOf(req map[string]any, t *Table, addr net.Addr, be *backend) map[string]any {
-	host, port := hostPort(addr)
-	h, p := any(host), any(port) // boxed once, shown twice
-	if t != nil && t.sensitive != nil {
-		// config.sensitiveHeaders: their values stay out of traces.
-		if hs, ok := req["headers"].(map[string]any); ok {
-			for k := range hs {
-				if t.sensitive[k] {
-					hs[k] = "<redacted>"
-				}
-			}
-		}
-	}
-	st := map[string]any{
-		"request": req,
-		"source":  map[string]any{"address": h, "port": p, "rawAddress": h, "rawPort": p},
-	}
-	if be != nil {
-		st["backend"] = map[string]any{"name": be.name, "type": be.traceType, "protocol": "http"}
-	}
-	if dp.opts.Env != nil {
-		st["env"] = dp.opts.Env
-	}
-	return st
-}
-
-func (dp *Dataplane) responseState(code int, headers map[string]any) map[string]any {
-	st := map[string]any{"response": map[string]any{"code": code, "headers": headers}}
-	if dp.opts.Env != nil {
-		st["env"] = dp.opts.Env
-	}
-	return st
+// responseState is a response snapshot's requestState, written straight
+// to JSON as renderRequestState: env, then the response's code and
+// headers.
+func (dp *Dataplane) responseState(tr *reftrace.Tracer, c reftrace.Capture) reftrace.JSON {
+	b := make([]byte, 0, 256)
+	b = append(b, '{')
+	b = dp.appendEnv(b)
+	b = append(b, `"response":{"code":`...)
+	b = strconv.AppendInt(b, int64(c.Code), 10)
+	b = append(b, `,"headers":`...)
+	b = appendHeaders(b, tr, c.Pairs, nil)
+	return append(b, "}}"...)
 }
 
 // requestInfo is the `request` of a requestSnapshot, and what a CEL trace

@@ -140,6 +140,9 @@ func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.T
 		return
 	}
 	if !t.hold {
+		if typ == trace.ResponseSnapshot && c.Render != nil {
+			t.code = int64(c.Code) // its message may hold it as JSON
+		}
 		t.emit(sev, typ, start, t.render(typ, c))
 		return
 	}

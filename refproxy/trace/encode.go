@@ -47,11 +47,39 @@ func AppendEvent(b []byte, e trace.Event) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
+// JSON is a value of an event already encoded, exactly as json.Marshal
+// would encode what it stands for (compact, keys sorted, strings escaped
+// as AppendString does): a proxy renders its largest values (request and
+// response snapshots) straight to bytes rather than to maps that are
+// encoded once and thrown away. AppendEvent copies it as it is;
+// encoding/json, through MarshalJSON, writes the same bytes.
+type JSON []byte
+
+// MarshalJSON returns j itself.
+func (j JSON) MarshalJSON() ([]byte, error) { return j, nil }
+
+// AppendString appends s as a JSON string, as json.Marshal writes it.
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
+// AppendValue appends v as json.Marshal writes it, or reports false with
+// b unchanged when json.Marshal refuses it.
+func AppendValue(b []byte, v any) ([]byte, bool) {
+	at := len(b)
+	b, ok := appendValue(b, v)
+	if !ok {
+		return b[:at], false
+	}
+	return b, true
+}
+
 // appendValue appends v as json.Marshal writes it.
 func appendValue(b []byte, v any) ([]byte, bool) {
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...), true
+	case JSON:
+		// Empty is not JSON: json.Marshal refuses it too.
+		return append(b, v...), len(v) > 0
 	case string:
 		return appendString(b, v), true
 	case bool:

@@ -111,7 +111,14 @@ func randValue(r *rand.Rand, depth int) any {
 	case 11:
 		return int32(r.Int32()) - math.MaxInt32/2
 	case 12, 13:
-		return randMap(r, depth+1)
+		m := randMap(r, depth+1)
+		if r.IntN(4) == 0 {
+			// The same, rendered ahead (as request snapshots are).
+			if j, err := json.Marshal(m); err == nil {
+				return JSON(j)
+			}
+		}
+		return m
 	case 14:
 		if r.IntN(5) == 0 {
 			return []any(nil)

@@ -111,8 +111,8 @@ func (t *Tracer) EmitTimed(sev trace.Severity, typ trace.MessageType, start *tim
 		return
 	}
 	if t.hold {
-		if typ == trace.ResponseSnapshot {
-			t.code = fieldsCode(fields)
+		if code, ok := fieldsCode(fields); ok && typ == trace.ResponseSnapshot {
+			t.code = code
 		}
 		t.Record(sev, typ, start, Capture{Fields: fields})
 		return
@@ -154,8 +154,8 @@ func (t *Tracer) emit(sev trace.Severity, typ trace.MessageType, start *time.Tim
 		es = *e.EventStart
 	}
 	t.markAt(typ, end, es, e.EventStart != nil)
-	if typ == trace.ResponseSnapshot {
-		t.code = fieldsCode(msg)
+	if code, ok := fieldsCode(msg); ok && typ == trace.ResponseSnapshot {
+		t.code = code // a captured snapshot's was set by Record
 	}
 	fe := e
 	fe.RequestID = t.RequestID()
@@ -204,16 +204,16 @@ func (t *Tracer) endNow() int64 {
 	return end
 }
 
-// fieldsCode is the status of a responseSnapshot's fields, or 0.
-func fieldsCode(fields map[string]any) int64 {
+// fieldsCode is the status of a responseSnapshot's fields built as maps.
+func fieldsCode(fields map[string]any) (int64, bool) {
 	if st, ok := fields["requestState"].(map[string]any); ok {
 		if resp, ok := st["response"].(map[string]any); ok {
 			if c, ok := resp["code"].(int); ok {
-				return int64(c)
+				return int64(c), true
 			}
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // markAt records a phase boundary for timings.

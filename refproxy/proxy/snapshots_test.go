@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+)
+
+// stateAsMaps is a request snapshot's requestState as spec part 2.1 shows
+// it, built as maps (how refproxy built it before it wrote snapshots
+// straight to JSON): the reference renderRequestState is held to.
+func stateAsMaps(dp *Dataplane, req map[string]any, t *Table, addr net.Addr, be *backend) map[string]any {
+	host, port := hostPort(addr)
+	if t != nil && t.sensitive != nil {
+		if hs, ok := req["headers"].(map[string]any); ok {
+			for k := range hs {
+				if t.sensitive[k] {
+					hs[k] = "<redacted>"
+				}
+			}
+		}
+	}
+	st := map[string]any{
+		"request": req,
+		"source":  map[string]any{"address": host, "port": port, "rawAddress": host, "rawPort": port},
+	}
+	if be != nil {
+		st["backend"] = map[string]any{"name": be.name, "type": be.traceType, "protocol": "http"}
+	}
+	if dp.opts.Env != nil {
+		st["env"] = dp.opts.Env
+	}
+	return st
+}
+
+// responseStateAsMaps is responseState as maps.
+func responseStateAsMaps(dp *Dataplane, code int, headers map[string]any) map[string]any {
+	st := map[string]any{"response": map[string]any{"code": code, "headers": headers}}
+	if dp.opts.Env != nil {
+		st["env"] = dp.opts.Env
+	}
+	return st
+}
+
+// snapshotStrings are header names, values, hosts and paths that test
+// the JSON writer: escapes, HTML characters, invalid UTF-8, U+2028,
+// non-ASCII names (lowered as strings.ToLower does), case and repeats.
+var snapshotStrings = []string{
+	"a", "X-Multi", "x-multi", "Authorization", "authorization", "X-API-Key", "ÄÖÜ-Name", "İstanbul",
+	"<script>&amp;</script>", "quote\"back\\slash", "tab\tnew\nline", "\x00\x1f\x7f", "bad\xff\xfeutf8",
+	"line\u2028sep\u2029", "é", "", strings.Repeat("long-", 60), "日本語",
+}
+
+// TestRequestStateMatchesMaps: request and response snapshots written
+// straight to JSON are, byte for byte, what encoding/json writes for the
+// same snapshots built as maps, over random requests: repeated and mixed
+// case headers, sensitive ones, escapes and invalid UTF-8 everywhere,
+// percent-encoded and absolute-form URIs, TLS, IPv4 and IPv6 clients, with
+// and without a backend and a cluster identity, and more headers and
+// longer names than the writer sorts on the stack.
+func TestRequestStateMatchesMaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 2026))
+	pick := func() string { return snapshotStrings[r.IntN(len(snapshotStrings))] }
+	table := &Table{sensitive: map[string]bool{"authorization": true, "x-api-key": true, "äöü-name": true}}
+	be := &backend{name: "default/<httpbin>", traceType: "ai"}
+	addrs := []net.Addr{
+		&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 5000},
+		&net.TCPAddr{IP: net.ParseIP("2001:db8::1"), Port: 443},
+		&net.UnixAddr{Name: "@sock", Net: "unix"},
+	}
+	uris := []string{"/", "/a%20b/c?x=1&y=<2>", "/p%zz?", "http://other.example/abs?q=1", "/日本?é=1", "*", "/a?b?c", "/%2F%3F?"}
+	for i := range 3000 {
+		dp := &Dataplane{}
+		if r.IntN(2) == 0 {
+			dp.opts.Env = map[string]any{"podName": pick(), "namespace": "gw<ns>", "gateway": map[string]any{"name": pick()}}
+		}
+		var req fasthttp.Request
+		req.Header.DisableNormalizing()
+		req.Header.SetMethod([]string{"GET", "POST", "PüT", "X<Y>"}[r.IntN(4)])
+		req.SetRequestURI(uris[r.IntN(len(uris))])
+		req.Header.SetHost(pick())
+		n := r.IntN(6)
+		if i%100 == 0 {
+			n = 40 // more than the stack holds
+		}
+		for range n {
+			req.Header.Add(pick(), pick())
+		}
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, addrs[r.IntN(len(addrs))], nil)
+		tr := new(reftrace.Tracer)
+		var b *backend
+		if r.IntN(2) == 0 {
+			b = be
+		}
+		var tab *Table
+		if r.IntN(3) > 0 {
+			tab = table
+		}
+		c := dp.captureRequest(&ctx, tr, trace.StageInitialRequest, b)
+		c.Refs[1] = tab
+		c.Flag = r.IntN(2) == 0
+		got := renderRequestState(tr, c)
+
+		rq := &ctx.Request
+		info := requestInfoOf(string(rq.Header.Method()), string(rq.Header.RequestURI()), string(rq.Header.Host()),
+			string(rq.Header.Protocol()), c.Flag, headerMap(&rq.Header), tr.StartTime())
+		want, err := json.Marshal(stateAsMaps(dp, info, tab, ctx.RemoteAddr(), b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("request %d: requestState\n got %s\nwant %s", i, got, want)
+		}
+		if !json.Valid(got) {
+			t.Fatalf("request %d: not JSON: %s", i, got)
+		}
+
+		var resp fasthttp.Response
+		resp.Header.DisableNormalizing()
+		resp.SetStatusCode(100 + r.IntN(500))
+		for range n {
+			resp.Header.Add(pick(), pick())
+		}
+		rc := dp.captureResponse(tr, trace.StageFinalResponse, resp.StatusCode(), &resp.Header, false)
+		gotResp := dp.responseState(tr, rc)
+		wantResp, err := json.Marshal(responseStateAsMaps(dp, rc.Code, headerMap(&resp.Header)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(gotResp) != string(wantResp) {
+			t.Fatalf("response %d: requestState\n got %s\nwant %s", i, gotResp, wantResp)
+		}
+	}
+}
