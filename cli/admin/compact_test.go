@@ -61,3 +61,33 @@ func FuzzCompactJSON(f *testing.F) {
 	f.Add([]byte(`{"a":"\" b", "c": [1, 2]}`))
 	f.Fuzz(func(t *testing.T, b []byte) { sameCompact(t, b) })
 }
+
+// isCompactByByte is isCompact as a byte-by-byte scan: the reference.
+func isCompactByByte(data []byte) bool {
+	in := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzIsCompact: isCompact, which skips strings with bytes.IndexByte,
+// answers as a byte-by-byte scan does (escaped quotes, runs of
+// backslashes, unterminated strings).
+func FuzzIsCompact(f *testing.F) {
+	for _, s := range []string{``, `"`, `""`, `"\"" `, `"\\" `, `"\\\" "`, `"a\`, `{"a b":"c d"} `, `\" "`, `"\\\\"x y`, `{"k":"v\"w x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := isCompact(b), isCompactByByte(b); got != want {
+			t.Fatalf("isCompact(%q) = %v, want %v", b, got, want)
+		}
+	})
+}

@@ -237,19 +237,44 @@ func compactJSON(data []byte) ([]byte, error) {
 }
 
 // isCompact reports whether data has no whitespace outside JSON strings.
+// A string is skipped to its closing quote with bytes.IndexByte (a quote
+// preceded by an odd run of backslashes is escaped): a trace event is
+// mostly strings. An unterminated string ends the scan (trace.Parse
+// refuses it). FuzzIsCompact holds it to a byte-by-byte scan.
 func isCompact(data []byte) bool {
-	in := false
 	for i := 0; i < len(data); i++ {
-		switch c := data[i]; {
-		case in && c == '\\':
-			i++
-		case c == '"':
-			in = !in
-		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+		switch data[i] {
+		case '"':
+			end := stringEnd(data, i+1)
+			if end < 0 {
+				return true
+			}
+			i = end
+		case ' ', '\t', '\n', '\r':
 			return false
 		}
 	}
 	return true
+}
+
+// stringEnd is the index of the quote that closes a JSON string whose
+// content starts at from, or -1.
+func stringEnd(data []byte, from int) int {
+	for j := from; ; {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		backslashes := 0
+		for p := j - 1; p >= from && data[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return j
+		}
+		j++
+	}
 }
 
 // ConfigDump fetches /config_dump as raw JSON, within Limits.BodyBytes and
