@@ -115,6 +115,10 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "refproxy: %v\n", err)
 		return 1
 	}
+	// Loading the first config compiled the config schema (about 27 MB
+	// allocated, most of it garbage at once): given back to the system now
+	// rather than held until the scavenger gets to it.
+	debug.FreeOSMemory()
 	stopReady := func() {}
 	if *readyAddr != "" {
 		stopReady, err = serveReadiness(*readyAddr)
