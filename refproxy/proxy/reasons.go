@@ -106,39 +106,17 @@ func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
 }
 
 // routeSelectionFields are routeSelection's fields for sel, and its
-// severity.
+// severity. The reasons, one per route of the bind, are written straight
+// to JSON (routeReasons); TestRouteReasonsMatchMaps holds them to the maps
+// they stand for (routeReasonsAsMaps).
 func routeSelectionFields(sel routing.Selection) (map[string]any, trace.Severity) {
-	evaluated := make([]any, 0, len(sel.Evaluated))
-	for _, k := range sel.Evaluated {
-		evaluated = append(evaluated, k)
+	evaluated := sel.Evaluated
+	if evaluated == nil {
+		evaluated = []string{} // [], as the reference lists none
 	}
-	closest, _ := sel.Closest()
-	reasons := make([]any, 0, min(len(sel.Verdicts), maxRouteReasons+2))
-	omitted := 0
-	for i, v := range sel.Verdicts {
-		if i >= maxRouteReasons && v.Result != routing.Selected && &sel.Verdicts[i] != closest {
-			omitted++
-			continue
-		}
-		r := map[string]any{"route": v.Route.Key, "result": string(v.Result), "reason": v.Reason()}
-		if len(v.Route.Matches) > 1 {
-			r["match"] = v.Match
-		}
-		if v.Result == routing.NoMatch {
-			c := v.Failed
-			// Got views the request's bytes (reqView does not copy), which
-			// fasthttp reuses once the handler returns: the event keeps a copy.
-			r["condition"], r["want"], r["got"] = string(c.Kind), c.Want, strings.Clone(c.Got)
-			if c.Name != "" {
-				r["name"] = c.Name
-			}
-			if c.Missing {
-				r["missing"] = true
-			}
-		}
-		reasons = append(reasons, r)
-	}
-	fields := map[string]any{"evaluatedRoutes": evaluated, "reasons": reasons}
+	reasons, omitted := routeReasons(sel)
+	fields := make(map[string]any, 5)
+	fields["evaluatedRoutes"], fields["reasons"] = evaluated, reasons
 	if omitted > 0 {
 		fields["reasonsOmitted"] = omitted
 	}
@@ -153,6 +131,64 @@ func routeSelectionFields(sel routing.Selection) (map[string]any, trace.Severity
 		fields["listener"] = sel.Listener.Key
 	}
 	return fields, sev
+}
+
+// routeReasons is routeSelection's reasons as JSON: for each route (at
+// most maxRouteReasons, besides the selected one and the closest miss,
+// the others counted in omitted), its key, result and reason; the index
+// of its closest match when it has several; for a miss, the condition it
+// failed on (kind, want, got, and the header or parameter and whether it
+// was missing). Keys in encoding/json's order.
+func routeReasons(sel routing.Selection) (reasons reftrace.JSON, omitted int) {
+	closest, _ := sel.Closest()
+	b := make([]byte, 0, 128*min(len(sel.Verdicts), maxRouteReasons+2)+2)
+	b = append(b, '[')
+	n := 0
+	for i, v := range sel.Verdicts {
+		if i >= maxRouteReasons && v.Result != routing.Selected && &sel.Verdicts[i] != closest {
+			omitted++
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(b, '{')
+		miss := v.Result == routing.NoMatch
+		c := v.Failed
+		if miss {
+			b = append(b, `"condition":`...)
+			b = reftrace.AppendString(b, string(c.Kind))
+			b = append(b, `,"got":`...)
+			b = reftrace.AppendString(b, c.Got)
+			b = append(b, ',')
+		}
+		if len(v.Route.Matches) > 1 {
+			b = append(b, `"match":`...)
+			b = strconv.AppendInt(b, int64(v.Match), 10)
+			b = append(b, ',')
+		}
+		if miss && c.Missing {
+			b = append(b, `"missing":true,`...)
+		}
+		if miss && c.Name != "" {
+			b = append(b, `"name":`...)
+			b = reftrace.AppendString(b, c.Name)
+			b = append(b, ',')
+		}
+		b = append(b, `"reason":`...)
+		b = reftrace.AppendString(b, v.Reason())
+		b = append(b, `,"result":`...)
+		b = reftrace.AppendString(b, string(v.Result))
+		b = append(b, `,"route":`...)
+		b = reftrace.AppendString(b, v.Route.Key)
+		if miss {
+			b = append(b, `,"want":`...)
+			b = reftrace.AppendString(b, c.Want)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), omitted
 }
 
 // traceSkippedPolicies reports the policies that target the route's

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -139,4 +141,114 @@ func TestRequestStateMatchesMaps(t *testing.T) {
 			t.Fatalf("response %d: requestState\n got %s\nwant %s", i, gotResp, wantResp)
 		}
 	}
+}
+
+// routeReasonsAsMaps is routeSelection's reasons as maps, as refproxy
+// built them before it wrote them straight to JSON: the reference
+// routeReasons is held to.
+func routeReasonsAsMaps(sel routing.Selection) ([]any, int) {
+	closest, _ := sel.Closest()
+	reasons := make([]any, 0, min(len(sel.Verdicts), maxRouteReasons+2))
+	omitted := 0
+	for i, v := range sel.Verdicts {
+		if i >= maxRouteReasons && v.Result != routing.Selected && &sel.Verdicts[i] != closest {
+			omitted++
+			continue
+		}
+		r := map[string]any{"route": v.Route.Key, "result": string(v.Result), "reason": v.Reason()}
+		if len(v.Route.Matches) > 1 {
+			r["match"] = v.Match
+		}
+		if v.Result == routing.NoMatch {
+			c := v.Failed
+			r["condition"], r["want"], r["got"] = string(c.Kind), c.Want, c.Got
+			if c.Name != "" {
+				r["name"] = c.Name
+			}
+			if c.Missing {
+				r["missing"] = true
+			}
+		}
+		reasons = append(reasons, r)
+	}
+	return reasons, omitted
+}
+
+// reasonsConfig has routes of every kind of condition: listeners by
+// hostname, several matches, paths, methods, headers and query
+// parameters, each present, absent and different.
+const reasonsConfig = `
+binds:
+- port: 0
+  listeners:
+  - hostname: "*.example"
+    routes:
+    - name: multi
+      matches:
+      - {path: {exact: "/a<b>"}, method: POST}
+      - {path: {pathPrefix: /multi}, headers: [{name: x-team, value: {exact: "blue&red"}}]}
+      - {path: {regex: "/r[0-9]+"}, query: [{name: q, value: {exact: "1"}}]}
+    - name: hosts
+      hostnames: [a.example, "é.example"]
+      matches: [{path: {pathPrefix: /h}}]
+    - name: hdr
+      matches: [{path: {pathPrefix: /}, headers: [{name: x-env, value: {regex: "pro?d"}}]}]
+  - hostname: other.test
+    routes:
+    - name: other
+      backends: [{host: "127.0.0.1:1"}]
+`
+
+// TestRouteReasonsMatchMaps: routeSelection's reasons written straight
+// to JSON are, byte for byte, what encoding/json writes for the maps they
+// stand for, over random requests to routes failing on every kind of
+// condition (strings with escapes and invalid UTF-8 among the values),
+// and with more routes than maxRouteReasons (reasonsOmitted).
+func TestRouteReasonsMatchMaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 2026))
+	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
+	check := func(t *testing.T, dp *Dataplane, n int) {
+		t.Helper()
+		bt := dp.table.Load().binds[0]
+		for i := range n {
+			req := routing.Request{
+				Method: pick("GET", "POST", "PUT"),
+				Path:   pick("/a<b>", "/multi/x", "/r12", "/rx", "/h", "/", "/bad\xff", "/x\u2028"),
+				Host:   pick("a.example", "b.example", "é.example", "other.test", "nowhere", "\"q\""),
+				Query:  pick("", "q=1", "q=2", "z=1"),
+			}
+			hs := map[string]string{}
+			for _, k := range []string{"x-team", "x-env"} {
+				if r.IntN(3) > 0 {
+					hs[k] = pick("blue&red", "green", "prod", "pod", "<x>", "\xfe")
+				}
+			}
+			sel := bt.routing.Explain(&req, func(name string) (string, bool) { v, ok := hs[name]; return v, ok })
+			got, gotOmitted := routeReasons(sel)
+			want, wantOmitted := routeReasonsAsMaps(sel)
+			wantJSON, err := json.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(wantJSON) || gotOmitted != wantOmitted {
+				t.Fatalf("request %d %+v: reasons (%d omitted)\n got %s\nwant %s (%d omitted)", i, req, gotOmitted, got, wantJSON, wantOmitted)
+			}
+			// The event's fields, as the stream encodes them.
+			fields, _ := routeSelectionFields(sel)
+			if _, ok := reftrace.AppendValue(nil, fields); !ok {
+				t.Fatalf("request %d: fields do not encode", i)
+			}
+		}
+	}
+	dp, _ := newBenchHandlerFor(t, false, reasonsConfig)
+	check(t, dp, 2000)
+	// More routes than the reasons bound: the selected route and the
+	// closest miss are kept, the others past it counted.
+	var b strings.Builder
+	b.WriteString("binds:\n- port: 0\n  listeners:\n  - routes:\n")
+	for i := range maxRouteReasons + 30 {
+		fmt.Fprintf(&b, "    - name: r%03d\n      matches: [{path: {exact: /r%03d}, method: GET}]\n      backends: [{host: \"127.0.0.1:1\"}]\n", i, i)
+	}
+	dpMany, _ := newBenchHandlerFor(t, false, b.String())
+	check(t, dpMany, 200)
 }
