@@ -180,37 +180,68 @@ func appendRequestInfo(b []byte, tr *reftrace.Tracer, c reftrace.Capture, sensit
 }
 
 // snapHeader is one captured header of a snapshot: its name lower-cased
-// (name[:n] of the scratch names) and its value's span.
+// (a view of appendHeaders' scratch names) and its value.
 type snapHeader struct {
-	off, n int32
-	value  []byte
+	name  string
+	value []byte
 }
 
 // appendHeaders appends captured headers as a snapshot shows them (as
 // headerMap's map encodes): lower-case names in order, a repeated name's
 // values joined with "," in the order they came, sensitive ones
-// redacted. A request's few headers are sorted on the stack.
+// redacted. A request's few headers (up to 32) are lowered and sorted on
+// the stack, by insertion (a sort taking a function would move them to
+// the heap); more are sorted by slices.SortStableFunc.
 func appendHeaders(b []byte, tr *reftrace.Tracer, p reftrace.Pairs, sensitive map[string]bool) []byte {
 	var hsArr [32]snapHeader
 	var namesArr [1024]byte
-	hs, names := hsArr[:0], namesArr[:0]
-	tr.EachPair(p, func(k, v []byte) {
+	if p.Len() > len(hsArr) {
+		hs := lowerHeaders(tr, p)
+		slices.SortStableFunc(hs, func(a, c snapHeader) int { return strings.Compare(a.name, c.name) })
+		return writeHeaders(b, hs, sensitive)
+	}
+	// Stored into the array itself: what is stored through a slice moves
+	// to the heap.
+	n, names := p.Len(), namesArr[:0]
+	for i := range n {
+		k, v := tr.Pair(p, i)
 		at := len(names)
 		names = appendLower(names, k)
-		hs = append(hs, snapHeader{off: int32(at), n: int32(len(names) - at), value: v})
-	})
-	name := func(h snapHeader) string { return b2s(names[h.off : h.off+h.n]) }
-	slices.SortStableFunc(hs, func(a, c snapHeader) int { return strings.Compare(name(a), name(c)) })
+		hsArr[i] = snapHeader{name: b2s(names[at:]), value: v}
+	}
+	for i := 1; i < n; i++ {
+		for j := i; j > 0 && hsArr[j].name < hsArr[j-1].name; j-- {
+			hsArr[j], hsArr[j-1] = hsArr[j-1], hsArr[j]
+		}
+	}
+	return writeHeaders(b, hsArr[:n], sensitive)
+}
+
+// lowerHeaders is the pairs of p with their names lower-cased.
+func lowerHeaders(tr *reftrace.Tracer, p reftrace.Pairs) []snapHeader {
+	hs, names := make([]snapHeader, 0, p.Len()), []byte(nil)
+	for i := range p.Len() {
+		k, v := tr.Pair(p, i)
+		at := len(names)
+		names = appendLower(names, k)
+		hs = append(hs, snapHeader{name: b2s(names[at:]), value: v})
+	}
+	return hs
+}
+
+// writeHeaders writes headers sorted by name as a JSON object, joining
+// the values of a repeated name.
+func writeHeaders(b []byte, hs []snapHeader, sensitive map[string]bool) []byte {
 	b = append(b, '{')
 	for i := 0; i < len(hs); {
-		k := name(hs[i])
+		k := hs[i].name
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = reftrace.AppendString(b, k)
 		b = append(b, ':')
 		j := i + 1
-		for j < len(hs) && name(hs[j]) == k {
+		for j < len(hs) && hs[j].name == k {
 			j++
 		}
 		switch {
@@ -355,20 +386,9 @@ func headerMap(h headers) map[string]any {
 }
 
 func addHeader(m map[string]any, k, v []byte) {
-	// An ASCII name is lower-cased on the stack (one string, not two);
-	// another, as strings.ToLower does it.
+	// A short name is lower-cased on the stack (one string, not two).
 	var lower [64]byte
-	lk := lower[:0]
-	for _, c := range k {
-		if c >= utf8.RuneSelf || len(lk) == len(lower) {
-			lk = []byte(strings.ToLower(string(k)))
-			break
-		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		lk = append(lk, c)
-	}
+	lk := appendLower(lower[:0], k)
 	if prev, ok := m[string(lk)]; ok {
 		m[string(lk)] = prev.(string) + "," + string(v)
 		return

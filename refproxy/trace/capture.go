@@ -123,6 +123,16 @@ func (t *Tracer) PairsEnd(p Pairs) Pairs {
 	return p
 }
 
+// Len is how many name/value pairs p holds.
+func (p Pairs) Len() int { return int(p.n) / 2 }
+
+// Pair is the i-th pair of p (Pairs.Len); the slices are valid until the
+// trace ends.
+func (t *Tracer) Pair(p Pairs, i int) (k, v []byte) {
+	at := p.off + int32(2*i)
+	return t.Bytes(t.hb.pairs[at]), t.Bytes(t.hb.pairs[at+1])
+}
+
 // EachPair calls f with each pair of p, in order; the slices are valid
 // until the trace ends.
 func (t *Tracer) EachPair(p Pairs, f func(k, v []byte)) {
