@@ -164,6 +164,25 @@ func BenchmarkServe(b *testing.B) {
 			e.serve(h)
 		}
 	})
+	b.Run("cel-filtered", func(b *testing.B) {
+		// A follow watcher whose CEL filter takes no request: each request
+		// is shown to the filter (its map built, the expression evaluated).
+		dp, h := newBenchHandler(b, false)
+		e := newExchange()
+		never, err := reftrace.Compile(`request.path == "/never"`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Filter: never})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Cancel()
+		b.ReportAllocs()
+		for b.Loop() {
+			e.serve(h)
+		}
+	})
 	b.Run("outcome-kept", func(b *testing.B) {
 		// The same filter keeping every trace: captured, then rendered.
 		dp, h := newBenchHandler(b, false)

@@ -47,7 +47,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp := h.dp
 	var tr *reftrace.Tracer
 	if !dp.tracingOff {
-		tr = dp.reg.Take(func() map[string]any { return requestInfo(ctx, time.Time{}) })
+		tr = dp.reg.Take(func() any { return &filterRequest{ctx: ctx} })
 	}
 	if tr.Followed() {
 		followRequest(ctx, tr)

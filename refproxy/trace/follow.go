@@ -249,7 +249,7 @@ func (w *Watcher) Pending() int {
 // bounds (its stream ends once its traces have): filters are evaluated,
 // and requests taken, under each watcher's own lock, so that concurrent
 // requests do not queue behind one another's filters.
-func (r *Registry) takeFollowers(out []*Watcher, act func() map[string]any, now time.Time) []*Watcher {
+func (r *Registry) takeFollowers(out []*Watcher, act func() any, now time.Time) []*Watcher {
 	var listArr [MaxFollowers]*Watcher
 	r.mu.Lock()
 	list := append(listArr[:0], r.followers...)

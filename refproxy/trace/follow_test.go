@@ -35,7 +35,7 @@ func BenchmarkFollowWatcherMemory(b *testing.B) {
 		}
 		h1 := heap()
 		for w.bufferLen() < FollowBufferSize {
-			t := reg.Take(func() map[string]any { return snapshot })
+			t := reg.Take(func() any { return snapshot })
 			t.SetRequestID(NewRequestID())
 			for _, typ := range types {
 				t.Emit(trace.SeverityInfo, typ, map[string]any{"requestState": map[string]any{"request": snapshot}})
@@ -67,7 +67,7 @@ func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
 	}
 	const traces = 100 // 1200 events
 	for range traces {
-		tr := reg.Take(func() map[string]any { return map[string]any{} })
+		tr := reg.Take(func() any { return map[string]any{} })
 		tr.SetRequestID(NewRequestID())
 		for _, typ := range []trace.MessageType{trace.RequestStarted, trace.RequestSnapshot, trace.RequestSnapshot, trace.RouteSelection, trace.PolicySelection, trace.RequestSnapshot,
 			trace.RequestSnapshot, trace.BackendCallStart, trace.BackendCallResult, trace.ResponseSnapshot, trace.ResponseSnapshot, trace.RequestFinished} {
@@ -100,7 +100,7 @@ func TestFollowWriterWokenPerTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Cancel()
-	tr := reg.Take(func() map[string]any { return map[string]any{} })
+	tr := reg.Take(func() any { return map[string]any{} })
 	tr.SetRequestID("r1")
 	woken := func() bool {
 		select {
@@ -139,7 +139,7 @@ func TestFollowTakesExactlyMaxConcurrently(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 40 {
-				if tr := reg.Take(func() map[string]any { return map[string]any{} }); tr.Followed() {
+				if tr := reg.Take(func() any { return map[string]any{} }); tr.Followed() {
 					taken.Add(1)
 				}
 			}

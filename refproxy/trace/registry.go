@@ -91,14 +91,16 @@ func (w *Watcher) Cancel() {
 // With nobody watching it costs one atomic load and allocates nothing.
 // request gives what a CEL filter sees as `request`: method, path,
 // pathAndQuery, host, scheme, uri, version and headers (lower-case names),
-// as in requestSnapshot; it is called at most once, and only for a filter.
-func (r *Registry) Take(request func() map[string]any) *Tracer {
+// as in requestSnapshot, as a map or a CEL value that stands for it; it is
+// called at most once, and only for a filter, which yields a bool and
+// keeps nothing of it.
+func (r *Registry) Take(request func() any) *Tracer {
 	if r.waiting.Load() == 0 && r.following.Load() == 0 {
 		return nil
 	}
 	start := time.Now()
-	var act map[string]any
-	view := func() map[string]any {
+	var act any
+	view := func() any {
 		if act == nil {
 			act = request()
 		}
@@ -131,7 +133,7 @@ func (r *Registry) Take(request func() map[string]any) *Tracer {
 
 // takeOneShot gives the request to the first one-shot watcher in the
 // queue whose filter accepts it, if any.
-func (r *Registry) takeOneShot(view func() map[string]any, start time.Time) *Tracer {
+func (r *Registry) takeOneShot(view func() any, start time.Time) *Tracer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, w := range r.queue {

@@ -12,8 +12,8 @@ import (
 
 // requestOf is the filter's view of r (the proxy builds it from its own
 // request type).
-func requestOf(r *http.Request) func() map[string]any {
-	return func() map[string]any {
+func requestOf(r *http.Request) func() any {
+	return func() any {
 		h := map[string]any{}
 		for k, v := range r.Header {
 			h[strings.ToLower(k)] = strings.Join(v, ",")
