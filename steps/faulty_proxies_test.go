@@ -358,27 +358,36 @@ func eventType(f sse.Frame) trace.MessageType {
 
 // The faults.
 var faults = map[string]fault{
-	// policySelection is sent before routeSelection.
+	// policySelection is sent before routeSelection, in each trace: a
+	// routeSelection is held until its own trace's next event (a follow
+	// stream interleaves the traces of requests sent at once, so what is
+	// held is kept per request id, and never lost).
 	"reordered trace events": {frames: func() func(sse.Frame) []sse.Frame {
-		var held *sse.Frame
+		held := map[string]sse.Frame{}
 		return func(f sse.Frame) []sse.Frame {
-			switch eventType(f) {
-			case trace.RouteSelection:
-				held = &f
-				return nil
-			case trace.PolicySelection:
-				if held != nil {
-					h := *held
-					held = nil
-					return []sse.Frame{f, h}
+			if f.IsComment {
+				return []sse.Frame{f}
+			}
+			e, err := trace.Parse([]byte(f.Data))
+			if err != nil {
+				return []sse.Frame{f}
+			}
+			h, ok := held[e.RequestID]
+			switch {
+			case e.Type() == trace.RouteSelection:
+				held[e.RequestID] = f
+				if ok {
+					return []sse.Frame{h}
 				}
+				return nil
+			case !ok:
+				return []sse.Frame{f}
 			}
-			if held != nil && !f.IsComment {
-				h := *held
-				held = nil
-				return []sse.Frame{h, f}
+			delete(held, e.RequestID)
+			if e.Type() == trace.PolicySelection {
+				return []sse.Frame{f, h}
 			}
-			return []sse.Frame{f}
+			return []sse.Frame{h, f}
 		}
 	}},
 	// Burst is ignored: the proxy is configured with base limits only.
