@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -39,12 +38,9 @@ func (r *filterRequest) all() traits.Mapper {
 }
 
 // field is one of requestInfo's string fields, as requestInfoOf makes it.
+// The request's bytes are fasthttp's to reuse: what is returned is a copy.
 func (r *filterRequest) field(name string) (string, bool) {
 	h := &r.ctx.Request.Header
-	scheme := "http"
-	if r.ctx.IsTLS() {
-		scheme = "https"
-	}
 	switch name {
 	case "method":
 		return string(h.Method()), true
@@ -53,28 +49,19 @@ func (r *filterRequest) field(name string) (string, bool) {
 	case "version":
 		return string(h.Protocol()), true
 	case "scheme":
-		return scheme, true
+		return schemeOf(r.ctx.IsTLS()), true
 	case "path", "pathAndQuery", "uri":
 	default:
 		return "", false
 	}
-	// path and query view the request's bytes, which fasthttp reuses:
-	// what is returned is a copy.
 	path, query := splitRequestURI(b2s(h.RequestURI()))
-	if name == "path" {
-		if p, err := url.PathUnescape(path); err == nil {
-			path = p
-		}
-		return strings.Clone(path), true
+	switch name {
+	case "path":
+		return strings.Clone(decodePath(path)), true
+	case "pathAndQuery":
+		return strings.Clone(joinQuery(path, query)), true
 	}
-	pq := path
-	if query != "" {
-		pq += "?" + query
-	}
-	if name == "pathAndQuery" {
-		return strings.Clone(pq), true
-	}
-	return scheme + "://" + b2s(h.Host()) + pq, true
+	return schemeOf(r.ctx.IsTLS()) + "://" + b2s(h.Host()) + joinQuery(path, query), true
 }
 
 // Find is the value at key: a string field by itself, anything else from

@@ -29,11 +29,7 @@ type reqView struct {
 
 func newView(req *fasthttp.Request) reqView {
 	path, query := splitRequestURI(b2s(req.Header.RequestURI()))
-	if strings.IndexByte(path, '%') >= 0 {
-		if p, err := url.PathUnescape(path); err == nil {
-			path = p
-		}
-	}
+	path = decodePath(path)
 	return reqView{req: req, method: b2s(req.Header.Method()), path: path, query: query, host: hostOnly(b2s(req.Header.Host()))}
 }
 
@@ -94,6 +90,34 @@ func delFold(h headers, name string) {
 
 // splitRequestURI splits a request target into its path and query, taking
 // the path out of the absolute form (http://host/path) a client may send.
+// decodePath is a request path as routes match it and `request.path`
+// shows it: percent-decoded, unless it does not decode (then as sent).
+func decodePath(path string) string {
+	if strings.IndexByte(path, '%') < 0 {
+		return path
+	}
+	if p, err := url.PathUnescape(path); err == nil {
+		return p
+	}
+	return path
+}
+
+// joinQuery is a request's pathAndQuery.
+func joinQuery(path, query string) string {
+	if query == "" {
+		return path
+	}
+	return path + "?" + query
+}
+
+// schemeOf is a request's scheme.
+func schemeOf(tls bool) string {
+	if tls {
+		return "https"
+	}
+	return "http"
+}
+
 func splitRequestURI(uri string) (path, query string) {
 	if !strings.HasPrefix(uri, "/") {
 		if i := strings.Index(uri, "://"); i >= 0 {

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -254,12 +253,7 @@ func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable, initial *reftrace.
 func renderRouteSelection(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
 	bt := c.Refs[0].(*bindTable)
 	path, query := splitRequestURI(tr.String(c.Spans[1]))
-	if strings.IndexByte(path, '%') >= 0 {
-		if p, err := url.PathUnescape(path); err == nil {
-			path = p
-		}
-	}
-	r := routing.Request{Method: tr.String(c.Spans[0]), Path: path, Host: hostOnly(tr.String(c.Spans[2])), Query: query}
+	r := routing.Request{Method: tr.String(c.Spans[0]), Path: decodePath(path), Host: hostOnly(tr.String(c.Spans[2])), Query: query}
 	header := func(name string) (string, bool) {
 		val, found := "", false
 		tr.EachPair(c.Pairs, func(k, v []byte) {

@@ -4,7 +4,6 @@ package proxy
 
 import (
 	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,15 +137,9 @@ func (dp *Dataplane) appendEnv(b []byte) []byte {
 // c.Spans, headers in c.Pairs; the values of sensitive headers redacted.
 func appendRequestInfo(b []byte, tr *reftrace.Tracer, c reftrace.Capture, sensitive map[string]bool) []byte {
 	method, uri, host, proto := tr.Bytes(c.Spans[0]), tr.Bytes(c.Spans[1]), tr.Bytes(c.Spans[2]), tr.Bytes(c.Spans[3])
-	scheme := "http"
-	if c.Flag {
-		scheme = "https"
-	}
+	scheme := schemeOf(c.Flag)
 	path, query := splitRequestURI(b2s(uri))
-	decoded := path
-	if p, err := url.PathUnescape(path); err == nil {
-		decoded = p
-	}
+	decoded := decodePath(path)
 	b = append(b, `{"headers":`...)
 	b = appendHeaders(b, tr, c.Pairs, sensitive)
 	b = append(b, `,"host":`...)
@@ -351,22 +344,12 @@ func startTime(start time.Time) string {
 // requestInfoOf is requestInfo from the request's parts; start, when set,
 // is added as startTime.
 func requestInfoOf(method, uri, host, proto string, tls bool, headers map[string]any, start string) map[string]any {
-	scheme := "http"
-	if tls {
-		scheme = "https"
-	}
+	scheme := schemeOf(tls)
 	path, query := splitRequestURI(uri)
-	decoded := path
-	if p, err := url.PathUnescape(path); err == nil {
-		decoded = p
-	}
-	pq := path
-	if query != "" {
-		pq += "?" + query
-	}
+	pq := joinQuery(path, query)
 	// Sized for every key: a ninth would grow the map.
 	m := make(map[string]any, 9)
-	m["method"], m["uri"], m["path"], m["pathAndQuery"] = method, scheme+"://"+host+pq, decoded, pq
+	m["method"], m["uri"], m["path"], m["pathAndQuery"] = method, scheme+"://"+host+pq, decodePath(path), pq
 	m["host"], m["scheme"], m["version"], m["headers"] = host, scheme, proto, headers
 	if start != "" {
 		m["startTime"] = start
