@@ -196,14 +196,14 @@ func evalOutcome(outcome cel.Program, code, latencyMicros int64) bool {
 	return err == nil && out.Value() == true
 }
 
-// discard gives back the request of a trace the outcome filter dropped:
-// it does not count towards max, and the watcher may take one more.
-func (w *Watcher) discard() {
+// discard gives back the request of a trace the outcome filter dropped at
+// now: it does not count towards max, and the watcher may take one more.
+func (w *Watcher) discard(now time.Time) {
 	w.mu.Lock()
 	w.follow.taken--
 	reopen := w.follow.taken == w.follow.max-1 && !w.closed
 	w.mu.Unlock()
-	if time.Now().After(w.follow.deadline) {
+	if now.After(w.follow.deadline) {
 		// A stream past its deadline may be done now; before it, a
 		// dropped trace changes nothing its writer must see (waking it
 		// per dropped request would cost a goroutine switch each).
@@ -256,20 +256,22 @@ func (r *Registry) takeFollowers(out []*Watcher, act func() any, now time.Time) 
 	r.mu.Unlock()
 	prune := false
 	for _, w := range list {
-		if !w.open(now) {
-			prune = true
-			continue
-		}
 		if w.filter != nil {
+			// Not evaluated for a watcher that would not take it.
+			if !w.open(now) {
+				prune = true
+				continue
+			}
 			o, _, err := w.filter.Eval(map[string]any{"request": act()})
 			if err != nil || o.Value() != true {
 				continue
 			}
 		}
+		// Checked and taken under one lock: another request may have
+		// taken its last one meanwhile.
 		w.mu.Lock()
 		f := w.follow
-		// Another request may have taken its last one meanwhile.
-		took := !w.closed && f.taken < f.max
+		took := !w.closed && f.taken < f.max && now.Before(f.deadline)
 		if took {
 			f.taken++
 		}
@@ -278,7 +280,7 @@ func (r *Registry) takeFollowers(out []*Watcher, act func() any, now time.Time) 
 		if took {
 			out = append(out, w)
 		}
-		prune = prune || full
+		prune = prune || !took || full
 	}
 	if prune {
 		r.pruneFollowers(now)

@@ -97,6 +97,10 @@ func (t *Tracer) RequestID() string {
 	return t.id
 }
 
+// at is the time of an event's eventEnd, to the microsecond, without
+// reading the clock again.
+func (t *Tracer) at(end int64) time.Time { return t.start.Add(time.Duration(end) * time.Microsecond) }
+
 // Micros returns microseconds since Start at time at.
 func (t *Tracer) Micros(at time.Time) int64 { return at.Sub(t.start).Microseconds() }
 
@@ -180,7 +184,7 @@ func (t *Tracer) emit(sev trace.Severity, typ trace.MessageType, start *time.Tim
 			continue
 		}
 		if !w.follow.accepts(t.code, end) {
-			w.discard()
+			w.discard(t.at(end))
 			continue
 		}
 		for _, h := range t.held {
