@@ -286,7 +286,8 @@ func TestAddHeaderLowersAsStrings(t *testing.T) {
 // TestSnapshotSharedOnlyWhenUnchanged: the route policies snapshot shares
 // the initial snapshot's state when the route's policies changed nothing,
 // and shows its own when a request header modifier changed the request
-// (x-added), held or not.
+// (x-added, x-gone set to another value or removed), held or not; a capture shares the bytes of
+// the one before only when the request is the same.
 func TestSnapshotSharedOnlyWhenUnchanged(t *testing.T) {
 	dp, h := newBenchHandlerFor(t, false, `
 binds:
@@ -297,6 +298,16 @@ binds:
       matches: [{path: {exact: /modified}}]
       policies:
         requestHeaderModifier: {set: {x-added: "1"}}
+      backends: [{host: "127.0.0.1:1"}]
+    - name: changed
+      matches: [{path: {exact: /changed}}]
+      policies:
+        requestHeaderModifier: {set: {x-gone: "2"}}
+      backends: [{host: "127.0.0.1:1"}]
+    - name: removed
+      matches: [{path: {exact: /removed}}]
+      policies:
+        requestHeaderModifier: {remove: [x-gone]}
       backends: [{host: "127.0.0.1:1"}]
     - name: plain
       matches: [{path: {pathPrefix: /}}]
@@ -320,9 +331,10 @@ binds:
 		for _, c := range []struct {
 			uri    string
 			shared bool
-		}{{"/plain", true}, {"/modified", false}} {
+		}{{"/plain", true}, {"/modified", false}, {"/changed", false}, {"/removed", false}} {
 			e := newExchange()
 			e.req.SetRequestURI(c.uri)
+			e.req.Header.Set("X-Gone", "1")
 			var evs []trace.Event
 			if held {
 				fw, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
@@ -341,8 +353,12 @@ binds:
 			initial, route := state(evs, trace.StageInitialRequest), state(evs, trace.StageRoutePolicies)
 			hs, _ := route["request"].(map[string]any)["headers"].(map[string]any)
 			_, added := hs["x-added"]
-			if added == c.shared {
-				t.Errorf("%s (held %v): route policies snapshot has x-added %v, want %v", c.uri, held, added, !c.shared)
+			if want := c.uri == "/modified"; added != want {
+				t.Errorf("%s (held %v): route policies snapshot has x-added %v, want %v", c.uri, held, added, want)
+			}
+			_, kept := hs["x-gone"]
+			if want := c.uri != "/removed"; kept != want {
+				t.Errorf("%s (held %v): route policies snapshot has x-gone %v, want %v", c.uri, held, kept, want)
 			}
 			wantInitial, _ := json.Marshal(initial)
 			gotRoute, _ := json.Marshal(route)

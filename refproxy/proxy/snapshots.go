@@ -33,16 +33,44 @@ func (dp *Dataplane) captureRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Trace
 	if be != nil {
 		c.Refs[3] = be
 	}
-	c.Spans[0] = tr.Copy(req.Header.Method())
-	c.Spans[1] = tr.Copy(req.Header.RequestURI())
-	c.Spans[2] = tr.Copy(req.Header.Host())
-	c.Spans[3] = tr.Copy(req.Header.Protocol())
+	h := &req.Header
+	if spans, p, ok := tr.Kept(); ok && sameAsKept(tr, spans, p, h) {
+		// Unchanged since the last snapshot (most stages): its bytes, shared.
+		c.Spans, c.Pairs = spans, p
+		return c
+	}
+	c.Spans[0] = tr.Copy(h.Method())
+	c.Spans[1] = tr.Copy(h.RequestURI())
+	c.Spans[2] = tr.Copy(h.Host())
+	c.Spans[3] = tr.Copy(h.Protocol())
 	p := tr.PairsStart()
-	for k, v := range req.Header.All() {
+	for k, v := range h.All() {
 		tr.AddPair(k, v)
 	}
 	c.Pairs = tr.PairsEnd(p)
+	tr.Keep(c.Spans, c.Pairs)
 	return c
+}
+
+// sameAsKept reports whether the request's method, URI, host, protocol
+// and headers (in order) are the bytes a capture kept (spans, p).
+func sameAsKept(tr *reftrace.Tracer, spans [4]reftrace.Span, p reftrace.Pairs, h *fasthttp.RequestHeader) bool {
+	if !tr.Holds(spans[0], h.Method()) || !tr.Holds(spans[1], h.RequestURI()) ||
+		!tr.Holds(spans[2], h.Host()) || !tr.Holds(spans[3], h.Protocol()) {
+		return false
+	}
+	i, n := 0, p.Len()
+	for k, v := range h.All() {
+		if i == n {
+			return false
+		}
+		kk, kv := tr.Pair(p, i)
+		if string(k) != string(kk) || string(v) != string(kv) {
+			return false
+		}
+		i++
+	}
+	return i == n
 }
 
 // traceRequest traces a requestSnapshot at stage.

@@ -71,6 +71,10 @@ type holdBuffers struct {
 	// memoC and memoV are what a Render kept for the next (Memo).
 	memoC Capture
 	memoV any
+	// kept are the spans and pairs a capture stored for the next (Keep).
+	keptSpans [4]Span
+	keptPairs Pairs
+	kept      bool
 }
 
 var holdPool = sync.Pool{New: func() any {
@@ -206,6 +210,26 @@ func (t *Tracer) SetMemo(c Capture, v any) {
 	hb.memoC, hb.memoV = c, v
 }
 
+// A request is captured at several stages (its initial snapshot, after
+// the route's policies, the final one), most often unchanged. A capture can
+// keep what it copied (Keep), and a later one compare the request with it
+// (Holds, Pair) and share those bytes (Kept) rather than copy them again.
+
+// Keep stores spans and p, copied by the capture under way, for Kept.
+func (t *Tracer) Keep(spans [4]Span, p Pairs) {
+	hb := t.buffers()
+	hb.keptSpans, hb.keptPairs, hb.kept = spans, p, true
+}
+
+// Kept is what Keep stored last in this trace, if anything.
+func (t *Tracer) Kept() (spans [4]Span, p Pairs, ok bool) {
+	hb := t.buffers()
+	return hb.keptSpans, hb.keptPairs, hb.kept
+}
+
+// Holds reports whether span s holds the bytes b.
+func (t *Tracer) Holds(s Span, b []byte) bool { return string(t.Bytes(s)) == string(b) }
+
 // SameBytes reports whether spans a and b hold the same bytes.
 func (t *Tracer) SameBytes(a, b Span) bool { return string(t.Bytes(a)) == string(t.Bytes(b)) }
 
@@ -234,7 +258,7 @@ func (t *Tracer) finishHeld(fin held) {
 		if w.follow.accepts(t.code, fin.end) {
 			keep = append(keep, w)
 		} else {
-			w.discard()
+			w.discard(t.at(fin.end))
 		}
 	}
 	if len(keep) > 0 {
@@ -273,6 +297,7 @@ func (t *Tracer) release() {
 	clear(hb.events) // drop references (errors, routes) held by captures
 	hb.events, hb.arena, hb.pairs = hb.events[:0], hb.arena[:0], hb.pairs[:0]
 	hb.memoC, hb.memoV = Capture{}, nil
+	hb.kept = false
 	if cap(hb.arena) <= 64<<10 {
 		holdPool.Put(hb)
 	}
