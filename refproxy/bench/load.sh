@@ -18,13 +18,17 @@
 #   all      every request, --raw > /dev/null. The proxy ends a follow stream
 #            after 1000 traces (its ceiling), so gwdiag is restarted back to
 #            back for the whole run; requests between two streams go untraced
-#            (the events received say how many were traced).
-# Prints requests/s, the ratio to no watcher of the same round, the proxy's
-# CPU per request and the reader's (all gwdiag processes of the run).
+#            (the events received say how many were traced). The events go to
+#            a file in memory, counted after the run.
+# Odd rounds run the cases in that order, even rounds in reverse. Prints
+# requests/s, the ratio to no watcher of the same round (and, at the end, the
+# mean and the median of those ratios), the proxy's CPU per request and the
+# reader's (all gwdiag processes of the run).
 #
 #   make bench-load                     # or: ./refproxy/bench/load.sh
 #   ROUNDS=3 DURATION=10s CONNS=64 THREADS=2 ./refproxy/bench/load.sh
 #   make bench-load WATCHERS=1          # CONNS=16 DURATION=8s unless set
+#   CASES="none status" ROUNDS=8 make bench-load WATCHERS=1   # some cases only
 #   PROFILE=/tmp/prof ./refproxy/bench/load.sh   # then one profiled refproxy run
 set -euo pipefail
 
@@ -41,11 +45,14 @@ fi
 THREADS=${THREADS:-2}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d)
+# Followed events are written to memory (tmpfs where there is one).
+MEMDIR=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
+EVENTS="$MEMDIR/events.jsonl"
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -rf "$WORK"
+	rm -rf "$WORK" "$MEMDIR"
 }
 trap cleanup EXIT
 
@@ -202,13 +209,15 @@ start_watcher() {
 			--status 5xx >"$WORK/events" 2>"$WORK/stderr" & WPID=$! ;;
 	all)
 		# Back to back until told to stop; this shell's waited-for children's
-		# CPU (cutime+cstime) is every reader's.
+		# CPU (cutime+cstime) is every reader's. The events go to a file in
+		# memory, counted once the run is over, so that nothing but the
+		# readers themselves shares the machine with the proxy.
 		rm -f "$WORK/stop"
 		(
 			n=0
 			while [ ! -e "$WORK/stop" ]; do
 				"$WORK/gwdiag" trace --local --admin-url "$ADMIN_URL" --follow --raw --max-requests 1000 --duration "$WATCH_FOR" \
-					2>>"$WORK/stderr" | awk '/requestFinished/ {t++} END {print NR, t + 0}' >>"$WORK/events" || true
+					>>"$EVENTS" 2>>"$WORK/stderr" || true
 				n=$((n + 1))
 			done
 			echo "$n" >"$WORK/streams" # before reader_ticks, which the caller waits for
@@ -248,15 +257,30 @@ stop_watcher() {
 	wait "$WPID" 2>/dev/null || true
 }
 
-CASES=(none cel status all)
-declare -A SUM_RPS SUM_RATIO SUM_CPU SUM_READER
-for c in "${CASES[@]}"; do SUM_RPS[$c]=0; SUM_RATIO[$c]=0; SUM_CPU[$c]=0; SUM_READER[$c]=0; done
+# CASES="none status" runs some of them (none is always run: the others are
+# compared with it).
+read -r -a CASES <<<"${CASES:-none cel status all}"
+[[ " ${CASES[*]} " == *" none "* ]] || CASES=(none "${CASES[@]}")
+for c in "${CASES[@]}"; do
+	case $c in none | cel | status | all) ;; *) echo "CASES: unknown case $c (want none, cel, status, all)" >&2; exit 2 ;; esac
+done
+declare -A SUM_RPS SUM_RATIO SUM_CPU SUM_READER RATIOS
+for c in "${CASES[@]}"; do SUM_RPS[$c]=0; SUM_RATIO[$c]=0; SUM_CPU[$c]=0; SUM_READER[$c]=0; RATIOS[$c]=""; done
 
 DURATION=2s run_wrk "$REFPROXY" # warm
-echo "wrk -t$THREADS -c$CONNS -d$DURATION against refproxy, $ROUNDS interleaved rounds of: ${CASES[*]}; load: $(uptime | sed 's/.*load/load/')"
+echo "wrk -t$THREADS -c$CONNS -d$DURATION against refproxy, $ROUNDS interleaved rounds of: ${CASES[*]} (even rounds in reverse); load: $(uptime | sed 's/.*load/load/')"
 echo "CPU per request: refproxy's utime+stime over the wrk run / requests; reader: every gwdiag process of the case"
 for i in $(seq "$ROUNDS"); do
-	for c in "${CASES[@]}"; do
+	# Odd rounds run the cases in order, even ones in reverse, so that a
+	# machine growing busier or quieter over a round weighs on no case more
+	# than on another; each case is compared with the no-watcher run of its
+	# own round, once the round is over.
+	order=("${CASES[@]}")
+	if [ $((i % 2)) = 0 ]; then
+		order=(); for c in "${CASES[@]}"; do order=("$c" "${order[@]}"); done
+	fi
+	declare -A RPS_OF=() CPU_OF=() RT_OF=() REQS_OF=() NOTE_OF=() TRACED_OF=()
+	for c in "${order[@]}"; do
 		if [ "$c" = none ]; then
 			measured "$REFPROXY" "$REFPROXY_PID"; rt=0
 		else
@@ -267,32 +291,39 @@ for i in $(seq "$ROUNDS"); do
 			stop_watcher "$c"; rt=$READER_TICKS
 			CPU_US=$(us_per "$((t1 - t0))" "$REQS")
 		fi
-		[ "$c" = none ] && { base=$RPS; base_cpu=$CPU_US; }
-		ratio=$(echo "$RPS / $base" | bc -l)
-		reader=$(us_per "$rt" "$REQS")
-		extra=""
+		RPS_OF[$c]=$RPS; CPU_OF[$c]=$CPU_US; RT_OF[$c]=$rt; REQS_OF[$c]=$REQS; NOTE_OF[$c]=""; TRACED_OF[$c]=0
 		if [ "$c" != none ]; then
-			drops=$(grep -c 'dropped' "$WORK/stderr" || true)
 			if [ "$c" = all ]; then
-				read -r events traced < <(awk '{e += $1; t += $2} END {print e + 0, t + 0}' "$WORK/events")
-				extra=$(printf '  %d streams, %d events, %d requests traced (%.0f%%)' "$(cat "$WORK/streams")" "$events" "$traced" \
+				events=$(wc -l <"$EVENTS"); traced=$(grep -c requestFinished "$EVENTS" || true); rm -f "$EVENTS"
+				TRACED_OF[$c]=$traced
+				NOTE_OF[$c]=$(printf '  %d streams, %d events, %d requests traced (%.0f%%)' "$(cat "$WORK/streams")" "$events" "$traced" \
 					"$(echo "100 * $traced / $REQS" | bc -l)")
-				[ "$traced" -gt 0 ] && extra+=$(printf '; per traced request: refproxy +%.1f us, reader %.1f us' \
-					"$(echo "($CPU_US - $base_cpu) * $REQS / $traced" | bc -l)" "$(us_per "$rt" "$traced")")
 			else
-				extra="  events $(wc -l <"$WORK/events")"
+				NOTE_OF[$c]="  events $(wc -l <"$WORK/events")"
 			fi
-			[ "$drops" = 0 ] || extra+=" drops announced: $(grep 'dropped' "$WORK/stderr" | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s}') events in $drops warnings"
+			drops=$(grep -c 'dropped' "$WORK/stderr" || true)
+			[ "$drops" = 0 ] || NOTE_OF[$c]+=" drops announced: $(grep 'dropped' "$WORK/stderr" | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s}') events in $drops warnings"
 		fi
+	done
+	base=${RPS_OF[none]}; base_cpu=${CPU_OF[none]}
+	for c in "${CASES[@]}"; do
+		RPS=${RPS_OF[$c]}; CPU_US=${CPU_OF[$c]}; REQS=${REQS_OF[$c]}; traced=${TRACED_OF[$c]}
+		ratio=$(echo "$RPS / $base" | bc -l)
+		reader=$(us_per "${RT_OF[$c]}" "$REQS")
+		extra=${NOTE_OF[$c]}
+		[ "$traced" -gt 0 ] && extra+=$(printf '; per traced request: refproxy +%.1f us, reader %.1f us' \
+			"$(echo "($CPU_US - $base_cpu) * $REQS / $traced" | bc -l)" "$(us_per "${RT_OF[$c]}" "$traced")")
 		printf 'round %d %-6s %7.0f req/s  %.2fx  refproxy %5.1f us/req  reader %5.1f us/req%s\n' \
 			"$i" "$c" "$RPS" "$ratio" "$CPU_US" "$reader" "$extra"
 		SUM_RPS[$c]=$(echo "${SUM_RPS[$c]} + $RPS" | bc -l); SUM_RATIO[$c]=$(echo "${SUM_RATIO[$c]} + $ratio" | bc -l)
 		SUM_CPU[$c]=$(echo "${SUM_CPU[$c]} + $CPU_US" | bc -l); SUM_READER[$c]=$(echo "${SUM_READER[$c]} + $reader" | bc -l)
+		RATIOS[$c]+=" $ratio"
 	done
 done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 for c in "${CASES[@]}"; do
-	printf 'mean   %-6s %7.0f req/s  %.2fx  refproxy %5.1f us/req  reader %5.1f us/req\n' "$c" \
-		"$(echo "${SUM_RPS[$c]} / $ROUNDS" | bc -l)" "$(echo "${SUM_RATIO[$c]} / $ROUNDS" | bc -l)" \
+	printf 'mean   %-6s %7.0f req/s  %.2fx (median %.2fx)  refproxy %5.1f us/req  reader %5.1f us/req\n' "$c" \
+		"$(echo "${SUM_RPS[$c]} / $ROUNDS" | bc -l)" "$(echo "${SUM_RATIO[$c]} / $ROUNDS" | bc -l)" "$(echo "${RATIOS[$c]}" | median)" \
 		"$(echo "${SUM_CPU[$c]} / $ROUNDS" | bc -l)" "$(echo "${SUM_READER[$c]} / $ROUNDS" | bc -l)"
 done
 echo "refproxy VmRSS/VmHWM $(mem "$REFPROXY_PID") MiB; load after: $(uptime | sed 's/.*load/load/')"
