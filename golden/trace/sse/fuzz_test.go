@@ -125,3 +125,59 @@ func FuzzReadCapture(f *testing.F) {
 		}
 	})
 }
+
+// errWouldWait is what the stream gives once a test's bytes are all read:
+// a reader that asks for more would have waited for the proxy.
+var errWouldWait = errors.New("would wait for the stream")
+
+// waitsAfter gives its bytes in one read, then errWouldWait.
+type waitsAfter struct{ b []byte }
+
+func (w *waitsAfter) Read(p []byte) (int, error) {
+	if len(w.b) == 0 {
+		return 0, errWouldWait
+	}
+	n := copy(p, w.b)
+	w.b = w.b[n:]
+	return n, nil
+}
+
+// FuzzFrameBuffered: for every prefix of the input that the reader holds
+// in its buffer, frameBuffered says the next frame is whole only when
+// reading it asks the stream for nothing more and gives the frame that
+// reading the whole input gives (what lets it read without a clock).
+func FuzzFrameBuffered(f *testing.F) {
+	for _, s := range []string{
+		": ready\n\ndata: {\"a\":1}\n\n",
+		"event: x\r\nid: 1\r\ndata: 1\r\n\r\n",
+		"data: a\ndata: b\n\n",
+		"\n\n: keepalive\n\ndata: 1\n\ndata: 2",
+		"id: 1\n\ndata:\n\n:\n",
+		"data: a\r\n\r\n: dropped 2 events\r\n",
+		"retry: 5\nevent: e\n\n\ndata: x\n\rdata: y\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 4096 {
+			return
+		}
+		want := readAll(t, bytes.NewReader(in))
+		for n := 1; n <= len(in); n++ {
+			r := NewReader(&waitsAfter{b: in[:n]})
+			if _, err := r.r.Peek(1); err != nil {
+				t.Fatalf("prefix %d: %v", n, err)
+			}
+			if !r.frameBuffered() {
+				continue
+			}
+			got, err := r.Next()
+			if err != nil {
+				t.Fatalf("prefix %q: frameBuffered, but reading the frame: %v", in[:n], err)
+			}
+			if len(want) == 0 || got != want[0] {
+				t.Fatalf("prefix %q: frameBuffered, frame %+v; the whole input's first frame %+v", in[:n], got, want)
+			}
+		}
+	})
+}
