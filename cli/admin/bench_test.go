@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -29,7 +30,9 @@ func BenchmarkReadStream(b *testing.B) {
 
 // BenchmarkReadFollowStream reads a recorded follow stream of the
 // reference proxy (480 requests, 5760 events) as gwdiag trace --follow
-// does: compacted raw JSON and decoded event for each.
+// does: compacted raw JSON and decoded event for each. The stream is a
+// closer, as an HTTP body is, so that a frame's stall bound is armed as
+// it is for gwdiag.
 func BenchmarkReadFollowStream(b *testing.B) {
 	stream, events, _, err := ssetest.FollowStream(10)
 	if err != nil {
@@ -38,7 +41,7 @@ func BenchmarkReadFollowStream(b *testing.B) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := ReadStream(bytes.NewReader(stream), Handler{Follow: true, Event: func(Event) {}}); err != nil {
+		if err := ReadStream(io.NopCloser(bytes.NewReader(stream)), Handler{Follow: true, Event: func(Event) {}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -46,7 +49,7 @@ func BenchmarkReadFollowStream(b *testing.B) {
 }
 
 // BenchmarkReadFollowStreamRaw reads the same stream as gwdiag trace
-// --follow --raw does: compacted raw JSON and each event's Header only.
+// --follow --raw does: each event's Header only, its raw JSON lent.
 func BenchmarkReadFollowStreamRaw(b *testing.B) {
 	stream, events, _, err := ssetest.FollowStream(10)
 	if err != nil {
@@ -55,7 +58,7 @@ func BenchmarkReadFollowStreamRaw(b *testing.B) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := ReadStream(bytes.NewReader(stream), Handler{Follow: true, HeaderOnly: true, Event: func(Event) {}}); err != nil {
+		if err := ReadStream(io.NopCloser(bytes.NewReader(stream)), Handler{Follow: true, HeaderOnly: true, BorrowRaw: true, Event: func(Event) {}}); err != nil {
 			b.Fatal(err)
 		}
 	}

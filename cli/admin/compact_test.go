@@ -15,7 +15,10 @@ func sameCompact(t *testing.T, b []byte) {
 	t.Helper()
 	var want bytes.Buffer
 	werr := json.Compact(&want, b)
-	got, gerr := compactJSON(b)
+	got, gerr := compactJSON(b, false)
+	if borrowed, berr := compactJSON(b, true); !bytes.Equal(borrowed, got) || (berr == nil) != (gerr == nil) {
+		t.Fatalf("compactJSON(%q) borrowed = %q, %v; copied %q, %v", b, borrowed, berr, got, gerr)
+	}
 	switch {
 	case werr == nil && gerr != nil:
 		t.Fatalf("compactJSON(%q): %v; json.Compact accepts it", b, gerr)

@@ -39,6 +39,11 @@ type Handler struct {
 	// errors for an event that is no trace event. For a reader that passes
 	// events on as received (gwdiag trace --follow --raw).
 	HeaderOnly bool
+	// BorrowRaw lends Event's Raw rather than giving a copy: the reader's
+	// buffer, valid only until Event returns. For a handler that writes
+	// each event out and keeps none of its bytes (gwdiag trace --follow
+	// --raw), so that reading an event allocates nothing for it.
+	BorrowRaw bool
 	// Dropped is called when the proxy announces `: dropped N events`.
 	Dropped func(n int)
 	// Follow reads a follow stream: past every requestFinished, to the end
@@ -188,7 +193,7 @@ func ReadStream(r io.Reader, h Handler) error {
 			}
 			continue
 		}
-		raw, err := compactJSON(data)
+		raw, err := compactJSON(data, h.BorrowRaw)
 		if err != nil {
 			return fmt.Errorf("trace event %d is not JSON: %w", count+1, err)
 		}
@@ -220,13 +225,16 @@ func ReadStream(r io.Reader, h Handler) error {
 	}
 }
 
-// compactJSON returns a copy of data without whitespace between tokens, as
+// compactJSON returns data without whitespace between tokens, as
 // json.Compact makes it (its error for data that is not JSON). A proxy
 // writes its events compact already: data without whitespace outside its
-// strings is copied as it is, and its validity left to trace.Parse, which
-// checks it as strictly.
-func compactJSON(data []byte) ([]byte, error) {
+// strings is passed on as it is (a copy, or data itself when borrow), and
+// its validity left to trace.Parse, which checks it as strictly.
+func compactJSON(data []byte, borrow bool) ([]byte, error) {
 	if isCompact(data) {
+		if borrow {
+			return data, nil
+		}
 		return bytes.Clone(data), nil
 	}
 	var b bytes.Buffer

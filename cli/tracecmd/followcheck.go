@@ -1,6 +1,7 @@
 package tracecmd
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -93,6 +94,9 @@ func (c *followCheck) event(ev admin.Event) {
 		}
 		return
 	}
+	// Raw may be the reader's buffer (admin.Handler.BorrowRaw): a held
+	// event keeps a copy.
+	ev.Raw = bytes.Clone(ev.Raw)
 	c.held[id] = append(c.held[id], ev)
 	if !finished {
 		return

@@ -347,8 +347,9 @@ type session struct {
 	// idle is told when the stream has nothing more to deliver at once.
 	idle func()
 	// headerOnly leaves events undecoded but for their Headers (what the
-	// follow checks read): the raw output passes them on as received.
-	headerOnly bool
+	// follow checks read): the raw output passes them on as received, and
+	// borrowRaw lends it each event's bytes, which it writes out at once.
+	headerOnly, borrowRaw bool
 	// follow asks for a follow stream, bounded by max and duration (0:
 	// the proxy's defaults).
 	follow   bool
@@ -410,6 +411,7 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 			Event:      onEvent,
 			Follow:     s.follow,
 			HeaderOnly: s.headerOnly,
+			BorrowRaw:  s.borrowRaw,
 			Limits:     s.client.Limits,
 			Idle:       s.idle,
 			Comment: func(text string) {
@@ -521,7 +523,7 @@ func (s session) runRaw(ctx context.Context, stdout io.Writer) error {
 		}
 	}
 	s.idle = flush
-	s.headerOnly = true
+	s.headerOnly, s.borrowRaw = true, true
 	if dropped := s.dropped; dropped != nil {
 		s.dropped = func(n int) {
 			flush()

@@ -1,6 +1,10 @@
 package trace
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+	"unsafe"
+)
 
 // Header is what a follow reader that passes events on as received reads
 // of each one (gwdiag trace --follow --raw and its checks): whose request
@@ -36,8 +40,15 @@ func HeaderOf(e Event) Header {
 // validates the whole event as Parse's fast path does but builds only the
 // Header; what that path leaves to encoding/json goes to Parse.
 // TestParseHeader and FuzzParseHeader hold the two to the same result.
+//
+// The scan reads b in place, and the Header's strings are copies of their
+// own (a known type is the package's constant): b may be reused as soon
+// as ParseHeader returns, and a follow reader pays for the few bytes it
+// keeps rather than for a copy of each event.
 func ParseHeader(b []byte) (Header, error) {
-	if h, ok := parseHeaderFast(string(b)); ok {
+	if h, ok := parseHeaderFast(unsafe.String(unsafe.SliceData(b), len(b))); ok {
+		h.Type = knownType(h.Type)
+		h.RequestID = strings.Clone(h.RequestID)
 		return h, nil
 	}
 	e, err := Parse(b)
@@ -304,4 +315,18 @@ func (d *decoder) skipStrings() bool {
 		}
 		return d.byte(']')
 	}
+}
+
+// knownTypes are the message types a header's type is most often.
+var knownTypes = []MessageType{RequestStarted, RequestSnapshot, RouteSelection, PolicySelection,
+	BackendCallStart, BackendCallResult, ResponseSnapshot, RequestFinished, PolicyResultType, PolicyEvent}
+
+// knownType is t as the package's constant when it is one, else a copy.
+func knownType(t MessageType) MessageType {
+	for _, k := range knownTypes {
+		if t == k {
+			return k
+		}
+	}
+	return MessageType(strings.Clone(string(t)))
 }

@@ -306,7 +306,7 @@ func BenchmarkFollowWatcherCost(b *testing.B) {
 type followReader func(body io.Reader, ready func()) int
 
 // gwdiagReader reads a follow stream as `gwdiag trace --follow --raw`
-// does (admin.ReadStream, HeaderOnly, each event written as a JSON line
+// does (admin.ReadStream, HeaderOnly, BorrowRaw, each event written as a JSON line
 // through a 64 KiB buffer, flushed when the stream idles), into io.Discard.
 // It counts the requestFinished events it passed on.
 func gwdiagReader(body io.Reader, ready func()) int {
@@ -316,6 +316,7 @@ func gwdiagReader(body io.Reader, ready func()) int {
 		Ready:      ready,
 		Follow:     true,
 		HeaderOnly: true,
+		BorrowRaw:  true,
 		Idle:       func() { out.Flush() },
 		Event: func(ev admin.Event) {
 			out.Write(ev.Raw)
