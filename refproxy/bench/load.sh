@@ -29,6 +29,7 @@
 #   ROUNDS=3 DURATION=10s CONNS=64 THREADS=2 ./refproxy/bench/load.sh
 #   make bench-load WATCHERS=1          # CONNS=16 DURATION=8s unless set
 #   CASES="none status" ROUNDS=8 make bench-load WATCHERS=1   # some cases only
+#   REFPROXY_BIN=/tmp/refproxy GWDIAG_BIN=/tmp/gwdiag ./refproxy/bench/load.sh   # given builds
 #   PROFILE=/tmp/prof ./refproxy/bench/load.sh   # then one profiled refproxy run
 set -euo pipefail
 
@@ -113,8 +114,12 @@ binds:
       backends: [{host: "127.0.0.1:$BACKEND"}]
 YAML
 
-(cd "$ROOT" && go build -o "$WORK/refproxy" ./refproxy/cmd/refproxy)
-[ "$WATCHERS" = 0 ] || (cd "$ROOT" && go build -o "$WORK/gwdiag" ./cli/cmd/gwdiag)
+# REFPROXY_BIN and GWDIAG_BIN run given binaries (e.g. two builds compared
+# run after run) instead of building this tree's.
+if [ -n "${REFPROXY_BIN:-}" ]; then cp "$REFPROXY_BIN" "$WORK/refproxy"; else (cd "$ROOT" && go build -o "$WORK/refproxy" ./refproxy/cmd/refproxy); fi
+if [ "$WATCHERS" = 1 ]; then
+	if [ -n "${GWDIAG_BIN:-}" ]; then cp "$GWDIAG_BIN" "$WORK/gwdiag"; else (cd "$ROOT" && go build -o "$WORK/gwdiag" ./cli/cmd/gwdiag); fi
+fi
 /usr/sbin/nginx -c "$WORK/backend/nginx.conf" -e "$WORK/backend/error.log" & PIDS+=($!)
 if [ "$WATCHERS" = 0 ]; then
 	/usr/sbin/nginx -c "$WORK/proxy/nginx.conf" -e "$WORK/proxy/error.log" & NGINX_PID=$!; PIDS+=($NGINX_PID)
