@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,5 +169,95 @@ func TestFollowAgainstAProxyThatCannotFollow(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tt.stderrWant, stderr)
 			}
 		})
+	}
+}
+
+// followingProxy follows as the reference proxy does, within the query's
+// max: each stream sends max traces of new request ids, then ends; with
+// short, a stream sends one trace fewer than its max and ends (as at its
+// duration). It records the max each stream asked for.
+type followingProxy struct {
+	short bool
+	mu    sync.Mutex
+	asked []string
+	next  int
+}
+
+func (p *followingProxy) start(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		n, err := strconv.Atoi(q.Get("max"))
+		if r.URL.Path != "/debug/trace" || q.Get("follow") != "true" || err != nil || q.Get("duration") == "" {
+			http.Error(w, "want a follow stream with max and duration", http.StatusBadRequest)
+			return
+		}
+		p.mu.Lock()
+		p.asked = append(p.asked, q.Get("max"))
+		if p.short {
+			n--
+		}
+		first := p.next
+		p.next += n
+		p.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, ": ready\n\n")
+		for i := range n {
+			for _, ev := range oneTrace(200, fmt.Sprintf("r%d", first+i)) {
+				fmt.Fprintf(w, "data: %s\n\n", ev)
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestFollowRawPastTheProxysCeiling: with --raw, --max-requests beyond
+// what one stream gives is followed on consecutive streams, each asked for
+// what is left, every trace printed once; a stream that ends short of its
+// max (its duration) ends the following. Without --raw it is a usage
+// error.
+func TestFollowRawPastTheProxysCeiling(t *testing.T) {
+	defer func(n int) { followChunk = n }(followChunk)
+	followChunk = 3
+	for _, tt := range []struct {
+		short      bool
+		want       int
+		wantAsked  string
+		wantStderr string
+	}{
+		{false, 7, "[3 3 1]", "note: the proxy ends a follow stream at 3 traces; following on new streams until 7 traces"},
+		{true, 2, "[3]", ""},
+	} {
+		p := &followingProxy{short: tt.short}
+		url := p.start(t)
+		stdout, stderr, err := runTrace(t, "--local", "--admin-url", url, "--follow", "--raw", "--max-requests", "7", "--duration", "1m")
+		if err != nil {
+			t.Fatalf("short %v: %v\n%s", tt.short, err, stderr)
+		}
+		ids := map[string]bool{}
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		for _, l := range lines {
+			var ev struct {
+				RequestID string `json:"requestId"`
+			}
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			ids[ev.RequestID] = true
+		}
+		if len(ids) != tt.want || len(lines) != 6*tt.want {
+			t.Errorf("short %v: %d traces in %d lines, want %d in %d", tt.short, len(ids), len(lines), tt.want, 6*tt.want)
+		}
+		if got := fmt.Sprint(p.asked); got != tt.wantAsked {
+			t.Errorf("short %v: streams asked for max %s, want %s", tt.short, got, tt.wantAsked)
+		}
+		if !strings.Contains(stderr, tt.wantStderr) || tt.wantStderr == "" && stderr != "" {
+			t.Errorf("short %v: stderr %q, want %q", tt.short, stderr, tt.wantStderr)
+		}
+	}
+	_, _, err := runTrace(t, "--local", "--admin-url", "http://127.0.0.1:1", "--follow", "--max-requests", "1001")
+	if err == nil || exitcode.Code(err) != 2 || !strings.Contains(err.Error(), "add --raw, which follows on consecutive streams") {
+		t.Errorf("--max-requests past a stream without --raw: %v", err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/inject"
 	"github.com/gwdiag/gwdiag/cli/tui"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // readyGrace is how long inject mode waits, after the stream's response
@@ -91,11 +92,14 @@ f switches the details between YAML and JSON, c copies them to the clipboard
 (OSC 52: the terminal must allow it), q quits.
 
 Follow mode (--follow) traces many requests on one stream, bounded by the
-proxy: --max-requests (its default 10, at most 1000) and --duration (30s, at
-most 10m). Every event carries its request's id (the client's x-request-id,
-or one the proxy made and returned as x-request-id). --raw prints the events
-as JSON Lines; the viewer lists the requests (method, path, status, time)
-above the events of the selected one.`,
+proxy: --max-requests (its default 10, at most 1000 a stream) and --duration
+(30s, at most 10m). Every event carries its request's id (the client's
+x-request-id, or one the proxy made and returned as x-request-id). --raw
+prints the events as JSON Lines; the viewer lists the requests (method, path,
+status, time) above the events of the selected one. With --raw,
+--max-requests may go past the proxy's 1000: gwdiag then follows on one
+stream after another until it has them all or --duration ends (requests
+that arrive between two streams are not traced).`,
 		Example: `  # Watch: trace the next request reaching a standalone proxy
   gwdiag trace --local
 
@@ -142,7 +146,7 @@ above the events of the selected one.`,
 	f.StringVarP(&o.file, "file", "f", "", "replay a saved JSON Lines trace (- for stdin)")
 	f.StringVar(&o.expression, "expression", "", "CEL expression choosing which request to trace")
 	f.BoolVar(&o.follow, "follow", false, "trace many requests on one stream (with --raw: JSON Lines, each event with its requestId) until --max-requests or --duration")
-	f.IntVar(&o.maxRequests, "max-requests", 0, "follow: end after this many traces (proxy default 10, ceiling 1000)")
+	f.IntVar(&o.maxRequests, "max-requests", 0, "follow: end after this many traces (proxy default 10, ceiling 1000 a stream; with --raw up to 1000000, on consecutive streams)")
 	f.DurationVar(&o.duration, "duration", 0, "follow: end after this long (proxy default 30s, ceiling 10m)")
 	f.StringVar(&o.status, "status", "", "follow: only requests answered with this status: a code (429) or a class (5xx)")
 	f.DurationVar(&o.slowerThan, "slower-than", 0, "follow: only requests that took longer than this (e.g. 500ms)")
@@ -216,8 +220,10 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 		switch {
 		case len(reqArgs) > 0 || portSet:
 			return p, errors.New("--follow watches the requests that reach the proxy; it cannot be combined with --port and a request")
-		case cmd.Flags().Changed("max-requests") && (o.maxRequests < 1 || o.maxRequests > 1000):
-			return p, fmt.Errorf("--max-requests %d: want 1 to 1000", o.maxRequests)
+		case cmd.Flags().Changed("max-requests") && (o.maxRequests < 1 || o.maxRequests > maxChained):
+			return p, fmt.Errorf("--max-requests %d: want 1 to %d (to %d with --raw)", o.maxRequests, reftrace.MaxFollowMax, maxChained)
+		case o.maxRequests > reftrace.MaxFollowMax && !o.raw:
+			return p, fmt.Errorf("--max-requests %d: the proxy follows at most %d requests a stream; above that add --raw, which follows on consecutive streams", o.maxRequests, reftrace.MaxFollowMax)
 		case cmd.Flags().Changed("duration") && (o.duration <= 0 || o.duration > 10*time.Minute):
 			return p, fmt.Errorf("--duration %s: want up to 10m", o.duration)
 		}
@@ -359,6 +365,8 @@ type session struct {
 	// filterDesc the flags it came from, for messages.
 	outcome    string
 	filterDesc string
+	// traced, when set, receives how many traces a follow stream passed on.
+	traced *int
 }
 
 // query is the trace stream's query.
@@ -450,6 +458,9 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 		}
 	}
 	err = <-done
+	if check != nil && s.traced != nil {
+		*s.traced = check.traces
+	}
 	if check != nil && (err == nil || errors.Is(context.Cause(ctx), errNotFollowing)) {
 		return check.finish()
 	}
@@ -509,7 +520,18 @@ func streamErr(err error) error {
 	return fmt.Errorf("trace failed: %w", err)
 }
 
+// maxChained bounds --max-requests with --raw, which follows on
+// consecutive streams of at most followChunk traces (the proxy's ceiling).
+const maxChained = 1_000_000
+
+// followChunk is the most traces gwdiag asks one follow stream for.
+var followChunk = reftrace.MaxFollowMax
+
 // runRaw prints each event as one JSON line, exactly as the proxy sent it.
+// In follow mode, more traces than one stream gives (followChunk) are
+// followed on one stream after another, each asked for what is left of
+// --max-requests and of --duration, until a stream ends short of its max
+// (the duration, or the proxy's end).
 // Lines are written in batches: what the stream has delivered is flushed
 // before the reader waits for more (and before a warning of dropped
 // events), so the output keeps up with the proxy and shows each event as
@@ -530,16 +552,49 @@ func (s session) runRaw(ctx context.Context, stdout io.Writer) error {
 			dropped(n)
 		}
 	}
-	err := s.stream(ctx, nil, func(ev admin.Event) {
+	write := func(ev admin.Event) {
 		if werr == nil {
 			out.Write(ev.Raw)
 			_, werr = out.Write(newline)
 		}
-	}, nil)
-	flush()
-	if err != nil {
-		return err
 	}
+	if !s.follow || s.max <= followChunk {
+		err := s.stream(ctx, nil, write, nil)
+		flush()
+		if err != nil {
+			return err
+		}
+		return werr
+	}
+	d := s.duration
+	if d == 0 {
+		d = reftrace.DefaultFollowDuration
+	}
+	deadline := time.Now().Add(d)
+	for left, streams := s.max, 0; left > 0 && werr == nil; streams++ {
+		rest := time.Until(deadline).Truncate(time.Millisecond)
+		if rest <= 0 {
+			break
+		}
+		one := s
+		one.max, one.duration = min(left, followChunk), rest
+		traced := 0
+		one.traced = &traced
+		if streams == 1 && s.stderr != nil {
+			flush()
+			fmt.Fprintf(s.stderr, "note: the proxy ends a follow stream at %d traces; following on new streams until %d traces or --duration (requests between two streams are not traced)\n", followChunk, s.max)
+		}
+		err := one.stream(ctx, nil, write, nil)
+		if err != nil {
+			flush()
+			return err
+		}
+		left -= traced
+		if traced < one.max {
+			break // the stream ended before its max: the duration, or the proxy's end
+		}
+	}
+	flush()
 	return werr
 }
 
