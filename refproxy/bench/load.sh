@@ -15,11 +15,12 @@
 #   none     no watcher
 #   cel      --expression matching no request
 #   status   --status 5xx (an outcome filter; every response is a 200)
-#   all      every request, --raw > /dev/null. The proxy ends a follow stream
-#            after 1000 traces (its ceiling), so gwdiag is restarted back to
-#            back for the whole run; requests between two streams go untraced
-#            (the events received say how many were traced). The events go to
-#            a file in memory, counted after the run.
+#   all      every request, --raw --max-requests 1000000: the proxy ends a
+#            follow stream after 1000 traces (its ceiling), and gwdiag follows
+#            on the next at once, in one process for the whole run; requests
+#            between two streams go untraced (the events received say how
+#            many were traced). The events go to a file in memory, counted
+#            after the run.
 # Odd rounds run the cases in that order, even rounds in reverse. Prints
 # requests/s, the ratio to no watcher of the same round (and, at the end, the
 # mean and the median of those ratios), the proxy's CPU per request and the
@@ -213,24 +214,11 @@ start_watcher() {
 		"$WORK/gwdiag" trace --local --admin-url "$ADMIN_URL" --follow --raw --max-requests 1000 --duration "$WATCH_FOR" \
 			--status 5xx >"$WORK/events" 2>"$WORK/stderr" & WPID=$! ;;
 	all)
-		# Back to back until told to stop; this shell's waited-for children's
-		# CPU (cutime+cstime) is every reader's. The events go to a file in
-		# memory, counted once the run is over, so that nothing but the
-		# readers themselves shares the machine with the proxy.
-		rm -f "$WORK/stop"
-		(
-			n=0
-			while [ ! -e "$WORK/stop" ]; do
-				"$WORK/gwdiag" trace --local --admin-url "$ADMIN_URL" --follow --raw --max-requests 1000 --duration "$WATCH_FOR" \
-					>>"$EVENTS" 2>>"$WORK/stderr" || true
-				n=$((n + 1))
-			done
-			echo "$n" >"$WORK/streams" # before reader_ticks, which the caller waits for
-			cpu_ticks "$BASHPID" >"$WORK/reader_ticks.new"
-			mv "$WORK/reader_ticks.new" "$WORK/reader_ticks"
-			# Stay until stopped, so that the caller can read the ticks.
-			exec sleep 3600
-		) 2>/dev/null & WPID=$! ;;
+		# One gwdiag for the whole run: with --raw, --max-requests past the
+		# proxy's 1000 a stream is followed on consecutive streams. The
+		# events go to a file in memory, counted once the run is over.
+		"$WORK/gwdiag" trace --local --admin-url "$ADMIN_URL" --follow --raw --max-requests 1000000 --duration "$WATCH_FOR" \
+			>"$EVENTS" 2>"$WORK/stderr" & WPID=$! ;;
 	esac
 	# The watcher is attached once a goroutine of the proxy serves its stream
 	# (registered before it is served).
@@ -242,22 +230,7 @@ start_watcher() {
 }
 # stop_watcher CASE: stops the reader(s) started for CASE; sets READER_TICKS.
 stop_watcher() {
-	local c
-	if [ "$1" = all ]; then
-		touch "$WORK/stop"
-		# End the stream being read; the loop then sees the stop file.
-		for _ in $(seq 200); do
-			[ -e "$WORK/reader_ticks" ] && break
-			for c in $(cat "/proc/$WPID/task/$WPID/children" 2>/dev/null); do
-				[ "$(cat "/proc/$c/comm" 2>/dev/null)" = gwdiag ] && kill "$c" 2>/dev/null || true
-			done
-			sleep 0.05
-		done
-		READER_TICKS=$(cat "$WORK/reader_ticks")
-		rm -f "$WORK/reader_ticks"
-	else
-		READER_TICKS=$(cpu_ticks "$WPID")
-	fi
+	READER_TICKS=$(cpu_ticks "$WPID")
 	kill "$WPID" 2>/dev/null || true
 	wait "$WPID" 2>/dev/null || true
 }
@@ -301,7 +274,7 @@ for i in $(seq "$ROUNDS"); do
 			if [ "$c" = all ]; then
 				events=$(wc -l <"$EVENTS"); traced=$(grep -c requestFinished "$EVENTS" || true); rm -f "$EVENTS"
 				TRACED_OF[$c]=$traced
-				NOTE_OF[$c]=$(printf '  %d streams, %d events, %d requests traced (%.0f%%)' "$(cat "$WORK/streams")" "$events" "$traced" \
+				NOTE_OF[$c]=$(printf '  %d events, %d requests traced (%.0f%%)' "$events" "$traced" \
 					"$(echo "100 * $traced / $REQS" | bc -l)")
 			else
 				NOTE_OF[$c]="  events $(wc -l <"$WORK/events")"
