@@ -32,7 +32,11 @@ const (
 	// FollowBufferSize is how many events a follow watcher holds before its
 	// stream writer takes them; beyond it events are dropped, and the drop
 	// is announced in the stream. requestFinished events are always kept.
-	FollowBufferSize = 1024
+	// 4096 events are some 340 traces, 20 ms of a proxy at full load on a
+	// small machine: a reader on that machine is off the CPU for that long
+	// at times (1024 dropped events in bursts under wrk; see
+	// docs/benchmarks.md).
+	FollowBufferSize = 4096
 )
 
 // ErrTooManyFollowers refuses a follow watcher beyond MaxFollowers.
@@ -232,8 +236,34 @@ func (w *Watcher) Deadline() time.Time { return w.follow.deadline }
 func (w *Watcher) Done() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	f := w.follow
-	return f != nil && (f.taken >= f.max || time.Now().After(f.deadline)) && f.finished >= f.taken
+	return w.follow != nil && w.follow.done(time.Now())
+}
+
+// done reports that the watcher takes no more requests at now and every
+// trace it took has ended (under the watcher's lock).
+func (f *following) done(now time.Time) bool {
+	return (f.taken >= f.max || now.After(f.deadline)) && f.finished >= f.taken
+}
+
+// paceWait is how long the writer of a follow stream last written at last
+// waits, at now, before writing what the watcher holds (0: at once). A
+// write costs the proxy, and the reader, a system call or three whatever
+// it holds, and traces end thousands of times a second under load: a busy
+// stream is written at most once per FollowPace, its traces' events in one
+// write. A quiet stream is written at once (its last write is older), and
+// so are a buffer half full (it must not drop events to save writes) and
+// a stream that is done (its end is not held back).
+func (w *Watcher) paceWait(last, now time.Time) time.Duration {
+	wait := last.Add(FollowPace).Sub(now)
+	if w.follow == nil || wait <= 0 {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || len(w.events) >= FollowBufferSize/2 || w.follow.done(now) {
+		return 0
+	}
+	return wait
 }
 
 // Pending is how many of a follow watcher's traces have not ended.

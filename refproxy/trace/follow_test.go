@@ -1,7 +1,12 @@
 package trace
 
 import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,11 +66,11 @@ func (w *Watcher) bufferLen() int {
 // stream to announce, and always keeps each trace's requestFinished.
 func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
 	var reg Registry
-	w, err := reg.Follow(FollowOptions{Max: 200, Duration: time.Minute})
+	const traces = FollowBufferSize/12 + 100 // more events than the buffer holds
+	w, err := reg.Follow(FollowOptions{Max: 2 * traces, Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const traces = 100 // 1200 events
 	for range traces {
 		tr := reg.Take(func() any { return map[string]any{} })
 		tr.SetRequestID(NewRequestID())
@@ -86,7 +91,7 @@ func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
 			len(events), dropped, finished, FollowBufferSize+traces)
 	}
 	if w.Pending() != 0 || w.Done() {
-		t.Errorf("pending %d, done %v: want 0 pending and not done (max 200, 100 taken)", w.Pending(), w.Done())
+		t.Errorf("pending %d, done %v: want 0 pending and not done (half its max taken)", w.Pending(), w.Done())
 	}
 }
 
@@ -151,5 +156,123 @@ func TestFollowTakesExactlyMaxConcurrently(t *testing.T) {
 	}
 	if reg.Waiting() || len(reg.followers) != 0 {
 		t.Errorf("a follow watcher that took its max is still registered (%d, waiting %v)", len(reg.followers), reg.Waiting())
+	}
+}
+
+// TestFollowPaceWait: a follow stream written less than FollowPace ago
+// waits for the rest of it, unless its buffer is half full or its last
+// trace has ended; one written longer ago, and a one-shot stream, are
+// written at once.
+func TestFollowPaceWait(t *testing.T) {
+	var reg Registry
+	w, err := reg.Follow(FollowOptions{Max: 2, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Cancel()
+	last := time.Now()
+	now := last.Add(FollowPace / 4)
+	emit := func(tr *Tracer, typ trace.MessageType) { tr.Emit(trace.SeverityInfo, typ, nil) }
+	tr := reg.Take(func() any { return map[string]any{} })
+	tr.SetRequestID("r1")
+	emit(tr, trace.RequestStarted)
+	emit(tr, trace.RequestFinished)
+	if got := w.paceWait(last, now); got != FollowPace*3/4 {
+		t.Errorf("written %s ago, one trace held: wait %s, want %s", FollowPace/4, got, FollowPace*3/4)
+	}
+	if got := w.paceWait(last, last.Add(FollowPace)); got != 0 {
+		t.Errorf("written %s ago: wait %s, want 0", FollowPace, got)
+	}
+	if got := w.paceWait(time.Time{}, now); got != 0 {
+		t.Errorf("never written: wait %s, want 0", got)
+	}
+	tr = reg.Take(func() any { return map[string]any{} })
+	tr.SetRequestID("r2")
+	for range FollowBufferSize/2 - 2 - 1 {
+		emit(tr, trace.RequestSnapshot)
+	}
+	if got := w.paceWait(last, now); got == 0 {
+		t.Errorf("buffer one short of half full: wait 0, want the pace")
+	}
+	emit(tr, trace.RequestSnapshot)
+	if got := w.paceWait(last, now); got != 0 {
+		t.Errorf("buffer half full: wait %s, want 0", got)
+	}
+	w.Drain()
+	if got := w.paceWait(last, now); got == 0 {
+		t.Errorf("drained, a trace under way: wait 0, want the pace")
+	}
+	emit(tr, trace.RequestFinished) // the last of max 2
+	if got := w.paceWait(last, now); got != 0 {
+		t.Errorf("last trace ended: wait %s, want 0", got)
+	}
+	one := reg.Watch(nil)
+	defer one.Cancel()
+	if got := one.paceWait(last, now); got != 0 {
+		t.Errorf("one-shot watcher: wait %s, want 0", got)
+	}
+}
+
+// TestFollowStreamPacedEndToEnd serves a follow stream whose pace is an
+// hour: its first trace is written at once (nothing was written before),
+// a trace that ends right after it waits until the buffer is half full,
+// and the stream's last trace is written, and the stream ended, at once.
+// A stream that held any of them for its pace fails at the test's
+// deadline.
+func TestFollowStreamPacedEndToEnd(t *testing.T) {
+	defer func(p time.Duration) { FollowPace = p }(FollowPace)
+	FollowPace = time.Hour
+	var reg Registry
+	srv := httptest.NewServer(Handler(&reg))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"?follow=true&max=3&duration=1m", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(nil, 1<<20)
+	// until reads the stream up to the line holding every one of want.
+	until := func(what string, want ...string) {
+		t.Helper()
+		for lines.Scan() {
+			found := true
+			for _, s := range want {
+				found = found && strings.Contains(lines.Text(), s)
+			}
+			if found {
+				return
+			}
+		}
+		t.Fatalf("stream ended (%v) before %s", lines.Err(), what)
+	}
+	until("the stream opened", ": ready")
+	emit := func(tr *Tracer, typ trace.MessageType) { tr.Emit(trace.SeverityInfo, typ, nil) }
+	start := func(id string) *Tracer {
+		tr := reg.Take(func() any { return map[string]any{} })
+		tr.SetRequestID(id)
+		emit(tr, trace.RequestStarted)
+		return tr
+	}
+	emit(start("r1"), trace.RequestFinished)
+	until("the first trace, written at once", `"requestId":"r1"`, "requestFinished")
+	emit(start("r2"), trace.RequestFinished)
+	r3 := start("r3")
+	for range FollowBufferSize / 2 {
+		emit(r3, trace.RequestSnapshot)
+	}
+	until("a trace held until the buffer was half full", `"requestId":"r2"`, "requestFinished")
+	emit(r3, trace.RequestFinished)
+	until("the last trace, written at once", `"requestId":"r3"`, "requestFinished")
+	for lines.Scan() {
+	}
+	if err := lines.Err(); err != nil {
+		t.Fatalf("the stream did not end after its last trace: %v", err)
 	}
 }

@@ -74,6 +74,10 @@ func Handler(reg *Registry) http.Handler {
 	})
 }
 
+// FollowPace is the least time between two writes of a busy follow
+// stream (Watcher.paceWait).
+var FollowPace = time.Millisecond
+
 // FollowGrace is how long a follow stream past its duration waits for the
 // traces it took to end.
 var FollowGrace = 5 * time.Second
@@ -105,6 +109,36 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 		deadline = dt.C
 	}
 	var buf bytes.Buffer
+	var lastWrite time.Time
+	pace := time.NewTimer(time.Hour)
+	pace.Stop()
+	defer pace.Stop()
+	var paced <-chan time.Time
+	// drain writes what the watcher holds; false ends the stream.
+	drain := func() bool {
+		// Whether a follow stream is done is read before draining, so
+		// that the drain holds every event pushed until then.
+		done := watcher.follow != nil && watcher.Done()
+		events, dropped, final := watcher.Drain()
+		buf.Reset()
+		for _, e := range events {
+			frame(&buf, e)
+		}
+		watcher.recycle(events)
+		if dropped > 0 {
+			buf.WriteString(": dropped " + strconv.Itoa(dropped) + " events\n\n")
+		}
+		if final != nil {
+			frame(&buf, *final)
+		}
+		if buf.Len() > 0 {
+			if !write(buf.Bytes()) {
+				return false
+			}
+			lastWrite = time.Now()
+		}
+		return final == nil && !done
+	}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -134,25 +168,19 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 				}
 			}
 		case <-watcher.notify:
-			// Whether a follow stream is done is read before draining, so
-			// that the drain holds every event pushed until then.
-			done := watcher.follow != nil && watcher.Done()
-			events, dropped, final := watcher.Drain()
-			buf.Reset()
-			for _, e := range events {
-				frame(&buf, e)
+			if wait := watcher.paceWait(lastWrite, time.Now()); wait > 0 {
+				if paced == nil {
+					pace.Reset(wait)
+					paced = pace.C
+				}
+				continue
 			}
-			watcher.recycle(events)
-			if dropped > 0 {
-				buf.WriteString(": dropped " + strconv.Itoa(dropped) + " events\n\n")
-			}
-			if final != nil {
-				frame(&buf, *final)
-			}
-			if buf.Len() > 0 && !write(buf.Bytes()) {
+			if !drain() {
 				return
 			}
-			if final != nil || done {
+		case <-paced:
+			paced = nil
+			if !drain() {
 				return
 			}
 		}
