@@ -193,16 +193,33 @@ func ReadStream(r io.Reader, h Handler) error {
 			}
 			continue
 		}
-		raw, err := compactJSON(data, h.BorrowRaw)
-		if err != nil {
-			return fmt.Errorf("trace event %d is not JSON: %w", count+1, err)
-		}
+		var raw []byte
 		var ev trace.Event
 		var hd trace.Header
 		if h.HeaderOnly {
-			hd, err = trace.ParseHeader(raw)
-		} else if ev, err = trace.Parse(raw); err == nil {
-			hd = trace.HeaderOf(ev)
+			// One scan reads the header and tells whether the event is
+			// compact already (a proxy writes it so).
+			var compact bool
+			if hd, compact, err = trace.ParseHeaderCompact(data); err == nil {
+				switch {
+				case !compact:
+					raw, err = compactJSON(data, false)
+				case h.BorrowRaw:
+					raw = data
+				default:
+					raw = bytes.Clone(data)
+				}
+			}
+			if raw == nil {
+				raw = data
+			}
+		} else {
+			if raw, err = compactJSON(data, h.BorrowRaw); err != nil {
+				return fmt.Errorf("trace event %d is not JSON: %w", count+1, err)
+			}
+			if ev, err = trace.Parse(raw); err == nil {
+				hd = trace.HeaderOf(ev)
+			}
 		}
 		if err != nil {
 			// Compact data reaches Parse unchecked: JSON it refuses is

@@ -46,22 +46,32 @@ func HeaderOf(e Event) Header {
 // as ParseHeader returns, and a follow reader pays for the few bytes it
 // keeps rather than for a copy of each event.
 func ParseHeader(b []byte) (Header, error) {
-	if h, ok := parseHeaderFast(unsafe.String(unsafe.SliceData(b), len(b))); ok {
+	h, _, err := ParseHeaderCompact(b)
+	return h, err
+}
+
+// ParseHeaderCompact is ParseHeader, and whether b is compact JSON (no
+// whitespace outside its strings, as json.Compact leaves it), which the
+// same scan tells: a reader that passes events on compact need not scan
+// them twice. compact is false when the scan cannot tell (events that
+// only Parse reads); compacting such an event changes nothing.
+func ParseHeaderCompact(b []byte) (h Header, compact bool, err error) {
+	d := decoder{s: unsafe.String(unsafe.SliceData(b), len(b))}
+	if h, ok := parseHeaderFast(&d); ok {
 		h.Type = knownType(h.Type)
 		h.RequestID = strings.Clone(h.RequestID)
-		return h, nil
+		return h, !d.spaced, nil
 	}
 	e, err := Parse(b)
 	if err != nil {
-		return Header{}, err
+		return Header{}, false, err
 	}
-	return HeaderOf(e), nil
+	return HeaderOf(e), false, nil
 }
 
 // parseHeaderFast is parseFast's walk of the top-level object with the
 // message scanned for the Header's fields instead of decoded.
-func parseHeaderFast(s string) (Header, bool) {
-	d := decoder{s: s}
+func parseHeaderFast(d *decoder) (Header, bool) {
 	var h Header
 	d.ws()
 	if !d.byte('{') {

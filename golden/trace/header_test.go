@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -27,7 +28,16 @@ func sameHeader(t *testing.T, b []byte) (fast bool) {
 	if want := HeaderOf(ev); werr == nil && got != want {
 		t.Fatalf("ParseHeader(%q):\n got %#v\nwant %#v", b, got, want)
 	}
-	_, fast = parseHeaderFast(string(b))
+	_, fast = parseHeaderFast(&decoder{s: string(b)})
+	// compact: what json.Compact says, where the scan decided; never
+	// claimed of JSON it would change.
+	if _, compact, err := ParseHeaderCompact(b); err == nil {
+		var c bytes.Buffer
+		isCompact := json.Compact(&c, b) == nil && bytes.Equal(c.Bytes(), b)
+		if compact && !isCompact || fast && compact != isCompact {
+			t.Fatalf("ParseHeaderCompact(%q): compact %v, json.Compact says %v", b, compact, isCompact)
+		}
+	}
 	return fast
 }
 

@@ -156,6 +156,8 @@ func fieldIndex(key string) int {
 type decoder struct {
 	s string
 	i int
+	// spaced: ws skipped whitespace (outside strings, where only ws does).
+	spaced bool
 }
 
 func (d *decoder) ws() {
@@ -163,6 +165,7 @@ func (d *decoder) ws() {
 		switch d.s[d.i] {
 		case ' ', '\t', '\n', '\r':
 			d.i++
+			d.spaced = true
 		default:
 			return
 		}
