@@ -111,6 +111,11 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP is caught before anything is served: a reload sent as soon as
+	// the proxy answers must not find the default action (exit) in place.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	if err := p.Start(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "refproxy: %v\n", err)
 		return 1
@@ -129,9 +134,6 @@ func run(args []string) int {
 		}
 		defer stopReady()
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for {
 		select {
 		case <-hup:
