@@ -300,6 +300,9 @@ func (d *decoder) scan(depth int) bool {
 		if !ok {
 			return false
 		}
+		if len(lit) < 300 && strings.IndexAny(lit, "eE") < 0 {
+			return true // under 1e300: within float64's range
+		}
 		_, err := strconv.ParseFloat(lit, 64)
 		return err == nil
 	}

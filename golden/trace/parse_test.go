@@ -265,3 +265,51 @@ func mutate(r *rand.Rand, b []byte) []byte {
 		return b
 	}
 }
+
+// TestPlainRunMatchesByteByByte: plainRun stops where a byte-by-byte walk
+// by strPlain stops, for every byte that needs a look (a quote, a
+// backslash, a control byte, one past ASCII) at every offset of a word,
+// from every start, and for strings with none.
+func TestPlainRunMatchesByteByByte(t *testing.T) {
+	slow := func(s string, i int) int {
+		for i < len(s) && strPlain[s[i]] {
+			i++
+		}
+		return i
+	}
+	specials := []byte{'"', '\\', 0, 0x1f, 0x7f, 0x80, 0xff, '\n', ' ' - 1}
+	base := "abcdefghijklmnopqrstuvwxyz0123456789 !#$%&'()*+,-./:;<=>?@[]^_`{|}~"
+	for n := range 40 {
+		s := base[:n%len(base)]
+		for start := 0; start <= len(s); start++ {
+			if got, want := plainRun(s, start), slow(s, start); got != want {
+				t.Fatalf("plainRun(%q, %d) = %d, want %d", s, start, got, want)
+			}
+		}
+		for at := range n {
+			for _, c := range specials {
+				b := []byte(s)
+				b[at] = c
+				for start := 0; start <= len(b); start++ {
+					if got, want := plainRun(string(b), start), slow(string(b), start); got != want {
+						t.Fatalf("plainRun(%q, %d) = %d, want %d", b, start, got, want)
+					}
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	for range 20000 {
+		b := make([]byte, r.IntN(64))
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+			if r.IntN(4) > 0 {
+				b[i] = base[r.IntN(len(base))]
+			}
+		}
+		start := r.IntN(len(b) + 1)
+		if got, want := plainRun(string(b), start), slow(string(b), start); got != want {
+			t.Fatalf("plainRun(%q, %d) = %d, want %d", b, start, got, want)
+		}
+	}
+}
