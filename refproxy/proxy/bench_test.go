@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"log/slog"
 	"net"
@@ -198,8 +199,8 @@ func BenchmarkServe(b *testing.B) {
 				b.Fatal(err)
 			}
 			e.serve(h)
-			if evs, _, _ := w.Drain(); len(evs) != 12 {
-				b.Fatalf("kept %d events, want 12", len(evs))
+			if frames, _, _ := w.Drain(); bytes.Count(frames, []byte("\n\n")) != 12 {
+				b.Fatalf("kept %d events, want 12", bytes.Count(frames, []byte("\n\n")))
 			}
 			w.Cancel()
 		}
@@ -211,9 +212,9 @@ func BenchmarkServe(b *testing.B) {
 		for b.Loop() {
 			wt := dp.reg.Watch(nil)
 			e.serve(h)
-			evs, _, final := wt.Drain()
-			if len(evs) != 11 || final == nil {
-				b.Fatalf("traced %d events + final %v, want 11 + requestFinished", len(evs), final != nil)
+			frames, _, final := wt.Drain()
+			if n := bytes.Count(frames, []byte("\n\n")); n != 11 || final == nil {
+				b.Fatalf("traced %d events + final %v, want 11 + requestFinished", n, final != nil)
 			}
 			wt.Cancel()
 		}

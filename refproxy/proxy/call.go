@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -89,22 +90,26 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 	}
 }
 
-// renderCallResult is backendCallResult's fields: status (none when the
-// client's body failed: the backend never answered) and error.
-func renderCallResult(_ *reftrace.Tracer, c reftrace.Capture) map[string]any {
-	var errv, statusv any = nil, c.Code
+// renderCallResult is backendCallResult's members: error, and status
+// (none when the client's body failed: the backend never answered).
+func renderCallResult(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+	b = append(b, `"error":`...)
 	if c.Err != nil {
-		errv = c.Err.Error()
+		b = reftrace.AppendString(b, c.Err.Error())
+	} else {
+		b = append(b, "null"...)
 	}
+	b = append(b, `,"status":`...)
 	if c.Flag {
-		statusv = nil
+		return append(b, "null"...)
 	}
-	return map[string]any{"status": statusv, "error": errv}
+	return strconv.AppendInt(b, int64(c.Code), 10)
 }
 
 // renderBackendCallStart is backendCallStart's target.
-func renderBackendCallStart(_ *reftrace.Tracer, c reftrace.Capture) map[string]any {
-	return map[string]any{"target": c.Refs[0].(*backend).addr}
+func renderBackendCallStart(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+	b = append(b, `"target":`...)
+	return reftrace.AppendString(b, c.Refs[0].(*backend).addr)
 }
 
 // traceCallStart traces backendCallStart to be.
@@ -114,10 +119,11 @@ func traceCallStart(tr *reftrace.Tracer, be *backend) {
 	tr.Record(trace.SeverityInfo, trace.BackendCallStart, nil, c)
 }
 
-// renderFinished is requestFinished's fields for a request that ended as
-// its status says, without a cause or warnings.
-func renderFinished(_ *reftrace.Tracer, c reftrace.Capture) map[string]any {
-	return map[string]any{"status": c.Code}
+// renderFinished is requestFinished's status, for a request that ended
+// as its status says, without a cause or warnings.
+func renderFinished(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+	b = append(b, `"status":`...)
+	return strconv.AppendInt(b, int64(c.Code), 10)
 }
 
 // retried traces an attempt that failed before anything was sent (err) and

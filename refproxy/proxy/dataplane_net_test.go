@@ -495,7 +495,7 @@ func TestTruncatedBackendBody(t *testing.T) {
 			}
 			var events []trace.Event
 			for {
-				evs, _, final := wt.Drain()
+				evs, _, final := drainEvents(t, wt)
 				events = append(events, evs...)
 				if final != nil {
 					events = append(events, *final)
@@ -507,7 +507,6 @@ func TestTruncatedBackendBody(t *testing.T) {
 					t.Fatal("the trace never finished")
 				}
 			}
-			events = decoded(t, events)
 			var result, finished *trace.Event
 			var finalCode any
 			for i, e := range events {
@@ -655,7 +654,7 @@ func TestBackendClosesIdleConnections(t *testing.T) {
 		if err != nil || resp.StatusCode != http.StatusOK || string(got) != "got "+body {
 			t.Fatalf("round %d: %v %v %q, want 200 %q", i, resp, err, got, "got "+body)
 		}
-		events, _, final := wt.Drain()
+		events, _, final := drainEvents(t, wt)
 		wt.Cancel()
 		if final == nil {
 			t.Fatalf("round %d: the trace did not finish", i)

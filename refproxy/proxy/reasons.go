@@ -97,51 +97,64 @@ func policyKinds(p config.Policies) []string {
 // reasonsOmitted.
 const maxRouteReasons = 100
 
-// traceRouteSelection emits routeSelection: the selected route (or none),
-// the evaluated routes as the reference lists them (those registered for
-// the request's host), the listener, and a reason per route of the bind.
+// traceRouteSelection emits routeSelection for a request no route took
+// (the selected route's is captured: renderRouteSelection).
 func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
-	fields, sev := routeSelectionFields(sel)
-	tr.Emit(sev, trace.RouteSelection, fields)
-}
-
-// routeSelectionFields are routeSelection's fields for sel, and its
-// severity. The reasons, one per route of the bind, are written straight
-// to JSON (routeReasons); TestRouteReasonsMatchMaps holds them to the maps
-// they stand for (routeReasonsAsMaps).
-func routeSelectionFields(sel routing.Selection) (map[string]any, trace.Severity) {
-	evaluated := sel.Evaluated
-	if evaluated == nil {
-		evaluated = []string{} // [], as the reference lists none
-	}
-	reasons, omitted := routeReasons(sel)
-	fields := make(map[string]any, 5)
-	fields["evaluatedRoutes"], fields["reasons"] = evaluated, reasons
-	if omitted > 0 {
-		fields["reasonsOmitted"] = omitted
-	}
+	c := reftrace.Capture{Render: renderSelection}
+	c.Refs[0] = &sel
 	sev := trace.SeverityInfo
-	if sel.Route != nil {
-		fields["selectedRoute"] = sel.Route.Key
-	} else {
-		fields["selectedRoute"] = nil
+	if sel.Route == nil {
 		sev = trace.SeverityError
 	}
-	if sel.Listener != nil {
-		fields["listener"] = sel.Listener.Key
-	}
-	return fields, sev
+	tr.Record(sev, trace.RouteSelection, nil, c)
 }
 
-// routeReasons is routeSelection's reasons as JSON: for each route (at
+// renderSelection is routeSelection's members for the selection in
+// c.Refs[0].
+func renderSelection(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+	return appendRouteSelection(b, *c.Refs[0].(*routing.Selection))
+}
+
+// appendRouteSelection appends routeSelection's members for sel, in key
+// order: the evaluated routes as the reference lists them (those
+// registered for the request's host), the listener, a reason per route
+// of the bind (appendRouteReasons) and how many were left out, and the
+// selected route (or null). TestRouteReasonsMatchMaps holds them to the
+// maps they stand for.
+func appendRouteSelection(b []byte, sel routing.Selection) []byte {
+	b = append(b, `"evaluatedRoutes":[`...)
+	for i, r := range sel.Evaluated {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = reftrace.AppendString(b, r)
+	}
+	b = append(b, ']')
+	if sel.Listener != nil {
+		b = append(b, `,"listener":`...)
+		b = reftrace.AppendString(b, sel.Listener.Key)
+	}
+	b = append(b, `,"reasons":`...)
+	b, omitted := appendRouteReasons(b, sel)
+	if omitted > 0 {
+		b = append(b, `,"reasonsOmitted":`...)
+		b = strconv.AppendInt(b, int64(omitted), 10)
+	}
+	b = append(b, `,"selectedRoute":`...)
+	if sel.Route == nil {
+		return append(b, "null"...)
+	}
+	return reftrace.AppendString(b, sel.Route.Key)
+}
+
+// appendRouteReasons appends routeSelection's reasons as JSON: for each route (at
 // most maxRouteReasons, besides the selected one and the closest miss,
 // the others counted in omitted), its key, result and reason; the index
 // of its closest match when it has several; for a miss, the condition it
 // failed on (kind, want, got, and the header or parameter and whether it
 // was missing). Keys in encoding/json's order.
-func routeReasons(sel routing.Selection) (reasons reftrace.JSON, omitted int) {
+func appendRouteReasons(b []byte, sel routing.Selection) (_ []byte, omitted int) {
 	closest, _ := sel.Closest()
-	b := make([]byte, 0, 128*min(len(sel.Verdicts), maxRouteReasons+2)+2)
 	b = append(b, '[')
 	n := 0
 	for i, v := range sel.Verdicts {

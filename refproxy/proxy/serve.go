@@ -247,10 +247,10 @@ func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable, initial *reftrace.
 	return rt, cause{}
 }
 
-// renderRouteSelection is routeSelection's fields for a request a route
+// renderRouteSelection is routeSelection's members for a request a route
 // took, explained again from the captured request: route selection is a
 // function of the bind's table (immutable) and of the request.
-func renderRouteSelection(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
+func renderRouteSelection(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
 	bt := c.Refs[0].(*bindTable)
 	path, query := splitRequestURI(tr.String(c.Spans[1]))
 	r := routing.Request{Method: tr.String(c.Spans[0]), Path: decodePath(path), Host: hostOnly(tr.String(c.Spans[2])), Query: query}
@@ -263,13 +263,14 @@ func renderRouteSelection(tr *reftrace.Tracer, c reftrace.Capture) map[string]an
 		})
 		return val, found
 	}
-	fields, _ := routeSelectionFields(bt.routing.Explain(&r, header))
-	return fields
+	return appendRouteSelection(b, bt.routing.Explain(&r, header))
 }
 
-// renderPolicySelection is policySelection's effectivePolicy.
-func renderPolicySelection(_ *reftrace.Tracer, c reftrace.Capture) map[string]any {
-	return map[string]any{"effectivePolicy": c.Refs[0].(*route).effective}
+// renderPolicySelection is policySelection's effectivePolicy, encoded
+// once for the route (route.effectiveJSON).
+func renderPolicySelection(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+	b = append(b, `"effectivePolicy":`...)
+	return append(b, c.Refs[0].(*route).effectiveJSON...)
 }
 
 // admit applies the request's local limits (set: the route's, with the

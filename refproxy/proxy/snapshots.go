@@ -78,15 +78,20 @@ func (dp *Dataplane) traceRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer,
 	tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, dp.captureRequest(ctx, tr, stage, be))
 }
 
-func renderRequestSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
-	if prev, st := tr.Memo(); st != nil && sameRequest(tr, prev, c) {
+// renderRequestSnapshot is a requestSnapshot's requestState and stage.
+func renderRequestSnapshot(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+	b = append(b, `"requestState":`...)
+	if prev, st, ok := tr.Memo(); ok && sameRequest(tr, prev, c) {
 		// The request did not change since the last snapshot (most route
 		// policies stages): its state is shared, as gateway policies'.
-		return map[string]any{"stage": c.Str, "requestState": st}
+		b = append(b, tr.Bytes(st)...)
+	} else {
+		at := len(b)
+		b = appendRequestState(b, tr, c)
+		tr.SetMemo(c, tr.Copy(b[at:]))
 	}
-	st := renderRequestState(tr, c)
-	tr.SetMemo(c, st)
-	return map[string]any{"stage": c.Str, "requestState": st}
+	b = append(b, `,"stage":`...)
+	return reftrace.AppendString(b, c.Str)
 }
 
 // sameRequest reports whether two request snapshot captures hold the same
@@ -108,16 +113,15 @@ func sameRequest(tr *reftrace.Tracer, a, b reftrace.Capture) bool {
 	return tr.SamePairs(a.Pairs, b.Pairs)
 }
 
-// renderRequestState is a request snapshot's requestState, written
-// straight to JSON (reftrace.JSON): what encoding/json writes for the map
-// of spec part 2.1 (keys sorted), without building it.
-// TestRequestStateMatchesMaps holds it to the maps.
-func renderRequestState(tr *reftrace.Tracer, c reftrace.Capture) reftrace.JSON {
+// appendRequestState appends a request snapshot's requestState, written
+// straight to JSON: what encoding/json writes for the map of spec part 2.1
+// (keys sorted), without building it. TestRequestStateMatchesMaps holds
+// it to the maps.
+func appendRequestState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
 	dp := c.Refs[0].(*Dataplane)
 	table, _ := c.Refs[1].(*Table)
 	addr, _ := c.Refs[2].(net.Addr)
 	be, _ := c.Refs[3].(*backend)
-	b := make([]byte, 0, 768)
 	b = append(b, '{')
 	if be != nil {
 		b = append(b, `"backend":{"name":`...)
@@ -303,9 +307,16 @@ func appendLower(b, k []byte) []byte {
 }
 
 // renderSameState is a requestSnapshot at stage c.Str whose state is the
-// previous snapshot's, shared.
-func renderSameState(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
-	return map[string]any{"stage": c.Str, "requestState": tr.Previous()["requestState"]}
+// previous snapshot's (kept by renderRequestSnapshot), shared.
+func renderSameState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+	b = append(b, `"requestState":`...)
+	if _, st, ok := tr.Memo(); ok {
+		b = append(b, tr.Bytes(st)...)
+	} else {
+		b = append(b, "null"...) // no snapshot before it: not from this proxy
+	}
+	b = append(b, `,"stage":`...)
+	return reftrace.AppendString(b, c.Str)
 }
 
 // captureResponse captures a response's status and headers for a
@@ -333,15 +344,18 @@ func (dp *Dataplane) traceResponse(tr *reftrace.Tracer, stage string, code int, 
 	tr.Record(trace.SeverityInfo, trace.ResponseSnapshot, nil, dp.captureResponse(tr, stage, code, h, backend))
 }
 
-func renderResponseSnapshot(tr *reftrace.Tracer, c reftrace.Capture) map[string]any {
-	return map[string]any{"stage": c.Str, "requestState": c.Refs[0].(*Dataplane).responseState(tr, c)}
+// renderResponseSnapshot is a responseSnapshot's requestState and stage.
+func renderResponseSnapshot(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+	b = append(b, `"requestState":`...)
+	b = c.Refs[0].(*Dataplane).appendResponseState(b, tr, c)
+	b = append(b, `,"stage":`...)
+	return reftrace.AppendString(b, c.Str)
 }
 
-// responseState is a response snapshot's requestState, written straight
-// to JSON as renderRequestState: env, then the response's code and
-// headers.
-func (dp *Dataplane) responseState(tr *reftrace.Tracer, c reftrace.Capture) reftrace.JSON {
-	b := make([]byte, 0, 256)
+// appendResponseState appends a response snapshot's requestState,
+// written straight to JSON as appendRequestState: env, then the
+// response's code and headers.
+func (dp *Dataplane) appendResponseState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
 	b = append(b, '{')
 	b = dp.appendEnv(b)
 	b = append(b, `"response":{"code":`...)

@@ -109,7 +109,7 @@ func TestRequestStateMatchesMaps(t *testing.T) {
 		c := dp.captureRequest(&ctx, tr, trace.StageInitialRequest, b)
 		c.Refs[1] = tab
 		c.Flag = r.IntN(2) == 0
-		got := renderRequestState(tr, c)
+		got := appendRequestState(nil, tr, c)
 
 		rq := &ctx.Request
 		info := requestInfoOf(string(rq.Header.Method()), string(rq.Header.RequestURI()), string(rq.Header.Host()),
@@ -132,7 +132,7 @@ func TestRequestStateMatchesMaps(t *testing.T) {
 			resp.Header.Add(pick(), pick())
 		}
 		rc := dp.captureResponse(tr, trace.StageFinalResponse, resp.StatusCode(), &resp.Header, false)
-		gotResp := dp.responseState(tr, rc)
+		gotResp := dp.appendResponseState(nil, tr, rc)
 		wantResp, err := json.Marshal(responseStateAsMaps(dp, rc.Code, headerMap(&resp.Header)))
 		if err != nil {
 			t.Fatal(err)
@@ -224,7 +224,7 @@ func TestRouteReasonsMatchMaps(t *testing.T) {
 				}
 			}
 			sel := bt.routing.Explain(&req, func(name string) (string, bool) { v, ok := hs[name]; return v, ok })
-			got, gotOmitted := routeReasons(sel)
+			got, gotOmitted := appendRouteReasons(nil, sel)
 			want, wantOmitted := routeReasonsAsMaps(sel)
 			wantJSON, err := json.Marshal(want)
 			if err != nil {
@@ -233,10 +233,27 @@ func TestRouteReasonsMatchMaps(t *testing.T) {
 			if string(got) != string(wantJSON) || gotOmitted != wantOmitted {
 				t.Fatalf("request %d %+v: reasons (%d omitted)\n got %s\nwant %s (%d omitted)", i, req, gotOmitted, got, wantJSON, wantOmitted)
 			}
-			// The event's fields, as the stream encodes them.
-			fields, _ := routeSelectionFields(sel)
-			if _, ok := reftrace.AppendValue(nil, fields); !ok {
-				t.Fatalf("request %d: fields do not encode", i)
+			// The event's members, as the stream sends them.
+			evaluated := []string{}
+			if sel.Evaluated != nil {
+				evaluated = sel.Evaluated
+			}
+			fields := map[string]any{"evaluatedRoutes": evaluated, "reasons": want, "selectedRoute": nil}
+			if wantOmitted > 0 {
+				fields["reasonsOmitted"] = wantOmitted
+			}
+			if sel.Route != nil {
+				fields["selectedRoute"] = sel.Route.Key
+			}
+			if sel.Listener != nil {
+				fields["listener"] = sel.Listener.Key
+			}
+			wantFields, err := json.Marshal(fields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotFields := "{" + string(appendRouteSelection(nil, sel)) + "}"; gotFields != string(wantFields) {
+				t.Fatalf("request %d %+v: routeSelection\n got %s\nwant %s", i, req, gotFields, wantFields)
 			}
 		}
 	}

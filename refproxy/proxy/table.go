@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
 	"github.com/gwdiag/gwdiag/refproxy/routing"
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // Table is the routing state compiled from one config: everything the
@@ -81,6 +83,8 @@ type route struct {
 	// for others.
 	llm       *llmRouter
 	effective map[string]any
+	// effectiveJSON is effective as policySelection sends it.
+	effectiveJSON []byte
 }
 
 type backend struct {
@@ -371,6 +375,11 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		// A refproxy extension beside the spec's seventeen keys, there
 		// only when a policy sets it: the body of the route's 429s.
 		rt.effective["rateLimitError"] = rlErr
+	}
+	var ok bool
+	if rt.effectiveJSON, ok = reftrace.AppendValue(nil, rt.effective); !ok {
+		_, err := json.Marshal(rt.effective)
+		return nil, fmt.Errorf("route %s: effectivePolicy is not JSON: %v", rt.key, err)
 	}
 
 	for _, bk := range r.Backends {

@@ -7,16 +7,18 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
-// Captured events: what a traced request records of an event when nobody
-// may want it yet. A request taken only by follow watchers with an outcome
-// filter is traced "on hold": whether its trace is kept is known only at
-// requestFinished, and most are dropped (the filter looks for the rare 5xx).
-// Such a request records each event as a Capture, by value, in buffers
-// reused from request to request: no map, no JSON, no allocation per event.
-// What the message says is built from the capture (Capture.Render) only
-// when an outcome filter keeps the trace. A request with another watcher
-// (one-shot, or following without an outcome filter) renders each capture
-// at once, so every watcher sees the same events either way.
+// Captured events: what a traced request records of an event, and how it
+// becomes the bytes a stream sends. A request taken only by follow
+// watchers with an outcome filter is traced "on hold": whether its trace
+// is kept is known only at requestFinished, and most are dropped (the
+// filter looks for the rare 5xx). Such a request records each event as a
+// Capture, by value, in buffers reused from request to request: no map, no
+// JSON, no allocation per event. A request with another watcher (one-shot,
+// or following without an outcome filter) encodes each capture at once.
+// Either way an event is encoded once per kind of stream (one-shot, or
+// follow: with its requestId), straight from its capture to the stream's
+// SSE frame (Frames): Render writes the message's members as JSON, with
+// no map in between, and every watcher queues those bytes.
 //
 // What a capture holds is what cannot be had later: bytes of the request
 // or response that the proxy rewrites or fasthttp reuses (headers, copied
@@ -31,16 +33,22 @@ type Span struct{ off, n int32 }
 // proxy saw them at a stage).
 type Pairs struct{ off, n int32 }
 
-// Capture is one event's content until it is rendered. Render builds the
-// message fields (besides type) from it; it must be a top-level function,
-// so that storing it allocates nothing. The other fields are Render's to
-// interpret.
+// Capture is one event's content until it is encoded. Render writes the
+// message's members (besides type) from it; it must be a top-level
+// function, so that storing it allocates nothing. The other fields are
+// Render's to interpret.
 type Capture struct {
-	// Render returns a new map, which the trace owns.
-	Render func(t *Tracer, c Capture) map[string]any
+	// Render appends the message's members but type as JSON, exactly as
+	// json.Marshal writes a map's: `"key":value` pairs, compact, separated
+	// by commas, in key order, every key sorting before "timings" (which
+	// the tracer adds to a followed requestFinished, then type). Nothing
+	// appended is a message of type alone. TestRenderedFramesAreCanonical
+	// (refproxy/proxy) holds every Render to json.Marshal.
+	Render func(b []byte, t *Tracer, c Capture) []byte
 	// Fields, without Render, are the fields of an event built eagerly
 	// (rare events: policies, retries, the reasons of the proxy's own
-	// answers); the trace copies them.
+	// answers); the trace keeps them until they are encoded. Neither: a
+	// message of type alone.
 	Fields map[string]any
 	// Refs are values that do not change for the request's lifetime, e.g.
 	// a *route: pointers, so that storing them allocates nothing.
@@ -68,9 +76,14 @@ type holdBuffers struct {
 	events []held
 	arena  []byte
 	pairs  []Span
-	// memoC and memoV are what a Render kept for the next (Memo).
-	memoC Capture
-	memoV any
+	// memoC and memo are what a Render kept for the next (Memo).
+	memoC  Capture
+	memo   Span
+	memoOK bool
+	// out is the frames of the event(s) being sent; held, in a request
+	// that outcome filters and other watchers follow, the frames kept for
+	// the outcome filters until requestFinished.
+	out, held Frames
 	// kept are the spans and pairs a capture stored for the next (Keep).
 	keptSpans [4]Span
 	keptPairs Pairs
@@ -146,18 +159,11 @@ func (t *Tracer) EachPair(p Pairs, f func(k, v []byte)) {
 	}
 }
 
-// Record traces an event from a capture: rendered now when a watcher
+// Record traces an event from a capture: encoded now when a watcher
 // wants every event, held for requestFinished when only outcome filters
 // decide (see above). start, when set, makes it a timed event.
 func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.Time, c Capture) {
 	if t == nil {
-		return
-	}
-	if !t.hold {
-		if typ == trace.ResponseSnapshot && c.Render != nil {
-			t.code = int64(c.Code) // its message may hold it as JSON
-		}
-		t.emit(sev, typ, start, t.render(typ, c))
 		return
 	}
 	h := held{sev: sev, typ: typ, c: c}
@@ -165,9 +171,19 @@ func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.T
 	if start != nil {
 		h.timed, h.start = true, min(t.Micros(*start), h.end)
 	}
-	t.markAt(typ, h.end, h.start, h.timed)
 	if typ == trace.ResponseSnapshot {
-		t.code = int64(c.Code)
+		if c.Render != nil {
+			t.code = int64(c.Code)
+		} else if code, ok := fieldsCode(c.Fields); ok {
+			t.code = code
+		}
+	}
+	if len(t.follow) > 0 {
+		t.markAt(typ, h.end, h.start, h.timed)
+	}
+	if !t.hold {
+		t.send(&h)
+		return
 	}
 	hb := t.buffers()
 	if typ != trace.RequestFinished {
@@ -177,37 +193,114 @@ func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.T
 	t.finishHeld(h)
 }
 
-// render builds the message of a captured event (type included). The
-// fields rendered last are kept for Previous.
-func (t *Tracer) render(typ trace.MessageType, c Capture) map[string]any {
-	if c.Render == nil {
-		return messageOf(typ, c.Fields)
+// appendFrame appends the SSE frame of h to fs: as a follow stream sends
+// it (with the request's id, and a requestFinished's timings) when follow
+// is set, else as a one-shot stream does.
+func (t *Tracer) appendFrame(fs *Frames, h *held, follow bool) {
+	if h.c.Render == nil && h.c.Fields != nil {
+		msg := messageOf(h.typ, h.c.Fields)
+		if follow && h.typ == trace.RequestFinished {
+			msg["timings"] = JSON(t.appendTimings(nil, h.end))
+		}
+		e := trace.Event{EventEnd: h.end, Severity: h.sev, Message: msg}
+		if h.timed {
+			s := h.start
+			e.EventStart = &s
+		}
+		if follow {
+			e.RequestID = t.RequestID()
+		}
+		fs.appendEvent(e)
+		return
 	}
-	msg := c.Render(t, c)
-	if msg == nil {
-		msg = make(map[string]any, 1)
+	b := append(fs.b, "data: "...)
+	b = appendHead(b, h.timed, h.start, h.end, h.sev)
+	at := len(b)
+	if h.c.Render != nil {
+		b = h.c.Render(b, t, h.c)
 	}
-	t.prev = msg
-	msg["type"] = string(typ)
-	return msg
+	if follow && h.typ == trace.RequestFinished {
+		if len(b) > at {
+			b = append(b, ',')
+		}
+		b = append(b, `"timings":`...)
+		b = t.appendTimings(b, h.end)
+	}
+	if len(b) > at {
+		b = append(b, ',')
+	}
+	b = append(b, `"type":`...)
+	b = appendString(b, string(h.typ))
+	b = append(b, '}')
+	if id := t.RequestID(); follow && id != "" {
+		b = append(b, `,"requestId":`...)
+		b = appendString(b, id)
+	}
+	fs.b = append(b, "}\n\n"...)
+	fs.end()
 }
 
-// Previous is the message of the event rendered before the one being
-// rendered (for a Render that shares its content), or nil.
-func (t *Tracer) Previous() map[string]any { return t.prev }
+// send encodes an event recorded by a request whose events go out as they
+// happen, and gives it to its watchers: the one-shot watcher, the follow
+// watchers without an outcome filter, and, at requestFinished, those with
+// one that keep the trace (until then their frames are held).
+func (t *Tracer) send(h *held) {
+	fin := h.typ == trace.RequestFinished
+	hb := t.buffers()
+	if fin {
+		// The captures of the trace are encoded: the arena goes back.
+		defer t.release()
+	}
+	if t.w != nil {
+		hb.out.Reset()
+		t.appendFrame(&hb.out, h, false)
+		t.w.push(&hb.out, fin)
+	}
+	if len(t.follow) == 0 {
+		return
+	}
+	hb.out.Reset()
+	t.appendFrame(&hb.out, h, true)
+	holding, heldFin := false, false
+	for _, w := range t.follow {
+		if w.follow.outcome == nil {
+			w.push(&hb.out, fin)
+			continue
+		}
+		holding = true
+		if !fin {
+			continue
+		}
+		if !w.follow.accepts(t.code, h.end) {
+			w.discard(t.at(h.end))
+			continue
+		}
+		if !heldFin {
+			hb.held.b = append(hb.held.b, hb.out.b...)
+			hb.held.end()
+			heldFin = true
+		}
+		w.push(&hb.held, true)
+	}
+	if holding && !fin {
+		hb.held.b = append(hb.held.b, hb.out.b...)
+		hb.held.end()
+	}
+}
 
 // Memo is what a Render kept with SetMemo for the renders after it in the
-// trace (e.g. the last request snapshot's capture and content, to share
-// with the next snapshot when the request did not change), or zero.
-func (t *Tracer) Memo() (Capture, any) {
+// trace (e.g. the last request snapshot's capture and its state's JSON,
+// to share with the next snapshot when the request did not change), if
+// anything.
+func (t *Tracer) Memo() (Capture, Span, bool) {
 	hb := t.buffers()
-	return hb.memoC, hb.memoV
+	return hb.memoC, hb.memo, hb.memoOK
 }
 
-// SetMemo keeps c and v for Memo.
-func (t *Tracer) SetMemo(c Capture, v any) {
+// SetMemo keeps c and s for Memo.
+func (t *Tracer) SetMemo(c Capture, s Span) {
 	hb := t.buffers()
-	hb.memoC, hb.memoV = c, v
+	hb.memoC, hb.memo, hb.memoOK = c, s, true
 }
 
 // A request is captured at several stages (its initial snapshot, after
@@ -248,8 +341,8 @@ func (t *Tracer) SamePairs(a, b Pairs) bool {
 }
 
 // finishHeld decides an on-hold trace at requestFinished: each outcome
-// watcher that accepts it gets every event, rendered now; the others give
-// its request back. The buffers go back to the pool.
+// watcher that accepts it gets every event, encoded now, once for all of
+// them; the others give its request back. The buffers go back to the pool.
 func (t *Tracer) finishHeld(fin held) {
 	var keep []*Watcher
 	var keepArr [MaxFollowers]*Watcher
@@ -263,28 +356,16 @@ func (t *Tracer) finishHeld(fin held) {
 	}
 	if len(keep) > 0 {
 		hb := t.hb
+		hb.out.Reset()
 		for i := range hb.events {
-			t.pushHeld(&hb.events[i], keep)
+			t.appendFrame(&hb.out, &hb.events[i], true)
 		}
-		t.pushHeld(&fin, keep)
+		t.appendFrame(&hb.out, &fin, true)
+		for _, w := range keep {
+			w.push(&hb.out, true)
+		}
 	}
 	t.release()
-}
-
-// pushHeld renders a held event and sends it to ws.
-func (t *Tracer) pushHeld(h *held, ws []*Watcher) {
-	msg := t.render(h.typ, h.c)
-	if h.typ == trace.RequestFinished {
-		msg["timings"] = t.timings(h.end)
-	}
-	e := trace.Event{EventEnd: h.end, Severity: h.sev, Message: msg, RequestID: t.RequestID()}
-	if h.timed {
-		s := h.start
-		e.EventStart = &s
-	}
-	for _, w := range ws {
-		w.push(e)
-	}
 }
 
 // release gives the hold buffers back.
@@ -296,9 +377,11 @@ func (t *Tracer) release() {
 	t.hb = nil
 	clear(hb.events) // drop references (errors, routes) held by captures
 	hb.events, hb.arena, hb.pairs = hb.events[:0], hb.arena[:0], hb.pairs[:0]
-	hb.memoC, hb.memoV = Capture{}, nil
+	hb.memoC, hb.memoOK = Capture{}, false
 	hb.kept = false
-	if cap(hb.arena) <= 64<<10 {
+	hb.out.Reset()
+	hb.held.Reset()
+	if cap(hb.arena) <= 64<<10 && cap(hb.out.b) <= 256<<10 && cap(hb.held.b) <= 256<<10 {
 		holdPool.Put(hb)
 	}
 }

@@ -260,7 +260,7 @@ func (w *Watcher) paceWait(last, now time.Time) time.Duration {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || len(w.events) >= FollowBufferSize/2 || w.follow.done(now) {
+	if w.closed || w.n >= FollowBufferSize/2 || w.follow.done(now) {
 		return 0
 	}
 	return wait

@@ -58,7 +58,7 @@ func BenchmarkFollowWatcherMemory(b *testing.B) {
 func (w *Watcher) bufferLen() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.events)
+	return w.n
 }
 
 // TestFollowBufferDropsAnnouncedFinalsKept: a follow watcher whose reader
@@ -79,7 +79,7 @@ func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
 			tr.Emit(trace.SeverityInfo, typ, nil)
 		}
 	}
-	events, dropped, _ := w.Drain()
+	events, dropped, _ := drainEvents(t, w)
 	finished := 0
 	for _, e := range events {
 		if e.Type() == trace.RequestFinished {
@@ -125,7 +125,7 @@ func TestFollowWriterWokenPerTrace(t *testing.T) {
 	if !woken() {
 		t.Fatal("writer not woken at requestFinished")
 	}
-	if evs, _, _ := w.Drain(); len(evs) != 4 {
+	if evs, _, _ := drainEvents(t, w); len(evs) != 4 {
 		t.Errorf("drained %d events, want the trace's 4", len(evs))
 	}
 }
@@ -274,5 +274,32 @@ func TestFollowStreamPacedEndToEnd(t *testing.T) {
 	}
 	if err := lines.Err(); err != nil {
 		t.Fatalf("the stream did not end after its last trace: %v", err)
+	}
+}
+
+// TestFollowQueueAllocatesNothing: events pushed while the writer writes
+// what it drained go to the buffer it gave back before, so that a busy
+// follow stream queues its events without growing a buffer per write.
+func TestFollowQueueAllocatesNothing(t *testing.T) {
+	var reg Registry
+	w, err := reg.Follow(FollowOptions{Max: MaxFollowMax, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Cancel()
+	var fs Frames
+	fs.b = append(fs.b, `data: {"eventStart":null,"eventEnd":1,"severity":"info","message":{"type":"requestStarted"},"requestId":"r"}`+"\n\n"...)
+	fs.end()
+	cycle := func() {
+		out, _, _ := w.Drain()
+		for range 100 { // while the writer writes out
+			w.push(&fs, false)
+		}
+		w.recycle(out)
+	}
+	cycle()
+	cycle()
+	if n := testing.AllocsPerRun(100, cycle); n != 0 {
+		t.Errorf("%v allocations a drain, want 0", n)
 	}
 }

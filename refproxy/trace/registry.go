@@ -6,6 +6,7 @@
 package trace
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,10 +42,17 @@ type Watcher struct {
 	reg    *Registry
 	filter cel.Program
 
-	mu       sync.Mutex
-	events   []trace.Event
-	final    *trace.Event // requestFinished: kept even when the buffer is full
-	dropped  int
+	mu sync.Mutex
+	// queued is the events queued for the stream, as its SSE frames
+	// (Frames), n of them; final is a one-shot trace's requestFinished,
+	// kept even when the buffer is full.
+	queued  []byte
+	n       int
+	final   []byte
+	dropped int
+	// spare is the buffer the writer gave back (recycle), queued next:
+	// events pushed while the writer writes go to a buffer grown already.
+	spare    []byte
 	closed   bool
 	notify   chan struct{}
 	assigned bool
@@ -166,8 +174,9 @@ func Compile(expression string) (cel.Program, error) {
 	return celexpr.Compile(env, expression, "bool", []*cel.Type{cel.BoolType})
 }
 
-// push queues an event for the stream; it never blocks.
-func (w *Watcher) push(e trace.Event) {
+// push queues the events of fs for the stream (their frames are copied);
+// fin: the last is the trace's requestFinished. It never blocks.
+func (w *Watcher) push(fs *Frames, fin bool) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -179,21 +188,26 @@ func (w *Watcher) push(e trace.Event) {
 	// way emitted goes out with the next end, or at the next keepalive
 	// (serve). A one-shot stream is woken per event.
 	wake := w.follow == nil
-	switch {
-	case w.follow != nil && e.Type() == trace.RequestFinished:
-		// A followed trace's end is always kept: the stream ends after
-		// the last one.
-		w.events = append(w.events, e)
-		w.follow.finished++
-		wake = true
-	case e.Type() == trace.RequestFinished:
-		final := e // on the heap in this case only, not for every event
-		w.final = &final
-	case len(w.events) >= w.bufferSize():
-		w.dropped++
-	default:
-		w.events = append(w.events, e)
-		wake = wake || len(w.events) >= w.bufferSize()/2
+	size := w.bufferSize()
+	for i := range fs.Len() {
+		f := fs.Frame(i)
+		switch {
+		case fin && i == fs.Len()-1 && w.follow != nil:
+			// A followed trace's end is always kept: the stream ends
+			// after the last one.
+			w.queued = append(w.queued, f...)
+			w.n++
+			w.follow.finished++
+			wake = true
+		case fin && i == fs.Len()-1:
+			w.final = append([]byte(nil), f...)
+		case w.n >= size:
+			w.dropped++
+		default:
+			w.queued = append(w.queued, f...)
+			w.n++
+			wake = wake || w.n >= size/2
+		}
 	}
 	w.mu.Unlock()
 	if !wake {
@@ -216,24 +230,50 @@ func (w *Watcher) bufferSize() int {
 // since the last Drain; a reader drains after each signal.
 func (w *Watcher) Notify() <-chan struct{} { return w.notify }
 
-// Drain takes what is queued: events, the count dropped since the last
-// drain, and the final event once it has arrived.
-func (w *Watcher) Drain() (events []trace.Event, dropped int, final *trace.Event) {
+// Drain takes what is queued: the events' SSE frames, back to back, the
+// count dropped since the last drain, and a one-shot trace's final frame
+// (requestFinished) once it has arrived. The frames are the caller's until
+// it gives them back (recycle).
+func (w *Watcher) Drain() (frames []byte, dropped int, final []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	events, w.events = w.events, nil
+	frames, w.queued, w.spare, w.n = w.queued, w.spare[:0], nil, 0
 	dropped, w.dropped = w.dropped, 0
-	final = w.final
-	return events, dropped, final
+	return frames, dropped, w.final
 }
 
-// recycle gives a drained slice back for the next events, once its reader
-// is done with it, so that a busy stream does not grow a new one per drain.
-func (w *Watcher) recycle(events []trace.Event) {
-	clear(events) // the messages go
+// recycle gives drained frames back for the next events, once their
+// writer is done with them, so that a busy stream does not grow a new
+// buffer per drain (one that held a burst beyond maxSpare is let go).
+func (w *Watcher) recycle(frames []byte) {
+	if cap(frames) > maxSpare {
+		return
+	}
 	w.mu.Lock()
-	if w.events == nil {
-		w.events = events[:0]
+	if w.spare == nil {
+		w.spare = frames[:0]
 	}
 	w.mu.Unlock()
+}
+
+// maxSpare bounds the buffer a watcher keeps for its next events: some
+// 8 000 typical events.
+const maxSpare = 8 << 20
+
+// DrainEvents is Drain read as a stream's reader reads it: each frame
+// parsed (trace.Parse). It is for tests and benchmarks, which look at
+// events; a frame that does not parse is an error.
+func (w *Watcher) DrainEvents() (events []trace.Event, dropped int, final *trace.Event, err error) {
+	frames, dropped, fin := w.Drain()
+	if events, err = ParseFrames(frames); err != nil {
+		return nil, dropped, nil, err
+	}
+	if fin != nil {
+		fe, err := ParseFrames(fin)
+		if err != nil || len(fe) != 1 {
+			return nil, dropped, nil, fmt.Errorf("final frame %q: %v", fin, err)
+		}
+		final = &fe[0]
+	}
+	return events, dropped, final, nil
 }

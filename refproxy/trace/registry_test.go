@@ -114,8 +114,18 @@ func TestEventEndNeverDecreases(t *testing.T) {
 	tr.last = 1 << 40 // as if the clock had stepped back
 	start := tr.Start()
 	tr.EmitTimed(trace.SeverityInfo, trace.BackendCallResult, &start, nil)
-	evs, _, _ := w.Drain()
+	evs, _, _ := drainEvents(t, w)
 	if len(evs) != 1 || evs[0].EventEnd != 1<<40 || *evs[0].EventStart > evs[0].EventEnd {
 		t.Errorf("event %+v, want eventEnd held at the previous value", evs)
 	}
+}
+
+// drainEvents is w.DrainEvents, failing t on a frame that does not parse.
+func drainEvents(t testing.TB, w *Watcher) ([]trace.Event, int, *trace.Event) {
+	t.Helper()
+	evs, dropped, final, err := w.DrainEvents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs, dropped, final
 }

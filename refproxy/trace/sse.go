@@ -1,16 +1,12 @@
 package trace
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"cel.dev/cel-go/cel"
-
-	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // KeepaliveInterval is how often an idle stream gets a `: keepalive` comment.
@@ -108,35 +104,27 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 		defer dt.Stop()
 		deadline = dt.C
 	}
-	var buf bytes.Buffer
 	var lastWrite time.Time
 	pace := time.NewTimer(time.Hour)
 	pace.Stop()
 	defer pace.Stop()
 	var paced <-chan time.Time
-	// drain writes what the watcher holds; false ends the stream.
+	// drain writes what the watcher holds, its frames as they were queued;
+	// false ends the stream.
 	drain := func() bool {
 		// Whether a follow stream is done is read before draining, so
 		// that the drain holds every event pushed until then.
 		done := watcher.follow != nil && watcher.Done()
-		events, dropped, final := watcher.Drain()
-		buf.Reset()
-		for _, e := range events {
-			frame(&buf, e)
-		}
-		watcher.recycle(events)
-		if dropped > 0 {
-			buf.WriteString(": dropped " + strconv.Itoa(dropped) + " events\n\n")
-		}
-		if final != nil {
-			frame(&buf, *final)
-		}
-		if buf.Len() > 0 {
-			if !write(buf.Bytes()) {
+		out, dropped, final := watcher.Drain()
+		out = appendDropped(out, dropped)
+		out = append(out, final...)
+		if len(out) > 0 {
+			if !write(out) {
 				return false
 			}
 			lastWrite = time.Now()
 		}
+		watcher.recycle(out)
 		return final == nil && !done
 	}
 	for {
@@ -145,16 +133,14 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 			return
 		case <-deadline:
 			if watcher.Pending() == 0 {
-				flushFollow(&buf, watcher, "")
-				write(buf.Bytes())
+				write(flushFollow(watcher, ""))
 				return
 			}
 			gt := time.NewTimer(FollowGrace)
 			defer gt.Stop()
 			grace = gt.C
 		case <-grace:
-			flushFollow(&buf, watcher, ": ended with "+strconv.Itoa(watcher.Pending())+" traces incomplete\n\n")
-			write(buf.Bytes())
+			write(flushFollow(watcher, ": ended with "+strconv.Itoa(watcher.Pending())+" traces incomplete\n\n"))
 			return
 		case <-tick.C:
 			if !write([]byte(": keepalive\n\n")) {
@@ -187,35 +173,16 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 	}
 }
 
-// flushFollow puts what a follow watcher holds in buf, then tail.
-func flushFollow(buf *bytes.Buffer, w *Watcher, tail string) {
-	events, dropped, _ := w.Drain()
-	buf.Reset()
-	for _, e := range events {
-		frame(buf, e)
-	}
-	if dropped > 0 {
-		buf.WriteString(": dropped " + strconv.Itoa(dropped) + " events\n\n")
-	}
-	buf.WriteString(tail)
+// flushFollow is what a follow watcher holds, then tail.
+func flushFollow(w *Watcher, tail string) []byte {
+	out, dropped, _ := w.Drain()
+	return append(appendDropped(out, dropped), tail...)
 }
 
-func frame(buf *bytes.Buffer, e trace.Event) {
-	buf.WriteString("data: ")
-	if b, ok := AppendEvent(buf.AvailableBuffer(), e); ok {
-		buf.Write(b)
-		buf.WriteString("\n\n")
-		return
+// appendDropped announces dropped events, if any.
+func appendDropped(b []byte, dropped int) []byte {
+	if dropped == 0 {
+		return b
 	}
-	// What AppendEvent cannot encode, encoding/json tells why. An Encoder
-	// writes straight into buf; its output is Marshal's and a newline.
-	at := buf.Len() - len("data: ")
-	if err := json.NewEncoder(buf).Encode(e); err != nil {
-		// Event fields are built by the proxy from JSON-safe values; a failure
-		// here is a bug, reported in-band rather than killing the stream.
-		buf.Truncate(at)
-		buf.WriteString(": cannot encode event: " + err.Error() + "\n\n")
-		return
-	}
-	buf.WriteString("\n")
+	return append(b, ": dropped "+strconv.Itoa(dropped)+" events\n\n"...)
 }

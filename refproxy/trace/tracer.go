@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
@@ -28,18 +29,13 @@ type Tracer struct {
 	// marks are the eventEnd (and backendCallResult's eventStart) of the
 	// phases, for the timings of a followed trace.
 	marks marks
-	// held are the events kept for follow watchers with an outcome
-	// filter, sent or dropped at requestFinished; code is the status of
-	// the last response snapshot.
-	held []trace.Event
+	// code is the status of the last response snapshot.
 	code int64
 	// hold: only outcome filters take the request, so events are captured
 	// and rendered only if one keeps the trace (capture.go); hb holds the
 	// captures and their arena.
 	hold bool
 	hb   *holdBuffers
-	// prev is the message rendered last (Previous).
-	prev map[string]any
 }
 
 // marks are the phase boundaries of a followed trace: the first
@@ -109,92 +105,20 @@ func (t *Tracer) Emit(sev trace.Severity, typ trace.MessageType, fields map[stri
 	t.EmitTimed(sev, typ, nil, fields)
 }
 
-// EmitTimed sends an event that spans from start to now.
+// EmitTimed sends an event that spans from start to now. The trace keeps
+// fields until the event is encoded: the caller must not change them.
 func (t *Tracer) EmitTimed(sev trace.Severity, typ trace.MessageType, start *time.Time, fields map[string]any) {
-	if t == nil {
-		return
-	}
-	if t.hold {
-		if code, ok := fieldsCode(fields); ok && typ == trace.ResponseSnapshot {
-			t.code = code
-		}
-		t.Record(sev, typ, start, Capture{Fields: fields})
-		return
-	}
-	t.emit(sev, typ, start, messageOf(typ, fields))
+	t.Record(sev, typ, start, Capture{Fields: fields})
 }
 
-// messageOf is an event's message: type and a copy of fields, which the
-// caller may keep.
+// messageOf is an event's message: type and a copy of fields.
 func messageOf(typ trace.MessageType, fields map[string]any) map[string]any {
-	msg := make(map[string]any, len(fields)+1)
+	msg := make(map[string]any, len(fields)+2)
 	msg["type"] = string(typ)
 	for k, v := range fields {
 		msg[k] = v
 	}
 	return msg
-}
-
-// emit sends an event of message msg (type included), which it owns.
-func (t *Tracer) emit(sev trace.Severity, typ trace.MessageType, start *time.Time, msg map[string]any) {
-	end := t.endNow()
-	e := trace.Event{EventEnd: end, Severity: sev, Message: msg}
-	if start != nil {
-		s := min(t.Micros(*start), end)
-		e.EventStart = &s
-	}
-	if typ == trace.RequestFinished {
-		// The captures of the trace are rendered: the arena goes back.
-		defer t.release()
-	}
-	if t.w != nil {
-		t.w.push(e)
-	}
-	if len(t.follow) == 0 {
-		return
-	}
-	var es int64
-	if e.EventStart != nil {
-		es = *e.EventStart
-	}
-	t.markAt(typ, end, es, e.EventStart != nil)
-	if code, ok := fieldsCode(msg); ok && typ == trace.ResponseSnapshot {
-		t.code = code // a captured snapshot's was set by Record
-	}
-	fe := e
-	fe.RequestID = t.RequestID()
-	if typ == trace.RequestFinished && t.w == nil {
-		msg["timings"] = t.timings(end) // nobody else has the message
-	} else if typ == trace.RequestFinished {
-		fm := make(map[string]any, len(msg)+1)
-		for k, v := range msg {
-			fm[k] = v
-		}
-		fm["timings"] = t.timings(end)
-		fe.Message = fm
-	}
-	holding := false
-	for _, w := range t.follow {
-		if w.follow.outcome == nil {
-			w.push(fe)
-			continue
-		}
-		holding = true
-		if typ != trace.RequestFinished {
-			continue
-		}
-		if !w.follow.accepts(t.code, end) {
-			w.discard(t.at(end))
-			continue
-		}
-		for _, h := range t.held {
-			w.push(h)
-		}
-		w.push(fe)
-	}
-	if holding && typ != trace.RequestFinished {
-		t.held = append(t.held, fe)
-	}
 }
 
 // endNow is the eventEnd of an event emitted now: microseconds since
@@ -244,25 +168,32 @@ func (t *Tracer) markAt(typ trace.MessageType, end, start int64, timed bool) {
 	}
 }
 
-// timings are the per-phase durations of a followed trace, in
-// microseconds: route selection, policies (up to the backend call, or to
-// the end when the proxy answered itself), the backend call (its last
-// attempt), response processing, and the total.
-func (t *Tracer) timings(end int64) map[string]any {
+// appendTimings appends the per-phase durations of a followed trace, in
+// microseconds, as a JSON object (keys sorted): route selection, policies
+// (up to the backend call, or to the end when the proxy answered itself),
+// the backend call (its last attempt), response processing, and the
+// total.
+func (t *Tracer) appendTimings(b []byte, end int64) []byte {
 	m := &t.marks
-	out := map[string]any{"totalMicros": end}
-	if m.seen&seenRoute == 0 {
-		return out
+	member := func(b []byte, key string, v int64) []byte {
+		b = append(b, key...)
+		return strconv.AppendInt(b, v, 10)
 	}
-	out["routeSelectionMicros"] = m.route - m.started
-	if m.seen&seenResult == 0 {
-		out["policiesMicros"] = end - m.route
-		return out
+	switch {
+	case m.seen&seenRoute == 0:
+		b = member(b, `{"totalMicros":`, end)
+	case m.seen&seenResult == 0:
+		b = member(b, `{"policiesMicros":`, end-m.route)
+		b = member(b, `,"routeSelectionMicros":`, m.route-m.started)
+		b = member(b, `,"totalMicros":`, end)
+	default:
+		b = member(b, `{"backendCallMicros":`, m.result-m.call)
+		b = member(b, `,"policiesMicros":`, m.callStart-m.route)
+		b = member(b, `,"responseMicros":`, end-m.result)
+		b = member(b, `,"routeSelectionMicros":`, m.route-m.started)
+		b = member(b, `,"totalMicros":`, end)
 	}
-	out["policiesMicros"] = m.callStart - m.route
-	out["backendCallMicros"] = m.result - m.call
-	out["responseMicros"] = end - m.result
-	return out
+	return append(b, '}')
 }
 
 // PolicyResult is what one policy kind did for a traced request, in the
