@@ -166,10 +166,20 @@ func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.T
 	if t == nil {
 		return
 	}
-	h := held{sev: sev, typ: typ, c: c}
-	h.end = t.endNow()
+	end := t.endNow()
+	var h *held
+	var now held
+	if t.hold && typ != trace.RequestFinished {
+		// Recorded in place: a capture is copied once.
+		hb := t.buffers()
+		hb.events = append(hb.events, held{})
+		h = &hb.events[len(hb.events)-1]
+	} else {
+		h = &now
+	}
+	h.sev, h.typ, h.c, h.end = sev, typ, c, end
 	if start != nil {
-		h.timed, h.start = true, min(t.Micros(*start), h.end)
+		h.timed, h.start = true, min(t.Micros(*start), end)
 	}
 	if typ == trace.ResponseSnapshot {
 		if c.Render != nil {
@@ -179,18 +189,14 @@ func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.T
 		}
 	}
 	if len(t.follow) > 0 {
-		t.markAt(typ, h.end, h.start, h.timed)
+		t.markAt(typ, end, h.start, h.timed)
 	}
-	if !t.hold {
-		t.send(&h)
-		return
+	switch {
+	case !t.hold:
+		t.send(h)
+	case typ == trace.RequestFinished:
+		t.finishHeld(h)
 	}
-	hb := t.buffers()
-	if typ != trace.RequestFinished {
-		hb.events = append(hb.events, h)
-		return
-	}
-	t.finishHeld(h)
 }
 
 // appendFrame appends the SSE frame of h to fs: as a follow stream sends
@@ -343,7 +349,7 @@ func (t *Tracer) SamePairs(a, b Pairs) bool {
 // finishHeld decides an on-hold trace at requestFinished: each outcome
 // watcher that accepts it gets every event, encoded now, once for all of
 // them; the others give its request back. The buffers go back to the pool.
-func (t *Tracer) finishHeld(fin held) {
+func (t *Tracer) finishHeld(fin *held) {
 	var keep []*Watcher
 	var keepArr [MaxFollowers]*Watcher
 	keep = keepArr[:0]
@@ -360,7 +366,7 @@ func (t *Tracer) finishHeld(fin held) {
 		for i := range hb.events {
 			t.appendFrame(&hb.out, &hb.events[i], true)
 		}
-		t.appendFrame(&hb.out, &fin, true)
+		t.appendFrame(&hb.out, fin, true)
 		for _, w := range keep {
 			w.push(&hb.out, true)
 		}
