@@ -157,6 +157,7 @@ func ReadStream(r io.Reader, h Handler) error {
 		frames.CloseOnStall(c)
 	}
 	ready, count := false, 0
+	var headers trace.HeaderReader // a request's snapshots share their states
 	markReady := func() {
 		if !ready {
 			ready = true
@@ -200,7 +201,7 @@ func ReadStream(r io.Reader, h Handler) error {
 			// One scan reads the header and tells whether the event is
 			// compact already (a proxy writes it so).
 			var compact bool
-			if hd, compact, err = trace.ParseHeaderCompact(data); err == nil {
+			if hd, compact, err = headers.Parse(data); err == nil {
 				switch {
 				case !compact:
 					raw, err = compactJSON(data, false)

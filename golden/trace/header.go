@@ -56,7 +56,30 @@ func ParseHeader(b []byte) (Header, error) {
 // them twice. compact is false when the scan cannot tell (events that
 // only Parse reads); compacting such an event changes nothing.
 func ParseHeaderCompact(b []byte) (h Header, compact bool, err error) {
-	d := decoder{s: unsafe.String(unsafe.SliceData(b), len(b))}
+	var r HeaderReader
+	return r.Parse(b)
+}
+
+// HeaderReader reads the headers of a stream's events one after another,
+// as ParseHeaderCompact reads each, remembering the last request state it
+// scanned (message.requestState, as it was written): a request's
+// snapshots most often carry the same state, byte for byte, and a state
+// scanned already is passed over by one comparison. A JSON object ends
+// where its braces close, so bytes that begin with a whole object scanned
+// before hold that object, and what follows it is scanned as ever.
+// TestHeaderReaderMatchesParseHeader holds the two to the same results.
+// A HeaderReader keeps a copy of the state, never the input; it is not
+// for concurrent use.
+type HeaderReader struct {
+	state   []byte
+	code    float64
+	hasCode bool
+	spaced  bool
+}
+
+// Parse is ParseHeaderCompact(b), the state remembered.
+func (r *HeaderReader) Parse(b []byte) (h Header, compact bool, err error) {
+	d := decoder{s: unsafe.String(unsafe.SliceData(b), len(b)), memo: r}
 	if h, ok := parseHeaderFast(&d); ok {
 		h.Type = knownType(h.Type)
 		h.RequestID = strings.Clone(h.RequestID)
@@ -187,30 +210,51 @@ func (d *decoder) messageHeader(h *Header) bool {
 		case "requestState":
 			h.ResponseCode, h.HasResponseCode = 0, false
 			if d.peek() == '{' {
-				return d.members(2, func(k string) bool {
-					if k != "response" {
-						return d.scan(3)
-					}
-					h.ResponseCode, h.HasResponseCode = 0, false
-					if d.peek() != '{' {
-						return d.scan(3)
-					}
-					return d.members(3, func(k string) bool {
-						if k != "code" {
-							return d.scan(4)
-						}
-						h.ResponseCode, h.HasResponseCode = 0, false
-						if f, ok, isNum := d.float(); isNum {
-							h.ResponseCode, h.HasResponseCode = f, ok
-							return ok
-						}
-						return d.scan(4)
-					})
-				})
+				return d.requestState(h)
 			}
 		}
 		return d.scan(2)
 	})
+}
+
+// requestState scans message.requestState (an object, at depth 2) for
+// response.code, or passes over the state the reader scanned last.
+func (d *decoder) requestState(h *Header) bool {
+	m := d.memo
+	if m != nil && len(m.state) > 0 && strings.HasPrefix(d.s[d.i:], unsafe.String(unsafe.SliceData(m.state), len(m.state))) {
+		d.i += len(m.state)
+		h.ResponseCode, h.HasResponseCode = m.code, m.hasCode
+		d.spaced = d.spaced || m.spaced
+		return true
+	}
+	start, spaced := d.i, d.spaced
+	d.spaced = false
+	ok := d.members(2, func(k string) bool {
+		if k != "response" {
+			return d.scan(3)
+		}
+		h.ResponseCode, h.HasResponseCode = 0, false
+		if d.peek() != '{' {
+			return d.scan(3)
+		}
+		return d.members(3, func(k string) bool {
+			if k != "code" {
+				return d.scan(4)
+			}
+			h.ResponseCode, h.HasResponseCode = 0, false
+			if f, ok, isNum := d.float(); isNum {
+				h.ResponseCode, h.HasResponseCode = f, ok
+				return ok
+			}
+			return d.scan(4)
+		})
+	})
+	if ok && m != nil {
+		m.state = append(m.state[:0], d.s[start:d.i]...)
+		m.code, m.hasCode, m.spaced = h.ResponseCode, h.HasResponseCode, d.spaced
+	}
+	d.spaced = d.spaced || spaced
+	return ok
 }
 
 // members scans a JSON object at depth as object does, calling member

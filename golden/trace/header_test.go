@@ -164,3 +164,64 @@ func randomHeaderObject(r *rand.Rand, b *bytes.Buffer, depth int) {
 	}
 	b.WriteString("}")
 }
+
+// TestHeaderReaderMatchesParseHeader: a HeaderReader reading events one
+// after another, from one buffer reused as a stream reader reuses it,
+// gives what ParseHeaderCompact gives for each: over every saved trace,
+// and over random sequences where the request state repeats, changes by
+// a byte, is cut short, is followed by more members or by garbage, or
+// holds whitespace.
+func TestHeaderReaderMatchesParseHeader(t *testing.T) {
+	check := func(name string, events [][]byte) {
+		t.Helper()
+		var r HeaderReader
+		var buf []byte
+		for i, e := range events {
+			want, wantCompact, wantErr := ParseHeaderCompact(e)
+			buf = append(buf[:0], e...)
+			got, gotCompact, gotErr := r.Parse(buf)
+			for j := range buf {
+				buf[j] = '#' // the reader keeps nothing of its input
+			}
+			if got != want || gotCompact != wantCompact || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("%s: event %d %q:\n got %#v compact %v err %v\nwant %#v compact %v err %v",
+					name, i, e, got, gotCompact, gotErr, want, wantCompact, wantErr)
+			}
+		}
+	}
+	for _, f := range traceFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(f, objects(b))
+	}
+	states := []string{
+		`{"request":{"headers":{"host":"a"}}}`, `{"request":{"headers":{"host":"b"}}}`,
+		`{"response":{"code":200,"headers":{}}}`, `{"response":{"code":503}}`, `{"response":{"code":"503"}}`,
+		`{"response":{"code":200},"response":{"code":404}}`, `{ "response" : {"code":201} }`,
+		`{"request":{"headers":{"host":"\u00e9"}}}`, `{"a":[1,2,{"b":null}]}`, `{}`,
+	}
+	tails := []string{`}}`, `,"stage":"x","type":"requestSnapshot"}}`, `,"status":500}}`, `}},"requestId":"r1"}`, `}} x`, `,}}`, `}`, ``}
+	r := rand.New(rand.NewPCG(11, 13))
+	for seq := range 3000 {
+		var events [][]byte
+		for range 1 + r.IntN(8) {
+			st := states[r.IntN(len(states))]
+			switch r.IntN(6) {
+			case 0:
+				st = st[:r.IntN(len(st)+1)] // cut short
+			case 1:
+				b := []byte(st)
+				b[r.IntN(len(b))] ^= byte(1 << r.IntN(7)) // a byte changed
+				st = string(b)
+			}
+			e := `{"eventEnd":1,"message":{"requestState":` + st + tails[r.IntN(len(tails))]
+			if r.IntN(4) == 0 {
+				e = `{"eventEnd":2,"message":{"type":"responseSnapshot","requestState":` + st + `,"requestState":` + states[r.IntN(len(states))] + `}}`
+			}
+			events = append(events, []byte(e))
+		}
+		check(fmt.Sprintf("sequence %d", seq), events)
+	}
+}

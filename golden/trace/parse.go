@@ -160,6 +160,9 @@ type decoder struct {
 	i int
 	// spaced: ws skipped whitespace (outside strings, where only ws does).
 	spaced bool
+	// memo, when set, is the reader whose last request state the header
+	// scan may pass over (HeaderReader).
+	memo *HeaderReader
 }
 
 func (d *decoder) ws() {
