@@ -81,7 +81,8 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 		if backend == nil {
 			backend = h // the proxy's own answer to a failed call
 		}
-		c.dp.traceResponse(tr, trace.StageBackendResponseReady, code, backend, true)
+		tr.RecordNext(trace.SeverityInfo, trace.ResponseSnapshot,
+			c.dp.captureResponse(tr, trace.StageBackendResponseReady, code, backend, true))
 	}
 	c.d.EachHeader(h.Set)
 	c.rt.pol.applyResponse(c.cors, h)
@@ -112,11 +113,11 @@ func renderBackendCallStart(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []
 	return reftrace.AppendString(b, c.Refs[0].(*backend).addr)
 }
 
-// traceCallStart traces backendCallStart to be.
-func traceCallStart(tr *reftrace.Tracer, be *backend) {
+// callStart is backendCallStart to be.
+func callStart(be *backend) reftrace.Capture {
 	c := reftrace.Capture{Render: renderBackendCallStart}
 	c.Refs[0] = be
-	tr.Record(trace.SeverityInfo, trace.BackendCallStart, nil, c)
+	return c
 }
 
 // renderFinished is requestFinished's status, for a request that ended
@@ -132,7 +133,7 @@ func (c *call) retried(err error) {
 	if tr := c.tr; tr != nil {
 		start := c.start
 		tr.EmitTimed(trace.SeverityWarn, trace.BackendCallResult, &start, map[string]any{"status": nil, "error": err.Error(), "retry": true})
-		traceCallStart(tr, c.be)
+		tr.RecordNext(trace.SeverityInfo, trace.BackendCallStart, callStart(c.be))
 	}
 }
 

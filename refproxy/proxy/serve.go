@@ -57,11 +57,12 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	}
 	var initial reftrace.Capture
 	if tr != nil {
-		tr.Record(trace.SeverityInfo, trace.RequestStarted, nil, reftrace.Capture{})
+		// Taken now: requestStarted is at 0.
+		tr.RecordNext(trace.SeverityInfo, trace.RequestStarted, reftrace.Capture{})
 		initial = dp.captureRequest(ctx, tr, trace.StageInitialRequest, nil)
 		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, initial)
 		// The gateway has no policies of its own: the same state.
-		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil,
+		tr.RecordNext(trace.SeverityInfo, trace.RequestSnapshot,
 			reftrace.Capture{Render: renderSameState, Str: trace.StageGatewayPolicies})
 	}
 	var v reqView
@@ -76,7 +77,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if tr != nil {
 		ps := reftrace.Capture{Render: renderPolicySelection}
 		ps.Refs[0] = rt
-		tr.Record(trace.SeverityInfo, trace.PolicySelection, nil, ps)
+		tr.RecordNext(trace.SeverityInfo, trace.PolicySelection, ps)
 		traceSkippedPolicies(tr, rt)
 	}
 	// What CEL expressions see of the request, only for routes that have some.
@@ -202,9 +203,13 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if tr != nil {
-		dp.routePolicies(ctx, tr)
-		dp.traceRequest(ctx, tr, trace.StageFinalRequest, be)
-		traceCallStart(tr, be)
+		// The request after the route's policies is the final one: one
+		// capture for both, and the call starts as soon as it is sent.
+		rc := dp.captureRequest(ctx, tr, trace.StageRoutePolicies, nil)
+		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, rc)
+		rc.Str, rc.Refs[3] = trace.StageFinalRequest, be
+		tr.RecordNext(trace.SeverityInfo, trace.RequestSnapshot, rc)
+		tr.RecordNext(trace.SeverityInfo, trace.BackendCallStart, callStart(be))
 	}
 
 	c := callPool.Get().(*call)

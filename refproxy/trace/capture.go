@@ -167,20 +167,28 @@ func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.T
 		return
 	}
 	end := t.endNow()
-	var h *held
-	var now held
-	if t.hold && typ != trace.RequestFinished {
-		// Recorded in place: a capture is copied once.
-		hb := t.buffers()
-		hb.events = append(hb.events, held{})
-		h = &hb.events[len(hb.events)-1]
-	} else {
-		h = &now
-	}
-	h.sev, h.typ, h.c, h.end = sev, typ, c, end
+	var from int64 = -1
 	if start != nil {
-		h.timed, h.start = true, min(t.Micros(*start), end)
+		from = min(t.Micros(*start), end)
 	}
+	t.record(sev, typ, from, end, c)
+}
+
+// RecordNext is Record for a point event that follows the last one with
+// no work between them worth a clock reading (the next stage's snapshot
+// of a request that did not change, the backend call that starts right
+// after the final request): its eventEnd is the last event's. A request
+// on hold reads the clock six times, not twelve (docs/admin.md).
+func (t *Tracer) RecordNext(sev trace.Severity, typ trace.MessageType, c Capture) {
+	if t == nil {
+		return
+	}
+	t.record(sev, typ, -1, t.last, c)
+}
+
+// record traces an event that ended at end (and started at start, when
+// start is not negative: a timed event).
+func (t *Tracer) record(sev trace.Severity, typ trace.MessageType, start, end int64, c Capture) {
 	if typ == trace.ResponseSnapshot {
 		if c.Render != nil {
 			t.code = int64(c.Code)
@@ -188,15 +196,24 @@ func (t *Tracer) Record(sev trace.Severity, typ trace.MessageType, start *time.T
 			t.code = code
 		}
 	}
+	if t.hold && typ != trace.RequestFinished {
+		// Recorded in place: a capture is copied once. The timings'
+		// marks wait for a trace an outcome filter keeps (finishHeld).
+		hb := t.buffers()
+		hb.events = append(hb.events, held{})
+		h := &hb.events[len(hb.events)-1]
+		h.sev, h.typ, h.timed, h.start, h.end, h.c = sev, typ, start >= 0, max(start, 0), end, c
+		return
+	}
+	h := held{sev: sev, typ: typ, timed: start >= 0, start: max(start, 0), end: end, c: c}
 	if len(t.follow) > 0 {
 		t.markAt(typ, end, h.start, h.timed)
 	}
-	switch {
-	case !t.hold:
-		t.send(h)
-	case typ == trace.RequestFinished:
-		t.finishHeld(h)
+	if t.hold {
+		t.finishHeld(&h)
+		return
 	}
+	t.send(&h)
 }
 
 // appendFrame appends the SSE frame of h to fs: as a follow stream sends
@@ -361,7 +378,11 @@ func (t *Tracer) finishHeld(fin *held) {
 		}
 	}
 	if len(keep) > 0 {
-		hb := t.hb
+		hb := t.buffers()
+		for i := range hb.events {
+			h := &hb.events[i]
+			t.markAt(h.typ, h.end, h.start, h.timed)
+		}
 		hb.out.Reset()
 		for i := range hb.events {
 			t.appendFrame(&hb.out, &hb.events[i], true)

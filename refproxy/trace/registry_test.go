@@ -129,3 +129,28 @@ func drainEvents(t testing.TB, w *Watcher) ([]trace.Event, int, *trace.Event) {
 	}
 	return evs, dropped, final
 }
+
+// TestRecordNextTakesTheLastTime: an event recorded with RecordNext ends
+// when the event before it did, without reading the clock (a clock read
+// now, an hour after the trace's start, would say so), and Record reads
+// it.
+func TestRecordNextTakesTheLastTime(t *testing.T) {
+	var reg Registry
+	w := reg.Watch(nil)
+	tr := reg.Take(requestOf(httptest.NewRequest("GET", "/", nil)))
+	tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, Capture{})
+	first := tr.last
+	tr.start = tr.start.Add(-time.Hour)
+	tr.RecordNext(trace.SeverityInfo, trace.PolicySelection, Capture{})
+	tr.Record(trace.SeverityInfo, trace.RequestFinished, nil, Capture{})
+	evs, _, final := drainEvents(t, w)
+	if len(evs) != 2 || final == nil {
+		t.Fatalf("%d events and final %v, want 2 and requestFinished", len(evs), final)
+	}
+	if evs[1].EventEnd != first || evs[1].EventStart != nil {
+		t.Errorf("RecordNext's event: eventEnd %d (start %v), want %d, the last event's", evs[1].EventEnd, evs[1].EventStart, first)
+	}
+	if hour := time.Hour.Microseconds(); final.EventEnd < hour {
+		t.Errorf("Record after RecordNext: eventEnd %d, want the clock's (≥ %d)", final.EventEnd, hour)
+	}
+}
