@@ -90,6 +90,9 @@ type exchange struct {
 
 func newExchange() *exchange {
 	e := &exchange{out: bufio.NewWriter(io.Discard)}
+	// As the data plane's server reads them (DisableHeaderNamesNormalizing).
+	e.req.Header.DisableNormalizing()
+	e.ctx.Response.Header.DisableNormalizing()
 	e.req.Header.SetMethod("GET")
 	e.req.SetRequestURI("/get?x=1")
 	e.req.Header.SetHost("gw.example")

@@ -130,8 +130,10 @@ func (t *Tracer) PairsStart() Pairs { return Pairs{off: int32(len(t.buffers().pa
 
 // AddPair copies one name/value pair into the run under way.
 func (t *Tracer) AddPair(k, v []byte) {
-	ks, vs := t.Copy(k), t.Copy(v)
-	t.hb.pairs = append(t.hb.pairs, ks, vs)
+	hb := t.buffers()
+	off, nk := int32(len(hb.arena)), int32(len(k))
+	hb.arena = append(append(hb.arena, k...), v...)
+	hb.pairs = append(hb.pairs, Span{off, nk}, Span{off + nk, int32(len(v))})
 }
 
 // PairsEnd ends the run begun with p.
@@ -199,9 +201,15 @@ func (t *Tracer) record(sev trace.Severity, typ trace.MessageType, start, end in
 	if t.hold && typ != trace.RequestFinished {
 		// Recorded in place: a capture is copied once. The timings'
 		// marks wait for a trace an outcome filter keeps (finishHeld).
+		// Every field is set: a slot past len is taken as it is.
 		hb := t.buffers()
-		hb.events = append(hb.events, held{})
-		h := &hb.events[len(hb.events)-1]
+		n := len(hb.events)
+		if n < cap(hb.events) {
+			hb.events = hb.events[:n+1]
+		} else {
+			hb.events = append(hb.events, held{})
+		}
+		h := &hb.events[n]
 		h.sev, h.typ, h.timed, h.start, h.end, h.c = sev, typ, start >= 0, max(start, 0), end, c
 		return
 	}
