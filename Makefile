@@ -10,7 +10,7 @@ MOCK      := $(BIN)/mockbackend
 REPORT    ?= conformance-report.yaml
 PKGS      := ./...
 
-.PHONY: all build image test unit vet fmt-check conformance bench bench-load fuzz clean kube-bins ratelimit-bin redis-server chromium test-cluster test-node conformance-cluster generate-crds
+.PHONY: all build image test unit vet fmt-check conformance bench bench-load bench-instr fuzz clean kube-bins ratelimit-bin redis-server chromium test-cluster test-node conformance-cluster generate-crds
 
 all: build
 
@@ -70,6 +70,14 @@ bench:
 WATCHERS ?= 0
 bench-load:
 	WATCHERS=$(WATCHERS) ./refproxy/bench/load.sh
+
+# Instructions per iteration of one benchmark, under callgrind (noise-free
+# figures for small changes; refproxy/bench/instr.sh).
+INSTR_PKG ?= ./refproxy/proxy
+INSTR_BENCH ?= BenchmarkServe/outcome-dropped$$
+INSTR_FUNC ?= (*bindHandler).serve
+bench-instr:
+	./refproxy/bench/instr.sh '$(INSTR_PKG)' '$(INSTR_BENCH)' '$(INSTR_FUNC)'
 
 FUZZTIME ?= 30s
 fuzz:

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Instructions per iteration of a Go benchmark, counted by callgrind: a figure
+# that machine noise does not move, for changes of a few percent that wrk and
+# ns/op cannot resolve on a shared machine.
+#
+#   ./refproxy/bench/instr.sh PKG BENCH FUNC
+#   make bench-instr INSTR_PKG=./refproxy/proxy INSTR_BENCH='BenchmarkServe/outcome-dropped$' INSTR_FUNC='(*bindHandler).serve'
+#
+# PKG is a package (./refproxy/proxy), BENCH a -test.bench pattern that
+# selects one benchmark, FUNC the function whose inclusive count is reported
+# (its name as Go prints it, without the package: '(*bindHandler).serve';
+# a final part of it, after a dot, will do: 'serve').
+# The benchmark runs twice under callgrind, N1 and N2 iterations (-benchtime
+# Nx, GOGC=off so that no collection lands in one run and not the other,
+# no asynchronous preemption: callgrind cannot follow its signals; one P:
+# under callgrind, idle Ps spinning make a run a hundred times slower);
+# what FUNC executed in the difference, divided by N2-N1, is its cost per
+# iteration, setup cancelled out. Counts include the callees, so FUNC should
+# be the benchmark's request entry point. Installs valgrind with apt-get if
+# missing.
+set -euo pipefail
+
+usage() {
+	echo "usage: $0 PKG BENCH FUNC   (e.g. ./refproxy/proxy 'BenchmarkServe/no-watcher\$' '(*bindHandler).serve')" >&2
+	exit 2
+}
+[ $# = 3 ] || usage
+PKG=$1 BENCH=$2 FUNC=$3
+[ -n "$PKG" ] && [ -n "$BENCH" ] && [ -n "$FUNC" ] || usage
+N1=${N1:-2000}
+N2=${N2:-12000}
+[ "$N2" -gt "$N1" ] || { echo "$0: N2 ($N2) must exceed N1 ($N1)" >&2; exit 2; }
+
+need() {
+	command -v "$1" >/dev/null 2>&1 && return
+	echo "installing $2 (Debian package)" >&2
+	local sudo=""
+	[ "$(id -u)" = 0 ] || sudo=sudo
+	$sudo apt-get install -y "$2" >/dev/null 2>&1 || { $sudo apt-get update -qq && $sudo apt-get install -y "$2" >/dev/null; }
+}
+need valgrind valgrind
+need callgrind_annotate valgrind
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+(cd "$ROOT" && go test -c -o "$WORK/bench.test" "$PKG")
+
+# count N: FUNC's inclusive instructions over a run of N iterations. The
+# largest count among the lines naming FUNC exactly (a recursive function
+# appears more than once; its outermost call is the largest).
+count() {
+	local out="$WORK/callgrind.$1"
+	(cd "$ROOT/${PKG#./}" && GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$out" \
+		"$WORK/bench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime "${1}x" >"$WORK/log.$1" 2>&1) || {
+		echo "$0: the benchmark failed under callgrind:" >&2
+		tail -20 "$WORK/log.$1" >&2
+		exit 1
+	}
+	if ! grep -q '^Benchmark' "$WORK/log.$1"; then
+		echo "$0: no benchmark matches $BENCH in $PKG" >&2
+		exit 1
+	fi
+	callgrind_annotate --inclusive=yes --threshold=100 "$out" 2>/dev/null | awk -v f="$FUNC" '
+		{
+			n = $1; gsub(",", "", n)
+			if (n !~ /^[0-9]+$/) next
+			name = $0; sub(/ \[[^]]*\]$/, "", name); sub(/^.*:/, "", name)
+			# name is pkg/path.FUNC: FUNC must end it, after the package.
+			if (length(name) >= length(f) && substr(name, length(name) - length(f) + 1) == f) {
+				pre = substr(name, 1, length(name) - length(f))
+				if ((pre == "" || pre ~ /\.$/) && n + 0 > best) best = n + 0
+			}
+		}
+		END { if (best > 0) print best }'
+}
+
+c1=$(count "$N1")
+c2=$(count "$N2")
+if [ -z "$c1" ] || [ -z "$c2" ]; then
+	echo "$0: callgrind shows no function $FUNC in $BENCH (give its name as Go prints it, without the package)" >&2
+	exit 1
+fi
+echo "$BENCH $FUNC: $(( (c2 - c1) / (N2 - N1) )) instructions/iteration (callgrind, $N1 and $N2 iterations)"
