@@ -116,24 +116,32 @@ func run(args []string) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	// The readiness address is bound before the proxy serves, and answered
+	// once it does: a probe that connects in between waits for the answer,
+	// and one that comes after the first proxied request finds it up.
+	var readyLn net.Listener
+	if *readyAddr != "" {
+		if readyLn, err = net.Listen("tcp", *readyAddr); err != nil {
+			fmt.Fprintf(os.Stderr, "refproxy: readiness: %v\n", err)
+			return 1
+		}
+	}
 	if err := p.Start(ctx); err != nil {
+		if readyLn != nil {
+			readyLn.Close()
+		}
 		fmt.Fprintf(os.Stderr, "refproxy: %v\n", err)
 		return 1
+	}
+	stopReady := func() {}
+	if readyLn != nil {
+		stopReady = serveReadiness(readyLn)
+		defer stopReady()
 	}
 	// Loading the first config compiled the config schema (about 27 MB
 	// allocated, most of it garbage at once): given back to the system now
 	// rather than held until the scavenger gets to it.
 	debug.FreeOSMemory()
-	stopReady := func() {}
-	if *readyAddr != "" {
-		stopReady, err = serveReadiness(*readyAddr)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "refproxy: readiness: %v\n", err)
-			_ = p.Shutdown(context.Background())
-			return 1
-		}
-		defer stopReady()
-	}
 	for {
 		select {
 		case <-hup:
@@ -154,12 +162,8 @@ func run(args []string) int {
 	}
 }
 
-// serveReadiness answers GET /healthz/ready with 200 on addr until stop.
-func serveReadiness(addr string) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
+// serveReadiness answers GET /healthz/ready with 200 on ln until stop.
+func serveReadiness(ln net.Listener) (stop func()) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz/ready", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -167,7 +171,7 @@ func serveReadiness(addr string) (stop func(), err error) {
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	return func() { _ = srv.Close() }, nil
+	return func() { _ = srv.Close() }
 }
 
 // allErrors lists the errors of a config error.
