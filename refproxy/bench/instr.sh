@@ -31,13 +31,7 @@ N1=${N1:-2000}
 N2=${N2:-12000}
 [ "$N2" -gt "$N1" ] || { echo "$0: N2 ($N2) must exceed N1 ($N1)" >&2; exit 2; }
 
-need() {
-	command -v "$1" >/dev/null 2>&1 && return
-	echo "installing $2 (Debian package)" >&2
-	local sudo=""
-	[ "$(id -u)" = 0 ] || sudo=sudo
-	$sudo apt-get install -y "$2" >/dev/null 2>&1 || { $sudo apt-get update -qq && $sudo apt-get install -y "$2" >/dev/null; }
-}
+. "$(dirname "$0")/need.sh"
 need valgrind valgrind
 need callgrind_annotate valgrind
 

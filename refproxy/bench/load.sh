@@ -58,14 +58,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-need() {
-	command -v "$1" >/dev/null 2>&1 && return
-	echo "installing $2 (Debian package)" >&2
-	local sudo=""
-	[ "$(id -u)" = 0 ] || sudo=sudo
-	# A fresh machine has no package lists yet.
-	$sudo apt-get install -y "$2" >/dev/null 2>&1 || { $sudo apt-get update -qq && $sudo apt-get install -y "$2" >/dev/null; }
-}
+. "$(dirname "$0")/need.sh"
 need wrk wrk
 [ -x /usr/sbin/nginx ] || need nginx nginx
 

@@ -386,14 +386,14 @@ func (t *Tracer) finishHeld(fin *held) {
 		}
 	}
 	if len(keep) > 0 {
+		// The marks are taken as the events are rendered: only
+		// requestFinished's frame (last) uses them.
 		hb := t.buffers()
+		hb.out.Reset()
 		for i := range hb.events {
 			h := &hb.events[i]
 			t.markAt(h.typ, h.end, h.start, h.timed)
-		}
-		hb.out.Reset()
-		for i := range hb.events {
-			t.appendFrame(&hb.out, &hb.events[i], true)
+			t.appendFrame(&hb.out, h, true)
 		}
 		t.appendFrame(&hb.out, fin, true)
 		for _, w := range keep {
