@@ -1,0 +1,280 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+)
+
+// testKey makes fingerprints the same from run to run, so that tests can
+// name them.
+var testKey = []byte("gwdiag redact test key")
+
+// fp is the marker of secret under testKey.
+func fp(secret string) string { return New(Options{Key: testKey}).MarkerOf(secret) }
+
+var markerRE = regexp.MustCompile(`<redacted:[0-9a-f]{12}>`)
+
+func TestAppendValue(t *testing.T) {
+	r := New(Options{Key: testKey})
+	for _, tt := range []struct {
+		name, header, value, want string
+	}{
+		{"bearer keeps its scheme", "Authorization", "Bearer sk-secret-123", "Bearer " + fp("sk-secret-123")},
+		{"basic keeps its scheme", "authorization", "Basic dXNlcjpwYXNz", "Basic " + fp("dXNlcjpwYXNz")},
+		{"no scheme: all of it", "authorization", "sk-secret-123", fp("sk-secret-123")},
+		{"a scheme alone is no credential", "authorization", "Bearer", fp("Bearer")},
+		{"proxy-authorization", "proxy-authorization", "Basic cHJveHk6cHc=", "Basic " + fp("cHJveHk6cHc=")},
+		{"digest: its params are one credential", "authorization", `Digest username="u", realm="r", response="abc"`,
+			"Digest " + fp(`username="u", realm="r", response="abc"`)},
+		{"sigv4: one credential", "authorization", "AWS4-HMAC-SHA256 Credential=AKIA/20260101/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=abcd",
+			"AWS4-HMAC-SHA256 " + fp("Credential=AKIA/20260101/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=abcd")},
+		{"two joined by a proxy", "authorization", "Bearer one-secret, Basic two-secret", "Bearer " + fp("one-secret") + ", Basic " + fp("two-secret")},
+		{"api key: all of it", "x-api-key", "abc", fp("abc")},
+		{"cookies keep their names", "Cookie", "session=s3cr3t-session; theme=dark", "session=" + fp("s3cr3t-session") + "; theme=" + fp("dark")},
+		{"a cookie without a name", "cookie", "justavalue", fp("justavalue")},
+		{"set-cookie keeps its attributes", "Set-Cookie", "id=a3fWa; Expires=Wed, 21 Oct 2015 07:28:00 GMT; Path=/; Secure; HttpOnly; SameSite=Lax",
+			"id=" + fp("a3fWa") + "; Expires=Wed, 21 Oct 2015 07:28:00 GMT; Path=/; Secure; HttpOnly; SameSite=Lax"},
+		{"set-cookie joined by a proxy", "set-cookie", "a=one; Path=/,b=two; Max-Age=60", "a=" + fp("one") + "; Path=/,b=" + fp("two") + "; Max-Age=60"},
+		{"set-cookie: a bare value is a secret", "set-cookie", "tok; Path=/", fp("tok") + "; Path=/"},
+		{"already redacted: kept", "authorization", "Bearer " + fp("x"), "Bearer " + fp("x")},
+		{"the reference's marker: kept", "authorization", "<redacted>", "<redacted>"},
+		{"empty", "authorization", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.Value(tt.header, tt.value); got != tt.want {
+				t.Errorf("Value(%q, %q)\n got  %q\n want %q", tt.header, tt.value, got, tt.want)
+			}
+			if got := r.Value(tt.header, r.Value(tt.header, tt.value)); got != tt.want {
+				t.Errorf("redacted twice: got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFingerprints(t *testing.T) {
+	a, b := New(Options{}), New(Options{})
+	if a.MarkerOf("k") == b.MarkerOf("k") {
+		t.Error("two redactors without a key gave the same fingerprint: the key is not random")
+	}
+	if a.MarkerOf("k") != a.MarkerOf("k") || a.MarkerOf("k") == a.MarkerOf("l") {
+		t.Error("one redactor: the same secret must give the same fingerprint, two secrets two")
+	}
+	for _, m := range []string{a.MarkerOf("k"), Marker} {
+		if !IsMarker(m) {
+			t.Errorf("IsMarker(%q) = false", m)
+		}
+	}
+	for _, m := range []string{"<redacted:XYZ>", "<redacted:0123456789ab", "redacted", "<redacted:0123456789abc>"} {
+		if IsMarker(m) {
+			t.Errorf("IsMarker(%q) = true", m)
+		}
+	}
+}
+
+func TestSensitive(t *testing.T) {
+	r := New(Options{Extra: []string{"X-Tenant-Token"}})
+	for name, want := range map[string]bool{
+		"authorization": true, "Authorization": true, "AUTHORIZATION": true, "x-tenant-token": true, "X-TENANT-TOKEN": true,
+		"set-cookie": true, "accept": false, "x-api-keys": false, "": false,
+	} {
+		if got := r.Sensitive(name); got != want {
+			t.Errorf("Sensitive(%q) = %v, want %v", name, got, want)
+		}
+	}
+	off := New(Options{NoDefaults: true, Extra: []string{"x-mine"}})
+	if off.Sensitive("authorization") || !off.Sensitive("X-Mine") {
+		t.Errorf("NoDefaults: names %v, want only x-mine", off.Names())
+	}
+	if w := r.With("x-more"); !w.Sensitive("x-more") || !w.Sensitive("authorization") || w.MarkerOf("s") != r.MarkerOf("s") {
+		t.Error("With: want the names added and the same key")
+	}
+}
+
+func TestScrub(t *testing.T) {
+	r := New(Options{Key: testKey})
+	var s Secrets
+	s.AddHeader("authorization", "Bearer sk-secret-123")
+	s.AddHeader("x-api-key", "abc")
+	for _, tt := range []struct{ in, want string }{
+		{"key sk-secret-123 refused", "key " + fp("sk-secret-123") + " refused"},
+		{"header authorization is \"Bearer sk-secret-123\"", "header authorization is \"Bearer " + fp("sk-secret-123") + "\""},
+		{"abc", fp("abc")},
+		// Too short to look for inside other text.
+		{"/abc/def", "/abc/def"},
+		{"nothing here", "nothing here"},
+	} {
+		if got, _ := r.Scrub(tt.in, &s); got != tt.want {
+			t.Errorf("Scrub(%q)\n got  %q\n want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestAppendEvent(t *testing.T) {
+	r := New(Options{Key: testKey, Extra: []string{"x-tenant-token"}})
+	for _, tt := range []struct {
+		name, in, want string
+	}{
+		{
+			"request snapshot",
+			`{"eventStart":null,"eventEnd":3,"severity":"info","message":{"requestState":{"request":{"headers":{"accept":"*/*","authorization":"Bearer sk-secret-123","x-api-key":"abc"},"uri":"http://h/"}},"stage":"initial request","type":"requestSnapshot"}}`,
+			`{"eventStart":null,"eventEnd":3,"severity":"info","message":{"requestState":{"request":{"headers":{"accept":"*/*","authorization":"Bearer ` + fp("sk-secret-123") + `","x-api-key":"` + fp("abc") + `"},"uri":"http://h/"}},"stage":"initial request","type":"requestSnapshot"}}`,
+		},
+		{
+			"response snapshot, names in any case, pretty-printed",
+			"{\n  \"message\": {\"requestState\": {\"response\": {\"code\": 200, \"headers\": {\"Set-Cookie\": \"sid=xyz; Path=/\", \"X-Tenant-Token\": \"t0k\"}}}}\n}",
+			"{\n  \"message\": {\"requestState\": {\"response\": {\"code\": 200, \"headers\": {\"Set-Cookie\": \"sid=" + fp("xyz") + "; Path=/\", \"X-Tenant-Token\": \"" + fp("t0k") + "\"}}}}\n}",
+		},
+		{
+			"a header as an array of values",
+			`{"message":{"headers":{"cookie":["a=one-cookie","b=two-cookie"],"accept":["x"]}}}`,
+			`{"message":{"headers":{"cookie":["a=` + fp("one-cookie") + `","b=` + fp("two-cookie") + `"],"accept":["x"]}}}`,
+		},
+		{
+			"a credential elsewhere in the same event",
+			`{"message":{"reasons":[{"got":"Bearer sk-secret-123","reason":"header authorization is \"Bearer sk-secret-123\""}],"requestState":{"request":{"headers":{"authorization":"Bearer sk-secret-123"}}}}}`,
+			`{"message":{"reasons":[{"got":"Bearer ` + fp("sk-secret-123") + `","reason":"header authorization is \"Bearer ` + fp("sk-secret-123") + `\""}],"requestState":{"request":{"headers":{"authorization":"Bearer ` + fp("sk-secret-123") + `"}}}}}`,
+		},
+		{
+			"an escaped value",
+			`{"message":{"headers":{"authorization":"Bearer sk-\u0073ecret\"123"}}}`,
+			`{"message":{"headers":{"authorization":"Bearer ` + fp(`sk-secret"123`) + `"}}}`,
+		},
+		{
+			"nothing to redact: byte for byte",
+			`{"eventStart":null, "eventEnd":1,"severity":"INFO","message":{"type":"requestStarted"}}`,
+			`{"eventStart":null, "eventEnd":1,"severity":"INFO","message":{"type":"requestStarted"}}`,
+		},
+		{
+			"already redacted: byte for byte",
+			`{"message":{"headers":{"authorization":"<redacted>","cookie":"a=` + fp("q") + `"}}}`,
+			`{"message":{"headers":{"authorization":"<redacted>","cookie":"a=` + fp("q") + `"}}}`,
+		},
+		{
+			"not JSON (a docs page's elision): the headers still redacted",
+			`{"message":{"requestState":{"request":{"headers":{"authorization":"Basic dXNlcjpwYXNz", ...}}}}`,
+			`{"message":{"requestState":{"request":{"headers":{"authorization":"Basic ` + fp("dXNlcjpwYXNz") + `", ...}}}}`,
+		},
+		{
+			"a string cut short",
+			`{"message":{"headers":{"authorization":"Bearer cut-short-token`,
+			`{"message":{"headers":{"authorization":"Bearer ` + fp("cut-short-token") + `"`,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var s Secrets
+			got, changed := r.AppendEvent([]byte("prefix:"), []byte(tt.in), &s)
+			if string(got) != "prefix:"+tt.want {
+				t.Errorf("AppendEvent\n in   %s\n got  %s\n want prefix:%s", tt.in, got, tt.want)
+			}
+			if changed != (tt.in != tt.want) {
+				t.Errorf("changed = %v, want %v", changed, tt.in != tt.want)
+			}
+			if json.Valid([]byte(tt.in)) && !json.Valid(got[len("prefix:"):]) {
+				t.Errorf("valid JSON in, invalid out: %s", got)
+			}
+		})
+	}
+}
+
+// TestStreamKeepsARequestsSecrets: a credential a snapshot showed is
+// scrubbed from the later events of its request (a route's reason, a
+// rate-limit key), and only of its request; it is forgotten at
+// requestFinished.
+func TestStreamKeepsARequestsSecrets(t *testing.T) {
+	r := New(Options{Key: testKey})
+	st := NewStream(r)
+	events := []struct{ in, want string }{
+		{`{"message":{"type":"requestSnapshot","requestState":{"request":{"headers":{"x-api-key":"key-of-request-a"}}}},"requestId":"a"}`,
+			`{"message":{"type":"requestSnapshot","requestState":{"request":{"headers":{"x-api-key":"` + fp("key-of-request-a") + `"}}}},"requestId":"a"}`},
+		{`{"message":{"type":"policy","result":{"bucket":"key-of-request-a"}},"requestId":"b"}`,
+			`{"message":{"type":"policy","result":{"bucket":"key-of-request-a"}},"requestId":"b"}`},
+		{`{"message":{"type":"policy","result":{"bucket":"key-of-request-a"}},"requestId":"a"}`,
+			`{"message":{"type":"policy","result":{"bucket":"` + fp("key-of-request-a") + `"}},"requestId":"a"}`},
+		{`{"message":{"type":"requestFinished"},"requestId":"a"}`, `{"message":{"type":"requestFinished"},"requestId":"a"}`},
+		{`{"message":{"type":"policy","result":{"bucket":"key-of-request-a"}},"requestId":"a"}`,
+			`{"message":{"type":"policy","result":{"bucket":"key-of-request-a"}},"requestId":"a"}`},
+	}
+	for i, e := range events {
+		got, _ := st.Event([]byte(e.in))
+		if string(got) != e.want {
+			t.Errorf("event %d\n got  %s\n want %s", i, got, e.want)
+		}
+	}
+	if st.Redacted != 2 || len(st.open) != 0 {
+		t.Errorf("Redacted %d, open %d: want 2 and 0", st.Redacted, len(st.open))
+	}
+}
+
+func TestStreamBounded(t *testing.T) {
+	st := NewStream(New(Options{}))
+	for i := range 3 * MaxOpenRequests {
+		id := strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strings.Repeat("y", i/26)
+		st.Event([]byte(`{"message":{"type":"requestSnapshot","requestState":{"request":{"headers":{"cookie":"a=1","authorization":"Bearer ` + id + `"}}}},"requestId":"` + id + `"}`))
+	}
+	if len(st.open) > MaxOpenRequests || len(st.order) != len(st.open) {
+		t.Errorf("open %d, order %d: want at most %d, equal", len(st.open), len(st.order), MaxOpenRequests)
+	}
+}
+
+// FuzzAppendEvent: whatever the input, redacting never panics, is
+// idempotent, keeps valid JSON valid, and leaves no value of a sensitive
+// header, nor anything holding it, in any string of the output.
+func FuzzAppendEvent(f *testing.F) {
+	f.Add(`{"message":{"requestState":{"request":{"headers":{"authorization":"Bearer sk-secret-123"}}},"reason":"sk-secret-123"}}`, "Bearer sk-secret-123")
+	f.Add(`{"message":{"headers":{"cookie":["a=b; c=d"]}}}`, "x")
+	f.Add(`{"a":"\u003c\"","headers":{"set-cookie":"id=1; Expires=Wed, 21 Oct 2015 07:28:00 GMT"}}`, "id=1")
+	f.Add(`[[[{"headers":{"x-api-key":"`, "")
+	r := New(Options{Key: testKey})
+	f.Fuzz(func(t *testing.T, in, plant string) {
+		ev := []byte(in)
+		if plant != "" {
+			// Plant the secret as a header value and elsewhere.
+			if b, err := json.Marshal(map[string]any{"message": map[string]any{
+				"headers": map[string]any{"x-api-key": plant}, "other": "before " + plant + " after", "raw": json.RawMessage(orNull(in)),
+			}}); err == nil {
+				ev = b
+			}
+		}
+		var s Secrets
+		out, _ := r.AppendEvent(nil, ev, &s)
+		var s2 Secrets
+		again, changed := r.AppendEvent(nil, out, &s2)
+		if changed || !bytes.Equal(again, out) {
+			t.Fatalf("not idempotent:\n once  %s\n twice %s", out, again)
+		}
+		if json.Valid(ev) && !json.Valid(out) {
+			t.Fatalf("valid in, invalid out:\n in  %s\n out %s", ev, out)
+		}
+		if plant == "" || !json.Valid(out) || IsMarker(plant) || HasMarker(plant) {
+			return
+		}
+		walk(out, func(tk token) {
+			v := tk.text(out)
+			if v == plant || len(plant) >= MinSubstring && strings.Contains(markerRE.ReplaceAllString(v, "\x00"), plant) {
+				t.Fatalf("secret %q left in %q of %s", plant, v, out)
+			}
+		})
+	})
+}
+
+func orNull(s string) string {
+	if json.Valid([]byte(s)) {
+		return s
+	}
+	return "null"
+}
+
+// TestDefaultsDocumented: every default header has its reason.
+func TestDefaultsDocumented(t *testing.T) {
+	for _, h := range Defaults {
+		if h.Name != strings.ToLower(h.Name) || h.Why == "" {
+			t.Errorf("%+v: want a lower-case name and a reason", h)
+		}
+	}
+	_ = trace.RequestFinished
+}

@@ -1,0 +1,285 @@
+package redact
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// MinSubstring is the length from which a secret is scrubbed wherever it
+// occurs inside a string; a shorter one only where a whole string is the
+// secret (a 3-byte key found inside every path would destroy a trace).
+// The headers that carry a credential are redacted whatever its length.
+const MinSubstring = 8
+
+// Secrets are the credentials of one request (or of one run: the suite
+// keeps every credential it plants), to scrub wherever they turn up. The
+// zero value is empty and ready; it is not safe for concurrent use.
+type Secrets struct {
+	vals []string // sorted by length, then bytes
+}
+
+// Add keeps v (not empty, not a marker).
+func (s *Secrets) Add(v string) {
+	if v == "" || IsMarker(v) {
+		return
+	}
+	i, found := slices.BinarySearchFunc(s.vals, v, cmpSecret)
+	if !found {
+		s.vals = slices.Insert(s.vals, i, v)
+	}
+}
+
+// cmpSecret orders secrets shortest first: the credential inside a value
+// ("sk-1" in "Bearer sk-1") is replaced before the whole value, so that
+// the scheme stays readable wherever the value turns up.
+func cmpSecret(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
+}
+
+// AddHeader keeps the credentials of a value of the sensitive header name
+// (Credentials).
+func (s *Secrets) AddHeader(name, value string) { Credentials(name, value, s.Add) }
+
+// Len is how many secrets s holds.
+func (s *Secrets) Len() int { return len(s.vals) }
+
+// Values are the secrets s holds, shortest first.
+func (s *Secrets) Values() []string { return slices.Clone(s.vals) }
+
+// Reset forgets every secret, keeping the memory.
+func (s *Secrets) Reset() { clear(s.vals); s.vals = s.vals[:0] }
+
+// Scrub returns str with each secret of s replaced by its marker, and
+// whether anything was.
+func (r *Redactor) Scrub(str string, s *Secrets) (string, bool) {
+	if s == nil || len(s.vals) == 0 || str == "" {
+		return str, false
+	}
+	if IsMarker(str) {
+		return str, false
+	}
+	changed := false
+	for _, v := range s.vals {
+		if len(v) < MinSubstring {
+			if str == v {
+				return r.MarkerOf(v), true
+			}
+			continue
+		}
+		if len(v) > len(str) || !strings.Contains(str, v) {
+			continue
+		}
+		var b strings.Builder
+		m := r.MarkerOf(v)
+		for {
+			i := strings.Index(str, v)
+			if i < 0 {
+				b.WriteString(str)
+				break
+			}
+			b.WriteString(str[:i])
+			b.WriteString(m)
+			str = str[i+len(v):]
+		}
+		str, changed = b.String(), true
+	}
+	return str, changed
+}
+
+// AppendScrubbedJSON appends the JSON text src to dst with each secret of
+// s that a string of it holds (key or value) replaced by its marker, and
+// reports whether anything was. Everything else is copied byte for byte;
+// a string that changes is written again as encoding/json writes it.
+func (r *Redactor) AppendScrubbedJSON(dst, src []byte, s *Secrets) ([]byte, bool) {
+	return r.appendJSON(dst, src, s, false)
+}
+
+// AppendEvent appends the trace event src (JSON) to dst redacted: the
+// value of every sensitive header in any "headers" object of it (a
+// snapshot's request and response headers, and wherever a newer proxy
+// puts headers), then every secret of s, and of those headers, wherever
+// else a string of the event holds it. The headers' credentials are added
+// to s, so that the events of the same request after this one are
+// scrubbed of them too. Nothing changed: dst gets src byte for byte, and
+// false. src need not be valid JSON: what is not a string is copied.
+func (r *Redactor) AppendEvent(dst, src []byte, s *Secrets) ([]byte, bool) {
+	return r.appendJSON(dst, src, s, true)
+}
+
+// appendJSON is AppendScrubbedJSON, and with headers, AppendEvent.
+func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers bool) ([]byte, bool) {
+	if headers {
+		walk(src, func(t token) {
+			if t.header != "" && r.Sensitive(t.header) {
+				Credentials(t.header, t.text(src), s.Add)
+			}
+		})
+	}
+	if (s == nil || len(s.vals) == 0) && !headers {
+		return append(dst, src...), false
+	}
+	at, changed := len(dst), false
+	last := 0
+	walk(src, func(t token) {
+		v := t.text(src)
+		var out string
+		var ok bool
+		if headers && t.header != "" && r.Sensitive(t.header) {
+			out = r.Value(t.header, v)
+			ok = out != v
+		} else {
+			out, ok = r.Scrub(v, s)
+		}
+		if !ok {
+			return
+		}
+		dst = append(dst, src[last:t.start]...)
+		dst = appendQuoted(dst, out)
+		last = t.end
+		changed = true
+	})
+	if !changed {
+		return append(dst[:at], src...), false
+	}
+	return append(dst, src[last:]...), true
+}
+
+// token is one JSON string of a text: src[start:end] with its quotes;
+// header is the name of the header it is a value of, when it is one (a
+// string, or a string of an array, that is the value of a member of an
+// object that is the value of a member "headers").
+type token struct {
+	start, end int
+	escaped    bool
+	header     string
+}
+
+// text is the string t stands for (its raw bytes when it cannot be
+// decoded: a cut or invalid string).
+func (t token) text(src []byte) string {
+	raw := src[t.start+1 : t.end]
+	if t.end-t.start >= 2 && src[t.end-1] == '"' {
+		raw = src[t.start+1 : t.end-1]
+	}
+	if !t.escaped {
+		return string(raw)
+	}
+	var s string
+	if err := json.Unmarshal(src[t.start:t.end], &s); err != nil {
+		return string(raw)
+	}
+	return s
+}
+
+// frame is one open object or array of walk.
+type frame struct {
+	object    bool
+	expectKey bool
+	key       string // the current member's key (objects)
+	headers   bool   // an object that is the value of a member "headers"
+	header    string // an array that is a header's value: its name
+}
+
+// walk calls f with each string of the JSON text src, in order, telling
+// header values apart (token.header). It is a tolerant lexer: what is not
+// JSON is skipped, and nesting is followed by brackets alone.
+func walk(src []byte, f func(token)) {
+	var stackArr [16]frame
+	stack := stackArr[:0]
+	top := func() *frame {
+		if len(stack) == 0 {
+			return nil
+		}
+		return &stack[len(stack)-1]
+	}
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '"':
+			t := token{start: i}
+			j := i + 1
+			for j < len(src) && src[j] != '"' {
+				if src[j] == '\\' {
+					t.escaped = true
+					j++
+				}
+				j++
+			}
+			t.end = min(j+1, len(src))
+			fr := top()
+			switch {
+			case fr != nil && fr.object && fr.expectKey:
+				fr.key = t.text(src)
+				fr.expectKey = false
+			case fr != nil && fr.object && fr.headers:
+				t.header = fr.key
+			case fr != nil && !fr.object:
+				t.header = fr.header
+			}
+			f(t)
+			i = t.end - 1
+		case '{', '[':
+			n := frame{object: c == '{', expectKey: c == '{'}
+			if fr := top(); fr != nil && fr.object && !fr.expectKey {
+				n.headers = c == '{' && fr.key == "headers"
+				if c == '[' && fr.headers {
+					n.header = fr.key
+				}
+			}
+			stack = append(stack, n)
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			if fr := top(); fr != nil && fr.object {
+				fr.expectKey = true
+			}
+		}
+	}
+}
+
+// appendQuoted appends s as a JSON string, escaped as encoding/json
+// escapes it with SetEscapeHTML(false) (invalid UTF-8 as \ufffd), so that
+// a marker reads "<redacted:...>" in the raw text, as the reference's
+// serializer writes its own.
+func appendQuoted(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
