@@ -798,3 +798,10 @@ func (s *StringMatch) check() error {
 	}
 	return nil
 }
+
+// CredentialHeaders are the request headers (lower case, sorted, once
+// each) that the config's auth policies read a credential from (apiKey,
+// basicAuth and jwtAuth locations, and the header a backendAuth sends):
+// traces redact their values as they do the default credential headers.
+// None today: refproxy implements no auth policy yet.
+func (c *Config) CredentialHeaders() []string { return nil }

@@ -119,6 +119,11 @@ func (t *Tracer) CopyString(s string) Span {
 	return sp
 }
 
+// AddSecret marks v as a credential of the traced request (a value a
+// policy consumed as one): no event of the trace shows it (see
+// golden/trace/redact). Not yet acted on.
+func (t *Tracer) AddSecret(v string) {}
+
 // Bytes is the content of a span; valid until the trace ends.
 func (t *Tracer) Bytes(s Span) []byte { return t.hb.arena[s.off : s.off+s.n] }
 
