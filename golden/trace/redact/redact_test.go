@@ -278,3 +278,19 @@ func TestDefaultsDocumented(t *testing.T) {
 	}
 	_ = trace.RequestFinished
 }
+
+func TestCollectEvent(t *testing.T) {
+	r := New(Options{Key: testKey})
+	var s Secrets
+	ev := []byte(`{"message":{"requestState":{"request":{"headers":{"authorization":"Bearer sk-collected-1","cookie":"a=cookie-value-2","accept":"*/*"}}}}}`)
+	r.CollectEvent(ev, &s)
+	got := strings.Join(s.Values(), " ")
+	for _, want := range []string{"sk-collected-1", "Bearer sk-collected-1", "cookie-value-2"} {
+		if !strings.Contains(" "+got+" ", " "+want+" ") {
+			t.Errorf("collected %q, want %q among them", got, want)
+		}
+	}
+	if strings.Contains(got, "*/*") {
+		t.Errorf("collected %q: accept is no credential", got)
+	}
+}

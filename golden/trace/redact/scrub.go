@@ -111,14 +111,20 @@ func (r *Redactor) AppendEvent(dst, src []byte, s *Secrets) ([]byte, bool) {
 	return r.appendJSON(dst, src, s, true)
 }
 
+// CollectEvent adds to s the credentials the sensitive headers of the
+// event src show (what AppendEvent would redact), changing nothing.
+func (r *Redactor) CollectEvent(src []byte, s *Secrets) {
+	walk(src, func(t token) {
+		if t.header != "" && r.Sensitive(t.header) {
+			Credentials(t.header, t.text(src), s.Add)
+		}
+	})
+}
+
 // appendJSON is AppendScrubbedJSON, and with headers, AppendEvent.
 func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers bool) ([]byte, bool) {
 	if headers {
-		walk(src, func(t token) {
-			if t.header != "" && r.Sensitive(t.header) {
-				Credentials(t.header, t.text(src), s.Add)
-			}
-		})
+		r.CollectEvent(src, s)
 	}
 	if (s == nil || len(s.vals) == 0) && !headers {
 		return append(dst, src...), false
