@@ -12,6 +12,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/steps/stepdefs"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
 	"github.com/gwdiag/gwdiag/steps/target/container"
@@ -82,6 +83,16 @@ const (
 	// OpenAI's JSON error ({"error": {"message", "type":
 	// "rate_limit_error", "code"}}).
 	FeatureRateLimitOpenAIError FeatureName = "ratelimit-openai-error"
+	// FeatureTraceRedactsCredentials: no trace event shows the value of a
+	// request's authorization or proxy-authorization, nor of a header the
+	// config's sensitiveHeaders names, as the reference marks them
+	// sensitive; the header stays, and the traffic is untouched.
+	FeatureTraceRedactsCredentials FeatureName = "trace-redacts-credentials"
+	// FeatureTraceRedactsAPIKeysAndCookies: what gwdiag's reference proxy
+	// redacts beyond the reference: cookies, a backend's set-cookie, the
+	// API-key headers of LLM clients (x-api-key, api-key, x-goog-api-key)
+	// and the key the proxy sends an LLM provider.
+	FeatureTraceRedactsAPIKeysAndCookies FeatureName = "trace-redacts-api-keys-and-cookies"
 	// FeatureLLMStreamUsageInjection: the proxy asks a streaming LLM backend
 	// for usage (stream_options.include_usage) when the client did not.
 	FeatureLLMStreamUsageInjection FeatureName = "llm-stream-usage-injection"
@@ -209,6 +220,14 @@ type Options struct {
 	// scenario's name (golden traces are recorded through it). It may be
 	// called from several scenarios at once.
 	OnTrace func(scenario string, events []trace.Event) `json:"-"`
+	// PlantCredentials (tests) sends a credential made for the run in
+	// every credential header of every request a step makes; everything
+	// the run writes is scrubbed of it as of any credential the run
+	// knows, and a test searches all it wrote for Secrets' prefix.
+	PlantCredentials bool `json:"-"`
+	// Secrets, when set, is the run's (tests: to know its prefix); nil
+	// makes one.
+	Secrets *stepdefs.Secrets `json:"-"`
 }
 
 // LoadOptions reads options from a YAML file.

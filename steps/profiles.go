@@ -54,6 +54,7 @@ var Profiles = []ConformanceProfile{
 			FeatureConfigDumpLayout, FeatureAdminErrorStatus, FeatureGlobalRateLimit, FeatureTraceFollow,
 			FeatureTraceExplainsOutcome, FeatureRateLimitPerKey, FeatureRateLimitDenyingHeaders,
 			FeatureRateLimitRetryAfter, FeatureTokenRemainingAfterCharge, FeatureRateLimitOpenAIError,
+			FeatureTraceRedactsCredentials, FeatureTraceRedactsAPIKeysAndCookies,
 		},
 	},
 	{

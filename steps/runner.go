@@ -110,10 +110,13 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	start := time.Now()
 	rls := &rateLimitServices{external: o.RateLimitService, target: tgt}
 	defer rls.stop()
+	if o.Secrets == nil {
+		o.Secrets = stepdefs.NewSecrets()
+	}
 	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, stepConfig: stepdefs.Config{
 		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
 		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls,
-		Limits: o.Limits}}
+		Limits: o.Limits, Secrets: o.Secrets, PlantCredentials: o.PlantCredentials}}
 
 	fsys := o.Features
 	if fsys == nil {

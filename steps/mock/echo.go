@@ -34,6 +34,7 @@ func (e *Echo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.n.Add(1)
+	setCookies(w, r)
 	e.mux.ServeHTTP(w, r)
 }
 

@@ -3,6 +3,9 @@ package mock
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,6 +112,8 @@ func (l *LLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	n := l.n.Add(1)
 	w.Header().Set(HeaderRequestCount, strconv.FormatInt(n, 10))
+	setCookies(w, r)
+	w.Header().Set(HeaderAuthorizationSHA256, AuthorizationSHA256(r.Header.Get("Authorization")))
 	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" {
 		openAIError(w, http.StatusNotFound, "mock LLM serves only POST /v1/chat/completions, got "+r.URL.Path)
 		return
@@ -318,5 +323,25 @@ func sleep(r *http.Request, d time.Duration) bool {
 		return true
 	case <-r.Context().Done():
 		return false
+	}
+}
+
+// AuthorizationSHA256 is what HeaderAuthorizationSHA256 carries for an
+// Authorization value: its hex SHA-256, or "" for none.
+func AuthorizationSHA256(v string) string {
+	if v == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(sum[:])
+}
+
+// setCookies answers each x-mock-set-cookie: NAME of r with a Set-Cookie of
+// a cookie NAME with a random value: a credential the client never sent.
+func setCookies(w http.ResponseWriter, r *http.Request) {
+	for _, name := range r.Header.Values(HeaderSetCookie) {
+		var v [12]byte
+		rand.Read(v[:])
+		w.Header().Add("Set-Cookie", name+"="+hex.EncodeToString(v[:])+"; Path=/; HttpOnly")
 	}
 }

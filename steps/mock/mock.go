@@ -54,6 +54,16 @@
 //
 // In-process, LLM.LastRequestBody returns the last request body as received.
 //
+// Both answer with a Set-Cookie for each x-mock-set-cookie header of the
+// request, and the LLM tells which Authorization it received without
+// showing it (a credential must not travel back where a trace would show
+// it under another name):
+//
+//	x-mock-set-cookie: NAME         the response carries Set-Cookie:
+//	                                NAME=<24 random hex digits>; Path=/; HttpOnly
+//	x-mock-authorization-sha256: H  (LLM response) hex SHA-256 of the
+//	                                request's Authorization, "" without one
+//
 // # Echo
 //
 //	/headers         {"headers": {name: value}} of the request
@@ -86,9 +96,16 @@ const (
 	HeaderHold             = "X-Mock-Hold"
 	HeaderHoldBeforeDone   = "X-Mock-Hold-Before-Done"
 
+	// HeaderSetCookie asks either backend for a Set-Cookie of a cookie of
+	// that name with a random value.
+	HeaderSetCookie = "X-Mock-Set-Cookie"
+
 	// Response headers.
 	HeaderRequestCount = "X-Mock-Request-Count"
-	HeaderIncludeUsage = "X-Mock-Include-Usage"
+	// HeaderAuthorizationSHA256 is the hex SHA-256 of the Authorization
+	// the LLM received ("" without one).
+	HeaderAuthorizationSHA256 = "X-Mock-Authorization-Sha256"
+	HeaderIncludeUsage        = "X-Mock-Include-Usage"
 )
 
 // Usage modes of the x-mock-usage header.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +269,37 @@ func TestEchoCut(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || resp.ContentLength != CutLength || len(body) != 1000 || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("got %d, length %d, %d bytes, %v; want 200, %d, 1000 bytes, unexpected EOF", resp.StatusCode, resp.ContentLength, len(body), err, CutLength)
+	}
+}
+
+// TestSetCookieAndAuthorizationSeen: both backends set the cookies asked
+// for; the LLM tells the Authorization it got by its hash alone.
+func TestSetCookieAndAuthorizationSeen(t *testing.T) {
+	for name, h := range map[string]http.Handler{"echo": NewEcho(), "llm": NewLLM()} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[]}`))
+			req.Header.Add(HeaderSetCookie, "a")
+			req.Header.Add(HeaderSetCookie, "b")
+			req.Header.Set("Authorization", "Bearer k")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			cookie := regexp.MustCompile(`^[ab]=[0-9a-f]{24}; Path=/; HttpOnly$`)
+			if got := resp.Header.Values("Set-Cookie"); len(got) != 2 || !cookie.MatchString(got[0]) || !strings.HasPrefix(got[0], "a=") ||
+				!cookie.MatchString(got[1]) || !strings.HasPrefix(got[1], "b=") || got[0][2:] == got[1][2:] {
+				t.Errorf("Set-Cookie: got %q, want a and b with random values", got)
+			}
+			want := ""
+			if name == "llm" {
+				want = AuthorizationSHA256("Bearer k")
+			}
+			if got := resp.Header.Get(HeaderAuthorizationSHA256); got != want || strings.Contains(got, "Bearer") {
+				t.Errorf("%s: got %q, want %q", HeaderAuthorizationSHA256, got, want)
+			}
+		})
 	}
 }

@@ -174,6 +174,7 @@ func (s *state) openFollow(ctx context.Context, n int, duration time.Duration) e
 				f.trace.Comments = append(f.trace.Comments, fr.Comment)
 				continue
 			}
+			s.cfg.Secrets.CollectEvent([]byte(fr.Data))
 			ev, err := trace.Parse([]byte(fr.Data))
 			if err != nil {
 				f.err = fmt.Errorf("frame %q is not a JSON trace event: %w", fr.Data, err)

@@ -339,6 +339,7 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	s.addCredentials(req.Header)
 	if host != "" {
 		req.Host = host
 	}
@@ -357,6 +358,7 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 		return r, nil
 	}
 	defer resp.Body.Close()
+	s.noteResponse(resp.Header)
 	r := &response{status: resp.StatusCode, header: resp.Header}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		if err := sse.EachData(resp.Body, s.cfg.Limits, func(d string) { r.chunks = append(r.chunks, strings.TrimSpace(d)) }); err != nil {

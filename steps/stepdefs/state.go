@@ -32,6 +32,13 @@ type Config struct {
 	// streams, admin and data-plane bodies, header blocks. Past one, the
 	// step fails with what was exceeded.
 	Limits sse.Limits
+	// Secrets are the credentials of the run, scrubbed from whatever it
+	// writes (nil: none kept, nothing scrubbed).
+	Secrets *Secrets
+	// PlantCredentials sends a credential of the run's own (Secrets.Plant)
+	// in every credential header of every request a step makes, unless the
+	// step sets that header: a test then searches all the run wrote.
+	PlantCredentials bool
 }
 
 // RateLimitServices are the global rate-limit services of a run.
@@ -86,6 +93,9 @@ type state struct {
 
 	recorded []trace.Event
 
+	// creds are the credentials the scenario sends (redact_steps.go).
+	creds credentials
+
 	// streamTokens is the usage asked of the last streamed completion.
 	streamTokens int
 	// held are streams the mock backend holds open, by key.
@@ -139,9 +149,10 @@ func End(ctx context.Context) (e Ending, ok bool) {
 		return e, false
 	}
 	s.teardown()
-	e = Ending{Unsupported: s.unsupported, Interrupted: s.interrupted, FailedStep: s.failedStep}
+	x := s.cfg.Secrets
+	e = Ending{Unsupported: x.Scrub(s.unsupported), Interrupted: s.interrupted, FailedStep: x.Scrub(s.failedStep)}
 	if lk, ok := s.dep.(target.LogKeeper); ok {
-		e.ProxyLogs = lk.ProxyLogs()
+		e.ProxyLogs = x.Scrub(lk.ProxyLogs())
 	}
 	return e, true
 }
@@ -239,9 +250,12 @@ func (s *state) currentTrace() (*sse.Trace, error) {
 // watcher is one open /debug/trace stream read in the background.
 type watcher struct {
 	stream *sse.Stream
-	ready  chan struct{} // closed at the first comment frame or the first event
-	done   chan struct{} // closed at EOF or error
-	cancel context.CancelFunc
+	// secrets keeps the credentials the events show (a proxy that does
+	// not redact), so that no error quoting an event carries them.
+	secrets *Secrets
+	ready   chan struct{} // closed at the first comment frame or the first event
+	done    chan struct{} // closed at EOF or error
+	cancel  context.CancelFunc
 
 	mu       sync.Mutex
 	frames   []sse.Frame
@@ -250,7 +264,7 @@ type watcher struct {
 	once     sync.Once
 }
 
-func openWatcher(ctx context.Context, client *http.Client, admin, expression string, timeout time.Duration, limits sse.Limits) (*watcher, error) {
+func openWatcher(ctx context.Context, client *http.Client, admin, expression string, timeout time.Duration, limits sse.Limits, secrets *Secrets) (*watcher, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	st, err := openBounded(ctx, cancel, timeout, func(ctx context.Context) (*sse.Stream, error) {
 		return sse.Open(ctx, client, admin, expression)
@@ -259,7 +273,7 @@ func openWatcher(ctx context.Context, client *http.Client, admin, expression str
 		return nil, err
 	}
 	st.SetLimits(limits)
-	w := &watcher{stream: st, ready: make(chan struct{}), done: make(chan struct{}), finished: make(chan struct{}), cancel: cancel}
+	w := &watcher{stream: st, ready: make(chan struct{}), done: make(chan struct{}), finished: make(chan struct{}), cancel: cancel, secrets: secrets}
 	go w.read()
 	return w, nil
 }
@@ -308,6 +322,7 @@ func (w *watcher) read() {
 		w.mu.Unlock()
 		readyOnce.Do(func() { close(w.ready) })
 		if !f.IsComment {
+			w.secrets.CollectEvent([]byte(f.Data))
 			ev, err := trace.Parse([]byte(f.Data))
 			if err != nil {
 				// Named, not skipped: a trace that seems to have no
@@ -409,6 +424,9 @@ func (s *state) stepErr(ctx context.Context, err error) error {
 		s.interrupted = true
 		return godog.ErrSkip
 	}
+	// Whatever a step says goes to the report, JUnit, Cucumber JSON and
+	// the progress view: no credential of the run may be in it.
+	err = s.cfg.Secrets.ScrubError(err)
 	if s.optional {
 		s.unsupported = err.Error()
 		return godog.ErrSkip

@@ -36,6 +36,7 @@ func Register(sc *godog.ScenarioContext) {
 	registerFollowSteps(sc)
 	registerPodSteps(sc)
 	registerExplainSteps(sc)
+	registerRedactSteps(sc)
 }
 
 var errorType = reflect.TypeFor[error]()

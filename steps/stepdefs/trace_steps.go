@@ -436,7 +436,7 @@ func (s *state) watch(ctx context.Context, expression string) (*watcher, error) 
 	if err != nil {
 		return nil, err
 	}
-	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, s.cfg.RequestTimeout, s.cfg.Limits)
+	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, s.cfg.RequestTimeout, s.cfg.Limits, s.cfg.Secrets)
 	if err != nil {
 		return nil, fmt.Errorf("open /debug/trace: %w", err)
 	}
@@ -453,7 +453,7 @@ func (s *state) finish(w *watcher) error {
 		return err
 	}
 	if s.cfg.OnTrace != nil {
-		s.cfg.OnTrace(s.scenario, t.Events)
+		s.cfg.OnTrace(s.scenario, s.scrubbedEvents(t.Events))
 	}
 	if len(t.Events) == 0 {
 		return errors.New("the trace stream ended with no events")

@@ -131,6 +131,10 @@ type Setup struct {
 	// RateLimitKey is unique to the scenario: its descriptors carry it, so
 	// that scenarios sharing a service never share a budget.
 	RateLimitKey string
+	// SensitiveHeaders are request headers the proxy is told to redact
+	// from its traces, besides its own (the reference's
+	// config.sensitiveHeaders; standalone targets).
+	SensitiveHeaders []string
 }
 
 // RateLimitDomain is the domain of every global limit the suite configures;
@@ -178,6 +182,10 @@ const (
 type Backend struct {
 	Name string
 	Kind BackendKind
+	// APIKey, for an LLM backend, is the key the proxy sends the provider
+	// as "Authorization: Bearer <key>" (the reference's backendAuth key;
+	// standalone targets).
+	APIKey string
 }
 
 // Listener is one port of the proxy with its routes.

@@ -45,8 +45,10 @@ func (s ConfigStyle) Validate() error {
 func StandaloneConfig(setup target.Setup, style ConfigStyle, adminAddr string, ports map[string]int, backendAddrs map[string]string) ([]byte, error) {
 	type node = map[string]any
 	kinds := map[string]target.BackendKind{}
+	keys := map[string]string{}
 	for _, b := range setup.Backends {
 		kinds[b.Name] = b.Kind
+		keys[b.Name] = b.APIKey
 	}
 	binds, gateways, attached := []any{}, node{}, []any{}
 	for _, l := range setup.Listeners {
@@ -64,6 +66,11 @@ func StandaloneConfig(setup target.Setup, style ConfigStyle, adminAddr string, p
 			if kinds[r.Backend] == target.BackendLLM {
 				// An LLM provider backend, as token limits need on real proxies.
 				backend = node{"ai": node{"name": r.Backend, "provider": node{"openAI": node{}}, "hostOverride": addr}}
+				if k := keys[r.Backend]; k != "" {
+					// The provider's key, as the reference sends it: a
+					// backendAuth policy of the backend (Authorization: Bearer).
+					backend["policies"] = node{"backendAuth": node{"key": k}}
+				}
 			}
 			match := node{"path": node{"pathPrefix": r.PathPrefix}}
 			if r.Method != "" {
@@ -122,9 +129,13 @@ func StandaloneConfig(setup target.Setup, style ConfigStyle, adminAddr string, p
 			"listeners": []any{node{"name": l.Name, "protocol": "HTTP", "routes": routes}},
 		})
 	}
-	doc := node{"config": node{"adminAddr": adminAddr}, "binds": binds}
+	settings := node{"adminAddr": adminAddr}
+	if len(setup.SensitiveHeaders) > 0 {
+		settings["sensitiveHeaders"] = setup.SensitiveHeaders
+	}
+	doc := node{"config": settings, "binds": binds}
 	if style == StyleGateways {
-		doc = node{"config": node{"adminAddr": adminAddr}, "gateways": gateways, "routes": attached}
+		doc = node{"config": settings, "gateways": gateways, "routes": attached}
 	}
 	// Gateway-wide limits: a top-level policy on the listener's bind, the
 	// standalone gateway "bind/<port>" (a gateway is one too). The listener

@@ -1,0 +1,330 @@
+package stepdefs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/cucumber/godog"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
+	"github.com/gwdiag/gwdiag/steps/mock"
+	"github.com/gwdiag/gwdiag/steps/target"
+)
+
+// Steps of the features that hold traces to keep credentials out
+// (trace-redacts-credentials, trace-redacts-api-keys-and-cookies). Every
+// credential a scenario sends is made for it (Secrets.Plant), never written
+// in a feature: a step's text goes into every report.
+func registerRedactSteps(sc *godog.ScenarioContext) {
+	step(sc, `^the config names "([^"]*)" as a sensitive header$`, (*state).sensitiveHeader)
+	step(sc, `^the requests carry credentials in ((?:"[^"]+")(?:(?:, | and )"[^"]+")*)$`, (*state).carryCredentials)
+	step(sc, `^the backend answers with a cookie$`, (*state).backendSetsCookie)
+	step(sc, `^an LLM backend "([^"]*)" called with an API key of its own$`, (*state).llmWithAPIKey)
+	step(sc, `^no trace event holds a credential the requests carried$`, (*state).noEventHoldsACredential)
+	step(sc, `^the "([^"]*)" (request|response) snapshot shows the header "([^"]*)" without its credential$`, (*state).snapshotHidesCredential)
+	step(sc, `^the response echoes the credentials as sent$`, (*state).echoesCredentials)
+	step(sc, `^the client received the cookie as the backend set it$`, (*state).clientGotCookie)
+	step(sc, `^the LLM backend received its API key$`, (*state).llmGotKey)
+}
+
+// credentials is what a scenario sent that a trace must not show.
+type credentials struct {
+	// headers are the credential headers each request carries (a new
+	// credential each time).
+	headers []string
+	// cookie: each request asks the backend to set a cookie of its own.
+	cookie bool
+	// sent are the credentials sent so far, oldest first; lastSent those of
+	// the last request, by header (lower case).
+	sent     []string
+	lastSent map[string]string
+	// apiKey is the key the proxy sends an LLM backend.
+	apiKey string
+}
+
+var quoted = regexp.MustCompile(`"([^"]+)"`)
+
+func (s *state) sensitiveHeader(_ context.Context, name string) error {
+	s.setup.SensitiveHeaders = append(s.setup.SensitiveHeaders, name)
+	return nil
+}
+
+func (s *state) carryCredentials(_ context.Context, list string) error {
+	for _, m := range quoted.FindAllStringSubmatch(list, -1) {
+		s.creds.headers = append(s.creds.headers, m[1])
+	}
+	return nil
+}
+
+func (s *state) backendSetsCookie(context.Context) error {
+	s.creds.cookie = true
+	return nil
+}
+
+func (s *state) llmWithAPIKey(_ context.Context, name string) error {
+	if s.setup.BackendNamed(name) != nil {
+		return fmt.Errorf("backend %q declared twice", name)
+	}
+	s.creds.apiKey = s.plant("provider-key")
+	s.creds.sent = append(s.creds.sent, s.creds.apiKey)
+	s.setup.Backends = append(s.setup.Backends, target.Backend{Name: name, Kind: target.BackendLLM, APIKey: s.creds.apiKey})
+	return nil
+}
+
+// plant is a new credential of the run (or of the scenario, in a step
+// test without a run).
+func (s *state) plant(what string) string {
+	if s.cfg.Secrets == nil {
+		s.cfg.Secrets = NewSecrets()
+	}
+	return s.cfg.Secrets.Plant(what)
+}
+
+// credentialValue is a credential as a client sends it in header name.
+func credentialValue(name, secret string) string {
+	switch strings.ToLower(name) {
+	case "authorization":
+		return "Bearer " + secret
+	case "proxy-authorization":
+		return "Basic " + secret
+	case "cookie":
+		return "gwdiag-session=" + secret + "; theme=plain"
+	}
+	return secret
+}
+
+// addCredentials adds to a request's headers h the credentials the
+// scenario asked for, and in a run that plants them, one in each default
+// credential header the step did not set; the run keeps whatever
+// credentials h carries, to scrub them from all it writes.
+func (s *state) addCredentials(h http.Header) {
+	last := map[string]string{}
+	for _, name := range s.creds.headers {
+		secret := s.plant(strings.ToLower(name))
+		h.Set(name, credentialValue(name, secret))
+		s.creds.sent = append(s.creds.sent, secret)
+		last[strings.ToLower(name)] = secret
+	}
+	if s.creds.cookie {
+		// The backend makes the cookie (noteResponse): a value the
+		// request carried would be in its own snapshot, under the name of
+		// this header.
+		h.Add(mock.HeaderSetCookie, "gwdiag-backend-session")
+	}
+	if s.cfg.PlantCredentials {
+		for _, d := range redact.Defaults {
+			if d.Name == "set-cookie" || h.Get(d.Name) != "" {
+				continue
+			}
+			h.Set(d.Name, credentialValue(d.Name, s.plant(d.Name)))
+		}
+	}
+	if len(last) > 0 {
+		s.creds.lastSent = last
+	}
+	s.cfg.Secrets.AddHeaders(h)
+}
+
+// noteResponse keeps the credentials a response's headers carry (the
+// cookie a backend set), for the run to scrub and the scenario to look for.
+func (s *state) noteResponse(h http.Header) {
+	s.cfg.Secrets.AddHeaders(h)
+	if !s.creds.cookie {
+		return
+	}
+	for _, c := range h.Values("Set-Cookie") {
+		name, rest, ok := strings.Cut(c, "=")
+		if !ok || name != "gwdiag-backend-session" {
+			continue
+		}
+		v, _, _ := strings.Cut(rest, ";")
+		s.creds.sent = append(s.creds.sent, v)
+		if s.creds.lastSent == nil {
+			s.creds.lastSent = map[string]string{}
+		}
+		s.creds.lastSent["set-cookie"] = v
+	}
+}
+
+// scrubbedEvents are events with every credential the run knows
+// redacted, for what leaves the run (OnTrace).
+func (s *state) scrubbedEvents(events []trace.Event) []trace.Event {
+	if s.cfg.Secrets == nil {
+		return events
+	}
+	out := make([]trace.Event, 0, len(events))
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		if ev, err := trace.Parse(s.cfg.Secrets.ScrubEvent(b)); err == nil {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// noEventHoldsACredential: no string of any event of the scenario's trace
+// (a key or a value, at any depth) and no comment of its stream holds a
+// credential the scenario sent, the provider key it configured included.
+func (s *state) noEventHoldsACredential(context.Context) error {
+	t, err := s.currentTrace()
+	if err != nil {
+		return err
+	}
+	if len(s.creds.sent) == 0 {
+		return errors.New("the scenario sent no credential: nothing to look for")
+	}
+	for i, e := range t.Events {
+		var found error
+		eachString(e.Message, "message", func(path, v string) {
+			for _, c := range s.creds.sent {
+				if found == nil && strings.Contains(v, c) {
+					found = fmt.Errorf("event %d (%s) shows a credential of the exchange (sent by the client or set by the backend) at %s", i+1, eventName(e), path)
+				}
+			}
+		})
+		if found != nil {
+			return found
+		}
+	}
+	for _, c := range t.Comments {
+		for _, cred := range s.creds.sent {
+			if strings.Contains(c, cred) {
+				return errors.New("a comment of the trace stream shows a credential the request carried")
+			}
+		}
+	}
+	return nil
+}
+
+// eventName names an event for a message: its type and stage.
+func eventName(e trace.Event) string {
+	if st := e.Stage(); st != "" {
+		return string(e.Type()) + " " + st
+	}
+	return string(e.Type())
+}
+
+// eachString calls f with every string of v (map keys too) and its path.
+func eachString(v any, path string, f func(path, s string)) {
+	switch v := v.(type) {
+	case string:
+		f(path, v)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			f(path+" (a key)", k)
+			eachString(v[k], path+"."+k, f)
+		}
+	case []any:
+		for i, x := range v {
+			eachString(x, fmt.Sprintf("%s[%d]", path, i), f)
+		}
+	}
+}
+
+// snapshotHidesCredential: the snapshot at stage shows the header (any
+// case), so a reader can tell it was there, and its value holds no
+// credential the last request carried in it.
+func (s *state) snapshotHidesCredential(_ context.Context, stage, kind, name string) error {
+	t, err := s.currentTrace()
+	if err != nil {
+		return err
+	}
+	typ, part := trace.RequestSnapshot, "request"
+	if kind == "response" {
+		typ, part = trace.ResponseSnapshot, "response"
+	}
+	for _, e := range t.Events {
+		if e.Type() != typ || e.Stage() != stage {
+			continue
+		}
+		st, _ := e.Message["requestState"].(map[string]any)
+		r, _ := st[part].(map[string]any)
+		headers, _ := r["headers"].(map[string]any)
+		for k, v := range headers {
+			if !strings.EqualFold(k, name) {
+				continue
+			}
+			secret := s.creds.lastSent[strings.ToLower(name)]
+			var leak bool
+			eachString(v, "", func(_, x string) { leak = leak || secret != "" && strings.Contains(x, secret) })
+			if leak {
+				return fmt.Errorf("the %q %s snapshot shows %s with the credential the request carried", stage, kind, name)
+			}
+			return nil
+		}
+		return fmt.Errorf("the %q %s snapshot has no header %s: a redacted header stays, without its value", stage, kind, name)
+	}
+	return fmt.Errorf("the trace has no %q %s snapshot", stage, kind)
+}
+
+// echoesCredentials: the echo backend (its /headers or /anything answer)
+// received each credential header as the client sent it: a trace is
+// redacted, the traffic is not.
+func (s *state) echoesCredentials(context.Context) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	var echo struct {
+		Headers map[string]string `json:"headers"`
+	}
+	if err := json.Unmarshal(r.body, &echo); err != nil {
+		return fmt.Errorf("the response is not the echo backend's JSON (status %d): %v", r.status, err)
+	}
+	for _, name := range s.creds.headers {
+		secret := s.creds.lastSent[strings.ToLower(name)]
+		got := echo.Headers[http.CanonicalHeaderKey(name)]
+		if want := credentialValue(name, secret); !strings.Contains(got, want) {
+			return fmt.Errorf("the backend did not receive header %s as sent (got %d bytes without the credential): a proxy redacts its traces, never the traffic", name, len(got))
+		}
+	}
+	return nil
+}
+
+// clientGotCookie: the client's response carries the Set-Cookie the
+// backend gave, credential and all.
+func (s *state) clientGotCookie(context.Context) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	secret := s.creds.lastSent["set-cookie"]
+	for _, c := range r.header.Values("Set-Cookie") {
+		if secret != "" && strings.Contains(c, secret) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the client did not receive the backend's cookie (%d Set-Cookie headers): a proxy redacts its traces, never the traffic", len(r.header.Values("Set-Cookie")))
+}
+
+// llmGotKey: the LLM backend received "Authorization: Bearer <key>" (the
+// mock tells it by its hash).
+func (s *state) llmGotKey(context.Context) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	got := r.header.Get(mock.HeaderAuthorizationSHA256)
+	if got != mock.AuthorizationSHA256("Bearer "+s.creds.apiKey) {
+		if got == "" {
+			return errors.New("the LLM backend received no Authorization: the proxy did not send the configured API key")
+		}
+		return errors.New("the LLM backend received an Authorization other than \"Bearer <the configured API key>\"")
+	}
+	return nil
+}
