@@ -732,6 +732,37 @@ var faults = map[string]fault{
 	}},
 	// Snapshots carry startTime in local time without a zone and ports as
 	// strings.
+	// The proxy shows a credential under a header it does not know as
+	// one: each request's Authorization travels on as
+	// X-Original-Authorization too, which the trace shows in clear.
+	"credential copied under another name": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if v := r.Header.Get("Authorization"); v != "" {
+				r.Header.Set("X-Original-Authorization", v)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}},
+	// config.sensitiveHeaders is ignored: the proxy never hears of it.
+	"sensitiveHeaders ignored": {setup: func(s *target.Setup) { s.SensitiveHeaders = nil }},
+	// A redacted header is left out of the snapshots altogether, so a
+	// reader cannot tell it was sent.
+	"redacted headers dropped": {frames: func() func(sse.Frame) []sse.Frame {
+		return rewriteEvents(func(e *trace.Event) {
+			st := tracecheck.State(*e)
+			for _, part := range []string{"request", "response"} {
+				if r, ok := st[part].(map[string]any); ok {
+					if h, ok := r["headers"].(map[string]any); ok {
+						for k, v := range h {
+							if s, _ := v.(string); strings.Contains(s, "<redacted") {
+								delete(h, k)
+							}
+						}
+					}
+				}
+			}
+		})
+	}},
 	"snapshot fields of the wrong type": {frames: func() func(sse.Frame) []sse.Frame {
 		return rewriteEvents(func(e *trace.Event) {
 			st := tracecheck.State(*e)

@@ -114,8 +114,12 @@ func checkSpecMinimal(t *testing.T, o Options) {
 	t.Helper()
 	var out strings.Builder
 	o.Output, o.Implementation = &out, Implementation{Name: "spec-minimal"}
+	// A proxy that redacts nothing: its traces show every credential the
+	// requests carry, and none may reach what the suite writes.
+	planted := plantCredentials(t, &o)
 	rep, err := Run(context.Background(), o)
 	t.Log(out.String())
+	planted(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +164,8 @@ func checkSpecMinimal(t *testing.T, o Options) {
 		FeatureTraceStreamHeaders,
 		FeatureTraceWatcherFIFO,     // one global slot
 		FeatureTraceExplainsOutcome, // no reasons: the spec names no field for them
+		FeatureTraceRedactsCredentials,       // shows every header as it came
+		FeatureTraceRedactsAPIKeysAndCookies, // and every cookie and key
 	}
 	got := slices.Clone(p.Extended.UnsupportedFeatures)
 	slices.Sort(got)

@@ -176,6 +176,19 @@ var faultCases = []faultCase{
 	{fault: "429 always plain text", claimAll: true, wantFail: map[string]string{
 		"An LLM route can refuse with OpenAI's JSON error": `response Content-Type: got "text/plain", want application/json`,
 	}},
+	{fault: "credential copied under another name", claimAll: true, wantFail: map[string]string{
+		"Authorization and Proxy-Authorization never appear in a trace":                 "requestState.request.headers.x-original-authorization",
+		"A credential a route matches on stays out of the trace when it does not match": "requestState.request.headers.x-original-authorization",
+	}},
+	{fault: "sensitiveHeaders ignored", claimAll: true, wantFail: map[string]string{
+		"A header named in config.sensitiveHeaders never appears in a trace": "requestState.request.headers.x-tenant-token",
+	}},
+	{fault: "redacted headers dropped", claimAll: true, wantFail: map[string]string{
+		"Authorization and Proxy-Authorization never appear in a trace":                 `the "initial request" request snapshot has no header authorization`,
+		"A header named in config.sensitiveHeaders never appears in a trace":            `the "initial request" request snapshot has no header x-tenant-token`,
+		"Cookies and API-key headers never appear in a trace":                           `the "initial request" request snapshot has no header cookie`,
+		"A backend's Set-Cookie never appears in a trace, and the client still gets it": `the "final response" response snapshot has no header set-cookie`,
+	}},
 	{fault: "single watcher slot", wantUnsup: map[string]string{
 		"Watchers are served first in, first out": "watcher 1: the trace stream ended with no events",
 	}},
@@ -206,10 +219,13 @@ func checkFault(t *testing.T, inner target.Target, tt faultCase) *ConformanceRep
 		// Faults that hold a stream make the suite wait this long.
 		Timeouts: Timeouts{Request: Duration(3 * time.Second)}}
 	o.AllFeatures = tt.claimAll
+	// Failures quote what the proxy sent: none may quote a credential.
+	planted := plantCredentials(t, &o)
 	rep, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	planted(rep)
 	got := map[Result]map[string]string{Failed: {}, Unsupported: {}}
 	for _, f := range rep.Features {
 		for _, s := range f.Scenarios {

@@ -14,15 +14,19 @@ import (
 func TestInProcessConformance(t *testing.T) {
 	var out strings.Builder
 	dir := t.TempDir()
-	rep, err := Run(context.Background(), Options{
+	o := Options{
 		Target:       "inprocess",
 		AllFeatures:  true,
 		Output:       &out,
 		Report:       filepath.Join(dir, "report.yaml"),
 		JUnit:        filepath.Join(dir, "junit.xml"),
 		CucumberJSON: filepath.Join(dir, "cucumber.json"),
-	})
+	}
+	// Every request carries credentials; none may reach an output.
+	planted := plantCredentials(t, &o)
+	rep, err := Run(context.Background(), o)
 	t.Log(out.String())
+	planted(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
