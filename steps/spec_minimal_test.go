@@ -162,8 +162,8 @@ func checkSpecMinimal(t *testing.T, o Options) {
 		FeatureTraceSeverity,   // info everywhere
 		FeatureTraceBodyErrors, // a body cut after the head is not reported
 		FeatureTraceStreamHeaders,
-		FeatureTraceWatcherFIFO,     // one global slot
-		FeatureTraceExplainsOutcome, // no reasons: the spec names no field for them
+		FeatureTraceWatcherFIFO,              // one global slot
+		FeatureTraceExplainsOutcome,          // no reasons: the spec names no field for them
 		FeatureTraceRedactsCredentials,       // shows every header as it came
 		FeatureTraceRedactsAPIKeysAndCookies, // and every cookie and key
 	}
