@@ -223,7 +223,8 @@ type Options struct {
 	// PlantCredentials (tests) sends a credential made for the run in
 	// every credential header of every request a step makes; everything
 	// the run writes is scrubbed of it as of any credential the run
-	// knows, and a test searches all it wrote for Secrets' prefix.
+	// knows, and Run fails if its progress view or a file it wrote holds
+	// one (planted.go).
 	PlantCredentials bool `json:"-"`
 	// Secrets, when set, is the run's (tests: to know its prefix); nil
 	// makes one.

@@ -66,6 +66,14 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if o.Secrets == nil {
+		o.Secrets = stepdefs.NewSecrets()
+	}
+	var progress *progressCopy
+	if o.PlantCredentials {
+		progress = &progressCopy{}
+		o.Output = io.MultiWriter(o.Output, progress)
+	}
 	tgt, err := NewTarget(o)
 	if err != nil {
 		return nil, err
@@ -110,9 +118,6 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	start := time.Now()
 	rls := &rateLimitServices{external: o.RateLimitService, target: tgt}
 	defer rls.stop()
-	if o.Secrets == nil {
-		o.Secrets = stepdefs.NewSecrets()
-	}
 	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, stepConfig: stepdefs.Config{
 		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
 		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls,
@@ -171,6 +176,9 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	}
 	if o.RunScenario != "" && rep.Interrupted == nil && !r.ran(o.RunScenario) {
 		return rep, fmt.Errorf("no scenario named %q ran; check the name and --tags", o.RunScenario)
+	}
+	if o.PlantCredentials {
+		return rep, checkPlanted(o, progress.bytes())
 	}
 	return rep, nil
 }

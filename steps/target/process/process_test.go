@@ -60,8 +60,11 @@ func TestProcessConformance(t *testing.T) {
 			// The proxy starts only from a config in the style asked for.
 			cmd := `sh -c 'grep -q "^` + string(style) + `:" "$0" && exec ` + bin + ` --bind-host 127.0.0.1 -f "$0"' {config}`
 			var out strings.Builder
+			// Every request carries credentials: the run fails if its
+			// progress view or report holds one.
 			rep, err := steps.Run(context.Background(), steps.Options{Target: "process", ProxyCommand: cmd,
-				ConfigStyle: style, AllFeatures: true, Output: &out})
+				ConfigStyle: style, AllFeatures: true, Output: &out, PlantCredentials: true,
+				Report: filepath.Join(t.TempDir(), "report.yaml")})
 			t.Log(out.String())
 			if err != nil {
 				t.Fatal(err)
