@@ -1,11 +1,13 @@
 package steps
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
@@ -38,6 +40,9 @@ const MaxReportedFailures = 1000
 // traces (up to MaxReportedFailures) and counts the passing ones, so its
 // memory does not grow with the capture.
 type RecordedCheck struct {
+	// redact scrubs a failing trace's message of the credentials its own
+	// events show (a capture of a proxy that does not redact).
+	redact  *redact.Redactor
 	impl    Implementation
 	start   time.Time
 	passed  int
@@ -50,7 +55,7 @@ func NewRecordedCheck(impl Implementation) *RecordedCheck {
 	if impl.Name == "" {
 		impl.Name = "recorded traces"
 	}
-	return &RecordedCheck{impl: impl, start: time.Now()}
+	return &RecordedCheck{impl: impl, start: time.Now(), redact: redact.New(redact.Options{})}
 }
 
 // Add checks one trace. It returns the trace's report when the trace
@@ -77,11 +82,25 @@ func (c *RecordedCheck) Add(t RecordedTrace) *ScenarioReport {
 		}
 		res.Message, res.Step = strings.Join(lines, "\n"), "trace checks"
 	}
+	res.Message = c.scrub(t.Events, res.Message)
 	c.failed++
 	if len(c.reports) < MaxReportedFailures {
 		c.reports = append(c.reports, scenarioResult{feature: RecordedFeature, profile: ProfileStandalone, ScenarioReport: res})
 	}
 	return &res
+}
+
+// scrub is msg without the credentials the credential headers of events
+// show: a violation may quote a value.
+func (c *RecordedCheck) scrub(events []trace.Event, msg string) string {
+	var secrets redact.Secrets
+	for _, e := range events {
+		if b, err := json.Marshal(e.Message); err == nil {
+			c.redact.CollectEvent(b, &secrets)
+		}
+	}
+	out, _ := c.redact.Scrub(msg, &secrets)
+	return out
 }
 
 // Report is the report of the traces added so far.

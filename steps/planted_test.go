@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
 )
 
@@ -56,4 +57,39 @@ func TestCheckPlantedFindsALeak(t *testing.T) {
 			os.WriteFile(where, []byte("clean"), 0o644)
 		}
 	}
+}
+
+// TestRecordedCheckScrubsCredentials: `gwdiag conformance check` on a
+// capture of a proxy that does not redact: a violation quoting a value
+// never quotes a credential the trace's own headers show.
+func TestRecordedCheckScrubsCredentials(t *testing.T) {
+	const secret = "sk-recorded-secret-0042"
+	events, err := parseAll(
+		`{"eventStart":null,"eventEnd":1,"severity":"info","message":{"type":"requestStarted"}}`,
+		`{"eventStart":null,"eventEnd":2,"severity":"info","message":{"type":"requestSnapshot","stage":"initial request","requestState":{"request":{"method":"GET","uri":"`+secret+`","path":"/","pathAndQuery":"/","host":"h","scheme":"http","version":"HTTP/1.1","headers":{"authorization":"Bearer `+secret+`"},"startTime":"2026-01-02T10:00:00Z"},"source":{"address":"127.0.0.1","port":1,"rawAddress":"127.0.0.1","rawPort":1}}}}`,
+		`{"eventStart":null,"eventEnd":3,"severity":"info","message":{"type":"requestFinished"}}`,
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewRecordedCheck(Implementation{})
+	res := c.Add(RecordedTrace{Name: "t", Events: events})
+	if res == nil || !strings.Contains(res.Message, "request.uri") {
+		t.Fatalf("got %+v, want the trace failed on its request.uri", res)
+	}
+	if strings.Contains(res.Message, secret) || !strings.Contains(res.Message, "<redacted:") {
+		t.Errorf("message %q: want the credential redacted", res.Message)
+	}
+}
+
+func parseAll(lines ...string) ([]trace.Event, error) {
+	var out []trace.Event
+	for _, l := range lines {
+		e, err := trace.Parse([]byte(l))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
