@@ -1,10 +1,13 @@
 package steps
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
@@ -92,4 +95,29 @@ func parseAll(lines ...string) ([]trace.Event, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// TestStepErrorsAreScrubbed: a step whose failure quotes what the proxy
+// answered (here the echo backend's copy of the request's headers) says
+// where the credentials were, never what they were: in the report, JUnit,
+// Cucumber JSON and the progress view (which Run searches itself).
+func TestStepErrorsAreScrubbed(t *testing.T) {
+	feature := `@request-limits
+Feature: quoting
+  Scenario: a failure quotes the request's headers
+    Given an echo backend "httpbin"
+    And a route "echo" with path prefix "/" to backend "httpbin"
+    When I send a GET request to "/headers"
+    Then the response body is "something else"
+`
+	o := Options{Target: "inprocess", Features: fstest.MapFS{"quoting.feature": {Data: []byte(feature)}}, Output: io.Discard}
+	plantCredentials(t, &o)
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rep.Scenario("a failure quotes the request's headers")
+	if len(got) != 1 || got[0].Result != Failed || !strings.Contains(got[0].Message, "Authorization") || !strings.Contains(got[0].Message, "<redacted:") {
+		t.Fatalf("got %+v, want a failure quoting the headers with the credentials redacted", got)
+	}
 }
