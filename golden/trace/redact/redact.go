@@ -95,19 +95,26 @@ type Options struct {
 	// Extra are more headers to redact (any case), e.g. the reference's
 	// config.sensitiveHeaders or the header an apiKey policy reads.
 	Extra []string
+	// EscapeHTML writes the strings a scrub changes with <, > and &
+	// escaped (\u003c, \u003e, \u0026), as json.Marshal writes every
+	// string: a writer whose events are json.Marshal's bytes (refproxy)
+	// keeps them so. Without it they are written as the reference's
+	// serializer writes them, a marker reading "<redacted:...>".
+	EscapeHTML bool
 }
 
 // Redactor redacts the values of a set of headers and fingerprints
 // secrets under one key. It is safe for concurrent use.
 type Redactor struct {
-	names map[string]struct{}
-	macs  sync.Pool
-	key   []byte
+	names      map[string]struct{}
+	macs       sync.Pool
+	key        []byte
+	escapeHTML bool
 }
 
 // New returns a Redactor for o.
 func New(o Options) *Redactor {
-	r := &Redactor{names: map[string]struct{}{}}
+	r := &Redactor{names: map[string]struct{}{}, escapeHTML: o.EscapeHTML}
 	if !o.NoDefaults {
 		for _, h := range Defaults {
 			r.names[h.Name] = struct{}{}
@@ -132,7 +139,7 @@ func New(o Options) *Redactor {
 // With returns a Redactor with the same key that also redacts names
 // (a config's own list on top of a process's).
 func (r *Redactor) With(names ...string) *Redactor {
-	n := &Redactor{names: make(map[string]struct{}, len(r.names)+len(names)), key: r.key}
+	n := &Redactor{names: make(map[string]struct{}, len(r.names)+len(names)), key: r.key, escapeHTML: r.escapeHTML}
 	for k := range r.names {
 		n.names[k] = struct{}{}
 	}

@@ -278,3 +278,42 @@ func TestDefaultsDocumented(t *testing.T) {
 	}
 	_ = trace.RequestFinished
 }
+
+// TestEscapeHTMLWritesAsMarshal: with EscapeHTML, an event written by
+// json.Marshal stays json.Marshal's bytes once scrubbed (the strings a
+// scrub changes escaped as json.Marshal escapes them: <, > and &, \b, \f,
+// control bytes, U+2028), so that a proxy holding its frames to
+// json.Marshal can scrub them; without it, a marker reads as it is.
+func TestEscapeHTMLWritesAsMarshal(t *testing.T) {
+	const secret = "sk-<secret>&-0123"
+	ev := map[string]any{"message": map[string]any{
+		"reason":  "key " + secret + " refused <here> \b\f\x01\u2028 & \"q\"",
+		"headers": map[string]any{"authorization": "Bearer " + secret, "accept": "<a&b>"},
+		"other":   []any{"<untouched>", secret},
+	}}
+	in, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(Options{Key: testKey, EscapeHTML: true})
+	var s Secrets
+	got, changed := r.AppendEvent(nil, in, &s)
+	if !changed {
+		t.Fatalf("nothing scrubbed in %s", in)
+	}
+	var back any
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatalf("%v: %s", err, got)
+	}
+	want, _ := json.Marshal(back)
+	if string(got) != string(want) {
+		t.Errorf("scrubbed with EscapeHTML\n got  %s\n json.Marshal writes\n      %s", got, want)
+	}
+	if strings.Contains(string(got), secret) || strings.Contains(string(got), "sk-\\u003csecret") {
+		t.Errorf("secret left in %s", got)
+	}
+	plain, _ := New(Options{Key: testKey}).AppendEvent(nil, in, &Secrets{})
+	if !strings.Contains(string(plain), `"<redacted:`) {
+		t.Errorf("without EscapeHTML a marker reads as it is: %s", plain)
+	}
+}
