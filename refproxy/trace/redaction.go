@@ -1,0 +1,305 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
+)
+
+// Redaction keeps credentials out of a trace (golden/trace/redact; the
+// issue is a trace that is safe to share). It is done in two places:
+//
+//   - the values of credential headers, where a snapshot shows them: the
+//     header is kept, its secret replaced by a keyed fingerprint
+//     (Redactor.AppendValue), in the request and the response alike;
+//   - every other place a credential of the request turns up (a route's
+//     reason, a rate-limit key, a global limit's descriptor, an error, a
+//     policy's words): the tracer keeps the request's secrets, and every
+//     frame of a trace that has some goes through one scrubbing pass when
+//     it is rendered (Tracer.scrubFrame).
+//
+// The secrets are those of the request's and the response's credential
+// headers, registered as they are captured (AddPair), and those the proxy
+// or a policy registers (AddSecret: the API key refproxy sends an AI
+// backend, a credential an auth policy consumed).
+//
+// Why a frame rendered before a secret is known cannot hold it: a frame is
+// rendered from what the proxy had when its event happened (a capture, or
+// fields built then), and a secret is registered no later than the moment
+// its bytes reach the proxy: the request's credential headers when the
+// request is first captured (its initial snapshot, before requestStarted's
+// successors, before any policy or route selection), the response's when
+// the response is captured (before its snapshot and everything after),
+// the provider key before the request goes to the backend, a policy's
+// credential when the policy reads it. A frame of an earlier event holds
+// only what came before. A trace held for an outcome filter renders its
+// frames at requestFinished, when every secret is known; fields built
+// eagerly (a sentence quoting a rate-limit key) were built after the
+// request's capture, so Shown already knew the request's secrets.
+type Redaction struct {
+	r *redact.Redactor
+	// clear: the credentials are shown in clear (refproxy's
+	// --trace-credentials-in-clear); only the names of r, those a config
+	// asked for, are redacted, and AddSecret registers nothing.
+	clear bool
+	// lens has bit n set when some name is n bytes long (n < 64); byLen
+	// lists them by length: most headers are told apart by their length
+	// alone, the others by one comparison or two, without lowering them
+	// or looking them up in a map (a header of every traced request).
+	lens  uint64
+	byLen [64][]string
+	// other are the names of 64 bytes or more, or not ASCII (whose upper
+	// case may be of another length): compared lowered.
+	other []string
+}
+
+// NewRedaction returns the redaction of r's headers; clear: the
+// credentials are shown in clear, but for r's names (see Redaction).
+func NewRedaction(r *redact.Redactor, clear bool) *Redaction {
+	rd := &Redaction{r: r, clear: clear}
+	for _, n := range r.Names() {
+		if len(n) < len(rd.byLen) && isASCII(n) {
+			rd.lens |= 1 << len(n)
+			rd.byLen[len(n)] = append(rd.byLen[len(n)], n)
+		} else {
+			rd.other = append(rd.other, n)
+		}
+	}
+	return rd
+}
+
+// Redactor is the redactor of rd's headers and fingerprints.
+func (rd *Redaction) Redactor() *redact.Redactor { return rd.r }
+
+// Clear reports whether the credentials are shown in clear.
+func (rd *Redaction) Clear() bool { return rd.clear }
+
+// Sensitive reports whether the header name k (any case) is redacted, and
+// its lower-case name when it is.
+func (rd *Redaction) Sensitive(k string) (string, bool) {
+	if rd == nil {
+		return "", false
+	}
+	if len(k) < len(rd.byLen) && rd.lens&(1<<len(k)) != 0 {
+		for _, n := range rd.byLen[len(k)] {
+			if strings.EqualFold(n, k) {
+				return n, true
+			}
+		}
+	}
+	if len(rd.other) > 0 {
+		lower := strings.ToLower(k)
+		for _, n := range rd.other {
+			if n == lower {
+				return n, true
+			}
+		}
+	}
+	return "", false
+}
+
+// SensitiveLower is Sensitive for a name already lower case.
+func (rd *Redaction) SensitiveLower(k string) bool {
+	if rd == nil {
+		return false
+	}
+	if len(k) < len(rd.byLen) && rd.lens&(1<<len(k)) != 0 {
+		for _, n := range rd.byLen[len(k)] {
+			if n == k {
+				return true
+			}
+		}
+	}
+	for _, n := range rd.other {
+		if n == k {
+			return true
+		}
+	}
+	return false
+}
+
+// b2s views b as a string without copying (b must not change while the
+// string is used).
+func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// SetRedaction makes rd the redaction of the trace: set it before the
+// first event (the request's capture registers its credentials).
+func (t *Tracer) SetRedaction(rd *Redaction) {
+	if t != nil {
+		t.red = rd
+	}
+}
+
+// Redaction is the trace's redaction (nil: none, nothing is redacted).
+func (t *Tracer) Redaction() *Redaction {
+	if t == nil {
+		return nil
+	}
+	return t.red
+}
+
+// AddSecret marks v as a credential of the traced request: no event of
+// the trace shows it (wherever a string of an event holds it, when it is
+// MinSubstring bytes or more; where a string is it, when shorter). Call it
+// as soon as the proxy holds v, before any event that could show it is
+// built (see Redaction): the API key refproxy sends an AI backend, a
+// credential an auth policy consumed. A value read from one of the
+// headers the table redacts (its config's CredentialHeaders among them)
+// is registered already, when the request was captured. With the
+// credentials shown in clear, it does nothing.
+func (t *Tracer) AddSecret(v string) {
+	if t == nil || t.red == nil || t.red.clear {
+		return
+	}
+	t.addSecret(v)
+}
+
+// addSecret keeps v among the trace's secrets, and the form an event
+// shows it in when that differs (invalid UTF-8 is written as U+FFFD).
+func (t *Tracer) addSecret(v string) {
+	hb := t.buffers()
+	hb.secrets.Add(v)
+	if !utf8.ValidString(v) {
+		var shown string
+		if json.Unmarshal(appendString(nil, v), &shown) == nil {
+			hb.secrets.Add(shown)
+		}
+	}
+}
+
+// addHeaderSecrets registers the credentials of a captured header value
+// v (a view of the arena, which never changes while the trace lasts) of
+// the sensitive header name.
+func (t *Tracer) addHeaderSecrets(name string, v string) {
+	redact.Credentials(name, v, t.addSecret)
+}
+
+// Shown is s as an event may show it: each secret of the request it holds
+// replaced by its marker (a short one only where it is the whole of s).
+// For a sentence that quotes a value the request carried (a rate-limit
+// key: "for key %q"), where the scrubbing pass would not find a short
+// secret.
+func (t *Tracer) Shown(s string) string {
+	if t == nil || t.red == nil || t.hb == nil || t.hb.secrets.Len() == 0 {
+		return s
+	}
+	out, _ := t.red.r.Scrub(s, &t.hb.secrets)
+	return out
+}
+
+// scrubFrame is the scrubbing pass over the last frame of fs (begun at
+// start): every secret of the trace a string of it holds is replaced by
+// its marker. A frame of an event built as maps also has the sensitive
+// members of any "headers" object redacted (redact's AppendEvent), for
+// headers a map-built event might carry. What does not change is left
+// byte for byte; what does is written as json.Marshal writes it.
+func (t *Tracer) scrubFrame(fs *Frames, start int, mapBuilt bool) {
+	if t.red == nil {
+		return
+	}
+	hb := t.hb
+	if hb == nil || hb.secrets.Len() == 0 && !mapBuilt {
+		return
+	}
+	frame := fs.b[start:]
+	data, ok := bytes.CutPrefix(frame, []byte("data: "))
+	if !ok || len(data) < 2 {
+		return // a comment: nothing of the request
+	}
+	data = data[:len(data)-2] // the blank line
+	if !mapBuilt && !t.mayHoldSecret(data) {
+		return
+	}
+	var out []byte
+	var changed bool
+	if mapBuilt {
+		out, changed = t.red.r.AppendEvent(hb.scratch[:0], data, &hb.secrets)
+	} else {
+		out, changed = t.red.r.AppendScrubbedJSON(hb.scratch[:0], data, &hb.secrets)
+	}
+	hb.scratch = out[:0]
+	if !changed {
+		return
+	}
+	b := append(fs.b[:start], "data: "...)
+	b = append(b, out...)
+	fs.b = append(b, "\n\n"...)
+	fs.ends[len(fs.ends)-1] = int32(len(fs.b))
+}
+
+// mayHoldSecret reports whether the frame's JSON may hold a secret of the
+// trace: the JSON form of one (quoted, for one short enough to be
+// scrubbed only as a whole string) is among its bytes, or some secret is
+// not plain ASCII (whose JSON form depends on what surrounds it). Most
+// frames hold none (the snapshots redacted their headers already): they
+// cost a search per secret, not a walk of every string.
+func (t *Tracer) mayHoldSecret(data []byte) bool {
+	hb := t.hb
+	if hb.needlesFor != hb.secrets.Len() {
+		t.makeNeedles()
+	}
+	if hb.anyNonASCII {
+		return true
+	}
+	start := 0
+	for _, end := range hb.needleEnds {
+		if bytes.Contains(data, hb.needles[start:end]) {
+			return true
+		}
+		start = int(end)
+	}
+	return false
+}
+
+// makeNeedles writes the JSON form of each secret, as appendString
+// writes it inside a string (and quoted, for a short one): the escapes of
+// plain ASCII do not depend on what surrounds it. A secret that holds
+// another long one is left out: where it is, the other is too.
+func (t *Tracer) makeNeedles() {
+	hb := t.hb
+	hb.needles, hb.needleEnds, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], false
+	vals := hb.secrets.Values()
+	for i, v := range vals {
+		if !isASCII(v) {
+			hb.anyNonASCII = true
+			break
+		}
+		if len(v) >= redact.MinSubstring && containsShorter(vals[:i], v) {
+			continue
+		}
+		at := len(hb.needles)
+		hb.needles = appendString(hb.needles, v)
+		if len(v) >= redact.MinSubstring {
+			// Unquoted: inside any string.
+			n := len(hb.needles)
+			copy(hb.needles[at:], hb.needles[at+1:n-1])
+			hb.needles = hb.needles[:n-2]
+		}
+		hb.needleEnds = append(hb.needleEnds, int32(len(hb.needles)))
+	}
+	hb.needlesFor = hb.secrets.Len()
+}
+
+// containsShorter reports whether v holds one of shorter (secrets sorted
+// shortest first) of MinSubstring bytes or more.
+func containsShorter(shorter []string, v string) bool {
+	for _, s := range shorter {
+		if len(s) >= redact.MinSubstring && len(s) < len(v) && strings.Contains(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
