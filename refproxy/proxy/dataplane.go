@@ -33,6 +33,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"google.golang.org/grpc"
 
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -60,6 +61,16 @@ type Options struct {
 	// with a key (default ratelimit.DefaultMaxKeys); past it the least
 	// recently used key is forgotten.
 	MaxRateLimitKeys int
+	// TraceCredentialsInClear shows credentials in traces: the values of
+	// the default credential headers (redact.Defaults) and of those the
+	// config's auth policies read, and the API keys the proxy sends AI
+	// backends. Only config.sensitiveHeaders stay redacted. For a proxy
+	// whose traces nobody but its operator reads, loudly: refproxy logs
+	// a warning at start.
+	TraceCredentialsInClear bool
+	// RedactKey keys the fingerprints of redacted values; empty: random
+	// per data plane (tests set it to name fingerprints).
+	RedactKey []byte
 }
 
 // Timeouts bound the client side of every listener.
@@ -118,7 +129,13 @@ type Dataplane struct {
 	// tracingOff skips tracing entirely; tests use it as the "compiled out"
 	// baseline that the no-watcher path must match.
 	tracingOff bool
-	draining   sync.WaitGroup
+	// redactor is the process's: one fingerprint key for every config
+	// (a credential keeps its fingerprint across reloads); each table
+	// adds its config's headers to it (tableRedaction). redaction is
+	// its own, for requests that come before a config.
+	redactor  *redact.Redactor
+	redaction *trace.Redaction
+	draining  sync.WaitGroup
 }
 
 type bindServer struct {
@@ -142,16 +159,19 @@ func New(opts Options) *Dataplane {
 		opts.MaxConnsPerHost = 1 << 16
 	}
 	opts.Timeouts = opts.Timeouts.withDefaults()
+	red := redact.New(redact.Options{Key: opts.RedactKey, NoDefaults: opts.TraceCredentialsInClear, EscapeHTML: true})
 	return &Dataplane{
-		opts:     opts,
-		log:      opts.Logger,
-		reg:      opts.Registry,
-		dialer:   &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		servers:  map[int]*bindServer{},
-		buckets:  map[string]limit{},
-		backends: map[string]*backend{},
-		stats:    map[string]*EndpointStats{},
-		rlsConns: map[string]*grpc.ClientConn{},
+		redactor:  red,
+		redaction: trace.NewRedaction(red, opts.TraceCredentialsInClear),
+		opts:      opts,
+		log:       opts.Logger,
+		reg:       opts.Registry,
+		dialer:    &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		servers:   map[int]*bindServer{},
+		buckets:   map[string]limit{},
+		backends:  map[string]*backend{},
+		stats:     map[string]*EndpointStats{},
+		rlsConns:  map[string]*grpc.ClientConn{},
 	}
 }
 
@@ -182,6 +202,31 @@ func (dp *Dataplane) closeRLS(keep map[string]bool) {
 			delete(dp.rlsConns, addr)
 		}
 	}
+}
+
+// tableRedaction is the redaction of cfg's traces: the data plane's
+// (the defaults, unless shown in clear), and cfg's config.sensitiveHeaders
+// (headers the reference's schema says are redacted in addition to its
+// own) and the headers its auth policies read a credential from (with
+// the credentials shown in clear, those are shown too).
+func (dp *Dataplane) tableRedaction(cfg *config.Config) *trace.Redaction {
+	var extra []string
+	if cfg.Config != nil {
+		extra = append(extra, cfg.Config.SensitiveHeaders...)
+	}
+	if !dp.opts.TraceCredentialsInClear {
+		extra = append(extra, cfg.CredentialHeaders()...)
+	}
+	return trace.NewRedaction(dp.redactor.With(extra...), dp.opts.TraceCredentialsInClear)
+}
+
+// redactionOf is the redaction of a request served with table t (nil
+// before the first config).
+func (dp *Dataplane) redactionOf(t *Table) *trace.Redaction {
+	if t == nil {
+		return dp.redaction
+	}
+	return t.redaction
 }
 
 // Registry returns the trace watcher registry.
@@ -322,7 +367,10 @@ func (dp *Dataplane) serve(key int, s *bindServer) {
 		ErrorHandler:    h.requestError,
 		IdleTimeout:     dp.opts.Timeouts.Idle,
 		CloseOnShutdown: true,
-		Logger:          slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
+		// fasthttp's errors quote up to 400 bytes of a request it could
+		// not read (its credentials among them): not in refproxy's logs.
+		SecureErrorLogMessage: true,
+		Logger:                slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
 	}
 	go pprof.Do(context.Background(), pprof.Labels("component", "dataplane", "listener", s.ln.Addr().String()), func(context.Context) {
 		defer close(s.done)

@@ -22,8 +22,10 @@ import (
 type Table struct {
 	cfg   *config.Config
 	binds []*bindTable
-	// sensitive are the request headers traces redact (lower case).
-	sensitive map[string]bool
+	// redaction redacts the credential headers of traces: the defaults
+	// (unless shown in clear), config.sensitiveHeaders and the headers
+	// the config's auth policies read, under the data plane's key.
+	redaction *reftrace.Redaction
 }
 
 type bindTable struct {
@@ -124,13 +126,7 @@ var effectivePolicyKeys = []string{
 }
 
 func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
-	t := &Table{cfg: cfg}
-	if cfg.Config != nil && len(cfg.Config.SensitiveHeaders) > 0 {
-		t.sensitive = map[string]bool{}
-		for _, h := range cfg.Config.SensitiveHeaders {
-			t.sensitive[strings.ToLower(h)] = true
-		}
-	}
+	t := &Table{cfg: cfg, redaction: dp.tableRedaction(cfg)}
 	for bi, b := range cfg.Binds {
 		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName(), routing: &routing.Bind{}}
 		for li, l := range b.Listeners {
