@@ -492,7 +492,7 @@ func (dp *Dataplane) backend(bk config.Backend) *backend {
 	key := bk.Name() + "|" + bk.Address()
 	if ai := bk.AI; ai != nil {
 		// The same provider configured differently is another backend.
-		key += "|" + strings.Join([]string{aiModel(ai), ai.PathOverride, ai.PathPrefix, ai.APIKey, strconv.FormatBool(ai.TLS)}, "|")
+		key += "|" + strings.Join([]string{aiModel(ai), ai.PathOverride, ai.PathPrefix, string(ai.APIKey), strconv.FormatBool(ai.TLS)}, "|")
 	}
 	w := uint64(1)
 	if bk.Weight != nil {
@@ -527,7 +527,7 @@ func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 		b.traceType = "ai"
 		// A provider without hostOverride is the provider's own HTTPS API.
 		b.tls = ai.HostOverride == "" || ai.TLS
-		b.model, b.pathOverride, b.pathPrefix, b.apiKey = aiModel(ai), ai.PathOverride, ai.PathPrefix, ai.APIKey
+		b.model, b.pathOverride, b.pathPrefix, b.apiKey = aiModel(ai), ai.PathOverride, ai.PathPrefix, string(ai.APIKey)
 	}
 	skey := b.name + "|" + b.addr
 	st, ok := dp.stats[skey]
