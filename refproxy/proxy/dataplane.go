@@ -208,16 +208,20 @@ func (dp *Dataplane) closeRLS(keep map[string]bool) {
 // (the defaults, unless shown in clear), and cfg's config.sensitiveHeaders
 // (headers the reference's schema says are redacted in addition to its
 // own) and the headers its auth policies read a credential from (with
-// the credentials shown in clear, those are shown too).
-func (dp *Dataplane) tableRedaction(cfg *config.Config) *trace.Redaction {
+// the credentials shown in clear, those are shown too). secrets are the
+// same headers, the defaults always: the credential headers whose values
+// in the config are secrets of the config, never shown.
+func (dp *Dataplane) tableRedaction(cfg *config.Config) (_ *trace.Redaction, secrets *redact.Redactor) {
 	var extra []string
 	if cfg.Config != nil {
 		extra = append(extra, cfg.Config.SensitiveHeaders...)
 	}
+	cred := cfg.CredentialHeaders()
+	secrets = redact.New(redact.Options{Key: []byte("names only"), Extra: append(extra, cred...)})
 	if !dp.opts.TraceCredentialsInClear {
-		extra = append(extra, cfg.CredentialHeaders()...)
+		extra = append(extra, cred...)
 	}
-	return trace.NewRedaction(dp.redactor.With(extra...), dp.opts.TraceCredentialsInClear)
+	return trace.NewRedaction(dp.redactor.With(extra...), dp.opts.TraceCredentialsInClear), secrets
 }
 
 // redactionOf is the redaction of a request served with table t (nil

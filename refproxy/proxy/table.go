@@ -9,6 +9,7 @@ import (
 	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -26,6 +27,11 @@ type Table struct {
 	// (unless shown in clear), config.sensitiveHeaders and the headers
 	// the config's auth policies read, under the data plane's key.
 	redaction *reftrace.Redaction
+	// secretHeaders are the same headers, the defaults always: the
+	// values the config's header modifiers give them are credentials
+	// (a backend's Authorization, a Set-Cookie), which effectivePolicy
+	// and /config_dump show as "<redacted>" (configShown).
+	secretHeaders *redact.Redactor
 }
 
 type bindTable struct {
@@ -126,7 +132,8 @@ var effectivePolicyKeys = []string{
 }
 
 func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
-	t := &Table{cfg: cfg, redaction: dp.tableRedaction(cfg)}
+	t := &Table{cfg: cfg}
+	t.redaction, t.secretHeaders = dp.tableRedaction(cfg)
 	for bi, b := range cfg.Binds {
 		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName(), routing: &routing.Bind{}}
 		for li, l := range b.Listeners {
@@ -164,7 +171,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 			}
 			var rroutes []*routing.Route
 			for ri, r := range l.Routes {
-				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw, gwPols)
+				rt, err := dp.buildRoute(t, b, l, li, r, ri, gw, gwPols)
 				if err != nil {
 					return nil, err
 				}
@@ -269,7 +276,8 @@ func (l *limits) entryList() []limitEntry {
 	return out
 }
 
-func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw *limits, gwPols []policyInput) (*route, error) {
+func (dp *Dataplane) buildRoute(t *Table, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw *limits, gwPols []policyInput) (*route, error) {
+	cfg := t.cfg
 	rt := &route{
 		key:       config.RouteKey(b, l, li, r, ri),
 		name:      r.RouteName(ri),
@@ -366,7 +374,7 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		}
 		rt.effective["remoteRateLimit"] = rs
 	}
-	rp.effective(rt.effective, pols)
+	rp.effective(rt.effective, pols, t.secretHeaders)
 	if rlErr != "" {
 		// A refproxy extension beside the spec's seventeen keys, there
 		// only when a policy sets it: the body of the route's 429s.
