@@ -132,7 +132,7 @@ func New(o Options) *Redactor {
 			panic("redact: no random key: " + err.Error()) // crypto/rand does not fail on Linux
 		}
 	}
-	r.macs.New = func() any { return hmac.New(sha256.New, r.key) }
+	r.macs.New = func() any { return &mac{h: hmac.New(sha256.New, r.key)} }
 	return r
 }
 
@@ -148,7 +148,7 @@ func (r *Redactor) With(names ...string) *Redactor {
 			n.names[k] = struct{}{}
 		}
 	}
-	n.macs.New = func() any { return hmac.New(sha256.New, n.key) }
+	n.macs.New = func() any { return &mac{h: hmac.New(sha256.New, n.key)} }
 	return n
 }
 
@@ -199,17 +199,27 @@ func (r *Redactor) Sensitive(name string) bool {
 // AppendMarker appends the marker of secret: "<redacted:" + its
 // fingerprint + ">".
 func (r *Redactor) AppendMarker(b []byte, secret string) []byte {
-	h := r.macs.Get().(hash.Hash)
-	h.Reset()
-	h.Write([]byte(secret))
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	r.macs.Put(h)
+	m := r.macs.Get().(*mac)
+	m.h.Reset()
+	m.in = append(m.in[:0], secret...)
+	m.h.Write(m.in)
+	m.h.Sum(m.sum[:0])
 	b = append(b, markerPrefix+":"...)
 	var hx [FingerprintDigits]byte
-	hex.Encode(hx[:], sum[:FingerprintDigits/2])
+	hex.Encode(hx[:], m.sum[:FingerprintDigits/2])
+	if cap(m.in) <= 4<<10 {
+		r.macs.Put(m)
+	}
 	b = append(b, hx[:]...)
 	return append(b, '>')
+}
+
+// mac is a Redactor's HMAC with the buffers of one fingerprint, reused:
+// a fingerprint allocates nothing.
+type mac struct {
+	h   hash.Hash
+	in  []byte
+	sum [sha256.Size]byte
 }
 
 // MarkerOf is AppendMarker as a string.
