@@ -44,15 +44,15 @@ func (t *Table) bind(key int) *bindTable {
 // `tr != nil`, so untraced requests build no events and no reasons.
 func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp := h.dp
+	t := dp.table.Load()
 	var tr *reftrace.Tracer
 	if !dp.tracingOff {
-		tr = dp.reg.Take(func() any { return &filterRequest{ctx: ctx} })
+		tr = dp.reg.Take(func() any { return &filterRequest{ctx: ctx, rd: dp.redactionOf(t)} })
 	}
 	if tr.Followed() {
 		followRequest(ctx, tr)
 	}
 	var bt *bindTable
-	t := dp.table.Load()
 	if t != nil {
 		bt = t.bind(h.key)
 	}

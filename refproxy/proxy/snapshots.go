@@ -222,7 +222,7 @@ func appendHeaders(b []byte, tr *reftrace.Tracer, p reftrace.Pairs) []byte {
 	if p.Len() > len(hsArr) {
 		hs := lowerHeaders(tr, p)
 		slices.SortStableFunc(hs, func(a, c snapHeader) int { return strings.Compare(a.name, c.name) })
-		return writeHeaders(b, hs, rd)
+		return writeHeaders(b, tr, hs, rd)
 	}
 	// Stored into the array itself: what is stored through a slice moves
 	// to the heap.
@@ -238,7 +238,7 @@ func appendHeaders(b []byte, tr *reftrace.Tracer, p reftrace.Pairs) []byte {
 			hsArr[j], hsArr[j-1] = hsArr[j-1], hsArr[j]
 		}
 	}
-	return writeHeaders(b, hsArr[:n], rd)
+	return writeHeaders(b, tr, hsArr[:n], rd)
 }
 
 // lowerHeaders is the pairs of p with their names lower-cased.
@@ -258,7 +258,7 @@ func lowerHeaders(tr *reftrace.Tracer, p reftrace.Pairs) []snapHeader {
 // written as the redact package redacts it (the scheme of an
 // authorization, the names of cookies and the attributes of a set-cookie
 // kept, each secret a keyed fingerprint).
-func writeHeaders(b []byte, hs []snapHeader, rd *reftrace.Redaction) []byte {
+func writeHeaders(b []byte, tr *reftrace.Tracer, hs []snapHeader, rd *reftrace.Redaction) []byte {
 	b = append(b, '{')
 	for i := 0; i < len(hs); {
 		k := hs[i].name
@@ -284,7 +284,7 @@ func writeHeaders(b []byte, hs []snapHeader, rd *reftrace.Redaction) []byte {
 		}
 		if rd.SensitiveLower(k) {
 			var vb [128]byte
-			b = reftrace.AppendString(b, b2s(rd.Redactor().AppendValue(vb[:0], k, b2s(joined))))
+			b = reftrace.AppendString(b, b2s(tr.AppendRedacted(vb[:0], k, joined)))
 		} else {
 			b = reftrace.AppendString(b, b2s(joined))
 		}

@@ -100,6 +100,9 @@ type holdBuffers struct {
 	needlesFor  int
 	anyNonASCII bool
 	scratch     []byte
+	// redacted are the header values redacted so far, for the next
+	// snapshot that shows them (AppendRedacted).
+	redacted []redactedValue
 }
 
 var holdPool = sync.Pool{New: func() any {
@@ -437,6 +440,7 @@ func (t *Tracer) release() {
 	hb.secrets.Reset()
 	hb.needles, hb.needleEnds, hb.needlesFor, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], 0, false
 	hb.scratch = hb.scratch[:0]
+	hb.redacted = hb.redacted[:0]
 	hb.out.Reset()
 	hb.held.Reset()
 	if cap(hb.arena) <= 64<<10 && cap(hb.out.b) <= 256<<10 && cap(hb.held.b) <= 256<<10 && cap(hb.scratch) <= 256<<10 {

@@ -178,6 +178,28 @@ func (t *Tracer) addHeaderSecrets(name string, v string) {
 	redact.Credentials(name, v, t.addSecret)
 }
 
+// redactedValue is a header value redacted, in the arena: its name, its
+// value and what a snapshot shows.
+type redactedValue struct{ name, value, out Span }
+
+// AppendRedacted appends the value of the header name (lower case), which
+// the trace's Redaction redacts, as a snapshot shows it (the redact
+// package's value rules, each secret a keyed fingerprint). A request is
+// shown at several stages, and a fingerprint is a keyed hash: one already
+// shown in this trace is taken again.
+func (t *Tracer) AppendRedacted(b []byte, name string, value []byte) []byte {
+	hb := t.buffers()
+	for _, rv := range hb.redacted {
+		if string(t.Bytes(rv.value)) == string(value) && string(t.Bytes(rv.name)) == name {
+			return append(b, t.Bytes(rv.out)...)
+		}
+	}
+	at := len(b)
+	b = t.red.r.AppendValue(b, name, b2s(value))
+	hb.redacted = append(hb.redacted, redactedValue{t.CopyString(name), t.Copy(value), t.Copy(b[at:])})
+	return b
+}
+
 // Shown is s as an event may show it: each secret of the request it holds
 // replaced by its marker (a short one only where it is the whole of s).
 // For a sentence that quotes a value the request carried (a rate-limit
