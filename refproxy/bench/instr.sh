@@ -68,7 +68,7 @@ count() {
 				if ((pre == "" || pre ~ /\.$/) && n + 0 > best) best = n + 0
 			}
 		}
-		END { if (best > 0) print best }'
+		END { if (best > 0) printf "%.0f\n", best }'
 }
 
 c1=$(count "$N1")
