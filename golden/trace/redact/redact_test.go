@@ -332,3 +332,20 @@ func TestMarkerAllocatesNothing(t *testing.T) {
 		t.Errorf("marker %s, want %s", b, fp(secret))
 	}
 }
+
+// TestFingerprintsRemembered: a fingerprint remembered is the one an HMAC
+// makes, for Redactors With makes too, and the memory is bounded.
+func TestFingerprintsRemembered(t *testing.T) {
+	r := New(Options{Key: testKey})
+	w := r.With("x-more")
+	for i := range maxFingerprints + 100 {
+		s := "secret-" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strings.Repeat("y", i/26)
+		first, again, with := r.MarkerOf(s), r.MarkerOf(s), w.MarkerOf(s)
+		if i%97 == 0 && first != fp(s) || again != first || with != first {
+			t.Fatalf("%q: %s, again %s, With's %s; the HMAC makes %s", s, first, again, with, fp(s))
+		}
+	}
+	if n := len(r.made.m); n > maxFingerprints {
+		t.Errorf("%d fingerprints remembered, want at most %d", n, maxFingerprints)
+	}
+}
