@@ -90,11 +90,14 @@ type holdBuffers struct {
 	keptPairs Pairs
 	kept      bool
 	// secrets are the trace's credentials (redaction.go): views of the
-	// arena, or strings the proxy gave; needles their JSON forms, ended
-	// at needleEnds, made for needlesFor secrets; anyNonASCII: some
-	// secret's JSON form depends on its surroundings. scratch is the
-	// scrubbing pass's output.
+	// arena, or strings the proxy gave; pending the captured values of
+	// credential headers whose secrets are taken when one is needed
+	// (Secrets). needles are their JSON forms, ended at needleEnds, made
+	// for needlesFor secrets; anyNonASCII: some secret's JSON form
+	// depends on its surroundings. scratch is the scrubbing pass's
+	// output.
 	secrets     redact.Secrets
+	pending     []pendingSecret
 	needles     []byte
 	needleEnds  []int32
 	needlesFor  int
@@ -152,7 +155,7 @@ func (t *Tracer) AddPair(k, v []byte) {
 	hb.arena = append(append(hb.arena, k...), v...)
 	hb.pairs = append(hb.pairs, Span{off, nk}, Span{off + nk, int32(len(v))})
 	if name, ok := t.red.Sensitive(b2s(k)); ok && len(v) > 0 {
-		t.addHeaderSecrets(name, b2s(hb.arena[off+nk:]))
+		hb.pending = append(hb.pending, pendingSecret{name, Span{off + nk, int32(len(v))}})
 	}
 }
 
@@ -438,6 +441,7 @@ func (t *Tracer) release() {
 	hb.memoC, hb.memoOK = Capture{}, false
 	hb.kept = false
 	hb.secrets.Reset()
+	hb.pending = hb.pending[:0]
 	hb.needles, hb.needleEnds, hb.needlesFor, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], 0, false
 	hb.scratch = hb.scratch[:0]
 	hb.redacted = hb.redacted[:0]

@@ -171,11 +171,27 @@ func (t *Tracer) addSecret(v string) {
 	}
 }
 
-// addHeaderSecrets registers the credentials of a captured header value
-// v (a view of the arena, which never changes while the trace lasts) of
-// the sensitive header name.
-func (t *Tracer) addHeaderSecrets(name string, v string) {
-	redact.Credentials(name, v, t.addSecret)
+// pendingSecret is a captured value of the credential header name (lower
+// case), in the arena, whose secrets are yet to be taken.
+type pendingSecret struct {
+	name  string
+	value Span
+}
+
+// secrets are the trace's secrets, with those of the credential headers
+// captured so far: a header's are taken from its value when something
+// first needs them (a frame rendered, Shown), so that a trace an outcome
+// filter drops costs no parsing of its credentials. Nothing can see the
+// secrets before they are taken; so taking them late changes nothing of
+// what a frame shows (see Redaction on the order). The values are views
+// of the arena, which does not change while the trace lasts.
+func (t *Tracer) secrets() *redact.Secrets {
+	hb := t.buffers()
+	for _, p := range hb.pending {
+		redact.Credentials(p.name, b2s(t.Bytes(p.value)), t.addSecret)
+	}
+	hb.pending = hb.pending[:0]
+	return &hb.secrets
 }
 
 // redactedValue is a header value redacted, in the arena: its name, its
@@ -206,10 +222,10 @@ func (t *Tracer) AppendRedacted(b []byte, name string, value []byte) []byte {
 // key: "for key %q"), where the scrubbing pass would not find a short
 // secret.
 func (t *Tracer) Shown(s string) string {
-	if t == nil || t.red == nil || t.hb == nil || t.hb.secrets.Len() == 0 {
+	if t == nil || t.red == nil || t.hb == nil {
 		return s
 	}
-	out, _ := t.red.r.Scrub(s, &t.hb.secrets)
+	out, _ := t.red.r.Scrub(s, t.secrets())
 	return out
 }
 
@@ -224,7 +240,7 @@ func (t *Tracer) scrubFrame(fs *Frames, start int, mapBuilt bool) {
 		return
 	}
 	hb := t.hb
-	if hb == nil || hb.secrets.Len() == 0 && !mapBuilt {
+	if hb == nil || t.secrets().Len() == 0 && !mapBuilt {
 		return
 	}
 	frame := fs.b[start:]
@@ -278,9 +294,12 @@ func (t *Tracer) mayHoldSecret(data []byte) bool {
 }
 
 // makeNeedles writes the JSON form of each secret, as appendString
-// writes it inside a string (and quoted, for a short one): the escapes of
-// plain ASCII do not depend on what surrounds it. A secret that holds
-// another long one is left out: where it is, the other is too.
+// writes it inside a string (followed by its closing quote, for a short
+// one, which is scrubbed only as a whole string: not by its opening
+// quote, which a search would stop at in every string of the frame): the
+// escapes of plain ASCII do not depend on what surrounds it. A secret
+// that holds another long one is left out: where it is, the other is
+// too.
 func (t *Tracer) makeNeedles() {
 	hb := t.hb
 	hb.needles, hb.needleEnds, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], false
@@ -295,10 +314,12 @@ func (t *Tracer) makeNeedles() {
 		}
 		at := len(hb.needles)
 		hb.needles = appendString(hb.needles, v)
+		// Without the opening quote; a long one without the closing
+		// one too: inside any string.
+		n := len(hb.needles)
+		copy(hb.needles[at:], hb.needles[at+1:n])
+		hb.needles = hb.needles[:n-1]
 		if len(v) >= redact.MinSubstring {
-			// Unquoted: inside any string.
-			n := len(hb.needles)
-			copy(hb.needles[at:], hb.needles[at+1:n-1])
 			hb.needles = hb.needles[:n-2]
 		}
 		hb.needleEnds = append(hb.needleEnds, int32(len(hb.needles)))
