@@ -100,6 +100,7 @@ type holdBuffers struct {
 	pending     []pendingSecret
 	needles     []byte
 	needleEnds  []int32
+	anchors     []int32 // the byte of each needle searched for
 	needlesFor  int
 	anyNonASCII bool
 	scratch     []byte
@@ -442,7 +443,7 @@ func (t *Tracer) release() {
 	hb.kept = false
 	hb.secrets.Reset()
 	hb.pending = hb.pending[:0]
-	hb.needles, hb.needleEnds, hb.needlesFor, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], 0, false
+	hb.needles, hb.needleEnds, hb.anchors, hb.needlesFor, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], hb.anchors[:0], 0, false
 	hb.scratch = hb.scratch[:0]
 	hb.redacted = hb.redacted[:0]
 	hb.out.Reset()

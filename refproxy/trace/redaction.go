@@ -284,14 +284,60 @@ func (t *Tracer) mayHoldSecret(data []byte) bool {
 		return true
 	}
 	start := 0
-	for _, end := range hb.needleEnds {
-		if bytes.Contains(data, hb.needles[start:end]) {
+	for i, end := range hb.needleEnds {
+		if containsAt(data, hb.needles[start:end], int(hb.anchors[i])) {
 			return true
 		}
 		start = int(end)
 	}
 	return false
 }
+
+// containsAt reports whether data holds needle, searching for its byte at
+// anchor (its rarest in a trace's JSON, byteRarity) and comparing the
+// rest there: bytes.Index searches for its first byte, which in a secret
+// is often a letter every key of a frame has.
+func containsAt(data, needle []byte, anchor int) bool {
+	c := needle[anchor]
+	for i := anchor; i <= len(data)-(len(needle)-anchor); {
+		j := bytes.IndexByte(data[i:len(data)-(len(needle)-anchor-1)], c)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if bytes.Equal(data[i-anchor:i-anchor+len(needle)], needle) {
+			return true
+		}
+		i++
+	}
+	return false
+}
+
+// rarestByte is the index of the byte of b that a trace's JSON holds the
+// least often (byteRarity), the last of equals.
+func rarestByte(b []byte) int {
+	at := 0
+	for i, c := range b {
+		if byteRarity[c] >= byteRarity[b[at]] {
+			at = i
+		}
+	}
+	return at
+}
+
+// byteRarity ranks bytes by how seldom a trace's JSON holds them: the
+// bytes of the kept trace of a forwarded request (refproxy/proxy,
+// captureConfig), the most frequent first; a byte it never held is the
+// rarest.
+var byteRarity = func() (r [256]uint8) {
+	for i := range r {
+		r[i] = 255
+	}
+	for i, c := range []byte("\"eta:dsrn,liu0o/chfp mb31{}.g\\7v84y2qxw956S-T\nEPIkM=ARHGzB;ZQL[]CF?O)(Kj") {
+		r[c] = uint8(i)
+	}
+	return r
+}()
 
 // makeNeedles writes the JSON form of each secret, as appendString
 // writes it inside a string (followed by its closing quote, for a short
@@ -302,7 +348,7 @@ func (t *Tracer) mayHoldSecret(data []byte) bool {
 // too.
 func (t *Tracer) makeNeedles() {
 	hb := t.hb
-	hb.needles, hb.needleEnds, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], false
+	hb.needles, hb.needleEnds, hb.anchors, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], hb.anchors[:0], false
 	vals := hb.secrets.Values()
 	for i, v := range vals {
 		if !isASCII(v) {
@@ -322,6 +368,7 @@ func (t *Tracer) makeNeedles() {
 		if len(v) >= redact.MinSubstring {
 			hb.needles = hb.needles[:n-2]
 		}
+		hb.anchors = append(hb.anchors, int32(rarestByte(hb.needles[at:])))
 		hb.needleEnds = append(hb.needleEnds, int32(len(hb.needles)))
 	}
 	hb.needlesFor = hb.secrets.Len()
