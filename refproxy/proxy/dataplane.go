@@ -17,6 +17,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -135,6 +136,10 @@ type Dataplane struct {
 	// its own, for requests that come before a config.
 	redactor  *redact.Redactor
 	redaction *trace.Redaction
+	// secretNames are the default credential headers, whatever traces
+	// show, under the same key: the values the config gives them are
+	// secrets of the config (tableRedaction).
+	secretNames *redact.Redactor
 	draining  sync.WaitGroup
 }
 
@@ -159,10 +164,18 @@ func New(opts Options) *Dataplane {
 		opts.MaxConnsPerHost = 1 << 16
 	}
 	opts.Timeouts = opts.Timeouts.withDefaults()
-	red := redact.New(redact.Options{Key: opts.RedactKey, NoDefaults: opts.TraceCredentialsInClear, EscapeHTML: true})
+	key := opts.RedactKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			panic("refproxy: no random key: " + err.Error()) // crypto/rand does not fail on Linux
+		}
+	}
+	red := redact.New(redact.Options{Key: key, NoDefaults: opts.TraceCredentialsInClear, EscapeHTML: true})
 	return &Dataplane{
-		redactor:  red,
-		redaction: trace.NewRedaction(red, opts.TraceCredentialsInClear),
+		redactor:    red,
+		secretNames: redact.New(redact.Options{Key: key, EscapeHTML: true}),
+		redaction:   trace.NewRedaction(red, opts.TraceCredentialsInClear),
 		opts:      opts,
 		log:       opts.Logger,
 		reg:       opts.Registry,
@@ -217,7 +230,7 @@ func (dp *Dataplane) tableRedaction(cfg *config.Config) (_ *trace.Redaction, sec
 		extra = append(extra, cfg.Config.SensitiveHeaders...)
 	}
 	cred := cfg.CredentialHeaders()
-	secrets = redact.New(redact.Options{Key: []byte("names only"), Extra: append(extra, cred...)})
+	secrets = dp.secretNames.With(append(extra, cred...)...)
 	if !dp.opts.TraceCredentialsInClear {
 		extra = append(extra, cred...)
 	}

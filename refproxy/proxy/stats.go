@@ -221,7 +221,7 @@ func dumpRoute(rt *route, secrets *redact.Redactor) configdump.Route {
 	// (gwdiag config explain).
 	matches := []any{}
 	for i := range rt.match.Matches {
-		matches = append(matches, dumpMatch(rt.match.Matches[i].Spec()))
+		matches = append(matches, dumpMatch(rt.match.Matches[i].Spec(), secrets))
 	}
 	backends := []configdump.RouteBackend{}
 	refd := map[config.ServiceOf]bool{}
@@ -297,11 +297,25 @@ func ownPolicies(rt *route, secrets *redact.Redactor) []map[string]any {
 }
 
 // dumpMatch is a match as the dump writes it: always with a path (the
-// schema requires one; no path is a "/" prefix).
-func dumpMatch(s routing.MatchSpec) any {
+// schema requires one; no path is a "/" prefix); the value a condition on
+// a credential header wants (secrets names them) reads "<redacted>".
+func dumpMatch(s routing.MatchSpec, secrets *redact.Redactor) any {
 	if s.Path == nil {
 		root := "/"
 		s.Path = &routing.PathSpec{PathPrefix: &root}
+	}
+	s.Headers = slices.Clone(s.Headers)
+	for i, h := range s.Headers {
+		if !secrets.Sensitive(h.Name) {
+			continue
+		}
+		marker := redact.Marker
+		if h.Value.Exact != nil {
+			s.Headers[i].Value.Exact = &marker
+		}
+		if h.Value.Regex != nil {
+			s.Headers[i].Value.Regex = &marker
+		}
 	}
 	var v any
 	if b, err := json.Marshal(s); err == nil {

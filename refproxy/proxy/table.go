@@ -115,6 +115,17 @@ type backend struct {
 	service *config.ServiceOf
 }
 
+// shownConfigValue is a value the config gives the header name as the
+// trace's reasons show it: redacted for a credential header (a route
+// matching an Authorization holds a credential), with the fingerprint a
+// request carrying the same value shows.
+func (t *Table) shownConfigValue(name, value string) string {
+	if !t.secretHeaders.Sensitive(name) {
+		return value
+	}
+	return t.secretHeaders.Value(name, value)
+}
+
 // bindKey identifies a bind across reloads: its port, or for port 0 (a free
 // port picked at start) its position, which cannot collide with a port.
 func bindKey(i int, b config.Bind) int {
@@ -179,6 +190,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 				if err != nil {
 					return nil, err
 				}
+				rr.ShowHeaderValues(t.shownConfigValue)
 				rt.match = rr
 				bt.routes = append(bt.routes, rt)
 				rroutes = append(rroutes, rr)
