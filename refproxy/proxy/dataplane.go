@@ -140,7 +140,7 @@ type Dataplane struct {
 	// show, under the same key: the values the config gives them are
 	// secrets of the config (tableRedaction).
 	secretNames *redact.Redactor
-	draining  sync.WaitGroup
+	draining    sync.WaitGroup
 }
 
 type bindServer struct {
@@ -176,15 +176,15 @@ func New(opts Options) *Dataplane {
 		redactor:    red,
 		secretNames: redact.New(redact.Options{Key: key, EscapeHTML: true}),
 		redaction:   trace.NewRedaction(red, opts.TraceCredentialsInClear),
-		opts:      opts,
-		log:       opts.Logger,
-		reg:       opts.Registry,
-		dialer:    &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		servers:   map[int]*bindServer{},
-		buckets:   map[string]limit{},
-		backends:  map[string]*backend{},
-		stats:     map[string]*EndpointStats{},
-		rlsConns:  map[string]*grpc.ClientConn{},
+		opts:        opts,
+		log:         opts.Logger,
+		reg:         opts.Registry,
+		dialer:      &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		servers:     map[int]*bindServer{},
+		buckets:     map[string]limit{},
+		backends:    map[string]*backend{},
+		stats:       map[string]*EndpointStats{},
+		rlsConns:    map[string]*grpc.ClientConn{},
 	}
 }
 
