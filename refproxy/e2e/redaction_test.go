@@ -34,11 +34,14 @@ import (
 // it, so every sentence that quotes it must have been built with it
 // redacted.
 const (
-	plantBearer       = "sk-plant-bearer-7f3a91c2e4"
-	plantWrongBearer  = "sk-plant-wrong-5c0d9e8b1a"
-	plantProxyCreds   = "cGxhbnQtcHJveHk6cHctOWQ0ZQ=="
-	plantSession      = "plant-cookie-5b8e20d1c7"
-	plantTheme        = "plant-theme-0a61"
+	plantBearer      = "sk-plant-bearer-7f3a91c2e4"
+	plantWrongBearer = "sk-plant-wrong-5c0d9e8b1a"
+	plantProxyCreds  = "cGxhbnQtcHJveHk6cHctOWQ0ZQ=="
+	plantSession     = "plant-cookie-5b8e20d1c7"
+	plantTheme       = "plant-theme-0a61"
+	// plantShortCookie, short, is found by no scrubbing inside the
+	// cookie header: only the header's own redaction hides it.
+	plantShortCookie  = "Qj_3"
 	plantXAPIKey      = "plant-xapikey-3c9d7e1f"
 	plantShortKey     = "ZQ_k" // + the run's digit: each of three runs has its own bucket
 	plantAzureKey     = "plant-azure-2e5f8a0b"
@@ -56,7 +59,7 @@ const (
 
 // plantedSecrets are every planted credential but plantLateCookie.
 var plantedSecrets = []string{
-	plantBearer, plantWrongBearer, plantProxyCreds, plantSession, plantTheme, plantXAPIKey,
+	plantBearer, plantWrongBearer, plantProxyCreds, plantSession, plantTheme, plantShortCookie, plantXAPIKey,
 	plantShortKey + "0", plantShortKey + "1", plantShortKey + "2", plantShortKey + "3",
 	plantAzureKey, plantGoogKey, plantTenantToken, plantSetCookie, plantProviderKey, plantBackendToken,
 	plantConfigCookie, plantMalformed,
@@ -68,7 +71,7 @@ func credentialHeaders(bearer, apiKey string) []string {
 	return []string{
 		"Authorization", "Bearer " + bearer,
 		"Proxy-Authorization", "Basic " + plantProxyCreds,
-		"Cookie", "session=" + plantSession + "; theme=" + plantTheme,
+		"Cookie", "session=" + plantSession + "; theme=" + plantTheme + "; s=" + plantShortCookie,
 		"X-Api-Key", apiKey,
 		"Api-Key", plantAzureKey,
 		"X-Goog-Api-Key", plantGoogKey,
@@ -690,7 +693,7 @@ func TestFingerprintsTellCredentialsApart(t *testing.T) {
 func TestTraceCredentialsInClear(t *testing.T) {
 	e := startPlanted(t, refproxy.WithTraceCredentialsInClear(true))
 	evs := oneShotTrace(t, e.proxy, e.main, "/get", credentialHeaders(plantBearer, plantXAPIKey)...)
-	for h, want := range map[string]string{"authorization": "Bearer " + plantBearer, "x-api-key": plantXAPIKey, "cookie": "session=" + plantSession + "; theme=" + plantTheme} {
+	for h, want := range map[string]string{"authorization": "Bearer " + plantBearer, "x-api-key": plantXAPIKey, "cookie": "session=" + plantSession + "; theme=" + plantTheme + "; s=" + plantShortCookie} {
 		if got := initialHeader(evs, h); got != want {
 			t.Errorf("in clear: %s %q, want %q", h, got, want)
 		}
