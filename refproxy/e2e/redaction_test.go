@@ -52,6 +52,7 @@ const (
 	plantBackendToken = "plant-backendtoken-8e1f"
 	plantConfigCookie = "plant-cfgcookie-3b7d"
 	plantMalformed    = "plant-malformed-6a2c"
+	plantGuardKey     = "plant-guard-key-5d1e"
 	// plantLateCookie is a cookie the backend issues that the client had
 	// put in its query: see TestTracesNeverShowCredentials.
 	plantLateCookie = "plant-late-issued-cookie-77aa"
@@ -62,7 +63,7 @@ var plantedSecrets = []string{
 	plantBearer, plantWrongBearer, plantProxyCreds, plantSession, plantTheme, plantShortCookie, plantXAPIKey,
 	plantShortKey + "0", plantShortKey + "1", plantShortKey + "2", plantShortKey + "3",
 	plantAzureKey, plantGoogKey, plantTenantToken, plantSetCookie, plantProviderKey, plantBackendToken,
-	plantConfigCookie, plantMalformed,
+	plantConfigCookie, plantMalformed, plantGuardKey,
 }
 
 // credentialHeaders are the headers every planted request carries: each
@@ -80,9 +81,10 @@ func credentialHeaders(bearer, apiKey string) []string {
 }
 
 // plantConfig routes every kind of request a trace explains: a keyed
-// local limit and a global one keyed by x-api-key, a route matched on an
-// authorization (and, on a second bind, one no request with another
-// token gets), header modifiers setting a backend's Authorization and a
+// local limit (beside a route that wants another x-api-key, so that its
+// reason quotes the request's) and a global one keyed by x-api-key, a
+// route matched on an authorization (and, on a second bind, one no
+// request with another token gets), header modifiers setting a backend's Authorization and a
 // Set-Cookie, an unreachable and a malformed backend, and an llm model
 // whose provider key refproxy sends.
 const plantConfig = `
@@ -92,6 +94,9 @@ binds:
 - port: 0
   listeners:
   - routes:
+    - name: guard
+      matches: [{path: {pathPrefix: /keyed}, headers: [{name: X-Api-Key, value: {exact: "{{.GuardKey}}"}}]}]
+      backends: [{host: "{{.Echo}}"}]
     - name: keyed
       matches: [{path: {pathPrefix: /keyed}}]
       policies:
@@ -179,7 +184,7 @@ func startPlanted(t *testing.T, opts ...refproxy.Option) *plantEnv {
 	var cfg bytes.Buffer
 	r := strings.NewReplacer("{{.Echo}}", strings.TrimPrefix(echo.URL, "http://"), "{{.AI}}", strings.TrimPrefix(ai.URL, "http://"),
 		"{{.Malformed}}", malformed, "{{.RLS}}", rls, "{{.Bearer}}", plantBearer, "{{.BackendToken}}", plantBackendToken,
-		"{{.ConfigCookie}}", plantConfigCookie, "{{.ProviderKey}}", plantProviderKey)
+		"{{.ConfigCookie}}", plantConfigCookie, "{{.ProviderKey}}", plantProviderKey, "{{.GuardKey}}", plantGuardKey)
 	cfg.WriteString(r.Replace(plantConfig))
 	logs := &lockedBuffer{}
 	p := refproxytest.Start(t, cfg.String(), append([]refproxy.Option{refproxy.WithLogOutput(logs), refproxy.WithLogFilter("trace")}, opts...)...)
