@@ -5,7 +5,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 )
 
@@ -89,5 +91,67 @@ func TestPrefilterFindsEverySecret(t *testing.T) {
 	tr.AddSecret("dark")
 	if tr.mayHoldSecret([]byte(`{"a":"darker","b":"sk-012345678","c":"the dark side"}`)) {
 		t.Error("the prefilter stops at a frame that holds no secret")
+	}
+}
+
+// TestEveryPathScrubbed: an event built as maps that carries a request's
+// headers (as a policy of another kind might) has the values of its
+// credential headers redacted, with no secret registered before it; a
+// secret registered (AddSecret) is scrubbed from every later event, on a
+// one-shot stream, a follow stream and a trace held for an outcome
+// filter alike; in clear, AddSecret registers nothing.
+func TestEveryPathScrubbed(t *testing.T) {
+	red := redact.New(redact.Options{Key: []byte("k"), EscapeHTML: true})
+	all, err := CompileOutcome(`response.code >= 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		open  func(*Registry) *Watcher
+		clear bool
+	}{
+		{"one-shot", func(r *Registry) *Watcher { return r.Watch(nil) }, false},
+		{"follow", func(r *Registry) *Watcher {
+			w, _ := r.Follow(FollowOptions{Max: 1, Duration: time.Minute})
+			return w
+		}, false},
+		{"held", func(r *Registry) *Watcher {
+			w, _ := r.Follow(FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+			return w
+		}, false},
+		{"one-shot, in clear", func(r *Registry) *Watcher { return r.Watch(nil) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reg Registry
+			w := tc.open(&reg)
+			defer w.Cancel()
+			tr := reg.Take(func() any { return map[string]any{} })
+			tr.SetRedaction(NewRedaction(red, tc.clear))
+			tr.Emit(trace.SeverityInfo, trace.PolicyEvent, map[string]any{"kind": "x",
+				"headers": map[string]any{"authorization": "Bearer map-built-secret-1", "accept": "*/*"}})
+			tr.AddSecret("added-secret-0123")
+			tr.Emit(trace.SeverityInfo, trace.PolicyEvent, map[string]any{"kind": "y", "details": "key added-secret-0123 refused"})
+			tr.Emit(trace.SeverityInfo, trace.RequestFinished, map[string]any{"status": 200, "cause": map[string]any{"reason": "added-secret-0123"}})
+			frames, _, final := w.Drain()
+			out := string(frames) + string(final)
+			if strings.Count(out, "data: ") != 3 {
+				t.Fatalf("%d events, want 3:\n%s", strings.Count(out, "data: "), out)
+			}
+			if tc.clear {
+				if !strings.Contains(out, "added-secret-0123") {
+					t.Errorf("in clear, AddSecret hid its secret:\n%s", out)
+				}
+				return
+			}
+			for _, s := range []string{"map-built-secret-1", "added-secret-0123"} {
+				if strings.Contains(out, s) {
+					t.Errorf("the stream shows %q:\n%s", s, out)
+				}
+			}
+			if !strings.Contains(out, `"authorization":"Bearer \u003credacted:`) || !strings.Contains(out, `"accept":"*/*"`) {
+				t.Errorf("the headers of a map-built event, want authorization redacted and the rest kept:\n%s", out)
+			}
+		})
 	}
 }
