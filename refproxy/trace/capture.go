@@ -155,7 +155,10 @@ func (t *Tracer) AddPair(k, v []byte) {
 	off, nk := int32(len(hb.arena)), int32(len(k))
 	hb.arena = append(append(hb.arena, k...), v...)
 	hb.pairs = append(hb.pairs, Span{off, nk}, Span{off + nk, int32(len(v))})
-	if name, ok := t.red.Sensitive(b2s(k)); ok && len(v) > 0 {
+	if !t.red.maybe(b2s(k)) || len(v) == 0 {
+		return
+	}
+	if name, ok := t.red.sensitive(b2s(k)); ok {
 		hb.pending = append(hb.pending, pendingSecret{name, Span{off + nk, int32(len(v))}})
 	}
 }

@@ -52,6 +52,10 @@ type Redaction struct {
 	// or looking them up in a map (a header of every traced request).
 	lens  uint64
 	byLen [64][]string
+	// firsts has, for each length, the bit of the first letter of each
+	// name of that length (firstBit): "accept" is told from "cookie",
+	// "user-agent" from "set-cookie" without a comparison.
+	firsts [64]uint32
 	// other are the names of 64 bytes or more, or not ASCII (whose upper
 	// case may be of another length): compared lowered.
 	other []string
@@ -62,9 +66,10 @@ type Redaction struct {
 func NewRedaction(r *redact.Redactor, clear bool) *Redaction {
 	rd := &Redaction{r: r, clear: clear}
 	for _, n := range r.Names() {
-		if len(n) < len(rd.byLen) && isASCII(n) {
+		if len(n) < len(rd.byLen) && isASCII(n) && n != "" {
 			rd.lens |= 1 << len(n)
 			rd.byLen[len(n)] = append(rd.byLen[len(n)], n)
+			rd.firsts[len(n)] |= firstBit(n[0])
 		} else {
 			rd.other = append(rd.other, n)
 		}
@@ -78,12 +83,33 @@ func (rd *Redaction) Redactor() *redact.Redactor { return rd.r }
 // Clear reports whether the credentials are shown in clear.
 func (rd *Redaction) Clear() bool { return rd.clear }
 
+// firstBit is the bit of a name's first byte in Redaction.firsts: a
+// letter's, in either case, or bit 31 for any other byte.
+func firstBit(c byte) uint32 {
+	if c |= 0x20; 'a' <= c && c <= 'z' {
+		return 1 << (c - 'a')
+	}
+	return 1 << 31
+}
+
 // Sensitive reports whether the header name k (any case) is redacted, and
-// its lower-case name when it is.
+// its lower-case name when it is. Most names are refused by their length
+// and first letter, inline (AddPair tests every header captured).
 func (rd *Redaction) Sensitive(k string) (string, bool) {
-	if rd == nil {
+	if !rd.maybe(k) {
 		return "", false
 	}
+	return rd.sensitive(k)
+}
+
+// maybe reports whether k may be a name rd redacts: false for most, by
+// their length and first letter.
+func (rd *Redaction) maybe(k string) bool {
+	return rd != nil && (rd.other != nil || len(k) > 0 && len(k) < len(rd.firsts) && rd.firsts[len(k)]&firstBit(k[0]) != 0)
+}
+
+// sensitive is Sensitive past maybe.
+func (rd *Redaction) sensitive(k string) (string, bool) {
 	if len(k) < len(rd.byLen) && rd.lens&(1<<len(k)) != 0 {
 		for _, n := range rd.byLen[len(k)] {
 			if strings.EqualFold(n, k) {

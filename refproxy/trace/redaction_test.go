@@ -155,3 +155,30 @@ func TestEveryPathScrubbed(t *testing.T) {
 		})
 	}
 }
+
+// TestSensitiveMatchesRedactor: the tracer's quick test of header names
+// (by length and first letter, then a comparison) says what the redact
+// package's says, in any case, for the defaults, configured names (one
+// not starting with a letter, one past ASCII, one of 64 bytes or more),
+// common headers of the same lengths and first letters, and their
+// neighbours.
+func TestSensitiveMatchesRedactor(t *testing.T) {
+	long := strings.Repeat("x-long-", 10)
+	for _, extra := range [][]string{nil, {"X-Tenant-Token", "1x-digit", "_under"}, {"äöü-name", long}} {
+		r := redact.New(redact.Options{Key: []byte("k"), Extra: extra})
+		rd := NewRedaction(r, false)
+		names := append([]string{"accept", "user-agent", "content-length", "Content-Type", "host", "cookies", "x-api-keys",
+			"", "a", "1x-digiT", "_UNDER", "ÄÖÜ-NAME", strings.ToUpper(long), long + "y", "set-cookiE", "autHorization"}, r.Names()...)
+		for _, n := range names {
+			for _, k := range []string{n, strings.ToUpper(n), strings.ToLower(n)} {
+				lower, got := rd.Sensitive(k)
+				if want := r.Sensitive(k); got != want || got && lower != strings.ToLower(k) {
+					t.Errorf("extra %v: Sensitive(%q) = %q, %v; the redactor says %v", extra, k, lower, got, want)
+				}
+				if got := rd.SensitiveLower(strings.ToLower(k)); got != r.Sensitive(k) {
+					t.Errorf("extra %v: SensitiveLower(%q) = %v", extra, strings.ToLower(k), got)
+				}
+			}
+		}
+	}
+}
