@@ -23,23 +23,29 @@ import (
 //     it is rendered (Tracer.scrubFrame).
 //
 // The secrets are those of the request's and the response's credential
-// headers, registered as they are captured (AddPair), and those the proxy
-// or a policy registers (AddSecret: the API key refproxy sends an AI
-// backend, a credential an auth policy consumed).
+// headers, noted as they are captured (AddPair) and taken from the
+// captured values when first needed (secrets: a frame rendered, Shown),
+// and those the proxy or a policy registers (AddSecret: the API key
+// refproxy sends an AI backend, a credential an auth policy consumed).
 //
 // Why a frame rendered before a secret is known cannot hold it: a frame is
 // rendered from what the proxy had when its event happened (a capture, or
-// fields built then), and a secret is registered no later than the moment
-// its bytes reach the proxy: the request's credential headers when the
-// request is first captured (its initial snapshot, before requestStarted's
-// successors, before any policy or route selection), the response's when
-// the response is captured (before its snapshot and everything after),
-// the provider key before the request goes to the backend, a policy's
-// credential when the policy reads it. A frame of an earlier event holds
-// only what came before. A trace held for an outcome filter renders its
-// frames at requestFinished, when every secret is known; fields built
-// eagerly (a sentence quoting a rate-limit key) were built after the
-// request's capture, so Shown already knew the request's secrets.
+// fields built then), and a secret is known no later than the moment its
+// bytes reach the proxy as a credential: the request's credential headers
+// when the request is first captured (the initial snapshot, before any
+// route selection, policy or event that could quote them; requestStarted,
+// rendered before, holds nothing), the response's when the response is
+// captured (before its snapshot and every event after), the provider key
+// before the request goes to the backend, a policy's credential when the
+// policy reads it (the caller's part: AddSecret). So a frame of an earlier
+// event holds only bytes that were no credential when it was rendered.
+// Fields built eagerly (a sentence quoting a rate-limit key: Shown) take
+// the secrets noted so far, the request's among them. A trace held for an
+// outcome filter renders its frames at requestFinished, with every secret
+// of the trace known: stricter still (a value the client sent in a query
+// that the backend then issues as a cookie is scrubbed there from the
+// initial snapshot too, where a live stream had sent it already;
+// TestTracesNeverShowCredentials, refproxy/e2e).
 type Redaction struct {
 	r *redact.Redactor
 	// clear: the credentials are shown in clear (refproxy's
