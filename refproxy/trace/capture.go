@@ -97,6 +97,7 @@ type holdBuffers struct {
 	// depends on its surroundings. scratch is the scrubbing pass's
 	// output.
 	secrets     redact.Secrets
+	secretList  []string // secrets, in the order they came (needles)
 	pending     []pendingSecret
 	needles     []byte
 	needleEnds  []int32
@@ -445,6 +446,8 @@ func (t *Tracer) release() {
 	hb.memoC, hb.memoOK = Capture{}, false
 	hb.kept = false
 	hb.secrets.Reset()
+	clear(hb.secretList)
+	hb.secretList = hb.secretList[:0]
 	hb.pending = hb.pending[:0]
 	hb.needles, hb.needleEnds, hb.anchors, hb.needlesFor, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], hb.anchors[:0], 0, false
 	hb.scratch = hb.scratch[:0]

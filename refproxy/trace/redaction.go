@@ -193,13 +193,21 @@ func (t *Tracer) AddSecret(v string) {
 // addSecret keeps v among the trace's secrets, and the form an event
 // shows it in when that differs (invalid UTF-8 is written as U+FFFD).
 func (t *Tracer) addSecret(v string) {
-	hb := t.buffers()
-	hb.secrets.Add(v)
+	t.keepSecret(v)
 	if !utf8.ValidString(v) {
 		var shown string
 		if json.Unmarshal(appendString(nil, v), &shown) == nil {
-			hb.secrets.Add(shown)
+			t.keepSecret(shown)
 		}
+	}
+}
+
+// keepSecret adds v to the trace's secrets, and to its list when new.
+func (t *Tracer) keepSecret(v string) {
+	hb := t.buffers()
+	n := hb.secrets.Len()
+	if hb.secrets.Add(v); hb.secrets.Len() > n {
+		hb.secretList = append(hb.secretList, v)
 	}
 }
 
@@ -381,13 +389,12 @@ var byteRarity = func() (r [256]uint8) {
 func (t *Tracer) makeNeedles() {
 	hb := t.hb
 	hb.needles, hb.needleEnds, hb.anchors, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], hb.anchors[:0], false
-	vals := hb.secrets.Values()
-	for i, v := range vals {
+	for _, v := range hb.secretList {
 		if !isASCII(v) {
 			hb.anyNonASCII = true
 			break
 		}
-		if len(v) >= redact.MinSubstring && containsShorter(vals[:i], v) {
+		if len(v) >= redact.MinSubstring && containsShorter(hb.secretList, v) {
 			continue
 		}
 		at := len(hb.needles)
@@ -406,10 +413,10 @@ func (t *Tracer) makeNeedles() {
 	hb.needlesFor = hb.secrets.Len()
 }
 
-// containsShorter reports whether v holds one of shorter (secrets sorted
-// shortest first) of MinSubstring bytes or more.
-func containsShorter(shorter []string, v string) bool {
-	for _, s := range shorter {
+// containsShorter reports whether v holds one of secrets shorter than it,
+// of MinSubstring bytes or more.
+func containsShorter(secrets []string, v string) bool {
+	for _, s := range secrets {
 		if len(s) >= redact.MinSubstring && len(s) < len(v) && strings.Contains(v, s) {
 			return true
 		}
