@@ -182,3 +182,66 @@ func TestSensitiveMatchesRedactor(t *testing.T) {
 		}
 	}
 }
+
+// renderFreshState renders c.Str as a state the next frames share (Memo).
+func renderFreshState(b []byte, tr *Tracer, c Capture) []byte {
+	b = append(b, `"state":`...)
+	at := len(b)
+	b = appendString(b, c.Str)
+	tr.SetMemo(c, tr.Copy(b[at:]))
+	return b
+}
+
+// renderSharedState renders the memo's state.
+func renderSharedState(b []byte, tr *Tracer, _ Capture) []byte {
+	b = append(b, `"state":`...)
+	_, st, _ := tr.Memo()
+	return tr.AppendMemo(b, st)
+}
+
+// TestSharedStateSearchedAgain: a frame sharing the bytes of an earlier
+// frame's state is not searched there again only when those bytes were
+// found holding none of the same secrets: a secret registered after them
+// (a policy's), or a state the scrubbing pass changed, is scrubbed from
+// every frame that shares it.
+func TestSharedStateSearchedAgain(t *testing.T) {
+	red := NewRedaction(redact.New(redact.Options{Key: []byte("k"), EscapeHTML: true}), false)
+	for _, tc := range []struct {
+		name, state, before, after string
+	}{
+		{"a secret registered after the state", "query late-secret-0001", "", "late-secret-0001"},
+		{"a state the pass changed", "query known-secret-0002 and late-secret-0003", "known-secret-0002", "late-secret-0003"},
+		{"nothing new", "query known-secret-0004", "known-secret-0004", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reg Registry
+			w := reg.Watch(nil)
+			defer w.Cancel()
+			tr := reg.Take(func() any { return nil })
+			tr.SetRedaction(red)
+			if tc.before != "" {
+				tr.AddSecret(tc.before)
+			}
+			tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, Capture{Render: renderFreshState, Str: tc.state})
+			tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, Capture{Render: renderSharedState})
+			if tc.after != "" {
+				tr.AddSecret(tc.after)
+			}
+			tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, Capture{Render: renderSharedState})
+			tr.Record(trace.SeverityInfo, trace.RequestFinished, nil, Capture{})
+			evs, _, _, err := w.DrainEvents()
+			if err != nil || len(evs) != 3 {
+				t.Fatalf("%d events, %v", len(evs), err)
+			}
+			for i, ev := range evs {
+				st, _ := ev.Message["state"].(string)
+				if tc.before != "" && strings.Contains(st, tc.before) || i == 2 && tc.after != "" && strings.Contains(st, tc.after) {
+					t.Errorf("event %d shows a secret: %q", i, st)
+				}
+				if tc.after == "" && i > 0 && st != evs[0].Message["state"] {
+					t.Errorf("event %d: %q, want the state shared as it was: %q", i, st, evs[0].Message["state"])
+				}
+			}
+		})
+	}
+}
