@@ -86,7 +86,7 @@ func renderRequestSnapshot(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []
 	if prev, st, ok := tr.Memo(); ok && sameRequest(tr, prev, c) {
 		// The request did not change since the last snapshot (most route
 		// policies stages): its state is shared, as gateway policies'.
-		b = tr.AppendMemo(b, st)
+		b = append(b, tr.Bytes(st)...)
 	} else {
 		at := len(b)
 		b = appendRequestState(b, tr, c)
@@ -315,7 +315,7 @@ func appendLower(b, k []byte) []byte {
 func renderSameState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
 	b = append(b, `"requestState":`...)
 	if _, st, ok := tr.Memo(); ok {
-		b = tr.AppendMemo(b, st)
+		b = append(b, tr.Bytes(st)...)
 	} else {
 		b = append(b, "null"...) // no snapshot before it: not from this proxy
 	}

@@ -81,15 +81,6 @@ type holdBuffers struct {
 	memoC  Capture
 	memo   Span
 	memoOK bool
-	// sharedFrom and sharedTo are where the frame being rendered holds
-	// the memo's bytes (AppendMemo), in the frame buffer; memoFresh: the
-	// frame being rendered set the memo; memoClean is how many secrets
-	// the trace had when the memo's bytes were found holding none of
-	// them (-1: not found so), so that the frames sharing them are not
-	// searched there again (scrubFrame).
-	sharedFrom, sharedTo int
-	memoFresh            bool
-	memoClean            int
 	// out is the frames of the event(s) being sent; held, in a request
 	// that outcome filters and other watchers follow, the frames kept for
 	// the outcome filters until requestFinished.
@@ -120,7 +111,7 @@ type holdBuffers struct {
 }
 
 var holdPool = sync.Pool{New: func() any {
-	return &holdBuffers{events: make([]held, 0, 16), arena: make([]byte, 0, 2048), pairs: make([]Span, 0, 32), memoClean: -1}
+	return &holdBuffers{events: make([]held, 0, 16), arena: make([]byte, 0, 2048), pairs: make([]Span, 0, 32)}
 }}
 
 // arenaBytes appends b to the arena of t (its hold buffers, or a private
@@ -266,9 +257,6 @@ func (t *Tracer) record(sev trace.Severity, typ trace.MessageType, start, end in
 // is set, else as a one-shot stream does.
 func (t *Tracer) appendFrame(fs *Frames, h *held, follow bool) {
 	start := len(fs.b)
-	if hb := t.hb; hb != nil {
-		hb.sharedFrom, hb.sharedTo, hb.memoFresh = 0, 0, false
-	}
 	if h.c.Render == nil && h.c.Fields != nil {
 		msg := messageOf(h.typ, h.c.Fields)
 		if follow && h.typ == trace.RequestFinished {
@@ -375,18 +363,6 @@ func (t *Tracer) Memo() (Capture, Span, bool) {
 func (t *Tracer) SetMemo(c Capture, s Span) {
 	hb := t.buffers()
 	hb.memoC, hb.memo, hb.memoOK = c, s, true
-	hb.memoFresh, hb.memoClean = true, -1
-}
-
-// AppendMemo appends the bytes of the memo's span s (Memo) to the frame
-// being rendered, b: a frame that shares them is not searched for secrets
-// there again when the frame that set them held none (scrubFrame).
-func (t *Tracer) AppendMemo(b []byte, s Span) []byte {
-	hb := t.buffers()
-	hb.sharedFrom = len(b)
-	b = append(b, t.Bytes(s)...)
-	hb.sharedTo = len(b)
-	return b
 }
 
 // A request is captured at several stages (its initial snapshot, after
@@ -468,7 +444,6 @@ func (t *Tracer) release() {
 	clear(hb.events) // drop references (errors, routes) held by captures
 	hb.events, hb.arena, hb.pairs = hb.events[:0], hb.arena[:0], hb.pairs[:0]
 	hb.memoC, hb.memoOK = Capture{}, false
-	hb.sharedFrom, hb.sharedTo, hb.memoFresh, hb.memoClean = 0, 0, false, -1
 	hb.kept = false
 	hb.secrets.Reset()
 	clear(hb.secretList)

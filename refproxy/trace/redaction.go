@@ -280,18 +280,7 @@ func (t *Tracer) scrubFrame(fs *Frames, start int, mapBuilt bool) {
 		return
 	}
 	hb := t.hb
-	if hb == nil {
-		return
-	}
-	secrets := t.secrets().Len()
-	fresh := hb.memoFresh
-	clean := func() {
-		if fresh {
-			hb.memoClean = secrets
-		}
-	}
-	if secrets == 0 && !mapBuilt {
-		clean()
+	if hb == nil || t.secrets().Len() == 0 && !mapBuilt {
 		return
 	}
 	frame := fs.b[start:]
@@ -300,14 +289,7 @@ func (t *Tracer) scrubFrame(fs *Frames, start int, mapBuilt bool) {
 		return // a comment: nothing of the request
 	}
 	data = data[:len(data)-2] // the blank line
-	// The memo's bytes this frame shares were searched already when the
-	// frame that set them held none of the same secrets.
-	skipFrom, skipTo := 0, 0
-	if !fresh && hb.memoClean == secrets && hb.sharedTo > hb.sharedFrom {
-		skipFrom, skipTo = hb.sharedFrom-start-len("data: "), hb.sharedTo-start-len("data: ")
-	}
-	if !mapBuilt && !t.mayHoldSecret(data[:skipFrom]) && !t.mayHoldSecret(data[skipTo:]) {
-		clean()
+	if !mapBuilt && !t.mayHoldSecret(data) {
 		return
 	}
 	var out []byte
@@ -319,7 +301,6 @@ func (t *Tracer) scrubFrame(fs *Frames, start int, mapBuilt bool) {
 	}
 	hb.scratch = out[:0]
 	if !changed {
-		clean()
 		return
 	}
 	b := append(fs.b[:start], "data: "...)
