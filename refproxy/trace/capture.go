@@ -108,6 +108,9 @@ type holdBuffers struct {
 	// redacted are the header values redacted so far, for the next
 	// snapshot that shows them (AppendRedacted).
 	redacted []redactedValue
+	// batch: the frames being rendered are scrubbed together when all
+	// are (scrubFrames), but for those of events built as maps.
+	batch bool
 }
 
 var holdPool = sync.Pool{New: func() any {
@@ -274,6 +277,7 @@ func (t *Tracer) appendFrame(fs *Frames, h *held, follow bool) {
 		t.scrubFrame(fs, start, true)
 		return
 	}
+
 	b := append(fs.b, "data: "...)
 	b = appendHead(b, h.timed, h.start, h.end, h.sev)
 	at := len(b)
@@ -299,7 +303,9 @@ func (t *Tracer) appendFrame(fs *Frames, h *held, follow bool) {
 	}
 	fs.b = append(b, "}\n\n"...)
 	fs.end()
-	t.scrubFrame(fs, start, false)
+	if t.hb == nil || !t.hb.batch {
+		t.scrubFrame(fs, start, false)
+	}
 }
 
 // send encodes an event recorded by a request whose events go out as they
@@ -421,12 +427,18 @@ func (t *Tracer) finishHeld(fin *held) {
 		// requestFinished's frame (last) uses them.
 		hb := t.buffers()
 		hb.out.Reset()
+		// The frames are scrubbed together, once all are rendered: a
+		// search over the whole trace costs a search per secret, not
+		// one per secret and frame.
+		hb.batch = true
 		for i := range hb.events {
 			h := &hb.events[i]
 			t.markAt(h.typ, h.end, h.start, h.timed)
 			t.appendFrame(&hb.out, h, true)
 		}
 		t.appendFrame(&hb.out, fin, true)
+		hb.batch = false
+		t.scrubFrames(&hb.out)
 		for _, w := range keep {
 			w.push(&hb.out, true)
 		}

@@ -309,6 +309,30 @@ func (t *Tracer) scrubFrame(fs *Frames, start int, mapBuilt bool) {
 	fs.ends[len(fs.ends)-1] = int32(len(fs.b))
 }
 
+// scrubFrames is the scrubbing pass over the frames of fs rendered as a
+// batch (a trace held for an outcome filter, at its end; but for those of
+// events built as maps, scrubbed as they were rendered): one search over
+// all of them for each secret, and, should one hold a secret (rare: the
+// snapshots redacted their headers already), each frame scrubbed as
+// scrubFrame does. A secret's JSON form holds no raw line break, so
+// whatever the search finds lies inside one frame.
+func (t *Tracer) scrubFrames(fs *Frames) {
+	if t.red == nil || t.hb == nil || t.secrets().Len() == 0 || !t.mayHoldSecret(fs.b) {
+		return
+	}
+	hb := t.hb
+	hb.held.Reset()
+	for i := range fs.Len() {
+		start := len(hb.held.b)
+		hb.held.b = append(hb.held.b, fs.Frame(i)...)
+		hb.held.end()
+		t.scrubFrame(&hb.held, start, false)
+	}
+	fs.b, hb.held.b = hb.held.b, fs.b
+	fs.ends, hb.held.ends = hb.held.ends, fs.ends
+	hb.held.Reset()
+}
+
 // mayHoldSecret reports whether the frame's JSON may hold a secret of the
 // trace: the JSON form of one (quoted, for one short enough to be
 // scrubbed only as a whole string) is among its bytes, or some secret is
