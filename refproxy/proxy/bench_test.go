@@ -263,6 +263,29 @@ func BenchmarkServe(b *testing.B) {
 		}
 	})
 	b.Run("watcher-credentials", func(b *testing.B) { benchWatcher(b, newCredentialsExchange()) })
+	// A follow watcher without an outcome filter: each event rendered as
+	// it happens (the live path), for a request without and with
+	// credentials.
+	b.Run("follow", func(b *testing.B) { benchFollow(b, newExchange()) })
+	b.Run("follow-credentials", func(b *testing.B) { benchFollow(b, newCredentialsExchange()) })
+}
+
+// benchFollow traces e's request with a follow watcher (no filter) per
+// iteration.
+func benchFollow(b *testing.B, e *exchange) {
+	dp, h := newBenchHandler(b, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.serve(h)
+		if frames, _, _ := w.Drain(); bytes.Count(frames, []byte("\n\n")) != 12 {
+			b.Fatalf("followed %d events, want 12", bytes.Count(frames, []byte("\n\n")))
+		}
+		w.Cancel()
+	}
 }
 
 // benchWatcher traces e's request with a one-shot watcher per iteration.
