@@ -86,9 +86,6 @@ func NewRedaction(r *redact.Redactor, clear bool) *Redaction {
 // Redactor is the redactor of rd's headers and fingerprints.
 func (rd *Redaction) Redactor() *redact.Redactor { return rd.r }
 
-// Clear reports whether the credentials are shown in clear.
-func (rd *Redaction) Clear() bool { return rd.clear }
-
 // firstBit is the bit of a name's first byte in Redaction.firsts: a
 // letter's, in either case, or bit 31 for any other byte.
 func firstBit(c byte) uint32 {
