@@ -1,11 +1,15 @@
 package refproxy
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gwdiag/gwdiag/refproxy/admin"
@@ -328,4 +332,77 @@ func TestAdminAddressMustBeLoopback(t *testing.T) {
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "--admin-allow-remote") {
 		t.Errorf("New with a non-loopback admin address: %v, want a refusal naming --admin-allow-remote", err)
 	}
+}
+
+// TestStartWarnings: refproxy warns at start, naming the address, when
+// its admin server (which streams the trace of every request) listens
+// beyond loopback, and when traces show credentials in clear, naming what
+// they show; neither on loopback with the defaults. (The address beyond
+// loopback is listened on at loopback: tests use no other network.)
+func TestStartWarnings(t *testing.T) {
+	loopback := func(o *options) {
+		o.listen = func(network, _ string) (net.Listener, error) { return net.Listen(network, "127.0.0.1:0") }
+	}
+	for _, tc := range []struct {
+		name      string
+		cfg       string
+		opts      []Option
+		want, not []string
+	}{
+		{"loopback, redacted", "binds: []\n", nil, nil, []string{"level=WARN"}},
+		{"beyond loopback", "config: {adminAddr: \"0.0.0.0:15999\"}\nbinds: []\n", []Option{WithAdminAllowRemote(true), loopback},
+			[]string{"level=WARN", "beyond loopback", "addr=0.0.0.0:15999", "/debug/trace"}, []string{"in clear"}},
+		{"in clear", "config: {sensitiveHeaders: [X-Tenant-Token, cookie]}\nbinds: []\n", []Option{WithTraceCredentialsInClear(true)},
+			[]string{"level=WARN", "credentials in clear", "authorization", "x-api-key", "AI backends' API keys", "redacted=\"[X-Tenant-Token cookie]\""},
+			[]string{"beyond loopback", "shown=\"[authorization cookie"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse("w.yaml", []byte(tc.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs syncBuffer
+			opts := append([]Option{WithAdminAddr("127.0.0.1:0"), WithLogOutput(&logs), WithEnv("", "", "")}, tc.opts...)
+			if strings.Contains(tc.cfg, "adminAddr") {
+				opts = opts[1:] // the config's address
+			}
+			p, err := New(cfg, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Shutdown(context.Background()) })
+			out := logs.String()
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("start logs lack %q:\n%s", w, out)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out, n) {
+					t.Errorf("start logs hold %q:\n%s", n, out)
+				}
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer logs may write from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -20,9 +20,12 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/admin"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/logfilter"
@@ -45,6 +48,22 @@ type options struct {
 	env         map[string]any
 	envSet      bool
 	timeouts    proxy.Timeouts
+	inClear     bool
+	// listen opens the admin listener (net.Listen; tests listen on
+	// loopback for an address beyond it).
+	listen func(network, addr string) (net.Listener, error)
+}
+
+// WithTraceCredentialsInClear shows credentials in traces when clear is
+// set: the values of the headers refproxy redacts by default
+// (redact.Defaults: authorization, cookie, x-api-key, ...), of those the
+// config's auth policies read, and the API keys it sends AI backends.
+// config.sensitiveHeaders stay redacted. The admin server streams every
+// traced request to whoever reads it, so the proxy logs a warning at
+// start saying what it shows. For a proxy whose traces only its operator
+// reads, debugging authentication.
+func WithTraceCredentialsInClear(clear bool) Option {
+	return func(o *options) { o.inClear = clear }
 }
 
 // WithTimeouts sets the client-side timeouts of every listener; zero fields
@@ -121,7 +140,7 @@ func New(cfg *config.Config, opts ...Option) (*Proxy, error) {
 	if cfg == nil {
 		return nil, errors.New("refproxy: nil config")
 	}
-	o := options{logOut: os.Stderr, logFilter: "info", pollEvery: time.Second}
+	o := options{logOut: os.Stderr, logFilter: "info", pollEvery: time.Second, listen: net.Listen}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -145,11 +164,12 @@ func New(cfg *config.Config, opts ...Option) (*Proxy, error) {
 	logger := slog.New(ctl.Handler(slog.NewTextHandler(o.logOut, &slog.HandlerOptions{Level: logfilter.LevelTrace})))
 	reg := &trace.Registry{}
 	dp := proxy.New(proxy.Options{
-		BindHost: o.bindHost,
-		Logger:   logger.With(logfilter.ModuleKey, "refproxy::proxy"),
-		Registry: reg,
-		Env:      o.env,
-		Timeouts: o.timeouts,
+		BindHost:                o.bindHost,
+		Logger:                  logger.With(logfilter.ModuleKey, "refproxy::proxy"),
+		Registry:                reg,
+		Env:                     o.env,
+		Timeouts:                o.timeouts,
+		TraceCredentialsInClear: o.inClear,
 	})
 	if err := dp.Validate(cfg); err != nil {
 		return nil, err
@@ -175,7 +195,7 @@ func (p *Proxy) Start(ctx context.Context) error {
 		return errors.New("refproxy: already started")
 	}
 	p.started = true
-	ln, err := net.Listen("tcp", p.opts.adminAddr)
+	ln, err := p.opts.listen("tcp", p.opts.adminAddr)
 	if err != nil {
 		return fmt.Errorf("admin server: %w", err)
 	}
@@ -219,8 +239,49 @@ func (p *Proxy) Start(ctx context.Context) error {
 		go pprof.Do(context.Background(), pprof.Labels("component", "config-watch"), func(context.Context) { p.poll() })
 	}
 	p.log.Info("refproxy started", "admin", ln.Addr().String(), "binds", p.dp.Addrs())
+	if !admin.Loopback(p.opts.adminAddr) {
+		creds := "credentials redacted"
+		if p.opts.inClear {
+			creds = "credentials in clear"
+		}
+		p.log.Warn("the admin server listens beyond loopback, without authentication: whoever reaches "+
+			"this address reads every request's trace (/debug/trace: headers, routes, policies; "+creds+
+			"), the config (/config_dump), profiles, and can change the log level and stop the proxy",
+			"addr", p.opts.adminAddr, "listening", ln.Addr().String())
+	}
+	if p.opts.inClear {
+		p.log.Warn("traces show credentials in clear (--trace-credentials-in-clear): /debug/trace streams, "+
+			"to whoever reads the admin server, the values of the credential headers refproxy otherwise redacts, "+
+			"of the headers auth policies read, and the API keys it sends AI backends; "+
+			"only config.sensitiveHeaders stay redacted",
+			"shown", shownInClear(p.cfg), "redacted", sensitiveHeaders(p.cfg))
+	}
 	p.logIgnored(p.cfg)
 	return nil
+}
+
+// shownInClear names what traces show in clear with
+// WithTraceCredentialsInClear: the default credential headers and those
+// cfg's auth policies read (config.sensitiveHeaders excepted), and the
+// API keys sent to AI backends.
+func shownInClear(cfg *config.Config) []string {
+	var out []string
+	for _, h := range redact.Defaults {
+		out = append(out, h.Name)
+	}
+	out = append(out, cfg.CredentialHeaders()...)
+	out = slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(out))), func(h string) bool {
+		return slices.ContainsFunc(sensitiveHeaders(cfg), func(s string) bool { return strings.EqualFold(s, h) })
+	})
+	return append(out, "AI backends' API keys")
+}
+
+// sensitiveHeaders is cfg's config.sensitiveHeaders.
+func sensitiveHeaders(cfg *config.Config) []string {
+	if cfg.Config == nil {
+		return nil
+	}
+	return cfg.Config.SensitiveHeaders
 }
 
 // logIgnored says once of each setting the config has that refproxy

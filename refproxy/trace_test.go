@@ -1,6 +1,7 @@
 package refproxy
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 )
 
 var fullTrace = []string{
@@ -352,8 +354,8 @@ routes:
 	}
 	for _, i := range []int{1, 5, 6} {
 		h := evs[i].Message["requestState"].(map[string]any)["request"].(map[string]any)["headers"].(map[string]any)
-		if h["x-api-key"] != "<redacted>" {
-			t.Errorf("%s: x-api-key %v, want <redacted>", types(evs)[i], h["x-api-key"])
+		if v, _ := h["x-api-key"].(string); !redact.IsMarker(v) {
+			t.Errorf("%s: x-api-key %v, want a redacted value", types(evs)[i], h["x-api-key"])
 		}
 	}
 }
@@ -425,7 +427,9 @@ routes:
 
 // TestReasonsOfAKeyedLimit: a 429 of a limit with a key names the key
 // expression and the request's bucket (its key, or the shared bucket of
-// requests without one), in the policy event and in requestFinished.cause.
+// requests without one), in the policy event and in requestFinished.cause;
+// a key that is a credential (an x-api-key) is named by its fingerprint,
+// the same in the three places.
 func TestReasonsOfAKeyedLimit(t *testing.T) {
 	be := backendServer(t, "a", nil)
 	p := startProxy(t, `
@@ -433,29 +437,39 @@ gateways:
   default: {port: 0}
 routes:
 - name: api
+  matches: [{path: {pathPrefix: /api}}]
   policies:
     localRateLimit:
     - {maxTokens: 1, tokensPerFill: 1, fillInterval: 1h, key: 'request.headers["x-api-key"]'}
   backends: [{host: `+be+`}]
+- name: tenant
+  policies:
+    localRateLimit:
+    - {maxTokens: 1, tokensPerFill: 1, fillInterval: 1h, key: 'request.headers["x-tenant"]'}
+  backends: [{host: `+be+`}]
 `)
 	base := "http://" + p.BindAddrs()[0]
 	for _, tc := range []struct {
-		key, bucket string
-		want        any
+		path, header, key, expr string
+		// bucket is the sentence's words; want the bucket field (a
+		// marker: any fingerprint, the same everywhere).
+		bucket string
+		want   any
 	}{
-		{"alice", `for key "alice"`, "alice"},
-		{"", "in the bucket of requests without a key", nil},
+		{"/", "X-Tenant", "alice", `request.headers["x-tenant"]`, `for key "alice"`, "alice"},
+		{"/", "", "", `request.headers["x-tenant"]`, "in the bucket of requests without a key", nil},
+		{"/api", "X-Api-Key", "alice", `request.headers["x-api-key"]`, `for key "<redacted:`, "<redacted:"},
 	} {
 		var hdr []string
 		if tc.key != "" {
-			hdr = []string{"X-Api-Key", tc.key}
+			hdr = []string{tc.header, tc.key}
 		}
-		if resp, _ := get(t, base+"/", hdr...); resp.StatusCode != http.StatusOK {
-			t.Fatalf("key %q: first request %d, want 200", tc.key, resp.StatusCode)
+		if resp, _ := get(t, base+tc.path, hdr...); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %q: first request %d, want 200", tc.header, tc.key, resp.StatusCode)
 		}
 		s := watch(t, p, http.MethodPost, "")
-		if resp, _ := get(t, base+"/", hdr...); resp.StatusCode != http.StatusTooManyRequests {
-			t.Fatalf("key %q: second request %d, want 429", tc.key, resp.StatusCode)
+		if resp, _ := get(t, base+tc.path, hdr...); resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("%s %q: second request %d, want 429", tc.header, tc.key, resp.StatusCode)
 		}
 		evs := s.collect(t)
 		var entry map[string]any
@@ -470,14 +484,20 @@ routes:
 				}
 			}
 		}
-		if entry == nil || entry["key"] != `request.headers["x-api-key"]` || entry["bucket"] != tc.want || entry["refused"] != true {
-			t.Errorf("key %q: entry %v, want key, bucket %v and refused", tc.key, entry, tc.want)
+		bucket := entry["bucket"]
+		if w, ok := tc.want.(string); ok && strings.HasPrefix(w, "<redacted:") {
+			if b, _ := bucket.(string); redact.IsMarker(b) {
+				tc.want, tc.bucket = b, fmt.Sprintf("for key %q", b)
+			}
+		}
+		if entry == nil || entry["key"] != tc.expr || bucket != tc.want || entry["refused"] != true {
+			t.Errorf("%s %q: entry %v, want key %s, bucket %v and refused", tc.header, tc.key, entry, tc.expr, tc.want)
 		}
 		if !strings.Contains(details, tc.bucket) {
-			t.Errorf("key %q: details %q, want %q", tc.key, details, tc.bucket)
+			t.Errorf("%s %q: details %q, want %q", tc.header, tc.key, details, tc.bucket)
 		}
 		if c := evs[len(evs)-1].Message["cause"].(map[string]any); !strings.Contains(c["reason"].(string), tc.bucket) {
-			t.Errorf("key %q: cause %v, want its reason to name the bucket (%s)", tc.key, c, tc.bucket)
+			t.Errorf("%s %q: cause %v, want its reason to name the bucket (%s)", tc.header, tc.key, c, tc.bucket)
 		}
 	}
 }

@@ -307,18 +307,26 @@ func tasks(w http.ResponseWriter, r *http.Request) {
 
 // CheckAddr refuses an admin address that is not loopback unless allowRemote.
 func CheckAddr(addr string, allowRemote bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("admin address %q: %w", addr, err)
 	}
-	if allowRemote {
-		return nil
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if allowRemote || Loopback(addr) {
 		return nil
 	}
 	return fmt.Errorf("admin address %q is not loopback; the admin server has no authentication (pass --admin-allow-remote to bind it anyway)", addr)
+}
+
+// Loopback reports whether the admin address addr (host:port) listens on
+// loopback only: localhost or a loopback IP; an empty host (every
+// interface) or any other is beyond it.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -76,8 +76,13 @@ type Settings struct {
 	// Logging sets the log filter at start-up, unless the command's
 	// --log-level says otherwise.
 	Logging *Logging `yaml:"logging" json:"logging,omitempty"`
-	// SensitiveHeaders are request headers whose values traces show as
-	// "<redacted>".
+	// SensitiveHeaders are headers whose values traces redact in addition
+	// to refproxy's own (redact.Defaults: authorization, cookie,
+	// x-api-key, ...), as the reference's schema says of it ("additional
+	// request headers whose values should be redacted from trace and
+	// debug output"). They stay redacted when refproxy shows credentials
+	// in clear (--trace-credentials-in-clear), which this list does not
+	// turn on or off.
 	SensitiveHeaders []string `yaml:"sensitiveHeaders" json:"sensitiveHeaders,omitempty"`
 }
 
@@ -351,7 +356,7 @@ type AIBackend struct {
 	TLS bool `yaml:"-" json:"-"`
 	// APIKey, from an llm model's params.apiKey, is sent as
 	// "Authorization: Bearer <key>".
-	APIKey string `yaml:"-" json:"-"`
+	APIKey Secret `yaml:"-" json:"-"`
 }
 
 // AIProvider names the provider; only openAI is implemented.

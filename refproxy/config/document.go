@@ -1,9 +1,14 @@
 package config
 
 import (
+	"encoding/json"
+	"log/slog"
 	"reflect"
+	"strconv"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 )
 
 // File is a standalone config file as written, in any of the reference
@@ -147,8 +152,35 @@ type LLMParams struct {
 	Tokenize     bool   `yaml:"tokenize"`
 }
 
-// Secret is an inline value; the reference's {file: path} form is refused.
+// Secret is a credential of the config (an API key, a token): an inline
+// value; the reference's {file: path} form is refused. Its value is
+// string(s). Wherever a config is shown, it reads "<redacted>", as the
+// reference's serializer writes its own (ser_redact): printed with fmt (an
+// error, a log line), logged by slog, marshalled to JSON (/config_dump,
+// effectivePolicy) or YAML. An auth policy's keys, a backend's token: each
+// secret field of the config is a Secret, so that none needs its own care.
 type Secret string
+
+// String is "<redacted>" (empty for an empty secret): fmt's %v, %s and %q
+// show no secret.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return redact.Marker
+}
+
+// GoString is String quoted: %#v shows no secret either.
+func (s Secret) GoString() string { return strconv.Quote(s.String()) }
+
+// LogValue is String: slog shows no secret.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalJSON writes String.
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// MarshalYAML writes String.
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
 
 func (s *Secret) decodeYAML(d *decoder, n *yaml.Node, path string, segs []string) error {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {

@@ -369,7 +369,7 @@ func (n *normalizer) llmBackend(m LLMModel, order int, p LLMParams, kind LLMProv
 		if len(missing) > 0 {
 			n.d.ignore(mp+".params.apiKey", strings.Join(missing, ", ")+" not set: no Authorization is sent")
 		} else {
-			ai.APIKey = key
+			ai.APIKey = Secret(key)
 		}
 	}
 	return Backend{AI: ai}, true

@@ -41,6 +41,9 @@ binds:
       backends: [{host: "127.0.0.1:1"}]
 `
 
+// testRedactKey keys the fingerprints of the tests' data planes.
+var testRedactKey = []byte("refproxy/proxy test key")
+
 func newBenchHandler(tb testing.TB, tracingOff bool) (*Dataplane, fasthttp.RequestHandler) {
 	tb.Helper()
 	return newBenchHandlerFor(tb, tracingOff, benchConfig)
@@ -59,7 +62,9 @@ func newBenchHandlerWith(tb testing.TB, tracingOff bool, cfgYAML string, stub bo
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dp := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// One fingerprint key for every test's data plane, so that two data
+	// planes show a credential alike.
+	dp := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RedactKey: testRedactKey})
 	dp.tracingOff = tracingOff
 	if err := dp.Apply(cfg); err != nil {
 		tb.Fatal(err)
@@ -208,20 +213,103 @@ func BenchmarkServe(b *testing.B) {
 			w.Cancel()
 		}
 	})
-	b.Run("watcher", func(b *testing.B) {
-		dp, h := newBenchHandler(b, false)
-		e := newExchange()
+	b.Run("watcher", func(b *testing.B) { benchWatcher(b, newExchange()) })
+	// The same request carrying credentials (an Authorization and a
+	// Cookie header), which traces redact: untraced, held and dropped,
+	// held and kept, and traced by a one-shot watcher.
+	b.Run("no-watcher-credentials", func(b *testing.B) {
+		_, h := newBenchHandler(b, false)
+		e := newCredentialsExchange()
 		b.ReportAllocs()
 		for b.Loop() {
-			wt := dp.reg.Watch(nil)
 			e.serve(h)
-			frames, _, final := wt.Drain()
-			if n := bytes.Count(frames, []byte("\n\n")); n != 11 || final == nil {
-				b.Fatalf("traced %d events + final %v, want 11 + requestFinished", n, final != nil)
-			}
-			wt.Cancel()
 		}
 	})
+	b.Run("outcome-dropped-credentials", func(b *testing.B) {
+		dp, h := newBenchHandler(b, false)
+		e := newCredentialsExchange()
+		fivexx, err := reftrace.CompileOutcome(`response.code >= 500`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Cancel()
+		b.ReportAllocs()
+		for b.Loop() {
+			e.serve(h)
+		}
+	})
+	b.Run("outcome-kept-credentials", func(b *testing.B) {
+		dp, h := newBenchHandler(b, false)
+		e := newCredentialsExchange()
+		all, err := reftrace.CompileOutcome(`response.code >= 0`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: all})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.serve(h)
+			if frames, _, _ := w.Drain(); bytes.Count(frames, []byte("\n\n")) != 12 {
+				b.Fatalf("kept %d events, want 12", bytes.Count(frames, []byte("\n\n")))
+			}
+			w.Cancel()
+		}
+	})
+	b.Run("watcher-credentials", func(b *testing.B) { benchWatcher(b, newCredentialsExchange()) })
+	// A follow watcher without an outcome filter: each event rendered as
+	// it happens (the live path), for a request without and with
+	// credentials.
+	b.Run("follow", func(b *testing.B) { benchFollow(b, newExchange()) })
+	b.Run("follow-credentials", func(b *testing.B) { benchFollow(b, newCredentialsExchange()) })
+}
+
+// benchFollow traces e's request with a follow watcher (no filter) per
+// iteration.
+func benchFollow(b *testing.B, e *exchange) {
+	dp, h := newBenchHandler(b, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.serve(h)
+		if frames, _, _ := w.Drain(); bytes.Count(frames, []byte("\n\n")) != 12 {
+			b.Fatalf("followed %d events, want 12", bytes.Count(frames, []byte("\n\n")))
+		}
+		w.Cancel()
+	}
+}
+
+// benchWatcher traces e's request with a one-shot watcher per iteration.
+func benchWatcher(b *testing.B, e *exchange) {
+	dp, h := newBenchHandler(b, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		wt := dp.reg.Watch(nil)
+		e.serve(h)
+		frames, _, final := wt.Drain()
+		if n := bytes.Count(frames, []byte("\n\n")); n != 11 || final == nil {
+			b.Fatalf("traced %d events + final %v, want 11 + requestFinished", n, final != nil)
+		}
+		wt.Cancel()
+	}
+}
+
+// newCredentialsExchange is newExchange's request with the credentials a
+// browser or an API client sends: a bearer token and two cookies.
+func newCredentialsExchange() *exchange {
+	e := newExchange()
+	e.req.Header.Set("Authorization", "Bearer sk-bench-0123456789abcdef")
+	e.req.Header.Set("Cookie", "session=5f2b9c0e7d4a1b3c; theme=dark")
+	return e
 }
 
 func TestRouteSelectionAllocatesNothing(t *testing.T) {

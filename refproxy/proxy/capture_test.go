@@ -267,7 +267,10 @@ const maxDroppedAllocs = 1
 // repeated headers and a percent-encoded path; one a local limit admits
 // and one it refuses, with the policy's reasons; an unreachable backend;
 // another route's exact path), one-shot and held for an outcome filter,
-// streams as the bytes json.Marshal writes for it (drainEvents).
+// streams as the bytes json.Marshal writes for it (drainEvents): the
+// credential headers redacted (an authorization, cookies, an x-api-key
+// with HTML characters) and a header the scrubbing pass rewrites (it
+// quotes the bearer token, among characters json.Marshal escapes).
 func TestTraceEventsEncodeAsMarshal(t *testing.T) {
 	dp, h := newBenchHandlerFor(t, false, captureConfig)
 	for _, rt := range dp.table.Load().binds[0].listeners[0].routes {
@@ -280,13 +283,17 @@ func TestTraceEventsEncodeAsMarshal(t *testing.T) {
 		t.Fatal(err)
 	}
 	kinds := map[trace.MessageType]bool{}
+	scrubbed := false
 	for _, uri := range []string{"/a%20b/c?x=<1>&y=\"2\"", "/limited", "/limited", "/down", "/other"} {
 		for _, held := range []bool{false, true} {
 			e := newExchange()
 			e.req.SetRequestURI(uri)
-			e.req.Header.Set("Authorization", "Bearer secret")
+			e.req.Header.Set("Authorization", "Bearer secret-token-0123")
 			e.req.Header.Add("X-Multi", "one")
 			e.req.Header.Add("X-Multi", "two & <three>")
+			e.req.Header.Set("Cookie", "a=cookie-<1>&x; b=2")
+			e.req.Header.Set("X-Api-Key", "k<&>ey-0123456789")
+			e.req.Header.Set("X-Note", "the token <secret-token-0123> & more")
 			var evs []trace.Event
 			if held {
 				fw, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
@@ -306,11 +313,19 @@ func TestTraceEventsEncodeAsMarshal(t *testing.T) {
 			}
 			for _, ev := range evs {
 				kinds[ev.Type()] = true
+				b, _ := json.Marshal(ev)
+				if bytes.Contains(b, []byte("secret-token-0123")) || bytes.Contains(b, []byte("cookie-\\u003c1")) || bytes.Contains(b, []byte("ey-0123456789")) {
+					t.Errorf("%s %s shows a credential: %s", uri, ev.Type(), b)
+				}
+				scrubbed = scrubbed || bytes.Contains(b, []byte(`"x-note":"the token \u003c\u003credacted:`))
 			}
 		}
 	}
 	if len(kinds) < 9 {
 		t.Errorf("event kinds seen %v; want the whole forwarded trace and policies", kinds)
+	}
+	if !scrubbed {
+		t.Error("no x-note scrubbed of the bearer token: the scrubbing pass's output was not held to json.Marshal")
 	}
 }
 

@@ -17,6 +17,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"google.golang.org/grpc"
 
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -60,6 +62,16 @@ type Options struct {
 	// with a key (default ratelimit.DefaultMaxKeys); past it the least
 	// recently used key is forgotten.
 	MaxRateLimitKeys int
+	// TraceCredentialsInClear shows credentials in traces: the values of
+	// the default credential headers (redact.Defaults) and of those the
+	// config's auth policies read, and the API keys the proxy sends AI
+	// backends. Only config.sensitiveHeaders stay redacted. For a proxy
+	// whose traces nobody but its operator reads, loudly: refproxy logs
+	// a warning at start.
+	TraceCredentialsInClear bool
+	// RedactKey keys the fingerprints of redacted values; empty: random
+	// per data plane (tests set it to name fingerprints).
+	RedactKey []byte
 }
 
 // Timeouts bound the client side of every listener.
@@ -118,7 +130,17 @@ type Dataplane struct {
 	// tracingOff skips tracing entirely; tests use it as the "compiled out"
 	// baseline that the no-watcher path must match.
 	tracingOff bool
-	draining   sync.WaitGroup
+	// redactor is the process's: one fingerprint key for every config
+	// (a credential keeps its fingerprint across reloads); each table
+	// adds its config's headers to it (tableRedaction). redaction is
+	// its own, for requests that come before a config.
+	redactor  *redact.Redactor
+	redaction *trace.Redaction
+	// secretNames are the default credential headers, whatever traces
+	// show, under the same key: the values the config gives them are
+	// secrets of the config (tableRedaction).
+	secretNames *redact.Redactor
+	draining    sync.WaitGroup
 }
 
 type bindServer struct {
@@ -142,16 +164,27 @@ func New(opts Options) *Dataplane {
 		opts.MaxConnsPerHost = 1 << 16
 	}
 	opts.Timeouts = opts.Timeouts.withDefaults()
+	key := opts.RedactKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			panic("refproxy: no random key: " + err.Error()) // crypto/rand does not fail on Linux
+		}
+	}
+	red := redact.New(redact.Options{Key: key, NoDefaults: opts.TraceCredentialsInClear, EscapeHTML: true})
 	return &Dataplane{
-		opts:     opts,
-		log:      opts.Logger,
-		reg:      opts.Registry,
-		dialer:   &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		servers:  map[int]*bindServer{},
-		buckets:  map[string]limit{},
-		backends: map[string]*backend{},
-		stats:    map[string]*EndpointStats{},
-		rlsConns: map[string]*grpc.ClientConn{},
+		redactor:    red,
+		secretNames: redact.New(redact.Options{Key: key, EscapeHTML: true}),
+		redaction:   trace.NewRedaction(red, opts.TraceCredentialsInClear),
+		opts:        opts,
+		log:         opts.Logger,
+		reg:         opts.Registry,
+		dialer:      &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		servers:     map[int]*bindServer{},
+		buckets:     map[string]limit{},
+		backends:    map[string]*backend{},
+		stats:       map[string]*EndpointStats{},
+		rlsConns:    map[string]*grpc.ClientConn{},
 	}
 }
 
@@ -182,6 +215,35 @@ func (dp *Dataplane) closeRLS(keep map[string]bool) {
 			delete(dp.rlsConns, addr)
 		}
 	}
+}
+
+// tableRedaction is the redaction of cfg's traces: the data plane's
+// (the defaults, unless shown in clear), and cfg's config.sensitiveHeaders
+// (headers the reference's schema says are redacted in addition to its
+// own) and the headers its auth policies read a credential from (with
+// the credentials shown in clear, those are shown too). secrets are the
+// same headers, the defaults always: the credential headers whose values
+// in the config are secrets of the config, never shown.
+func (dp *Dataplane) tableRedaction(cfg *config.Config) (_ *trace.Redaction, secrets *redact.Redactor) {
+	var extra []string
+	if cfg.Config != nil {
+		extra = append(extra, cfg.Config.SensitiveHeaders...)
+	}
+	cred := cfg.CredentialHeaders()
+	secrets = dp.secretNames.With(append(extra, cred...)...)
+	if !dp.opts.TraceCredentialsInClear {
+		extra = append(extra, cred...)
+	}
+	return trace.NewRedaction(dp.redactor.With(extra...), dp.opts.TraceCredentialsInClear), secrets
+}
+
+// redactionOf is the redaction of a request served with table t (nil
+// before the first config).
+func (dp *Dataplane) redactionOf(t *Table) *trace.Redaction {
+	if t == nil {
+		return dp.redaction
+	}
+	return t.redaction
 }
 
 // Registry returns the trace watcher registry.
@@ -322,7 +384,10 @@ func (dp *Dataplane) serve(key int, s *bindServer) {
 		ErrorHandler:    h.requestError,
 		IdleTimeout:     dp.opts.Timeouts.Idle,
 		CloseOnShutdown: true,
-		Logger:          slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
+		// fasthttp's errors quote up to 400 bytes of a request it could
+		// not read (its credentials among them): not in refproxy's logs.
+		SecureErrorLogMessage: true,
+		Logger:                slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
 	}
 	go pprof.Do(context.Background(), pprof.Labels("component", "dataplane", "listener", s.ln.Addr().String()), func(context.Context) {
 		defer close(s.done)
@@ -444,7 +509,7 @@ func (dp *Dataplane) backend(bk config.Backend) *backend {
 	key := bk.Name() + "|" + bk.Address()
 	if ai := bk.AI; ai != nil {
 		// The same provider configured differently is another backend.
-		key += "|" + strings.Join([]string{aiModel(ai), ai.PathOverride, ai.PathPrefix, ai.APIKey, strconv.FormatBool(ai.TLS)}, "|")
+		key += "|" + strings.Join([]string{aiModel(ai), ai.PathOverride, ai.PathPrefix, string(ai.APIKey), strconv.FormatBool(ai.TLS)}, "|")
 	}
 	w := uint64(1)
 	if bk.Weight != nil {
@@ -479,7 +544,7 @@ func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 		b.traceType = "ai"
 		// A provider without hostOverride is the provider's own HTTPS API.
 		b.tls = ai.HostOverride == "" || ai.TLS
-		b.model, b.pathOverride, b.pathPrefix, b.apiKey = aiModel(ai), ai.PathOverride, ai.PathPrefix, ai.APIKey
+		b.model, b.pathOverride, b.pathPrefix, b.apiKey = aiModel(ai), ai.PathOverride, ai.PathPrefix, string(ai.APIKey)
 	}
 	skey := b.name + "|" + b.addr
 	st, ok := dp.stats[skey]

@@ -9,6 +9,8 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
 	"github.com/valyala/fasthttp"
+
+	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
 // filterRequest is `request` as a trace filter (a watcher's CEL
@@ -19,8 +21,14 @@ import (
 // every header. What else a filter does with it (a header, a key
 // requestInfo lacks, iterating, comparing, converting) the whole map does,
 // built then. TestFilterRequestMatchesMap holds it to the map.
+//
+// The headers a trace redacts (rd) are seen as a trace shows them
+// ("Bearer <redacted:...>"): a filter cannot test a guess of a credential
+// on every request (learning it from which requests it is given), and it
+// can follow one client by the fingerprint its traces show.
 type filterRequest struct {
 	ctx   *fasthttp.RequestCtx
+	rd    *reftrace.Redaction
 	whole traits.Mapper
 }
 
@@ -32,9 +40,23 @@ var (
 // all is the whole map, built on first need.
 func (r *filterRequest) all() traits.Mapper {
 	if r.whole == nil {
-		r.whole = types.DefaultTypeAdapter.NativeToValue(requestInfo(r.ctx, time.Time{})).(traits.Mapper)
+		r.whole = types.DefaultTypeAdapter.NativeToValue(filterInfo(r.ctx, r.rd)).(traits.Mapper)
 	}
 	return r.whole
+}
+
+// filterInfo is requestInfo as a trace filter sees it: the values of the
+// headers rd redacts redacted, as a snapshot shows them.
+func filterInfo(ctx *fasthttp.RequestCtx, rd *reftrace.Redaction) map[string]any {
+	info := requestInfo(ctx, time.Time{})
+	if hs, ok := info["headers"].(map[string]any); ok && rd != nil {
+		for k, v := range hs {
+			if s, ok := v.(string); ok && rd.SensitiveLower(k) {
+				hs[k] = rd.Redactor().Value(k, s)
+			}
+		}
+	}
+	return info
 }
 
 // field is one of requestInfo's string fields, as requestInfoOf makes it.

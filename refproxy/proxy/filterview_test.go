@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -41,14 +43,21 @@ var filterExpressions = []string{
 	`request.path.size() > 3 && request.method in ["GET", "PUT"]`,
 	`int(request.path) > 0`,
 	`request.headers.size() > 2`,
+	`request.headers["authorization"] == "Bearer sk-filter-secret"`,
+	`request.headers["authorization"].startsWith("Bearer sk-")`,
+	`request.headers["authorization"].startsWith("Bearer <redacted:")`,
+	`request.headers["cookie"].contains("s3cr3t")`,
 }
 
 // TestFilterRequestMatchesMap: a trace filter gives the same answer (or
 // fails alike) on filterRequest, which builds `request` field by field,
-// as on requestInfo's whole map, over random requests: escaped and
-// absolute-form URIs, queries, hosts, methods and repeated headers.
+// as on requestInfo's whole map with the credential headers redacted,
+// over random requests: escaped and absolute-form URIs, queries, hosts,
+// methods, repeated headers and credentials. No filter can tell a
+// credential: one that tests a guess of it never holds.
 func TestFilterRequestMatchesMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 2026))
+	rd := reftrace.NewRedaction(redact.New(redact.Options{Key: testRedactKey, EscapeHTML: true}), false)
 	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
 	for _, expr := range filterExpressions {
 		filter, err := reftrace.Compile(expr)
@@ -63,10 +72,19 @@ func TestFilterRequestMatchesMap(t *testing.T) {
 			for range r.IntN(4) {
 				req.Header.Add(pick("X-Team", "Accept", "x-team", "User-Agent"), pick("blue", "red", "*/*", ""))
 			}
+			if r.IntN(2) == 0 {
+				req.Header.Set("Authorization", "Bearer sk-filter-secret")
+				req.Header.Set("Cookie", "id=s3cr3t")
+			}
 			var ctx fasthttp.RequestCtx
 			ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1000}, nil)
-			lazy, _, lazyErr := filter.Eval(map[string]any{"request": &filterRequest{ctx: &ctx}})
-			whole, _, wholeErr := filter.Eval(map[string]any{"request": requestInfo(&ctx, time.Time{})})
+			lazy, _, lazyErr := filter.Eval(map[string]any{"request": &filterRequest{ctx: &ctx, rd: rd}})
+			info := requestInfo(&ctx, time.Time{})
+			redactedAsMaps(info["headers"].(map[string]any), rd)
+			whole, _, wholeErr := filter.Eval(map[string]any{"request": info})
+			if guess := strings.Contains(expr, "sk-") || strings.Contains(expr, "s3cr3t"); guess && lazyErr == nil && lazy.Value() == true {
+				t.Fatalf("%s holds: a filter tells a credential", expr)
+			}
 			got, want := fmt.Sprint(lazyErr != nil), fmt.Sprint(wholeErr != nil)
 			if lazyErr == nil && wholeErr == nil {
 				got, want = fmt.Sprint(lazy.Value()), fmt.Sprint(whole.Value())

@@ -87,6 +87,7 @@ func rewriteRequest(ctx *fasthttp.RequestCtx, be *backend, dropped bool) {
 	if be.ai {
 		h.SetHost(be.addr)
 		if be.apiKey != "" {
+			// A credential of the trace (serve registers it: AddSecret).
 			delFold(h, "Authorization")
 			h.Set("Authorization", "Bearer "+be.apiKey)
 		}

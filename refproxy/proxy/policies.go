@@ -11,6 +11,7 @@ import (
 	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -83,8 +84,9 @@ func compilePolicies(ins []policyInput) (*routePolicies, error) {
 }
 
 // effective fills the route's effectivePolicy with these policies, as the
-// config writes them.
-func (rp *routePolicies) effective(eff map[string]any, ins []policyInput) {
+// config writes them, the secrets of their header modifiers redacted
+// (configShown).
+func (rp *routePolicies) effective(eff map[string]any, ins []policyInput, secrets *redact.Redactor) {
 	if rp == nil {
 		return
 	}
@@ -108,10 +110,10 @@ func (rp *routePolicies) effective(eff map[string]any, ins []policyInput) {
 				direct = asJSON(p.DirectResponse)
 			}
 			if p.RequestHeaderModifier != nil {
-				req = append(req, asJSON(p.RequestHeaderModifier))
+				req = append(req, shownHeaderModifier(asJSON(p.RequestHeaderModifier), secrets))
 			}
 			if p.ResponseHeaderModifier != nil {
-				res = append(res, asJSON(p.ResponseHeaderModifier))
+				res = append(res, shownHeaderModifier(asJSON(p.ResponseHeaderModifier), secrets))
 			}
 		}
 	}
@@ -131,6 +133,36 @@ func (rp *routePolicies) effective(eff map[string]any, ins []policyInput) {
 	if res != nil {
 		eff["responseHeaderModifier"] = res
 	}
+}
+
+// shownHeaderModifier is a header modifier of the config (asJSON) as
+// effectivePolicy and /config_dump show it: the value it adds or sets for
+// a credential header (an Authorization for the backend, a Set-Cookie for
+// the client: secrets names them) reads "<redacted>", as the reference's
+// dump writes its secrets.
+func shownHeaderModifier(v any, secrets *redact.Redactor) any {
+	m, _ := v.(map[string]any)
+	for _, op := range []string{"add", "set"} {
+		hs, _ := m[op].(map[string]any)
+		for name, val := range hs {
+			if s, _ := val.(string); s != "" && secrets.Sensitive(name) {
+				hs[name] = redact.Marker
+			}
+		}
+	}
+	return v
+}
+
+// configShown is a policy block of the config (asJSON of a
+// config.Policies) as /config_dump shows it: its header modifiers'
+// secrets redacted (shownHeaderModifier).
+func configShown(kinds map[string]any, secrets *redact.Redactor) map[string]any {
+	for _, k := range []string{"requestHeaderModifier", "responseHeaderModifier"} {
+		if v, ok := kinds[k]; ok {
+			kinds[k] = shownHeaderModifier(v, secrets)
+		}
+	}
+	return kinds
 }
 
 // asJSON is a config value as a trace shows it (JSON objects as maps).

@@ -204,6 +204,25 @@ func appendRouteReasons(b []byte, sel routing.Selection) (_ []byte, omitted int)
 	return append(b, ']'), omitted
 }
 
+// redactSelection shows the request's values of the headers rd redacts
+// as the trace shows them (redact's value rules: the scheme of an
+// authorization kept, its credential a fingerprint) in sel's reasons: the
+// value a header condition got, and so the reason that quotes it. What a
+// route wants is its config, shown as /config_dump shows it; a route that
+// took the request wants what the request carried, which the scrubbing
+// pass finds.
+func redactSelection(sel *routing.Selection, rd *reftrace.Redaction) {
+	for i := range sel.Verdicts {
+		c := &sel.Verdicts[i].Failed
+		if c.Kind != routing.KindHeader || c.Missing || c.Got == "" {
+			continue
+		}
+		if name, ok := rd.Sensitive(c.Name); ok {
+			c.Got = rd.Redactor().Value(name, c.Got)
+		}
+	}
+}
+
 // traceSkippedPolicies reports the policies that target the route's
 // gateway or name but not this request (another listener, port or rule).
 func traceSkippedPolicies(tr *reftrace.Tracer, rt *route) {
@@ -245,7 +264,7 @@ func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, state
 				e["applies"] = true
 			}
 			e["remaining"], e["resetSeconds"] = st.Remaining, int64(st.Reset/time.Second)
-			bucket := keyFields(e, le, st.Bucket)
+			bucket := keyFields(tr, e, le, st.Bucket)
 			if st.Refused {
 				e["refused"] = true
 				refusedBy = append(refusedBy, fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
@@ -284,7 +303,7 @@ func traceTokenCharge(tr *reftrace.Tracer, rt *route, held *ratelimit.Held, toke
 			rem, reset := b.Remaining(now), b.Reset(now)
 			e := limitFields(le)
 			e["entry"], e["remaining"], e["resetSeconds"] = i, rem, int64(reset/time.Second)
-			bucket := keyFields(e, le, b)
+			bucket := keyFields(tr, e, le, b)
 			entries = append(entries, e)
 			left = append(left, fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
 				le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, rem), roundSeconds(reset)))
@@ -302,8 +321,10 @@ func traceTokenCharge(tr *reftrace.Tracer, rt *route, held *ratelimit.Held, toke
 // bucket b of the request (its key, or the shared bucket of requests
 // without one) to e, and returns the bucket in words (" for key
 // \"alice\"", " in the bucket of requests without a key"); "" for an
-// entry without a key.
-func keyFields(e map[string]any, le limitEntry, b *ratelimit.Bucket) string {
+// entry without a key. A key that is a credential of the request (an
+// x-api-key) is shown as its marker: in the sentence too, where the
+// scrubbing pass would not find a short one.
+func keyFields(tr *reftrace.Tracer, e map[string]any, le limitEntry, b *ratelimit.Bucket) string {
 	if le.lim.keyed == nil {
 		return ""
 	}
@@ -312,8 +333,9 @@ func keyFields(e map[string]any, le limitEntry, b *ratelimit.Bucket) string {
 		e["bucket"] = nil
 		return " in the bucket of requests without a key"
 	}
-	e["bucket"] = b.Key()
-	return fmt.Sprintf(" for key %q", b.Key())
+	key := tr.Shown(b.Key())
+	e["bucket"] = key
+	return fmt.Sprintf(" for key %q", key)
 }
 
 // limitFields are a limit entry's configuration and source.
@@ -403,7 +425,7 @@ func traceRemoteLimits(tr *reftrace.Tracer, rt *route, r remoteResult) string {
 			if p.FailureMode == remote.FailClosed {
 				action = "request refused with 500 (failClosed)"
 			}
-			base["decision"], base["error"], base["descriptors"] = "failed", v.Err.Error(), descriptorFields(sent)
+			base["decision"], base["error"], base["descriptors"] = "failed", v.Err.Error(), descriptorFields(tr, sent)
 			details := fmt.Sprintf("the rate limit service %s could not answer (%v): %s", p.Addr, v.Err, action)
 			tr.Policy("remoteRateLimit", reftrace.Applied(details, base), p.FailureMode == remote.FailClosed)
 			if p.FailureMode == remote.FailClosed {
@@ -416,8 +438,8 @@ func traceRemoteLimits(tr *reftrace.Tracer, rt *route, r remoteResult) string {
 			if v.Outcome == remote.OverLimit {
 				decision, verb = "refused", "refused"
 			}
-			base["decision"], base["descriptors"] = decision, descriptorFields(sent)
-			details := fmt.Sprintf("%s by the rate limit service %s (domain %s): %s", verb, p.Addr, p.Domain, describeSent(sent))
+			base["decision"], base["descriptors"] = decision, descriptorFields(tr, sent)
+			details := fmt.Sprintf("%s by the rate limit service %s (domain %s): %s", verb, p.Addr, p.Domain, describeSent(tr, sent))
 			tr.Policy("remoteRateLimit", reftrace.Applied(details, base), v.Outcome == remote.OverLimit)
 			if v.Outcome == remote.OverLimit {
 				decided = details
@@ -427,12 +449,15 @@ func traceRemoteLimits(tr *reftrace.Tracer, rt *route, r remoteResult) string {
 	return decided
 }
 
-func descriptorFields(sent []remote.DescriptorResult) []any {
+// descriptorFields are the descriptors sent, an entry's value that is a
+// credential of the request (a descriptor of an x-api-key) shown as its
+// marker.
+func descriptorFields(tr *reftrace.Tracer, sent []remote.DescriptorResult) []any {
 	out := make([]any, 0, len(sent))
 	for _, d := range sent {
 		entries := map[string]any{}
 		for _, e := range d.Entries {
-			entries[e.Key] = e.Value
+			entries[e.Key] = tr.Shown(e.Value)
 		}
 		typ := "requests"
 		if d.Tokens {
@@ -448,13 +473,15 @@ func descriptorFields(sent []remote.DescriptorResult) []any {
 }
 
 // describeSent is each descriptor and the service's answer:
-// "{generic_key=a} 2 requests per day, 0 left, resets in 86399 s (OVER_LIMIT)".
-func describeSent(sent []remote.DescriptorResult) string {
+// "{generic_key=a} 2 requests per day, 0 left, resets in 86399 s
+// (OVER_LIMIT)", a value that is a credential of the request shown as its
+// marker.
+func describeSent(tr *reftrace.Tracer, sent []remote.DescriptorResult) string {
 	parts := make([]string, 0, len(sent))
 	for _, d := range sent {
 		kv := make([]string, 0, len(d.Entries))
 		for _, e := range d.Entries {
-			kv = append(kv, e.Key+"="+e.Value)
+			kv = append(kv, e.Key+"="+tr.Shown(e.Value))
 		}
 		s := "{" + strings.Join(kv, ", ") + "}"
 		typ := "requests"

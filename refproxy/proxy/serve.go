@@ -44,19 +44,23 @@ func (t *Table) bind(key int) *bindTable {
 // `tr != nil`, so untraced requests build no events and no reasons.
 func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp := h.dp
+	t := dp.table.Load()
 	var tr *reftrace.Tracer
 	if !dp.tracingOff {
-		tr = dp.reg.Take(func() any { return &filterRequest{ctx: ctx} })
+		tr = dp.reg.Take(func() any { return &filterRequest{ctx: ctx, rd: dp.redactionOf(t)} })
 	}
 	if tr.Followed() {
 		followRequest(ctx, tr)
 	}
 	var bt *bindTable
-	if t := dp.table.Load(); t != nil {
+	if t != nil {
 		bt = t.bind(h.key)
 	}
 	var initial reftrace.Capture
 	if tr != nil {
+		// Before the request is captured, which registers its
+		// credentials (refproxy/trace/redaction.go).
+		tr.SetRedaction(dp.redactionOf(t))
 		// Taken now: requestStarted is at 0.
 		tr.RecordNext(trace.SeverityInfo, trace.RequestStarted, reftrace.Capture{})
 		initial = dp.captureRequest(ctx, tr, trace.StageInitialRequest, nil)
@@ -210,6 +214,12 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		rc.Str, rc.Refs[3] = trace.StageFinalRequest, be
 		tr.RecordNext(trace.SeverityInfo, trace.RequestSnapshot, rc)
 		tr.RecordNext(trace.SeverityInfo, trace.BackendCallStart, callStart(be))
+		// The API key rewriteRequest sends an AI backend is a credential
+		// the request did not carry: registered before the call, so that
+		// nothing after it (the backend's answer, an error) shows it.
+		if be.apiKey != "" {
+			tr.AddSecret(be.apiKey)
+		}
 	}
 
 	c := callPool.Get().(*call)
@@ -243,6 +253,7 @@ func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable, initial *reftrace.
 	if rt == nil {
 		// No route: the reasons tell why, now.
 		_, sel := bt.explainRoute(v)
+		redactSelection(&sel, tr.Redaction())
 		traceRouteSelection(tr, sel)
 		return nil, noRouteCause(sel, v.host, v.path)
 	}
@@ -268,7 +279,9 @@ func renderRouteSelection(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []b
 		})
 		return val, found
 	}
-	return appendRouteSelection(b, bt.routing.Explain(&r, header))
+	sel := bt.routing.Explain(&r, header)
+	redactSelection(&sel, tr.Redaction())
+	return appendRouteSelection(b, sel)
 }
 
 // renderPolicySelection is policySelection's effectivePolicy, encoded

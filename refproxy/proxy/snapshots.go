@@ -21,8 +21,10 @@ import (
 // requestFinished for one only outcome filters watch, if one keeps it.
 // The request's method, URI, host, protocol and headers are copied when
 // captured, since the proxy rewrites them and fasthttp reuses their
-// bytes; the backend, the config table (sensitive headers), the client's
-// address and the data plane are held by reference.
+// bytes; the backend, the config table, the client's address and the
+// data plane are held by reference. The values of credential headers are
+// redacted as the trace's Redaction says (refproxy/trace/redaction.go),
+// in requests and responses alike.
 
 // captureRequest captures the request for a requestSnapshot at stage (be
 // is set at the final request).
@@ -119,7 +121,6 @@ func sameRequest(tr *reftrace.Tracer, a, b reftrace.Capture) bool {
 // it to the maps.
 func appendRequestState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
 	dp := c.Refs[0].(*Dataplane)
-	table, _ := c.Refs[1].(*Table)
 	addr, _ := c.Refs[2].(net.Addr)
 	be, _ := c.Refs[3].(*backend)
 	b = append(b, '{')
@@ -132,11 +133,7 @@ func appendRequestState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byt
 	}
 	b = dp.appendEnv(b)
 	b = append(b, `"request":`...)
-	var sensitive map[string]bool
-	if table != nil {
-		sensitive = table.sensitive
-	}
-	b = appendRequestInfo(b, tr, c, sensitive)
+	b = appendRequestInfo(b, tr, c)
 	host, port := hostPort(addr)
 	b = append(b, `,"source":{"address":`...)
 	b = reftrace.AppendString(b, host)
@@ -166,14 +163,14 @@ func (dp *Dataplane) appendEnv(b []byte) []byte {
 
 // appendRequestInfo appends a snapshot's `request` (requestInfoOf, as
 // JSON) from a captured request: method, URI, host and protocol in
-// c.Spans, headers in c.Pairs; the values of sensitive headers redacted.
-func appendRequestInfo(b []byte, tr *reftrace.Tracer, c reftrace.Capture, sensitive map[string]bool) []byte {
+// c.Spans, headers in c.Pairs; the values of credential headers redacted.
+func appendRequestInfo(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
 	method, uri, host, proto := tr.Bytes(c.Spans[0]), tr.Bytes(c.Spans[1]), tr.Bytes(c.Spans[2]), tr.Bytes(c.Spans[3])
 	scheme := schemeOf(c.Flag)
 	path, query := splitRequestURI(b2s(uri))
 	decoded := decodePath(path)
 	b = append(b, `{"headers":`...)
-	b = appendHeaders(b, tr, c.Pairs, sensitive)
+	b = appendHeaders(b, tr, c.Pairs)
 	b = append(b, `,"host":`...)
 	b = reftrace.AppendString(b, b2s(host))
 	b = append(b, `,"method":`...)
@@ -213,17 +210,19 @@ type snapHeader struct {
 
 // appendHeaders appends captured headers as a snapshot shows them (as
 // headerMap's map encodes): lower-case names in order, a repeated name's
-// values joined with "," in the order they came, sensitive ones
-// redacted. A request's few headers (up to 32) are lowered and sorted on
-// the stack, by insertion (a sort taking a function would move them to
-// the heap); more are sorted by slices.SortStableFunc.
-func appendHeaders(b []byte, tr *reftrace.Tracer, p reftrace.Pairs, sensitive map[string]bool) []byte {
+// values joined with "," in the order they came, the values of the
+// trace's credential headers redacted. A request's few headers (up to 32)
+// are lowered and sorted on the stack, by insertion (a sort taking a
+// function would move them to the heap); more are sorted by
+// slices.SortStableFunc.
+func appendHeaders(b []byte, tr *reftrace.Tracer, p reftrace.Pairs) []byte {
 	var hsArr [32]snapHeader
 	var namesArr [1024]byte
+	rd := tr.Redaction()
 	if p.Len() > len(hsArr) {
 		hs := lowerHeaders(tr, p)
 		slices.SortStableFunc(hs, func(a, c snapHeader) int { return strings.Compare(a.name, c.name) })
-		return writeHeaders(b, hs, sensitive)
+		return writeHeaders(b, tr, hs, rd)
 	}
 	// Stored into the array itself: what is stored through a slice moves
 	// to the heap.
@@ -239,7 +238,7 @@ func appendHeaders(b []byte, tr *reftrace.Tracer, p reftrace.Pairs, sensitive ma
 			hsArr[j], hsArr[j-1] = hsArr[j-1], hsArr[j]
 		}
 	}
-	return writeHeaders(b, hsArr[:n], sensitive)
+	return writeHeaders(b, tr, hsArr[:n], rd)
 }
 
 // lowerHeaders is the pairs of p with their names lower-cased.
@@ -255,8 +254,11 @@ func lowerHeaders(tr *reftrace.Tracer, p reftrace.Pairs) []snapHeader {
 }
 
 // writeHeaders writes headers sorted by name as a JSON object, joining
-// the values of a repeated name.
-func writeHeaders(b []byte, hs []snapHeader, sensitive map[string]bool) []byte {
+// the values of a repeated name; the value of a header rd redacts is
+// written as the redact package redacts it (the scheme of an
+// authorization, the names of cookies and the attributes of a set-cookie
+// kept, each secret a keyed fingerprint).
+func writeHeaders(b []byte, tr *reftrace.Tracer, hs []snapHeader, rd *reftrace.Redaction) []byte {
 	b = append(b, '{')
 	for i := 0; i < len(hs); {
 		k := hs[i].name
@@ -269,19 +271,21 @@ func writeHeaders(b []byte, hs []snapHeader, sensitive map[string]bool) []byte {
 		for j < len(hs) && hs[j].name == k {
 			j++
 		}
-		switch {
-		case sensitive[k]:
-			b = reftrace.AppendString(b, "<redacted>")
-		case j == i+1:
-			b = reftrace.AppendString(b, b2s(hs[i].value))
-		default:
-			var joined []byte
+		var joined []byte
+		if j == i+1 {
+			joined = hs[i].value
+		} else {
 			for x, h := range hs[i:j] {
 				if x > 0 {
 					joined = append(joined, ',')
 				}
 				joined = append(joined, h.value...)
 			}
+		}
+		if rd.SensitiveLower(k) {
+			var vb [128]byte
+			b = reftrace.AppendString(b, b2s(tr.AppendRedacted(vb[:0], k, joined)))
+		} else {
 			b = reftrace.AppendString(b, b2s(joined))
 		}
 		i = j
@@ -361,7 +365,7 @@ func (dp *Dataplane) appendResponseState(b []byte, tr *reftrace.Tracer, c reftra
 	b = append(b, `"response":{"code":`...)
 	b = strconv.AppendInt(b, int64(c.Code), 10)
 	b = append(b, `,"headers":`...)
-	b = appendHeaders(b, tr, c.Pairs, nil)
+	b = appendHeaders(b, tr, c.Pairs)
 	return append(b, "}}"...)
 }
 

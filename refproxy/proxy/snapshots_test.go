@@ -11,23 +11,32 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/routing"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
+// redactedAsMaps redacts the headers of a snapshot built as maps, as the
+// redact package does (its own test of names, not the tracer's).
+func redactedAsMaps(headers map[string]any, rd *reftrace.Redaction) map[string]any {
+	if rd == nil {
+		return headers
+	}
+	for k, v := range headers {
+		if rd.Redactor().Sensitive(k) {
+			headers[k] = rd.Redactor().Value(k, v.(string))
+		}
+	}
+	return headers
+}
+
 // stateAsMaps is a request snapshot's requestState as spec part 2.1 shows
 // it, built as maps (how refproxy built it before it wrote snapshots
 // straight to JSON): the reference renderRequestState is held to.
-func stateAsMaps(dp *Dataplane, req map[string]any, t *Table, addr net.Addr, be *backend) map[string]any {
+func stateAsMaps(dp *Dataplane, req map[string]any, rd *reftrace.Redaction, addr net.Addr, be *backend) map[string]any {
 	host, port := hostPort(addr)
-	if t != nil && t.sensitive != nil {
-		if hs, ok := req["headers"].(map[string]any); ok {
-			for k := range hs {
-				if t.sensitive[k] {
-					hs[k] = "<redacted>"
-				}
-			}
-		}
+	if hs, ok := req["headers"].(map[string]any); ok {
+		redactedAsMaps(hs, rd)
 	}
 	st := map[string]any{
 		"request": req,
@@ -56,6 +65,8 @@ func responseStateAsMaps(dp *Dataplane, code int, headers map[string]any) map[st
 // non-ASCII names (lowered as strings.ToLower does), case and repeats.
 var snapshotStrings = []string{
 	"a", "X-Multi", "x-multi", "Authorization", "authorization", "X-API-Key", "ÄÖÜ-Name", "İstanbul",
+	"Cookie", "set-cookie", "Set-Cookie", "Proxy-Authorization", "x-tenant-token", "X-TENANT-TOKEN",
+	"Bearer sk-<tok>&en", "Basic dXNlcjpwYXNz", "a=1; b=<2>", "id=x&y; Expires=Wed, 21 Oct 2015 07:28:00 GMT; Path=/; HttpOnly",
 	"<script>&amp;</script>", "quote\"back\\slash", "tab\tnew\nline", "\x00\x1f\x7f", "bad\xff\xfeutf8",
 	"line\u2028sep\u2029", "é", "", strings.Repeat("long-", 60), "日本語",
 }
@@ -63,14 +74,20 @@ var snapshotStrings = []string{
 // TestRequestStateMatchesMaps: request and response snapshots written
 // straight to JSON are, byte for byte, what encoding/json writes for the
 // same snapshots built as maps, over random requests: repeated and mixed
-// case headers, sensitive ones, escapes and invalid UTF-8 everywhere,
+// case headers, credential headers (redacted, without redaction, in clear
+// but for a configured one), escapes and invalid UTF-8 everywhere,
 // percent-encoded and absolute-form URIs, TLS, IPv4 and IPv6 clients, with
 // and without a backend and a cluster identity, and more headers and
 // longer names than the writer sorts on the stack.
 func TestRequestStateMatchesMaps(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 2026))
 	pick := func() string { return snapshotStrings[r.IntN(len(snapshotStrings))] }
-	table := &Table{sensitive: map[string]bool{"authorization": true, "x-api-key": true, "äöü-name": true}}
+	key := []byte("snapshot test key")
+	redactions := []*reftrace.Redaction{
+		nil,
+		reftrace.NewRedaction(redact.New(redact.Options{Key: key, EscapeHTML: true, Extra: []string{"X-Tenant-Token", "ÄÖÜ-Name"}}), false),
+		reftrace.NewRedaction(redact.New(redact.Options{Key: key, EscapeHTML: true, NoDefaults: true, Extra: []string{"x-tenant-token"}}), true),
+	}
 	be := &backend{name: "default/<httpbin>", traceType: "ai"}
 	addrs := []net.Addr{
 		&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 5000},
@@ -102,19 +119,16 @@ func TestRequestStateMatchesMaps(t *testing.T) {
 		if r.IntN(2) == 0 {
 			b = be
 		}
-		var tab *Table
-		if r.IntN(3) > 0 {
-			tab = table
-		}
+		rd := redactions[r.IntN(len(redactions))]
+		tr.SetRedaction(rd)
 		c := dp.captureRequest(&ctx, tr, trace.StageInitialRequest, b)
-		c.Refs[1] = tab
 		c.Flag = r.IntN(2) == 0
 		got := appendRequestState(nil, tr, c)
 
 		rq := &ctx.Request
 		info := requestInfoOf(string(rq.Header.Method()), string(rq.Header.RequestURI()), string(rq.Header.Host()),
 			string(rq.Header.Protocol()), c.Flag, headerMap(&rq.Header), tr.StartTime())
-		want, err := json.Marshal(stateAsMaps(dp, info, tab, ctx.RemoteAddr(), b))
+		want, err := json.Marshal(stateAsMaps(dp, info, rd, ctx.RemoteAddr(), b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +147,7 @@ func TestRequestStateMatchesMaps(t *testing.T) {
 		}
 		rc := dp.captureResponse(tr, trace.StageFinalResponse, resp.StatusCode(), &resp.Header, false)
 		gotResp := dp.appendResponseState(nil, tr, rc)
-		wantResp, err := json.Marshal(responseStateAsMaps(dp, rc.Code, headerMap(&resp.Header)))
+		wantResp, err := json.Marshal(responseStateAsMaps(dp, rc.Code, redactedAsMaps(headerMap(&resp.Header), rd)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,6 +207,8 @@ binds:
       matches: [{path: {pathPrefix: /h}}]
     - name: hdr
       matches: [{path: {pathPrefix: /}, headers: [{name: x-env, value: {regex: "pro?d"}}]}]
+    - name: auth
+      matches: [{path: {pathPrefix: /auth}, headers: [{name: Authorization, value: {exact: "Bearer <admin>&1"}}]}]
   - hostname: other.test
     routes:
     - name: other
@@ -202,8 +218,9 @@ binds:
 // TestRouteReasonsMatchMaps: routeSelection's reasons written straight
 // to JSON are, byte for byte, what encoding/json writes for the maps they
 // stand for, over random requests to routes failing on every kind of
-// condition (strings with escapes and invalid UTF-8 among the values),
-// and with more routes than maxRouteReasons (reasonsOmitted).
+// condition (strings with escapes and invalid UTF-8 among the values; an
+// authorization the route does not take, redacted), and with more routes
+// than maxRouteReasons (reasonsOmitted).
 func TestRouteReasonsMatchMaps(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 2026))
 	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
@@ -213,7 +230,7 @@ func TestRouteReasonsMatchMaps(t *testing.T) {
 		for i := range n {
 			req := routing.Request{
 				Method: pick("GET", "POST", "PUT"),
-				Path:   pick("/a<b>", "/multi/x", "/r12", "/rx", "/h", "/", "/bad\xff", "/x\u2028"),
+				Path:   pick("/a<b>", "/multi/x", "/r12", "/rx", "/h", "/", "/bad\xff", "/x\u2028", "/auth"),
 				Host:   pick("a.example", "b.example", "é.example", "other.test", "nowhere", "\"q\""),
 				Query:  pick("", "q=1", "q=2", "z=1"),
 			}
@@ -223,7 +240,17 @@ func TestRouteReasonsMatchMaps(t *testing.T) {
 					hs[k] = pick("blue&red", "green", "prod", "pod", "<x>", "\xfe")
 				}
 			}
-			sel := bt.routing.Explain(&req, func(name string) (string, bool) { v, ok := hs[name]; return v, ok })
+			const token = "sk-route-<token>&x"
+			if r.IntN(2) > 0 {
+				hs["authorization"] = pick("Bearer "+token, "Bearer <admin>&1", token)
+			}
+			sel := bt.routing.Explain(&req, func(name string) (string, bool) { v, ok := hs[strings.ToLower(name)]; return v, ok })
+			redactSelection(&sel, dp.table.Load().redaction)
+			for _, v := range sel.Verdicts {
+				if strings.Contains(v.Failed.Got, token) || strings.Contains(v.Reason(), token) {
+					t.Fatalf("request %d: the route's reason shows the request's credential: %+v", i, v)
+				}
+			}
 			got, gotOmitted := appendRouteReasons(nil, sel)
 			want, wantOmitted := routeReasonsAsMaps(sel)
 			wantJSON, err := json.Marshal(want)

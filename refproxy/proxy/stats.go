@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/gwdiag/gwdiag/refproxy/routing"
@@ -76,7 +77,7 @@ func (dp *Dataplane) Dump() *configdump.Dump {
 		for _, l := range bt.listeners {
 			routes := map[string]configdump.Route{}
 			for _, rt := range l.routes {
-				routes[rt.key] = dumpRoute(rt)
+				routes[rt.key] = dumpRoute(rt, t.secretHeaders)
 				for _, be := range rt.allBackends() {
 					if seen[be.stats] {
 						continue
@@ -114,7 +115,7 @@ func (dp *Dataplane) Dump() *configdump.Dump {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	for _, p := range t.cfg.Policies {
-		d.Policies = append(d.Policies, dumpPolicies(p)...)
+		d.Policies = append(d.Policies, dumpPolicies(p, t.secretHeaders)...)
 	}
 	slices.SortStableFunc(d.Backends, func(a, b configdump.Backend) int {
 		return cmp.Compare(backendName(a), backendName(b))
@@ -159,7 +160,7 @@ func endpointEntry(be *backend, camel bool) configdump.EndpointEntry {
 
 // dumpPolicies is a configured policy as the reference lists it: one entry
 // per kind, {key, name, target, policy: {traffic: {phase, <kind>: spec}}}.
-func dumpPolicies(p config.Policy) []configdump.Policy {
+func dumpPolicies(p config.Policy, secrets *redact.Redactor) []configdump.Policy {
 	var target map[string]any
 	if b, err := json.Marshal(p.Target); err == nil {
 		_ = json.Unmarshal(b, &target)
@@ -168,6 +169,7 @@ func dumpPolicies(p config.Policy) []configdump.Policy {
 	ns := cmp.Or(p.Name.Namespace, config.DefaultNamespace)
 	// Every kind the policy sets, as the config writes it.
 	kinds, _ := asJSON(p.Policy).(map[string]any)
+	kinds = configShown(kinds, secrets)
 	var out []configdump.Policy
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		out = append(out, configdump.Policy{
@@ -213,13 +215,13 @@ func (rt *route) allBackends() []*backend {
 	return out
 }
 
-func dumpRoute(rt *route) configdump.Route {
+func dumpRoute(rt *route, secrets *redact.Redactor) configdump.Route {
 	// The matches as written, in the shape the config and the dump share
 	// (routing.MatchSpec), so the dump can be matched against again
 	// (gwdiag config explain).
 	matches := []any{}
 	for i := range rt.match.Matches {
-		matches = append(matches, dumpMatch(rt.match.Matches[i].Spec()))
+		matches = append(matches, dumpMatch(rt.match.Matches[i].Spec(), secrets))
 	}
 	backends := []configdump.RouteBackend{}
 	refd := map[config.ServiceOf]bool{}
@@ -236,7 +238,7 @@ func dumpRoute(rt *route) configdump.Route {
 		// A backend reference is the backend's namespace/name.
 		backends = append(backends, configdump.RouteBackend{Weight: be.weight, Backend: config.DefaultNamespace + "/" + be.name})
 	}
-	inline := ownPolicies(rt)
+	inline := ownPolicies(rt, secrets)
 	hostnames := rt.match.Hostnames
 	if hostnames == nil {
 		hostnames = []string{}
@@ -248,7 +250,7 @@ func dumpRoute(rt *route) configdump.Route {
 // ownPolicies are the route's inline policies, one object per kind, in
 // effectivePolicy's key order; the top-level policies that apply to it
 // are under policies[] with their targets, as the reference lists them.
-func ownPolicies(rt *route) []map[string]any {
+func ownPolicies(rt *route, secrets *redact.Redactor) []map[string]any {
 	out := []map[string]any{}
 	own := rt.own
 	if own == nil {
@@ -281,6 +283,7 @@ func ownPolicies(rt *route) []map[string]any {
 			kinds[k] = asJSON(v)
 		}
 	}
+	kinds = configShown(kinds, secrets)
 	for _, k := range effectivePolicyKeys {
 		if v, ok := kinds[k]; ok {
 			out = append(out, map[string]any{k: v})
@@ -294,11 +297,25 @@ func ownPolicies(rt *route) []map[string]any {
 }
 
 // dumpMatch is a match as the dump writes it: always with a path (the
-// schema requires one; no path is a "/" prefix).
-func dumpMatch(s routing.MatchSpec) any {
+// schema requires one; no path is a "/" prefix); the value a condition on
+// a credential header wants (secrets names them) reads "<redacted>".
+func dumpMatch(s routing.MatchSpec, secrets *redact.Redactor) any {
 	if s.Path == nil {
 		root := "/"
 		s.Path = &routing.PathSpec{PathPrefix: &root}
+	}
+	s.Headers = slices.Clone(s.Headers)
+	for i, h := range s.Headers {
+		if !secrets.Sensitive(h.Name) {
+			continue
+		}
+		marker := redact.Marker
+		if h.Value.Exact != nil {
+			s.Headers[i].Value.Exact = &marker
+		}
+		if h.Value.Regex != nil {
+			s.Headers[i].Value.Regex = &marker
+		}
 	}
 	var v any
 	if b, err := json.Marshal(s); err == nil {

@@ -9,6 +9,7 @@ import (
 	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -22,8 +23,15 @@ import (
 type Table struct {
 	cfg   *config.Config
 	binds []*bindTable
-	// sensitive are the request headers traces redact (lower case).
-	sensitive map[string]bool
+	// redaction redacts the credential headers of traces: the defaults
+	// (unless shown in clear), config.sensitiveHeaders and the headers
+	// the config's auth policies read, under the data plane's key.
+	redaction *reftrace.Redaction
+	// secretHeaders are the same headers, the defaults always: the
+	// values the config's header modifiers give them are credentials
+	// (a backend's Authorization, a Set-Cookie), which effectivePolicy
+	// and /config_dump show as "<redacted>" (configShown).
+	secretHeaders *redact.Redactor
 }
 
 type bindTable struct {
@@ -107,6 +115,17 @@ type backend struct {
 	service *config.ServiceOf
 }
 
+// shownConfigValue is a value the config gives the header name as the
+// trace's reasons show it: redacted for a credential header (a route
+// matching an Authorization holds a credential), with the fingerprint a
+// request carrying the same value shows.
+func (t *Table) shownConfigValue(name, value string) string {
+	if !t.secretHeaders.Sensitive(name) {
+		return value
+	}
+	return t.secretHeaders.Value(name, value)
+}
+
 // bindKey identifies a bind across reloads: its port, or for port 0 (a free
 // port picked at start) its position, which cannot collide with a port.
 func bindKey(i int, b config.Bind) int {
@@ -125,12 +144,7 @@ var effectivePolicyKeys = []string{
 
 func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 	t := &Table{cfg: cfg}
-	if cfg.Config != nil && len(cfg.Config.SensitiveHeaders) > 0 {
-		t.sensitive = map[string]bool{}
-		for _, h := range cfg.Config.SensitiveHeaders {
-			t.sensitive[strings.ToLower(h)] = true
-		}
-	}
+	t.redaction, t.secretHeaders = dp.tableRedaction(cfg)
 	for bi, b := range cfg.Binds {
 		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName(), routing: &routing.Bind{}}
 		for li, l := range b.Listeners {
@@ -168,7 +182,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 			}
 			var rroutes []*routing.Route
 			for ri, r := range l.Routes {
-				rt, err := dp.buildRoute(cfg, b, l, li, r, ri, gw, gwPols)
+				rt, err := dp.buildRoute(t, b, l, li, r, ri, gw, gwPols)
 				if err != nil {
 					return nil, err
 				}
@@ -176,6 +190,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 				if err != nil {
 					return nil, err
 				}
+				rr.ShowHeaderValues(t.shownConfigValue)
 				rt.match = rr
 				bt.routes = append(bt.routes, rt)
 				rroutes = append(rroutes, rr)
@@ -273,7 +288,8 @@ func (l *limits) entryList() []limitEntry {
 	return out
 }
 
-func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw *limits, gwPols []policyInput) (*route, error) {
+func (dp *Dataplane) buildRoute(t *Table, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw *limits, gwPols []policyInput) (*route, error) {
+	cfg := t.cfg
 	rt := &route{
 		key:       config.RouteKey(b, l, li, r, ri),
 		name:      r.RouteName(ri),
@@ -370,7 +386,7 @@ func (dp *Dataplane) buildRoute(cfg *config.Config, b config.Bind, l config.List
 		}
 		rt.effective["remoteRateLimit"] = rs
 	}
-	rp.effective(rt.effective, pols)
+	rp.effective(rt.effective, pols, t.secretHeaders)
 	if rlErr != "" {
 		// A refproxy extension beside the spec's seventeen keys, there
 		// only when a policy sets it: the body of the route's 429s.

@@ -36,6 +36,9 @@ func (dp *Dataplane) newClient(addr string, useTLS bool) *fasthttp.HostClient {
 		StreamResponseBody:            true,
 		ReadBufferSize:                connBufferSize,
 		WriteBufferSize:               connBufferSize,
+		// A malformed response's error (backendCallResult.error, the
+		// logs) does not quote its head: a set-cookie among its bytes.
+		SecureErrorLogMessage: true,
 	}
 }
 

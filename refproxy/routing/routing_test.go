@@ -243,3 +243,39 @@ func TestCompileErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestShowHeaderValues: a route can show the values its header conditions
+// want as a data plane shows credentials (every reason that quotes one:
+// a miss, a match, a shadowed match), and matches as before.
+func TestShowHeaderValues(t *testing.T) {
+	auth := MatchSpec{Path: &PathSpec{PathPrefix: str("/")}, Headers: []ValueSpec{
+		{Name: "Authorization", Value: StringSpec{Exact: str("Bearer sk-route-secret")}},
+		{Name: "x-key", Value: StringSpec{Regex: str("k-[0-9]+")}},
+		{Name: "x-team", Value: StringSpec{Exact: str("blue")}},
+	}}
+	r := mustRoute(t, "auth", nil, auth)
+	r.ShowHeaderValues(func(name, value string) string {
+		if name == "x-team" {
+			return value
+		}
+		return "<" + name + ">"
+	})
+	b := &Bind{Listeners: []*Listener{NewListener("l", "", []*Route{r, mustRoute(t, "first", nil, MatchSpec{Path: &PathSpec{Exact: str("/x")}})})}}
+	for _, tc := range []struct {
+		path string
+		hdr  []string
+		want string
+	}{
+		{"/y", []string{"authorization", "Bearer other"}, `header authorization is "Bearer other", the route wants exact "<authorization>"`},
+		{"/y", []string{"authorization", "Bearer sk-route-secret", "x-key", "z"}, `header x-key is "z", the route wants regex "<x-key>"`},
+		{"/y", []string{"authorization", "Bearer sk-route-secret", "x-key", "k-1", "x-team", "blue"}, `matched path prefix "/", header authorization exact "<authorization>", header x-key regex "<x-key>", header x-team exact "blue"`},
+		{"/x", []string{"authorization", "Bearer sk-route-secret", "x-key", "k-1", "x-team", "blue"}, `matches too (path prefix "/", header authorization exact "<authorization>", header x-key regex "<x-key>", header x-team exact "blue"), but first goes first`},
+	} {
+		s := b.Explain(&Request{Method: "GET", Path: tc.path, Host: "gw"}, headers(tc.hdr...))
+		for _, v := range s.Verdicts {
+			if got := v.Reason(); v.Route.Key == "auth" && (got != tc.want || strings.Contains(got, "sk-route-secret")) {
+				t.Errorf("%s %v: %q, want %q", tc.path, tc.hdr, got, tc.want)
+			}
+		}
+	}
+}

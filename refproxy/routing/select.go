@@ -39,6 +39,26 @@ func NewRoute(key string, id int, hostnames []string, specs []MatchSpec) (*Route
 	return r, nil
 }
 
+// ShowHeaderValues makes the reasons of r show the value a header
+// condition wants as shown(name, value) says (name lower case; value the
+// exact value, or the pattern of a regex): a data plane shows the values
+// of credential headers redacted, as its traces show requests'. Matching
+// is unchanged. Call it before r serves.
+func (r *Route) ShowHeaderValues(shown func(name, value string) string) {
+	for i := range r.Matches {
+		for j := range r.Matches[i].headers {
+			vm := &r.Matches[i].headers[j]
+			switch spec := r.Matches[i].spec.Headers[j].Value; {
+			case vm.invalid:
+			case spec.Regex != nil:
+				vm.want = fmt.Sprintf("regex %q", shown(vm.name, *spec.Regex))
+			case spec.Exact != nil:
+				vm.want = fmt.Sprintf("exact %q", shown(vm.name, *spec.Exact))
+			}
+		}
+	}
+}
+
 // entry is one match of one route in a listener's precedence order.
 type entry struct {
 	route *Route

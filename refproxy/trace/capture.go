@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 )
 
 // Captured events: what a traced request records of an event, and how it
@@ -88,6 +89,28 @@ type holdBuffers struct {
 	keptSpans [4]Span
 	keptPairs Pairs
 	kept      bool
+	// secrets are the trace's credentials (redaction.go): views of the
+	// arena, or strings the proxy gave; pending the captured values of
+	// credential headers whose secrets are taken when one is needed
+	// (Secrets). needles are their JSON forms, ended at needleEnds, made
+	// for needlesFor secrets; anyNonASCII: some secret's JSON form
+	// depends on its surroundings. scratch is the scrubbing pass's
+	// output.
+	secrets     redact.Secrets
+	secretList  []string // secrets, in the order they came (needles)
+	pending     []pendingSecret
+	needles     []byte
+	needleEnds  []int32
+	anchors     []int32 // the byte of each needle searched for
+	needlesFor  int
+	anyNonASCII bool
+	scratch     []byte
+	// redacted are the header values redacted so far, for the next
+	// snapshot that shows them (AppendRedacted).
+	redacted []redactedValue
+	// batch: the frames being rendered are scrubbed together when all
+	// are (scrubFrames), but for those of events built as maps.
+	batch bool
 }
 
 var holdPool = sync.Pool{New: func() any {
@@ -119,11 +142,6 @@ func (t *Tracer) CopyString(s string) Span {
 	return sp
 }
 
-// AddSecret marks v as a credential of the traced request (a value a
-// policy consumed as one): no event of the trace shows it (see
-// golden/trace/redact). Not yet acted on.
-func (t *Tracer) AddSecret(v string) {}
-
 // Bytes is the content of a span; valid until the trace ends.
 func (t *Tracer) Bytes(s Span) []byte { return t.hb.arena[s.off : s.off+s.n] }
 
@@ -133,12 +151,20 @@ func (t *Tracer) String(s Span) string { return string(t.Bytes(s)) }
 // PairsStart begins a run of pairs (AddPair, then PairsEnd).
 func (t *Tracer) PairsStart() Pairs { return Pairs{off: int32(len(t.buffers().pairs))} }
 
-// AddPair copies one name/value pair into the run under way.
+// AddPair copies one name/value pair into the run under way. The value
+// of a header the trace redacts is registered as a secret of the request
+// (a view of the copy): every frame rendered after it is scrubbed of it.
 func (t *Tracer) AddPair(k, v []byte) {
 	hb := t.buffers()
 	off, nk := int32(len(hb.arena)), int32(len(k))
 	hb.arena = append(append(hb.arena, k...), v...)
 	hb.pairs = append(hb.pairs, Span{off, nk}, Span{off + nk, int32(len(v))})
+	if !t.red.maybe(b2s(k)) || len(v) == 0 {
+		return
+	}
+	if name, ok := t.red.sensitive(b2s(k)); ok {
+		hb.pending = append(hb.pending, pendingSecret{name, Span{off + nk, int32(len(v))}})
+	}
 }
 
 // PairsEnd ends the run begun with p.
@@ -233,6 +259,7 @@ func (t *Tracer) record(sev trace.Severity, typ trace.MessageType, start, end in
 // it (with the request's id, and a requestFinished's timings) when follow
 // is set, else as a one-shot stream does.
 func (t *Tracer) appendFrame(fs *Frames, h *held, follow bool) {
+	start := len(fs.b)
 	if h.c.Render == nil && h.c.Fields != nil {
 		msg := messageOf(h.typ, h.c.Fields)
 		if follow && h.typ == trace.RequestFinished {
@@ -247,8 +274,10 @@ func (t *Tracer) appendFrame(fs *Frames, h *held, follow bool) {
 			e.RequestID = t.RequestID()
 		}
 		fs.appendEvent(e)
+		t.scrubFrame(fs, start, true)
 		return
 	}
+
 	b := append(fs.b, "data: "...)
 	b = appendHead(b, h.timed, h.start, h.end, h.sev)
 	at := len(b)
@@ -274,6 +303,9 @@ func (t *Tracer) appendFrame(fs *Frames, h *held, follow bool) {
 	}
 	fs.b = append(b, "}\n\n"...)
 	fs.end()
+	if t.hb == nil || !t.hb.batch {
+		t.scrubFrame(fs, start, false)
+	}
 }
 
 // send encodes an event recorded by a request whose events go out as they
@@ -395,12 +427,18 @@ func (t *Tracer) finishHeld(fin *held) {
 		// requestFinished's frame (last) uses them.
 		hb := t.buffers()
 		hb.out.Reset()
+		// The frames are scrubbed together, once all are rendered: a
+		// search over the whole trace costs a search per secret, not
+		// one per secret and frame.
+		hb.batch = true
 		for i := range hb.events {
 			h := &hb.events[i]
 			t.markAt(h.typ, h.end, h.start, h.timed)
 			t.appendFrame(&hb.out, h, true)
 		}
 		t.appendFrame(&hb.out, fin, true)
+		hb.batch = false
+		t.scrubFrames(&hb.out)
 		for _, w := range keep {
 			w.push(&hb.out, true)
 		}
@@ -419,9 +457,16 @@ func (t *Tracer) release() {
 	hb.events, hb.arena, hb.pairs = hb.events[:0], hb.arena[:0], hb.pairs[:0]
 	hb.memoC, hb.memoOK = Capture{}, false
 	hb.kept = false
+	hb.secrets.Reset()
+	clear(hb.secretList)
+	hb.secretList = hb.secretList[:0]
+	hb.pending = hb.pending[:0]
+	hb.needles, hb.needleEnds, hb.anchors, hb.needlesFor, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], hb.anchors[:0], 0, false
+	hb.scratch = hb.scratch[:0]
+	hb.redacted = hb.redacted[:0]
 	hb.out.Reset()
 	hb.held.Reset()
-	if cap(hb.arena) <= 64<<10 && cap(hb.out.b) <= 256<<10 && cap(hb.held.b) <= 256<<10 {
+	if cap(hb.arena) <= 64<<10 && cap(hb.out.b) <= 256<<10 && cap(hb.held.b) <= 256<<10 && cap(hb.scratch) <= 256<<10 {
 		holdPool.Put(hb)
 	}
 }

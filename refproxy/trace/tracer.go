@@ -36,6 +36,8 @@ type Tracer struct {
 	// captures and their arena.
 	hold bool
 	hb   *holdBuffers
+	// red redacts the trace's credentials (redaction.go); nil: none.
+	red *Redaction
 }
 
 // marks are the phase boundaries of a followed trace: the first

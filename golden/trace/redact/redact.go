@@ -24,6 +24,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -95,19 +96,49 @@ type Options struct {
 	// Extra are more headers to redact (any case), e.g. the reference's
 	// config.sensitiveHeaders or the header an apiKey policy reads.
 	Extra []string
+	// EscapeHTML writes the strings a scrub changes with <, > and &
+	// escaped (\u003c, \u003e, \u0026), as json.Marshal writes every
+	// string: a writer whose events are json.Marshal's bytes (refproxy)
+	// keeps them so. Without it they are written as the reference's
+	// serializer writes them, a marker reading "<redacted:...>".
+	EscapeHTML bool
 }
 
 // Redactor redacts the values of a set of headers and fingerprints
 // secrets under one key. It is safe for concurrent use.
 type Redactor struct {
-	names map[string]struct{}
-	macs  sync.Pool
-	key   []byte
+	names      map[string]struct{}
+	macs       sync.Pool
+	key        []byte
+	escapeHTML bool
+	// made are the fingerprints made under key, shared with the
+	// Redactors With makes.
+	made *fingerprints
 }
+
+// fingerprints remembers the fingerprints a key made, by a 64-bit hash of
+// the secret (hash/maphash, seeded at random; never the secret itself,
+// which is not kept): a proxy sees the same credentials in request after
+// request, and an HMAC costs some 6 000 instructions. Two secrets of the
+// same hash and length would share a fingerprint (a wrong name, never a
+// secret shown; one chance in 2^64). Bounded: forgotten when full.
+type fingerprints struct {
+	seed maphash.Seed
+	mu   sync.Mutex
+	m    map[fingerprintKey][FingerprintDigits]byte
+}
+
+type fingerprintKey struct {
+	hash uint64
+	n    int
+}
+
+// maxFingerprints bounds a key's remembered fingerprints.
+const maxFingerprints = 4096
 
 // New returns a Redactor for o.
 func New(o Options) *Redactor {
-	r := &Redactor{names: map[string]struct{}{}}
+	r := &Redactor{names: map[string]struct{}{}, escapeHTML: o.EscapeHTML}
 	if !o.NoDefaults {
 		for _, h := range Defaults {
 			r.names[h.Name] = struct{}{}
@@ -125,14 +156,15 @@ func New(o Options) *Redactor {
 			panic("redact: no random key: " + err.Error()) // crypto/rand does not fail on Linux
 		}
 	}
-	r.macs.New = func() any { return hmac.New(sha256.New, r.key) }
+	r.macs.New = func() any { return &mac{h: hmac.New(sha256.New, r.key)} }
+	r.made = &fingerprints{seed: maphash.MakeSeed(), m: map[fingerprintKey][FingerprintDigits]byte{}}
 	return r
 }
 
 // With returns a Redactor with the same key that also redacts names
 // (a config's own list on top of a process's).
 func (r *Redactor) With(names ...string) *Redactor {
-	n := &Redactor{names: make(map[string]struct{}, len(r.names)+len(names)), key: r.key}
+	n := &Redactor{names: make(map[string]struct{}, len(r.names)+len(names)), key: r.key, escapeHTML: r.escapeHTML, made: r.made}
 	for k := range r.names {
 		n.names[k] = struct{}{}
 	}
@@ -141,7 +173,7 @@ func (r *Redactor) With(names ...string) *Redactor {
 			n.names[k] = struct{}{}
 		}
 	}
-	n.macs.New = func() any { return hmac.New(sha256.New, n.key) }
+	n.macs.New = func() any { return &mac{h: hmac.New(sha256.New, n.key)} }
 	return n
 }
 
@@ -192,17 +224,39 @@ func (r *Redactor) Sensitive(name string) bool {
 // AppendMarker appends the marker of secret: "<redacted:" + its
 // fingerprint + ">".
 func (r *Redactor) AppendMarker(b []byte, secret string) []byte {
-	h := r.macs.Get().(hash.Hash)
-	h.Reset()
-	h.Write([]byte(secret))
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	r.macs.Put(h)
 	b = append(b, markerPrefix+":"...)
-	var hx [FingerprintDigits]byte
-	hex.Encode(hx[:], sum[:FingerprintDigits/2])
+	k := fingerprintKey{maphash.String(r.made.seed, secret), len(secret)}
+	r.made.mu.Lock()
+	hx, ok := r.made.m[k]
+	r.made.mu.Unlock()
+	if !ok {
+		m := r.macs.Get().(*mac)
+		m.h.Reset()
+		m.in = append(m.in[:0], secret...)
+		m.h.Write(m.in)
+		m.h.Sum(m.sum[:0])
+		hex.Encode(hx[:], m.sum[:FingerprintDigits/2])
+		clear(m.in) // no copy of the secret left behind
+		if cap(m.in) <= 4<<10 {
+			r.macs.Put(m)
+		}
+		r.made.mu.Lock()
+		if len(r.made.m) >= maxFingerprints {
+			clear(r.made.m)
+		}
+		r.made.m[k] = hx
+		r.made.mu.Unlock()
+	}
 	b = append(b, hx[:]...)
 	return append(b, '>')
+}
+
+// mac is a Redactor's HMAC with the buffers of one fingerprint, reused:
+// a fingerprint allocates nothing.
+type mac struct {
+	h   hash.Hash
+	in  []byte
+	sum [sha256.Size]byte
 }
 
 // MarkerOf is AppendMarker as a string.

@@ -294,3 +294,74 @@ func TestCollectEvent(t *testing.T) {
 		t.Errorf("collected %q: accept is no credential", got)
 	}
 }
+
+// TestEscapeHTMLWritesAsMarshal: with EscapeHTML, an event written by
+// json.Marshal stays json.Marshal's bytes once scrubbed (the strings a
+// scrub changes escaped as json.Marshal escapes them: <, > and &, \b, \f,
+// control bytes, U+2028), so that a proxy holding its frames to
+// json.Marshal can scrub them; without it, a marker reads as it is.
+func TestEscapeHTMLWritesAsMarshal(t *testing.T) {
+	const secret = "sk-<secret>&-0123"
+	ev := map[string]any{"message": map[string]any{
+		"reason":  "key " + secret + " refused <here> \b\f\x01\u2028 & \"q\"",
+		"headers": map[string]any{"authorization": "Bearer " + secret, "accept": "<a&b>"},
+		"other":   []any{"<untouched>", secret},
+	}}
+	in, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(Options{Key: testKey, EscapeHTML: true})
+	var s Secrets
+	got, changed := r.AppendEvent(nil, in, &s)
+	if !changed {
+		t.Fatalf("nothing scrubbed in %s", in)
+	}
+	var back any
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatalf("%v: %s", err, got)
+	}
+	want, _ := json.Marshal(back)
+	if string(got) != string(want) {
+		t.Errorf("scrubbed with EscapeHTML\n got  %s\n json.Marshal writes\n      %s", got, want)
+	}
+	if strings.Contains(string(got), secret) || strings.Contains(string(got), "sk-\\u003csecret") {
+		t.Errorf("secret left in %s", got)
+	}
+	plain, _ := New(Options{Key: testKey}).AppendEvent(nil, in, &Secrets{})
+	if !strings.Contains(string(plain), `"<redacted:`) {
+		t.Errorf("without EscapeHTML a marker reads as it is: %s", plain)
+	}
+}
+
+// TestMarkerAllocatesNothing: a fingerprint costs no allocation (a proxy
+// makes one per credential of every traced request).
+func TestMarkerAllocatesNothing(t *testing.T) {
+	r := New(Options{Key: testKey})
+	b := make([]byte, 0, 64)
+	secret := strings.Repeat("sk-secret-", 10)
+	r.AppendMarker(b, secret)
+	if n := testing.AllocsPerRun(100, func() { b = r.AppendMarker(b[:0], secret) }); n != 0 && !raceEnabled {
+		t.Errorf("AppendMarker: %v allocations, want 0", n)
+	}
+	if string(b) != fp(secret) {
+		t.Errorf("marker %s, want %s", b, fp(secret))
+	}
+}
+
+// TestFingerprintsRemembered: a fingerprint remembered is the one an HMAC
+// makes, for Redactors With makes too, and the memory is bounded.
+func TestFingerprintsRemembered(t *testing.T) {
+	r := New(Options{Key: testKey})
+	w := r.With("x-more")
+	for i := range maxFingerprints + 100 {
+		s := "secret-" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strings.Repeat("y", i/26)
+		first, again, with := r.MarkerOf(s), r.MarkerOf(s), w.MarkerOf(s)
+		if i%97 == 0 && first != fp(s) || again != first || with != first {
+			t.Fatalf("%q: %s, again %s, With's %s; the HMAC makes %s", s, first, again, with, fp(s))
+		}
+	}
+	if n := len(r.made.m); n > maxFingerprints {
+		t.Errorf("%d fingerprints remembered, want at most %d", n, maxFingerprints)
+	}
+}

@@ -145,7 +145,7 @@ func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers bool) ([]byte
 			return
 		}
 		dst = append(dst, src[last:t.start]...)
-		dst = appendQuoted(dst, out)
+		dst = appendQuoted(dst, out, r.escapeHTML)
 		last = t.end
 		changed = true
 	})
@@ -252,8 +252,9 @@ func walk(src []byte, f func(token)) {
 // appendQuoted appends s as a JSON string, escaped as encoding/json
 // escapes it with SetEscapeHTML(false) (invalid UTF-8 as \ufffd), so that
 // a marker reads "<redacted:...>" in the raw text, as the reference's
-// serializer writes its own.
-func appendQuoted(b []byte, s string) []byte {
+// serializer writes its own; with html, as json.Marshal escapes it (<, >
+// and & too).
+func appendQuoted(b []byte, s string, html bool) []byte {
 	const hexDigits = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); {
@@ -268,7 +269,11 @@ func appendQuoted(b []byte, s string) []byte {
 				b = append(b, '\\', 'r')
 			case c == '\t':
 				b = append(b, '\\', 't')
-			case c < 0x20:
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c < 0x20, html && (c == '<' || c == '>' || c == '&'):
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			default:
 				b = append(b, c)

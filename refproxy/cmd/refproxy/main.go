@@ -1,6 +1,9 @@
 // Command refproxy runs the reference proxy from a standalone config file:
 //
-//	refproxy -f config.yaml [--validate-only] [--admin-allow-remote] [--readiness-addr :15021]
+//	refproxy -f config.yaml [--validate-only] [--admin-allow-remote] [--readiness-addr :15021] [--trace-credentials-in-clear]
+//
+// Traces redact credentials (docs/admin.md, "Redaction"):
+// --trace-credentials-in-clear shows them, and says so in a warning.
 //
 // With --readiness-addr, GET /healthz/ready there answers 200 from the
 // moment the proxy serves its config until shutdown begins (a kubelet's
@@ -51,7 +54,8 @@ func run(args []string) int {
 	file := fs.String("f", "", "config file (YAML, the standalone format)")
 	fs.StringVar(file, "file", "", "same as -f")
 	validate := fs.Bool("validate-only", false, "check the config and exit")
-	allowRemote := fs.Bool("admin-allow-remote", false, "allow a non-loopback admin address (the admin server has no authentication)")
+	allowRemote := fs.Bool("admin-allow-remote", false, "allow a non-loopback admin address (the admin server has no authentication; refproxy warns at start)")
+	inClear := fs.Bool("trace-credentials-in-clear", false, "show credentials in traces: the values of authorization, cookie, x-api-key and the other headers refproxy redacts by default, of those auth policies read, and the API keys sent to AI backends (config.sensitiveHeaders stay redacted; refproxy warns at start)")
 	bindHost := fs.String("bind-host", "0.0.0.0", "address the binds listen on")
 	logLevel := fs.String("log-level", "info", "log filter, e.g. info or warn,refproxy::proxy=debug")
 	readyAddr := fs.String("readiness-addr", "", "serve GET /healthz/ready on this address while the proxy is up (e.g. :15021)")
@@ -64,7 +68,7 @@ func run(args []string) int {
 		return 2
 	}
 	if *file == "" || fs.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "refproxy: usage: refproxy -f config.yaml [--validate-only] [--admin-allow-remote]")
+		fmt.Fprintln(os.Stderr, "refproxy: usage: refproxy -f config.yaml [--validate-only] [--admin-allow-remote] [--trace-credentials-in-clear]")
 		return 2
 	}
 	cfg, err := config.Load(*file)
@@ -93,6 +97,7 @@ func run(args []string) int {
 		refproxy.WithLogFilter(*logLevel),
 		refproxy.WithConfigFile(*file, *watch),
 		refproxy.WithTimeouts(timeouts),
+		refproxy.WithTraceCredentialsInClear(*inClear),
 	}
 	if a := os.Getenv("ADMIN_ADDR"); a != "" {
 		opts = append(opts, refproxy.WithAdminAddr(a))

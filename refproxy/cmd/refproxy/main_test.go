@@ -87,6 +87,57 @@ func TestRunRefusesRemoteAdmin(t *testing.T) {
 	}
 }
 
+// TestValidateOnlyQuotesNoSecret: --validate-only, on a config holding
+// secrets (a provider's API key, inline and from the environment, a
+// backend's Authorization set by a header modifier) valid or not, and a
+// setting said to be ignored, says what it must without quoting one; the
+// credentials flag is taken.
+func TestValidateOnlyQuotesNoSecret(t *testing.T) {
+	const inline, env, header = "sk-validate-inline-91f3", "sk-validate-env-4c2d", "validate-header-7e0a"
+	t.Setenv("GWDIAG_VALIDATE_KEY", env)
+	cfg := `
+config:
+  tracing: {otlpEndpoint: "http://127.0.0.1:4317"}
+binds:
+- port: 0
+  listeners:
+  - routes:
+    - name: r
+      policies:
+        requestHeaderModifier: {set: {authorization: "Bearer ` + header + `"}}
+      backends: [{host: "127.0.0.1:1"}]
+llm:
+  port: 0
+  models:
+  - {name: a, provider: openAI, params: {hostOverride: "127.0.0.1:1", apiKey: "` + inline + `"}}
+  - {name: b, provider: openAI, params: {hostOverride: "127.0.0.1:2", apiKey: "$GWDIAG_VALIDATE_KEY"}}
+`
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, yaml string
+		code       int
+		want       string
+	}{
+		{"valid", cfg, 0, "valid"},
+		{"invalid elsewhere", cfg + "bogus: 1\n", 1, `unknown field "bogus"`},
+		{"not implemented elsewhere", cfg + "mcp: {port: 0, targets: [{name: x, stdio: {cmd: x}}]}\n", 2, "not implement"},
+	} {
+		f := dir + "/" + strings.ReplaceAll(tc.name, " ", "-") + ".yaml"
+		if err := os.WriteFile(f, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out := capture(t, func() int { return run([]string{"-f", f, "--validate-only", "--trace-credentials-in-clear"}) })
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d %q, want %d and %q", tc.name, code, out, tc.code, tc.want)
+		}
+		for _, s := range []string{inline, env, header} {
+			if strings.Contains(out, s) {
+				t.Errorf("%s: the output quotes the secret %q:\n%s", tc.name, s, out)
+			}
+		}
+	}
+}
+
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
