@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
+	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
@@ -41,6 +43,9 @@ type fault struct {
 	// singleSlot keeps one watcher at a time, as older proxies do: a new
 	// trace stream ends the previous one at once, with no events.
 	singleSlot bool
+	// proxyOptions start the in-process reference proxy with these
+	// options (the in-process fault runs only).
+	proxyOptions []refproxy.Option
 }
 
 // faultyTarget wraps a target (the in-process one, or the container one
@@ -108,8 +113,19 @@ func reverseProxy(addr string) *httputil.ReverseProxy {
 	// Director keeps the Host header of the client, as inject mode needs.
 	// Its own transport: http.DefaultTransport is shared with every other
 	// scenario running at the same time and with httptest's clean-up.
-	rp := &httputil.ReverseProxy{Director: func(r *http.Request) {
-		r.URL.Scheme, r.URL.Host = u.Scheme, u.Host
+	// Rewrite, not Director: the wrapper stands for the proxy's own
+	// listener, not a hop before it, so what is for the proxy itself
+	// (Proxy-Authorization, a hop-by-hop header a Director cannot keep)
+	// reaches it; X-Forwarded-For as a Director-based ReverseProxy sets it.
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.Out.URL.Scheme, pr.Out.URL.Host = u.Scheme, u.Host
+		pr.Out.Host = pr.In.Host
+		if v := pr.In.Header.Values("Proxy-Authorization"); len(v) > 0 {
+			pr.Out.Header["Proxy-Authorization"] = v
+		}
+		if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+			pr.Out.Header.Set("X-Forwarded-For", ip)
+		}
 	}, FlushInterval: -1, Transport: &http.Transport{DisableCompression: true}}
 	return rp
 }
@@ -732,17 +748,19 @@ var faults = map[string]fault{
 	}},
 	// Snapshots carry startTime in local time without a zone and ports as
 	// strings.
-	// The proxy shows a credential under a header it does not know as
-	// one: each request's Authorization travels on as
-	// X-Original-Authorization too, which the trace shows in clear.
-	"credential copied under another name": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if v := r.Header.Get("Authorization"); v != "" {
-				r.Header.Set("X-Original-Authorization", v)
-			}
-			next.ServeHTTP(w, r)
-		})
-	}},
+	// Traces show credentials in clear (refproxy's loud opt-out): every
+	// credential header, cookie and key; config.sensitiveHeaders alone stay
+	// redacted.
+	"credentials in clear": {proxyOptions: []refproxy.Option{refproxy.WithTraceCredentialsInClear(true)}},
+	// The proxy redacts what the reference does and nothing more:
+	// authorization and proxy-authorization (and sensitiveHeaders), not
+	// cookies, API-key headers or a backend's Set-Cookie.
+	"redacts only what the reference does": {
+		proxyOptions: []refproxy.Option{refproxy.WithTraceCredentialsInClear(true)},
+		setup: func(s *target.Setup) {
+			s.SensitiveHeaders = append(s.SensitiveHeaders, "authorization", "proxy-authorization")
+		},
+	},
 	// config.sensitiveHeaders is ignored: the proxy never hears of it.
 	"sensitiveHeaders ignored": {setup: func(s *target.Setup) { s.SensitiveHeaders = nil }},
 	// A redacted header is left out of the snapshots altogether, so a

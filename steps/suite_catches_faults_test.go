@@ -176,9 +176,16 @@ var faultCases = []faultCase{
 	{fault: "429 always plain text", claimAll: true, wantFail: map[string]string{
 		"An LLM route can refuse with OpenAI's JSON error": `response Content-Type: got "text/plain", want application/json`,
 	}},
-	{fault: "credential copied under another name", claimAll: true, wantFail: map[string]string{
-		"Authorization and Proxy-Authorization never appear in a trace":                 "requestState.request.headers.x-original-authorization",
-		"A credential a route matches on stays out of the trace when it does not match": "requestState.request.headers.x-original-authorization",
+	{fault: "credentials in clear", claimAll: true, wantFail: map[string]string{
+		"Authorization and Proxy-Authorization never appear in a trace":                 "requestState.request.headers.authorization",
+		"A credential a route matches on stays out of the trace when it does not match": "requestState.request.headers.authorization",
+		"Cookies and API-key headers never appear in a trace":                           "requestState.request.headers.",
+		"A backend's Set-Cookie never appears in a trace, and the client still gets it": "requestState.response.headers.set-cookie",
+		"The API key the proxy sends an LLM provider never appears in a trace":          "requestState.request.headers.authorization",
+	}},
+	{fault: "redacts only what the reference does", claimAll: true, wantFail: map[string]string{
+		"Cookies and API-key headers never appear in a trace":                           "requestState.request.headers.",
+		"A backend's Set-Cookie never appears in a trace, and the client still gets it": "requestState.response.headers.set-cookie",
 	}},
 	{fault: "sensitiveHeaders ignored", claimAll: true, wantFail: map[string]string{
 		"A header named in config.sensitiveHeaders never appears in a trace": "requestState.request.headers.x-tenant-token",
@@ -203,7 +210,7 @@ var faultCases = []faultCase{
 // message that says why.
 func TestSuiteCatchesFaults(t *testing.T) {
 	for _, tt := range faultCases {
-		t.Run(tt.fault, func(t *testing.T) { checkFault(t, inprocess.New(), tt) })
+		t.Run(tt.fault, func(t *testing.T) { checkFault(t, inprocess.New(faults[tt.fault].proxyOptions...), tt) })
 	}
 }
 

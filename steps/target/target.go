@@ -319,6 +319,37 @@ func (s *Setup) RouteNamed(name string) *Route {
 }
 
 // BackendNamed returns the named backend, or nil.
+// ReadsHeader reports whether a route or limit of s reads the request
+// header name (any case): a header match, a limit's key, a global limit's
+// client descriptor. A step adding headers of its own leaves these alone.
+func (s *Setup) ReadsHeader(name string) bool {
+	for _, l := range s.Listeners {
+		for _, r := range l.Routes {
+			if r.Header != nil && strings.EqualFold(r.Header.Name, name) {
+				return true
+			}
+			for _, lim := range r.Limits {
+				if strings.EqualFold(lim.KeyHeader, name) {
+					return true
+				}
+			}
+			for _, g := range r.Global {
+				if strings.EqualFold(g.KeyHeader, name) {
+					return true
+				}
+			}
+		}
+	}
+	for _, p := range s.Policies {
+		for _, lim := range p.Limits {
+			if strings.EqualFold(lim.KeyHeader, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (s *Setup) BackendNamed(name string) *Backend {
 	for i := range s.Backends {
 		if s.Backends[i].Name == name {

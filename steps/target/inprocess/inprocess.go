@@ -16,10 +16,13 @@ import (
 
 // InProcess runs the reference proxy as a library, one instance per
 // scenario, configured from the same standalone YAML a process target writes.
-type InProcess struct{}
+type InProcess struct {
+	opts []refproxy.Option
+}
 
-// New returns the in-process target.
-func New() *InProcess { return &InProcess{} }
+// New returns the in-process target; opts are given to every proxy it
+// starts, after its own (tests: a fault of the proxy's own making).
+func New(opts ...refproxy.Option) *InProcess { return &InProcess{opts: opts} }
 
 // Name implements Target.
 func (*InProcess) Name() string { return "inprocess" }
@@ -40,7 +43,7 @@ func (*InProcess) Capabilities() []string {
 }
 
 // Configure implements Target.
-func (*InProcess) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
+func (t *InProcess) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
 	// Port 0 everywhere: the kernel picks at bind time, so no other test can
 	// take a port between choosing and binding it.
 	d, yml, err := local.Prepare(setup, false, local.StyleBinds)
@@ -53,7 +56,7 @@ func (*InProcess) Configure(ctx context.Context, setup target.Setup) (target.Dep
 		return nil, fmt.Errorf("inprocess: config rejected: %w\n%s", err, yml)
 	}
 	// The suite reports per scenario; the proxy's own start/stop logs would drown it.
-	p, err := refproxy.New(cfg, refproxy.WithLogOutput(io.Discard))
+	p, err := refproxy.New(cfg, append([]refproxy.Option{refproxy.WithLogOutput(io.Discard)}, t.opts...)...)
 	if err != nil {
 		d.Stop(ctx)
 		return nil, fmt.Errorf("inprocess: %w", err)
