@@ -31,13 +31,20 @@ type routePolicies struct {
 	direct *config.DirectResponse
 	reqMod []*headerMod
 	resMod []*headerMod
+	// auth are the auth policies in the order they run (auth.go);
+	// backendAuth the route's, for backends without their own.
+	auth        []authStage
+	backendAuth *backendAuthPolicy
 }
 
-// policyInput is one source of a route's policies, in the order they apply.
+// policyInput is one source of a route's policies, in the order they
+// apply: a listener's own policies (gw), or a block of policies (p), from
+// a top-level policy (of the gateway phase when gatewayPhase) or the
+// route.
 type policyInput struct {
-	cors          *config.CORS
-	authorization *config.Authorization
-	p             *config.Policies
+	gw           *config.GatewayPolicies
+	p            *config.Policies
+	gatewayPhase bool
 }
 
 // compilePolicies builds a route's policies from its sources; nil when
@@ -47,7 +54,11 @@ type policyInput struct {
 func compilePolicies(ins []policyInput) (*routePolicies, error) {
 	rp := &routePolicies{}
 	for _, in := range ins {
-		cors, authz := in.cors, in.authorization
+		var cors *config.CORS
+		var authz *config.Authorization
+		if g := in.gw; g != nil {
+			cors, authz = g.CORS, g.Authorization
+		}
 		if p := in.p; p != nil {
 			if p.CORS != nil {
 				cors = p.CORS
@@ -76,7 +87,10 @@ func compilePolicies(ins []policyInput) (*routePolicies, error) {
 			rp.authz = append(rp.authz, a)
 		}
 	}
-	if rp.cors == nil && rp.authz == nil && rp.direct == nil && rp.reqMod == nil && rp.resMod == nil {
+	if err := rp.compileAuth(ins); err != nil {
+		return nil, err
+	}
+	if rp.cors == nil && rp.authz == nil && rp.direct == nil && rp.reqMod == nil && rp.resMod == nil && rp.auth == nil && rp.backendAuth == nil {
 		return nil, nil
 	}
 	return rp, nil
@@ -91,11 +105,11 @@ func (rp *routePolicies) effective(eff map[string]any, ins []policyInput) {
 	var cors, direct any
 	var authz, req, res []any
 	for _, in := range ins {
-		if in.cors != nil {
-			cors = asJSON(in.cors)
+		if g := in.gw; g != nil && g.CORS != nil {
+			cors = asJSON(g.CORS)
 		}
-		if in.authorization != nil {
-			authz = append(authz, asJSON(in.authorization))
+		if g := in.gw; g != nil && g.Authorization != nil {
+			authz = append(authz, asJSON(g.Authorization))
 		}
 		if p := in.p; p != nil {
 			if p.CORS != nil {
@@ -131,6 +145,7 @@ func (rp *routePolicies) effective(eff map[string]any, ins []policyInput) {
 	if res != nil {
 		eff["responseHeaderModifier"] = res
 	}
+	rp.authEffective(eff)
 }
 
 // asJSON is a config value as a trace shows it (JSON objects as maps).
@@ -147,9 +162,11 @@ func asJSON(v any) any {
 }
 
 // activation is what CEL expressions see of a request; built once per
-// request, and only for routes whose policies read it.
+// request, and only for routes whose policies read it, after the auth
+// policies (identity.vars adds who they found).
 func activation(ctx *fasthttp.RequestCtx) map[string]any {
-	return map[string]any{"request": requestInfo(ctx, time.Time{}), "source": sourceInfo(ctx.RemoteAddr()), "jwt": celexpr.NoClaims}
+	return map[string]any{"request": requestInfo(ctx, time.Time{}), "source": sourceInfo(ctx.RemoteAddr()),
+		"jwt": celexpr.NoClaims, "apiKey": celexpr.NoClaims, "basicAuth": celexpr.NoClaims}
 }
 
 // --- localRateLimit, conditional form
