@@ -23,12 +23,13 @@ import (
 type seen struct {
 	Header http.Header
 	Query  string
+	Path   string // as sent
 }
 
 // echoBackend answers every request with what it received, as JSON.
 func echoBackend(t *testing.T) string {
 	return backendServer(t, "echo", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(seen{Header: r.Header, Query: r.URL.RawQuery})
+		_ = json.NewEncoder(w).Encode(seen{Header: r.Header, Query: r.URL.RawQuery, Path: r.URL.EscapedPath()})
 	})
 }
 
@@ -153,9 +154,9 @@ routes:
 			}
 		})
 	}
-	// The other query parameters pass as they were sent.
-	if a := send(t, base+"/permissive?a=%2F&api_key=plain-key-0001&b=2"); a.got.Query != "a=%2F&b=2" {
-		t.Errorf("query %q, want a=%%2F&b=2", a.got.Query)
+	// The path and the other query parameters pass as they were sent.
+	if a := send(t, base+"/permissive/a%2Fb?a=%2F&api_key=plain-key-0001&b=2"); a.got.Query != "a=%2F&b=2" || a.got.Path != "/permissive/a%2Fb" {
+		t.Errorf("path %q, query %q; want /permissive/a%%2Fb, a=%%2F&b=2", a.got.Path, a.got.Query)
 	}
 
 	// The trace: the key by index and name; a refusal says why.
@@ -563,5 +564,70 @@ policies:
 	}
 	if len(policyResults(events, "backendAuth")) == 0 || len(policyResults(events, "apiKey")) == 0 || len(policyResults(events, "basicAuth")) == 0 {
 		t.Errorf("the trace lacks the auth policy events the search needs")
+	}
+}
+
+// TestTraceHidesCredentials: with the tracer's redaction (default
+// credential headers, Config.CredentialHeaders, and the values the auth
+// policies give Tracer.AddSecret), no byte of a trace holds a credential a
+// request carried or a backendAuth sent: headers of any name a policy
+// reads, a query parameter (in the URI), a cookie, the Basic password, the
+// JWT, the backend's keys. It needs the tracer's half of issue 42; a build
+// whose tracer shows an Authorization header in clear skips it.
+func TestTraceHidesCredentials(t *testing.T) {
+	is := authntest.NewIssuer(t, "k1")
+	jwks := strings.ReplaceAll(is.JWKS(), `"`, `\"`)
+	be := echoBackend(t)
+	p := startProxy(t, `
+gateways:
+  default: {port: 0}
+routes:
+- name: plain
+  matches: [{path: {pathPrefix: /plain}}]
+  backends: [{host: `+be+`}]
+- name: key
+  matches: [{path: {pathPrefix: /key}}]
+  policies:
+    apiKey: {keys: [{key: sk-trace-query-key-01}], location: {queryParameter: {name: k}}}
+    basicAuth: {htpasswd: "`+authntest.Bcrypt(t, "alice", "trace-password-02")+`", authorizationLocation: {header: {name: X-Basic, prefix: "Basic "}}}
+  backends:
+  - host: `+be+`
+    policies:
+      backendAuth:
+        key: {value: sk-trace-backend-03, location: {header: {name: X-Upstream-Secret}}}
+        credentials: [{location: {queryParameter: {name: sig}}, key: sk-trace-backend-sig-04}]
+- name: jwt
+  matches: [{path: {pathPrefix: /jwt}}]
+  policies:
+    jwtAuth: {issuer: https://idp.example, jwks: "`+jwks+`", location: {cookie: {name: session}}}
+    backendAuth: {passthrough: {location: {header: {name: X-Jwt}}}}
+  backends: [{host: `+be+`}]
+`)
+	base := "http://" + p.BindAddrs()[0]
+	_, evs := traced(t, p, base+"/plain", "Authorization", "Bearer sk-trace-probe-00")
+	if b, _ := json.Marshal(evs); strings.Contains(string(b), "sk-trace-probe-00") {
+		t.Skip("this build's tracer shows Authorization in clear: the trace redaction of issue 42 is not in it")
+	}
+	token := is.Token(map[string]any{"iss": "https://idp.example", "exp": time.Now().Add(time.Hour).Unix()})
+	basicValue := base64.StdEncoding.EncodeToString([]byte("alice:trace-password-02"))
+	secretsSent := []string{"sk-trace-query-key-01", "trace-password-02", basicValue, "sk-trace-backend-03", "sk-trace-backend-sig-04", token}
+	var all []trace.Event
+	a, evs := traced(t, p, base+"/key?k=sk-trace-query-key-01&x=1", "X-Basic", "Basic "+basicValue)
+	if a.status != 200 || a.got.Header.Get("X-Upstream-Secret") != "sk-trace-backend-03" {
+		t.Fatalf("/key: %d, backend saw %v", a.status, a.got.Header)
+	}
+	all = append(all, evs...)
+	if a, evs = traced(t, p, base+"/jwt", "Cookie", "session="+token); a.status != 200 || a.got.Header.Get("X-Jwt") != token {
+		t.Fatalf("/jwt: %d, backend saw %v", a.status, a.got.Header)
+	}
+	all = append(all, evs...)
+	b, err := json.Marshal(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secretsSent {
+		if strings.Contains(string(b), s) {
+			t.Errorf("the trace holds the credential %q", s)
+		}
 	}
 }

@@ -188,7 +188,7 @@ func (l location) remove(req *fasthttp.Request) {
 		delFold(&req.Header, l.header)
 	case l.query != "":
 		q := string(req.URI().QueryString())
-		req.URI().SetQueryString(withoutQueryParam(q, l.query))
+		setQuery(req, withoutQueryParam(q, l.query))
 	default:
 		req.Header.DelCookie(l.cookie)
 	}
@@ -208,11 +208,22 @@ func (l location) insert(req *fasthttp.Request, v string) string {
 		if q != "" {
 			q += "&"
 		}
-		req.URI().SetQueryString(q + url.QueryEscape(l.query) + "=" + enc)
+		setQuery(req, q+url.QueryEscape(l.query)+"="+enc)
 		return enc
 	}
 	req.Header.SetCookie(l.cookie, v)
 	return v
+}
+
+// setQuery replaces the request's query string, in its URI and in the
+// request line that trace snapshots read (the path as received).
+func setQuery(req *fasthttp.Request, q string) {
+	path, _ := splitRequestURI(string(req.Header.RequestURI()))
+	req.URI().SetQueryString(q)
+	if q != "" {
+		path += "?" + q
+	}
+	req.Header.SetRequestURI(path)
 }
 
 // queryParam finds the first parameter called name in a raw query string:
