@@ -229,9 +229,10 @@ func setQuery(req *fasthttp.Request, q string) {
 // queryParam finds the first parameter called name in a raw query string:
 // its value as sent and decoded (form encoding, as the reference reads it).
 func queryParam(q, name string) (rawValue, decoded string, ok bool) {
-	for q != "" {
-		var pair string
-		pair, q, _ = strings.Cut(q, "&")
+	if q == "" {
+		return "", "", false
+	}
+	for pair := range strings.SplitSeq(q, "&") {
 		k, v, _ := strings.Cut(pair, "=")
 		if dk, err := url.QueryUnescape(k); err != nil || dk != name {
 			continue
@@ -248,10 +249,11 @@ func queryParam(q, name string) (rawValue, decoded string, ok bool) {
 // withoutQueryParam is a raw query string without the parameters called
 // name, every other byte as sent.
 func withoutQueryParam(q, name string) string {
+	if q == "" {
+		return ""
+	}
 	var out []string
-	for rest := q; rest != ""; {
-		var pair string
-		pair, rest, _ = strings.Cut(rest, "&")
+	for pair := range strings.SplitSeq(q, "&") {
 		k, _, _ := strings.Cut(pair, "=")
 		if dk, err := url.QueryUnescape(k); err == nil && dk == name {
 			continue
