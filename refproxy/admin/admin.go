@@ -119,14 +119,20 @@ func Handler(b Backend) http.Handler {
 	return mux
 }
 
+// writeJSON answers v as indented JSON, <, > and & as they are (not
+// \u003c...): the reference's dump reads "<redacted>" where it hides a
+// secret, and so does refproxy's.
 func writeJSON(w http.ResponseWriter, v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		http.Error(w, "encode: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }
 
 func (b Backend) logging(w http.ResponseWriter, r *http.Request) {

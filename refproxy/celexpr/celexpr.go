@@ -5,10 +5,11 @@
 //
 // The request environment (RequestEnv) is what policies see, as the
 // reference implementation names it: request (method, path, host, headers,
-// ...), source (address, port) and jwt (the claims of a validated token:
-// always empty, as refproxy validates none, so has(jwt.sub) is false), with
-// CEL's network functions (cidr("10.0.0.0/8").containsIP(source.address))
-// and random().
+// ...), source (address, port), jwt (the claims of the token a jwtAuth
+// policy validated; empty without one, so has(jwt.sub) is false), apiKey
+// (the metadata of the key an apiKey policy matched, key itself shown as
+// "<redacted>") and basicAuth (username), with CEL's network functions
+// (cidr("10.0.0.0/8").containsIP(source.address)) and random().
 package celexpr
 
 import (
@@ -69,13 +70,16 @@ var RequestEnv = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable("request", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("source", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("jwt", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("apiKey", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("basicAuth", cel.MapType(cel.StringType, cel.DynType)),
 		ext.Network(),
 		cel.Function("random", cel.Overload("random_double", nil, cel.DoubleType,
 			cel.FunctionBinding(func(...ref.Val) ref.Val { return types.Double(rand.Float64()) }))),
 	)
 })
 
-// NoClaims is the jwt of every request: refproxy validates no tokens.
+// NoClaims is jwt, apiKey and basicAuth of a request no auth policy
+// authenticated: empty, so that has(jwt.sub) is false.
 var NoClaims = map[string]any{}
 
 // CompileRequest compiles a request expression yielding want.

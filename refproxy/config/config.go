@@ -193,8 +193,9 @@ type StringMatch struct {
 // Policies is the policy block of a route or of a top-level policy (the
 // reference's FilterOrPolicy). Of the reference's policies refproxy
 // implements localRateLimit (both forms), remoteRateLimit,
-// requestHeaderModifier, responseHeaderModifier, directResponse, cors and
-// authorization; it refuses the others (policies.go).
+// requestHeaderModifier, responseHeaderModifier, directResponse, cors,
+// authorization, apiKey, basicAuth, jwtAuth and backendAuth (key,
+// credentials, passthrough); it refuses the others (policies.go, auth.go).
 type Policies struct {
 	// LocalRateLimit are limits that all apply.
 	LocalRateLimit []RateLimit `yaml:"localRateLimit" json:"localRateLimit,omitempty"`
@@ -208,6 +209,13 @@ type Policies struct {
 	DirectResponse            *DirectResponse        `yaml:"directResponse" json:"directResponse,omitempty"`
 	CORS                      *CORS                  `yaml:"cors" json:"cors,omitempty"`
 	Authorization             *Authorization         `yaml:"authorization" json:"authorization,omitempty"`
+	// APIKey, BasicAuth and JWTAuth authenticate the request (auth.go);
+	// BackendAuth sends credentials to every backend of the route that
+	// has none of its own.
+	APIKey      *APIKeyAuth  `yaml:"apiKey" json:"apiKey,omitempty"`
+	BasicAuth   *BasicAuth   `yaml:"basicAuth" json:"basicAuth,omitempty"`
+	JWTAuth     *JWTAuth     `yaml:"jwtAuth" json:"jwtAuth,omitempty"`
+	BackendAuth *BackendAuth `yaml:"backendAuth" json:"backendAuth,omitempty"`
 	// RateLimitError is the body of the route's 429s: "text" (the
 	// default: the spec's "rate limit exceeded") or "openai", the JSON
 	// error OpenAI clients parse ({"error": {"message", "type":
@@ -322,8 +330,9 @@ type Backend struct {
 	// extension, like a route's key): /config_dump then lists the endpoint
 	// under services[], as the reference does in a cluster.
 	ServiceOf *ServiceOf `yaml:"serviceOf" json:"serviceOf,omitempty"`
-	// Policies (backendTLS, backendAuth, ...) are refused, each by name.
-	Policies *RefusedBlock `yaml:"policies" json:"-"`
+	// Policies are the backend's own: backendAuth; the others
+	// (backendTLS, ...) are refused, each by name.
+	Policies *BackendPolicies `yaml:"policies" json:"-"`
 }
 
 // ServiceOf is a Service port: the Service's name and namespace, and the port.
@@ -577,6 +586,9 @@ func (c *Config) validate(loc func(path string) (pos, file string)) error {
 				if err := checkAuthz(p.Authorization, lp+".policies.authorization", fail); err != nil {
 					return err
 				}
+				if err := checkAuthPolicies(p.APIKey, p.BasicAuth, p.JWTAuth, lp+".policies", fail); err != nil {
+					return err
+				}
 			}
 			for ri, r := range l.Routes {
 				rp := fmt.Sprintf("%s.routes[%d]", lp, ri)
@@ -612,6 +624,11 @@ func (c *Config) validate(loc func(path string) (pos, file string)) error {
 				}
 				for bki, bk := range r.Backends {
 					bkp := fmt.Sprintf("%s.backends[%d]", rp, bki)
+					if bk.Policies != nil {
+						if err := checkBackendAuth(bk.Policies.BackendAuth, bkp+".policies.backendAuth", fail); err != nil {
+							return err
+						}
+					}
 					switch {
 					case bk.Host != "" && bk.AI != nil:
 						return fail(bkp, "set exactly one of host or ai")
@@ -803,10 +820,3 @@ func (s *StringMatch) check() error {
 	}
 	return nil
 }
-
-// CredentialHeaders are the request headers (lower case, sorted, once
-// each) that the config's auth policies read a credential from (apiKey,
-// basicAuth and jwtAuth locations, and the header a backendAuth sends):
-// traces redact their values as they do the default credential headers.
-// None today: refproxy implements no auth policy yet.
-func (c *Config) CredentialHeaders() []string { return nil }

@@ -235,13 +235,16 @@ func (k *LLMProviderKind) decodeYAML(d *decoder, n *yaml.Node, path string, segs
 }
 
 // LLMPolicies are llm.policies: for every request, before a model is
-// picked. refproxy implements localRateLimit, remoteRateLimit, cors and
-// authorization.
+// picked. refproxy implements localRateLimit, remoteRateLimit, cors,
+// authorization, apiKey, basicAuth and jwtAuth.
 type LLMPolicies struct {
 	LocalRateLimit  []RateLimit      `yaml:"localRateLimit"`
 	RemoteRateLimit *RemoteRateLimit `yaml:"remoteRateLimit"`
 	CORS            *CORS            `yaml:"cors"`
 	Authorization   *Authorization   `yaml:"authorization"`
+	APIKey          *APIKeyAuth      `yaml:"apiKey"`
+	BasicAuth       *BasicAuth       `yaml:"basicAuth"`
+	JWTAuth         *JWTAuth         `yaml:"jwtAuth"`
 	RateLimitError  string           `yaml:"rateLimitError"`
 }
 
@@ -279,17 +282,6 @@ func (*FrontendPolicies) decodeField(d *decoder, key, val *yaml.Node, path strin
 		if !unset(val) {
 			d.refuse(path, "")
 		}
-	}
-	return true, nil
-}
-
-// RefusedBlock is a block of policies none of which refproxy implements:
-// each one set is refused by its own name.
-type RefusedBlock struct{}
-
-func (*RefusedBlock) decodeField(d *decoder, _, val *yaml.Node, path string, _ []string) (bool, error) {
-	if !unset(val) {
-		d.refuse(path, "")
 	}
 	return true, nil
 }

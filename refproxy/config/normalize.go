@@ -153,7 +153,7 @@ func (n *normalizer) gateways(gws Gateways) map[string][]listenerRef {
 }
 
 func (p GatewayPolicies) orNil() *GatewayPolicies {
-	if p.CORS == nil && p.Authorization == nil {
+	if p.CORS == nil && p.Authorization == nil && p.APIKey == nil && p.BasicAuth == nil && p.JWTAuth == nil {
 		return nil
 	}
 	return &p
@@ -207,8 +207,10 @@ func (n *normalizer) llm(l *LLM, refs map[string][]listenerRef, gws Gateways) {
 	router := n.llmRouter(l)
 	rt := Route{Name: LLMRouteName, Namespace: LLMNamespace, LLM: router}
 	if p := l.Policies; p != nil {
-		pol := &Policies{LocalRateLimit: p.LocalRateLimit, RemoteRateLimit: p.RemoteRateLimit, CORS: p.CORS, Authorization: p.Authorization, RateLimitError: p.RateLimitError}
-		if pol.LocalRateLimit != nil || pol.RemoteRateLimit != nil || pol.CORS != nil || pol.Authorization != nil || pol.RateLimitError != "" {
+		pol := &Policies{LocalRateLimit: p.LocalRateLimit, RemoteRateLimit: p.RemoteRateLimit, CORS: p.CORS, Authorization: p.Authorization,
+			APIKey: p.APIKey, BasicAuth: p.BasicAuth, JWTAuth: p.JWTAuth, RateLimitError: p.RateLimitError}
+		if pol.LocalRateLimit != nil || pol.RemoteRateLimit != nil || pol.CORS != nil || pol.Authorization != nil ||
+			pol.APIKey != nil || pol.BasicAuth != nil || pol.JWTAuth != nil || pol.RateLimitError != "" {
 			rt.Policies = pol
 		}
 	}

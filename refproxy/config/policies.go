@@ -95,11 +95,15 @@ func (r AuthzRule) MarshalJSON() ([]byte, error) {
 }
 
 // GatewayPolicies are the policies of a gateway or listener (the
-// reference's LocalGatewayPolicy): of them refproxy implements cors and
-// authorization, applied to every route of the listener.
+// reference's LocalGatewayPolicy): of them refproxy implements cors,
+// authorization, apiKey, basicAuth and jwtAuth, applied to every route of
+// the listener.
 type GatewayPolicies struct {
 	CORS          *CORS          `yaml:"cors" json:"cors,omitempty"`
 	Authorization *Authorization `yaml:"authorization" json:"authorization,omitempty"`
+	APIKey        *APIKeyAuth    `yaml:"apiKey" json:"apiKey,omitempty"`
+	BasicAuth     *BasicAuth     `yaml:"basicAuth" json:"basicAuth,omitempty"`
+	JWTAuth       *JWTAuth       `yaml:"jwtAuth" json:"jwtAuth,omitempty"`
 }
 
 // fieldDecoder is implemented by structs that decode some of their fields
@@ -198,6 +202,12 @@ func checkPolicies(p *Policies, path string, fail func(string, string, ...any) e
 	}
 	if err := p.CORS.check(); err != nil {
 		return fail(path+".cors", "%v", err)
+	}
+	if err := checkAuthPolicies(p.APIKey, p.BasicAuth, p.JWTAuth, path, fail); err != nil {
+		return err
+	}
+	if err := checkBackendAuth(p.BackendAuth, path+".backendAuth", fail); err != nil {
+		return err
 	}
 	return checkAuthz(p.Authorization, path+".authorization", fail)
 }

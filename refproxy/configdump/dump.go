@@ -82,6 +82,9 @@ type RouteBackend struct {
 	Backend       string      `json:"backend,omitempty"`
 	InlineBackend string      `json:"inlineBackend,omitempty"`
 	RouteGroup    string      `json:"routeGroup,omitempty"`
+	// InlinePolicies are the backend's own policies for this route, one
+	// kind per object: {"backendAuth": {...}}.
+	InlinePolicies []map[string]any `json:"inlinePolicies,omitempty"`
 }
 
 // ServiceRef is a route's reference to a Service port. Name is a

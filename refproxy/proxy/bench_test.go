@@ -343,17 +343,28 @@ routes:
   backends: [{host: "127.0.0.1:1"}]
 `
 	}
-	for _, c := range []struct{ name, policies string }{
-		{"none", "    {}"},
-		{"header-modifiers", "    requestHeaderModifier: {set: {x-a: \"1\"}, remove: [x-b]}\n    responseHeaderModifier: {add: {x-c: \"1\"}}"},
-		{"cors", "    cors: {allowOrigins: [\"*\"], allowMethods: [GET]}"},
-		{"local-limit", "    localRateLimit: [{maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}]"},
-		{"conditional-limit", "    localRateLimit:\n      conditional:\n      - {condition: 'request.headers[\"x-tier\"] == \"gold\"', maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}\n      - {maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}"},
-		{"authorization", "    authorization: {rules: ['request.path.startsWith(\"/get\")']}"},
+	for _, c := range []struct{ name, policies, header string }{
+		{"none", "    {}", ""},
+		{"header-modifiers", "    requestHeaderModifier: {set: {x-a: \"1\"}, remove: [x-b]}\n    responseHeaderModifier: {add: {x-c: \"1\"}}", ""},
+		{"cors", "    cors: {allowOrigins: [\"*\"], allowMethods: [GET]}", ""},
+		{"local-limit", "    localRateLimit: [{maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}]", ""},
+		{"conditional-limit", "    localRateLimit:\n      conditional:\n      - {condition: 'request.headers[\"x-tier\"] == \"gold\"', maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}\n      - {maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}", ""},
+		{"authorization", "    authorization: {rules: ['request.path.startsWith(\"/get\")']}", ""},
+		// An API key checked (every SHA-256 digest compared) and taken off.
+		{"api-key", "    apiKey: {keys: [{key: bench-key-1}, {key: bench-key-2}], mode: strict}", "Bearer bench-key-2"},
+		// Basic credentials checked against a SHA-1 entry (bcrypt would
+		// measure bcrypt) and taken off.
+		{"basic-auth", "    basicAuth: {htpasswd: \"u:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\", mode: strict}", "Basic dTpwYXNzd29yZA=="},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			_, h := newBenchHandlerFor(b, false, route(c.policies))
 			e := newExchange()
+			if c.header != "" {
+				e.req.Header.Set("Authorization", c.header)
+				if e.serve(h); e.status == fasthttp.StatusUnauthorized {
+					b.Fatalf("the credentials were refused")
+				}
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				e.serve(h)

@@ -515,9 +515,13 @@ func (dp *Dataplane) backend(bk config.Backend) *backend {
 	if bk.Weight != nil {
 		w = uint64(*bk.Weight)
 	}
+	var auth *backendAuthPolicy
+	if bk.Policies != nil {
+		auth = newBackendAuth(bk.Policies.BackendAuth)
+	}
 	if b, ok := dp.backends[key]; ok {
 		c := *b
-		c.weight, c.service = w, bk.ServiceOf
+		c.weight, c.service, c.auth = w, bk.ServiceOf, auth
 		return &c
 	}
 	b, ok := dp.reuseBackends[key]
@@ -526,7 +530,7 @@ func (dp *Dataplane) backend(bk config.Backend) *backend {
 	}
 	dp.backends[key] = b
 	c := *b
-	c.weight, c.service = w, bk.ServiceOf
+	c.weight, c.service, c.auth = w, bk.ServiceOf, auth
 	return &c
 }
 

@@ -32,13 +32,20 @@ type routePolicies struct {
 	direct *config.DirectResponse
 	reqMod []*headerMod
 	resMod []*headerMod
+	// auth are the auth policies in the order they run (auth.go);
+	// backendAuth the route's, for backends without their own.
+	auth        []authStage
+	backendAuth *backendAuthPolicy
 }
 
-// policyInput is one source of a route's policies, in the order they apply.
+// policyInput is one source of a route's policies, in the order they
+// apply: a listener's own policies (gw), or a block of policies (p), from
+// a top-level policy (of the gateway phase when gatewayPhase) or the
+// route.
 type policyInput struct {
-	cors          *config.CORS
-	authorization *config.Authorization
-	p             *config.Policies
+	gw           *config.GatewayPolicies
+	p            *config.Policies
+	gatewayPhase bool
 }
 
 // compilePolicies builds a route's policies from its sources; nil when
@@ -48,7 +55,11 @@ type policyInput struct {
 func compilePolicies(ins []policyInput) (*routePolicies, error) {
 	rp := &routePolicies{}
 	for _, in := range ins {
-		cors, authz := in.cors, in.authorization
+		var cors *config.CORS
+		var authz *config.Authorization
+		if g := in.gw; g != nil {
+			cors, authz = g.CORS, g.Authorization
+		}
 		if p := in.p; p != nil {
 			if p.CORS != nil {
 				cors = p.CORS
@@ -77,7 +88,10 @@ func compilePolicies(ins []policyInput) (*routePolicies, error) {
 			rp.authz = append(rp.authz, a)
 		}
 	}
-	if rp.cors == nil && rp.authz == nil && rp.direct == nil && rp.reqMod == nil && rp.resMod == nil {
+	if err := rp.compileAuth(ins); err != nil {
+		return nil, err
+	}
+	if rp.cors == nil && rp.authz == nil && rp.direct == nil && rp.reqMod == nil && rp.resMod == nil && rp.auth == nil && rp.backendAuth == nil {
 		return nil, nil
 	}
 	return rp, nil
@@ -93,11 +107,11 @@ func (rp *routePolicies) effective(eff map[string]any, ins []policyInput, secret
 	var cors, direct any
 	var authz, req, res []any
 	for _, in := range ins {
-		if in.cors != nil {
-			cors = asJSON(in.cors)
+		if g := in.gw; g != nil && g.CORS != nil {
+			cors = asJSON(g.CORS)
 		}
-		if in.authorization != nil {
-			authz = append(authz, asJSON(in.authorization))
+		if g := in.gw; g != nil && g.Authorization != nil {
+			authz = append(authz, asJSON(g.Authorization))
 		}
 		if p := in.p; p != nil {
 			if p.CORS != nil {
@@ -133,6 +147,7 @@ func (rp *routePolicies) effective(eff map[string]any, ins []policyInput, secret
 	if res != nil {
 		eff["responseHeaderModifier"] = res
 	}
+	rp.authEffective(eff)
 }
 
 // shownHeaderModifier is a header modifier of the config (asJSON) as
@@ -179,9 +194,11 @@ func asJSON(v any) any {
 }
 
 // activation is what CEL expressions see of a request; built once per
-// request, and only for routes whose policies read it.
+// request, and only for routes whose policies read it, after the auth
+// policies (identity.vars adds who they found).
 func activation(ctx *fasthttp.RequestCtx) map[string]any {
-	return map[string]any{"request": requestInfo(ctx, time.Time{}), "source": sourceInfo(ctx.RemoteAddr()), "jwt": celexpr.NoClaims}
+	return map[string]any{"request": requestInfo(ctx, time.Time{}), "source": sourceInfo(ctx.RemoteAddr()),
+		"jwt": celexpr.NoClaims, "apiKey": celexpr.NoClaims, "basicAuth": celexpr.NoClaims}
 }
 
 // --- localRateLimit, conditional form

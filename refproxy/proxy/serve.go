@@ -84,12 +84,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.RecordNext(trace.SeverityInfo, trace.PolicySelection, ps)
 		traceSkippedPolicies(tr, rt)
 	}
-	// What CEL expressions see of the request, only for routes that have some.
-	var act map[string]any
 	pol := rt.pol
-	if rt.cond != nil || rt.remote != nil || rt.keyed || pol != nil && pol.authz != nil {
-		act = activation(ctx)
-	}
 	var cors corsResult
 	if pol != nil && pol.cors != nil {
 		cors = pol.cors.evaluate(&ctx.Request)
@@ -102,6 +97,23 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 				cause{kind: causeDirect, policy: "cors", reason: "a CORS preflight, answered by the proxy"})
 			return
 		}
+	}
+	// The auth policies (auth.go): who the client is, or a 401.
+	var id identity
+	if pol != nil && pol.auth != nil {
+		if r := pol.authenticate(&ctx.Request, tr, &id); r != nil {
+			dp.routePolicies(ctx, tr)
+			pol.corsHeaders(cors, &ctx.Response.Header)
+			dp.authRefused(ctx, tr, r)
+			return
+		}
+	}
+	// What CEL expressions see of the request (after the auth policies took
+	// their credentials, with who they found), only for routes that have some.
+	var act map[string]any
+	if rt.cond != nil || rt.remote != nil || rt.keyed || pol != nil && pol.authz != nil {
+		act = activation(ctx)
+		id.vars(act)
 	}
 	if pol != nil && pol.authz != nil && !authorize(pol.authz, act) {
 		var refused string
@@ -206,11 +218,21 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 			m.apply(&ctx.Request.Header)
 		}
 	}
+	// backendAuth: the backend's own, else its route's.
+	ba := be.auth
+	if ba == nil && pol != nil {
+		ba = pol.backendAuth
+	}
 	if tr != nil {
-		// The request after the route's policies is the final one: one
-		// capture for both, and the call starts as soon as it is sent.
+		// The request after the route's policies is the final one (but for
+		// what backendAuth adds): one capture for both, and the call starts
+		// as soon as it is sent.
 		rc := dp.captureRequest(ctx, tr, trace.StageRoutePolicies, nil)
 		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, rc)
+		if ba != nil {
+			ba.apply(&ctx.Request, tr, &id, be)
+			rc = dp.captureRequest(ctx, tr, trace.StageFinalRequest, be)
+		}
 		rc.Str, rc.Refs[3] = trace.StageFinalRequest, be
 		tr.RecordNext(trace.SeverityInfo, trace.RequestSnapshot, rc)
 		tr.RecordNext(trace.SeverityInfo, trace.BackendCallStart, callStart(be))
@@ -220,6 +242,8 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		if be.apiKey != "" {
 			tr.AddSecret(be.apiKey)
 		}
+	} else if ba != nil {
+		ba.apply(&ctx.Request, nil, &id, be)
 	}
 
 	c := callPool.Get().(*call)

@@ -167,16 +167,27 @@ func dumpPolicies(p config.Policy, secrets *redact.Redactor) []configdump.Policy
 	}
 	phase := cmp.Or(p.Phase, "route")
 	ns := cmp.Or(p.Name.Namespace, config.DefaultNamespace)
-	// Every kind the policy sets, as the config writes it.
+	// Every kind the policy sets, as the config writes it; the auth
+	// policies in the reference's shapes, their secrets redacted, and
+	// backendAuth as the backend policy it is.
 	kinds, _ := asJSON(p.Policy).(map[string]any)
 	kinds = configShown(kinds, secrets)
 	var out []configdump.Policy
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
+		key := fmt.Sprintf("traffic/%s/%s:%s:%s", ns, p.Name.Name, kind, targetKey(p.Target))
+		policy := map[string]any{"traffic": map[string]any{"phase": phase, kind: kinds[kind]}}
+		if name, shape, ok := authDumpShape(&p.Policy, kind); ok {
+			policy = map[string]any{"traffic": map[string]any{"phase": phase, name: shape}}
+			if kind == kindBackendAuth {
+				key = fmt.Sprintf("%s/%s:%s:%s", ns, p.Name.Name, kind, targetKey(p.Target))
+				policy = map[string]any{"backend": map[string]any{name: shape}}
+			}
+		}
 		out = append(out, configdump.Policy{
-			Key:    fmt.Sprintf("traffic/%s/%s:%s:%s", ns, p.Name.Name, kind, targetKey(p.Target)),
+			Key:    key,
 			Name:   configdump.ResourceName{Name: p.Name.Name, Namespace: ns},
 			Target: target,
-			Policy: map[string]any{"traffic": map[string]any{"phase": phase, kind: kinds[kind]}},
+			Policy: policy,
 		})
 	}
 	return out
@@ -235,8 +246,13 @@ func dumpRoute(rt *route, secrets *redact.Redactor) configdump.Route {
 			}
 			continue
 		}
-		// A backend reference is the backend's namespace/name.
-		backends = append(backends, configdump.RouteBackend{Weight: be.weight, Backend: config.DefaultNamespace + "/" + be.name})
+		// A backend reference is the backend's namespace/name, with the
+		// backend's own policies (backendAuth, redacted).
+		rb := configdump.RouteBackend{Weight: be.weight, Backend: config.DefaultNamespace + "/" + be.name}
+		if be.auth != nil {
+			rb.InlinePolicies = []map[string]any{{dumpAuthKinds[kindBackendAuth]: backendAuthShape(be.auth.cfg)}}
+		}
+		backends = append(backends, rb)
 	}
 	inline := ownPolicies(rt, secrets)
 	hostnames := rt.match.Hostnames
@@ -287,6 +303,13 @@ func ownPolicies(rt *route, secrets *redact.Redactor) []map[string]any {
 	for _, k := range effectivePolicyKeys {
 		if v, ok := kinds[k]; ok {
 			out = append(out, map[string]any{k: v})
+		}
+	}
+	// The auth policies, in the reference's shapes and names, their
+	// secrets redacted.
+	for _, k := range []string{"jwtAuth", "basicAuth", "apiKey", "backendAuth"} {
+		if name, shape, ok := authDumpShape(own, k); ok {
+			out = append(out, map[string]any{name: shape})
 		}
 	}
 	if own.RateLimitError != "" {

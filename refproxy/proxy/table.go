@@ -113,6 +113,8 @@ type backend struct {
 	// service is the Service this endpoint belongs to (cluster configs);
 	// nil for a plain host or AI backend.
 	service *config.ServiceOf
+	// auth is the backend's own backendAuth (auth.go); nil for most.
+	auth *backendAuthPolicy
 }
 
 // shownConfigValue is a value the config gives the header name as the
@@ -153,7 +155,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 			gw := &limits{}
 			var gwPols []policyInput
 			if p := l.Policies; p != nil {
-				gwPols = append(gwPols, policyInput{cors: p.CORS, authorization: p.Authorization})
+				gwPols = append(gwPols, policyInput{gw: p})
 			}
 			for pi, p := range cfg.Policies {
 				g := p.Target.Gateway
@@ -178,7 +180,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 					return nil, fmt.Errorf("policy %s/%s: %w", p.Name.Namespace, p.Name.Name, err)
 				}
 				gw.applied = append(gw.applied, policyTarget{src: src, kinds: policyKinds(p.Policy)})
-				gwPols = append(gwPols, policyInput{p: &p.Policy})
+				gwPols = append(gwPols, policyInput{p: &p.Policy, gatewayPhase: p.Phase == "gateway"})
 			}
 			var rroutes []*routing.Route
 			for ri, r := range l.Routes {
