@@ -16,7 +16,10 @@
 # under callgrind, idle Ps spinning make a run a hundred times slower);
 # what FUNC executed in the difference, divided by N2-N1, is its cost per
 # iteration, setup cancelled out. Counts include the callees, so FUNC should
-# be the benchmark's request entry point. Installs valgrind with apt-get if
+# be the benchmark's request entry point. The runtime is kept from RDTSCP
+# (GODEBUG cpu.rdtscp=off), an instruction valgrind 3.19 cannot decode:
+# on a CPU that has it, runtime.cputicks (a spinning lock, sysmon) killed
+# most runs with SIGILL. Installs valgrind with apt-get if
 # missing.
 set -euo pipefail
 
@@ -45,7 +48,7 @@ trap 'rm -rf "$WORK"' EXIT
 # appears more than once; its outermost call is the largest).
 count() {
 	local out="$WORK/callgrind.$1"
-	(cd "$ROOT/${PKG#./}" && GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$out" \
+	(cd "$ROOT/${PKG#./}" && GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$out" \
 		"$WORK/bench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime "${1}x" >"$WORK/log.$1" 2>&1) || {
 		echo "$0: the benchmark failed under callgrind:" >&2
 		tail -20 "$WORK/log.$1" >&2
