@@ -19,7 +19,8 @@
 # be the benchmark's request entry point. The runtime is kept from RDTSCP
 # (GODEBUG cpu.rdtscp=off), an instruction valgrind 3.19 cannot decode:
 # on a CPU that has it, runtime.cputicks (a spinning lock, sysmon) killed
-# most runs with SIGILL. Installs valgrind with apt-get if
+# most runs with SIGILL. Counts are printed whole (awk writes a number
+# past 2^31 as 2.26672e+09 otherwise, which the shell cannot subtract). Installs valgrind with apt-get if
 # missing.
 set -euo pipefail
 
@@ -69,7 +70,7 @@ count() {
 				if ((pre == "" || pre ~ /\.$/) && n + 0 > best) best = n + 0
 			}
 		}
-		END { if (best > 0) print best }'
+		END { if (best > 0) printf "%.0f\n", best }'
 }
 
 c1=$(count "$N1")
