@@ -1,0 +1,83 @@
+package redact
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
+)
+
+// followEvents are the data frames of the recorded follow stream of the
+// reference proxy (ssetest.FollowStream: 48 requests of four kinds, one in
+// four carrying a cookie), with their headers as a reader reads them.
+func followEvents(tb testing.TB) ([][]byte, []trace.Header) {
+	tb.Helper()
+	stream, _, _, err := ssetest.FollowStream(1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var evs [][]byte
+	var hs []trace.Header
+	for _, l := range bytes.Split(stream, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(l, []byte("data: ")); ok {
+			h, err := trace.ParseHeader(d)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			evs, hs = append(evs, d), append(hs, h)
+		}
+	}
+	return evs, hs
+}
+
+// credentialed is evs with an authorization header (a key of its
+// request's own) in each request snapshot, as every request to an LLM
+// gateway carries one.
+func credentialed(evs [][]byte, hs []trace.Header) [][]byte {
+	out := make([][]byte, len(evs))
+	for i, e := range evs {
+		out[i] = bytes.Replace(e, []byte(`"request":{"headers":{`),
+			[]byte(`"request":{"headers":{"authorization":"Bearer sk-`+hs[i].RequestID+`",`), 1)
+	}
+	return out
+}
+
+// BenchmarkStream redacts the recorded follow stream's events as gwdiag
+// trace --follow --raw does (Stream.AppendParsed into a reused buffer):
+// the cost the redaction adds to each event a reader passes on. recorded
+// is the stream as refproxy sent it (one request in four with a cookie),
+// credentialed the same with an authorization header in every request.
+func BenchmarkStream(b *testing.B) {
+	evs, hs := followEvents(b)
+	for _, c := range []struct {
+		name string
+		evs  [][]byte
+	}{{"recorded", evs}, {"credentialed", credentialed(evs, hs)}} {
+		b.Run(c.name, func(b *testing.B) {
+			size := 0
+			for _, e := range c.evs {
+				size += len(e)
+			}
+			r := New(Options{Key: testKey})
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			var buf []byte
+			for b.Loop() {
+				buf = redactAll(NewStream(r), c.evs, hs, buf)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(c.evs)), "ns/event")
+		})
+	}
+}
+
+// redactAll redacts evs in order, each into buf; not inlined, so that
+// make bench-instr counts it (INSTR_FUNC=redactAll).
+//
+//go:noinline
+func redactAll(st *Stream, evs [][]byte, hs []trace.Header, buf []byte) []byte {
+	for i, e := range evs {
+		buf, _ = st.AppendParsed(buf[:0], e, hs[i])
+	}
+	return buf
+}
