@@ -2,6 +2,8 @@ package redact
 
 import (
 	"bytes"
+	"io"
+	"os"
 	"testing"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
@@ -80,4 +82,21 @@ func redactAll(st *Stream, evs [][]byte, hs []trace.Header, buf []byte) []byte {
 		buf, _ = st.AppendParsed(buf[:0], e, hs[i])
 	}
 	return buf
+}
+
+// BenchmarkCapture redacts captures of ssetest's lengths (JSON Lines of
+// the real proxy's trace, request ids), as gwdiag trace redact does:
+// the time and the bytes allocated per event, which stay the same from a
+// thousand events to a million (TestCaptureStreams checks what is held).
+func BenchmarkCapture(b *testing.B) {
+	r := New(Options{})
+	ssetest.Bench(b, ssetest.Options{IDs: true}, func(_ *testing.B, path string, _ int) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = NewStream(r).Capture(io.Discard, f)
+		return err
+	})
 }
