@@ -51,7 +51,7 @@ draws its own.`,
   GWDIAG_REDACT_KEY=$(cat ~/.gwdiag-key) gwdiag trace redact monday.jsonl -o monday.redacted.jsonl`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return fmt.Errorf("redact takes one trace file (- for stdin), received %d", len(args))
+				return exitcode.Usage(fmt.Errorf("redact takes one trace file (- for stdin), received %d", len(args)))
 			}
 			return nil
 		},
