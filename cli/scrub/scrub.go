@@ -203,10 +203,10 @@ func (s *Scrubber) Events() *Events {
 // Events redacts the events of one stream or capture, in order. A nil
 // Events redacts nothing. Not for concurrent use.
 type Events struct {
-	s      *Scrubber
-	st     *redact.Stream
-	run    redact.Secrets
-	buf, b []byte
+	s   *Scrubber
+	st  *redact.Stream
+	run redact.Secrets
+	b   []byte
 }
 
 // Redacted counts the events that changed.
@@ -224,20 +224,14 @@ func (e *Events) Raw(raw []byte, h trace.Header) ([]byte, bool) {
 	if e == nil {
 		return raw, false
 	}
-	out, changed := e.st.AppendParsed(e.buf[:0], raw, h)
-	e.buf = out
+	out, changed := e.st.Parsed(raw, h)
 	if e.run.Len() > 0 {
 		var more bool
-		e.b, more = e.s.r.AppendScrubbedJSON(e.b[:0], out, &e.run)
-		if more {
-			e.buf, e.b = e.b, e.buf
-			changed = true
+		if e.b, more = e.s.r.AppendScrubbedJSON(e.b[:0], out, &e.run); more {
+			return e.b, true
 		}
 	}
-	if !changed {
-		return raw, false
-	}
-	return e.buf, true
+	return out, changed
 }
 
 // Captured redacts the event c in place: its Raw (a copy of its own when

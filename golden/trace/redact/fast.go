@@ -262,10 +262,11 @@ type span struct {
 // bytes), then those are redacted as AppendEvent redacts them. clean
 // holds the last headers object found with no member to redact (the
 // snapshots of a request most often repeat it, byte for byte), which is
-// then passed over by one comparison; mark makes markers. ok is false
-// when src has a backslash: the caller redacts it with AppendEvent.
+// then passed over by one comparison; mark makes markers. Without whole,
+// nothing is appended to dst when nothing changes. ok is false when src
+// has a backslash: the caller redacts it with AppendEvent.
 // TestAppendParsed and FuzzAppendParsed hold it to AppendEvent.
-func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]span, clean *[]byte, mark func(string) string) (out []byte, changed, ok bool) {
+func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]span, clean *[]byte, mark func(string) string, whole bool) (out []byte, changed, ok bool) {
 	if bytes.IndexByte(src, '\\') >= 0 || n.off {
 		return dst, false, false
 	}
@@ -358,6 +359,9 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 		}
 	}
 	if len(sp) == 0 {
+		if !whole {
+			return dst, false, true
+		}
 		return append(dst, src...), false, true
 	}
 	slices.SortFunc(sp, func(a, b span) int {
@@ -386,6 +390,9 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 		last, changed = t.end+1, true
 	}
 	if !changed {
+		if !whole {
+			return dst[:at], false, true
+		}
 		return append(dst[:at], src...), false, true
 	}
 	return append(dst, src[last:]...), true, true

@@ -135,7 +135,7 @@ func checkParsed(t *testing.T, r *Redactor, src []byte, secrets []string) bool {
 	}
 	want, wantChanged := r.AppendEvent([]byte("prefix:"), src, &s1)
 	var spans []span
-	got, changed, ok := namesOf(r).appendParsed(r, []byte("prefix:"), src, &s2, &spans, new([]byte), (&markers{r: r}).of)
+	got, changed, ok := namesOf(r).appendParsed(r, []byte("prefix:"), src, &s2, &spans, new([]byte), (&markers{r: r}).of, true)
 	if !ok {
 		return false
 	}
@@ -200,7 +200,7 @@ func TestAppendParsedStreams(t *testing.T) {
 		}
 	}
 	for name, evs := range streams {
-		a, b := NewStream(r), NewStream(r)
+		a, b, c := NewStream(r), NewStream(r), NewStream(r)
 		for i, e := range evs {
 			h, err := trace.ParseHeader(e)
 			if err != nil {
@@ -210,6 +210,9 @@ func TestAppendParsedStreams(t *testing.T) {
 			got, changed := b.AppendParsed(nil, e, h)
 			if !bytes.Equal(got, want) || changed != wantChanged {
 				t.Fatalf("%s event %d:\n AppendParsed %s\n AppendEvent  %s", name, i+1, got, want)
+			}
+			if got, changed := c.Parsed(e, h); !bytes.Equal(got, want) || changed != wantChanged || !changed && &got[0] != &e[0] {
+				t.Fatalf("%s event %d:\n Parsed      %s\n AppendEvent %s", name, i+1, got, want)
 			}
 		}
 		if a.Redacted != b.Redacted || len(a.open) != len(b.open) {

@@ -25,6 +25,7 @@ type Stream struct {
 	buf   []byte // mayRedact's
 	spans []span // appendParsed's
 	clean []byte // appendParsed's
+	out   []byte // Parsed's
 	// fresh holds the secrets of an event of a request with none yet,
 	// until they are kept: most requests have none to keep.
 	fresh Secrets
@@ -90,19 +91,37 @@ func (st *Stream) done(h trace.Header, s *Secrets, changed bool) bool {
 	return changed
 }
 
+// Parsed is AppendParsed for a reader that passes events on: src itself
+// when nothing changed (no copy made), else the redacted event, valid
+// until the next call.
+func (st *Stream) Parsed(src []byte, h trace.Header) ([]byte, bool) {
+	out, changed := st.appendParsed(st.out[:0], src, h, false)
+	if !changed {
+		return src, false
+	}
+	st.out = out
+	return out, true
+}
+
 // AppendParsed is AppendEvent for an event a reader has parsed
 // (trace.Parse or trace.ParseHeader accepted src: it is JSON): the same
 // result, found without reading each of its strings when it has no
 // backslash (as events of the reference and the real proxy mostly have
 // none), which is several times faster (BenchmarkStream).
 func (st *Stream) AppendParsed(dst, src []byte, h trace.Header) ([]byte, bool) {
+	return st.appendParsed(dst, src, h, true)
+}
+
+// appendParsed is AppendParsed; without whole, dst is left as it is when
+// nothing changes.
+func (st *Stream) appendParsed(dst, src []byte, h trace.Header, whole bool) ([]byte, bool) {
 	s := st.open[h.RequestID]
 	fresh := s == nil
 	if fresh {
 		st.fresh.Reset()
 		s = &st.fresh
 	}
-	out, changed, ok := st.names.appendParsed(st.r, dst, src, s, &st.spans, &st.clean, st.mark)
+	out, changed, ok := st.names.appendParsed(st.r, dst, src, s, &st.spans, &st.clean, st.mark, whole)
 	if !ok {
 		if fresh {
 			s = nil
