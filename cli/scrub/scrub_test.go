@@ -3,6 +3,7 @@ package scrub
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -137,5 +138,29 @@ func TestError(t *testing.T) {
 	var nilScrubber *Scrubber
 	if nilScrubber.Error(plain) != plain || nilScrubber.Text("x") != "x" || nilScrubber.Events() != nil {
 		t.Error("a nil Scrubber redacts nothing")
+	}
+}
+
+// TestDocsListDefaults: docs/redaction.md lists every header redacted by
+// default with its reason, as redact.Defaults has them, and no other.
+func TestDocsListDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../docs/redaction.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, _, _ := strings.Cut(string(b), "## What a redacted value looks like")
+	rows := 0
+	for _, l := range strings.Split(section, "\n") {
+		if strings.HasPrefix(l, "| `") {
+			rows++
+		}
+	}
+	for _, h := range redact.Defaults {
+		if row := "| `" + h.Name + "` | " + h.Why + " |"; !strings.Contains(string(b), row) {
+			t.Errorf("docs/redaction.md lacks the row\n%s", row)
+		}
+	}
+	if rows != len(redact.Defaults) {
+		t.Errorf("docs/redaction.md has %d header rows, redact.Defaults %d", rows, len(redact.Defaults))
 	}
 }
