@@ -1,7 +1,9 @@
 // Package tracecmd provides `gwdiag trace`: watch or inject a request and show
 // its trace from a proxy's /debug/trace stream, as JSON Lines (--raw) or in
-// the interactive viewer, or replay a saved trace (--file); and `gwdiag trace
-// diff` to compare two saved traces.
+// the interactive viewer, or replay a saved trace (--file); `gwdiag trace
+// diff` to compare two saved traces, `trace explain` to say why a request
+// ended as it did, and `trace redact` to redact a saved capture. What they
+// write is redacted (cli/scrub).
 package tracecmd
 
 import (
@@ -63,7 +65,8 @@ type options struct {
 	redact scrub.Flags
 }
 
-// NewCommand returns `gwdiag trace` with its `diff` subcommand.
+// NewCommand returns `gwdiag trace` with its `diff`, `explain` and
+// `redact` subcommands.
 func NewCommand() *cobra.Command {
 	var o options
 	cmd := &cobra.Command{
@@ -377,8 +380,11 @@ func addRequest(sc *scrub.Scrubber, r inject.Request) {
 	for _, h := range headers {
 		sc.AddHeader(h.Name, h.Value)
 	}
-	for _, v := range secrets {
-		sc.AddSecret(v)
+	// The passwords of -u, -U and the URL: secrets while their headers are.
+	if r := sc.Redactor(); r != nil && (r.Sensitive("authorization") || r.Sensitive("proxy-authorization")) {
+		for _, v := range secrets {
+			sc.AddSecret(v)
+		}
 	}
 }
 
