@@ -255,8 +255,9 @@ type span struct {
 	name       string
 }
 
-// appendParsed is AppendEvent for src valid JSON without a backslash, in
-// which every quote opens or closes a string and a string is its bytes:
+// appendParsed is AppendEvent for src valid JSON without a backslash but
+// json.Marshal's escapes of <, > and &, in which every quote opens or
+// closes a string and a string is its bytes (those escapes decoded):
 // the strings it may change are found by searching src rather than by
 // reading each (the "headers" objects by their key, the secrets by their
 // bytes), then those are redacted as AppendEvent redacts them. clean
@@ -264,11 +265,26 @@ type span struct {
 // snapshots of a request most often repeat it, byte for byte), which is
 // then passed over by one comparison; mark makes markers. Without whole,
 // nothing is appended to dst when nothing changes. ok is false when src
-// has a backslash: the caller redacts it with AppendEvent.
+// has another escape, or a secret with <, > or & and escapes: the caller
+// redacts it with AppendEvent.
 // TestAppendParsed and FuzzAppendParsed hold it to AppendEvent.
 func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]span, clean *[]byte, mark func(string) string, whole bool) (out []byte, changed, ok bool) {
-	if bytes.IndexByte(src, '\\') >= 0 || n.off {
+	if n.off {
 		return dst, false, false
+	}
+	// The only escapes taken: json.Marshal's of <, > and & (refproxy
+	// writes its markers so, \u003credacted:...\u003e). They leave every
+	// quote a string's start or end.
+	escapes := false
+	for i := 0; ; i += len(`\u003c`) {
+		k := bytes.IndexByte(src[i:], '\\')
+		if k < 0 {
+			break
+		}
+		if i += k; !htmlEscape(src[i:]) {
+			return dst, false, false
+		}
+		escapes = true
 	}
 	sp := (*spans)[:0]
 	defer func() { *spans = sp[:0] }()
@@ -313,14 +329,21 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 			}
 		}
 		for _, t := range sp {
-			Credentials(t.name, string(src[t.start:t.end]), s.Add)
+			Credentials(t.name, htmlText(src[t.start:t.end]), s.Add)
+		}
+	}
+	if escapes && s != nil {
+		for _, v := range s.vals {
+			if strings.ContainsAny(v, "<>&") {
+				return dst, false, false // a string may hold it escaped
+			}
 		}
 	}
 	// The strings holding a secret (with the credentials just kept).
 	if s != nil {
 		for _, v := range s.vals {
-			if bytes.IndexByte([]byte(v), '"') >= 0 {
-				continue // no string of src holds a quote
+			if strings.ContainsFunc(v, func(c rune) bool { return c == '"' || c == '\\' || c < 0x20 }) {
+				continue // no string of src holds one: it would be escaped
 			}
 			if len(v) < MinSubstring {
 				// v" first: a quote starts the search too often.
@@ -375,7 +398,7 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 		if i > 0 && t.start == sp[i-1].start {
 			continue
 		}
-		v := string(src[t.start:t.end])
+		v := htmlText(src[t.start:t.end])
 		var o string
 		if t.name != "" {
 			o = valueWith(t.name, v, mark)
@@ -423,6 +446,9 @@ func (n *names) headerMembers(r *Redactor, src []byte, at int, sp []span) ([]spa
 		}
 		if i = skipWS(src, i+1); i >= len(src) {
 			return sp, 0, false
+		}
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(htmlText(key))
 		}
 		name := ""
 		if n.may(key, hasHigh(key)) && r.sensitiveRaw(key) {
@@ -517,6 +543,36 @@ func skipValue(src []byte, i int) int {
 		return i
 	}
 	return -1
+}
+
+// htmlEscape reports whether b starts with one of json.Marshal's escapes
+// of <, > and &.
+func htmlEscape(b []byte) bool {
+	return len(b) >= 6 && b[1] == 'u' && b[2] == '0' && b[3] == '0' &&
+		(b[4] == '3' && (b[5] == 'c' || b[5] == 'e') || b[4] == '2' && b[5] == '6')
+}
+
+// htmlText is the text of a string's content b whose only escapes are
+// htmlEscape's.
+func htmlText(b []byte) string {
+	i := bytes.IndexByte(b, '\\')
+	if i < 0 {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b))
+	for ; i >= 0; i = bytes.IndexByte(b, '\\') {
+		out = append(out, b[:i]...)
+		switch b[i+5] {
+		case 'c':
+			out = append(out, '<')
+		case 'e':
+			out = append(out, '>')
+		default:
+			out = append(out, '&')
+		}
+		b = b[i+6:]
+	}
+	return string(append(out, b...))
 }
 
 // hasHigh reports whether b has a byte past ASCII.

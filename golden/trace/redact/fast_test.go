@@ -163,6 +163,9 @@ func TestAppendParsed(t *testing.T) {
 		{"nested headers, odd members", ` { "headers" : { "a" : 1 , "cookie" : { "headers" : { "authorization" : "Basic dXNlcjpwYXNz" } } , "x-api-key" : [ "k1" , [ "k2" ] , { "k" : "k3" } , null ] , "b" : null } } `, nil, true},
 		{"headers as a value", `{"type":"headers","x":["headers",{"headers":{"cookie":"c=d"}}]}`, nil, true},
 		{"a key holding headers", `{"x\"headers":{"cookie":"c=d"}}`, nil, false},
+		{"redacted by refproxy (json.Marshal's escapes)", `{"message":{"reason":"key \u003credacted:0123456789ab\u003e","headers":{"authorization":"Bearer \u003credacted:0123456789ab\u003e","x-a\u0026b":"\u003c\u003e","cookie":"a=\u003credacted\u003e; b=clear-cookie"}}}`, nil, true},
+		{"escapes and a secret with <", `{"a":"\u003cx"}`, []string{"<x"}, false},
+		{"escapes and secrets without", `{"a":"\u003cx","b":"sk-secret-123"}`, []string{"sk-secret-123"}, true},
 		{"already redacted", `{"headers":{"authorization":"<redacted>","cookie":"a=<redacted:0123456789ab>"}}`, nil, true},
 		{"empty values", `{"headers":{"authorization":"","cookie":""}}`, nil, true},
 		{"a short secret that is a key", `{"abc":"x","y":"abc"}`, []string{"abc"}, true},
@@ -241,11 +244,23 @@ func FuzzAppendParsed(f *testing.F) {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
-		if enc.Encode(map[string]any{"message": map[string]any{
+		planted := map[string]any{"message": map[string]any{
 			"headers": map[string]any{"authorization": secret1, "cookie": []string{secret2, "k=" + secret1}},
 			"reason":  "before " + secret1 + " after", "bucket": secret2, "raw": json.RawMessage(orNull(src)),
-		}}) == nil {
+		}}
+		if enc.Encode(planted) == nil {
 			checkParsed(t, r, bytes.TrimSpace(b.Bytes()), nil)
+		}
+		// As json.Marshal writes it (refproxy's events: <, > and &
+		// escaped), and once redacted.
+		if m, err := json.Marshal(planted); err == nil {
+			checkParsed(t, r, m, []string{secret2})
+			out, _ := r.AppendEvent(nil, m, &Secrets{})
+			var v any
+			if json.Unmarshal(out, &v) == nil {
+				again, _ := json.Marshal(v) // the markers escaped, as refproxy sends them
+				checkParsed(t, r, again, nil)
+			}
 		}
 	})
 }
