@@ -87,6 +87,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzJSONUsage -fuzztime $(FUZZTIME) ./refproxy/llm
 	$(GO) test -run '^$$' -fuzz FuzzSSEUsage -fuzztime $(FUZZTIME) ./refproxy/llm
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME) ./golden/trace/sse
+	for f in FuzzAppendEvent FuzzMayRedact FuzzAppendParsed FuzzAppendText FuzzCapture; do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./golden/trace/redact || exit 1; done
 
 # kube-apiserver, etcd, kubelet, kube-controller-manager and kube-scheduler for
 # the cluster tests and the local node, built into $(BIN) from the nested module

@@ -64,7 +64,13 @@ func (Builtin) Build(ctx context.Context, req Request) (*http.Request, error) {
 			}
 			name, value, ok := strings.Cut(v, ":")
 			if !ok || strings.TrimSpace(name) == "" {
-				return nil, fmt.Errorf("invalid header %q: want 'Name: value'", v)
+				// Not quoted whole: a header written without its colon
+				// ("Authorization Bearer sk-...") holds a credential.
+				shown := strings.TrimSpace(v)
+				if first, _, cut := strings.Cut(shown, " "); cut {
+					shown = first + " ..."
+				}
+				return nil, fmt.Errorf("invalid header %q: want 'Name: value'", shown)
 			}
 			name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
 			value = strings.TrimSpace(value)

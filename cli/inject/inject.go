@@ -8,6 +8,7 @@ package inject
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -122,4 +123,60 @@ func (c Curl) Send(ctx context.Context, req Request, addr string) (string, error
 		return "", fmt.Errorf("sending the request with curl failed (%v): %s", err, msg)
 	}
 	return out.String(), nil
+}
+
+// Header is a header the request's arguments set.
+type Header struct{ Name, Value string }
+
+// Credentials are what the request's arguments send that may be a
+// credential, so that gwdiag can keep it out of what it prints: the
+// headers they set, as curl sends them (-H; -u/--user as Authorization:
+// Basic; --oauth2-bearer as Authorization: Bearer; -b/--cookie with a
+// name=value as Cookie; --proxy-user as Proxy-Authorization; the URL's
+// user info as Authorization: Basic), and the passwords of -u, --proxy-user
+// and the URL as they are.
+func (r Request) Credentials() (headers []Header, secrets []string) {
+	basic := func(name, userPass string) {
+		headers = append(headers, Header{name, "Basic " + base64.StdEncoding.EncodeToString([]byte(userPass))})
+		secrets = append(secrets, userPass)
+		if _, pass, ok := strings.Cut(userPass, ":"); ok && pass != "" {
+			secrets = append(secrets, pass)
+		}
+	}
+	if u := r.URL.User; u != nil {
+		pass, _ := u.Password()
+		basic("Authorization", u.Username()+":"+pass)
+	}
+	for i := 0; i < len(r.Args); i++ {
+		opt, val, inline := splitOption(r.Args[i])
+		if !inline {
+			if i+1 >= len(r.Args) {
+				break
+			}
+			val = r.Args[i+1]
+		}
+		consumed := true
+		switch opt {
+		case "-H", "--header", "--proxy-header":
+			if name, value, ok := strings.Cut(val, ":"); ok {
+				headers = append(headers, Header{strings.TrimSpace(name), strings.TrimSpace(value)})
+			}
+		case "-u", "--user":
+			basic("Authorization", val)
+		case "-U", "--proxy-user":
+			basic("Proxy-Authorization", val)
+		case "--oauth2-bearer":
+			headers = append(headers, Header{"Authorization", "Bearer " + val})
+		case "-b", "--cookie":
+			if strings.Contains(val, "=") {
+				headers = append(headers, Header{"Cookie", val})
+			}
+		default:
+			consumed = takesValue(opt)
+		}
+		if consumed && !inline {
+			i++
+		}
+	}
+	return headers, secrets
 }

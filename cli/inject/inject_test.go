@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -162,6 +163,7 @@ func TestBuiltinRefusesUnknownOptions(t *testing.T) {
 		{"long option", []string{"--compressed", "http://h/"}, "does not support option --compressed"},
 		{"missing value", []string{"http://h/", "-H"}, "curl option -H needs a value"},
 		{"bad header", []string{"-H", "nocolon", "http://h/"}, `invalid header "nocolon": want 'Name: value'`},
+		{"bad header, its value not quoted", []string{"-H", "Authorization Bearer sk-not-shown", "http://h/"}, `invalid header "Authorization ...": want 'Name: value'`},
 		{"second url", []string{"http://h/", "http://g/"}, `takes one URL; unexpected argument "http://g/"`},
 	}
 	for _, tt := range tests {
@@ -190,5 +192,25 @@ func TestCurlFailureIsReported(t *testing.T) {
 	_, err = Curl{Path: p}.Send(context.Background(), r, addr)
 	if err == nil || !strings.Contains(err.Error(), "sending the request with curl failed") || !strings.Contains(err.Error(), "curl: (7)") {
 		t.Fatalf("error = %v, want curl's connection failure", err)
+	}
+}
+
+// TestCredentials: the headers and secrets a request's arguments send,
+// as curl sends them, so that gwdiag can keep them out of what it prints.
+func TestCredentials(t *testing.T) {
+	r, err := ParseArgs([]string{"-X", "POST", "-H", "Authorization: Bearer sk-1", "-Hx-api-key:k2", "-u", "user:pw-3",
+		"--cookie", "sid=c4", "-b", "cookies.txt", "--oauth2-bearer", "t5", "--proxy-user", "p:pw-6", "-d", "a=b", "http://ui:pw-7@h/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers, secrets := r.Credentials()
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	want := []Header{{"Authorization", "Basic " + b64("ui:pw-7")}, {"Authorization", "Bearer sk-1"}, {"x-api-key", "k2"},
+		{"Authorization", "Basic " + b64("user:pw-3")}, {"Cookie", "sid=c4"}, {"Authorization", "Bearer t5"}, {"Proxy-Authorization", "Basic " + b64("p:pw-6")}}
+	if !slices.Equal(headers, want) {
+		t.Errorf("headers\n got  %q\n want %q", headers, want)
+	}
+	if wantS := []string{"ui:pw-7", "pw-7", "user:pw-3", "pw-3", "p:pw-6", "pw-6"}; !slices.Equal(secrets, wantS) {
+		t.Errorf("secrets %q, want %q", secrets, wantS)
 	}
 }

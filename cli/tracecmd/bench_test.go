@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/gwdiag/gwdiag/cli/admin"
+	"github.com/gwdiag/gwdiag/cli/scrub"
 	"github.com/gwdiag/gwdiag/cli/tui"
 
 	"github.com/gwdiag/gwdiag/golden/trace/sse/ssetest"
@@ -24,7 +25,7 @@ import (
 func BenchmarkDiff(b *testing.B) {
 	b.Run("self", func(b *testing.B) {
 		ssetest.Bench(b, ssetest.Options{IDs: true}, func(_ *testing.B, path string, _ int) error {
-			return diffCaptures(context.Background(), io.Discard, path, path, nil)
+			return diffCaptures(context.Background(), io.Discard, path, path, nil, scrub.Default())
 		})
 	})
 	b.Run("rerun", func(b *testing.B) {
@@ -38,15 +39,16 @@ func BenchmarkDiff(b *testing.B) {
 					return err
 				}
 			}
-			return diffCaptures(context.Background(), io.Discard, path, other, nil)
+			return diffCaptures(context.Background(), io.Discard, path, other, nil, scrub.Default())
 		})
 	})
 }
 
 // BenchmarkFollowRaw runs `gwdiag trace --follow --raw` (stdout
 // io.Discard) against a stand-in admin server that sends a recorded follow
-// stream of the reference proxy (480 requests, 5760 events) at once: the
-// command's whole reading and printing path, HTTP included.
+// stream of the reference proxy (480 requests, 5760 events, one request in
+// four with a cookie) at once: the command's whole reading, redacting (the
+// default) and printing path, HTTP included.
 func BenchmarkFollowRaw(b *testing.B) {
 	stream, events, _, err := ssetest.FollowStream(10)
 	if err != nil {
@@ -57,7 +59,7 @@ func BenchmarkFollowRaw(b *testing.B) {
 		w.Write(stream)
 	}))
 	defer srv.Close()
-	s := session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute}
+	s := session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute, scrub: scrub.Default()}
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -86,7 +88,7 @@ func BenchmarkFollowViewer(b *testing.B) {
 		w.Write(stream)
 	}))
 	defer srv.Close()
-	s := session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute}
+	s := session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute, scrub: scrub.Default()}
 	for _, queued := range []bool{false, true} {
 		name := "one-by-one"
 		if queued {

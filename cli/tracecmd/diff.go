@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gwdiag/gwdiag/cli/exitcode"
+	"github.com/gwdiag/gwdiag/cli/scrub"
 	"github.com/gwdiag/gwdiag/golden"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
@@ -21,7 +22,8 @@ import (
 var ErrDiffer = exitError{code: 1, err: errors.New("traces differ")}
 
 func newDiffCommand() *cobra.Command {
-	return &cobra.Command{
+	var red scrub.Flags
+	cmd := &cobra.Command{
 		Use:   "diff A.jsonl[#REQUEST-ID] B.jsonl[#REQUEST-ID]",
 		Short: "Compare two saved traces of one request, ignoring what differs from run to run",
 		Long: `Diff reads two saved traces (JSON Lines or SSE captures; - reads one from
@@ -34,7 +36,12 @@ differ and 2 when a trace cannot be read.
 
 A followed capture (gwdiag trace --follow --raw) holds many requests: FILE#ID
 picks one by its request id. Two followed captures with as many requests are
-compared request by request, in order.`,
+compared request by request, in order.
+
+Both traces are redacted before they are compared, as gwdiag trace redacts
+(--redact, the default; --redact-header; docs/redaction.md), with one key:
+a credential in both shows the same fingerprint and compares equal, two
+different credentials differ without showing either.`,
 		Example: `  # Compare a fresh trace with a golden one
   gwdiag trace --local --raw --port 3000 -- http://example.com/ > got.jsonl
   gwdiag trace diff golden/traces/basic.jsonl got.jsonl
@@ -54,9 +61,15 @@ compared request by request, in order.`,
 			if args[0] == "-" && args[1] == "-" {
 				return exitcode.Usagef("only one of the two traces can come from stdin (-)")
 			}
-			return diffCaptures(cmd.Context(), cmd.OutOrStdout(), args[0], args[1], cmd.InOrStdin())
+			if err := red.Check(); err != nil {
+				return exitcode.Usage(err)
+			}
+			sc := red.Scrubber(cmd.ErrOrStderr())
+			return sc.Error(diffCaptures(cmd.Context(), cmd.OutOrStdout(), args[0], args[1], cmd.InOrStdin(), sc))
 		},
 	}
+	red.Add(cmd.Flags())
+	return cmd
 }
 
 // maxPending bounds the traces a diff by request id holds while it waits
@@ -75,9 +88,9 @@ type capture struct {
 	ids  []string
 }
 
-// openCapture starts reading arg (FILE or FILE#ID; - is stdin). The
-// reading stops when ctx is done.
-func openCapture(ctx context.Context, arg string, stdin io.Reader) *capture {
+// openCapture starts reading arg (FILE or FILE#ID; - is stdin), its
+// traces redacted by events. The reading stops when ctx is done.
+func openCapture(ctx context.Context, arg string, stdin io.Reader, events *scrub.Events) *capture {
 	c := &capture{arg: arg, file: arg, traces: make(chan sse.CapturedTrace, 16)}
 	if _, err := os.Stat(arg); err != nil {
 		if i := strings.LastIndexByte(arg, '#'); i > 0 {
@@ -96,6 +109,7 @@ func openCapture(ctx context.Context, arg string, stdin io.Reader) *capture {
 				return nil
 			}
 			sent++
+			events.Trace(&t)
 			select {
 			case c.traces <- t:
 				return nil
@@ -132,10 +146,10 @@ const decideAfter = 64
 // in order (two runs, whose ids differ; captures without ids): the first
 // decideAfter traces of each tell which. Memory holds those, and at most
 // maxPending traces waiting for their pair by id.
-func diffCaptures(ctx context.Context, w io.Writer, argA, argB string, stdin io.Reader) error {
+func diffCaptures(ctx context.Context, w io.Writer, argA, argB string, stdin io.Reader, sc *scrub.Scrubber) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	a, b := openCapture(ctx, argA, stdin), openCapture(ctx, argB, stdin)
+	a, b := openCapture(ctx, argA, stdin, sc.Events()), openCapture(ctx, argB, stdin, sc.Events())
 	out := &diffPrinter{w: w}
 	const (
 		undecided = iota

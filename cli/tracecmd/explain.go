@@ -16,6 +16,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/connect"
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/inject"
+	"github.com/gwdiag/gwdiag/cli/scrub"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
@@ -56,7 +57,11 @@ have matched but are not Accepted and the policies not Attached.
 
 -v adds the reasons behind the line: each route's, each policy's, the
 backend's. -o json prints {status, route, line, details, reasons, cause,
-complete} per request.`,
+complete} per request.
+
+The events are redacted before they are explained, as gwdiag trace redacts
+them (--redact, the default; --redact-header; docs/redaction.md): a reason
+that quotes a credential header shows its fingerprint.`,
 		Example: `  # Send a request through listener port 3000 and explain what happened to it
   gwdiag trace explain --local --port 3000 -- http://api.local/v1/chat -X POST -d @req.json
 
@@ -87,13 +92,14 @@ complete} per request.`,
 	f.BoolVarP(&o.details, "details", "v", false, "print the reasons behind each verdict, one per line")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	o.limits.AddStreamFlags(f)
+	o.redact.Add(f)
 	_ = cmd.MarkFlagFilename("file", "jsonl", "sse")
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("kubeconfig")
 	return cmd
 }
 
-func runExplain(cmd *cobra.Command, o *explainOptions, args []string) error {
+func runExplain(cmd *cobra.Command, o *explainOptions, args []string) (err error) {
 	if o.output != "text" && o.output != "json" {
 		return exitcode.Usage(fmt.Errorf("invalid --output %q: want text or json", o.output))
 	}
@@ -101,10 +107,15 @@ func runExplain(cmd *cobra.Command, o *explainOptions, args []string) error {
 	if err != nil {
 		return exitcode.Usage(err)
 	}
+	sc := o.redact.Scrubber(cmd.ErrOrStderr())
+	defer func() { err = sc.Error(err) }()
+	if p.request != nil {
+		addRequest(sc, *p.request)
+	}
 	w := bufio.NewWriter(cmd.OutOrStdout())
 	defer w.Flush()
 	if o.file != "" {
-		return explainFile(w, cmd.InOrStdin(), o)
+		return explainFile(w, cmd.InOrStdin(), o, sc.Events())
 	}
 	conn, err := connector(cmd, p)
 	if err != nil {
@@ -124,7 +135,7 @@ func runExplain(cmd *cobra.Command, o *explainOptions, args []string) error {
 	}
 	s := session{
 		client: o.limits.Client(adminURL, connect.AdminHint(conn)), expr: o.expression,
-		request: p.request, listener: listener, sender: inject.NewSender(), stderr: cmd.ErrOrStderr(),
+		request: p.request, listener: listener, sender: inject.NewSender(), stderr: cmd.ErrOrStderr(), scrub: sc,
 		dropped: func(n int) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the proxy dropped %d trace events (the verdict may miss a reason)\n", n)
 		},
@@ -167,11 +178,13 @@ func citeCluster(ctx context.Context, stderr io.Writer, c *connect.Cluster, v ex
 	return v
 }
 
-// explainFile explains each trace of a saved capture as it is read.
-func explainFile(w *bufio.Writer, stdin io.Reader, o *explainOptions) error {
+// explainFile explains each trace of a saved capture as it is read,
+// redacted by events.
+func explainFile(w *bufio.Writer, stdin io.Reader, o *explainOptions, events *scrub.Events) error {
 	n := 0
 	err := sse.ReadTracesFile(o.file, stdin, func(t sse.CapturedTrace) error {
 		n++
+		events.Trace(&t)
 		label := ""
 		if t.ID != "" || t.Index > 1 {
 			label = fmt.Sprintf("#%d", t.Index)

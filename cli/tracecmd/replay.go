@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 
+	"github.com/gwdiag/gwdiag/cli/scrub"
 	"github.com/gwdiag/gwdiag/cli/tui"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
@@ -27,11 +28,13 @@ import (
 // runs. A capture of several requests (followed, or appended with >>)
 // shows the request list; a request's events are read back from the file
 // when it is shown, so only its row stays in memory otherwise.
-func replay(cmd *cobra.Command, o *options) error {
+func replay(cmd *cobra.Command, o *options, sc *scrub.Scrubber) error {
 	if o.raw {
 		w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
+		events := sc.Events()
 		err := sse.ReadCaptureFile(o.file, cmd.InOrStdin(), func(c sse.Captured) error {
-			w.Write(c.Raw)
+			raw, _ := events.Raw(c.Raw, trace.HeaderOf(c.Event))
+			w.Write(raw)
 			return w.WriteByte('\n')
 		})
 		if ferr := w.Flush(); err == nil {
@@ -45,8 +48,9 @@ func replay(cmd *cobra.Command, o *options) error {
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	traces, readErr := readInBackground(ctx, o.file, cmd.InOrStdin())
+	traces, readErr := readInBackground(ctx, o.file, cmd.InOrStdin(), sc.Events())
 	index := newLineIndex(ctx, o.file)
+	index.scrub = sc
 	first, ok := <-traces
 	second, more := <-traces
 	if !ok {
@@ -137,14 +141,15 @@ func feed(prog *tea.Program, traces <-chan sse.CapturedTrace, readErr <-chan err
 	return err
 }
 
-// readInBackground reads the capture's traces in a goroutine; the error
-// channel has the reading's error once the traces channel is closed.
-// The reading stops when ctx is done.
-func readInBackground(ctx context.Context, file string, stdin io.Reader) (<-chan sse.CapturedTrace, <-chan error) {
+// readInBackground reads the capture's traces in a goroutine, redacted
+// by events; the error channel has the reading's error once the traces
+// channel is closed. The reading stops when ctx is done.
+func readInBackground(ctx context.Context, file string, stdin io.Reader, events *scrub.Events) (<-chan sse.CapturedTrace, <-chan error) {
 	traces, errc := make(chan sse.CapturedTrace, 64), make(chan error, 1)
 	go func() {
 		defer close(traces)
 		errc <- sse.ReadTracesFile(file, stdin, func(t sse.CapturedTrace) error {
+			events.Trace(&t)
 			select {
 			case traces <- t:
 				return nil
@@ -161,7 +166,9 @@ func readInBackground(ctx context.Context, file string, stdin io.Reader) (<-chan
 // request is read back from the closest such line before it.
 type lineIndex struct {
 	path string // "" for stdin, which cannot be read again
-	mu   sync.Mutex
+	// scrub redacts a request read back, as it was redacted when read.
+	scrub *scrub.Scrubber
+	mu    sync.Mutex
 	// offsets[k] is the byte offset of line k*indexEvery+1.
 	offsets []int64
 }
@@ -277,6 +284,7 @@ func (x *lineIndex) load(first, last int, id string) ([]trace.Event, []json.RawM
 	if err != nil && !errors.Is(err, errLoaded) && !errors.As(err, &bad) {
 		return nil, nil, err
 	}
+	x.scrub.Events().Trace(&sse.CapturedTrace{Events: cs})
 	evs, raws := split(cs)
 	return evs, raws, nil
 }

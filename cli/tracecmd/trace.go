@@ -1,11 +1,14 @@
 // Package tracecmd provides `gwdiag trace`: watch or inject a request and show
 // its trace from a proxy's /debug/trace stream, as JSON Lines (--raw) or in
-// the interactive viewer, or replay a saved trace (--file); and `gwdiag trace
-// diff` to compare two saved traces.
+// the interactive viewer, or replay a saved trace (--file); `gwdiag trace
+// diff` to compare two saved traces, `trace explain` to say why a request
+// ended as it did, and `trace redact` to redact a saved capture. What they
+// write is redacted (cli/scrub).
 package tracecmd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +30,9 @@ import (
 	"github.com/gwdiag/gwdiag/cli/connect"
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/inject"
+	"github.com/gwdiag/gwdiag/cli/scrub"
 	"github.com/gwdiag/gwdiag/cli/tui"
+	"github.com/gwdiag/gwdiag/golden/trace"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -56,9 +61,12 @@ type options struct {
 	outcome     string
 	// limits bound what is read from the proxy.
 	limits admin.LimitFlags
+	// redact says what is redacted in what gwdiag writes.
+	redact scrub.Flags
 }
 
-// NewCommand returns `gwdiag trace` with its `diff` subcommand.
+// NewCommand returns `gwdiag trace` with its `diff`, `explain` and
+// `redact` subcommands.
 func NewCommand() *cobra.Command {
 	var o options
 	cmd := &cobra.Command{
@@ -99,7 +107,19 @@ prints the events as JSON Lines; the viewer lists the requests (method, path,
 status, time) above the events of the selected one. With --raw,
 --max-requests may go past the proxy's 1000: gwdiag then follows on one
 stream after another until it has them all or --duration ends (requests
-that arrive between two streams are not traced).`,
+that arrive between two streams are not traced).
+
+What gwdiag prints, shows or saves is redacted (--redact, the default): the
+values of credential headers (authorization, proxy-authorization, cookie,
+set-cookie, x-api-key, api-key, x-goog-api-key, x-amz-security-token, and
+each --redact-header) in every event, and the same credentials wherever
+else they show (a reason, a later event of the request, curl's output),
+each replaced by <redacted:fingerprint>: the same credential gives the same
+fingerprint within a run (within every run with GWDIAG_REDACT_KEY set), so
+requests with one key can be told apart from requests with another. The
+auth scheme, cookie names and set-cookie attributes are kept. The terminal
+too: scrollback, screen shares and pasted bug reports travel.
+--redact=false shows them in clear, with a warning (docs/redaction.md).`,
 		Example: `  # Watch: trace the next request reaching a standalone proxy
   gwdiag trace --local
 
@@ -129,7 +149,11 @@ that arrive between two streams are not traced).`,
   gwdiag trace gateway/my-gateway -n prod --port 8080 -- http://example.com/
 
   # Watch the only Gateway of the kubeconfig context's namespace
-  gwdiag trace --raw`,
+  gwdiag trace --raw
+
+  # Redact one more header besides the credential headers; or show them in clear
+  gwdiag trace --local --raw --redact-header x-tenant-token
+  gwdiag trace --local --raw --redact=false`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd, &o, args)
 		},
@@ -152,10 +176,11 @@ that arrive between two streams are not traced).`,
 	f.DurationVar(&o.slowerThan, "slower-than", 0, "follow: only requests that took longer than this (e.g. 500ms)")
 	f.StringVar(&o.outcome, "outcome", "", "follow: only requests whose outcome this CEL expression accepts (response.code, latencyMicros)")
 	o.limits.AddStreamFlags(f)
+	o.redact.Add(f)
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
 	_ = cmd.MarkFlagFilename("file", "jsonl")
 	_ = cmd.MarkFlagFilename("kubeconfig")
-	cmd.AddCommand(newDiffCommand(), newExplainCommand())
+	cmd.AddCommand(newDiffCommand(), newExplainCommand(), newRedactCommand())
 	return cmd
 }
 
@@ -177,6 +202,9 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 	}
 	p := plan{opts: o}
 	if err := o.limits.Check(cmd.Flags()); err != nil {
+		return p, err
+	}
+	if err := o.redact.Check(); err != nil {
 		return p, err
 	}
 	portSet := cmd.Flags().Changed("port")
@@ -269,13 +297,19 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 	return p, nil
 }
 
-func run(cmd *cobra.Command, o *options, args []string) error {
+func run(cmd *cobra.Command, o *options, args []string) (err error) {
 	p, err := validate(cmd, o, args)
 	if err != nil {
 		return exitcode.Usage(err)
 	}
+	sc := o.redact.Scrubber(cmd.ErrOrStderr())
+	// Errors quote what the proxy and curl said.
+	defer func() { err = sc.Error(err) }()
 	if o.file != "" {
-		return replay(cmd, o)
+		return replay(cmd, o, sc)
+	}
+	if p.request != nil {
+		addRequest(sc, *p.request)
 	}
 	conn, err := connector(cmd, p)
 	if err != nil {
@@ -304,6 +338,7 @@ func run(cmd *cobra.Command, o *options, args []string) error {
 		request:    p.request,
 		listener:   listener,
 		sender:     inject.NewSender(),
+		scrub:      sc,
 	}
 	if o.raw {
 		stderr := cmd.ErrOrStderr()
@@ -338,6 +373,21 @@ func connector(cmd *cobra.Command, p plan) (connect.Connector, error) {
 	return &connect.Cluster{Resource: p.resource, Namespace: o.namespace, Kubeconfig: o.kubeconfig, AdminPort: o.adminPort}, nil
 }
 
+// addRequest makes the credentials the injected request sends secrets of
+// the run: scrubbed from every event and from curl's output.
+func addRequest(sc *scrub.Scrubber, r inject.Request) {
+	headers, secrets := r.Credentials()
+	for _, h := range headers {
+		sc.AddHeader(h.Name, h.Value)
+	}
+	// The passwords of -u, -U and the URL: secrets while their headers are.
+	if r := sc.Redactor(); r != nil && (r.Sensitive("authorization") || r.Sensitive("proxy-authorization")) {
+		for _, v := range secrets {
+			sc.AddSecret(v)
+		}
+	}
+}
+
 // session is one trace: the admin stream and, in inject mode, the request.
 type session struct {
 	client   *admin.Client
@@ -367,6 +417,9 @@ type session struct {
 	filterDesc string
 	// traced, when set, receives how many traces a follow stream passed on.
 	traced *int
+	// scrub redacts the events and what else the session prints; nil
+	// redacts nothing.
+	scrub *scrub.Scrubber
 }
 
 // query is the trace stream's query.
@@ -403,6 +456,17 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 		return err
 	}
 	defer body.Close()
+	if s.scrub != nil {
+		// What the follow check (below) passes on, as it passes it on:
+		// a request's held events in their order.
+		events, emit := s.scrub.Events(), onEvent
+		onEvent = func(ev admin.Event) {
+			redactEvent(events, &ev, s.borrowRaw, !s.headerOnly)
+			if emit != nil {
+				emit(ev)
+			}
+		}
+	}
 	var check *followCheck
 	if s.follow {
 		check = newFollowCheck(s, onEvent, func() { cancelCause(errNotFollowing) })
@@ -424,7 +488,7 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 			Idle:       s.idle,
 			Comment: func(text string) {
 				if s.stderr != nil {
-					fmt.Fprintf(s.stderr, "warning: the proxy says: %s\n", text)
+					fmt.Fprintf(s.stderr, "warning: the proxy says: %s\n", s.scrub.Text(text))
 				}
 			},
 			Dropped: func(n int) {
@@ -451,7 +515,8 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 			return err
 		}
 		if out != "" && s.stderr != nil {
-			io.WriteString(s.stderr, out)
+			// curl -v shows the request's headers.
+			io.WriteString(s.stderr, s.scrub.Text(out))
 		}
 		if onSent != nil {
 			onSent()
@@ -468,6 +533,25 @@ func (s session) stream(ctx context.Context, opened func(), onEvent func(admin.E
 		return ctx.Err()
 	}
 	return streamErr(err)
+}
+
+// redactEvent redacts ev in place: its Raw (a copy of its own when it
+// changes, unless borrow: then valid until the next event) and, with
+// decode, its Event decoded again.
+func redactEvent(events *scrub.Events, ev *admin.Event, borrow, decode bool) {
+	out, changed := events.Raw(ev.Raw, ev.Header)
+	if !changed {
+		return
+	}
+	if !borrow {
+		out = bytes.Clone(out)
+	}
+	ev.Raw = out
+	if decode {
+		if e, err := trace.Parse(out); err == nil {
+			ev.Event = e
+		}
+	}
 }
 
 // errNotFollowing ends a follow stream whose proxy sent a one-shot trace.
@@ -629,7 +713,7 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 			func(ev admin.Event) { q.push(tui.EventMsg{Raw: ev.Raw, Event: ev.Event}) },
 			func() { q.push(tui.SentMsg{}) })
 		result <- err
-		q.push(tui.DoneMsg{Err: err})
+		q.push(tui.DoneMsg{Err: s.scrub.Error(err)})
 		q.close()
 	}()
 	select {

@@ -15,10 +15,12 @@
 # no asynchronous preemption: callgrind cannot follow its signals; one P:
 # under callgrind, idle Ps spinning make a run a hundred times slower);
 # what FUNC executed in the difference, divided by N2-N1, is its cost per
-# iteration, setup cancelled out. RDTSCP is switched off (cpu.rdtscp=off: the
-# runtime's cputicks then fences and reads RDTSC), since valgrind 3.19 stops
-# the program at it. Counts include the callees, so FUNC should
-# be the benchmark's request entry point. Installs valgrind with apt-get if
+# iteration, setup cancelled out. Counts include the callees, so FUNC should
+# be the benchmark's request entry point. The runtime is kept from RDTSCP
+# (GODEBUG cpu.rdtscp=off), an instruction valgrind 3.19 cannot decode:
+# on a CPU that has it, runtime.cputicks (a spinning lock, sysmon) killed
+# most runs with SIGILL. Counts are printed whole (awk writes a number
+# past 2^31 as 2.26672e+09 otherwise, which the shell cannot subtract). Installs valgrind with apt-get if
 # missing.
 set -euo pipefail
 

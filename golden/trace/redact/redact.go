@@ -22,12 +22,14 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"hash"
 	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -289,13 +291,16 @@ func (r *Redactor) AppendValue(b []byte, name, value string) []byte {
 }
 
 // Credentials calls f with each secret a value of the sensitive header
-// name holds: the credential of an authorization (after its scheme), the
-// value of each cookie, and the whole value; markers are left out.
+// name holds: the credential of an authorization (after its scheme; of a
+// Basic one, also user:password and the password decoded, which a proxy's
+// basicAuth policy may quote), the value of each cookie, and the whole
+// value; markers are left out.
 func Credentials(name, value string, f func(secret string)) {
 	whole := true
 	eachSecret(name, value, func(start, end int) {
 		if s := value[start:end]; !IsMarker(s) {
 			f(s)
+			basicDecoded(name, value[:start], s, f)
 			whole = whole && !(start == 0 && end == len(value))
 		} else {
 			whole = false
@@ -303,6 +308,26 @@ func Credentials(name, value string, f func(secret string)) {
 	})
 	if whole && value != "" && !IsMarker(value) && !HasMarker(value) {
 		f(value)
+	}
+}
+
+// basicDecoded calls f with user:password and the password of cred, the
+// credential of an authorization after before ("... Basic "), when it is
+// Basic's base64 of printable text.
+func basicDecoded(name, before, cred string, f func(secret string)) {
+	if n := strings.ToLower(name); n != "authorization" && n != "proxy-authorization" {
+		return
+	}
+	if scheme := strings.TrimRight(before, " \t"); len(scheme) < 5 || !strings.EqualFold(scheme[len(scheme)-5:], "basic") {
+		return
+	}
+	b, err := base64.StdEncoding.DecodeString(cred)
+	if err != nil || !utf8.Valid(b) || strings.ContainsFunc(string(b), unicode.IsControl) {
+		return
+	}
+	f(string(b))
+	if _, pass, ok := strings.Cut(string(b), ":"); ok && pass != "" {
+		f(pass)
 	}
 }
 

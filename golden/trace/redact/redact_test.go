@@ -365,3 +365,24 @@ func TestFingerprintsRemembered(t *testing.T) {
 		t.Errorf("%d fingerprints remembered, want at most %d", n, maxFingerprints)
 	}
 }
+
+// TestCredentialsOfBasic: a Basic credential's user:password and password,
+// decoded, are secrets too: a basicAuth policy may quote them.
+func TestCredentialsOfBasic(t *testing.T) {
+	for _, tt := range []struct {
+		name, value string
+		want        []string
+	}{
+		{"authorization", "Basic YWxpY2U6cHctMTIz", []string{"YWxpY2U6cHctMTIz", "alice:pw-123", "pw-123", "Basic YWxpY2U6cHctMTIz"}},
+		{"Proxy-Authorization", "basic YWxpY2U6cHctMTIz", []string{"YWxpY2U6cHctMTIz", "alice:pw-123", "pw-123", "basic YWxpY2U6cHctMTIz"}},
+		{"authorization", "Bearer YWxpY2U6cHctMTIz", []string{"YWxpY2U6cHctMTIz", "Bearer YWxpY2U6cHctMTIz"}},
+		{"authorization", "Basic not-base64!", []string{"not-base64!", "Basic not-base64!"}},
+		{"x-api-key", "YWxpY2U6cHctMTIz", []string{"YWxpY2U6cHctMTIz"}},
+	} {
+		var got []string
+		Credentials(tt.name, tt.value, func(s string) { got = append(got, s) })
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("Credentials(%q, %q) = %q, want %q", tt.name, tt.value, got, tt.want)
+		}
+	}
+}
