@@ -20,8 +20,8 @@
 # (GODEBUG cpu.rdtscp=off), an instruction valgrind 3.19 cannot decode:
 # on a CPU that has it, runtime.cputicks (a spinning lock, sysmon) killed
 # most runs with SIGILL. Counts are printed whole (awk writes a number
-# past 2^31 as 2.26672e+09 otherwise, which the shell cannot subtract). Installs valgrind with apt-get if
-# missing.
+# past 2^31 as 2.26672e+09 otherwise, which the shell cannot subtract).
+# Installs valgrind with apt-get if missing.
 set -euo pipefail
 
 usage() {
