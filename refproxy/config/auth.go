@@ -592,15 +592,36 @@ func checkMode(mode, path string, fail func(string, string, ...any) error, modes
 // cookie for a cookie) and that backendAuth sends one in: traces redact
 // their values as they do the default credential headers.
 func (c *Config) CredentialHeaders() []string {
-	if c == nil {
-		return nil
-	}
 	seen := map[string]bool{}
-	add := func(l *AuthLocation, def AuthLocation) {
-		if h := l.Or(def).HeaderName(); h != "" {
+	c.eachCredentialLocation(func(l AuthLocation) {
+		if h := l.HeaderName(); h != "" {
 			seen[h] = true
 		}
+	})
+	return sortedKeys(seen)
+}
+
+// CredentialQueryParams are the query parameters (as configured, sorted,
+// once each) that the config's auth policies read a credential from or
+// send one in: traces show their values redacted in a request's uri and
+// pathAndQuery.
+func (c *Config) CredentialQueryParams() []string {
+	seen := map[string]bool{}
+	c.eachCredentialLocation(func(l AuthLocation) {
+		if l.QueryParameter != nil && l.QueryParameter.Name != "" {
+			seen[l.QueryParameter.Name] = true
+		}
+	})
+	return sortedKeys(seen)
+}
+
+// eachCredentialLocation calls f with every location an auth policy of c
+// reads a credential from or a backendAuth sends one in (defaults filled).
+func (c *Config) eachCredentialLocation(f func(AuthLocation)) {
+	if c == nil {
+		return
 	}
+	add := func(l *AuthLocation, def AuthLocation) { f(l.Or(def)) }
 	reads := func(a *APIKeyAuth, b *BasicAuth, j *JWTAuth) {
 		if a != nil {
 			add(a.Location, BearerLocation())
@@ -650,12 +671,16 @@ func (c *Config) CredentialHeaders() []string {
 	for i := range c.Policies {
 		block(&c.Policies[i].Policy)
 	}
-	if len(seen) == 0 {
+}
+
+// sortedKeys is the keys of m, sorted; nil for none.
+func sortedKeys(m map[string]bool) []string {
+	if len(m) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(seen))
-	for h := range seen {
-		out = append(out, h)
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
 	slices.Sort(out)
 	return out

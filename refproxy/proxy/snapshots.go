@@ -4,6 +4,7 @@ package proxy
 
 import (
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
 )
 
@@ -168,6 +170,9 @@ func appendRequestInfo(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte
 	method, uri, host, proto := tr.Bytes(c.Spans[0]), tr.Bytes(c.Spans[1]), tr.Bytes(c.Spans[2]), tr.Bytes(c.Spans[3])
 	scheme := schemeOf(c.Flag)
 	path, query := splitRequestURI(b2s(uri))
+	if table, _ := c.Refs[1].(*Table); table != nil && len(table.credQuery) > 0 && query != "" {
+		query = redactQuery(tr, query, table.credQuery)
+	}
 	decoded := decodePath(path)
 	b = append(b, `{"headers":`...)
 	b = appendHeaders(b, tr, c.Pairs)
@@ -431,4 +436,42 @@ func hostPort(addr net.Addr) (string, int) {
 		return a.IP.String(), a.Port
 	}
 	return addr.String(), 0
+}
+
+// redactQuery is a request's query with the value of each parameter named
+// in names (a credential an auth policy reads there) replaced by its
+// marker, and made a secret of the trace: the initial snapshot goes out
+// before any policy has read the credential, and a short one would not be
+// found by the scrubbing pass inside a URI. The query as it came otherwise.
+func redactQuery(tr *reftrace.Tracer, query string, names []string) string {
+	rd := tr.Redaction()
+	if rd == nil {
+		return query
+	}
+	var out []byte
+	last := 0
+	for at := 0; at <= len(query); {
+		end := strings.IndexByte(query[at:], '&')
+		if end < 0 {
+			end = len(query)
+		} else {
+			end += at
+		}
+		k, v, ok := strings.Cut(query[at:end], "=")
+		if name, err := url.QueryUnescape(k); ok && v != "" && err == nil && slices.Contains(names, name) && !redact.HasMarker(v) {
+			tr.AddSecret(v)
+			if dv, err := url.QueryUnescape(v); err == nil && dv != v {
+				tr.AddSecret(dv)
+			}
+			vs := at + len(k) + 1
+			out = append(out, query[last:vs]...)
+			out = rd.Redactor().AppendMarker(out, v)
+			last = end
+		}
+		at = end + 1
+	}
+	if out == nil {
+		return query
+	}
+	return string(append(out, query[last:]...))
 }

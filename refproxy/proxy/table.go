@@ -32,6 +32,10 @@ type Table struct {
 	// (a backend's Authorization, a Set-Cookie), which effectivePolicy
 	// and /config_dump show as "<redacted>" (configShown).
 	secretHeaders *redact.Redactor
+	// credQuery are the query parameters the config's auth policies read
+	// a credential from: traces show their values redacted in a request's
+	// uri and pathAndQuery (redactQuery); nil in clear.
+	credQuery []string
 }
 
 type bindTable struct {
@@ -147,6 +151,9 @@ var effectivePolicyKeys = []string{
 func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 	t := &Table{cfg: cfg}
 	t.redaction, t.secretHeaders = dp.tableRedaction(cfg)
+	if !dp.opts.TraceCredentialsInClear {
+		t.credQuery = cfg.CredentialQueryParams()
+	}
 	for bi, b := range cfg.Binds {
 		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName(), routing: &routing.Bind{}}
 		for li, l := range b.Listeners {

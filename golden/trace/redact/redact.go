@@ -294,19 +294,29 @@ func (r *Redactor) AppendValue(b []byte, name, value string) []byte {
 // name holds: the credential of an authorization (after its scheme; of a
 // Basic one, also user:password and the password decoded, which a proxy's
 // basicAuth policy may quote), the value of each cookie, and the whole
-// value; markers are left out.
+// value; markers are left out, and so are cookie values shorter than
+// MinSubstring: a cookie such as theme=dark or a=1 is seldom a credential,
+// and a short secret hides every string equal to it, which would turn
+// every "1" of a trace into a marker. The cookie headers themselves are
+// redacted whatever the length of their values.
 func Credentials(name, value string, f func(secret string)) {
+	least := 1
+	if strings.EqualFold(name, "cookie") || strings.EqualFold(name, "set-cookie") {
+		least = MinSubstring
+	}
 	whole := true
 	eachSecret(name, value, func(start, end int) {
 		if s := value[start:end]; !IsMarker(s) {
-			f(s)
+			if len(s) >= least {
+				f(s)
+			}
 			basicDecoded(name, value[:start], s, f)
 			whole = whole && !(start == 0 && end == len(value))
 		} else {
 			whole = false
 		}
 	})
-	if whole && value != "" && !IsMarker(value) && !HasMarker(value) {
+	if whole && len(value) >= least && !IsMarker(value) && !HasMarker(value) {
 		f(value)
 	}
 }

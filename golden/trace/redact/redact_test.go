@@ -386,3 +386,22 @@ func TestCredentialsOfBasic(t *testing.T) {
 		}
 	}
 }
+
+// TestShortCookiesAreNoSecrets: a short cookie value is redacted in its
+// header, and is no secret elsewhere (it would hide every equal string).
+func TestShortCookiesAreNoSecrets(t *testing.T) {
+	var got []string
+	Credentials("Cookie", "theme=dark; a=1; session=s3ss10n-value", func(s string) { got = append(got, s) })
+	if strings.Join(got, "|") != "s3ss10n-value|theme=dark; a=1; session=s3ss10n-value" {
+		t.Errorf("Credentials of a cookie: %q, want the long value and the whole header only", got)
+	}
+	r := New(Options{Key: testKey})
+	if v := r.Value("cookie", "a=1"); v != "a="+fp("1") {
+		t.Errorf("Value: %q, want the short value redacted in its header", v)
+	}
+	var s Secrets
+	out, _ := r.AppendEvent(nil, []byte(`{"message":{"headers":{"cookie":"a=1","x-count":"1"}}}`), &s)
+	if !strings.Contains(string(out), `"x-count":"1"`) {
+		t.Errorf("%s: a short cookie value hid another header's value", out)
+	}
+}
