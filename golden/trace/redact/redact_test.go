@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -403,5 +404,27 @@ func TestShortCookiesAreNoSecrets(t *testing.T) {
 	out, _ := r.AppendEvent(nil, []byte(`{"message":{"headers":{"cookie":"a=1","x-count":"1"}}}`), &s)
 	if !strings.Contains(string(out), `"x-count":"1"`) {
 		t.Errorf("%s: a short cookie value hid another header's value", out)
+	}
+}
+
+// TestDeepNestingCostsNoMemory: a hostile event nested a million deep is
+// walked in bounded memory, and still scrubbed of a request's secrets.
+func TestDeepNestingCostsNoMemory(t *testing.T) {
+	deep := []byte(`{"a":` + strings.Repeat("[", 1e6) + `"key sk-secret-0123456789"` + strings.Repeat("]", 1e6) + `}`)
+	r := New(Options{Key: testKey})
+	var s Secrets
+	s.Add("sk-secret-0123456789")
+	var out []byte
+	allocated := testing.AllocsPerRun(1, func() { out, _ = r.AppendEvent(out[:0], deep, &s) })
+	if bytes.Contains(out, []byte("sk-secret-0123456789")) {
+		t.Error("the secret was left in a deeply nested string")
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.TotalAlloc
+	r.CollectEvent(deep, &s)
+	runtime.ReadMemStats(&m)
+	if grew := m.TotalAlloc - before; grew > 1<<20 {
+		t.Errorf("walking a million levels allocated %d bytes (%v allocations a scrub), want under 1 MiB", grew, allocated)
 	}
 }

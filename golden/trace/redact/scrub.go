@@ -191,14 +191,21 @@ type frame struct {
 	header    string // an array that is a header's value: its name
 }
 
+// maxWalkDepth bounds the nesting walk follows: a trace event nests a
+// handful deep, and a hostile one a million deep must cost no memory (a
+// frame per level was 48 MB a walk). Deeper, strings are still read and
+// scrubbed of secrets; only a headers object that deep goes unrecognised.
+const maxWalkDepth = 64
+
 // walk calls f with each string of the JSON text src, in order, telling
 // header values apart (token.header). It is a tolerant lexer: what is not
 // JSON is skipped, and nesting is followed by brackets alone.
 func walk(src []byte, f func(token)) {
 	var stackArr [16]frame
 	stack := stackArr[:0]
+	over := 0 // levels past maxWalkDepth, not kept
 	top := func() *frame {
-		if len(stack) == 0 {
+		if len(stack) == 0 || over > 0 {
 			return nil
 		}
 		return &stack[len(stack)-1]
@@ -236,9 +243,16 @@ func walk(src []byte, f func(token)) {
 					n.header = fr.key
 				}
 			}
-			stack = append(stack, n)
+			if len(stack) < maxWalkDepth {
+				stack = append(stack, n)
+			} else {
+				over++
+			}
 		case '}', ']':
-			if len(stack) > 0 {
+			switch {
+			case over > 0:
+				over--
+			case len(stack) > 0:
 				stack = stack[:len(stack)-1]
 			}
 		case ',':
