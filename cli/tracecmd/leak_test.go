@@ -479,9 +479,11 @@ func runAll(t *testing.T, stdin string, args ...string) string {
 // (a pipe hands a read one write), and the viewer takes keys in order, so
 // a copy (c) copies what the keys before it chose.
 type keys struct {
-	t   *testing.T
-	in  *io.PipeWriter
-	out *syncBuffer
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *syncBuffer
+	run  *gwdiagRun      // shown when a wait fails
+	done <-chan struct{} // closed when gwdiag returned
 }
 
 func (k keys) send(ks ...string) {
@@ -498,7 +500,14 @@ func (k keys) waitFor(want string, n int) {
 	deadline := time.Now().Add(20 * time.Second)
 	for strings.Count(k.out.String(), want) < n {
 		if time.Now().After(deadline) {
-			k.t.Fatalf("the viewer's output never held %q %d times (%d)", want, n, strings.Count(k.out.String(), want))
+			out, ended := k.out.String(), "gwdiag still runs"
+			select {
+			case <-k.done:
+				ended = fmt.Sprintf("gwdiag returned %v", k.run.err)
+			default:
+			}
+			k.t.Fatalf("the viewer's output never held %q %d times (%d); %s; its stderr: %q; the last of its output:\n%q",
+				want, n, strings.Count(out, want), ended, k.run.stderr.String(), out[max(0, len(out)-3000):])
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -560,7 +569,7 @@ func TestViewerLeaksNothing(t *testing.T) {
 				if tt.send {
 					p.sendPlanted(t)
 				}
-				k := keys{t: t, in: keyIn, out: &r.stdout}
+				k := keys{t: t, in: keyIn, out: &r.stdout, run: r, done: done}
 				k.waitFor("stream complete", 1)
 				copies := 6 * 9
 				if tt.requests == 0 {

@@ -719,8 +719,15 @@ func (s session) runTUI(ctx context.Context, in io.Reader, out io.Writer, title 
 	select {
 	case <-opened:
 	case err := <-result:
-		close(progReady) // nothing will be sent to a program that never starts
-		return err
+		select {
+		case <-opened:
+			// Opened, and ended before this select ran (a short follow
+			// stream on a busy machine): the viewer shows what it held.
+			result <- err
+		default:
+			close(progReady) // nothing will be sent to a program that never starts
+			return err
+		}
 	}
 	model := tui.New(title, status)
 	if s.follow {
