@@ -10,7 +10,7 @@ MOCK      := $(BIN)/mockbackend
 REPORT    ?= conformance-report.yaml
 PKGS      := ./...
 
-.PHONY: all build image test unit vet fmt-check conformance bench bench-load bench-instr fuzz clean kube-bins ratelimit-bin redis-server chromium test-cluster test-node conformance-cluster generate-crds
+.PHONY: all build image test unit test-times vet fmt-check conformance bench bench-load bench-instr fuzz clean kube-bins ratelimit-bin redis-server chromium test-cluster test-node conformance-cluster generate-crds
 
 all: build
 
@@ -44,9 +44,33 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 # kube-bins and ratelimit-bin first: cold builds take minutes and must not
-# count against a test binary's timeout.
+# count against a test binary's timeout. The tests mostly wait (on proxies,
+# containers, a cluster), so more of them run at once than there are cores:
+# TEST_P test binaries, and TEST_PARALLEL parallel tests in each.
+# gotestsum (a tool of go.mod) prints a line per package as it ends and
+# keeps go test's JSON in $(TESTJSON); test-times reads it.
+TEST_P        ?= 3
+TEST_PARALLEL ?= 4
+TESTJSON      ?= $(BIN)/test-unit.json
 unit: kube-bins ratelimit-bin redis-server chromium
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@mkdir -p $(BIN)
+	@$(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
+	  --jsonfile $(TESTJSON) -- -race -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(PKGS); \
+	rc=$$?; $(MAKE) --no-print-directory test-times; exit $$rc
+
+# Where the time of the last make test (or make unit) went: the slowest
+# packages, then the slowest tests (top-level and subtests), from $(TESTJSON).
+# Package times overlap: TEST_P of them run at once.
+TIMES_TOP ?= 15
+test-times:
+	@test -s $(TESTJSON) || { echo "no $(TESTJSON): run make unit first"; exit 2; }
+	@echo "slowest packages (seconds; $(TEST_P) run at once):"
+	@grep -E '"Action":"(pass|fail)","Package":"[^"]*","Elapsed":' $(TESTJSON) | \
+	  sed -E 's/.*"Action":"([a-z]+)","Package":"([^"]*)","Elapsed":([0-9.]+).*/\3 \2 \1/' | \
+	  sed 's| github.com/gwdiag/gwdiag/\{0,1\}| ./|' | sort -rn | head -$(TIMES_TOP) | \
+	  awk '{printf "  %8.1f  %s%s\n", $$1, $$2, ($$3 == "fail" ? "  FAIL" : "")}'
+	@echo "slowest tests (over 20 s):"
+	@$(GO) tool gotestsum tool slowest --jsonfile $(TESTJSON) --threshold 20s | head -40 | sed 's|github.com/gwdiag/gwdiag/|./|; s/^/  /'
 
 # The main job: every feature against the reference proxy, which claims every
 # extended feature: anything less than all passed fails. TARGET=inprocess (the
