@@ -66,6 +66,7 @@ func TestClusterConformance(t *testing.T) {
 // local API server reached through its kubeconfig, as any cluster would
 // be), every condition scenario fails and says why.
 func TestClusterConformanceFails(t *testing.T) {
+	t.Parallel()
 	l := sharedAPIServer(t)
 	c, err := controller.NewClient(l.Config)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 // traffic features then run through port-forwards to the implementation's
 // proxy pods, found by the gateway-name label.
 func TestExistingClusterWithItsDataPlane(t *testing.T) {
+	t.Parallel()
 	o := localNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -145,6 +145,7 @@ func interceptedController(writes interceptor.Funcs) func(context.Context, *rest
 // scenarios of its tags on the local node with that controller: its
 // scenario fails with its message, and every other one passes.
 func TestLocalNodeCatchesFaults(t *testing.T) {
+	t.Parallel()
 	node := localNode(t)
 	for _, f := range nodeFaults {
 		t.Run(f.name, func(t *testing.T) {

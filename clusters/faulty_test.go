@@ -86,6 +86,7 @@ func faultyPass(ctx context.Context, c client.Client) {
 // extended policy-condition-reasons reports unsupported (the spec names the
 // condition types only), and a failure once the feature is claimed.
 func TestClusterConformanceCatchesFaults(t *testing.T) {
+	t.Parallel()
 	l := sharedAPIServer(t)
 	c, err := controller.NewClient(l.Config)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 // Every scenario of the profile must run and pass: none skipped for lack
 // of a data plane.
 func TestLocalNodeConformance(t *testing.T) {
+	t.Parallel()
 	// Every request carries credentials: the run fails if its progress
 	// view or report holds one.
 	rep, _ := runOnNode(t, steps.Options{Target: "cluster", Cluster: localNode(t), PlantCredentials: true,

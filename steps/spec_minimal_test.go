@@ -90,6 +90,7 @@ func (t specMinimalTarget) Configure(ctx context.Context, setup target.Setup) (t
 // every extended feature it lacks is reported unsupported (not failed). The
 // day a core scenario asserts what the spec does not say, this fails.
 func TestSpecMinimalProxyPassesCore(t *testing.T) {
+	t.Parallel()
 	checkSpecMinimal(t, Options{TargetImpl: specMinimalTarget{}})
 }
 
@@ -97,6 +98,7 @@ func TestSpecMinimalProxyPassesCore(t *testing.T) {
 // one: its binary started by the process target from the config the suite
 // writes, through gwdiag's own engine.
 func TestSpecMinimalAsProcess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the specminimal binary")
 	}
@@ -177,6 +179,7 @@ func checkSpecMinimal(t *testing.T, o Options) {
 // TestSpecMinimalClaimsFail: claiming an extended feature the proxy lacks
 // turns "unsupported" into a failure, which fails the run.
 func TestSpecMinimalClaimsFail(t *testing.T) {
+	t.Parallel()
 	rep, err := Run(context.Background(), Options{TargetImpl: specMinimalTarget{}, Output: &strings.Builder{},
 		Tags: "@trace-order", SupportedFeatures: []FeatureName{FeatureTraceSeverity},
 		Timeouts: Timeouts{Trace: Duration(2 * time.Second)}})

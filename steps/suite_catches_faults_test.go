@@ -209,8 +209,14 @@ var faultCases = []faultCase{
 // for a missing extended feature, are reported unsupported), each with a
 // message that says why.
 func TestSuiteCatchesFaults(t *testing.T) {
+	t.Parallel()
 	for _, tt := range faultCases {
-		t.Run(tt.fault, func(t *testing.T) { checkFault(t, inprocess.New(faults[tt.fault].proxyOptions...), tt) })
+		t.Run(tt.fault, func(t *testing.T) {
+			// Each fault has its own proxy, ports and mocks: the faults
+			// run at once, as many as go test's -parallel.
+			t.Parallel()
+			checkFault(t, inprocess.New(faults[tt.fault].proxyOptions...), tt)
+		})
 	}
 }
 
@@ -252,6 +258,7 @@ func checkFault(t *testing.T, inner target.Target, tt faultCase) *ConformanceRep
 // of wrapper (configuration, listener, admin server, trace frames, a
 // missing extended feature), keeps the test to a few minutes.
 func TestContainerTargetCatchesFaults(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts two containers per scenario")
 	}
@@ -262,6 +269,7 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 			continue
 		}
 		t.Run(tt.fault, func(t *testing.T) {
+			t.Parallel() // containers, networks and ports of its own
 			inner := container.New(container.Options{Image: proxy, MockImage: mocks, Pull: container.PullNever})
 			rep := checkFault(t, inner, tt)
 			for _, f := range rep.Features {

@@ -12,6 +12,7 @@ import (
 // reference proxy, claiming every extended feature: the reference must
 // pass all of them.
 func TestInProcessConformance(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	dir := t.TempDir()
 	o := Options{

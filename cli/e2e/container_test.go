@@ -16,6 +16,7 @@ import (
 // errors (exit 2), and a Docker daemon that cannot be reached is a plain
 // error (exit 1) that says so.
 func TestConformanceContainerErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  []string
@@ -49,6 +50,7 @@ func TestConformanceContainerErrors(t *testing.T) {
 // interrupted (checkInterrupted), and a second run finds nothing left over.
 // The mock image is the one gwdiag builds from itself.
 func TestConformanceContainerInterrupt(t *testing.T) {
+	t.Parallel()
 	proxy, _ := containertest.Images(t)
 	for _, s := range interruptSignals {
 		t.Run(s.name, func(t *testing.T) {

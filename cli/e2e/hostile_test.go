@@ -148,6 +148,7 @@ var hostileCases = []hostileCase{
 // proxy process behind. Figures are logged (go test -v) for
 // docs/hostile-proxies.md.
 func TestHostileProxies(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts many processes")
 	}
@@ -243,6 +244,7 @@ func firstLine(s string) string {
 // target, end with the case's message under maxRSS; the run writes its
 // report and leaves no container of the image.
 func TestHostileProxiesContainer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts containers")
 	}

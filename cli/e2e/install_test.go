@@ -18,6 +18,7 @@ import (
 // static copy of itself with the Go toolchain into the user's cache for
 // the mock image, once; the second run finds it there.
 func TestCgoGwdiagRunsContainerTarget(t *testing.T) {
+	t.Parallel()
 	proxy, _ := containertest.Images(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gwdiag")

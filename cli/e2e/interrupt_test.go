@@ -41,6 +41,7 @@ var interruptSignals = []struct {
 // failed, the ones not run counted), the progress output ends saying so,
 // and no process or file of the run is left.
 func TestConformanceInterrupt(t *testing.T) {
+	t.Parallel()
 	targets := []struct {
 		name string
 		args func(t *testing.T) []string
@@ -392,6 +393,7 @@ func refproxyBin(t *testing.T) string {
 // other local-node tests (make test runs them as root), and takes the
 // machine's local-node lock through gwdiag.
 func TestConformanceLocalNodeInterrupt(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: the local node needs root (containerd, runc, a network bridge, cgroups); an interrupted local-node run is not tested")
 	}

@@ -59,6 +59,7 @@ type nodeFixture struct {
 // by the reference controller. The node starts once for every subtest (a
 // start takes about 15 s, and one node runs per machine at a time).
 func TestCLIOnLocalNode(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: the local node needs root (containerd, runc, a network bridge, cgroups); the CLI against real pods is not tested")
 	}

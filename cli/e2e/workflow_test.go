@@ -38,6 +38,7 @@ type workflow struct {
 // The run is narrowed to the admin feature (CONFORMANCE_ARGS) to keep it
 // to seconds.
 func TestWorkflowCommands(t *testing.T) {
+	t.Parallel()
 	containertest.Images(t) // skips without a Docker daemon
 	root, err := filepath.Abs("../..")
 	if err != nil {
