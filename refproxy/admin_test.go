@@ -308,6 +308,36 @@ func TestAdminJSONAndProfiles(t *testing.T) {
 	}
 }
 
+// TestProfilesTakeTurns: the runtime profiles one at a time, so a profile
+// asked while another runs (of this proxy or of another in the same
+// process) waits its turn and is served, not refused.
+func TestProfilesTakeTurns(t *testing.T) {
+	a := startProxy(t, oneRoute(backendServer(t, "a", nil)))
+	b := startProxy(t, oneRoute(backendServer(t, "b", nil)))
+	type answer struct {
+		code int
+		body string
+	}
+	answers := make(chan answer, 3)
+	for _, p := range []*Proxy{a, a, b} {
+		go func() {
+			resp, err := http.Get("http://" + p.AdminAddr() + "/debug/pprof/profile?seconds=1")
+			if err != nil {
+				answers <- answer{body: err.Error()}
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			answers <- answer{resp.StatusCode, string(body)}
+		}()
+	}
+	for range 3 {
+		if got := <-answers; got.code != 200 || !strings.HasPrefix(got.body, "\x1f\x8b") {
+			t.Errorf("profile asked while others ran: %d %.80q, want 200 and a gzip pprof profile", got.code, got.body)
+		}
+	}
+}
+
 func TestAdminAddressMustBeLoopback(t *testing.T) {
 	tests := []struct {
 		addr   string

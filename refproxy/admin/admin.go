@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/logfilter"
@@ -185,8 +184,10 @@ func rss() uint64 {
 	return 0
 }
 
-// profileMu allows one CPU profile at a time, as the runtime does.
-var profileMu sync.Mutex
+// profileSlot allows one CPU profile at a time, as the runtime does: a
+// request while another profiles waits its turn (or until its client
+// gives up), as do the proxies of one process (in-process targets, tests).
+var profileSlot = make(chan struct{}, 1)
 
 func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
 	s := r.URL.Query().Get(name)
@@ -202,24 +203,25 @@ func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
 
 func profile(w http.ResponseWriter, r *http.Request) {
 	secs, err := intParam(r, "seconds", 10, 1, 300)
+	hz := 100
 	if err == nil {
-		var hz int
 		hz, err = intParam(r, "frequency", 100, 1, 1000)
-		if err == nil && hz != 100 {
-			// The runtime takes the rate from the first call; StartCPUProfile
-			// then keeps it (and notes on stderr that it could not reset it).
-			runtime.SetCPUProfileRate(hz)
-		}
 	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !profileMu.TryLock() {
-		http.Error(w, "a CPU profile is already running", http.StatusConflict)
+	select {
+	case profileSlot <- struct{}{}:
+	case <-r.Context().Done():
 		return
 	}
-	defer profileMu.Unlock()
+	defer func() { <-profileSlot }()
+	if hz != 100 {
+		// The runtime takes the rate from the first call; StartCPUProfile
+		// then keeps it (and notes on stderr that it could not reset it).
+		runtime.SetCPUProfileRate(hz)
+	}
 	var buf bytes.Buffer
 	if err := pprof.StartCPUProfile(&buf); err != nil {
 		http.Error(w, "start profile: "+err.Error(), http.StatusInternalServerError)
