@@ -224,11 +224,18 @@ func TestSuiteCatchesFaults(t *testing.T) {
 // what it reports; it returns the report.
 func checkFault(t *testing.T, inner target.Target, tt faultCase) *ConformanceReport {
 	t.Helper()
+	return checkFaultTags(t, inner, tt, "")
+}
+
+// checkFaultTags is checkFault for the scenarios of a tag expression
+// (every scenario when empty).
+func checkFaultTags(t *testing.T, inner target.Target, tt faultCase, tags string) *ConformanceReport {
+	t.Helper()
 	f, ok := faults[tt.fault]
 	if !ok {
 		t.Fatalf("no fault %q", tt.fault)
 	}
-	o := Options{TargetImpl: &faultyTarget{inner: inner, fault: f}, Output: &strings.Builder{},
+	o := Options{TargetImpl: &faultyTarget{inner: inner, fault: f}, Output: &strings.Builder{}, Tags: tags,
 		// Faults that hold a stream make the suite wait this long.
 		Timeouts: Timeouts{Request: Duration(3 * time.Second)}}
 	o.AllFeatures = tt.claimAll
@@ -256,7 +263,11 @@ func checkFault(t *testing.T, inner target.Target, tt faultCase) *ConformanceRep
 // scenarios for the same reasons, and keeps the proxy's logs of each
 // failed scenario in the report. A sample of the faults, one of each kind
 // of wrapper (configuration, listener, admin server, trace frames, a
-// missing extended feature), keeps the test to a few minutes.
+// missing extended feature), each run on the features its scenarios
+// belong to (faultFeatures): that the other features pass on the container
+// target is TestContainerConformance's (steps/target/container), that a
+// fault fails nothing else TestSuiteCatchesFaults's, and two containers
+// per scenario of every feature made this test 10 minutes of the gate.
 func TestContainerTargetCatchesFaults(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -271,7 +282,9 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 		t.Run(tt.fault, func(t *testing.T) {
 			t.Parallel() // containers, networks and ports of its own
 			inner := container.New(container.Options{Image: proxy, MockImage: mocks, Pull: container.PullNever})
-			rep := checkFault(t, inner, tt)
+			tags := faultFeatures(t, tt)
+			t.Logf("features run: %s", tags)
+			rep := checkFaultTags(t, inner, tt, tags)
 			for _, f := range rep.Features {
 				for _, s := range f.Scenarios {
 					if s.Result == Failed && !strings.Contains(s.ProxyLogs, "refproxy started") {
@@ -281,6 +294,33 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// faultFeatures is the tag expression of the features (core or extended)
+// holding the scenarios tt expects failed or unsupported.
+func faultFeatures(t *testing.T, tt faultCase) string {
+	t.Helper()
+	byName := map[string]FeatureName{}
+	for _, s := range loadScenarios(t) {
+		byName[s.name] = s.feature
+	}
+	var tags []string
+	for _, want := range []map[string]string{tt.wantFail, tt.wantUnsup} {
+		for name := range want {
+			f, ok := byName[name]
+			if !ok {
+				t.Fatalf("fault %q expects scenario %q, which no feature has", tt.fault, name)
+			}
+			if tag := "@" + string(f); !slices.Contains(tags, tag) {
+				tags = append(tags, tag)
+			}
+		}
+	}
+	if len(tags) == 0 {
+		t.Fatalf("fault %q expects no scenario to fail: the container sample has nothing to run", tt.fault)
+	}
+	sort.Strings(tags)
+	return strings.Join(tags, ",")
 }
 
 func compare(t *testing.T, what string, got, want map[string]string) {
