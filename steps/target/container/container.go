@@ -608,12 +608,19 @@ func containerIP(ctx context.Context, ctr *testcontainers.DockerContainer, netwo
 // reaches Docker gets its provider here, because testcontainers reads its
 // configuration once per process, at the first provider.
 func DockerProvider() (*testcontainers.DockerProvider, error) {
-	if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
-		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
-	tclog.SetDefault(tclog.NewNoopLogger())
+	quietOnce.Do(func() {
+		if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
+			os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+		}
+		tclog.SetDefault(tclog.NewNoopLogger())
+	})
 	return testcontainers.NewDockerProvider(testcontainers.WithLogger(tclog.NewNoopLogger()))
 }
+
+// quietOnce sets testcontainers' process-wide settings once: callers at
+// once (parallel tests, a run building images while another starts
+// containers) raced on its default logger.
+var quietOnce sync.Once
 
 // checkDockerHost fails when DOCKER_HOST names a daemon that does not
 // answer. testcontainers would try the next place a daemon may be (the
