@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // BenchmarkLoopback measures whole requests through a started proxy over
@@ -19,7 +19,7 @@ func BenchmarkLoopback(b *testing.B) {
 		url := "http://" + p.BindAddrs()[0] + "/get"
 		b.ReportAllocs()
 		for b.Loop() {
-			var w *trace.Watcher
+			var w *tracing.Watcher
 			if watched {
 				w = p.reg.Watch(nil)
 			}

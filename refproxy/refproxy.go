@@ -30,7 +30,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/logfilter"
 	"github.com/gwdiag/gwdiag/refproxy/proxy"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // Option changes how a Proxy runs.
@@ -113,7 +113,7 @@ type Proxy struct {
 	opts   options
 	cfg    *config.Config
 	dp     *proxy.Dataplane
-	reg    *trace.Registry
+	reg    *tracing.Registry
 	logCtl *logfilter.Control
 	log    *slog.Logger
 
@@ -162,7 +162,7 @@ func New(cfg *config.Config, opts ...Option) (*Proxy, error) {
 	}
 	ctl := logfilter.NewControl(flt)
 	logger := slog.New(ctl.Handler(slog.NewTextHandler(o.logOut, &slog.HandlerOptions{Level: logfilter.LevelTrace})))
-	reg := &trace.Registry{}
+	reg := &tracing.Registry{}
 	dp := proxy.New(proxy.Options{
 		BindHost:                o.bindHost,
 		Logger:                  logger.With(logfilter.ModuleKey, "refproxy::proxy"),

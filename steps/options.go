@@ -9,9 +9,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/cluster"
@@ -123,7 +123,7 @@ const (
 
 // Duration is a time.Duration written as "1.5s" in YAML and JSON: the one
 // duration type of the project (refproxy's config has it too).
-type Duration = config.Duration
+type Duration = duration.Duration
 
 // Timeouts bounds every wait of the suite.
 type Timeouts struct {

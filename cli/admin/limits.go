@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/refproxy/config"
 )
 
 // LimitFlags are the bounds a command puts on what it reads from a proxy,
@@ -58,6 +58,6 @@ func (l *LimitFlags) Check(fs *pflag.FlagSet) error {
 // bounds.
 func (l *LimitFlags) Client(baseURL, hint string) *Client {
 	lim := l.Limits
-	lim.FrameTime = config.Duration(l.frameTime)
+	lim.FrameTime = duration.Duration(l.frameTime)
 	return &Client{BaseURL: baseURL, Hint: hint, Limits: lim, Timeout: l.Timeout}
 }

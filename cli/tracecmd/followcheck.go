@@ -12,7 +12,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
 
 // followCheck stands between a follow stream and what shows it, because a
@@ -60,7 +60,7 @@ func newFollowCheck(s session, emit func(admin.Event), stop func()) *followCheck
 		warn: s.stderr, opened: time.Now(), held: map[string][]admin.Event{}}
 	if s.outcome != "" {
 		// The proxy compiles the same expression; one it refuses never gets here.
-		if p, err := reftrace.CompileOutcome(s.outcome); err == nil {
+		if p, err := watch.CompileOutcome(s.outcome); err == nil {
 			c.outcome = p
 		}
 	}
@@ -104,7 +104,7 @@ func (c *followCheck) event(ev admin.Event) {
 	events := c.held[id]
 	delete(c.held, id)
 	code, latency := outcomeOf(events)
-	if !reftrace.OutcomeAccepts(c.outcome, code, latency) {
+	if !watch.OutcomeAccepts(c.outcome, code, latency) {
 		c.rejected++
 		if len(c.examples) < maxExamples {
 			c.examples = append(c.examples, fmt.Sprintf("status %d after %s", code, time.Duration(latency)*time.Microsecond))
@@ -194,7 +194,7 @@ func (c *followCheck) finish() error {
 func (c *followCheck) endedEarly() bool {
 	d := c.duration
 	if d == 0 {
-		d = reftrace.DefaultFollowDuration
+		d = watch.DefaultFollowDuration
 	}
 	return time.Since(c.opened) < d*9/10
 }

@@ -33,7 +33,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/scrub"
 	"github.com/gwdiag/gwdiag/cli/tui"
 	"github.com/gwdiag/gwdiag/golden/trace"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
 
 // readyGrace is how long inject mode waits, after the stream's response
@@ -249,9 +249,9 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 		case len(reqArgs) > 0 || portSet:
 			return p, errors.New("--follow watches the requests that reach the proxy; it cannot be combined with --port and a request")
 		case cmd.Flags().Changed("max-requests") && (o.maxRequests < 1 || o.maxRequests > maxChained):
-			return p, fmt.Errorf("--max-requests %d: want 1 to %d (to %d with --raw)", o.maxRequests, reftrace.MaxFollowMax, maxChained)
-		case o.maxRequests > reftrace.MaxFollowMax && !o.raw:
-			return p, fmt.Errorf("--max-requests %d: the proxy follows at most %d requests a stream; above that add --raw, which follows on consecutive streams", o.maxRequests, reftrace.MaxFollowMax)
+			return p, fmt.Errorf("--max-requests %d: want 1 to %d (to %d with --raw)", o.maxRequests, watch.MaxFollowMax, maxChained)
+		case o.maxRequests > watch.MaxFollowMax && !o.raw:
+			return p, fmt.Errorf("--max-requests %d: the proxy follows at most %d requests a stream; above that add --raw, which follows on consecutive streams", o.maxRequests, watch.MaxFollowMax)
 		case cmd.Flags().Changed("duration") && (o.duration <= 0 || o.duration > 10*time.Minute):
 			return p, fmt.Errorf("--duration %s: want up to 10m", o.duration)
 		}
@@ -609,7 +609,7 @@ func streamErr(err error) error {
 const maxChained = 1_000_000
 
 // followChunk is the most traces gwdiag asks one follow stream for.
-var followChunk = reftrace.MaxFollowMax
+var followChunk = watch.MaxFollowMax
 
 // runRaw prints each event as one JSON line, exactly as the proxy sent it.
 // In follow mode, more traces than one stream gives (followChunk) are
@@ -652,7 +652,7 @@ func (s session) runRaw(ctx context.Context, stdout io.Writer) error {
 	}
 	d := s.duration
 	if d == 0 {
-		d = reftrace.DefaultFollowDuration
+		d = watch.DefaultFollowDuration
 	}
 	deadline := time.Now().Add(d)
 	for left, streams := s.max, 0; left > 0 && werr == nil; streams++ {

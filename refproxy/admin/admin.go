@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/refproxy/logfilter"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // Backend is what the admin server needs from the proxy.
@@ -30,7 +30,7 @@ type Backend struct {
 	// reference schema. Nil sends none.
 	Status func() ConfigStatus
 	// Registry holds trace watchers.
-	Registry *trace.Registry
+	Registry *tracing.Registry
 	// Logging is the live log filter.
 	Logging *logfilter.Control
 	// Quit starts a graceful shutdown; it must not block on the admin server.
@@ -102,7 +102,7 @@ func Handler(b Backend) http.Handler {
 		_ = pprof.Lookup("heap").WriteTo(w, 0)
 	}, http.MethodGet)
 	handle("/debug/tasks", tasks, http.MethodGet)
-	handle("/debug/trace", trace.Handler(b.Registry).ServeHTTP, http.MethodGet, http.MethodPost)
+	handle("/debug/trace", tracing.Handler(b.Registry).ServeHTTP, http.MethodGet, http.MethodPost)
 	handle("/quitquitquit", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("shutdown now\n"))

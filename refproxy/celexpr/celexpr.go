@@ -1,7 +1,8 @@
-// Package celexpr compiles the CEL expressions of refproxy (trace filters,
-// follow outcome filters, rate-limit descriptors, policy conditions and
-// authorization rules) one way: parse and check against an environment,
-// require the result type, build the program.
+// Package celexpr compiles the CEL expressions of refproxy's policies
+// (rate-limit descriptors, policy conditions and authorization rules) one
+// way: parse and check against an environment, require the result type,
+// build the program. (The trace endpoint's filters are the protocol's:
+// golden/trace/watch.)
 //
 // The request environment (RequestEnv) is what policies see, as the
 // reference implementation names it: request (method, path, host, headers,

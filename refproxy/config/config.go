@@ -4,7 +4,6 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
@@ -416,39 +416,9 @@ type RouteTarget struct {
 	Kind      *string `yaml:"kind" json:"kind,omitempty"`
 }
 
-// Duration is a Go duration string such as "1s" or "60s".
-type Duration time.Duration
-
-// String formats the duration as the config writes it: whole seconds as
-// "60s" (not Go's "1m0s"), whole milliseconds as "500ms".
-func (d Duration) String() string {
-	switch td := time.Duration(d); {
-	case td != 0 && td%time.Second == 0:
-		return strconv.FormatInt(int64(td/time.Second), 10) + "s"
-	case td != 0 && td%time.Millisecond == 0:
-		return strconv.FormatInt(int64(td/time.Millisecond), 10) + "ms"
-	default:
-		return td.String()
-	}
-}
-
-// UnmarshalJSON reads a Go duration string ("1.5s", "500ms"); option
-// files loaded through JSON (the conformance suite's) use it.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"5s\", got %s", b)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalJSON writes the duration as a string ("1s"), as the config does.
-func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+// Duration is a Go duration string such as "1s" or "60s", as every file
+// of the project writes one (golden/duration).
+type Duration = duration.Duration
 
 // AdminAddress returns config.adminAddr or the default.
 func (c *Config) AdminAddress() string {

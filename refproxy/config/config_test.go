@@ -257,27 +257,6 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-func TestDurationString(t *testing.T) {
-	tests := []struct {
-		in   time.Duration
-		want string
-	}{
-		{time.Minute, "60s"},
-		{time.Second, "1s"},
-		{time.Hour, "3600s"},
-		{500 * time.Millisecond, "500ms"},
-		{1500 * time.Microsecond, "1.5ms"},
-		{0, "0s"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.want, func(t *testing.T) {
-			if got := Duration(tt.in).String(); got != tt.want {
-				t.Errorf("Duration(%v).String() = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
-}
-
 // TestAliasBomb: a few aliases standing for millions of values are refused
 // at a bound rather than expanded.
 func TestAliasBomb(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 const echoRoute = `
@@ -152,7 +152,7 @@ func TestFollowBounds(t *testing.T) {
 		}
 	}
 	var closers []func()
-	for range reftrace.MaxFollowers {
+	for range tracing.MaxFollowers {
 		_, c := openFollow(t, e, "follow=true&duration=1m")
 		closers = append(closers, c)
 	}
@@ -162,7 +162,7 @@ func TestFollowBounds(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("follow watcher %d: %d, want 429", reftrace.MaxFollowers+1, resp.StatusCode)
+		t.Errorf("follow watcher %d: %d, want 429", tracing.MaxFollowers+1, resp.StatusCode)
 	}
 	for _, c := range closers {
 		c()

@@ -32,7 +32,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/authn"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // Policy kinds of the auth policies in traces: effectivePolicy's keys
@@ -87,7 +87,7 @@ type authRefusal struct {
 
 // authenticate runs the route's auth stages in order; the first refusal
 // ends the request.
-func (rp *routePolicies) authenticate(req *fasthttp.Request, tr *reftrace.Tracer, id *identity) *authRefusal {
+func (rp *routePolicies) authenticate(req *fasthttp.Request, tr *tracing.Tracer, id *identity) *authRefusal {
 	for i := range rp.auth {
 		s := &rp.auth[i]
 		var r *authRefusal
@@ -107,7 +107,7 @@ func (rp *routePolicies) authenticate(req *fasthttp.Request, tr *reftrace.Tracer
 }
 
 // authRefused answers a 401 of an auth policy.
-func (dp *Dataplane) authRefused(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, r *authRefusal) {
+func (dp *Dataplane) authRefused(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, r *authRefusal) {
 	if r.wwwAuthenticate != "" {
 		ctx.Response.Header.Set("WWW-Authenticate", r.wwwAuthenticate)
 	}
@@ -265,7 +265,7 @@ func withoutQueryParam(q, name string) string {
 
 // secrets gives the tracer of a traced request the credential and the
 // forms it takes in the request.
-func secrets(tr *reftrace.Tracer, value string, raw []string) {
+func secrets(tr *tracing.Tracer, value string, raw []string) {
 	if tr == nil {
 		return
 	}
@@ -320,17 +320,17 @@ func modeOr(m string) string {
 	return m
 }
 
-func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *reftrace.Tracer, id *identity, phase string) *authRefusal {
+func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identity, phase string) *authRefusal {
 	key, raw, found := p.loc.read(req)
 	secrets(tr, key, raw)
 	if !found {
 		if p.mode == config.ModeStrict {
 			why := fmt.Sprintf("the request has no API key (%s) and the %s phase's apiKey mode is strict", p.loc, phase)
-			tr.Policy(kindAPIKey, reftrace.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
+			tr.Policy(kindAPIKey, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
 			return &authRefusal{kind: kindAPIKey, body: "api key authentication failure: no API Key found\n", reason: why}
 		}
 		if tr != nil {
-			tr.Policy(kindAPIKey, reftrace.Skipped(fmt.Sprintf("the request has no API key (%s) and the %s phase's apiKey mode is %s", p.loc, phase, p.mode)), false)
+			tr.Policy(kindAPIKey, tracing.Skipped(fmt.Sprintf("the request has no API key (%s) and the %s phase's apiKey mode is %s", p.loc, phase, p.mode)), false)
 		}
 		return nil
 	}
@@ -339,11 +339,11 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *reftrace.Tracer, id *ident
 		why := fmt.Sprintf("the API key (%s) is none of the %d %s of the %s phase's apiKey policy", p.loc, p.n, plural(p.n, "key", "keys"), phase)
 		if p.mode == config.ModePermissive {
 			if tr != nil {
-				tr.Policy(kindAPIKey, reftrace.Skipped(why+"; let through (mode permissive)"), false)
+				tr.Policy(kindAPIKey, tracing.Skipped(why+"; let through (mode permissive)"), false)
 			}
 			return nil
 		}
-		tr.Policy(kindAPIKey, reftrace.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
+		tr.Policy(kindAPIKey, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
 		return &authRefusal{kind: kindAPIKey, body: "api key authentication failure: invalid credentials\n", reason: why}
 	}
 	p.loc.remove(req)
@@ -358,7 +358,7 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *reftrace.Tracer, id *ident
 		if p.names[i] != "" {
 			which += fmt.Sprintf(" (name %q)", p.names[i])
 		}
-		tr.Policy(kindAPIKey, reftrace.Applied("authenticated with API key "+which,
+		tr.Policy(kindAPIKey, tracing.Applied("authenticated with API key "+which,
 			map[string]any{"decision": "allowed", "phase": phase, "key": i, "metadata": p.meta[i]}), false)
 	}
 	return nil
@@ -385,23 +385,23 @@ func newBasicPolicy(c *config.BasicAuth) (*basicPolicy, error) {
 	return &basicPolicy{mode: modeOr(c.Mode), loc: newLocation(c.AuthorizationLocation.Or(config.BasicLocation())), db: db, realm: realm}, nil
 }
 
-func (p *basicPolicy) run(req *fasthttp.Request, tr *reftrace.Tracer, id *identity, phase string) *authRefusal {
+func (p *basicPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identity, phase string) *authRefusal {
 	enc, raw, found := p.loc.read(req)
 	secrets(tr, enc, raw)
 	www := `Basic realm="` + p.realm + `"`
 	if !found {
 		if p.mode == config.ModeStrict {
 			why := fmt.Sprintf("the request has no Basic credentials (%s) and the %s phase's basicAuth mode is strict", p.loc, phase)
-			tr.Policy(kindBasicAuth, reftrace.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
+			tr.Policy(kindBasicAuth, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
 			return &authRefusal{kind: kindBasicAuth, body: "basic authentication failure: no basic authentication credentials found\n", wwwAuthenticate: www, reason: why}
 		}
 		if tr != nil {
-			tr.Policy(kindBasicAuth, reftrace.Skipped(fmt.Sprintf("the request has no Basic credentials (%s) and the %s phase's basicAuth mode is optional", p.loc, phase)), false)
+			tr.Policy(kindBasicAuth, tracing.Skipped(fmt.Sprintf("the request has no Basic credentials (%s) and the %s phase's basicAuth mode is optional", p.loc, phase)), false)
 		}
 		return nil
 	}
 	refuse := func(why string) *authRefusal {
-		tr.Policy(kindBasicAuth, reftrace.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
+		tr.Policy(kindBasicAuth, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
 		return &authRefusal{kind: kindBasicAuth, body: "basic authentication failure: invalid credentials\n", wwwAuthenticate: www, reason: why}
 	}
 	dec, err := base64.StdEncoding.DecodeString(enc)
@@ -426,7 +426,7 @@ func (p *basicPolicy) run(req *fasthttp.Request, tr *reftrace.Tracer, id *identi
 	p.loc.remove(req)
 	id.user = user
 	if tr != nil {
-		tr.Policy(kindBasicAuth, reftrace.Applied(fmt.Sprintf("authenticated as user %q", user),
+		tr.Policy(kindBasicAuth, tracing.Applied(fmt.Sprintf("authenticated as user %q", user),
 			map[string]any{"decision": "allowed", "phase": phase, "user": user}), false)
 	}
 	return nil
@@ -458,17 +458,17 @@ func newJWTPolicy(c *config.JWTAuth) (*jwtPolicy, error) {
 	return p, nil
 }
 
-func (p *jwtPolicy) run(req *fasthttp.Request, tr *reftrace.Tracer, id *identity, phase string) *authRefusal {
+func (p *jwtPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identity, phase string) *authRefusal {
 	token, raw, found := p.loc.read(req)
 	secrets(tr, token, raw)
 	if !found {
 		if p.mode == config.ModeStrict {
 			why := fmt.Sprintf("the request has no JWT (%s) and the %s phase's jwtAuth mode is strict", p.loc, phase)
-			tr.Policy(kindJWT, reftrace.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
+			tr.Policy(kindJWT, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
 			return &authRefusal{kind: kindJWT, body: "authentication failure: " + authn.ErrNoToken.Msg + "\n", reason: why}
 		}
 		if tr != nil {
-			tr.Policy(kindJWT, reftrace.Skipped(fmt.Sprintf("the request has no JWT (%s) and the %s phase's jwtAuth mode is %s", p.loc, phase, p.mode)), false)
+			tr.Policy(kindJWT, tracing.Skipped(fmt.Sprintf("the request has no JWT (%s) and the %s phase's jwtAuth mode is %s", p.loc, phase, p.mode)), false)
 		}
 		return nil
 	}
@@ -476,11 +476,11 @@ func (p *jwtPolicy) run(req *fasthttp.Request, tr *reftrace.Tracer, id *identity
 	if err != nil {
 		if p.mode == config.ModePermissive {
 			if tr != nil {
-				tr.Policy(kindJWT, reftrace.Skipped(fmt.Sprintf("token verification failed (%v); let through (mode permissive)", err)), false)
+				tr.Policy(kindJWT, tracing.Skipped(fmt.Sprintf("token verification failed (%v); let through (mode permissive)", err)), false)
 			}
 			return nil
 		}
-		tr.Policy(kindJWT, reftrace.Applied("refused: "+err.Error(), map[string]any{"decision": "refused", "phase": phase}), true)
+		tr.Policy(kindJWT, tracing.Applied("refused: "+err.Error(), map[string]any{"decision": "refused", "phase": phase}), true)
 		return &authRefusal{kind: kindJWT, body: "authentication failure: " + err.Error() + "\n", reason: err.Error()}
 	}
 	p.loc.remove(req)
@@ -490,7 +490,7 @@ func (p *jwtPolicy) run(req *fasthttp.Request, tr *reftrace.Tracer, id *identity
 		if v.Subject != "" {
 			details += fmt.Sprintf(", subject %q", v.Subject)
 		}
-		tr.Policy(kindJWT, reftrace.Applied(details+" (key "+strconv.Quote(v.KeyID)+")", map[string]any{"decision": "allowed", "phase": phase,
+		tr.Policy(kindJWT, tracing.Applied(details+" (key "+strconv.Quote(v.KeyID)+")", map[string]any{"decision": "allowed", "phase": phase,
 			"issuer": v.Issuer, "subject": v.Subject, "keyId": v.KeyID, "provider": v.Provider}), false)
 	}
 	return nil
@@ -530,7 +530,7 @@ func newBackendAuth(c *config.BackendAuth) *backendAuthPolicy {
 }
 
 // apply puts the policy's credentials in the request to be for be.
-func (p *backendAuthPolicy) apply(req *fasthttp.Request, tr *reftrace.Tracer, id *identity, be *backend) {
+func (p *backendAuthPolicy) apply(req *fasthttp.Request, tr *tracing.Tracer, id *identity, be *backend) {
 	var sent []string
 	send := func(s sentSecret) {
 		in := s.loc.insert(req, s.value)
@@ -545,7 +545,7 @@ func (p *backendAuthPolicy) apply(req *fasthttp.Request, tr *reftrace.Tracer, id
 	}
 	if p.passthrough != nil {
 		if id.token == "" {
-			tr.Policy(kindBackendAuth, reftrace.Skipped("passthrough: the request has no validated JWT to send on to backend "+be.name), false)
+			tr.Policy(kindBackendAuth, tracing.Skipped("passthrough: the request has no validated JWT to send on to backend "+be.name), false)
 		} else {
 			send(sentSecret{value: id.token, loc: *p.passthrough})
 		}
@@ -558,7 +558,7 @@ func (p *backendAuthPolicy) apply(req *fasthttp.Request, tr *reftrace.Tracer, id
 		if p.passthrough != nil {
 			what = "the validated JWT"
 		}
-		tr.Policy(kindBackendAuth, reftrace.Applied(fmt.Sprintf("sent %s to backend %s in %s", what, be.name, strings.Join(sent, ", ")),
+		tr.Policy(kindBackendAuth, tracing.Applied(fmt.Sprintf("sent %s to backend %s in %s", what, be.name, strings.Join(sent, ", ")),
 			map[string]any{"backend": be.name, "locations": sent}), false)
 	}
 }

@@ -12,8 +12,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // stubBackend answers every upstream call in process, so that allocation
@@ -159,11 +160,11 @@ func BenchmarkServe(b *testing.B) {
 		// request is captured, then dropped at requestFinished.
 		dp, h := newBenchHandler(b, false)
 		e := newExchange()
-		fivexx, err := reftrace.CompileOutcome(`response.code >= 500`)
+		fivexx, err := watch.CompileOutcome(`response.code >= 500`)
 		if err != nil {
 			b.Fatal(err)
 		}
-		w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
+		w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -178,11 +179,11 @@ func BenchmarkServe(b *testing.B) {
 		// is shown to the filter (its map built, the expression evaluated).
 		dp, h := newBenchHandler(b, false)
 		e := newExchange()
-		never, err := reftrace.Compile(`request.path == "/never"`)
+		never, err := watch.CompileFilter(`request.path == "/never"`)
 		if err != nil {
 			b.Fatal(err)
 		}
-		w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Filter: never})
+		w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Filter: never})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -196,13 +197,13 @@ func BenchmarkServe(b *testing.B) {
 		// The same filter keeping every trace: captured, then rendered.
 		dp, h := newBenchHandler(b, false)
 		e := newExchange()
-		all, err := reftrace.CompileOutcome(`response.code >= 0`)
+		all, err := watch.CompileOutcome(`response.code >= 0`)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: all})
+			w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: all})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -228,11 +229,11 @@ func BenchmarkServe(b *testing.B) {
 	b.Run("outcome-dropped-credentials", func(b *testing.B) {
 		dp, h := newBenchHandler(b, false)
 		e := newCredentialsExchange()
-		fivexx, err := reftrace.CompileOutcome(`response.code >= 500`)
+		fivexx, err := watch.CompileOutcome(`response.code >= 500`)
 		if err != nil {
 			b.Fatal(err)
 		}
-		w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
+		w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -245,13 +246,13 @@ func BenchmarkServe(b *testing.B) {
 	b.Run("outcome-kept-credentials", func(b *testing.B) {
 		dp, h := newBenchHandler(b, false)
 		e := newCredentialsExchange()
-		all, err := reftrace.CompileOutcome(`response.code >= 0`)
+		all, err := watch.CompileOutcome(`response.code >= 0`)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: all})
+			w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: all})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -276,7 +277,7 @@ func benchFollow(b *testing.B, e *exchange) {
 	dp, h := newBenchHandler(b, false)
 	b.ReportAllocs()
 	for b.Loop() {
-		w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour})
+		w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}

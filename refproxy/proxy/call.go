@@ -13,7 +13,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -25,7 +25,7 @@ var callPool = sync.Pool{New: func() any { return new(call) }}
 // by the server once the body is written.
 type call struct {
 	dp *Dataplane
-	tr *reftrace.Tracer
+	tr *tracing.Tracer
 	rt *route
 	be *backend
 	// held is the local limits that admitted the request (charged with
@@ -76,7 +76,7 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 	if tr != nil {
 		start := c.start
 		tr.Record(statusSeverity(code, c.err), trace.BackendCallResult, &start,
-			reftrace.Capture{Render: renderCallResult, Code: code, Err: c.err, Flag: c.clientFault})
+			tracing.Capture{Render: renderCallResult, Code: code, Err: c.err, Flag: c.clientFault})
 		// The backend's response as it came, before the proxy adds its own headers.
 		if backend == nil {
 			backend = h // the proxy's own answer to a failed call
@@ -93,10 +93,10 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 
 // renderCallResult is backendCallResult's members: error, and status
 // (none when the client's body failed: the backend never answered).
-func renderCallResult(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+func renderCallResult(b []byte, _ *tracing.Tracer, c tracing.Capture) []byte {
 	b = append(b, `"error":`...)
 	if c.Err != nil {
-		b = reftrace.AppendString(b, c.Err.Error())
+		b = tracing.AppendString(b, c.Err.Error())
 	} else {
 		b = append(b, "null"...)
 	}
@@ -108,21 +108,21 @@ func renderCallResult(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
 }
 
 // renderBackendCallStart is backendCallStart's target.
-func renderBackendCallStart(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+func renderBackendCallStart(b []byte, _ *tracing.Tracer, c tracing.Capture) []byte {
 	b = append(b, `"target":`...)
-	return reftrace.AppendString(b, c.Refs[0].(*backend).addr)
+	return tracing.AppendString(b, c.Refs[0].(*backend).addr)
 }
 
 // callStart is backendCallStart to be.
-func callStart(be *backend) reftrace.Capture {
-	c := reftrace.Capture{Render: renderBackendCallStart}
+func callStart(be *backend) tracing.Capture {
+	c := tracing.Capture{Render: renderBackendCallStart}
 	c.Refs[0] = be
 	return c
 }
 
 // renderFinished is requestFinished's status, for a request that ended
 // as its status says, without a cause or warnings.
-func renderFinished(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+func renderFinished(b []byte, _ *tracing.Tracer, c tracing.Capture) []byte {
 	b = append(b, `"status":`...)
 	return strconv.AppendInt(b, int64(c.Code), 10)
 }
@@ -197,7 +197,7 @@ func (c *call) finish() {
 		c.warnMu.Unlock()
 		if c.err == nil && len(warnings) == 0 {
 			// The common end, captured without building its fields.
-			tr.Record(sev, trace.RequestFinished, nil, reftrace.Capture{Render: renderFinished, Code: status})
+			tr.Record(sev, trace.RequestFinished, nil, tracing.Capture{Render: renderFinished, Code: status})
 		} else {
 			fields := backendCause(c).fields(status)
 			if c.err != nil && c.status != 0 && c.err != c.respondErr {

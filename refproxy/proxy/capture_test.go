@@ -13,7 +13,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // captureConfig has routes that fail on path, on a header and on the
@@ -78,11 +79,11 @@ func normalised(t *testing.T, evs []trace.Event) []string {
 // event it parses to: compact, keys in encoding/json's order, strings
 // escaped as it escapes them (the proxy writes events straight to bytes;
 // Capture.Render).
-func drainEvents(t testing.TB, w *reftrace.Watcher) (evs []trace.Event, dropped int, final *trace.Event) {
+func drainEvents(t testing.TB, w *tracing.Watcher) (evs []trace.Event, dropped int, final *trace.Event) {
 	t.Helper()
 	frames, dropped, fin := w.Drain()
 	all := append(append([]byte(nil), frames...), fin...)
-	evs, err := reftrace.ParseFrames(all)
+	evs, err := tracing.ParseFrames(all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestHeldTraceRendersAsOneShot(t *testing.T) {
 			rt.backends[0].do = unreachableBackend
 		}
 	}
-	all, err := reftrace.CompileOutcome(`response.code >= 0`)
+	all, err := watch.CompileOutcome(`response.code >= 0`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestHeldTraceRendersAsOneShot(t *testing.T) {
 		}
 		want := normalised(t, append(evs, *final))
 
-		fw, err := dpHeld.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+		fw, err := dpHeld.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,11 +241,11 @@ func unreachableBackend(*fasthttp.Request, *fasthttp.Response) error {
 func TestDroppedTraceAllocations(t *testing.T) {
 	dp, h := newBenchHandler(t, false)
 	e := newExchange()
-	fivexx, err := reftrace.CompileOutcome(`response.code >= 500`)
+	fivexx, err := watch.CompileOutcome(`response.code >= 500`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
+	w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func TestTraceEventsEncodeAsMarshal(t *testing.T) {
 			rt.backends[0].do = unreachableBackend
 		}
 	}
-	all, err := reftrace.CompileOutcome(`response.code >= 0`)
+	all, err := watch.CompileOutcome(`response.code >= 0`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestTraceEventsEncodeAsMarshal(t *testing.T) {
 			e.req.Header.Set("X-Note", "the token <secret-token-0123> & more")
 			var evs []trace.Event
 			if held {
-				fw, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+				fw, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -376,7 +377,7 @@ binds:
       matches: [{path: {pathPrefix: /}}]
       backends: [{host: "127.0.0.1:1"}]
 `)
-	all, err := reftrace.CompileOutcome(`response.code >= 0`)
+	all, err := watch.CompileOutcome(`response.code >= 0`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ binds:
 			e.req.Header.Set("X-Gone", "1")
 			var evs []trace.Event
 			if held {
-				fw, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
+				fw, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
 				if err != nil {
 					t.Fatal(err)
 				}

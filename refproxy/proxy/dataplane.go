@@ -39,7 +39,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
-	"github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // Options configure a Dataplane.
@@ -49,7 +49,7 @@ type Options struct {
 	// Logger receives data-plane logs (default slog.Default()).
 	Logger *slog.Logger
 	// Registry holds trace watchers; nil means a new one.
-	Registry *trace.Registry
+	Registry *tracing.Registry
 	// Env is the cluster identity shown as `env` in trace snapshots; nil
 	// when running standalone.
 	Env map[string]any
@@ -108,7 +108,7 @@ func (t Timeouts) withDefaults() Timeouts {
 type Dataplane struct {
 	opts   Options
 	log    *slog.Logger
-	reg    *trace.Registry
+	reg    *tracing.Registry
 	dialer *net.Dialer
 
 	table atomic.Pointer[Table]
@@ -135,7 +135,7 @@ type Dataplane struct {
 	// adds its config's headers to it (tableRedaction). redaction is
 	// its own, for requests that come before a config.
 	redactor  *redact.Redactor
-	redaction *trace.Redaction
+	redaction *tracing.Redaction
 	// secretNames are the default credential headers, whatever traces
 	// show, under the same key: the values the config gives them are
 	// secrets of the config (tableRedaction).
@@ -155,7 +155,7 @@ func New(opts Options) *Dataplane {
 		opts.Logger = slog.Default()
 	}
 	if opts.Registry == nil {
-		opts.Registry = &trace.Registry{}
+		opts.Registry = &tracing.Registry{}
 	}
 	if opts.BindHost == "" {
 		opts.BindHost = "127.0.0.1"
@@ -175,7 +175,7 @@ func New(opts Options) *Dataplane {
 	return &Dataplane{
 		redactor:    red,
 		secretNames: redact.New(redact.Options{Key: key, EscapeHTML: true}),
-		redaction:   trace.NewRedaction(red, opts.TraceCredentialsInClear),
+		redaction:   tracing.NewRedaction(red, opts.TraceCredentialsInClear),
 		opts:        opts,
 		log:         opts.Logger,
 		reg:         opts.Registry,
@@ -224,7 +224,7 @@ func (dp *Dataplane) closeRLS(keep map[string]bool) {
 // the credentials shown in clear, those are shown too). secrets are the
 // same headers, the defaults always: the credential headers whose values
 // in the config are secrets of the config, never shown.
-func (dp *Dataplane) tableRedaction(cfg *config.Config) (_ *trace.Redaction, secrets *redact.Redactor) {
+func (dp *Dataplane) tableRedaction(cfg *config.Config) (_ *tracing.Redaction, secrets *redact.Redactor) {
 	var extra []string
 	if cfg.Config != nil {
 		extra = append(extra, cfg.Config.SensitiveHeaders...)
@@ -234,12 +234,12 @@ func (dp *Dataplane) tableRedaction(cfg *config.Config) (_ *trace.Redaction, sec
 	if !dp.opts.TraceCredentialsInClear {
 		extra = append(extra, cred...)
 	}
-	return trace.NewRedaction(dp.redactor.With(extra...), dp.opts.TraceCredentialsInClear), secrets
+	return tracing.NewRedaction(dp.redactor.With(extra...), dp.opts.TraceCredentialsInClear), secrets
 }
 
 // redactionOf is the redaction of a request served with table t (nil
 // before the first config).
-func (dp *Dataplane) redactionOf(t *Table) *trace.Redaction {
+func (dp *Dataplane) redactionOf(t *Table) *tracing.Redaction {
 	if t == nil {
 		return dp.redaction
 	}
@@ -247,7 +247,7 @@ func (dp *Dataplane) redactionOf(t *Table) *trace.Redaction {
 }
 
 // Registry returns the trace watcher registry.
-func (dp *Dataplane) Registry() *trace.Registry { return dp.reg }
+func (dp *Dataplane) Registry() *tracing.Registry { return dp.reg }
 
 // Validate compiles cfg without applying it.
 func (dp *Dataplane) Validate(cfg *config.Config) error {

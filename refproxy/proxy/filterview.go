@@ -10,7 +10,7 @@ import (
 	"cel.dev/cel-go/common/types/traits"
 	"github.com/valyala/fasthttp"
 
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // filterRequest is `request` as a trace filter (a watcher's CEL
@@ -28,7 +28,7 @@ import (
 // can follow one client by the fingerprint its traces show.
 type filterRequest struct {
 	ctx   *fasthttp.RequestCtx
-	rd    *reftrace.Redaction
+	rd    *tracing.Redaction
 	whole traits.Mapper
 }
 
@@ -47,7 +47,7 @@ func (r *filterRequest) all() traits.Mapper {
 
 // filterInfo is requestInfo as a trace filter sees it: the values of the
 // headers rd redacts redacted, as a snapshot shows them.
-func filterInfo(ctx *fasthttp.RequestCtx, rd *reftrace.Redaction) map[string]any {
+func filterInfo(ctx *fasthttp.RequestCtx, rd *tracing.Redaction) map[string]any {
 	info := requestInfo(ctx, time.Time{})
 	if hs, ok := info["headers"].(map[string]any); ok && rd != nil {
 		for k, v := range hs {

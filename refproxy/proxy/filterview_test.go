@@ -11,7 +11,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // filterExpressions read `request` in every way a trace filter can: each
@@ -57,10 +58,10 @@ var filterExpressions = []string{
 // credential: one that tests a guess of it never holds.
 func TestFilterRequestMatchesMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 2026))
-	rd := reftrace.NewRedaction(redact.New(redact.Options{Key: testRedactKey, EscapeHTML: true}), false)
+	rd := tracing.NewRedaction(redact.New(redact.Options{Key: testRedactKey, EscapeHTML: true}), false)
 	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
 	for _, expr := range filterExpressions {
-		filter, err := reftrace.Compile(expr)
+		filter, err := watch.CompileFilter(expr)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
@@ -106,11 +107,11 @@ func TestFilteredOutAllocations(t *testing.T) {
 	e := newExchange()
 	e.req.Header.Set("X-One", "1")
 	e.req.Header.Set("X-Two", "2")
-	never, err := reftrace.Compile(`request.path == "/never"`)
+	never, err := watch.CompileFilter(`request.path == "/never"`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := dp.reg.Follow(reftrace.FollowOptions{Max: 1, Duration: time.Hour, Filter: never})
+	w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Filter: never})
 	if err != nil {
 		t.Fatal(err)
 	}

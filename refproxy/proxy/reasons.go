@@ -9,7 +9,7 @@
 //     `name`, `want`, `got`, `missing`) and a `reason` sentence;
 //   - a `policy` event per policy kind (the reference's newer event: result
 //     {type: apply, details, ...} or {type: skip, reason}) through
-//     reftrace.Tracer.Policy, the hook every policy kind reports through;
+//     tracing.Tracer.Policy, the hook every policy kind reports through;
 //   - requestFinished carries `status` and, for a status the backend did
 //     not give, `cause` {kind, reason, ...}.
 //
@@ -28,7 +28,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
 	"github.com/gwdiag/gwdiag/refproxy/routing"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // policySource is where a route's policy comes from: a top-level policy
@@ -103,8 +103,8 @@ const maxRouteReasons = 100
 
 // traceRouteSelection emits routeSelection for a request no route took
 // (the selected route's is captured: renderRouteSelection).
-func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
-	c := reftrace.Capture{Render: renderSelection}
+func traceRouteSelection(tr *tracing.Tracer, sel routing.Selection) {
+	c := tracing.Capture{Render: renderSelection}
 	c.Refs[0] = &sel
 	sev := trace.SeverityInfo
 	if sel.Route == nil {
@@ -115,7 +115,7 @@ func traceRouteSelection(tr *reftrace.Tracer, sel routing.Selection) {
 
 // renderSelection is routeSelection's members for the selection in
 // c.Refs[0].
-func renderSelection(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+func renderSelection(b []byte, _ *tracing.Tracer, c tracing.Capture) []byte {
 	return appendRouteSelection(b, *c.Refs[0].(*routing.Selection))
 }
 
@@ -131,12 +131,12 @@ func appendRouteSelection(b []byte, sel routing.Selection) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = reftrace.AppendString(b, r)
+		b = tracing.AppendString(b, r)
 	}
 	b = append(b, ']')
 	if sel.Listener != nil {
 		b = append(b, `,"listener":`...)
-		b = reftrace.AppendString(b, sel.Listener.Key)
+		b = tracing.AppendString(b, sel.Listener.Key)
 	}
 	b = append(b, `,"reasons":`...)
 	b, omitted := appendRouteReasons(b, sel)
@@ -148,7 +148,7 @@ func appendRouteSelection(b []byte, sel routing.Selection) []byte {
 	if sel.Route == nil {
 		return append(b, "null"...)
 	}
-	return reftrace.AppendString(b, sel.Route.Key)
+	return tracing.AppendString(b, sel.Route.Key)
 }
 
 // appendRouteReasons appends routeSelection's reasons as JSON: for each route (at
@@ -175,9 +175,9 @@ func appendRouteReasons(b []byte, sel routing.Selection) (_ []byte, omitted int)
 		c := v.Failed
 		if miss {
 			b = append(b, `"condition":`...)
-			b = reftrace.AppendString(b, string(c.Kind))
+			b = tracing.AppendString(b, string(c.Kind))
 			b = append(b, `,"got":`...)
-			b = reftrace.AppendString(b, c.Got)
+			b = tracing.AppendString(b, c.Got)
 			b = append(b, ',')
 		}
 		if len(v.Route.Matches) > 1 {
@@ -190,18 +190,18 @@ func appendRouteReasons(b []byte, sel routing.Selection) (_ []byte, omitted int)
 		}
 		if miss && c.Name != "" {
 			b = append(b, `"name":`...)
-			b = reftrace.AppendString(b, c.Name)
+			b = tracing.AppendString(b, c.Name)
 			b = append(b, ',')
 		}
 		b = append(b, `"reason":`...)
-		b = reftrace.AppendString(b, v.Reason())
+		b = tracing.AppendString(b, v.Reason())
 		b = append(b, `,"result":`...)
-		b = reftrace.AppendString(b, string(v.Result))
+		b = tracing.AppendString(b, string(v.Result))
 		b = append(b, `,"route":`...)
-		b = reftrace.AppendString(b, v.Route.Key)
+		b = tracing.AppendString(b, v.Route.Key)
 		if miss {
 			b = append(b, `,"want":`...)
-			b = reftrace.AppendString(b, c.Want)
+			b = tracing.AppendString(b, c.Want)
 		}
 		b = append(b, '}')
 	}
@@ -215,7 +215,7 @@ func appendRouteReasons(b []byte, sel routing.Selection) (_ []byte, omitted int)
 // route wants is its config, shown as /config_dump shows it; a route that
 // took the request wants what the request carried, which the scrubbing
 // pass finds.
-func redactSelection(sel *routing.Selection, rd *reftrace.Redaction) {
+func redactSelection(sel *routing.Selection, rd *tracing.Redaction) {
 	for i := range sel.Verdicts {
 		c := &sel.Verdicts[i].Failed
 		if c.Kind != routing.KindHeader || c.Missing || c.Got == "" {
@@ -229,13 +229,13 @@ func redactSelection(sel *routing.Selection, rd *reftrace.Redaction) {
 
 // traceSkippedPolicies reports the policies that target the route's
 // gateway or name but not this request (another listener, port or rule).
-func traceSkippedPolicies(tr *reftrace.Tracer, rt *route) {
+func traceSkippedPolicies(tr *tracing.Tracer, rt *route) {
 	for _, p := range rt.policies {
 		if p.skip == "" {
 			continue
 		}
 		for _, k := range p.kinds {
-			tr.Policy(k, reftrace.Skipped(p.src.String()+" "+p.skip), false)
+			tr.Policy(k, tracing.Skipped(p.src.String()+" "+p.skip), false)
 		}
 	}
 }
@@ -243,7 +243,7 @@ func traceSkippedPolicies(tr *reftrace.Tracer, rt *route) {
 // traceLocalLimit reports the local limits' decision: each entry with its
 // source, what it holds and when it refills, and the entries that
 // refused, which it returns in words.
-func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, states []ratelimit.BucketState) string {
+func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states []ratelimit.BucketState) string {
 	entries := make([]any, 0, len(rt.limits))
 	var refusedBy []string
 	applied := 0
@@ -285,14 +285,14 @@ func traceLocalLimit(tr *reftrace.Tracer, rt *route, d ratelimit.Decision, state
 	if !d.Allowed {
 		decision = "refused"
 	}
-	tr.Policy("localRateLimit", reftrace.Applied(details, map[string]any{"decision": decision, "entries": entries}), !d.Allowed)
+	tr.Policy("localRateLimit", tracing.Applied(details, map[string]any{"decision": decision, "entries": entries}), !d.Allowed)
 	return details
 }
 
 // traceTokenCharge reports the tokens a response's usage took from the
 // route's local token limits (spec part 7: counted after the response),
 // and what each limit has left: the reason of a later 429.
-func traceTokenCharge(tr *reftrace.Tracer, rt *route, held *ratelimit.Held, tokens uint64) {
+func traceTokenCharge(tr *tracing.Tracer, rt *route, held *ratelimit.Held, tokens uint64) {
 	now := time.Now()
 	var entries []any
 	var left []string
@@ -328,7 +328,7 @@ func traceTokenCharge(tr *reftrace.Tracer, rt *route, held *ratelimit.Held, toke
 // entry without a key. A key that is a credential of the request (an
 // x-api-key) is shown as its marker: in the sentence too, where the
 // scrubbing pass would not find a short one.
-func keyFields(tr *reftrace.Tracer, e map[string]any, le limitEntry, b *ratelimit.Bucket) string {
+func keyFields(tr *tracing.Tracer, e map[string]any, le limitEntry, b *ratelimit.Bucket) string {
 	if le.lim.keyed == nil {
 		return ""
 	}
@@ -408,7 +408,7 @@ func plural(n int, one, many string) string {
 // descriptors sent and the service's answer, or its failure and what the
 // failure mode made of it. It returns the details of the limit that
 // refused the request or failed it.
-func traceRemoteLimits(tr *reftrace.Tracer, rt *route, r remoteResult) string {
+func traceRemoteLimits(tr *tracing.Tracer, rt *route, r remoteResult) string {
 	decided := ""
 	for i, l := range rt.remote {
 		p := l.Policy()
@@ -417,7 +417,7 @@ func traceRemoteLimits(tr *reftrace.Tracer, rt *route, r remoteResult) string {
 			src = rt.remoteFrom[i].String()
 		}
 		if i >= r.asked {
-			tr.Policy("remoteRateLimit", reftrace.Skipped(fmt.Sprintf("%s: not asked, an earlier global limit decided", src)), false)
+			tr.Policy("remoteRateLimit", tracing.Skipped(fmt.Sprintf("%s: not asked, an earlier global limit decided", src)), false)
 			continue
 		}
 		v := &r.verdicts[i]
@@ -431,12 +431,12 @@ func traceRemoteLimits(tr *reftrace.Tracer, rt *route, r remoteResult) string {
 			}
 			base["decision"], base["error"], base["descriptors"] = "failed", v.Err.Error(), descriptorFields(tr, sent)
 			details := fmt.Sprintf("the rate limit service %s could not answer (%v): %s", p.Addr, v.Err, action)
-			tr.Policy("remoteRateLimit", reftrace.Applied(details, base), p.FailureMode == remote.FailClosed)
+			tr.Policy("remoteRateLimit", tracing.Applied(details, base), p.FailureMode == remote.FailClosed)
 			if p.FailureMode == remote.FailClosed {
 				decided = details
 			}
 		case len(sent) == 0:
-			tr.Policy("remoteRateLimit", reftrace.Skipped(fmt.Sprintf("%s: no descriptor applies to the request (each has an expression that failed or gave no string)", src)), false)
+			tr.Policy("remoteRateLimit", tracing.Skipped(fmt.Sprintf("%s: no descriptor applies to the request (each has an expression that failed or gave no string)", src)), false)
 		default:
 			decision, verb := "allowed", "allowed"
 			if v.Outcome == remote.OverLimit {
@@ -444,7 +444,7 @@ func traceRemoteLimits(tr *reftrace.Tracer, rt *route, r remoteResult) string {
 			}
 			base["decision"], base["descriptors"] = decision, descriptorFields(tr, sent)
 			details := fmt.Sprintf("%s by the rate limit service %s (domain %s): %s", verb, p.Addr, p.Domain, describeSent(tr, sent))
-			tr.Policy("remoteRateLimit", reftrace.Applied(details, base), v.Outcome == remote.OverLimit)
+			tr.Policy("remoteRateLimit", tracing.Applied(details, base), v.Outcome == remote.OverLimit)
 			if v.Outcome == remote.OverLimit {
 				decided = details
 			}
@@ -456,7 +456,7 @@ func traceRemoteLimits(tr *reftrace.Tracer, rt *route, r remoteResult) string {
 // descriptorFields are the descriptors sent, an entry's value that is a
 // credential of the request (a descriptor of an x-api-key) shown as its
 // marker.
-func descriptorFields(tr *reftrace.Tracer, sent []remote.DescriptorResult) []any {
+func descriptorFields(tr *tracing.Tracer, sent []remote.DescriptorResult) []any {
 	out := make([]any, 0, len(sent))
 	for _, d := range sent {
 		entries := map[string]any{}
@@ -480,7 +480,7 @@ func descriptorFields(tr *reftrace.Tracer, sent []remote.DescriptorResult) []any
 // "{generic_key=a} 2 requests per day, 0 left, resets in 86399 s
 // (OVER_LIMIT)", a value that is a credential of the request shown as its
 // marker.
-func describeSent(tr *reftrace.Tracer, sent []remote.DescriptorResult) string {
+func describeSent(tr *tracing.Tracer, sent []remote.DescriptorResult) string {
 	parts := make([]string, 0, len(sent))
 	for _, d := range sent {
 		kv := make([]string, 0, len(d.Entries))
@@ -509,7 +509,7 @@ func describeSent(tr *reftrace.Tracer, sent []remote.DescriptorResult) string {
 // traceAuthzRefusal reports why the route's authorization refused the
 // request: the first deny rule that holds, else the first require rule
 // that does not, else that no allow rule holds; it returns it in words.
-func traceAuthzRefusal(tr *reftrace.Tracer, sets []*authzPolicy, act map[string]any) string {
+func traceAuthzRefusal(tr *tracing.Tracer, sets []*authzPolicy, act map[string]any) string {
 	why := ""
 	for _, s := range sets {
 		for i, p := range s.deny {
@@ -532,7 +532,7 @@ func traceAuthzRefusal(tr *reftrace.Tracer, sets []*authzPolicy, act map[string]
 		}
 		why = fmt.Sprintf("no allow rule holds (%s)", strings.Join(quoteAll(allow), ", "))
 	}
-	tr.Policy("authorization", reftrace.Applied("refused: "+why, map[string]any{"decision": "refused"}), true)
+	tr.Policy("authorization", tracing.Applied("refused: "+why, map[string]any{"decision": "refused"}), true)
 	return why
 }
 

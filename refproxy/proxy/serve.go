@@ -23,7 +23,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/llm"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/routing"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 type bindHandler struct {
@@ -45,7 +45,7 @@ func (t *Table) bind(key int) *bindTable {
 func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	dp := h.dp
 	t := dp.table.Load()
-	var tr *reftrace.Tracer
+	var tr *tracing.Tracer
 	if !dp.tracingOff {
 		tr = dp.reg.Take(func() any { return &filterRequest{ctx: ctx, rd: dp.redactionOf(t)} })
 	}
@@ -56,18 +56,18 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if t != nil {
 		bt = t.bind(h.key)
 	}
-	var initial reftrace.Capture
+	var initial tracing.Capture
 	if tr != nil {
 		// Before the request is captured, which registers its
-		// credentials (refproxy/trace/redaction.go).
+		// credentials (refproxy/tracing/redaction.go).
 		tr.SetRedaction(dp.redactionOf(t))
 		// Taken now: requestStarted is at 0.
-		tr.RecordNext(trace.SeverityInfo, trace.RequestStarted, reftrace.Capture{})
+		tr.RecordNext(trace.SeverityInfo, trace.RequestStarted, tracing.Capture{})
 		initial = dp.captureRequest(ctx, tr, trace.StageInitialRequest, nil)
 		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, initial)
 		// The gateway has no policies of its own: the same state.
 		tr.RecordNext(trace.SeverityInfo, trace.RequestSnapshot,
-			reftrace.Capture{Render: renderSameState, Str: trace.StageGatewayPolicies})
+			tracing.Capture{Render: renderSameState, Str: trace.StageGatewayPolicies})
 	}
 	var v reqView
 	if bt != nil {
@@ -79,7 +79,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if tr != nil {
-		ps := reftrace.Capture{Render: renderPolicySelection}
+		ps := tracing.Capture{Render: renderPolicySelection}
 		ps.Refs[0] = rt
 		tr.RecordNext(trace.SeverityInfo, trace.PolicySelection, ps)
 		traceSkippedPolicies(tr, rt)
@@ -263,7 +263,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 // reason, and gets why no route took it. The reasons are rendered from
 // the request as captured for its initial snapshot (initial), which route
 // selection sees unchanged.
-func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable, initial *reftrace.Capture) (*route, cause) {
+func routeFor(v *reqView, tr *tracing.Tracer, bt *bindTable, initial *tracing.Capture) (*route, cause) {
 	if bt == nil {
 		if tr != nil {
 			tr.Emit(trace.SeverityError, trace.RouteSelection, map[string]any{"selectedRoute": nil, "evaluatedRoutes": []any{}, "reasons": []any{}})
@@ -290,7 +290,7 @@ func routeFor(v *reqView, tr *reftrace.Tracer, bt *bindTable, initial *reftrace.
 // renderRouteSelection is routeSelection's members for a request a route
 // took, explained again from the captured request: route selection is a
 // function of the bind's table (immutable) and of the request.
-func renderRouteSelection(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+func renderRouteSelection(b []byte, tr *tracing.Tracer, c tracing.Capture) []byte {
 	bt := c.Refs[0].(*bindTable)
 	path, query := splitRequestURI(tr.String(c.Spans[1]))
 	r := routing.Request{Method: tr.String(c.Spans[0]), Path: decodePath(path), Host: hostOnly(tr.String(c.Spans[2])), Query: query}
@@ -310,7 +310,7 @@ func renderRouteSelection(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []b
 
 // renderPolicySelection is policySelection's effectivePolicy, encoded
 // once for the route (route.effectiveJSON).
-func renderPolicySelection(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []byte {
+func renderPolicySelection(b []byte, _ *tracing.Tracer, c tracing.Capture) []byte {
 	b = append(b, `"effectivePolicy":`...)
 	return append(b, c.Refs[0].(*route).effectiveJSON...)
 }
@@ -318,7 +318,7 @@ func renderPolicySelection(b []byte, _ *reftrace.Tracer, c reftrace.Capture) []b
 // admit applies the request's local limits (set: the route's, with the
 // conditional entry that holds); a traced request also traces their
 // decision, and gets which entries refused it.
-func admit(held *ratelimit.Held, rt *route, tr *reftrace.Tracer) (ratelimit.Decision, string) {
+func admit(held *ratelimit.Held, rt *route, tr *tracing.Tracer) (ratelimit.Decision, string) {
 	if tr == nil {
 		return held.Admit(time.Now()), ""
 	}
@@ -334,7 +334,7 @@ const HeaderRequestID = "x-request-id"
 // x-request-id, or a new id sent on to the backend and, set on the
 // response before anything else (the backend's headers are added to it),
 // back to the client.
-func followRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
+func followRequest(ctx *fasthttp.RequestCtx, tr *tracing.Tracer) {
 	if v, ok := peekFold(&ctx.Request.Header, HeaderRequestID); ok && len(v) > 0 {
 		tr.SetRequestID(string(v))
 		return
@@ -346,14 +346,14 @@ func followRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
 
 // local answers without calling a backend (404, 429, 503) and traces it
 // with why.
-func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, why cause) {
+func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code int, body string, d ratelimit.Decision, why cause) {
 	dp.answer(ctx, tr, code, body, d, nil, why)
 }
 
 // refuse answers a 429 of the route's limits (d: the decision that
 // refused, for the headers): the spec's text body, or with the route's
 // rateLimitError: openai, the JSON error OpenAI clients parse.
-func (dp *Dataplane) refuse(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *route, d ratelimit.Decision, warnings []any, why cause) {
+func (dp *Dataplane) refuse(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, d ratelimit.Decision, warnings []any, why cause) {
 	ctype, body := ratelimit.RefusedContentType, ratelimit.RefusedBody
 	if rt.openAIError {
 		ctype, body = "application/json", openAIRateLimitBody
@@ -365,7 +365,7 @@ func (dp *Dataplane) refuse(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *r
 const openAIRateLimitBody = `{"error":{"message":"rate limit exceeded","type":"rate_limit_error","code":"rate_limit_exceeded"}}`
 
 // answer is local with warnings for requestFinished.
-func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, body string, d ratelimit.Decision, warnings []any, why cause) {
+func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code int, body string, d ratelimit.Decision, warnings []any, why cause) {
 	ctype := "text/plain; charset=utf-8"
 	if code == http.StatusTooManyRequests {
 		ctype = ratelimit.RefusedContentType
@@ -375,7 +375,7 @@ func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code 
 
 // answerAs is answer with the body's Content-Type; a 429 also carries
 // Retry-After.
-func (dp *Dataplane) answerAs(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, code int, ctype, body string, d ratelimit.Decision, warnings []any, why cause) {
+func (dp *Dataplane) answerAs(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code int, ctype, body string, d ratelimit.Decision, warnings []any, why cause) {
 	resp := &ctx.Response
 	d.EachHeader(resp.Header.Set)
 	if code == http.StatusTooManyRequests {
@@ -617,7 +617,7 @@ func prepareLLMRequest(req *fasthttp.Request) {
 
 // routePolicies traces the request after the route's policies, when the
 // proxy answers it itself.
-func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer) {
+func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *tracing.Tracer) {
 	if tr != nil {
 		dp.traceRequest(ctx, tr, trace.StageRoutePolicies, nil)
 	}
@@ -626,7 +626,7 @@ func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer
 // direct answers with a response of the route's own (directResponse, the
 // LLM model list and its errors): status and body, the route's response
 // header modifiers and CORS headers, and the rate-limit headers.
-func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, rt *route, cors corsResult, code int, body string, d ratelimit.Decision, why cause) {
+func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, cors corsResult, code int, body string, d ratelimit.Decision, why cause) {
 	resp := &ctx.Response
 	d.EachHeader(resp.Header.Set)
 	rt.pol.applyResponse(cors, &resp.Header)

@@ -15,24 +15,24 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
-// Snapshots are captured (refproxy/trace.Capture) and rendered by the
+// Snapshots are captured (refproxy/tracing.Capture) and rendered by the
 // functions below: at once for a request a watcher takes whole, at
 // requestFinished for one only outcome filters watch, if one keeps it.
 // The request's method, URI, host, protocol and headers are copied when
 // captured, since the proxy rewrites them and fasthttp reuses their
 // bytes; the backend, the config table, the client's address and the
 // data plane are held by reference. The values of credential headers are
-// redacted as the trace's Redaction says (refproxy/trace/redaction.go),
+// redacted as the trace's Redaction says (refproxy/tracing/redaction.go),
 // in requests and responses alike.
 
 // captureRequest captures the request for a requestSnapshot at stage (be
 // is set at the final request).
-func (dp *Dataplane) captureRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, stage string, be *backend) reftrace.Capture {
+func (dp *Dataplane) captureRequest(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, stage string, be *backend) tracing.Capture {
 	req := &ctx.Request
-	c := reftrace.Capture{Render: renderRequestSnapshot, Str: stage, Flag: ctx.IsTLS()}
+	c := tracing.Capture{Render: renderRequestSnapshot, Str: stage, Flag: ctx.IsTLS()}
 	c.Refs[0], c.Refs[1], c.Refs[2] = dp, dp.table.Load(), ctx.RemoteAddr()
 	if be != nil {
 		c.Refs[3] = be
@@ -58,7 +58,7 @@ func (dp *Dataplane) captureRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Trace
 
 // sameAsKept reports whether the request's method, URI, host, protocol
 // and headers (in order) are the bytes a capture kept (spans, p).
-func sameAsKept(tr *reftrace.Tracer, spans [4]reftrace.Span, p reftrace.Pairs, h *fasthttp.RequestHeader) bool {
+func sameAsKept(tr *tracing.Tracer, spans [4]tracing.Span, p tracing.Pairs, h *fasthttp.RequestHeader) bool {
 	if !tr.Holds(spans[0], h.Method()) || !tr.Holds(spans[1], h.RequestURI()) ||
 		!tr.Holds(spans[2], h.Host()) || !tr.Holds(spans[3], h.Protocol()) {
 		return false
@@ -78,12 +78,12 @@ func sameAsKept(tr *reftrace.Tracer, spans [4]reftrace.Span, p reftrace.Pairs, h
 }
 
 // traceRequest traces a requestSnapshot at stage.
-func (dp *Dataplane) traceRequest(ctx *fasthttp.RequestCtx, tr *reftrace.Tracer, stage string, be *backend) {
+func (dp *Dataplane) traceRequest(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, stage string, be *backend) {
 	tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, dp.captureRequest(ctx, tr, stage, be))
 }
 
 // renderRequestSnapshot is a requestSnapshot's requestState and stage.
-func renderRequestSnapshot(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+func renderRequestSnapshot(b []byte, tr *tracing.Tracer, c tracing.Capture) []byte {
 	b = append(b, `"requestState":`...)
 	if prev, st, ok := tr.Memo(); ok && sameRequest(tr, prev, c) {
 		// The request did not change since the last snapshot (most route
@@ -95,12 +95,12 @@ func renderRequestSnapshot(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []
 		tr.SetMemo(c, tr.Copy(b[at:]))
 	}
 	b = append(b, `,"stage":`...)
-	return reftrace.AppendString(b, c.Str)
+	return tracing.AppendString(b, c.Str)
 }
 
 // sameRequest reports whether two request snapshot captures hold the same
 // request, client, config table and backend.
-func sameRequest(tr *reftrace.Tracer, a, b reftrace.Capture) bool {
+func sameRequest(tr *tracing.Tracer, a, b tracing.Capture) bool {
 	if a.Flag != b.Flag || a.Refs[0] != b.Refs[0] || a.Refs[1] != b.Refs[1] || a.Refs[3] != b.Refs[3] {
 		return false // the data plane, the config table, the backend: pointers
 	}
@@ -121,16 +121,16 @@ func sameRequest(tr *reftrace.Tracer, a, b reftrace.Capture) bool {
 // straight to JSON: what encoding/json writes for the map of spec part 2.1
 // (keys sorted), without building it. TestRequestStateMatchesMaps holds
 // it to the maps.
-func appendRequestState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+func appendRequestState(b []byte, tr *tracing.Tracer, c tracing.Capture) []byte {
 	dp := c.Refs[0].(*Dataplane)
 	addr, _ := c.Refs[2].(net.Addr)
 	be, _ := c.Refs[3].(*backend)
 	b = append(b, '{')
 	if be != nil {
 		b = append(b, `"backend":{"name":`...)
-		b = reftrace.AppendString(b, be.name)
+		b = tracing.AppendString(b, be.name)
 		b = append(b, `,"protocol":"http","type":`...)
-		b = reftrace.AppendString(b, be.traceType)
+		b = tracing.AppendString(b, be.traceType)
 		b = append(b, "},"...)
 	}
 	b = dp.appendEnv(b)
@@ -138,11 +138,11 @@ func appendRequestState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byt
 	b = appendRequestInfo(b, tr, c)
 	host, port := hostPort(addr)
 	b = append(b, `,"source":{"address":`...)
-	b = reftrace.AppendString(b, host)
+	b = tracing.AppendString(b, host)
 	b = append(b, `,"port":`...)
 	b = strconv.AppendInt(b, int64(port), 10)
 	b = append(b, `,"rawAddress":`...)
-	b = reftrace.AppendString(b, host)
+	b = tracing.AppendString(b, host)
 	b = append(b, `,"rawPort":`...)
 	b = strconv.AppendInt(b, int64(port), 10)
 	return append(b, "}}"...)
@@ -156,7 +156,7 @@ func (dp *Dataplane) appendEnv(b []byte) []byte {
 	}
 	at := len(b)
 	b = append(b, `"env":`...)
-	b, ok := reftrace.AppendValue(b, dp.opts.Env)
+	b, ok := tracing.AppendValue(b, dp.opts.Env)
 	if !ok {
 		return b[:at] // not JSON: left out rather than a broken event
 	}
@@ -166,7 +166,7 @@ func (dp *Dataplane) appendEnv(b []byte) []byte {
 // appendRequestInfo appends a snapshot's `request` (requestInfoOf, as
 // JSON) from a captured request: method, URI, host and protocol in
 // c.Spans, headers in c.Pairs; the values of credential headers redacted.
-func appendRequestInfo(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+func appendRequestInfo(b []byte, tr *tracing.Tracer, c tracing.Capture) []byte {
 	method, uri, host, proto := tr.Bytes(c.Spans[0]), tr.Bytes(c.Spans[1]), tr.Bytes(c.Spans[2]), tr.Bytes(c.Spans[3])
 	scheme := schemeOf(c.Flag)
 	path, query := splitRequestURI(b2s(uri))
@@ -177,11 +177,11 @@ func appendRequestInfo(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte
 	b = append(b, `{"headers":`...)
 	b = appendHeaders(b, tr, c.Pairs)
 	b = append(b, `,"host":`...)
-	b = reftrace.AppendString(b, b2s(host))
+	b = tracing.AppendString(b, b2s(host))
 	b = append(b, `,"method":`...)
-	b = reftrace.AppendString(b, b2s(method))
+	b = tracing.AppendString(b, b2s(method))
 	b = append(b, `,"path":`...)
-	b = reftrace.AppendString(b, decoded)
+	b = tracing.AppendString(b, decoded)
 	// pathAndQuery and uri, built on the stack (a long one spills).
 	var scratch [256]byte
 	u := append(scratch[:0], scheme...)
@@ -194,15 +194,15 @@ func appendRequestInfo(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte
 		u = append(u, query...)
 	}
 	b = append(b, `,"pathAndQuery":`...)
-	b = reftrace.AppendString(b, b2s(u[hostEnd:]))
+	b = tracing.AppendString(b, b2s(u[hostEnd:]))
 	b = append(b, `,"scheme":`...)
-	b = reftrace.AppendString(b, scheme)
+	b = tracing.AppendString(b, scheme)
 	b = append(b, `,"startTime":`...)
-	b = reftrace.AppendString(b, tr.StartTime())
+	b = tracing.AppendString(b, tr.StartTime())
 	b = append(b, `,"uri":`...)
-	b = reftrace.AppendString(b, b2s(u))
+	b = tracing.AppendString(b, b2s(u))
 	b = append(b, `,"version":`...)
-	b = reftrace.AppendString(b, b2s(proto))
+	b = tracing.AppendString(b, b2s(proto))
 	return append(b, '}')
 }
 
@@ -220,7 +220,7 @@ type snapHeader struct {
 // are lowered and sorted on the stack, by insertion (a sort taking a
 // function would move them to the heap); more are sorted by
 // slices.SortStableFunc.
-func appendHeaders(b []byte, tr *reftrace.Tracer, p reftrace.Pairs) []byte {
+func appendHeaders(b []byte, tr *tracing.Tracer, p tracing.Pairs) []byte {
 	var hsArr [32]snapHeader
 	var namesArr [1024]byte
 	rd := tr.Redaction()
@@ -247,7 +247,7 @@ func appendHeaders(b []byte, tr *reftrace.Tracer, p reftrace.Pairs) []byte {
 }
 
 // lowerHeaders is the pairs of p with their names lower-cased.
-func lowerHeaders(tr *reftrace.Tracer, p reftrace.Pairs) []snapHeader {
+func lowerHeaders(tr *tracing.Tracer, p tracing.Pairs) []snapHeader {
 	hs, names := make([]snapHeader, 0, p.Len()), []byte(nil)
 	for i := range p.Len() {
 		k, v := tr.Pair(p, i)
@@ -263,14 +263,14 @@ func lowerHeaders(tr *reftrace.Tracer, p reftrace.Pairs) []snapHeader {
 // written as the redact package redacts it (the scheme of an
 // authorization, the names of cookies and the attributes of a set-cookie
 // kept, each secret a keyed fingerprint).
-func writeHeaders(b []byte, tr *reftrace.Tracer, hs []snapHeader, rd *reftrace.Redaction) []byte {
+func writeHeaders(b []byte, tr *tracing.Tracer, hs []snapHeader, rd *tracing.Redaction) []byte {
 	b = append(b, '{')
 	for i := 0; i < len(hs); {
 		k := hs[i].name
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = reftrace.AppendString(b, k)
+		b = tracing.AppendString(b, k)
 		b = append(b, ':')
 		j := i + 1
 		for j < len(hs) && hs[j].name == k {
@@ -289,9 +289,9 @@ func writeHeaders(b []byte, tr *reftrace.Tracer, hs []snapHeader, rd *reftrace.R
 		}
 		if rd.SensitiveLower(k) {
 			var vb [128]byte
-			b = reftrace.AppendString(b, b2s(tr.AppendRedacted(vb[:0], k, joined)))
+			b = tracing.AppendString(b, b2s(tr.AppendRedacted(vb[:0], k, joined)))
 		} else {
-			b = reftrace.AppendString(b, b2s(joined))
+			b = tracing.AppendString(b, b2s(joined))
 		}
 		i = j
 	}
@@ -317,7 +317,7 @@ func appendLower(b, k []byte) []byte {
 
 // renderSameState is a requestSnapshot at stage c.Str whose state is the
 // previous snapshot's (kept by renderRequestSnapshot), shared.
-func renderSameState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+func renderSameState(b []byte, tr *tracing.Tracer, c tracing.Capture) []byte {
 	b = append(b, `"requestState":`...)
 	if _, st, ok := tr.Memo(); ok {
 		b = append(b, tr.Bytes(st)...)
@@ -325,14 +325,14 @@ func renderSameState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
 		b = append(b, "null"...) // no snapshot before it: not from this proxy
 	}
 	b = append(b, `,"stage":`...)
-	return reftrace.AppendString(b, c.Str)
+	return tracing.AppendString(b, c.Str)
 }
 
 // captureResponse captures a response's status and headers for a
 // responseSnapshot at stage; backend: as the proxy takes the backend's
 // (without hop-by-hop headers).
-func (dp *Dataplane) captureResponse(tr *reftrace.Tracer, stage string, code int, h *fasthttp.ResponseHeader, backend bool) reftrace.Capture {
-	c := reftrace.Capture{Render: renderResponseSnapshot, Str: stage, Code: code}
+func (dp *Dataplane) captureResponse(tr *tracing.Tracer, stage string, code int, h *fasthttp.ResponseHeader, backend bool) tracing.Capture {
+	c := tracing.Capture{Render: renderResponseSnapshot, Str: stage, Code: code}
 	c.Refs[0] = dp
 	var conn []byte
 	if backend {
@@ -349,22 +349,22 @@ func (dp *Dataplane) captureResponse(tr *reftrace.Tracer, stage string, code int
 }
 
 // traceResponse traces a responseSnapshot at stage (see captureResponse).
-func (dp *Dataplane) traceResponse(tr *reftrace.Tracer, stage string, code int, h *fasthttp.ResponseHeader, backend bool) {
+func (dp *Dataplane) traceResponse(tr *tracing.Tracer, stage string, code int, h *fasthttp.ResponseHeader, backend bool) {
 	tr.Record(trace.SeverityInfo, trace.ResponseSnapshot, nil, dp.captureResponse(tr, stage, code, h, backend))
 }
 
 // renderResponseSnapshot is a responseSnapshot's requestState and stage.
-func renderResponseSnapshot(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+func renderResponseSnapshot(b []byte, tr *tracing.Tracer, c tracing.Capture) []byte {
 	b = append(b, `"requestState":`...)
 	b = c.Refs[0].(*Dataplane).appendResponseState(b, tr, c)
 	b = append(b, `,"stage":`...)
-	return reftrace.AppendString(b, c.Str)
+	return tracing.AppendString(b, c.Str)
 }
 
 // appendResponseState appends a response snapshot's requestState,
 // written straight to JSON as appendRequestState: env, then the
 // response's code and headers.
-func (dp *Dataplane) appendResponseState(b []byte, tr *reftrace.Tracer, c reftrace.Capture) []byte {
+func (dp *Dataplane) appendResponseState(b []byte, tr *tracing.Tracer, c tracing.Capture) []byte {
 	b = append(b, '{')
 	b = dp.appendEnv(b)
 	b = append(b, `"response":{"code":`...)
@@ -443,7 +443,7 @@ func hostPort(addr net.Addr) (string, int) {
 // marker, and made a secret of the trace: the initial snapshot goes out
 // before any policy has read the credential, and a short one would not be
 // found by the scrubbing pass inside a URI. The query as it came otherwise.
-func redactQuery(tr *reftrace.Tracer, query string, names []string) string {
+func redactQuery(tr *tracing.Tracer, query string, names []string) string {
 	rd := tr.Redaction()
 	if rd == nil {
 		return query

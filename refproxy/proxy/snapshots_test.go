@@ -13,12 +13,12 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/routing"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // redactedAsMaps redacts the headers of a snapshot built as maps, as the
 // redact package does (its own test of names, not the tracer's).
-func redactedAsMaps(headers map[string]any, rd *reftrace.Redaction) map[string]any {
+func redactedAsMaps(headers map[string]any, rd *tracing.Redaction) map[string]any {
 	if rd == nil {
 		return headers
 	}
@@ -33,7 +33,7 @@ func redactedAsMaps(headers map[string]any, rd *reftrace.Redaction) map[string]a
 // stateAsMaps is a request snapshot's requestState as spec part 2.1 shows
 // it, built as maps (how refproxy built it before it wrote snapshots
 // straight to JSON): the reference renderRequestState is held to.
-func stateAsMaps(dp *Dataplane, req map[string]any, rd *reftrace.Redaction, addr net.Addr, be *backend) map[string]any {
+func stateAsMaps(dp *Dataplane, req map[string]any, rd *tracing.Redaction, addr net.Addr, be *backend) map[string]any {
 	host, port := hostPort(addr)
 	if hs, ok := req["headers"].(map[string]any); ok {
 		redactedAsMaps(hs, rd)
@@ -83,10 +83,10 @@ func TestRequestStateMatchesMaps(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 2026))
 	pick := func() string { return snapshotStrings[r.IntN(len(snapshotStrings))] }
 	key := []byte("snapshot test key")
-	redactions := []*reftrace.Redaction{
+	redactions := []*tracing.Redaction{
 		nil,
-		reftrace.NewRedaction(redact.New(redact.Options{Key: key, EscapeHTML: true, Extra: []string{"X-Tenant-Token", "ÄÖÜ-Name"}}), false),
-		reftrace.NewRedaction(redact.New(redact.Options{Key: key, EscapeHTML: true, NoDefaults: true, Extra: []string{"x-tenant-token"}}), true),
+		tracing.NewRedaction(redact.New(redact.Options{Key: key, EscapeHTML: true, Extra: []string{"X-Tenant-Token", "ÄÖÜ-Name"}}), false),
+		tracing.NewRedaction(redact.New(redact.Options{Key: key, EscapeHTML: true, NoDefaults: true, Extra: []string{"x-tenant-token"}}), true),
 	}
 	be := &backend{name: "default/<httpbin>", traceType: "ai"}
 	addrs := []net.Addr{
@@ -114,7 +114,7 @@ func TestRequestStateMatchesMaps(t *testing.T) {
 		}
 		var ctx fasthttp.RequestCtx
 		ctx.Init(&req, addrs[r.IntN(len(addrs))], nil)
-		tr := new(reftrace.Tracer)
+		tr := new(tracing.Tracer)
 		var b *backend
 		if r.IntN(2) == 0 {
 			b = be

@@ -15,7 +15,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
 	"github.com/gwdiag/gwdiag/refproxy/routing"
-	reftrace "github.com/gwdiag/gwdiag/refproxy/trace"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // Table is the routing state compiled from one config: everything the
@@ -26,7 +26,7 @@ type Table struct {
 	// redaction redacts the credential headers of traces: the defaults
 	// (unless shown in clear), config.sensitiveHeaders and the headers
 	// the config's auth policies read, under the data plane's key.
-	redaction *reftrace.Redaction
+	redaction *tracing.Redaction
 	// secretHeaders are the same headers, the defaults always: the
 	// values the config's header modifiers give them are credentials
 	// (a backend's Authorization, a Set-Cookie), which effectivePolicy
@@ -402,7 +402,7 @@ func (dp *Dataplane) buildRoute(t *Table, b config.Bind, l config.Listener, li i
 		rt.effective["rateLimitError"] = rlErr
 	}
 	var ok bool
-	if rt.effectiveJSON, ok = reftrace.AppendValue(nil, rt.effective); !ok {
+	if rt.effectiveJSON, ok = tracing.AppendValue(nil, rt.effective); !ok {
 		_, err := json.Marshal(rt.effective)
 		return nil, fmt.Errorf("route %s: effectivePolicy is not JSON: %v", rt.key, err)
 	}

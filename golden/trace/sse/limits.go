@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/golden/duration"
 )
 
 // Limits bounds what a reader takes from a proxy. The suite and the CLI
@@ -28,7 +28,7 @@ type Limits struct {
 	// FrameTime bounds how long one frame may take to arrive once its
 	// first byte has: a proxy writes a frame at once, a drip never ends.
 	// Default 30s.
-	FrameTime config.Duration `json:"frameTime,omitempty"`
+	FrameTime duration.Duration `json:"frameTime,omitempty"`
 	// BodyBytes bounds an admin response body (config dump, logging,
 	// memory, tasks) and a data-plane response body the suite reads.
 	// Default 64 MiB.
@@ -43,7 +43,7 @@ func DefaultLimits() Limits {
 		EventBytes:  1 << 20,
 		TraceEvents: 10000,
 		TraceBytes:  64 << 20,
-		FrameTime:   config.Duration(30 * time.Second),
+		FrameTime:   duration.Duration(30 * time.Second),
 		BodyBytes:   64 << 20,
 		HeaderBytes: 64 << 10,
 	}

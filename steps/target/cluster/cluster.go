@@ -29,7 +29,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/clusters/kube"
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
-	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/target"
 )
@@ -77,7 +77,7 @@ type Options struct {
 	// ServeTimeout bounds, per scenario with a data plane, the wait for the
 	// mock pod, the Gateway's Programmed condition, a ready proxy pod and
 	// the proxy serving the scenario's config. Default 2m.
-	ServeTimeout config.Duration `json:"serveTimeout,omitempty"`
+	ServeTimeout duration.Duration `json:"serveTimeout,omitempty"`
 	// Kubeconfig is the kubeconfig file of an existing cluster; empty
 	// means $KUBECONFIG, then ~/.kube/config. Its current context is used.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
@@ -104,7 +104,7 @@ type Options struct {
 	PolicyKind    string `json:"policyKind,omitempty"`
 	// ConditionTimeout bounds the wait for a controller to write the
 	// status of every object of a scenario. Default 30s.
-	ConditionTimeout config.Duration `json:"conditionTimeout"`
+	ConditionTimeout duration.Duration `json:"conditionTimeout"`
 
 	// StartNode starts the local node (tests); nil means clusters/kube/node.
 	StartNode NodeStarter `json:"-"`
@@ -130,7 +130,7 @@ func (o Options) withDefaults() Options {
 		o.PolicyVersion = "v1alpha1"
 	}
 	if o.ConditionTimeout == 0 {
-		o.ConditionTimeout = config.Duration(30 * time.Second)
+		o.ConditionTimeout = duration.Duration(30 * time.Second)
 	}
 	if (o.Local || o.startsNode()) && o.ControllerName == "" {
 		o.ControllerName = string(controller.ControllerName)
@@ -139,7 +139,7 @@ func (o Options) withDefaults() Options {
 		o.AdminPort = 15000
 	}
 	if o.ServeTimeout == 0 {
-		o.ServeTimeout = config.Duration(2 * time.Minute)
+		o.ServeTimeout = duration.Duration(2 * time.Minute)
 	}
 	if o.startsNode() && o.MockImage == "" {
 		o.MockImage = MockImage

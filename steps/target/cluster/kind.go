@@ -8,7 +8,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
 	"github.com/gwdiag/gwdiag/clusters/kube/kind"
-	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/steps/target/container"
 )
 
@@ -28,7 +28,7 @@ type KindOptions struct {
 	// Config is a kind configuration file (registry mirrors, more nodes).
 	Config string `json:"config,omitempty"`
 	// Wait bounds the wait for a new cluster's control plane. Default 5m.
-	Wait config.Duration `json:"wait,omitempty"`
+	Wait duration.Duration `json:"wait,omitempty"`
 	// Keep leaves the cluster after the run (also after a failed start),
 	// for the next run, which then only loads the images again, or for
 	// kubectl (kind export kubeconfig --name <name>).

@@ -54,7 +54,7 @@ import (
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/target"
 	"github.com/gwdiag/gwdiag/steps/target/local"
@@ -110,7 +110,7 @@ type Options struct {
 	MockImage string `json:"mockImage,omitempty"`
 	// StartupTimeout bounds a scenario's containers getting ready. Default
 	// 30s.
-	StartupTimeout config.Duration `json:"startupTimeout,omitempty"`
+	StartupTimeout duration.Duration `json:"startupTimeout,omitempty"`
 
 	// MockBuild is how the mock image is built when MockImage is empty
 	// (gwdiag sets it to itself; tests to a mockbackend binary).
@@ -154,7 +154,7 @@ func (o Options) withDefaults() Options {
 		o.Pull = PullMissing
 	}
 	if o.StartupTimeout == 0 {
-		o.StartupTimeout = config.Duration(DefaultStartupTimeout)
+		o.StartupTimeout = duration.Duration(DefaultStartupTimeout)
 	}
 	if o.Warnings == nil {
 		o.Warnings = os.Stderr

@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 
 	"github.com/gwdiag/gwdiag/steps/target"
@@ -222,7 +222,7 @@ func bucketFor(l target.Limit) (map[string]any, error) {
 	b := map[string]any{
 		"maxTokens":     spec.MaxTokens,
 		"tokensPerFill": spec.TokensPerFill,
-		"fillInterval":  config.Duration(spec.FillInterval).String(),
+		"fillInterval":  duration.Duration(spec.FillInterval).String(),
 	}
 	if spec.Type == ratelimit.Tokens {
 		b["type"] = "tokens"

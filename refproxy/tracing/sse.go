@@ -1,4 +1,4 @@
-package trace
+package tracing
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
 
 // KeepaliveInterval is how often an idle stream gets a `: keepalive` comment.
@@ -16,7 +18,7 @@ var KeepaliveInterval = time.Second
 // ?expression=<CEL>), streams the trace of the request it gets as SSE data
 // frames, and ends the stream after requestFinished. With follow=true it
 // traces many requests instead (max, default 10, and duration, default 30s,
-// bounded by MaxFollowMax and MaxFollowDuration; MaxFollowers at once),
+// bounded as golden/trace/watch says; MaxFollowers at once),
 // each event with its requestId, and ends after max traces or at the
 // deadline.
 func Handler(reg *Registry) http.Handler {
@@ -29,7 +31,7 @@ func Handler(reg *Registry) http.Handler {
 		q := r.URL.Query()
 		var filter cel.Program
 		if expr := q.Get("expression"); expr != "" {
-			prg, err := Compile(expr)
+			prg, err := watch.CompileFilter(expr)
 			if err != nil {
 				http.Error(w, "invalid expression: "+err.Error(), http.StatusBadRequest)
 				return
@@ -45,14 +47,14 @@ func Handler(reg *Registry) http.Handler {
 			}
 			watcher = reg.Watch(filter)
 		case "true":
-			o, err := ParseFollow(q.Get("max"), q.Get("duration"))
+			f, err := watch.ParseFollow(q.Get("max"), q.Get("duration"))
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			o.Filter = filter
+			o := FollowOptions{Max: f.Max, Duration: f.Duration, Filter: filter}
 			if expr := q.Get("outcome"); expr != "" {
-				if o.Outcome, err = CompileOutcome(expr); err != nil {
+				if o.Outcome, err = watch.CompileOutcome(expr); err != nil {
 					http.Error(w, "invalid outcome: "+err.Error(), http.StatusBadRequest)
 					return
 				}

@@ -1,4 +1,4 @@
-package trace
+package tracing
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
 
 // TestContainsAtMatchesContains: the prefilter's search, from any anchor
@@ -102,7 +103,7 @@ func TestPrefilterFindsEverySecret(t *testing.T) {
 // filter alike; in clear, AddSecret registers nothing.
 func TestEveryPathScrubbed(t *testing.T) {
 	red := redact.New(redact.Options{Key: []byte("k"), EscapeHTML: true})
-	all, err := CompileOutcome(`response.code >= 0`)
+	all, err := watch.CompileOutcome(`response.code >= 0`)
 	if err != nil {
 		t.Fatal(err)
 	}

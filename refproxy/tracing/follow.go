@@ -1,4 +1,4 @@
-package trace
+package tracing
 
 import (
 	"encoding/binary"
@@ -7,37 +7,25 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/cel"
-	celast "cel.dev/cel-go/common/ast"
 
-	"github.com/gwdiag/gwdiag/refproxy/celexpr"
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
 
-// Follow watchers trace many requests on one stream, bounded by the proxy:
-// at most Max requests, for at most Duration, and at most MaxFollowers of
-// them at once. Every event of a followed request carries its requestId,
-// and requestFinished its per-phase timings.
-const (
-	DefaultFollowMax      = 10
-	MaxFollowMax          = 1000
-	DefaultFollowDuration = 30 * time.Second
-	MaxFollowDuration     = 10 * time.Minute
-	// MaxFollowers bounds the follow watchers at once; more are refused.
-	MaxFollowers = 4
-	// FollowBufferSize is how many events a follow watcher holds before its
-	// stream writer takes them; beyond it events are dropped, and the drop
-	// is announced in the stream. requestFinished events are always kept.
-	// 4096 events are some 340 traces, 20 ms of a proxy at full load on a
-	// small machine: a reader on that machine is off the CPU for that long
-	// at times (1024 dropped events in bursts under wrk; see
-	// docs/benchmarks.md).
-	FollowBufferSize = 4096
-)
+// FollowBufferSize is how many events a follow watcher holds before its
+// stream writer takes them; beyond it events are dropped, and the drop is
+// announced in the stream. requestFinished events are always kept. 4096
+// events are some 340 traces, 20 ms of a proxy at full load on a small
+// machine: a reader on that machine is off the CPU for that long at times
+// (1024 dropped events in bursts under wrk; see docs/benchmarks.md). The
+// bounds a client may ask for (max, duration, followers at once) are the
+// protocol's: golden/trace/watch.
+const FollowBufferSize = 4096
+
+// MaxFollowers bounds the follow watchers at once; more are refused.
+const MaxFollowers = watch.MaxFollowers
 
 // ErrTooManyFollowers refuses a follow watcher beyond MaxFollowers.
 var ErrTooManyFollowers = fmt.Errorf("%d follow watchers already; try again when one ends", MaxFollowers)
@@ -51,104 +39,6 @@ type FollowOptions struct {
 	// the proxy holds a trace's events until requestFinished, then sends
 	// them or drops them, and a dropped trace does not count towards Max.
 	Outcome cel.Program
-}
-
-// CompileOutcome checks an outcome filter: a CEL expression yielding a
-// bool over response.code (the status the client received) and
-// latencyMicros (the whole request), e.g. `response.code >= 500` or
-// `latencyMicros > 500000`.
-func CompileOutcome(expression string) (cel.Program, error) {
-	env, err := outcomeEnv()
-	if err != nil {
-		return nil, err
-	}
-	prg, err := celexpr.Compile(env, expression, "bool", []*cel.Type{cel.BoolType})
-	if err != nil {
-		return nil, err
-	}
-	parsed, iss := env.Parse(expression)
-	if iss.Err() != nil {
-		return nil, iss.Err()
-	}
-	o := &outcomeProgram{Program: prg}
-	if !readsIdent(parsed, "latencyMicros") {
-		o.byCode = new([outcomeCodes]atomic.Uint32)
-	}
-	return o, nil
-}
-
-// outcomeProgram is a compiled outcome filter. It is asked once per
-// request an outcome watcher held, so its answer must cost next to
-// nothing: an expression that does not read latencyMicros is a function
-// of the status alone (response holds nothing else), and its result is
-// evaluated once per status, then remembered (byCode: 0 not yet, 1
-// false, 2 true). One that reads latencyMicros is evaluated each time.
-// TestOutcomeMemoMatchesCEL proves the two ways agree.
-type outcomeProgram struct {
-	cel.Program
-	byCode *[outcomeCodes]atomic.Uint32
-}
-
-// outcomeCodes bounds the statuses remembered; others are evaluated.
-const outcomeCodes = 1000
-
-func (o *outcomeProgram) accepts(code, latencyMicros int64) bool {
-	if o.byCode == nil || code < 0 || code >= outcomeCodes {
-		return evalOutcome(o.Program, code, latencyMicros)
-	}
-	slot := &o.byCode[code]
-	switch slot.Load() {
-	case 1:
-		return false
-	case 2:
-		return true
-	}
-	ok := evalOutcome(o.Program, code, latencyMicros)
-	v := uint32(1)
-	if ok {
-		v = 2
-	}
-	slot.Store(v)
-	return ok
-}
-
-// readsIdent reports whether the parsed expression names the identifier
-// anywhere (a variable can only be read through its name).
-func readsIdent(parsed *cel.Ast, name string) bool {
-	for _, e := range celast.MatchDescendants(celast.NavigateAST(parsed.NativeRep()), celast.KindMatcher(celast.IdentKind)) {
-		if e.AsIdent() == name {
-			return true
-		}
-	}
-	return false
-}
-
-var outcomeEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.Variable("response", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("latencyMicros", cel.IntType),
-	)
-})
-
-// ParseFollow reads max and duration as the trace endpoint takes them
-// (empty: the defaults), refusing values beyond the ceilings.
-func ParseFollow(maxParam, durationParam string) (FollowOptions, error) {
-	o := FollowOptions{Max: DefaultFollowMax, Duration: DefaultFollowDuration}
-	if maxParam != "" {
-		n, err := strconv.Atoi(maxParam)
-		if err != nil || n < 1 || n > MaxFollowMax {
-			return o, fmt.Errorf("max %q: want 1 to %d requests", maxParam, MaxFollowMax)
-		}
-		o.Max = n
-	}
-	if durationParam != "" {
-		d, err := time.ParseDuration(durationParam)
-		if err != nil || d <= 0 || d > MaxFollowDuration {
-			return o, fmt.Errorf("duration %q: want a duration up to %s, e.g. 30s", durationParam, MaxFollowDuration)
-		}
-		o.Duration = d
-	}
-	return o, nil
 }
 
 // Follow registers a follow watcher, or refuses it when MaxFollowers are
@@ -181,23 +71,7 @@ type following struct {
 // accepts reports whether the outcome filter keeps a trace that ended with
 // code after latency microseconds.
 func (f *following) accepts(code int64, latency int64) bool {
-	return OutcomeAccepts(f.outcome, code, latency)
-}
-
-// OutcomeAccepts reports whether a compiled outcome filter (CompileOutcome)
-// keeps a trace whose client got status code after latency microseconds.
-// A client checks with it what a proxy that ignores the filter sent.
-func OutcomeAccepts(outcome cel.Program, code, latencyMicros int64) bool {
-	if o, ok := outcome.(*outcomeProgram); ok {
-		return o.accepts(code, latencyMicros)
-	}
-	return evalOutcome(outcome, code, latencyMicros)
-}
-
-// evalOutcome evaluates an outcome filter over its variables.
-func evalOutcome(outcome cel.Program, code, latencyMicros int64) bool {
-	out, _, err := outcome.Eval(map[string]any{"response": map[string]any{"code": code}, "latencyMicros": latencyMicros})
-	return err == nil && out.Value() == true
+	return watch.OutcomeAccepts(f.outcome, code, latency)
 }
 
 // discard gives back the request of a trace the outcome filter dropped at

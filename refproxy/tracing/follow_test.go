@@ -1,4 +1,4 @@
-package trace
+package tracing
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
 
 // BenchmarkFollowWatcherMemory reports what one follow watcher holds at
@@ -34,7 +35,7 @@ func BenchmarkFollowWatcherMemory(b *testing.B) {
 	for range b.N {
 		var reg Registry
 		h0 := heap()
-		w, err := reg.Follow(FollowOptions{Max: MaxFollowMax, Duration: time.Minute})
+		w, err := reg.Follow(FollowOptions{Max: watch.MaxFollowMax, Duration: time.Minute})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -282,7 +283,7 @@ func TestFollowStreamPacedEndToEnd(t *testing.T) {
 // follow stream queues its events without growing a buffer per write.
 func TestFollowQueueAllocatesNothing(t *testing.T) {
 	var reg Registry
-	w, err := reg.Follow(FollowOptions{Max: MaxFollowMax, Duration: time.Minute})
+	w, err := reg.Follow(FollowOptions{Max: watch.MaxFollowMax, Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // tracer that emits a request's events, and the JSON-over-SSE stream served
 // at /debug/trace. The events themselves are package golden/trace, which
 // every consumer reads without depending on the proxy.
-package trace
+package tracing
 
 import (
 	"fmt"
@@ -15,7 +15,6 @@ import (
 	"cel.dev/cel-go/cel"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
-	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 )
 
 // BufferSize is how many events a watcher holds before the stream writer
@@ -159,19 +158,6 @@ func (r *Registry) takeOneShot(view func() any, start time.Time) *Tracer {
 		return &Tracer{w: w, start: start}
 	}
 	return nil
-}
-
-var celEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(cel.Variable("request", cel.MapType(cel.StringType, cel.DynType)))
-})
-
-// Compile checks a CEL filter expression; it must yield a bool.
-func Compile(expression string) (cel.Program, error) {
-	env, err := celEnv()
-	if err != nil {
-		return nil, err
-	}
-	return celexpr.Compile(env, expression, "bool", []*cel.Type{cel.BoolType})
 }
 
 // push queues the events of fs for the stream (their frames are copied);

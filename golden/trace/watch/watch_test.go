@@ -1,4 +1,4 @@
-package trace
+package watch
 
 import (
 	"math/rand/v2"

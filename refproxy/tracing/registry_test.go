@@ -1,4 +1,4 @@
-package trace
+package tracing
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
 
 // requestOf is the filter's view of r (the proxy builds it from its own
@@ -27,7 +28,7 @@ func TestRegistryFilterAndOrder(t *testing.T) {
 	if reg.Take(requestOf(httptest.NewRequest("GET", "/x", nil))) != nil {
 		t.Fatal("Take with no watchers returned a tracer")
 	}
-	chat, err := Compile(`request.path == "/v1/chat/completions" && request.headers["x-team"] == "blue"`)
+	chat, err := watch.CompileFilter(`request.path == "/v1/chat/completions" && request.headers["x-team"] == "blue"`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +68,8 @@ func TestRegistryFilterAndOrder(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	for _, expr := range []string{`request.path ==`, `1 + 1`, `"a"`, `unknown == 1`} {
-		if _, err := Compile(expr); err == nil {
-			t.Errorf("Compile(%q) accepted it", expr)
+		if _, err := watch.CompileFilter(expr); err == nil {
+			t.Errorf("watch.CompileFilter(%q) accepted it", expr)
 		}
 	}
 }
