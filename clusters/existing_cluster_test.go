@@ -13,7 +13,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
 	"github.com/gwdiag/gwdiag/steps"
-	"github.com/gwdiag/gwdiag/steps/target/cluster"
+	"github.com/gwdiag/gwdiag/steps/targets/cluster"
 )
 
 // TestExistingClusterWithItsDataPlane validates an implementation the way

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gwdiag/gwdiag/steps"
-	"github.com/gwdiag/gwdiag/steps/target/cluster"
+	"github.com/gwdiag/gwdiag/steps/targets/cluster"
 )
 
 // TestKindConformance runs the whole cluster profile on a kind cluster it
@@ -19,7 +19,7 @@ import (
 // node image the machine can pull, so it runs only with
 // GWDIAG_KIND_TESTS=1. (gwdiag's own CI machine has no registry: there it
 // is skipped, and the kind path is tested with a fake kind in
-// clusters/kube/kind and steps/target/cluster.)
+// clusters/kube/kind and steps/targets/cluster.)
 func TestKindConformance(t *testing.T) {
 	if os.Getenv("GWDIAG_KIND_TESTS") == "" {
 		t.Skip("needs Docker and a pullable kind node image, and takes minutes: set GWDIAG_KIND_TESTS=1 (or run make conformance-cluster CLUSTER=kind)")

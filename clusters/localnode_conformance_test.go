@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gwdiag/gwdiag/steps"
-	"github.com/gwdiag/gwdiag/steps/target/cluster"
+	"github.com/gwdiag/gwdiag/steps/targets/cluster"
 )
 
 // TestLocalNodeConformance runs the whole cluster profile on the local

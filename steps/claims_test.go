@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/inprocess"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
 )
 
 // advertising is a target that advertises features as a GatewayClass would.
 type advertising struct {
-	target.Target
+	targets.Target
 	names []string
 	err   error
 }

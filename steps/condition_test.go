@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/inprocess"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
 )
 
 // fakeCluster stands in for a cluster target until one exists: the
@@ -25,23 +25,23 @@ type fakeCluster struct {
 	// whose proxies run in pods does.
 	dataPlane bool
 	// pod is the proxy pod's identity the deployments give
-	// (target.ClusterEnv); the in-process proxy shows the env of
+	// (targets.ClusterEnv); the in-process proxy shows the env of
 	// POD_NAME, POD_NAMESPACE and GATEWAY_NAME (proxy_pods_test.go).
-	pod target.Env
+	pod targets.Env
 	// programmedEarly says the Gateway was seen Programmed before its
-	// proxy pod was ready (target.ProgrammedObserver).
+	// proxy pod was ready (targets.ProgrammedObserver).
 	programmedEarly bool
 }
 
 func (*fakeCluster) Name() string { return "fake-cluster" }
 func (f *fakeCluster) Capabilities() []string {
 	if f.dataPlane {
-		return []string{target.CapabilityCluster, target.CapabilityDataPlane}
+		return []string{targets.CapabilityCluster, targets.CapabilityDataPlane}
 	}
-	return []string{target.CapabilityCluster}
+	return []string{targets.CapabilityCluster}
 }
 
-func (f *fakeCluster) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
+func (f *fakeCluster) Configure(ctx context.Context, setup targets.Setup) (targets.Deployment, error) {
 	d, err := f.InProcess.Configure(ctx, setup)
 	if err != nil {
 		return nil, err
@@ -51,41 +51,41 @@ func (f *fakeCluster) Configure(ctx context.Context, setup target.Setup) (target
 }
 
 type fakeClusterDeployment struct {
-	target.Deployment
-	setup                target.Setup
+	targets.Deployment
+	setup                targets.Setup
 	broken, otherReasons bool
-	pod                  target.Env
+	pod                  targets.Env
 	programmedEarly      bool
 }
 
-func (d *fakeClusterDeployment) Conditions(_ context.Context, kind, name string) ([]target.Condition, error) {
-	ok := func(typ, reason string) target.Condition {
+func (d *fakeClusterDeployment) Conditions(_ context.Context, kind, name string) ([]targets.Condition, error) {
+	ok := func(typ, reason string) targets.Condition {
 		if d.broken {
-			return target.Condition{Type: typ, Status: "False", Reason: "Invalid", Message: "broken on purpose"}
+			return targets.Condition{Type: typ, Status: "False", Reason: "Invalid", Message: "broken on purpose"}
 		}
 		if d.otherReasons {
 			reason = "Fine"
 		}
-		return target.Condition{Type: typ, Status: "True", Reason: reason}
+		return targets.Condition{Type: typ, Status: "True", Reason: reason}
 	}
 	switch kind {
 	case "Gateway":
-		return []target.Condition{ok("Accepted", "Accepted"), ok("Programmed", "Programmed")}, nil
+		return []targets.Condition{ok("Accepted", "Accepted"), ok("Programmed", "Programmed")}, nil
 	case "HTTPRoute":
 		if d.setup.RouteNamed(name) == nil {
 			return nil, fmt.Errorf("no HTTPRoute %q", name)
 		}
-		return []target.Condition{ok("Accepted", "Accepted"), ok("ResolvedRefs", "ResolvedRefs")}, nil
+		return []targets.Condition{ok("Accepted", "Accepted"), ok("ResolvedRefs", "ResolvedRefs")}, nil
 	case "Policy":
 		if r := d.setup.RouteNamed(name); r != nil && len(r.Limits) > 0 {
-			return []target.Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
+			return []targets.Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
 		}
 		for _, p := range d.setup.Policies {
 			if p.Name == name && p.TargetKind == "Gateway" {
-				return []target.Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
+				return []targets.Condition{ok("Accepted", "Valid"), ok("Attached", "Attached")}, nil
 			}
 			if p.Name == name {
-				return []target.Condition{ok("Accepted", "Valid"),
+				return []targets.Condition{ok("Accepted", "Valid"),
 					{Type: "Attached", Status: "False", Reason: "Pending", Message: "Policy is not attached: HTTPRoute default/" + p.TargetName + " is not attached to any Gateway"}}, nil
 			}
 		}

@@ -8,10 +8,10 @@
 // and the per-scenario state they share are in steps/stepdefs; the engine
 // starts and ends each scenario and decides, from its feature and the
 // claims, whether a failing step fails it or makes it unsupported. The
-// targets live below steps/target: the
-// Target interface and Setup in steps/target, one package per way of
-// running a proxy (steps/target/inprocess, process, container, cluster) and what the
-// on-machine targets share in steps/target/local. The trace rules live in
+// targets live below steps/targets: the
+// Target interface and Setup in steps/targets, one package per way of
+// running a proxy (steps/targets/inprocess, process, container, cluster) and what the
+// on-machine targets share in steps/targets/local. The trace rules live in
 // steps/tracecheck, the SSE reader in golden/trace/sse.
 //
 // Each scenario gets a fresh deployment, so rate-limit windows start with

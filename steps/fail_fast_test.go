@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gwdiag/gwdiag/steps/target/inprocess"
+	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
 )
 
 // TestFailFast: against a proxy with wrong admin answers (five admin

@@ -20,7 +20,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/steps/mock"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
@@ -29,7 +29,7 @@ import (
 // listeners and admin server. The suite must catch each one.
 type fault struct {
 	// setup changes the configuration the proxy is given.
-	setup func(*target.Setup)
+	setup func(*targets.Setup)
 	// listener and admin wrap the real proxy's data plane and admin server.
 	listener func(d *faultyDeployment, next http.Handler) http.Handler
 	admin    func(d *faultyDeployment, next http.Handler) http.Handler
@@ -51,7 +51,7 @@ type fault struct {
 // faultyTarget wraps a target (the in-process one, or the container one
 // with the reference proxy's image) with a fault.
 type faultyTarget struct {
-	inner target.Target
+	inner targets.Target
 	fault fault
 	// last is the last deployment configured, for tests that look at it;
 	// scenarios configure concurrently.
@@ -64,13 +64,13 @@ func (t *faultyTarget) Start(ctx context.Context) error { return t.inner.Start(c
 func (t *faultyTarget) Stop(ctx context.Context) error  { return t.inner.Stop(ctx) }
 func (t *faultyTarget) Capabilities() []string          { return t.inner.Capabilities() }
 func (t *faultyTarget) ServiceAddr() (string, bool) {
-	if sh, ok := t.inner.(target.ServiceHost); ok {
+	if sh, ok := t.inner.(targets.ServiceHost); ok {
 		return sh.ServiceAddr()
 	}
 	return "", false
 }
 
-func (t *faultyTarget) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
+func (t *faultyTarget) Configure(ctx context.Context, setup targets.Setup) (targets.Deployment, error) {
 	if t.fault.setup != nil {
 		setup = cloneSetup(setup)
 		t.fault.setup(&setup)
@@ -101,9 +101,9 @@ func (t *faultyTarget) Configure(ctx context.Context, setup target.Setup) (targe
 	return d, nil
 }
 
-func cloneSetup(s target.Setup) target.Setup {
+func cloneSetup(s targets.Setup) targets.Setup {
 	b, _ := json.Marshal(s)
-	var c target.Setup
+	var c targets.Setup
 	json.Unmarshal(b, &c)
 	return c
 }
@@ -131,8 +131,8 @@ func reverseProxy(addr string) *httputil.ReverseProxy {
 }
 
 type faultyDeployment struct {
-	target.Deployment
-	setup     target.Setup
+	targets.Deployment
+	setup     targets.Setup
 	fault     fault
 	listeners map[string]*httptest.Server
 	adminSrv  *httptest.Server
@@ -159,9 +159,9 @@ func (d *faultyDeployment) ListenerAddr(name string) (string, error) {
 	return strings.TrimPrefix(s.URL, "http://"), nil
 }
 
-// ProxyLogs implements target.LogKeeper when the wrapped deployment does.
+// ProxyLogs implements targets.LogKeeper when the wrapped deployment does.
 func (d *faultyDeployment) ProxyLogs() string {
-	if lk, ok := d.Deployment.(target.LogKeeper); ok {
+	if lk, ok := d.Deployment.(targets.LogKeeper); ok {
 		return lk.ProxyLogs()
 	}
 	return ""
@@ -350,7 +350,7 @@ func (u *usageWatcher) Write(b []byte) (int, error) {
 func (u *usageWatcher) Flush() { u.ResponseWriter.(http.Flusher).Flush() }
 
 // routeOf returns the route of the default listener a path goes to.
-func (d *faultyDeployment) routeFor(path string) *target.Route {
+func (d *faultyDeployment) routeFor(path string) *targets.Route {
 	for i := range d.setup.Listeners {
 		for j, r := range d.setup.Listeners[i].Routes {
 			if strings.HasPrefix(path, r.PathPrefix) {
@@ -407,7 +407,7 @@ var faults = map[string]fault{
 		}
 	}},
 	// Burst is ignored: the proxy is configured with base limits only.
-	"missing burst": {setup: func(s *target.Setup) {
+	"missing burst": {setup: func(s *targets.Setup) {
 		for i := range s.Listeners {
 			for j := range s.Listeners[i].Routes {
 				for k := range s.Listeners[i].Routes[j].Limits {
@@ -418,20 +418,20 @@ var faults = map[string]fault{
 	}},
 	// Global limits are counted by each replica on its own: the proxy keeps
 	// local counters instead of asking the rate-limit service.
-	"global limits counted per replica": {setup: func(s *target.Setup) {
+	"global limits counted per replica": {setup: func(s *targets.Setup) {
 		for i := range s.Listeners {
 			for j := range s.Listeners[i].Routes {
 				r := &s.Listeners[i].Routes[j]
 				for _, g := range r.Global {
-					r.Limits = append(r.Limits, target.Limit{Kind: g.Kind, Amount: g.Amount, Unit: time.Hour})
+					r.Limits = append(r.Limits, targets.Limit{Kind: g.Kind, Amount: g.Amount, Unit: time.Hour})
 				}
 				r.Global = nil
 			}
 		}
 	}},
 	// Limits on a gateway are ignored: only route limits apply.
-	"gateway limits ignored": {setup: func(s *target.Setup) {
-		var kept []target.Policy
+	"gateway limits ignored": {setup: func(s *targets.Setup) {
+		var kept []targets.Policy
 		for _, p := range s.Policies {
 			if p.TargetKind != "Gateway" {
 				kept = append(kept, p)
@@ -470,7 +470,7 @@ var faults = map[string]fault{
 			}
 			var limit uint64
 			for _, l := range rt.Limits {
-				if l.Kind == target.LimitTokens {
+				if l.Kind == targets.LimitTokens {
 					limit = l.Amount
 				}
 			}
@@ -493,7 +493,7 @@ var faults = map[string]fault{
 	}},
 	// Keyed limits are configured without their key: every client shares
 	// one bucket.
-	"limits not keyed": {setup: func(s *target.Setup) {
+	"limits not keyed": {setup: func(s *targets.Setup) {
 		for i := range s.Listeners {
 			for j := range s.Listeners[i].Routes {
 				for k := range s.Listeners[i].Routes[j].Limits {
@@ -504,7 +504,7 @@ var faults = map[string]fault{
 	}},
 	// A global limit's descriptor loses its client part: every client
 	// shares the limit's one budget at the service.
-	"global limits not per client": {setup: func(s *target.Setup) {
+	"global limits not per client": {setup: func(s *targets.Setup) {
 		for i := range s.Listeners {
 			for j := range s.Listeners[i].Routes {
 				for k := range s.Listeners[i].Routes[j].Global {
@@ -554,7 +554,7 @@ var faults = map[string]fault{
 		})
 	}},
 	// The option of OpenAI's JSON error is ignored: 429s are the spec's text.
-	"429 always plain text": {setup: func(s *target.Setup) {
+	"429 always plain text": {setup: func(s *targets.Setup) {
 		for i := range s.Listeners {
 			for j := range s.Listeners[i].Routes {
 				s.Listeners[i].Routes[j].RateLimitError = ""
@@ -757,12 +757,12 @@ var faults = map[string]fault{
 	// cookies, API-key headers or a backend's Set-Cookie.
 	"redacts only what the reference does": {
 		proxyOptions: []refproxy.Option{refproxy.WithTraceCredentialsInClear(true)},
-		setup: func(s *target.Setup) {
+		setup: func(s *targets.Setup) {
 			s.SensitiveHeaders = append(s.SensitiveHeaders, "authorization", "proxy-authorization")
 		},
 	},
 	// config.sensitiveHeaders is ignored: the proxy never hears of it.
-	"sensitiveHeaders ignored": {setup: func(s *target.Setup) { s.SensitiveHeaders = nil }},
+	"sensitiveHeaders ignored": {setup: func(s *targets.Setup) { s.SensitiveHeaders = nil }},
 	// A redacted header is left out of the snapshots altogether, so a
 	// reader cannot tell it was sent.
 	"redacted headers dropped": {frames: func() func(sse.Frame) []sse.Frame {

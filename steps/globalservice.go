@@ -9,12 +9,12 @@ import (
 
 	"github.com/gwdiag/gwdiag/steps/ratelimitsvc"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 // serviceConfig is the configuration of the services the suite runs: the
 // domain alone, since every descriptor the suite sends carries its limit.
-var serviceConfig = map[string]string{"gwdiag.yaml": "domain: " + target.RateLimitDomain + "\ndescriptors: []\n"}
+var serviceConfig = map[string]string{"gwdiag.yaml": "domain: " + targets.RateLimitDomain + "\ndescriptors: []\n"}
 
 // rateLimitServices gives scenarios the global rate-limit service: the one
 // the user named, or one the suite starts on first use and stops at the end
@@ -23,8 +23,8 @@ var serviceConfig = map[string]string{"gwdiag.yaml": "domain: " + target.RateLim
 type rateLimitServices struct {
 	external string
 	log      io.Writer
-	// target says where the services listen (target.ServiceHost).
-	target target.Target
+	// target says where the services listen (targets.ServiceHost).
+	target targets.Target
 
 	mu      sync.Mutex
 	started bool
@@ -76,8 +76,8 @@ func (r *rateLimitServices) Own(ctx context.Context) (stepdefs.OwnRateLimitServi
 }
 
 // serviceAddr is where services for the target's proxy listen.
-func serviceAddr(t target.Target) (string, bool) {
-	if sh, ok := t.(target.ServiceHost); ok {
+func serviceAddr(t targets.Target) (string, bool) {
+	if sh, ok := t.(targets.ServiceHost); ok {
 		return sh.ServiceAddr()
 	}
 	return "", false

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/steps/target/container"
-	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
-	"github.com/gwdiag/gwdiag/steps/target/inprocess"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
+	"github.com/gwdiag/gwdiag/steps/targets/container/containertest"
+	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
 )
 
 // quitScenario is the core scenario a proxy that ignores /quitquitquit

@@ -13,10 +13,10 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/cluster"
-	"github.com/gwdiag/gwdiag/steps/target/container"
-	"github.com/gwdiag/gwdiag/steps/target/local"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/cluster"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
+	"github.com/gwdiag/gwdiag/steps/targets/local"
 )
 
 // FeatureName names a group of scenarios; it is the scenarios' tag without
@@ -159,9 +159,9 @@ type Options struct {
 	// gateways (gateways and top-level routes, as the reference's current
 	// docs write it).
 	ConfigStyle local.ConfigStyle `json:"configStyle,omitempty"`
-	// Container configures the container target (steps/target/container).
+	// Container configures the container target (steps/targets/container).
 	Container container.Options `json:"container"`
-	// Cluster configures the cluster target (steps/target/cluster).
+	// Cluster configures the cluster target (steps/targets/cluster).
 	Cluster        cluster.Options `json:"cluster"`
 	Implementation Implementation  `json:"implementation"`
 	// Profiles are the profiles to run; empty runs every profile the
@@ -210,7 +210,7 @@ type Options struct {
 	// Features overrides the embedded features (tests).
 	Features fs.FS `json:"-"`
 	// TargetImpl overrides Target with a ready-made implementation (tests).
-	TargetImpl target.Target `json:"-"`
+	TargetImpl targets.Target `json:"-"`
 	// Output receives the progress view; nil means os.Stdout.
 	Output io.Writer `json:"-"`
 	// Producer is gwdiag's version and revision, for the report (the CLI

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/local"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/local"
 )
 
 // ConformanceProfileName names a profile: a set of features for one way of
@@ -68,8 +68,8 @@ var Profiles = []ConformanceProfile{
 
 // profileCapability is the target capability a profile needs.
 var profileCapability = map[ConformanceProfileName]string{
-	ProfileStandalone: target.CapabilityStandalone,
-	ProfileCluster:    target.CapabilityCluster,
+	ProfileStandalone: targets.CapabilityStandalone,
+	ProfileCluster:    targets.CapabilityCluster,
 }
 
 // featureNeeds is what a feature needs of a target beyond its profile's
@@ -77,17 +77,17 @@ var profileCapability = map[ConformanceProfileName]string{
 // feature's scenarios are skipped with the reason (a cluster target that
 // manages Gateway API resources only runs the condition scenarios).
 var featureNeeds = map[FeatureName]string{
-	FeatureTraceOrder:    target.CapabilityDataPlane,
-	FeatureRequestLimits: target.CapabilityDataPlane,
-	FeatureTokenOverage:  target.CapabilityDataPlane,
-	FeatureProxyPods:     target.CapabilityDataPlane,
+	FeatureTraceOrder:    targets.CapabilityDataPlane,
+	FeatureRequestLimits: targets.CapabilityDataPlane,
+	FeatureTokenOverage:  targets.CapabilityDataPlane,
+	FeatureProxyPods:     targets.CapabilityDataPlane,
 	// Keyed limits are judged by the traffic they let through.
-	FeatureRateLimitPerKey: target.CapabilityDataPlane,
+	FeatureRateLimitPerKey: targets.CapabilityDataPlane,
 }
 
 // capabilityMeaning says what a capability is, for skip reasons.
 var capabilityMeaning = map[string]string{
-	target.CapabilityDataPlane: "a proxy that serves the scenario's traffic; on a cluster: --cluster local-node, or cluster.dataPlane on a cluster whose proxy runs in pods",
+	targets.CapabilityDataPlane: "a proxy that serves the scenario's traffic; on a cluster: --cluster local-node, or cluster.dataPlane on a cluster whose proxy runs in pods",
 }
 
 // profileOf returns the first profile a feature belongs to and whether it
@@ -253,7 +253,7 @@ func allFeatures() []FeatureName {
 
 // profilesFor is the profiles a run covers: every profile the target can
 // host, or those of them asked for.
-func (o Options) profilesFor(t target.Target) []ConformanceProfileName {
+func (o Options) profilesFor(t targets.Target) []ConformanceProfileName {
 	var out []ConformanceProfileName
 	for _, p := range Profiles {
 		if slices.Contains(t.Capabilities(), profileCapability[p.Name]) && (len(o.Profiles) == 0 || slices.Contains(o.Profiles, p.Name)) {

@@ -5,17 +5,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
-// ProxyEnv implements target.ClusterEnv for the fake cluster.
-func (d *fakeClusterDeployment) ProxyEnv() (target.Env, error) { return d.pod, nil }
+// ProxyEnv implements targets.ClusterEnv for the fake cluster.
+func (d *fakeClusterDeployment) ProxyEnv() (targets.Env, error) { return d.pod, nil }
 
-// ProgrammedSeen implements target.ProgrammedObserver for the fake
+// ProgrammedSeen implements targets.ProgrammedObserver for the fake
 // cluster: a proxy pod was ready when the Gateway turned Programmed,
 // unless programmedEarly.
-func (d *fakeClusterDeployment) ProgrammedSeen() (target.ProgrammedObservation, error) {
-	seen := target.ProgrammedObservation{Programmed: target.Condition{Type: "Programmed", Status: "True", Reason: "Programmed", Message: "Gateway programmed"},
+func (d *fakeClusterDeployment) ProgrammedSeen() (targets.ProgrammedObservation, error) {
+	seen := targets.ProgrammedObservation{Programmed: targets.Condition{Type: "Programmed", Status: "True", Reason: "Programmed", Message: "Gateway programmed"},
 		ProxyReady: true, Pods: "gwdiag-refproxy-0: phase Running"}
 	if d.programmedEarly {
 		seen.ProxyReady, seen.Pods = false, "gwdiag-refproxy-0: phase Pending, container refproxy waiting: ContainerCreating"
@@ -26,8 +26,8 @@ func (d *fakeClusterDeployment) ProgrammedSeen() (target.ProgrammedObservation, 
 // fakePodEnv makes the in-process proxy of the fake cluster name a pod in
 // its trace snapshots, as a proxy pod's environment does (refproxy reads
 // POD_NAME, POD_NAMESPACE and GATEWAY_NAME), and returns that identity.
-func fakePodEnv(t *testing.T) target.Env {
-	env := target.Env{PodName: "gwdiag-refproxy-0", Namespace: "gwdiag-fake", Gateway: "gwdiag"}
+func fakePodEnv(t *testing.T) targets.Env {
+	env := targets.Env{PodName: "gwdiag-refproxy-0", Namespace: "gwdiag-fake", Gateway: "gwdiag"}
 	t.Setenv("POD_NAME", env.PodName)
 	t.Setenv("POD_NAMESPACE", env.Namespace)
 	t.Setenv("GATEWAY_NAME", env.Gateway)
@@ -48,7 +48,7 @@ func TestProxyPodsCatchesFaults(t *testing.T) {
 		// setenv gives the proxy its pod's identity; pod is what the
 		// target says the pod is.
 		setenv   bool
-		pod      target.Env
+		pod      targets.Env
 		early    bool
 		wantFail map[string]string
 	}{
@@ -65,7 +65,7 @@ func TestProxyPodsCatchesFaults(t *testing.T) {
 			env: `event 2 requestSnapshot (initial request): requestState.env: got no field, want an object with podName, namespace and gateway`,
 		}},
 		// A proxy whose env names another pod than the one traffic went to.
-		{name: "env names another pod", setenv: true, pod: target.Env{PodName: "other-pod", Namespace: "gwdiag-fake", Gateway: "gwdiag"}, wantFail: map[string]string{
+		{name: "env names another pod", setenv: true, pod: targets.Env{PodName: "other-pod", Namespace: "gwdiag-fake", Gateway: "gwdiag"}, wantFail: map[string]string{
 			env: `env.podName: got "gwdiag-refproxy-0", want "other-pod"`,
 		}},
 	}
@@ -73,7 +73,7 @@ func TestProxyPodsCatchesFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := tt.pod
 			if tt.setenv {
-				if got := fakePodEnv(t); pod == (target.Env{}) {
+				if got := fakePodEnv(t); pod == (targets.Env{}) {
 					pod = got
 				}
 			}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/steps/target/cluster"
-	"github.com/gwdiag/gwdiag/steps/target/container"
-	"github.com/gwdiag/gwdiag/steps/target/local"
+	"github.com/gwdiag/gwdiag/steps/targets/cluster"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
+	"github.com/gwdiag/gwdiag/steps/targets/local"
 )
 
 // RunOption is one knob of a run, written once: the options-file key it

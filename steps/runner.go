@@ -15,15 +15,15 @@ import (
 	"github.com/gwdiag/gwdiag/features"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/cluster"
-	"github.com/gwdiag/gwdiag/steps/target/container"
-	"github.com/gwdiag/gwdiag/steps/target/inprocess"
-	"github.com/gwdiag/gwdiag/steps/target/process"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/cluster"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
+	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
+	"github.com/gwdiag/gwdiag/steps/targets/process"
 )
 
 // NewTarget builds the target the options name.
-func NewTarget(o Options) (target.Target, error) {
+func NewTarget(o Options) (targets.Target, error) {
 	if o.TargetImpl != nil {
 		return o.TargetImpl, nil
 	}
@@ -100,7 +100,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		}
 	}()
 	if startErr == nil {
-		removeLeftovers := interrupt.OnForcedExit(ctx, func() []string { return target.LeftoversOf(tgt) })
+		removeLeftovers := interrupt.OnForcedExit(ctx, func() []string { return targets.LeftoversOf(tgt) })
 		defer func() {
 			if err := tgt.Stop(context.WithoutCancel(ctx)); err != nil {
 				fmt.Fprintf(o.Output, "warning: stopping the %s target: %v\n", tgt.Name(), err)
@@ -196,7 +196,7 @@ type featureAdvertiser interface {
 // Names that are not extended features of gwdiag (the Gateway API's own
 // features share the list) are left out, and counted. It returns where the
 // claims came from, for the report; "" when none were inferred.
-func inferClaims(ctx context.Context, o *Options, tgt target.Target, profiles []ConformanceProfileName) string {
+func inferClaims(ctx context.Context, o *Options, tgt targets.Target, profiles []ConformanceProfileName) string {
 	a, ok := tgt.(featureAdvertiser)
 	if !ok || len(o.SupportedFeatures) > 0 || o.AllFeatures || !slices.Contains(profiles, ProfileCluster) {
 		return ""
@@ -242,7 +242,7 @@ func tagsFor(user string, profiles []ConformanceProfileName) string {
 
 type runner struct {
 	opts       *Options
-	target     target.Target
+	target     targets.Target
 	stepConfig stepdefs.Config
 	profiles   []ConformanceProfileName
 	out        io.Writer

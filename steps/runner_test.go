@@ -16,8 +16,8 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/container"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
 )
 
 func featureFS(files map[string]string) fstest.MapFS {
@@ -224,11 +224,11 @@ func (t *interruptedStart) Start(ctx context.Context) error {
 	return fmt.Errorf("slow target: start: %w", ctx.Err())
 }
 func (t *interruptedStart) Stop(context.Context) error { t.stopped = true; return nil }
-func (*interruptedStart) Configure(context.Context, target.Setup) (target.Deployment, error) {
+func (*interruptedStart) Configure(context.Context, targets.Setup) (targets.Deployment, error) {
 	return nil, errors.New("configured after a failed start")
 }
 func (*interruptedStart) Capabilities() []string {
-	return []string{target.CapabilityStandalone, target.CapabilityDataPlane}
+	return []string{targets.CapabilityStandalone, targets.CapabilityDataPlane}
 }
 
 // TestRunInterruptedWhileStarting: a run interrupted before its target

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/steps/specminimal"
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/local"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/local"
 )
 
 // specMinimalTarget runs steps/specminimal, a proxy written from the spec
@@ -26,10 +26,10 @@ func (specMinimalTarget) Name() string                { return "spec-minimal" }
 func (specMinimalTarget) Start(context.Context) error { return nil }
 func (specMinimalTarget) Stop(context.Context) error  { return nil }
 func (specMinimalTarget) Capabilities() []string {
-	return []string{target.CapabilityStandalone, target.CapabilityDataPlane}
+	return []string{targets.CapabilityStandalone, targets.CapabilityDataPlane}
 }
 func (specMinimalTarget) ServiceAddr() (string, bool) { return "127.0.0.1", true }
-func (t specMinimalTarget) configFor(setup target.Setup, m *local.Mocks) (specminimal.Config, error) {
+func (t specMinimalTarget) configFor(setup targets.Setup, m *local.Mocks) (specminimal.Config, error) {
 	cfg := specminimal.Config{IgnoreQuit: t.ignoreQuit}
 	for _, p := range setup.Policies {
 		// The spec's standalone config has no policies of its own, so a
@@ -45,7 +45,7 @@ func (t specMinimalTarget) configFor(setup target.Setup, m *local.Mocks) (specmi
 			}
 			mr := specminimal.Route{Name: r.Name, PathPrefix: r.PathPrefix, Backend: addr}
 			for _, lim := range r.Limits {
-				mr.Limits = append(mr.Limits, specminimal.Limit{Tokens: lim.Kind == target.LimitTokens, Amount: lim.Amount, Unit: lim.Unit, Burst: lim.Burst})
+				mr.Limits = append(mr.Limits, specminimal.Limit{Tokens: lim.Kind == targets.LimitTokens, Amount: lim.Amount, Unit: lim.Unit, Burst: lim.Burst})
 			}
 			ml.Routes = append(ml.Routes, mr)
 		}
@@ -54,7 +54,7 @@ func (t specMinimalTarget) configFor(setup target.Setup, m *local.Mocks) (specmi
 	return cfg, nil
 }
 
-func (t specMinimalTarget) Configure(ctx context.Context, setup target.Setup) (target.Deployment, error) {
+func (t specMinimalTarget) Configure(ctx context.Context, setup targets.Setup) (targets.Deployment, error) {
 	mocks, err := local.StartMocks(setup.Backends)
 	if err != nil {
 		return nil, err

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/container"
-	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
-	"github.com/gwdiag/gwdiag/steps/target/inprocess"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
+	"github.com/gwdiag/gwdiag/steps/targets/container/containertest"
+	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
 )
 
 // faultCase is a fault and what the suite must say of it.
@@ -222,14 +222,14 @@ func TestSuiteCatchesFaults(t *testing.T) {
 
 // checkFault runs the suite against inner with the fault of tt and checks
 // what it reports; it returns the report.
-func checkFault(t *testing.T, inner target.Target, tt faultCase) *ConformanceReport {
+func checkFault(t *testing.T, inner targets.Target, tt faultCase) *ConformanceReport {
 	t.Helper()
 	return checkFaultTags(t, inner, tt, "")
 }
 
 // checkFaultTags is checkFault for the scenarios of a tag expression
 // (every scenario when empty).
-func checkFaultTags(t *testing.T, inner target.Target, tt faultCase, tags string) *ConformanceReport {
+func checkFaultTags(t *testing.T, inner targets.Target, tt faultCase, tags string) *ConformanceReport {
 	t.Helper()
 	f, ok := faults[tt.fault]
 	if !ok {
@@ -265,7 +265,7 @@ func checkFaultTags(t *testing.T, inner target.Target, tt faultCase, tags string
 // of wrapper (configuration, listener, admin server, trace frames, a
 // missing extended feature), each run on the features its scenarios
 // belong to (faultFeatures): that the other features pass on the container
-// target is TestContainerConformance's (steps/target/container), that a
+// target is TestContainerConformance's (steps/targets/container), that a
 // fault fails nothing else TestSuiteCatchesFaults's, and two containers
 // per scenario of every feature made this test 10 minutes of the gate.
 func TestContainerTargetCatchesFaults(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/reportview"
-	"github.com/gwdiag/gwdiag/steps/target/container"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
 )
 
 // NewCommand returns `gwdiag conformance` with its subcommands.

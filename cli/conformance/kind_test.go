@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gwdiag/gwdiag/steps"
-	"github.com/gwdiag/gwdiag/steps/target/cluster"
+	"github.com/gwdiag/gwdiag/steps/targets/cluster"
 )
 
 // TestClusterModeKind: --cluster kind turns the kind cluster on and keeps

@@ -14,7 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/gwdiag/gwdiag/steps/target/container"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
 )
 
 // mainPackage is gwdiag's main package, what a static copy is built from.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/gwdiag/gwdiag/steps/target/container"
-	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
+	"github.com/gwdiag/gwdiag/steps/targets/container/containertest"
 )
 
 // TestConformanceContainerErrors: bad container-target arguments are usage

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/ratelimitsvc"
-	"github.com/gwdiag/gwdiag/steps/toolbin"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // explainConfig has one route per outcome gwdiag explains; %[1]s is the

@@ -20,7 +20,7 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"github.com/gwdiag/gwdiag/steps/target/container"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
 )
 
 // hostileBin is the hostile proxy (./hostileproxy), built on first use.

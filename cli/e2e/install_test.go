@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/steps/target/container"
-	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
+	"github.com/gwdiag/gwdiag/steps/targets/container/containertest"
 )
 
 // TestCgoGwdiagRunsContainerTarget: a gwdiag from a plain `go build` (cgo

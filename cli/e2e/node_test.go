@@ -35,8 +35,8 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/steps/target"
-	"github.com/gwdiag/gwdiag/steps/target/cluster"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/cluster"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
@@ -113,9 +113,9 @@ func startNodeFixture(t *testing.T, ctx context.Context) *nodeFixture {
 	}
 	state = nodeState(t, f.kubeconfig)
 	began = time.Now()
-	dep, err := tgt.Configure(ctx, target.Setup{
-		Backends: []target.Backend{{Name: "echo", Kind: target.BackendEcho}},
-		Listeners: []target.Listener{{Name: "http", Routes: []target.Route{
+	dep, err := tgt.Configure(ctx, targets.Setup{
+		Backends: []targets.Backend{{Name: "echo", Kind: targets.BackendEcho}},
+		Listeners: []targets.Listener{{Name: "http", Routes: []targets.Route{
 			{Name: "httpbin", PathPrefix: "/", Backend: "echo"}}}},
 	})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gwdiag/gwdiag/steps/target/container/containertest"
+	"github.com/gwdiag/gwdiag/steps/targets/container/containertest"
 )
 
 // workflow is the part of a GitHub Actions workflow the test reads.

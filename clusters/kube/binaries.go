@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gwdiag/gwdiag/steps/toolbin"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // Binaries are the control-plane programs a local API server needs.

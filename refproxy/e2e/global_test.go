@@ -14,7 +14,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/steps/ratelimitsvc"
-	"github.com/gwdiag/gwdiag/steps/toolbin"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // The service's limits for these tests. Its windows are fixed and aligned

@@ -21,9 +21,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/procout"
-	"github.com/gwdiag/gwdiag/steps/toolbin"
 )
 
 // toolsModule pins github.com/envoyproxy/ratelimit.

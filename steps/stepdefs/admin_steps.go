@@ -14,7 +14,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/gwdiag/gwdiag/steps/await"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 func registerAdminSteps(sc *godog.ScenarioContext) {
@@ -132,7 +132,7 @@ func registerAdminSteps(sc *godog.ScenarioContext) {
 	})
 	step(sc, `^within (\d+) seconds the proxy stops accepting requests$`, func(ctx context.Context, secs int) error {
 		s := getState(ctx)
-		addr, err := s.dep.ListenerAddr(target.DefaultListener)
+		addr, err := s.dep.ListenerAddr(targets.DefaultListener)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 func registerConditionSteps(sc *godog.ScenarioContext) {
@@ -35,7 +35,7 @@ func (s *state) condition(ctx context.Context, kind, name, typ, status, reason s
 	if err != nil {
 		return err
 	}
-	cr, ok := d.(target.ConditionReader)
+	cr, ok := d.(targets.ConditionReader)
 	if !ok {
 		return fmt.Errorf("the %s target has no resource conditions; condition scenarios need a cluster target", s.cfg.Target.Name())
 	}

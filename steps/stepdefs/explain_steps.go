@@ -11,7 +11,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 // registerExplainSteps: the reasons a trace gives for its outcome
@@ -43,7 +43,7 @@ func (s *state) routeWithHeader(ctx context.Context, name, prefix, header, value
 	if err := addRoute(ctx, listener, name, prefix, backend); err != nil {
 		return err
 	}
-	s.setup.RouteNamed(name).Header = &target.HeaderMatch{Name: header, Value: value}
+	s.setup.RouteNamed(name).Header = &targets.HeaderMatch{Name: header, Value: value}
 	return nil
 }
 

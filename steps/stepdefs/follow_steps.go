@@ -16,7 +16,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
@@ -45,7 +45,7 @@ func registerFollowSteps(sc *godog.ScenarioContext) {
 		if err != nil {
 			return err
 		}
-		addr, err := d.ListenerAddr(target.DefaultListener)
+		addr, err := d.ListenerAddr(targets.DefaultListener)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 func registerGlobalSteps(sc *godog.ScenarioContext) {
@@ -45,9 +45,9 @@ func registerGlobalSteps(sc *godog.ScenarioContext) {
 		if s.setup.RateLimitService == "" {
 			return errors.New("a global limit needs a global rate-limit service; declare one first")
 		}
-		g := target.GlobalLimit{Kind: target.LimitRequests, Amount: uint64(n), Unit: unit, KeyHeader: header}
+		g := targets.GlobalLimit{Kind: targets.LimitRequests, Amount: uint64(n), Unit: unit, KeyHeader: header}
 		if kind == "token" {
-			g.Kind = target.LimitTokens
+			g.Kind = targets.LimitTokens
 		}
 		r.Global = append(r.Global, g)
 		return nil
@@ -101,7 +101,7 @@ func (s *state) useRateLimitService(addr string) error {
 }
 
 // routeForLimits is a declared route that limits may still be added to.
-func (s *state) routeForLimits(route string) (*target.Route, error) {
+func (s *state) routeForLimits(route string) (*targets.Route, error) {
 	if s.dep != nil {
 		return nil, fmt.Errorf("limit on %q declared after the proxy was configured", route)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
@@ -20,9 +20,9 @@ func registerPodSteps(sc *godog.ScenarioContext) {
 	})
 	step(sc, `^the env of every snapshot names the proxy pod, its namespace and its Gateway$`, func(ctx context.Context) error {
 		s := getState(ctx)
-		ce, ok := s.dep.(target.ClusterEnv)
+		ce, ok := s.dep.(targets.ClusterEnv)
 		if !ok {
-			return fmt.Errorf("the %s target does not say which pod serves the scenario (target.ClusterEnv); this scenario needs a cluster target whose proxy runs in pods", s.cfg.Target.Name())
+			return fmt.Errorf("the %s target does not say which pod serves the scenario (targets.ClusterEnv); this scenario needs a cluster target whose proxy runs in pods", s.cfg.Target.Name())
 		}
 		want, err := ce.ProxyEnv()
 		if err != nil {
@@ -36,9 +36,9 @@ func registerPodSteps(sc *godog.ScenarioContext) {
 		if err != nil {
 			return err
 		}
-		po, ok := d.(target.ProgrammedObserver)
+		po, ok := d.(targets.ProgrammedObserver)
 		if !ok {
-			return fmt.Errorf("the %s target does not watch when the Gateway becomes Programmed (target.ProgrammedObserver); this scenario needs a cluster target whose proxy runs in pods", s.cfg.Target.Name())
+			return fmt.Errorf("the %s target does not watch when the Gateway becomes Programmed (targets.ProgrammedObserver); this scenario needs a cluster target whose proxy runs in pods", s.cfg.Target.Name())
 		}
 		seen, err := po.ProgrammedSeen()
 		if err != nil {
@@ -59,7 +59,7 @@ var envFields = []string{"podName", "namespace", "gateway"}
 // everyEnv checks that every request and response snapshot of the trace
 // carries env with podName, namespace and gateway as strings, equal to
 // want's when it is set. A trace with no snapshot of either kind fails.
-func (s *state) everyEnv(want *target.Env) error {
+func (s *state) everyEnv(want *targets.Env) error {
 	t, err := s.currentTrace()
 	if err != nil {
 		return err

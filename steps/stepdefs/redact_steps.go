@@ -15,7 +15,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/steps/mock"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 // Steps of the features that hold traces to keep credentials out
@@ -74,7 +74,7 @@ func (s *state) llmWithAPIKey(_ context.Context, name string) error {
 	}
 	s.creds.apiKey = s.plant("provider-key")
 	s.creds.sent = append(s.creds.sent, s.creds.apiKey)
-	s.setup.Backends = append(s.setup.Backends, target.Backend{Name: name, Kind: target.BackendLLM, APIKey: s.creds.apiKey})
+	s.setup.Backends = append(s.setup.Backends, targets.Backend{Name: name, Kind: targets.BackendLLM, APIKey: s.creds.apiKey})
 	return nil
 }
 

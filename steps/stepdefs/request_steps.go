@@ -20,17 +20,17 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/mock"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 func registerRequestSteps(sc *godog.ScenarioContext) {
 	step(sc, `^I send a GET request to "([^"]*)"$`, func(ctx context.Context, reqTarget string) error {
-		_, err := getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, nil, nil)
+		_, err := getState(ctx).send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, nil, nil)
 		return err
 	})
 	step(sc, `^I send (\d+) GET requests to "([^"]*)"$`, func(ctx context.Context, n int, reqTarget string) error {
 		for range n {
-			if _, err := getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, nil, nil); err != nil {
+			if _, err := getState(ctx).send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, nil, nil); err != nil {
 				return err
 			}
 		}
@@ -40,7 +40,7 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 		h := http.Header{}
 		h.Set(name, value)
 		for range n {
-			if _, err := getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, h, nil); err != nil {
+			if _, err := getState(ctx).send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, h, nil); err != nil {
 				return err
 			}
 		}
@@ -88,7 +88,7 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 	})
 	step(sc, `^within (\d+) seconds a GET request to "([^"]*)" succeeds$`, func(ctx context.Context, secs int, reqTarget string) error {
 		return getState(ctx).eventually(ctx, secs, func(ctx context.Context) (*response, error) {
-			return getState(ctx).send(ctx, target.DefaultListener, http.MethodGet, reqTarget, nil, nil)
+			return getState(ctx).send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, nil, nil)
 		})
 	})
 	step(sc, `^within (\d+) seconds a chat completion using (\d+) tokens succeeds$`, func(ctx context.Context, secs, n int) error {
@@ -416,7 +416,7 @@ func (s *state) chat(ctx context.Context, n int, mode chatMode) (*response, erro
 	h.Set("Content-Type", "application/json")
 	h.Set(mock.HeaderPromptTokens, strconv.Itoa(n/2))
 	h.Set(mock.HeaderCompletionTokens, strconv.Itoa(n-n/2))
-	r, err := s.send(ctx, target.DefaultListener, http.MethodPost, "/v1/chat/completions", h, chatBody(mode))
+	r, err := s.send(ctx, targets.DefaultListener, http.MethodPost, "/v1/chat/completions", h, chatBody(mode))
 	if err == nil && mode != noStream {
 		s.streamTokens = n
 	}
@@ -503,7 +503,7 @@ func (s *state) startHeld(ctx context.Context, n int, key string) error {
 	if err != nil {
 		return err
 	}
-	addr, err := d.ListenerAddr(target.DefaultListener)
+	addr, err := d.ListenerAddr(targets.DefaultListener)
 	if err != nil {
 		return err
 	}

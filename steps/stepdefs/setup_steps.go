@@ -7,14 +7,14 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 func registerSetupSteps(sc *godog.ScenarioContext) {
-	step(sc, `^an echo backend "([^"]*)"$`, addBackend(target.BackendEcho))
-	step(sc, `^an LLM backend "([^"]*)"$`, addBackend(target.BackendLLM))
+	step(sc, `^an echo backend "([^"]*)"$`, addBackend(targets.BackendEcho))
+	step(sc, `^an LLM backend "([^"]*)"$`, addBackend(targets.BackendLLM))
 	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)"$`, func(ctx context.Context, name, prefix, backend string) error {
-		return addRoute(ctx, target.DefaultListener, name, prefix, backend)
+		return addRoute(ctx, targets.DefaultListener, name, prefix, backend)
 	})
 	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)" on listener "([^"]*)"$`, func(ctx context.Context, name, prefix, backend, listener string) error {
 		return addRoute(ctx, listener, name, prefix, backend)
@@ -22,7 +22,7 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to an unreachable backend on listener "([^"]*)"$`, func(ctx context.Context, name, prefix, listener string) error {
 		s := getState(ctx)
 		backend := name + "-unreachable"
-		s.setup.Backends = append(s.setup.Backends, target.Backend{Name: backend, Kind: target.BackendUnreachable})
+		s.setup.Backends = append(s.setup.Backends, targets.Backend{Name: backend, Kind: targets.BackendUnreachable})
 		return addRoute(ctx, listener, name, prefix, backend)
 	})
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour)$`, func(ctx context.Context, route, kind string, n int, unit string) error {
@@ -59,14 +59,14 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 		if !s.setup.HasListener(listener) {
 			return fmt.Errorf("no listener %q", listener)
 		}
-		l := target.Limit{Kind: target.LimitRequests, Amount: uint64(n), Unit: unitOf(unit)}
-		s.setup.Policies = append(s.setup.Policies, target.Policy{Name: "gateway-" + listener, TargetKind: "Gateway", TargetName: listener, Limits: []target.Limit{l}})
+		l := targets.Limit{Kind: targets.LimitRequests, Amount: uint64(n), Unit: unitOf(unit)}
+		s.setup.Policies = append(s.setup.Policies, targets.Policy{Name: "gateway-" + listener, TargetKind: "Gateway", TargetName: listener, Limits: []targets.Limit{l}})
 		return nil
 	})
 	step(sc, `^a rate-limit policy "([^"]*)" targets the HTTPRoute "([^"]*)"$`, func(ctx context.Context, name, route string) error {
 		s := getState(ctx)
-		s.setup.Policies = append(s.setup.Policies, target.Policy{Name: name, TargetKind: "HTTPRoute", TargetName: route,
-			Limits: []target.Limit{{Kind: target.LimitRequests, Amount: 1, Unit: time.Second}}})
+		s.setup.Policies = append(s.setup.Policies, targets.Policy{Name: name, TargetKind: "HTTPRoute", TargetName: route,
+			Limits: []targets.Limit{{Kind: targets.LimitRequests, Amount: 1, Unit: time.Second}}})
 		return nil
 	})
 	step(sc, `^the configuration is applied$`, func(ctx context.Context) error {
@@ -75,13 +75,13 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	})
 }
 
-func addBackend(kind target.BackendKind) func(ctx context.Context, name string) error {
+func addBackend(kind targets.BackendKind) func(ctx context.Context, name string) error {
 	return func(ctx context.Context, name string) error {
 		s := getState(ctx)
 		if s.setup.BackendNamed(name) != nil {
 			return fmt.Errorf("backend %q declared twice", name)
 		}
-		s.setup.Backends = append(s.setup.Backends, target.Backend{Name: name, Kind: kind})
+		s.setup.Backends = append(s.setup.Backends, targets.Backend{Name: name, Kind: kind})
 		return nil
 	}
 }
@@ -98,7 +98,7 @@ func addRoute(ctx context.Context, listener, name, prefix, backend string) error
 		return fmt.Errorf("route %q declared twice", name)
 	}
 	l := s.setup.ListenerNamed(listener)
-	l.Routes = append(l.Routes, target.Route{Name: name, PathPrefix: prefix, Backend: backend})
+	l.Routes = append(l.Routes, targets.Route{Name: name, PathPrefix: prefix, Backend: backend})
 	return nil
 }
 
@@ -111,9 +111,9 @@ func addLimit(ctx context.Context, route, kind string, n int, unit string, burst
 	if r == nil {
 		return fmt.Errorf("no route %q", route)
 	}
-	l := target.Limit{Kind: target.LimitRequests, Amount: uint64(n), Burst: uint64(burst)}
+	l := targets.Limit{Kind: targets.LimitRequests, Amount: uint64(n), Burst: uint64(burst)}
 	if kind == "token" {
-		l.Kind = target.LimitTokens
+		l.Kind = targets.LimitTokens
 	}
 	l.Unit = unitOf(unit)
 	r.Limits = append(r.Limits, l)

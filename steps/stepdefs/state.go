@@ -13,13 +13,13 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 // Config is what the step definitions need of a run.
 type Config struct {
 	// Target runs the proxy under test.
-	Target target.Target
+	Target targets.Target
 	// RequestTimeout bounds one HTTP request, TraceTimeout a trace's
 	// completion after its request, ReadyGrace the wait for a new trace
 	// stream's ": ready" comment.
@@ -70,12 +70,12 @@ type state struct {
 	// scenario is the scenario's name.
 	scenario string
 
-	setup target.Setup
-	dep   target.Deployment
+	setup targets.Setup
+	dep   targets.Deployment
 	// replicas is how many proxies serve the setup (0 is one); deps are
 	// all of them, dep the first. Requests go to each in turn (next).
 	replicas int
-	deps     []target.Deployment
+	deps     []targets.Deployment
 	next     int
 	// ownRLS is the scenario's own rate-limit service, stopped at its end.
 	ownRLS OwnRateLimitService
@@ -136,7 +136,7 @@ type Ending struct {
 	// FailedStep is the text of the first step that failed.
 	FailedStep string
 	// ProxyLogs is the end of the proxy's output, where the target keeps
-	// it (target.LogKeeper).
+	// it (targets.LogKeeper).
 	ProxyLogs string
 }
 
@@ -151,7 +151,7 @@ func End(ctx context.Context) (e Ending, ok bool) {
 	s.teardown()
 	x := s.cfg.Secrets
 	e = Ending{Unsupported: x.Scrub(s.unsupported), Interrupted: s.interrupted, FailedStep: x.Scrub(s.failedStep)}
-	if lk, ok := s.dep.(target.LogKeeper); ok {
+	if lk, ok := s.dep.(targets.LogKeeper); ok {
 		e.ProxyLogs = x.Scrub(lk.ProxyLogs())
 	}
 	return e, true
@@ -175,7 +175,7 @@ type response struct {
 }
 
 // deployment configures the target with the scenario's setup on first use.
-func (s *state) deployment(ctx context.Context) (target.Deployment, error) {
+func (s *state) deployment(ctx context.Context) (targets.Deployment, error) {
 	if s.dep != nil {
 		return s.dep, nil
 	}
@@ -202,7 +202,7 @@ func (s *state) deployment(ctx context.Context) (target.Deployment, error) {
 
 // replica returns the deployment the next request goes to: with several
 // replicas, each in turn.
-func (s *state) replica(ctx context.Context) (target.Deployment, error) {
+func (s *state) replica(ctx context.Context) (targets.Deployment, error) {
 	d, err := s.deployment(ctx)
 	if err != nil || len(s.deps) < 2 {
 		return d, err

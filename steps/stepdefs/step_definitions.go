@@ -3,7 +3,7 @@
 // recorded traces), and the one per-scenario state they share, carried in
 // the scenario's context. The engine (package steps) starts and ends each
 // scenario (Begin, End) and registers the steps (Register); the steps reach
-// the proxy only through a steps/target Target.
+// the proxy only through a steps/targets Target.
 package stepdefs
 
 import (

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/steps/target"
+	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
@@ -34,10 +34,10 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 		return traceWith(ctx, (*state).send, reqTarget, listener)
 	}
 	step(sc, `^I trace a GET request to "([^"]*)"$`, func(ctx context.Context, reqTarget string) error {
-		return traceOn(ctx, reqTarget, target.DefaultListener)
+		return traceOn(ctx, reqTarget, targets.DefaultListener)
 	})
 	step(sc, `^I trace a GET request to "([^"]*)", whatever comes back$`, func(ctx context.Context, reqTarget string) error {
-		return traceWith(ctx, (*state).exchange, reqTarget, target.DefaultListener)
+		return traceWith(ctx, (*state).exchange, reqTarget, targets.DefaultListener)
 	})
 	step(sc, `^the trace does not claim a response the client never received$`, func(ctx context.Context) error {
 		s := getState(ctx)
@@ -119,7 +119,7 @@ func registerTraceSteps(sc *godog.ScenarioContext) {
 	step(sc, `^I send GET requests to "([^"]*)" and "([^"]*)" back to back$`, func(ctx context.Context, a, b string) error {
 		s := getState(ctx)
 		for _, p := range []string{a, b} {
-			if _, err := s.send(ctx, target.DefaultListener, http.MethodGet, p, nil, nil); err != nil {
+			if _, err := s.send(ctx, targets.DefaultListener, http.MethodGet, p, nil, nil); err != nil {
 				return err
 			}
 		}

@@ -3,7 +3,7 @@
 // dialer (SPDY tunnelled over a websocket, plain SPDY as fallback). It is
 // the one port-forward of the project: the CLI's cluster mode
 // (cli/connect) and the conformance suite's cluster target
-// (steps/target/cluster) both use it. It imports client-go only, nothing
+// (steps/targets/cluster) both use it. It imports client-go only, nothing
 // else of clusters/: the CLI imports no other package of clusters/.
 package portforward
 

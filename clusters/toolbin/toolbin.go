@@ -1,0 +1,146 @@
+// Package toolbin builds the programs the clusters and the suite run
+// beside a proxy from nested tools modules of the repository into
+// <repo>/.bin:
+// kube-apiserver and etcd for the cluster target (clusters/kube/tools),
+// and the Envoy rate-limit service for global limits
+// (steps/ratelimitsvc/tools). A tools module pins them with go.mod `tool`
+// lines, so the main module never requires what they import.
+package toolbin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ErrNoNetwork is returned (wrapped) when a program is missing and cannot
+// be built because the Go module proxy is unreachable. Tests skip on it;
+// everything else is a failure.
+var ErrNoNetwork = errors.New("the Go module proxy is unreachable")
+
+// Program is one binary: its file name in the output directory and the
+// package it is built from.
+type Program struct {
+	Name, Pkg string
+	// LDFlags are passed to go build -ldflags (e.g. -X to stamp a version).
+	LDFlags string
+}
+
+// Build builds programs into dir from the tools module at root/module
+// (relative to the repository root), skipping a binary newer than the
+// module's go.mod and go.sum. A cold build takes what the go command
+// takes, a warm one seconds (Go's build cache), and up-to-date binaries
+// are not rebuilt at all. Parallel callers (test packages) serialise on a
+// lock in dir; each binary is renamed into place whole. log receives the
+// go command's output; nil discards it. env adds to the go command's
+// environment (CGO_ENABLED=0 for a static binary).
+func Build(ctx context.Context, root, module, dir string, programs []Program, log io.Writer, env ...string) error {
+	mod := filepath.Join(root, module)
+	newest, err := newestMod(mod)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockFile(filepath.Join(dir, "."+filepath.Base(filepath.Dir(module))+"-"+filepath.Base(module)+".lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, p := range programs {
+		out := filepath.Join(dir, p.Name)
+		if st, err := os.Stat(out); err == nil && st.ModTime().After(newest) {
+			continue
+		}
+		tmp := out + ".tmp"
+		args := []string{"build", "-o", tmp}
+		if p.LDFlags != "" {
+			args = append(args, "-ldflags", p.LDFlags)
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, p.Pkg)...)
+		cmd.Dir = mod
+		// The tools module has its own go.mod; a GOFLAGS=-mod=vendor or a
+		// GOWORK of the caller must not leak into it.
+		cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod"), env...)
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		if log != nil {
+			fmt.Fprintf(log, "building %s (%s) in %s\n", p.Name, p.Pkg, mod)
+		}
+		err := cmd.Run()
+		if log != nil {
+			log.Write(buf.Bytes())
+		}
+		if err != nil {
+			msg := buf.String()
+			if networkFailure(msg) {
+				return fmt.Errorf("cannot build %s: %w: go build %s: %s", p.Name, ErrNoNetwork, p.Pkg, lastLines(msg, 5))
+			}
+			return fmt.Errorf("go build %s in %s: %v\n%s", p.Pkg, mod, err, lastLines(msg, 20))
+		}
+		if err := os.Rename(tmp, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// networkFailure tells a download failure from a compile error by the
+// messages the go command prints when the module proxy is unreachable.
+func networkFailure(out string) bool {
+	for _, s := range []string{"dial tcp", "no such host", "i/o timeout", "connection refused", "proxy.golang.org", "TLS handshake", "network is unreachable"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func newestMod(mod string) (t0 time.Time, err error) {
+	for _, f := range []string{"go.mod", "go.sum"} {
+		st, err := os.Stat(filepath.Join(mod, f))
+		if err != nil {
+			return t0, fmt.Errorf("tools module: %w", err)
+		}
+		if st.ModTime().After(t0) {
+			t0 = st.ModTime()
+		}
+	}
+	return t0, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RepoRoot finds the gwdiag repository root, the directory holding module
+// (a tools module's path relative to it), from the working directory
+// upwards, so tests of any package and make targets find the same .bin.
+func RepoRoot(module string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, module, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no %s/go.mod above the working directory", module)
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,332 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubepods "github.com/gwdiag/gwdiag/clusters/kube/pods"
+	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
+	"github.com/gwdiag/gwdiag/steps/await"
+	"github.com/gwdiag/gwdiag/steps/mock"
+	"github.com/gwdiag/gwdiag/steps/targets"
+)
+
+// gatewayNameLabel is how a Gateway's proxy pods are found (agctl's
+// selector; the reference controller sets it).
+const gatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
+
+// serve waits until the scenario's data plane serves it and opens the
+// forwards the steps use: the mock pod is ready, the Gateway is
+// Programmed, a proxy pod is ready, and the proxy's config names every
+// backend endpoint. Each wait is bounded by what is left of ServeTimeout
+// and its error says what it saw last.
+func (d *clusterDeployment) serve(ctx context.Context, setup targets.Setup, plan *mockPlan) error {
+	deadline := time.Now().Add(time.Duration(d.c.opts.ServeTimeout))
+	mock, err := d.waitPod(ctx, deadline, "mock pod", func(ctx context.Context) (*corev1.Pod, string, error) {
+		p := &corev1.Pod{}
+		if err := d.c.client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: mockPodName}, p); err != nil {
+			return nil, "", err
+		}
+		if kubepods.Ready(p) && p.Status.PodIP != "" {
+			return p, "", nil
+		}
+		return nil, kubepods.Describe(p), nil
+	})
+	if err != nil {
+		return err
+	}
+	d.backends, d.controls = map[string]string{}, map[string]string{}
+	for _, b := range setup.Backends {
+		d.backends[b.Name] = fmt.Sprintf("%s:%d", mock.Status.PodIP, plan.ports[b.Name])
+	}
+	if err := d.waitProgrammed(ctx, deadline); err != nil {
+		return err
+	}
+	proxy, err := d.waitPod(ctx, deadline, "proxy pod", d.proxyPod)
+	if err != nil {
+		return err
+	}
+	d.proxyPodName = proxy.Name
+	d.serving = true
+	if d.admin, err = d.forward(ctx, proxy, d.c.opts.AdminPort); err != nil {
+		return err
+	}
+	d.listeners = map[string]string{}
+	for i, l := range setup.Listeners {
+		if d.listeners[l.Name], err = d.forward(ctx, proxy, clusterListenerPort+i); err != nil {
+			return err
+		}
+	}
+	for _, b := range setup.Backends {
+		if b.Kind == targets.BackendUnreachable {
+			continue
+		}
+		if d.controls[b.Name], err = d.forward(ctx, mock, plan.ports[b.Name]); err != nil {
+			return err
+		}
+	}
+	return d.waitConfig(ctx, deadline, proxy)
+}
+
+// waitServiceAccount waits for the namespace's default ServiceAccount,
+// without which the API server refuses pods.
+func (d *clusterDeployment) waitServiceAccount(ctx context.Context) error {
+	err := await.Until(ctx, time.Duration(d.c.opts.ConditionTimeout), 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		if err := d.c.client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: "default"}, &corev1.ServiceAccount{}); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s: no default ServiceAccount (is kube-controller-manager running?): %w", d.ns, err)
+	}
+	return nil
+}
+
+// waitPod polls get until it returns a pod. get returns why it is not
+// there yet, or an error, which the timeout reports.
+func (d *clusterDeployment) waitPod(ctx context.Context, deadline time.Time, what string, get func(context.Context) (*corev1.Pod, string, error)) (*corev1.Pod, error) {
+	var pod *corev1.Pod
+	err := await.Until(ctx, time.Until(deadline), 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		p, why, err := get(readCtx)
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, "not created yet", nil
+		case err != nil:
+			return false, err.Error(), nil
+		case p != nil:
+			pod = p
+			return true, "", nil
+		default:
+			return false, why, nil
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s in namespace %s not ready within the serve timeout %s: %w", what, d.ns, time.Duration(d.c.opts.ServeTimeout), err)
+	}
+	return pod, nil
+}
+
+// proxyPod returns the Gateway's first ready proxy pod by name, as the
+// CLI picks it, or what the pods are doing.
+func (d *clusterDeployment) proxyPod(ctx context.Context) (*corev1.Pod, string, error) {
+	var list corev1.PodList
+	if err := d.c.client.List(ctx, &list, client.InNamespace(d.ns), client.MatchingLabels{gatewayNameLabel: clusterGatewayName}); err != nil {
+		return nil, "", err
+	}
+	if len(list.Items) == 0 {
+		return nil, fmt.Sprintf("no pod labelled %s=%s", gatewayNameLabel, clusterGatewayName), nil
+	}
+	p, seen := kubepods.FirstReady(list.Items)
+	return p, seen, nil
+}
+
+// waitProgrammed waits until the Gateway's Programmed condition is True at
+// its current generation: with a data plane, the controller says so only
+// once a proxy replica is ready.
+func (d *clusterDeployment) waitProgrammed(ctx context.Context, deadline time.Time) error {
+	err := await.Until(ctx, time.Until(deadline), 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		conds, seen := d.readGateway(ctx)
+		return programmed(conds) != nil, seen, nil
+	})
+	if err != nil {
+		return fmt.Errorf("Gateway %s/%s not Programmed within the serve timeout %s: %w", d.ns, clusterGatewayName, time.Duration(d.c.opts.ServeTimeout), err)
+	}
+	return nil
+}
+
+// readGateway reads the Gateway's conditions for a wait: those written at
+// its current generation (nil otherwise), and what the read saw.
+func (d *clusterDeployment) readGateway(ctx context.Context) ([]targets.Condition, string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conds, current, err := d.read(ctx, "Gateway", clusterGatewayName)
+	switch {
+	case err != nil:
+		return nil, err.Error()
+	case !current:
+		return nil, fmt.Sprintf("conditions not yet written at the current generation: %+v", conds)
+	}
+	return conds, fmt.Sprintf("conditions %+v", conds)
+}
+
+// programmed returns the condition Programmed=True among conds, or nil.
+func programmed(conds []targets.Condition) *targets.Condition {
+	for i, c := range conds {
+		if c.Type == "Programmed" && c.Status == "True" {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// forward opens a port-forward to port of pod, closed at Stop.
+func (d *clusterDeployment) forward(ctx context.Context, pod *corev1.Pod, port int) (string, error) {
+	f, err := portforward.Start(ctx, d.c.cfg, nil, pod.Namespace, pod.Name, port)
+	if err != nil {
+		return "", err
+	}
+	d.forwards = append(d.forwards, f)
+	return f.Addr(), nil
+}
+
+// configSuccesses is how many reads of /config_dump in a row must name
+// every endpoint: one reload that a later one undoes is not "serving".
+const configSuccesses = 2
+
+// waitConfig waits until the proxy's /config_dump names every backend
+// endpoint of the scenario. Since the mock pod, whose address the
+// endpoints carry, is created after every route and policy, a controller
+// that translates what it reads has then put the whole scenario in the
+// config; and the proxy has loaded it, binds included. The kubelet's
+// ConfigMap refresh makes most of this wait.
+func (d *clusterDeployment) waitConfig(ctx context.Context, deadline time.Time, proxy *corev1.Pod) error {
+	var want []string
+	for _, a := range d.backends {
+		want = append(want, a)
+	}
+	sort.Strings(want)
+	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	streak := 0
+	err := await.Until(ctx, time.Until(deadline), 200*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		dump, rejected, err := configDump(ctx, httpc, d.admin)
+		if err != nil {
+			streak = 0
+			return false, err.Error(), nil
+		}
+		if missing := missingAddrs(dump, want); len(missing) > 0 {
+			streak = 0
+			seen := fmt.Sprintf("config_dump (%d bytes) does not name %s", len(dump), strings.Join(missing, ", "))
+			if rejected != "" {
+				seen += "; the proxy refused its last config: " + rejected
+			}
+			return false, seen, nil
+		}
+		streak++
+		return streak >= configSuccesses, fmt.Sprintf("config_dump names every endpoint (%d time(s) in a row)", streak), nil
+	})
+	if err != nil {
+		return fmt.Errorf("proxy pod %s/%s not serving the scenario within the serve timeout %s: %w", proxy.Namespace, proxy.Name, time.Duration(d.c.opts.ServeTimeout), err)
+	}
+	return nil
+}
+
+// configDump reads /config_dump, and the reference proxy's header telling
+// a refused reload.
+func configDump(ctx context.Context, httpc *http.Client, admin string) (dump []byte, rejected string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/config_dump", nil)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := httpc.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("GET /config_dump: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, "", fmt.Errorf("GET /config_dump: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("GET /config_dump: %s: %s", resp.Status, bytes.TrimSpace(b[:min(len(b), 200)]))
+	}
+	return b, resp.Header.Get("X-Config-Rejected"), nil
+}
+
+// missingAddrs returns the addresses of want that dump does not name as a
+// whole (10.0.0.1:80 is not named by 10.0.0.1:8000 or 110.0.0.1:80).
+func missingAddrs(dump []byte, want []string) []string {
+	var out []string
+	for _, a := range want {
+		re := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(a) + `($|[^0-9])`)
+		if !re.Match(dump) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ListenerAddr implements targets.Deployment: a forward to the listener's
+// port of the proxy pod.
+func (d *clusterDeployment) ListenerAddr(listener string) (string, error) {
+	if !d.serving {
+		return "", errNoDataPlane
+	}
+	a, ok := d.listeners[listener]
+	if !ok {
+		return "", fmt.Errorf("no listener %q in this scenario's configuration", listener)
+	}
+	return a, nil
+}
+
+// AdminAddr implements targets.Deployment: a forward to the proxy pod's
+// admin port.
+func (d *clusterDeployment) AdminAddr() string { return d.admin }
+
+// BackendAddr implements targets.Deployment: the mock pod's IP and the
+// backend's port there, the endpoint the proxy calls.
+func (d *clusterDeployment) BackendAddr(backend string) (string, error) {
+	if !d.serving {
+		return "", errNoDataPlane
+	}
+	a, ok := d.backends[backend]
+	if !ok {
+		return "", fmt.Errorf("no backend %q in this scenario", backend)
+	}
+	return a, nil
+}
+
+// BackendRequests implements targets.Deployment, through a forward to the
+// mock's control endpoint.
+func (d *clusterDeployment) BackendRequests(ctx context.Context, backend string) (int64, error) {
+	a, err := d.control(backend)
+	if err != nil {
+		return 0, err
+	}
+	n, err := mock.RemoteCount(ctx, a)
+	if err != nil {
+		return 0, d.controlError(backend, a, err)
+	}
+	return n, nil
+}
+
+// ReleaseHeld implements targets.Deployment.
+func (d *clusterDeployment) ReleaseHeld(ctx context.Context, backend, key string) error {
+	a, err := d.control(backend)
+	if err != nil {
+		return err
+	}
+	if err := mock.RemoteRelease(ctx, a, key); err != nil {
+		return d.controlError(backend, a, err)
+	}
+	return nil
+}
+
+// control is the forwarded address of a mock's control endpoint.
+func (d *clusterDeployment) control(backend string) (string, error) {
+	if !d.serving {
+		return "", errNoDataPlane
+	}
+	a, ok := d.controls[backend]
+	if !ok {
+		return "", fmt.Errorf("no mock backend %q in this scenario", backend)
+	}
+	return a, nil
+}
+
+func (d *clusterDeployment) controlError(backend, addr string, err error) error {
+	return fmt.Errorf("mock backend %q (pod %s/%s, forwarded at %s): %w", backend, d.ns, mockPodName, addr, err)
+}

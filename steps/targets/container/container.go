@@ -1,0 +1,649 @@
+// Package container is the container target: a proxy shipped as an image,
+// run with testcontainers-go, one container per scenario, with the
+// scenario's mock backends in a container of their own beside it.
+//
+// # Networking
+//
+// Each run creates one Docker network of its own. Per scenario the target
+// starts a mock-backend container on it (every backend of the scenario, one
+// port each), then the proxy container, whose standalone config names the
+// mocks by their container address on that network. The suite reaches the
+// proxy's listeners and admin server, and the mocks' control endpoints,
+// through ports published on 127.0.0.1 only.
+//
+// The mocks run in a container, rather than in this process behind the
+// network's gateway, so that the proxy never has to reach the host: that
+// works the same on Linux, Docker Desktop and a remote daemon, whatever the
+// host's firewall says of traffic from containers. Backends are addressed
+// as IP:port, as on the other targets, so no scenario depends on which way
+// the proxy reaches them.
+//
+// # Hygiene
+//
+// testcontainers-go's reaper (Ryuk) needs an image pulled from a registry;
+// the target disables it (TESTCONTAINERS_RYUK_DISABLED=true unless set) and
+// removes what it made itself: each container when its scenario ends, and
+// everything labelled with the run's id when the run ends, also after a
+// failure or an interrupt. A run that was killed outright leaves its
+// containers labelled with its process id; the next run on the host
+// removes those of processes that no longer exist.
+package container
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	tcnetwork "github.com/testcontainers/testcontainers-go/network"
+	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/gwdiag/gwdiag/golden/duration"
+	"github.com/gwdiag/gwdiag/steps/mock"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/local"
+)
+
+// Defaults of Options.
+const (
+	DefaultConfigPath     = "/etc/proxy/config.yaml"
+	DefaultAdminPort      = 15000
+	DefaultStartupTimeout = 30 * time.Second
+)
+
+// Ports inside the containers: the proxy's listeners take firstListenerPort
+// and up, the mocks firstMockPort and up. unreachablePort is a port of the
+// mock container where nothing listens: connecting is refused.
+const (
+	firstListenerPort = 10000
+	firstMockPort     = 8000
+	unreachablePort   = 9
+)
+
+// PullPolicy says whether the target may pull an image that is not present
+// locally.
+type PullPolicy string
+
+// Pull policies.
+const (
+	// PullMissing pulls an image only when it is not present (the default).
+	PullMissing PullPolicy = "missing"
+	// PullNever uses local images only.
+	PullNever PullPolicy = "never"
+)
+
+// Options configure the container target. They load from the options file
+// under "container"; the gwdiag flags --image, --config-path, --admin-port,
+// --env, --pull and --mock-image set them.
+type Options struct {
+	// Image is the proxy's image, e.g. gwdiag/refproxy:dev.
+	Image string `json:"image"`
+	// ConfigPath is where the image reads its standalone config; the suite
+	// copies each scenario's config there. Default /etc/proxy/config.yaml.
+	ConfigPath string `json:"configPath,omitempty"`
+	// AdminPort is the admin server's port inside the container; the config
+	// sets adminAddr to 0.0.0.0:AdminPort. Default 15000.
+	AdminPort int `json:"adminPort,omitempty"`
+	// Env is set in the proxy's container.
+	Env map[string]string `json:"env,omitempty"`
+	// Pull is missing (default) or never.
+	Pull PullPolicy `json:"pull,omitempty"`
+	// MockImage serves the mock backends: its entrypoint takes the flags of
+	// mock.Command (--echo-addr, --llm-addr, repeated). Empty builds one
+	// from MockBuild.
+	MockImage string `json:"mockImage,omitempty"`
+	// StartupTimeout bounds a scenario's containers getting ready. Default
+	// 30s.
+	StartupTimeout duration.Duration `json:"startupTimeout,omitempty"`
+
+	// MockBuild is how the mock image is built when MockImage is empty
+	// (gwdiag sets it to itself; tests to a mockbackend binary).
+	MockBuild MockBuild `json:"-"`
+	// Warnings receives what the target reports without failing the run,
+	// such as leftovers of killed runs it could not remove. Default
+	// os.Stderr.
+	Warnings io.Writer `json:"-"`
+}
+
+// Validate checks the options a user gives.
+func (o Options) Validate() error {
+	switch {
+	case o.Image == "":
+		return errors.New("--target container needs --image (container.image), e.g. --image gwdiag/refproxy:dev")
+	case o.Pull != "" && o.Pull != PullMissing && o.Pull != PullNever:
+		return fmt.Errorf("--pull %q: want %s or %s", o.Pull, PullMissing, PullNever)
+	case o.AdminPort < 0 || o.AdminPort > 65535:
+		return fmt.Errorf("--admin-port %d: want a port, 1 to 65535", o.AdminPort)
+	case o.ConfigPath != "" && !strings.HasPrefix(o.ConfigPath, "/"):
+		return fmt.Errorf("--config-path %q: want an absolute path inside the container", o.ConfigPath)
+	case o.StartupTimeout < 0:
+		return fmt.Errorf("container.startupTimeout %s: want a positive duration", o.StartupTimeout)
+	}
+	for k := range o.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("--env %q: want K=V with a non-empty name", k)
+		}
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.ConfigPath == "" {
+		o.ConfigPath = DefaultConfigPath
+	}
+	if o.AdminPort == 0 {
+		o.AdminPort = DefaultAdminPort
+	}
+	if o.Pull == "" {
+		o.Pull = PullMissing
+	}
+	if o.StartupTimeout == 0 {
+		o.StartupTimeout = duration.Duration(DefaultStartupTimeout)
+	}
+	if o.Warnings == nil {
+		o.Warnings = os.Stderr
+	}
+	return o
+}
+
+// Container is the container target.
+type Container struct {
+	opts Options
+	// Style is how the config is laid out (default binds).
+	Style local.ConfigStyle
+
+	provider *testcontainers.DockerProvider
+	docker   client.APIClient
+	run      string // the run's id, in every label and name
+	network  *testcontainers.DockerNetwork
+	bindIP   netip.Addr // where published ports listen
+	dialHost string     // where the suite reaches them
+	// gateway is the run network's gateway when it is an address of this
+	// machine: services the suite runs for the proxy listen there.
+	gateway   string
+	mockImage string
+	scenarios atomic.Int64
+
+	mu sync.Mutex
+	// readyTimes are the start-to-ready times of the proxy containers.
+	readyTimes []time.Duration
+}
+
+// New returns a container target.
+func New(o Options) *Container { return &Container{opts: o.withDefaults()} }
+
+// Name implements targets.Target.
+func (*Container) Name() string { return "container" }
+
+// ServiceAddr implements targets.ServiceHost: the run network's gateway,
+// an address of this machine the containers reach, when the Docker daemon
+// is local. It is set by Start.
+func (c *Container) ServiceAddr() (string, bool) { return c.gateway, c.gateway != "" }
+
+// Capabilities implements targets.Target.
+func (*Container) Capabilities() []string {
+	return []string{targets.CapabilityStandalone, targets.CapabilityDataPlane}
+}
+
+// ReadyTimes returns how long each proxy container took from its start to
+// being ready, in order.
+func (c *Container) ReadyTimes() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.readyTimes)
+}
+
+// Start implements targets.Target: it reaches the Docker daemon, removes
+// what killed runs left behind, checks the images (pulling per the
+// policy), builds the mock image when needed, and creates the run's
+// network.
+func (c *Container) Start(ctx context.Context) (err error) {
+	if err := c.opts.Validate(); err != nil {
+		return err
+	}
+	if err := checkDockerHost(ctx); err != nil {
+		return err
+	}
+	c.provider, err = DockerProvider()
+	if err != nil {
+		return fmt.Errorf("container target: no Docker daemon: %w", err)
+	}
+	if err := c.provider.Health(ctx); err != nil {
+		return fmt.Errorf("container target: the Docker daemon does not answer (%s): %w", dockerHost(), err)
+	}
+	c.docker = c.provider.Client()
+	if err := sweepLeftovers(ctx, c.docker); err != nil {
+		fmt.Fprintf(c.opts.Warnings, "container target: warning: some of what killed runs left on the Docker host stays (remove it by hand; `docker ps -a --filter label=%s`, `docker network ls --filter label=%s` list it): %v\n", LabelRun, LabelRun, err)
+	}
+	if err := ensureImage(ctx, c.docker, c.opts.Image, c.opts.Pull, "--image"); err != nil {
+		return err
+	}
+	if c.opts.MockImage != "" {
+		if err := ensureImage(ctx, c.docker, c.opts.MockImage, c.opts.Pull, "--mock-image"); err != nil {
+			return err
+		}
+		c.mockImage = c.opts.MockImage
+	} else if c.mockImage, err = buildMockImage(ctx, c.provider, c.opts.MockBuild); err != nil {
+		return err
+	}
+	c.run = newRunID()
+	c.network, err = tcnetwork.New(ctx, tcnetwork.WithLabels(runLabels(c.run, "network")))
+	if err != nil {
+		return fmt.Errorf("container target: create the run's network: %w", err)
+	}
+	if c.bindIP, c.dialHost, c.gateway, err = publishAddrs(ctx, c.provider, c.network); err != nil {
+		return fmt.Errorf("container target: the run's network: %w", err)
+	}
+	return nil
+}
+
+// LeftBehind implements targets.LeftBehind: the run's containers and
+// network stay on the Docker host until removed, by hand or by the next
+// run's sweep.
+func (c *Container) LeftBehind() []string {
+	if c.run == "" {
+		return nil
+	}
+	f := "label=" + LabelRun + "=" + c.run
+	return []string{
+		fmt.Sprintf("the run's containers: docker rm -f $(docker ps -aq --filter %s)", f),
+		fmt.Sprintf("then its network: docker network rm $(docker network ls -q --filter %s)", f),
+		"(the next container-target run on this Docker host removes them too)",
+	}
+}
+
+// Stop implements targets.Target: it removes every container and the
+// network of the run, whatever state the scenarios left them in.
+func (c *Container) Stop(ctx context.Context) error {
+	if c.docker == nil {
+		return nil
+	}
+	defer c.provider.Close()
+	if c.run == "" {
+		return nil
+	}
+	return removeRun(ctx, c.docker, c.run)
+}
+
+// Configure implements targets.Target.
+func (c *Container) Configure(ctx context.Context, setup targets.Setup) (targets.Deployment, error) {
+	n := c.scenarios.Add(1)
+	d := &deployment{target: c, name: fmt.Sprintf("gwdiag-%s-%d", c.run, n),
+		backendAddrs: map[string]string{}, controlAddrs: map[string]string{}, listenerAddrs: map[string]string{}}
+	if err := d.startMocks(ctx, setup); err != nil {
+		d.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if err := d.startProxy(ctx, setup); err != nil {
+		d.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return d, nil
+}
+
+// deployment is one scenario's proxy and mocks.
+type deployment struct {
+	target *Container
+	name   string
+	proxy  *testcontainers.DockerContainer
+	mocks  *testcontainers.DockerContainer
+
+	admin         string
+	listenerAddrs map[string]string
+	backendAddrs  map[string]string // as the proxy sees them
+	controlAddrs  map[string]string // as the suite reaches them
+
+	stopOnce sync.Once
+	stopErr  error
+	logs     string
+}
+
+// labels of a container of the deployment.
+func (d *deployment) labels(role string) map[string]string { return runLabels(d.target.run, role) }
+
+// publish is the port bindings of ports: each on the target's bind
+// address, a free host port.
+func (d *deployment) publish(ports []string) func(*container.HostConfig) {
+	return func(hc *container.HostConfig) {
+		hc.PortBindings = network.PortMap{}
+		for _, p := range ports {
+			hc.PortBindings[network.MustParsePort(p)] = []network.PortBinding{{HostIP: d.target.bindIP, HostPort: "0"}}
+		}
+	}
+}
+
+// startMocks starts one container serving every backend of setup, one port
+// each.
+func (d *deployment) startMocks(ctx context.Context, setup targets.Setup) error {
+	var args, ports []string
+	port := map[string]int{}
+	for i, b := range setup.Backends {
+		p := firstMockPort + i
+		switch b.Kind {
+		case targets.BackendEcho:
+			args = append(args, "--echo-addr", ":"+strconv.Itoa(p))
+		case targets.BackendLLM:
+			args = append(args, "--llm-addr", ":"+strconv.Itoa(p))
+		case targets.BackendUnreachable:
+			port[b.Name] = unreachablePort
+			continue
+		default:
+			return fmt.Errorf("backend %q: unknown kind %q", b.Name, b.Kind)
+		}
+		port[b.Name] = p
+		ports = append(ports, strconv.Itoa(p)+"/tcp")
+	}
+	servers := len(ports)
+	if servers == 0 {
+		// Only unreachable backends: the container still gives them an
+		// address, on which nothing listens.
+		args, servers = []string{"--echo-addr", ":" + strconv.Itoa(firstMockPort)}, 1
+	}
+	if !slices.Contains(args, "--llm-addr") {
+		args = append(args, "--llm-addr", "")
+	}
+	if !slices.Contains(args, "--echo-addr") {
+		args = append(args, "--echo-addr", "")
+	}
+	ctr, err := testcontainers.Run(ctx, d.target.mockImage,
+		testcontainers.WithLogger(tclog.NewNoopLogger()),
+		testcontainers.WithName(d.name+"-mocks"),
+		testcontainers.WithCmd(args...),
+		testcontainers.WithLabels(d.labels("mocks")),
+		testcontainers.WithExposedPorts(ports...),
+		testcontainers.WithHostConfigModifier(d.publish(ports)),
+		tcnetwork.WithNetwork(nil, d.target.network),
+		testcontainers.WithWaitStrategy(wait.ForLog("listening on").WithOccurrence(servers).
+			WithStartupTimeout(time.Duration(d.target.opts.StartupTimeout))),
+	)
+	d.mocks = ctr
+	if err != nil {
+		return d.startError(ctx, ctr, "mock backends", d.target.mockImage, err)
+	}
+	ip, err := containerIP(ctx, ctr, d.target.network.Name)
+	if err != nil {
+		return err
+	}
+	for _, b := range setup.Backends {
+		d.backendAddrs[b.Name] = net.JoinHostPort(ip, strconv.Itoa(port[b.Name]))
+		if b.Kind == targets.BackendUnreachable {
+			continue
+		}
+		mapped, err := ctr.MappedPort(ctx, strconv.Itoa(port[b.Name])+"/tcp")
+		if err != nil {
+			return fmt.Errorf("mock backend %q: %w", b.Name, err)
+		}
+		d.controlAddrs[b.Name] = net.JoinHostPort(d.target.dialHost, mapped.Port())
+	}
+	return nil
+}
+
+// startProxy writes the scenario's config, starts the proxy's container
+// with it and waits until the admin server answers /config_dump and every
+// listener accepts connections.
+func (d *deployment) startProxy(ctx context.Context, setup targets.Setup) error {
+	o := d.target.opts
+	adminPort := strconv.Itoa(o.AdminPort) + "/tcp"
+	ports := map[string]int{}
+	exposed := []string{adminPort}
+	var listenerPorts []string
+	for i, l := range setup.Listeners {
+		ports[l.Name] = firstListenerPort + i
+		p := strconv.Itoa(ports[l.Name]) + "/tcp"
+		exposed = append(exposed, p)
+		listenerPorts = append(listenerPorts, p)
+	}
+	yml, err := local.StandaloneConfig(setup, d.target.Style, net.JoinHostPort("0.0.0.0", strconv.Itoa(o.AdminPort)), ports, d.backendAddrs)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	ctr, err := testcontainers.Run(ctx, o.Image,
+		testcontainers.WithLogger(tclog.NewNoopLogger()),
+		testcontainers.WithName(d.name+"-proxy"),
+		testcontainers.WithEnv(o.Env),
+		testcontainers.WithLabels(d.labels("proxy")),
+		testcontainers.WithFiles(testcontainers.ContainerFile{Reader: bytes.NewReader(yml), ContainerFilePath: o.ConfigPath, FileMode: 0o644}),
+		testcontainers.WithExposedPorts(exposed...),
+		testcontainers.WithHostConfigModifier(d.publish(exposed)),
+		tcnetwork.WithNetwork(nil, d.target.network),
+		testcontainers.WithWaitStrategyAndDeadline(time.Duration(o.StartupTimeout), onHost(d.target.dialHost,
+			wait.ForHTTP("/config_dump").WithPort(adminPort).WithPollInterval(20*time.Millisecond),
+			forListeners(listenerPorts...))),
+	)
+	d.proxy = ctr
+	if err != nil {
+		return d.startError(ctx, ctr, "proxy", o.Image, err)
+	}
+	d.target.mu.Lock()
+	d.target.readyTimes = append(d.target.readyTimes, time.Since(started))
+	d.target.mu.Unlock()
+	if d.admin, err = d.mapped(ctx, ctr, adminPort); err != nil {
+		return err
+	}
+	for _, l := range setup.Listeners {
+		if d.listenerAddrs[l.Name], err = d.mapped(ctx, ctr, strconv.Itoa(ports[l.Name])+"/tcp"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *deployment) mapped(ctx context.Context, ctr *testcontainers.DockerContainer, port string) (string, error) {
+	p, err := ctr.MappedPort(ctx, port)
+	if err != nil {
+		return "", fmt.Errorf("port %s of %s: %w", port, d.name, err)
+	}
+	return net.JoinHostPort(d.target.dialHost, p.Port()), nil
+}
+
+// startError explains why a container did not get ready: it exited (with
+// its code), or it did not answer in time; with its last log lines.
+func (d *deployment) startError(ctx context.Context, ctr *testcontainers.DockerContainer, what, image string, err error) error {
+	ctx = context.WithoutCancel(ctx)
+	if ctr == nil {
+		return fmt.Errorf("container target: start the %s container (image %s): %w", what, image, err)
+	}
+	logs := tailLogs(ctx, ctr)
+	msg := fmt.Sprintf("container target: the %s container (image %s) was not ready within %s: %v", what, image, time.Duration(d.target.opts.StartupTimeout), err)
+	if st, serr := ctr.State(ctx); serr == nil && !st.Running {
+		msg = fmt.Sprintf("container target: the %s container (image %s) exited with code %d before it was ready", what, image, st.ExitCode)
+	} else if what == "proxy" {
+		msg += "\n" + d.portHint(ctx, ctr)
+	}
+	if logs == "" {
+		return errors.New(msg + "; it wrote no logs")
+	}
+	if what == "proxy" {
+		d.logs = logs
+	}
+	return fmt.Errorf("%s; its last log lines:\n%s", msg, logs)
+}
+
+// portHint says which ports the suite waited on, and which the image
+// declares, so that a wrong --admin-port shows.
+func (d *deployment) portHint(ctx context.Context, ctr *testcontainers.DockerContainer) string {
+	o := d.target.opts
+	hint := fmt.Sprintf("the suite waits for /config_dump on admin port %d/tcp (--admin-port; the config sets adminAddr 0.0.0.0:%d) and for the listeners on ports %d and up",
+		o.AdminPort, o.AdminPort, firstListenerPort)
+	img, err := d.target.docker.ImageInspect(ctx, o.Image)
+	if err != nil || img.Config == nil {
+		return hint
+	}
+	var declared []string
+	for p := range img.Config.ExposedPorts {
+		declared = append(declared, p)
+	}
+	slices.Sort(declared)
+	if len(declared) == 0 {
+		return hint + "; the image declares no ports (EXPOSE)"
+	}
+	return hint + "; the image declares " + strings.Join(declared, ", ")
+}
+
+// ListenerAddr implements targets.Deployment.
+func (d *deployment) ListenerAddr(listener string) (string, error) {
+	a, ok := d.listenerAddrs[listener]
+	if !ok {
+		return "", fmt.Errorf("no listener %q in this scenario's configuration", listener)
+	}
+	return a, nil
+}
+
+// AdminAddr implements targets.Deployment.
+func (d *deployment) AdminAddr() string { return d.admin }
+
+// BackendAddr implements targets.Deployment: the mock's address on the
+// run's network, as the proxy calls it.
+func (d *deployment) BackendAddr(backend string) (string, error) {
+	a, ok := d.backendAddrs[backend]
+	if !ok {
+		return "", fmt.Errorf("no backend %q in this scenario", backend)
+	}
+	return a, nil
+}
+
+// control is the published address of a mock's control endpoint.
+func (d *deployment) control(backend string) (string, error) {
+	a, ok := d.controlAddrs[backend]
+	if !ok {
+		return "", fmt.Errorf("no mock backend %q in this scenario", backend)
+	}
+	return a, nil
+}
+
+// BackendRequests implements targets.Deployment.
+func (d *deployment) BackendRequests(ctx context.Context, backend string) (int64, error) {
+	a, err := d.control(backend)
+	if err != nil {
+		return 0, err
+	}
+	n, err := mock.RemoteCount(ctx, a)
+	if err != nil {
+		return 0, fmt.Errorf("mock backend %q: %w", backend, err)
+	}
+	return n, nil
+}
+
+// ReleaseHeld implements targets.Deployment.
+func (d *deployment) ReleaseHeld(ctx context.Context, backend, key string) error {
+	a, err := d.control(backend)
+	if err != nil {
+		return err
+	}
+	if err := mock.RemoteRelease(ctx, a, key); err != nil {
+		return fmt.Errorf("mock backend %q: %w", backend, err)
+	}
+	return nil
+}
+
+// ProxyLogs implements targets.LogKeeper.
+func (d *deployment) ProxyLogs() string { return d.logs }
+
+// Stop implements targets.Deployment: it keeps the proxy's logs, then
+// removes both containers.
+func (d *deployment) Stop(ctx context.Context) error {
+	d.stopOnce.Do(func() {
+		var errs []error
+		if d.proxy != nil {
+			if d.logs == "" {
+				d.logs = tailLogs(ctx, d.proxy)
+			}
+			errs = append(errs, d.proxy.Terminate(ctx))
+		}
+		if d.mocks != nil {
+			errs = append(errs, d.mocks.Terminate(ctx))
+		}
+		d.stopErr = errors.Join(errs...)
+	})
+	return d.stopErr
+}
+
+// tailLogs returns the end of a container's logs (stdout and stderr).
+func tailLogs(ctx context.Context, ctr *testcontainers.DockerContainer) string {
+	rc, err := ctr.Logs(ctx)
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(io.LimitReader(rc, 4<<20))
+	return targets.TailLogs(string(b))
+}
+
+// containerIP is the container's address on the named network.
+func containerIP(ctx context.Context, ctr *testcontainers.DockerContainer, networkName string) (string, error) {
+	in, err := ctr.Inspect(ctx)
+	if err != nil {
+		return "", err
+	}
+	if in.NetworkSettings != nil {
+		if ep, ok := in.NetworkSettings.Networks[networkName]; ok && ep.IPAddress.IsValid() {
+			return ep.IPAddress.String(), nil
+		}
+	}
+	return "", fmt.Errorf("container %s has no address on network %s (networks: %v)", in.Name, networkName,
+		slices.Collect(maps.Keys(in.NetworkSettings.Networks)))
+}
+
+// DockerProvider returns testcontainers' Docker provider as the target
+// uses it: with the reaper (Ryuk) disabled, since its image cannot be
+// assumed pullable and the target removes what it makes itself, and
+// without testcontainers' progress lines. Everything of this module that
+// reaches Docker gets its provider here, because testcontainers reads its
+// configuration once per process, at the first provider.
+func DockerProvider() (*testcontainers.DockerProvider, error) {
+	quietOnce.Do(func() {
+		if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
+			os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+		}
+		tclog.SetDefault(tclog.NewNoopLogger())
+	})
+	return testcontainers.NewDockerProvider(testcontainers.WithLogger(tclog.NewNoopLogger()))
+}
+
+// quietOnce sets testcontainers' process-wide settings once: callers at
+// once (parallel tests, a run building images while another starts
+// containers) raced on its default logger.
+var quietOnce sync.Once
+
+// checkDockerHost fails when DOCKER_HOST names a daemon that does not
+// answer. testcontainers would try the next place a daemon may be (the
+// default socket) and run the suite on another daemon than the user named.
+func checkDockerHost(ctx context.Context) error {
+	if os.Getenv("DOCKER_HOST") == "" {
+		return nil
+	}
+	cli, err := client.New(client.FromEnv)
+	if err == nil {
+		defer cli.Close()
+		_, err = cli.Ping(ctx, client.PingOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("container target: no Docker daemon answers at %s: %w", dockerHost(), err)
+	}
+	return nil
+}
+
+// dockerHost names the daemon the target tries, for errors.
+func dockerHost() string {
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		return "DOCKER_HOST=" + h
+	}
+	return "the default socket, /var/run/docker.sock"
+}

@@ -1,0 +1,330 @@
+package container_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	tcnetwork "github.com/testcontainers/testcontainers-go/network"
+
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/container"
+	"github.com/gwdiag/gwdiag/steps/targets/container/containertest"
+	"github.com/gwdiag/gwdiag/steps/targets/local"
+	"github.com/gwdiag/gwdiag/steps/targets/targettest"
+)
+
+// TestContainerConformance runs every feature, claimed, against the
+// reference proxy's image: all must pass, and nothing may be left on the
+// Docker host.
+func TestContainerConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two containers per scenario")
+	}
+	proxy, mocks := containertest.Images(t)
+	var out strings.Builder
+	// Every request carries credentials: the run fails if its progress
+	// view or report holds one.
+	rep, err := steps.Run(context.Background(), steps.Options{Target: "container", AllFeatures: true, Output: &out,
+		Container:        container.Options{Image: proxy, MockImage: mocks, Pull: container.PullNever},
+		PlantCredentials: true, Report: filepath.Join(t.TempDir(), "report.yaml")})
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || rep.Summary.Passed == 0 || rep.Summary.Unsupported > 0 {
+		t.Errorf("refproxy image: got %+v, want every scenario passed", rep.Summary)
+	}
+	if rep.Target != "container" {
+		t.Errorf("report target: got %q, want container", rep.Target)
+	}
+	assertNothingLeft(t)
+}
+
+// TestContainerTargetErrors: each way a container can fail to start gets an
+// error that says what is wrong, and leaves nothing behind.
+func TestContainerTargetErrors(t *testing.T) {
+	proxy, mocks := containertest.Images(t)
+	tests := []struct {
+		name string
+		opts container.Options
+		want []string // in the error of Start or Configure
+	}{
+		{"image missing, pull never", container.Options{Image: "gwdiag/no-such-image:never", Pull: container.PullNever},
+			[]string{"--image gwdiag/no-such-image:never: no such image on the Docker host, and --pull never forbids pulling it"}},
+		{"mock image missing, pull never", container.Options{Image: proxy, MockImage: "gwdiag/no-such-mocks:never", Pull: container.PullNever},
+			[]string{"--mock-image gwdiag/no-such-mocks:never: no such image"}},
+		{"image missing, pull fails", container.Options{Image: "localhost:1/gwdiag/no-such-image:missing", Pull: container.PullMissing},
+			[]string{"--image localhost:1/gwdiag/no-such-image:missing is not on the Docker host and pulling it failed"}},
+		// The image reads /etc/proxy/config.yaml; the suite wrote elsewhere.
+		{"container exits at start", container.Options{Image: proxy, ConfigPath: "/elsewhere/config.yaml"},
+			[]string{"the proxy container (image " + proxy + ") exited with code 1 before it was ready; its last log lines:",
+				"refproxy: invalid config: open /etc/proxy/config.yaml: no such file or directory"}},
+		// The admin server listens where the suite does not look.
+		{"admin port not answering", container.Options{Image: proxy, Env: map[string]string{"ADMIN_ADDR": "0.0.0.0:15001"},
+			StartupTimeout: config.Duration(2 * time.Second)},
+			[]string{"the proxy container (image " + proxy + ") was not ready within 2s",
+				"the suite waits for /config_dump on admin port 15000/tcp (--admin-port", "admin=[::]:15001"}},
+		{"no image", container.Options{}, []string{"--target container needs --image"}},
+		{"bad pull policy", container.Options{Image: proxy, Pull: "sometimes"}, []string{`--pull "sometimes": want missing or never`}},
+		{"relative config path", container.Options{Image: proxy, ConfigPath: "config.yaml"}, []string{"want an absolute path"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.opts.MockImage == "" {
+				tt.opts.MockImage = mocks
+			}
+			c := container.New(tt.opts)
+			ctx := context.Background()
+			err := c.Start(ctx)
+			if err == nil {
+				var d targets.Deployment
+				d, err = c.Configure(ctx, targettest.OneRoute)
+				if d != nil {
+					d.Stop(ctx)
+				}
+			}
+			if serr := c.Stop(ctx); serr != nil {
+				t.Errorf("Stop: %v", serr)
+			}
+			if err == nil {
+				t.Fatalf("got no error, want one containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nwant it to contain %q", err, w)
+				}
+			}
+			assertNothingLeft(t)
+		})
+	}
+}
+
+// TestContainerDeployment checks a deployment's addresses and mock control
+// end to end: the proxy forwards to the mock on the run's network, the
+// mock counts it, and the proxy's logs are kept after Stop. The config is
+// written in the gateways style (TestContainerConformance runs binds).
+func TestContainerDeployment(t *testing.T) {
+	proxy, mocks := containertest.Images(t)
+	c := container.New(container.Options{Image: proxy, MockImage: mocks})
+	c.Style = local.StyleGateways
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	setup := targettest.OneRoute
+	setup.Backends = append(setup.Backends, targets.Backend{Name: "down", Kind: targets.BackendUnreachable})
+	d, err := c.Configure(ctx, setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop(ctx)
+	addr, _ := d.ListenerAddr(targets.DefaultListener)
+	if !strings.HasPrefix(addr, "127.0.0.1:") || !strings.HasPrefix(d.AdminAddr(), "127.0.0.1:") {
+		t.Errorf("listener %s, admin %s: want ports published on loopback", addr, d.AdminAddr())
+	}
+	for range 2 {
+		resp, err := testClient.Get("http://" + addr + "/anything")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET through the proxy: %d, want 200", resp.StatusCode)
+		}
+	}
+	if n, err := d.BackendRequests(ctx, "b"); err != nil || n != 2 {
+		t.Errorf("BackendRequests: %d, %v; want 2", n, err)
+	}
+	b, _ := d.BackendAddr("b")
+	down, _ := d.BackendAddr("down")
+	bHost, _, _ := strings.Cut(b, ":")
+	if !strings.HasPrefix(down, bHost+":") || down == b {
+		t.Errorf("backend addresses %s and %s: want two ports of the mock container", b, down)
+	}
+	if err := d.ReleaseHeld(ctx, "b", "k"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("ReleaseHeld on an echo backend: got %v, want the mock's 404", err)
+	}
+	if err := d.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if logs := d.(targets.LogKeeper).ProxyLogs(); !strings.Contains(logs, "refproxy started") {
+		t.Errorf("proxy logs after Stop: %q, want refproxy's start line", logs)
+	}
+	if rt := c.ReadyTimes(); len(rt) != 1 || rt[0] <= 0 {
+		t.Errorf("ReadyTimes: %v, want one positive duration", rt)
+	}
+}
+
+// TestSweepsLeftoversOfKilledRuns: a run killed before its Stop leaves
+// containers and a network; the next run of the same HostID removes them.
+// It leaves alone those of runs still alive and those made from another
+// pid namespace, where its pids mean nothing. What it cannot remove (a
+// network someone else's container is attached to) is a warning, and the
+// run goes on.
+func TestSweepsLeftoversOfKilledRuns(t *testing.T) {
+	_, mocks := containertest.Images(t)
+	ctx := context.Background()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	labels := func(run, host string, pid int) map[string]string {
+		return map[string]string{container.LabelRun: run, container.LabelHost: host, container.LabelPID: strconv.Itoa(pid)}
+	}
+	p, err := container.DockerProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	docker := p.Client()
+	runs := []struct {
+		labels map[string]string
+		swept  bool
+	}{
+		{labels("killed", container.HostID(), dead.Process.Pid), true},
+		{labels("alive", container.HostID(), os.Getpid()), false},
+		{labels("elsewhere", container.HostID()+" pid:[1]", dead.Process.Pid), false},
+	}
+	network := func(run string) string { return "gwdiag-sweep-test-" + run }
+	var ids []string
+	for _, r := range runs {
+		name := network(r.labels[container.LabelRun])
+		if _, err := docker.NetworkCreate(ctx, name, client.NetworkCreateOptions{Labels: r.labels}); err != nil {
+			t.Fatal(err)
+		}
+		defer docker.NetworkRemove(ctx, name, client.NetworkRemoveOptions{})
+		ctr, err := testcontainers.Run(ctx, mocks, testcontainers.WithLogger(tclog.NewNoopLogger()),
+			testcontainers.WithCmd("--echo-addr", "127.0.0.1:0", "--llm-addr", ""), testcontainers.WithLabels(r.labels),
+			tcnetwork.WithNetworkName(nil, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ctr.GetContainerID())
+		defer testcontainers.TerminateContainer(ctr)
+	}
+	// A killed run's network that a container of no run is attached to.
+	held := labels("held", container.HostID(), dead.Process.Pid)
+	if _, err := docker.NetworkCreate(ctx, network("held"), client.NetworkCreateOptions{Labels: held}); err != nil {
+		t.Fatal(err)
+	}
+	defer docker.NetworkRemove(ctx, network("held"), client.NetworkRemoveOptions{})
+	stranger, err := testcontainers.Run(ctx, mocks, testcontainers.WithLogger(tclog.NewNoopLogger()),
+		testcontainers.WithCmd("--echo-addr", "127.0.0.1:0", "--llm-addr", ""), tcnetwork.WithNetworkName(nil, network("held")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testcontainers.TerminateContainer(stranger)
+
+	var warnings bytes.Buffer
+	c := container.New(container.Options{Image: mocks, MockImage: mocks, Warnings: &warnings})
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("Start with a leftover it cannot remove: %v", err)
+	}
+	c.Stop(ctx)
+	for i, r := range runs {
+		run := r.labels[container.LabelRun]
+		_, err := docker.ContainerInspect(ctx, ids[i], client.ContainerInspectOptions{})
+		if got := err != nil; got != r.swept {
+			t.Errorf("container of the %s run: removed %v, want %v", run, got, r.swept)
+		}
+		_, err = docker.NetworkInspect(ctx, network(run), client.NetworkInspectOptions{})
+		if got := err != nil; got != r.swept {
+			t.Errorf("network of the %s run: removed %v, want %v", run, got, r.swept)
+		}
+	}
+	if _, err := docker.NetworkInspect(ctx, network("held"), client.NetworkInspectOptions{}); err != nil {
+		t.Errorf("the network a stranger is attached to was removed: %v", err)
+	}
+	name, _ := stranger.Name(ctx)
+	for _, want := range []string{"container target: warning:", "remove network " + network("held"), "containers not of the run are attached: " + strings.TrimPrefix(name, "/")} {
+		if !strings.Contains(warnings.String(), want) {
+			t.Errorf("warnings %q: want %q", warnings.String(), want)
+		}
+	}
+}
+
+// assertNothingLeft fails t when any container or network of this
+// process's runs is still on the Docker host.
+func assertNothingLeft(t *testing.T) {
+	t.Helper()
+	p, err := container.DockerProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	f := client.Filters{}.Add("label", "org.gwdiag.conformance.pid="+strconv.Itoa(os.Getpid()))
+	cs, err := p.Client().ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := p.Client().NetworkList(context.Background(), client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		t.Errorf("container %s (%s) left on the Docker host", c.Names, c.State)
+	}
+	for _, n := range ns.Items {
+		if !strings.HasPrefix(n.Name, "gwdiag-sweep-test-") {
+			t.Errorf("network %s left on the Docker host", n.Name)
+		}
+	}
+}
+
+// testClient opens a connection per request, as the suite does.
+var testClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+
+// TestScratchImageRebuildPrunesOlder: building a changed image into a
+// repository removes the repository's older build, so rebuilding gwdiag
+// does not pile up mock images.
+func TestScratchImageRebuildPrunesOlder(t *testing.T) {
+	containertest.Images(t) // skips without a Docker daemon
+	bin := filepath.Join(t.TempDir(), "mockbackend")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	const repo = "gwdiag/prune-test"
+	first, err := container.BuildScratchImage(ctx, repo, bin, "--echo-addr", ":1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := container.BuildScratchImage(ctx, repo, bin, "--echo-addr", ":2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := container.DockerProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	defer p.Client().ImageRemove(ctx, second, client.ImageRemoveOptions{})
+	if first == second {
+		t.Fatalf("both builds are %s: want a tag per content", first)
+	}
+	if _, err := p.Client().ImageInspect(ctx, first); err == nil {
+		t.Errorf("%s is still there after %s was built into the same repository", first, second)
+	}
+	if _, err := p.Client().ImageInspect(ctx, second); err != nil {
+		t.Errorf("%s: %v", second, err)
+	}
+	if again, err := container.BuildScratchImage(ctx, repo, bin, "--echo-addr", ":2"); err != nil || again != second {
+		t.Errorf("rebuild of the same content: %s, %v; want %s reused", again, err, second)
+	}
+}

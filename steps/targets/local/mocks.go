@@ -1,0 +1,126 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"syscall"
+
+	"github.com/gwdiag/gwdiag/steps/mock"
+
+	"github.com/gwdiag/gwdiag/steps/targets"
+)
+
+// Mocks is the mock backends of one scenario, served from this process on
+// loopback ports (steps/mock).
+type Mocks struct {
+	servers  map[string]*mock.Server
+	counters map[string]*mock.Counter
+	llms     map[string]*mock.LLM
+	addrs    map[string]string
+	reserved []int
+}
+
+func StartMocks(backends []targets.Backend) (*Mocks, error) {
+	m := &Mocks{servers: map[string]*mock.Server{}, counters: map[string]*mock.Counter{}, llms: map[string]*mock.LLM{}, addrs: map[string]string{}}
+	for _, b := range backends {
+		switch b.Kind {
+		case targets.BackendUnreachable:
+			// A port bound but not listening: nobody else can take it while
+			// the scenario runs, and connecting to it is refused, a
+			// transport error.
+			fd, port, err := reservePort()
+			if err != nil {
+				m.Close()
+				return nil, fmt.Errorf("backend %q: %w", b.Name, err)
+			}
+			m.reserved = append(m.reserved, fd)
+			m.addrs[b.Name] = fmt.Sprintf("127.0.0.1:%d", port)
+			continue
+		case targets.BackendEcho:
+			e := mock.NewEcho()
+			m.counters[b.Name] = &e.Counter
+			if err := m.listen(b.Name, e); err != nil {
+				return nil, err
+			}
+		case targets.BackendLLM:
+			l := mock.NewLLM()
+			m.counters[b.Name] = &l.Counter
+			m.llms[b.Name] = l
+			if err := m.listen(b.Name, l); err != nil {
+				return nil, err
+			}
+		default:
+			m.Close()
+			return nil, fmt.Errorf("backend %q: unknown kind %q", b.Name, b.Kind)
+		}
+	}
+	return m, nil
+}
+
+func (m *Mocks) listen(name string, h http.Handler) error {
+	s, err := mock.Listen("127.0.0.1:0", h)
+	if err != nil {
+		m.Close()
+		return fmt.Errorf("backend %q: %w", name, err)
+	}
+	m.servers[name] = s
+	m.addrs[name] = s.Addr()
+	return nil
+}
+
+func (m *Mocks) Addr(name string) (string, error) {
+	a, ok := m.addrs[name]
+	if !ok {
+		return "", fmt.Errorf("no backend %q in this scenario", name)
+	}
+	return a, nil
+}
+
+func (m *Mocks) Requests(name string) (int64, error) {
+	c, ok := m.counters[name]
+	if !ok {
+		return 0, fmt.Errorf("no counting backend %q in this scenario", name)
+	}
+	return c.Count(), nil
+}
+
+// Release lets the named LLM backend finish the streams held under key.
+func (m *Mocks) Release(name, key string) error {
+	l, ok := m.llms[name]
+	if !ok {
+		return fmt.Errorf("no LLM backend %q in this scenario", name)
+	}
+	l.Release(key)
+	return nil
+}
+
+func (m *Mocks) Close() {
+	for _, fd := range m.reserved {
+		syscall.Close(fd)
+	}
+	m.reserved = nil
+	var errs []error
+	for _, s := range m.servers {
+		errs = append(errs, s.Close())
+	}
+	_ = errors.Join(errs...)
+}
+
+// reservePort binds a TCP socket to a free loopback port without listening.
+func reservePort() (fd, port int, err error) {
+	fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err = syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return 0, 0, err
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return 0, 0, err
+	}
+	return fd, sa.(*syscall.SockaddrInet4).Port, nil
+}

@@ -1,0 +1,264 @@
+package local
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gwdiag/gwdiag/golden/duration"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
+
+	"github.com/gwdiag/gwdiag/steps/targets"
+)
+
+// ConfigStyle is how the standalone config a target writes is laid out:
+// both are the reference implementation's format (REFERENCE.md
+// "Standalone config and admin"), and mean the same to it.
+type ConfigStyle string
+
+// Config styles.
+const (
+	// StyleBinds: binds with listeners and their routes (spec part 2.2),
+	// one bind per listener. The default.
+	StyleBinds ConfigStyle = "binds"
+	// StyleGateways: a gateway per listener and top-level routes attached
+	// to it, as the reference's current docs write them.
+	StyleGateways ConfigStyle = "gateways"
+)
+
+// Validate checks a style a user gives ("" is binds).
+func (s ConfigStyle) Validate() error {
+	switch s {
+	case "", StyleBinds, StyleGateways:
+		return nil
+	}
+	return fmt.Errorf("--config-style %q: want %s or %s", s, StyleBinds, StyleGateways)
+}
+
+// StandaloneConfig renders setup in the standalone config format of the
+// reference implementation (REFERENCE.md "Standalone config and admin"),
+// in style: one bind (or gateway) per listener on the chosen ports, route
+// policies as localRateLimit buckets. backendAddrs maps backend names to
+// host:port.
+func StandaloneConfig(setup targets.Setup, style ConfigStyle, adminAddr string, ports map[string]int, backendAddrs map[string]string) ([]byte, error) {
+	type node = map[string]any
+	kinds := map[string]targets.BackendKind{}
+	keys := map[string]string{}
+	for _, b := range setup.Backends {
+		kinds[b.Name] = b.Kind
+		keys[b.Name] = b.APIKey
+	}
+	binds, gateways, attached := []any{}, node{}, []any{}
+	for _, l := range setup.Listeners {
+		port, ok := ports[l.Name]
+		if !ok {
+			return nil, fmt.Errorf("standalone config: no port chosen for listener %q", l.Name)
+		}
+		routes := []any{}
+		for _, r := range l.Routes {
+			addr, ok := backendAddrs[r.Backend]
+			if !ok {
+				return nil, fmt.Errorf("standalone config: route %q: unknown backend %q", r.Name, r.Backend)
+			}
+			backend := node{"host": addr}
+			if kinds[r.Backend] == targets.BackendLLM {
+				// An LLM provider backend, as token limits need on real proxies.
+				backend = node{"ai": node{"name": r.Backend, "provider": node{"openAI": node{}}, "hostOverride": addr}}
+				if k := keys[r.Backend]; k != "" {
+					// The provider's key, as the reference sends it: a
+					// backendAuth policy of the backend (Authorization: Bearer).
+					backend["policies"] = node{"backendAuth": node{"key": k}}
+				}
+			}
+			match := node{"path": node{"pathPrefix": r.PathPrefix}}
+			if r.Method != "" {
+				match["method"] = r.Method
+			}
+			if h := r.Header; h != nil {
+				match["headers"] = []any{node{"name": h.Name, "value": node{"exact": h.Value}}}
+			}
+			route := node{
+				"name":     r.Name,
+				"matches":  []any{match},
+				"backends": []any{backend},
+			}
+			if len(r.Limits) > 0 {
+				var buckets []any
+				for _, lim := range r.Limits {
+					b, err := bucketFor(lim)
+					if err != nil {
+						return nil, fmt.Errorf("standalone config: route %q: %w", r.Name, err)
+					}
+					buckets = append(buckets, b)
+				}
+				route["policies"] = node{"localRateLimit": buckets}
+			}
+			if r.RateLimitError != "" {
+				pol, _ := route["policies"].(node)
+				if pol == nil {
+					pol = node{}
+				}
+				pol["rateLimitError"] = r.RateLimitError
+				route["policies"] = pol
+			}
+			if len(r.Global) > 0 {
+				if setup.RateLimitService == "" {
+					return nil, fmt.Errorf("standalone config: route %q has global limits and the setup names no rate-limit service", r.Name)
+				}
+				pol, _ := route["policies"].(node)
+				if pol == nil {
+					pol = node{}
+				}
+				pol["remoteRateLimit"] = remoteRateLimit(setup, r)
+				route["policies"] = pol
+			}
+			if style == StyleGateways {
+				route["gateways"] = l.Name
+				attached = append(attached, route)
+			}
+			routes = append(routes, route)
+		}
+		if style == StyleGateways {
+			gateways[l.Name] = node{"port": port, "protocol": "HTTP"}
+			continue
+		}
+		binds = append(binds, node{
+			"port":      port,
+			"listeners": []any{node{"name": l.Name, "protocol": "HTTP", "routes": routes}},
+		})
+	}
+	settings := node{"adminAddr": adminAddr}
+	if len(setup.SensitiveHeaders) > 0 {
+		settings["sensitiveHeaders"] = setup.SensitiveHeaders
+	}
+	doc := node{"config": settings, "binds": binds}
+	if style == StyleGateways {
+		doc = node{"config": settings, "gateways": gateways, "routes": attached}
+	}
+	// Gateway-wide limits: a top-level policy on the listener's bind, the
+	// standalone gateway "bind/<port>" (a gateway is one too). The listener
+	// name keeps it to that bind when several binds share port 0; a
+	// gateway's one listener is unnamed.
+	var policies []any
+	for _, p := range setup.Policies {
+		if p.TargetKind != "Gateway" {
+			continue // route targets that name no configured route exist only in clusters
+		}
+		port, ok := ports[p.TargetName]
+		if !ok {
+			return nil, fmt.Errorf("standalone config: policy %q: no listener %q", p.Name, p.TargetName)
+		}
+		var buckets []any
+		for _, lim := range p.Limits {
+			b, err := bucketFor(lim)
+			if err != nil {
+				return nil, fmt.Errorf("standalone config: policy %q: %w", p.Name, err)
+			}
+			buckets = append(buckets, b)
+		}
+		gw := node{"gatewayName": "bind/" + strconv.Itoa(port), "gatewayNamespace": "default", "listenerName": p.TargetName}
+		if style == StyleGateways {
+			delete(gw, "listenerName")
+		}
+		policies = append(policies, node{
+			"name":   node{"name": p.Name, "namespace": "default"},
+			"target": node{"gateway": gw},
+			"policy": node{"localRateLimit": buckets},
+		})
+	}
+	if len(policies) > 0 {
+		doc["policies"] = policies
+	}
+	return yaml.Marshal(doc)
+}
+
+// remoteRateLimit is the reference's remoteRateLimit policy for a route's
+// global limits: one descriptor per limit, keyed by the scenario, the route
+// and the limit's place, carrying its limit as a limitOverride so that the
+// service needs no configuration of its own beyond the domain.
+func remoteRateLimit(setup targets.Setup, r targets.Route) map[string]any {
+	var descriptors []any
+	for i, g := range r.Global {
+		entries := []any{
+			map[string]any{"key": "gwdiag_scenario", "value": strconv.Quote(setup.RateLimitKey)},
+			map[string]any{"key": "gwdiag_route", "value": strconv.Quote(r.Name)},
+			map[string]any{"key": "gwdiag_limit", "value": strconv.Quote(strconv.Itoa(i))},
+		}
+		if g.KeyHeader != "" {
+			// The client's part of the descriptor: a CEL value, so each
+			// value of the header is counted on its own by the service.
+			entries = append(entries, map[string]any{"key": "gwdiag_client", "value": targets.HeaderCEL(g.KeyHeader)})
+		}
+		d := map[string]any{
+			"entries":       entries,
+			"type":          string(g.Kind),
+			"limitOverride": fmt.Sprintf(`{"unit": %q, "requestsPerUnit": %d}`, g.Unit, g.Amount),
+		}
+		descriptors = append(descriptors, d)
+	}
+	mode := "failClosed"
+	if r.GlobalFailOpen {
+		mode = "failOpen"
+	}
+	return map[string]any{"host": setup.RateLimitService, "domain": targets.RateLimitDomain,
+		"failureMode": mode, "descriptors": descriptors}
+}
+
+// bucketFor maps a policy-resource limit to a token bucket with the one
+// mapping the reference proxy and controller use (ratelimit.FromPolicy).
+func bucketFor(l targets.Limit) (map[string]any, error) {
+	e := ratelimit.PolicyEntry{Unit: l.UnitName(), Burst: &l.Burst}
+	if l.Kind == targets.LimitTokens {
+		e.Tokens = &l.Amount
+	} else {
+		e.Requests = &l.Amount
+	}
+	spec, err := ratelimit.FromPolicy(e)
+	if err != nil {
+		return nil, err
+	}
+	b := map[string]any{
+		"maxTokens":     spec.MaxTokens,
+		"tokensPerFill": spec.TokensPerFill,
+		"fillInterval":  duration.Duration(spec.FillInterval).String(),
+	}
+	if spec.Type == ratelimit.Tokens {
+		b["type"] = "tokens"
+	}
+	if l.KeyHeader != "" {
+		// The reference's key: a CEL expression; a request without the
+		// header fails it, and shares the bucket of requests without a key.
+		b["key"] = l.KeyExpr()
+	}
+	return b, nil
+}
+
+// freePort asks the kernel for a free loopback port. Another process may
+// take it before the proxy binds it; targets retry start-up once on that.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// choosePorts picks a free port for the admin server and each listener.
+func choosePorts(setup targets.Setup) (admin string, ports map[string]int, err error) {
+	ap, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	ports = map[string]int{}
+	for _, l := range setup.Listeners {
+		p, err := freePort()
+		if err != nil {
+			return "", nil, err
+		}
+		ports[l.Name] = p
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ap)), ports, nil
+}
