@@ -10,24 +10,36 @@ import (
 )
 
 func registerConditionSteps(sc *godog.ScenarioContext) {
-	step(sc, `^the Gateway has condition "([^"]*)" with status "([^"]*)"$`, func(ctx context.Context, typ, status string) error {
-		return getState(ctx).condition(ctx, "Gateway", "", typ, status, "")
-	})
-	step(sc, `^the HTTPRoute "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, func(ctx context.Context, name, typ, status string) error {
-		return getState(ctx).condition(ctx, "HTTPRoute", name, typ, status, "")
-	})
-	step(sc, `^the policy of route "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, func(ctx context.Context, route, typ, status string) error {
-		return getState(ctx).condition(ctx, "Policy", route, typ, status, "")
-	})
-	step(sc, `^the policy "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, func(ctx context.Context, name, typ, status string) error {
-		return getState(ctx).condition(ctx, "Policy", name, typ, status, "")
-	})
-	step(sc, `^the policy of route "([^"]*)" has condition "([^"]*)" with status "([^"]*)" and reason "([^"]*)"$`, func(ctx context.Context, route, typ, status, reason string) error {
-		return getState(ctx).condition(ctx, "Policy", route, typ, status, reason)
-	})
-	step(sc, `^the policy "([^"]*)" has condition "([^"]*)" with status "([^"]*)" and reason "([^"]*)"$`, func(ctx context.Context, name, typ, status, reason string) error {
-		return getState(ctx).condition(ctx, "Policy", name, typ, status, reason)
-	})
+	step(sc, `^the Gateway has condition "([^"]*)" with status "([^"]*)"$`, (*state).gatewayCondition)
+	step(sc, `^the HTTPRoute "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, (*state).httpRouteCondition)
+	step(sc, `^the policy of route "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, (*state).routePolicyCondition)
+	step(sc, `^the policy "([^"]*)" has condition "([^"]*)" with status "([^"]*)"$`, (*state).policyCondition)
+	step(sc, `^the policy of route "([^"]*)" has condition "([^"]*)" with status "([^"]*)" and reason "([^"]*)"$`, (*state).routePolicyConditionWithReason)
+	step(sc, `^the policy "([^"]*)" has condition "([^"]*)" with status "([^"]*)" and reason "([^"]*)"$`, (*state).policyConditionWithReason)
+}
+
+func (s *state) gatewayCondition(ctx context.Context, typ, status string) error {
+	return s.condition(ctx, "Gateway", "", typ, status, "")
+}
+
+func (s *state) httpRouteCondition(ctx context.Context, name, typ, status string) error {
+	return s.condition(ctx, "HTTPRoute", name, typ, status, "")
+}
+
+func (s *state) routePolicyCondition(ctx context.Context, route, typ, status string) error {
+	return s.condition(ctx, "Policy", route, typ, status, "")
+}
+
+func (s *state) policyCondition(ctx context.Context, name, typ, status string) error {
+	return s.condition(ctx, "Policy", name, typ, status, "")
+}
+
+func (s *state) routePolicyConditionWithReason(ctx context.Context, route, typ, status, reason string) error {
+	return s.condition(ctx, "Policy", route, typ, status, reason)
+}
+
+func (s *state) policyConditionWithReason(ctx context.Context, name, typ, status, reason string) error {
+	return s.condition(ctx, "Policy", name, typ, status, reason)
 }
 
 func (s *state) condition(ctx context.Context, kind, name, typ, status, reason string) error {

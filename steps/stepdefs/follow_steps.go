@@ -33,106 +33,118 @@ type followStream struct {
 }
 
 func registerFollowSteps(sc *godog.ScenarioContext) {
-	step(sc, `^I follow the traces of at most (\d+) requests$`, func(ctx context.Context, n int) error {
-		return getState(ctx).openFollow(ctx, n, 0)
-	})
-	step(sc, `^I follow the traces of at most (\d+) requests for (\d+) seconds?$`, func(ctx context.Context, n, secs int) error {
-		return getState(ctx).openFollow(ctx, n, time.Duration(secs)*time.Second)
-	})
-	step(sc, `^I send (\d+) GET requests to "([^"]*)" at once$`, func(ctx context.Context, n int, path string) error {
-		s := getState(ctx)
-		d, err := s.deployment(ctx)
-		if err != nil {
-			return err
-		}
-		addr, err := d.ListenerAddr(targets.DefaultListener)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		defer cancel()
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				resp, err := s.client.Do(req)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				resp.Body.Close()
-			})
-		}
-		wg.Wait()
-		return errors.Join(errs...)
-	})
-	step(sc, `^the followed stream ends after (\d+) traces?$`, func(ctx context.Context, n int) error {
-		f, err := getState(ctx).followEnd(ctx)
-		if err != nil {
-			return err
-		}
-		if ids, _ := trace.ByRequest(f.trace.Events); len(ids) != n {
-			return fmt.Errorf("the followed stream ended with %d traces (request ids %q), want %d", len(ids), ids, n)
-		}
-		return nil
-	})
-	step(sc, `^the followed stream ends within (\d+) seconds with (\d+) traces$`, func(ctx context.Context, secs, n int) error {
-		f, err := getState(ctx).followEnd(ctx)
-		if err != nil {
-			return err
-		}
-		if took := f.ended.Sub(f.opened); took > time.Duration(secs)*time.Second {
-			return fmt.Errorf("the followed stream ended after %v, want within %ds", took.Round(time.Millisecond), secs)
-		}
-		if ids, _ := trace.ByRequest(f.trace.Events); len(ids) != n {
-			return fmt.Errorf("the followed stream ended with %d traces, want %d", len(ids), n)
-		}
-		return nil
-	})
-	step(sc, `^each followed trace is one whole request that follows the spec$`, func(ctx context.Context) error {
-		f, err := getState(ctx).followEnd(ctx)
-		if err != nil {
-			return err
-		}
-		ids, traces := trace.ByRequest(f.trace.Events)
-		for i, id := range ids {
-			if id == "" {
-				return fmt.Errorf("%d events have no requestId", len(traces[id]))
+	step(sc, `^I follow the traces of at most (\d+) requests$`, (*state).followTraces)
+	step(sc, `^I follow the traces of at most (\d+) requests for (\d+) seconds?$`, (*state).followTracesFor)
+	step(sc, `^I send (\d+) GET requests to "([^"]*)" at once$`, (*state).sendGetRequestsAtOnce)
+	step(sc, `^the followed stream ends after (\d+) traces?$`, (*state).followedStreamEndsAfterTraces)
+	step(sc, `^the followed stream ends within (\d+) seconds with (\d+) traces$`, (*state).followedStreamEndsWithinSecondsWith)
+	step(sc, `^each followed trace is one whole request that follows the spec$`, (*state).eachFollowedTraceIsWhole)
+	step(sc, `^the followed traces have distinct request ids, each the x-request-id of its response, in order$`, (*state).followedTracesHaveDistinctRequestIds)
+}
+
+func (s *state) followTraces(ctx context.Context, n int) error {
+	return s.openFollow(ctx, n, 0)
+}
+
+func (s *state) followTracesFor(ctx context.Context, n, secs int) error {
+	return s.openFollow(ctx, n, time.Duration(secs)*time.Second)
+}
+
+func (s *state) sendGetRequestsAtOnce(ctx context.Context, n int, path string) error {
+	d, err := s.deployment(ctx)
+	if err != nil {
+		return err
+	}
+	addr, err := d.ListenerAddr(targets.DefaultListener)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+			if err != nil {
+				errs[i] = err
+				return
 			}
-			if vs := tracecheck.Check(traces[id]); len(vs) > 0 {
-				return fmt.Errorf("followed trace %d (requestId %s): %s", i+1, id, vs[0])
+			resp, err := s.client.Do(req)
+			if err != nil {
+				errs[i] = err
+				return
 			}
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (s *state) followedStreamEndsAfterTraces(ctx context.Context, n int) error {
+	f, err := s.followEnd(ctx)
+	if err != nil {
+		return err
+	}
+	if ids, _ := trace.ByRequest(f.trace.Events); len(ids) != n {
+		return fmt.Errorf("the followed stream ended with %d traces (request ids %q), want %d", len(ids), ids, n)
+	}
+	return nil
+}
+
+func (s *state) followedStreamEndsWithinSecondsWith(ctx context.Context, secs, n int) error {
+	f, err := s.followEnd(ctx)
+	if err != nil {
+		return err
+	}
+	if took := f.ended.Sub(f.opened); took > time.Duration(secs)*time.Second {
+		return fmt.Errorf("the followed stream ended after %v, want within %ds", took.Round(time.Millisecond), secs)
+	}
+	if ids, _ := trace.ByRequest(f.trace.Events); len(ids) != n {
+		return fmt.Errorf("the followed stream ended with %d traces, want %d", len(ids), n)
+	}
+	return nil
+}
+
+func (s *state) eachFollowedTraceIsWhole(ctx context.Context) error {
+	f, err := s.followEnd(ctx)
+	if err != nil {
+		return err
+	}
+	ids, traces := trace.ByRequest(f.trace.Events)
+	for i, id := range ids {
+		if id == "" {
+			return fmt.Errorf("%d events have no requestId", len(traces[id]))
 		}
-		return nil
-	})
-	step(sc, `^the followed traces have distinct request ids, each the x-request-id of its response, in order$`, func(ctx context.Context) error {
-		s := getState(ctx)
-		f, err := s.followEnd(ctx)
-		if err != nil {
-			return err
+		if vs := tracecheck.Check(traces[id]); len(vs) > 0 {
+			return fmt.Errorf("followed trace %d (requestId %s): %s", i+1, id, vs[0])
 		}
-		ids, _ := trace.ByRequest(f.trace.Events)
-		var sent []string
-		for _, r := range s.responses {
-			sent = append(sent, r.header.Get("x-request-id"))
+	}
+	return nil
+}
+
+func (s *state) followedTracesHaveDistinctRequestIds(ctx context.Context) error {
+	f, err := s.followEnd(ctx)
+	if err != nil {
+		return err
+	}
+	ids, _ := trace.ByRequest(f.trace.Events)
+	var sent []string
+	for _, r := range s.responses {
+		sent = append(sent, r.header.Get("x-request-id"))
+	}
+	if len(sent) < len(ids) || strings.Join(ids, ",") != strings.Join(sent[:len(ids)], ",") {
+		return fmt.Errorf("request ids on the stream %q; the responses carried x-request-id %q", ids, sent)
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			return fmt.Errorf("request id %s names two traces", id)
 		}
-		if len(sent) < len(ids) || strings.Join(ids, ",") != strings.Join(sent[:len(ids)], ",") {
-			return fmt.Errorf("request ids on the stream %q; the responses carried x-request-id %q", ids, sent)
-		}
-		seen := map[string]bool{}
-		for _, id := range ids {
-			if seen[id] {
-				return fmt.Errorf("request id %s names two traces", id)
-			}
-			seen[id] = true
-		}
-		return nil
-	})
+		seen[id] = true
+	}
+	return nil
 }
 
 // openFollow opens a follow stream (duration 0: the proxy's default) and

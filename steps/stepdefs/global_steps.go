@@ -13,79 +13,87 @@ import (
 )
 
 func registerGlobalSteps(sc *godog.ScenarioContext) {
-	step(sc, `^a global rate-limit service$`, func(ctx context.Context) error {
-		s := getState(ctx)
-		if s.cfg.RateLimit == nil {
-			return errors.New("this run has no global rate-limit service")
-		}
-		addr, err := s.cfg.RateLimit.Shared(ctx)
-		if err != nil {
-			return err
-		}
-		return s.useRateLimitService(addr)
-	})
-	step(sc, `^a global rate-limit service of the scenario's own$`, func(ctx context.Context) error {
-		s := getState(ctx)
-		if s.cfg.RateLimit == nil {
-			return errors.New("this run has no global rate-limit service")
-		}
-		own, err := s.cfg.RateLimit.Own(ctx)
-		if err != nil {
-			return err
-		}
-		s.ownRLS = own
-		return s.useRateLimitService(own.GRPCAddr())
-	})
-	step(sc, `^the route "([^"]*)" has a global (request|token) limit of (\d+) per (second|minute|hour|day)(?: keyed by header "([^"]*)")?$`, func(ctx context.Context, route, kind string, n int, unit, header string) error {
-		s := getState(ctx)
-		r, err := s.routeForLimits(route)
-		if err != nil {
-			return err
-		}
-		if s.setup.RateLimitService == "" {
-			return errors.New("a global limit needs a global rate-limit service; declare one first")
-		}
-		g := targets.GlobalLimit{Kind: targets.LimitRequests, Amount: uint64(n), Unit: unit, KeyHeader: header}
-		if kind == "token" {
-			g.Kind = targets.LimitTokens
-		}
-		r.Global = append(r.Global, g)
-		return nil
-	})
-	step(sc, `^the route "([^"]*)" lets requests through when the rate-limit service is down$`, func(ctx context.Context, route string) error {
-		r, err := getState(ctx).routeForLimits(route)
-		if err != nil {
-			return err
-		}
-		r.GlobalFailOpen = true
-		return nil
-	})
-	step(sc, `^the proxy runs as (\d+) replicas$`, func(ctx context.Context, n int) error {
-		s := getState(ctx)
-		if s.dep != nil {
-			return errors.New("replicas declared after the proxy was configured")
-		}
-		if n < 1 || n > 8 {
-			return fmt.Errorf("%d replicas: want 1 to 8", n)
-		}
-		s.replicas = n
-		return nil
-	})
-	step(sc, `^the rate-limit service goes away$`, func(ctx context.Context) error {
-		s := getState(ctx)
-		if s.ownRLS == nil {
-			return errors.New("only a rate-limit service of the scenario's own can be stopped")
-		}
-		s.ownRLS.Kill()
-		return nil
-	})
-	step(sc, `^the rate-limit service comes back$`, func(ctx context.Context) error {
-		s := getState(ctx)
-		if s.ownRLS == nil {
-			return errors.New("only a rate-limit service of the scenario's own can be restarted")
-		}
-		return s.ownRLS.Restart(ctx)
-	})
+	step(sc, `^a global rate-limit service$`, (*state).globalRateLimitService)
+	step(sc, `^a global rate-limit service of the scenario's own$`, (*state).ownGlobalRateLimitService)
+	step(sc, `^the route "([^"]*)" has a global (request|token) limit of (\d+) per (second|minute|hour|day)(?: keyed by header "([^"]*)")?$`, (*state).routeGlobalLimit)
+	step(sc, `^the route "([^"]*)" lets requests through when the rate-limit service is down$`, (*state).routeFailsOpen)
+	step(sc, `^the proxy runs as (\d+) replicas$`, (*state).proxyRunsAsReplicas)
+	step(sc, `^the rate-limit service goes away$`, (*state).rateLimitServiceGoesAway)
+	step(sc, `^the rate-limit service comes back$`, (*state).rateLimitServiceComesBack)
+}
+
+func (s *state) globalRateLimitService(ctx context.Context) error {
+	if s.cfg.RateLimit == nil {
+		return errors.New("this run has no global rate-limit service")
+	}
+	addr, err := s.cfg.RateLimit.Shared(ctx)
+	if err != nil {
+		return err
+	}
+	return s.useRateLimitService(addr)
+}
+
+func (s *state) ownGlobalRateLimitService(ctx context.Context) error {
+	if s.cfg.RateLimit == nil {
+		return errors.New("this run has no global rate-limit service")
+	}
+	own, err := s.cfg.RateLimit.Own(ctx)
+	if err != nil {
+		return err
+	}
+	s.ownRLS = own
+	return s.useRateLimitService(own.GRPCAddr())
+}
+
+func (s *state) routeGlobalLimit(ctx context.Context, route, kind string, n int, unit, header string) error {
+	r, err := s.routeForLimits(route)
+	if err != nil {
+		return err
+	}
+	if s.setup.RateLimitService == "" {
+		return errors.New("a global limit needs a global rate-limit service; declare one first")
+	}
+	g := targets.GlobalLimit{Kind: targets.LimitRequests, Amount: uint64(n), Unit: unit, KeyHeader: header}
+	if kind == "token" {
+		g.Kind = targets.LimitTokens
+	}
+	r.Global = append(r.Global, g)
+	return nil
+}
+
+func (s *state) routeFailsOpen(ctx context.Context, route string) error {
+	r, err := s.routeForLimits(route)
+	if err != nil {
+		return err
+	}
+	r.GlobalFailOpen = true
+	return nil
+}
+
+func (s *state) proxyRunsAsReplicas(ctx context.Context, n int) error {
+	if s.dep != nil {
+		return errors.New("replicas declared after the proxy was configured")
+	}
+	if n < 1 || n > 8 {
+		return fmt.Errorf("%d replicas: want 1 to 8", n)
+	}
+	s.replicas = n
+	return nil
+}
+
+func (s *state) rateLimitServiceGoesAway(ctx context.Context) error {
+	if s.ownRLS == nil {
+		return errors.New("only a rate-limit service of the scenario's own can be stopped")
+	}
+	s.ownRLS.Kill()
+	return nil
+}
+
+func (s *state) rateLimitServiceComesBack(ctx context.Context) error {
+	if s.ownRLS == nil {
+		return errors.New("only a rate-limit service of the scenario's own can be restarted")
+	}
+	return s.ownRLS.Restart(ctx)
 }
 
 // useRateLimitService points the scenario's global limits at addr, under

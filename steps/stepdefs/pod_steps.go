@@ -15,42 +15,46 @@ import (
 // The steps of the proxy-pods feature: what a proxy running in a cluster's
 // pods must show of them (spec parts 2.1 and 2.4).
 func registerPodSteps(sc *godog.ScenarioContext) {
-	step(sc, `^every request and response snapshot has env with podName, namespace and gateway$`, func(ctx context.Context) error {
-		return getState(ctx).everyEnv(nil)
-	})
-	step(sc, `^the env of every snapshot names the proxy pod, its namespace and its Gateway$`, func(ctx context.Context) error {
-		s := getState(ctx)
-		ce, ok := s.dep.(targets.ClusterEnv)
-		if !ok {
-			return fmt.Errorf("the %s target does not say which pod serves the scenario (targets.ClusterEnv); this scenario needs a cluster target whose proxy runs in pods", s.cfg.Target.Name())
-		}
-		want, err := ce.ProxyEnv()
-		if err != nil {
-			return err
-		}
-		return s.everyEnv(&want)
-	})
-	step(sc, `^the Gateway was Programmed only once its proxy could serve traffic$`, func(ctx context.Context) error {
-		s := getState(ctx)
-		d, err := s.deployment(ctx)
-		if err != nil {
-			return err
-		}
-		po, ok := d.(targets.ProgrammedObserver)
-		if !ok {
-			return fmt.Errorf("the %s target does not watch when the Gateway becomes Programmed (targets.ProgrammedObserver); this scenario needs a cluster target whose proxy runs in pods", s.cfg.Target.Name())
-		}
-		seen, err := po.ProgrammedSeen()
-		if err != nil {
-			return err
-		}
-		if !seen.ProxyReady {
-			c := seen.Programmed
-			return fmt.Errorf("Gateway condition Programmed: got status %q reason %q (%s) while no proxy pod of the Gateway was Ready (%s), want status True only once a proxy pod is Ready",
-				c.Status, c.Reason, c.Message, seen.Pods)
-		}
-		return nil
-	})
+	step(sc, `^every request and response snapshot has env with podName, namespace and gateway$`, (*state).everySnapshotHasEnv)
+	step(sc, `^the env of every snapshot names the proxy pod, its namespace and its Gateway$`, (*state).everySnapshotEnvNamesPod)
+	step(sc, `^the Gateway was Programmed only once its proxy could serve traffic$`, (*state).gatewayProgrammedOnlyWhenServing)
+}
+
+func (s *state) everySnapshotHasEnv(ctx context.Context) error {
+	return s.everyEnv(nil)
+}
+
+func (s *state) everySnapshotEnvNamesPod(ctx context.Context) error {
+	ce, ok := s.dep.(targets.ClusterEnv)
+	if !ok {
+		return fmt.Errorf("the %s target does not say which pod serves the scenario (targets.ClusterEnv); this scenario needs a cluster target whose proxy runs in pods", s.cfg.Target.Name())
+	}
+	want, err := ce.ProxyEnv()
+	if err != nil {
+		return err
+	}
+	return s.everyEnv(&want)
+}
+
+func (s *state) gatewayProgrammedOnlyWhenServing(ctx context.Context) error {
+	d, err := s.deployment(ctx)
+	if err != nil {
+		return err
+	}
+	po, ok := d.(targets.ProgrammedObserver)
+	if !ok {
+		return fmt.Errorf("the %s target does not watch when the Gateway becomes Programmed (targets.ProgrammedObserver); this scenario needs a cluster target whose proxy runs in pods", s.cfg.Target.Name())
+	}
+	seen, err := po.ProgrammedSeen()
+	if err != nil {
+		return err
+	}
+	if !seen.ProxyReady {
+		c := seen.Programmed
+		return fmt.Errorf("Gateway condition Programmed: got status %q reason %q (%s) while no proxy pod of the Gateway was Ready (%s), want status True only once a proxy pod is Ready",
+			c.Status, c.Reason, c.Message, seen.Pods)
+	}
+	return nil
 }
 
 // envFields are the fields of a snapshot's env in cluster mode (spec 2.1).

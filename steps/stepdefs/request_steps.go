@@ -24,263 +24,313 @@ import (
 )
 
 func registerRequestSteps(sc *godog.ScenarioContext) {
-	step(sc, `^I send a GET request to "([^"]*)"$`, func(ctx context.Context, reqTarget string) error {
-		_, err := getState(ctx).send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, nil, nil)
-		return err
-	})
-	step(sc, `^I send (\d+) GET requests to "([^"]*)"$`, func(ctx context.Context, n int, reqTarget string) error {
-		for range n {
-			if _, err := getState(ctx).send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, nil, nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	step(sc, `^I send (\d+) GET requests? to "([^"]*)" with header "([^"]*)" "([^"]*)"$`, func(ctx context.Context, n int, reqTarget, name, value string) error {
-		h := http.Header{}
-		h.Set(name, value)
-		for range n {
-			if _, err := getState(ctx).send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, h, nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	step(sc, `^I send (\d+) GET requests to "([^"]*)" on listener "([^"]*)"$`, func(ctx context.Context, n int, reqTarget, listener string) error {
-		for range n {
-			if _, err := getState(ctx).send(ctx, listener, http.MethodGet, reqTarget, nil, nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	step(sc, `^I send a chat completion using (\d+) tokens$`, func(ctx context.Context, n int) error {
-		_, err := getState(ctx).chat(ctx, n, noStream)
-		return err
-	})
-	step(sc, `^I send (\d+) chat completions using (\d+) tokens each$`, func(ctx context.Context, count, n int) error {
-		for range count {
-			if _, err := getState(ctx).chat(ctx, n, noStream); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	step(sc, `^I send a streaming chat completion using (\d+) tokens that (asks|does not ask) for usage$`, func(ctx context.Context, n int, asks string) error {
-		_, err := getState(ctx).chat(ctx, n, streamAsking(asks == "asks"))
-		return err
-	})
-	step(sc, `^I start a streaming chat completion using (\d+) tokens held before its end at "([^"]*)"$`, func(ctx context.Context, n int, key string) error {
-		return getState(ctx).startHeld(ctx, n, key)
-	})
-	step(sc, `^I release the held stream "([^"]*)" on backend "([^"]*)"$`, func(ctx context.Context, key, backend string) error {
-		return getState(ctx).release(ctx, key, backend)
-	})
-	step(sc, `^the held stream "([^"]*)" was delivered whole with its usage chunk$`, func(ctx context.Context, key string) error {
-		h, ok := getState(ctx).held[key]
-		if !ok {
-			return fmt.Errorf("no held stream %q", key)
-		}
-		if h.err != nil {
-			return h.err
-		}
-		return streamWhole(h.resp, h.tokens)
-	})
-	step(sc, `^within (\d+) seconds a GET request to "([^"]*)" succeeds$`, func(ctx context.Context, secs int, reqTarget string) error {
-		return getState(ctx).eventually(ctx, secs, func(ctx context.Context) (*response, error) {
-			return getState(ctx).send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, nil, nil)
-		})
-	})
-	step(sc, `^within (\d+) seconds a chat completion using (\d+) tokens succeeds$`, func(ctx context.Context, secs, n int) error {
-		return getState(ctx).eventually(ctx, secs, func(ctx context.Context) (*response, error) { return getState(ctx).chat(ctx, n, noStream) })
-	})
+	step(sc, `^I send a GET request to "([^"]*)"$`, (*state).sendGetRequest)
+	step(sc, `^I send (\d+) GET requests to "([^"]*)"$`, (*state).sendGetRequests)
+	step(sc, `^I send (\d+) GET requests? to "([^"]*)" with header "([^"]*)" "([^"]*)"$`, (*state).sendGetRequestsWithHeader)
+	step(sc, `^I send (\d+) GET requests to "([^"]*)" on listener "([^"]*)"$`, (*state).sendGetRequestsOnListener)
+	step(sc, `^I send a chat completion using (\d+) tokens$`, (*state).sendChatCompletionUsingTokens)
+	step(sc, `^I send (\d+) chat completions using (\d+) tokens each$`, (*state).sendChatCompletionsUsingTokensEach)
+	step(sc, `^I send a streaming chat completion using (\d+) tokens that (asks|does not ask) for usage$`, (*state).sendStreamingChatCompletionUsingTokens)
+	step(sc, `^I start a streaming chat completion using (\d+) tokens held before its end at "([^"]*)"$`, (*state).startStreamingChatCompletionUsingTokens)
+	step(sc, `^I release the held stream "([^"]*)" on backend "([^"]*)"$`, (*state).releaseHeldStreamOnBackend)
+	step(sc, `^the held stream "([^"]*)" was delivered whole with its usage chunk$`, (*state).heldStreamDeliveredWhole)
+	step(sc, `^within (\d+) seconds a GET request to "([^"]*)" succeeds$`, (*state).withinSecondsGETSucceeds)
+	step(sc, `^within (\d+) seconds a chat completion using (\d+) tokens succeeds$`, (*state).withinSecondsChatSucceeds)
+	step(sc, `^the response status is (\d+)$`, (*state).responseStatusIs)
+	step(sc, `^the responses have statuses ([\d, ]+)$`, (*state).responsesHaveStatuses)
+	step(sc, `^the response body is "([^"]*)"$`, (*state).responseBodyIs)
+	step(sc, `^the response header "([^"]*)" is "([^"]*)"$`, (*state).responseHeaderIs)
+	step(sc, `^the response header "([^"]*)" starts with "([^"]*)"$`, (*state).responseHeaderStartsWith)
+	step(sc, `^the response header "([^"]*)" is a number of seconds at most (\d+)$`, (*state).responseHeaderIsSecondsAtMost)
+	step(sc, `^the response header "([^"]*)" is a whole number of seconds at most (\d+)$`, (*state).responseHeaderIsWholeSecondsAtMost)
+	step(sc, `^the response header "([^"]*)" equals the response header "([^"]*)"$`, (*state).responseHeaderEqualsResponseHeader)
+	step(sc, `^the responses have header "([^"]*)" values ([\d, ]+)$`, (*state).responsesHaveHeaderValues)
+	step(sc, `^the response body is an OpenAI error of type "([^"]*)"$`, (*state).responseBodyIsOpenAIError)
+	step(sc, `^the response has no header "([^"]*)"$`, (*state).responseHasNoHeader)
+	step(sc, `^response (\d+) has header "([^"]*)" "([^"]*)" and header "([^"]*)" "([^"]*)"$`, (*state).nthResponseHasHeaders)
+	step(sc, `^the backend "([^"]*)" received (\d+) requests?$`, (*state).backendReceivedRequests)
+	step(sc, `^the stream was delivered whole with its usage chunk$`, (*state).streamDeliveredWhole)
+}
 
-	step(sc, `^the response status is (\d+)$`, func(ctx context.Context, want int) error {
-		r, err := getState(ctx).lastResponse()
+func (s *state) sendGetRequest(ctx context.Context, reqTarget string) error {
+	_, err := s.send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, nil, nil)
+	return err
+}
+
+func (s *state) sendGetRequests(ctx context.Context, n int, reqTarget string) error {
+	for range n {
+		if _, err := s.send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *state) sendGetRequestsWithHeader(ctx context.Context, n int, reqTarget, name, value string) error {
+	h := http.Header{}
+	h.Set(name, value)
+	for range n {
+		if _, err := s.send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, h, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *state) sendGetRequestsOnListener(ctx context.Context, n int, reqTarget, listener string) error {
+	for range n {
+		if _, err := s.send(ctx, listener, http.MethodGet, reqTarget, nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *state) sendChatCompletionUsingTokens(ctx context.Context, n int) error {
+	_, err := s.chat(ctx, n, noStream)
+	return err
+}
+
+func (s *state) sendChatCompletionsUsingTokensEach(ctx context.Context, count, n int) error {
+	for range count {
+		if _, err := s.chat(ctx, n, noStream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *state) sendStreamingChatCompletionUsingTokens(ctx context.Context, n int, asks string) error {
+	_, err := s.chat(ctx, n, streamAsking(asks == "asks"))
+	return err
+}
+
+func (s *state) startStreamingChatCompletionUsingTokens(ctx context.Context, n int, key string) error {
+	return s.startHeld(ctx, n, key)
+}
+
+func (s *state) releaseHeldStreamOnBackend(ctx context.Context, key, backend string) error {
+	return s.release(ctx, key, backend)
+}
+
+func (s *state) heldStreamDeliveredWhole(ctx context.Context, key string) error {
+	h, ok := s.held[key]
+	if !ok {
+		return fmt.Errorf("no held stream %q", key)
+	}
+	if h.err != nil {
+		return h.err
+	}
+	return streamWhole(h.resp, h.tokens)
+}
+
+func (s *state) withinSecondsGETSucceeds(ctx context.Context, secs int, reqTarget string) error {
+	return s.eventually(ctx, secs, func(ctx context.Context) (*response, error) {
+		return s.send(ctx, targets.DefaultListener, http.MethodGet, reqTarget, nil, nil)
+	})
+}
+
+func (s *state) withinSecondsChatSucceeds(ctx context.Context, secs, n int) error {
+	return s.eventually(ctx, secs, func(ctx context.Context) (*response, error) { return s.chat(ctx, n, noStream) })
+}
+
+func (s *state) responseStatusIs(ctx context.Context, want int) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	if r.status != want {
+		return fmt.Errorf("response status: got %d, want %d (body %q)", r.status, want, trim(r.body))
+	}
+	return nil
+}
+
+func (s *state) responsesHaveStatuses(ctx context.Context, list string) error {
+	var want []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
 			return err
 		}
-		if r.status != want {
-			return fmt.Errorf("response status: got %d, want %d (body %q)", r.status, want, trim(r.body))
+		want = append(want, n)
+	}
+	var got []int
+	for _, r := range s.responses {
+		got = append(got, r.status)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		return fmt.Errorf("response statuses: got %v, want %v", got, want)
+	}
+	return nil
+}
+
+func (s *state) responseBodyIs(ctx context.Context, want string) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	if got := strings.TrimRight(string(r.body), "\r\n"); got != want {
+		return fmt.Errorf("response body: got %q, want %q", got, want)
+	}
+	return nil
+}
+
+func (s *state) responseHeaderIs(ctx context.Context, name, want string) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	return headerIs(r, name, want)
+}
+
+func (s *state) responseHeaderStartsWith(ctx context.Context, name, want string) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	if got := r.header.Get(name); !strings.HasPrefix(got, want) {
+		return fmt.Errorf("response header %s: got %q, want it to start with %q", name, got, want)
+	}
+	return nil
+}
+
+func (s *state) responseHeaderIsSecondsAtMost(ctx context.Context, name string, max int) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	got := r.header.Get(name)
+	n, err := strconv.ParseFloat(got, 64)
+	if err != nil || n < 0 || n > float64(max) {
+		return fmt.Errorf("response header %s: got %q, want a number of seconds from 0 to %d", name, got, max)
+	}
+	return nil
+}
+
+func (s *state) responseHeaderIsWholeSecondsAtMost(ctx context.Context, name string, max int) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	got := r.header.Get(name)
+	n, err := strconv.Atoi(got)
+	if err != nil || n < 0 || n > max {
+		return fmt.Errorf("response header %s: got %q, want a whole number of seconds from 0 to %d", name, got, max)
+	}
+	return nil
+}
+
+func (s *state) responseHeaderEqualsResponseHeader(ctx context.Context, name, other string) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	got, want := r.header.Values(name), r.header.Values(other)
+	switch {
+	case len(got) == 0:
+		return fmt.Errorf("response header %s: absent, want it equal to %s %q", name, other, want)
+	case !slices.Equal(got, want):
+		return fmt.Errorf("response header %s: got %q, want it equal to %s %q", name, got, other, want)
+	}
+	return nil
+}
+
+func (s *state) responsesHaveHeaderValues(ctx context.Context, name, list string) error {
+	rs := s.responses
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.header.Get(name))
+	}
+	want := strings.Split(strings.ReplaceAll(list, " ", ""), ",")
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("%s of the responses: got %q, want %q", name, got, want)
+	}
+	return nil
+}
+
+func (s *state) responseBodyIsOpenAIError(ctx context.Context, typ string) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return fmt.Errorf("response Content-Type: got %q, want application/json (body %q)", ct, trim(r.body))
+	}
+	var e struct {
+		Error *struct {
+			Message *string `json:"message"`
+			Type    string  `json:"type"`
+			Code    any     `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Error == nil {
+		return fmt.Errorf("response body %q: want {\"error\": {...}} as OpenAI writes it (%v)", trim(r.body), err)
+	}
+	switch {
+	case e.Error.Type != typ:
+		return fmt.Errorf("error.type: got %q, want %q", e.Error.Type, typ)
+	case e.Error.Message == nil || *e.Error.Message == "":
+		return fmt.Errorf("error.message: absent or empty in %q", trim(r.body))
+	case e.Error.Code == nil:
+		return fmt.Errorf("error.code: absent in %q", trim(r.body))
+	}
+	return nil
+}
+
+func (s *state) responseHasNoHeader(ctx context.Context, name string) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	// "<proxy>" stands for any proxy name, as the spec writes
+	// x-<proxy>-ratelimited.
+	re := regexp.MustCompile("(?i)^" + strings.ReplaceAll(regexp.QuoteMeta(name), "<proxy>", ".+") + "$")
+	for k, v := range r.header {
+		if re.MatchString(k) {
+			return fmt.Errorf("response header %s: got %q, want no header %s", k, v, name)
 		}
-		return nil
-	})
-	step(sc, `^the responses have statuses ([\d, ]+)$`, func(ctx context.Context, list string) error {
-		var want []int
-		for _, f := range strings.Split(list, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return err
-			}
-			want = append(want, n)
-		}
-		var got []int
-		for _, r := range getState(ctx).responses {
-			got = append(got, r.status)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			return fmt.Errorf("response statuses: got %v, want %v", got, want)
-		}
-		return nil
-	})
-	step(sc, `^the response body is "([^"]*)"$`, func(ctx context.Context, want string) error {
-		r, err := getState(ctx).lastResponse()
+	}
+	return nil
+}
+
+func (s *state) nthResponseHasHeaders(ctx context.Context, i int, n1, v1, n2, v2 string) error {
+	rs := s.responses
+	if i < 1 || i > len(rs) {
+		return fmt.Errorf("no response %d: %d were received", i, len(rs))
+	}
+	if err := headerIs(rs[i-1], n1, v1); err != nil {
+		return fmt.Errorf("response %d: %w", i, err)
+	}
+	if err := headerIs(rs[i-1], n2, v2); err != nil {
+		return fmt.Errorf("response %d: %w", i, err)
+	}
+	return nil
+}
+
+func (s *state) backendReceivedRequests(ctx context.Context, backend string, want int) error {
+	if _, err := s.deployment(ctx); err != nil {
+		return err
+	}
+	var got int64
+	for _, d := range s.deps { // every replica's backends
+		n, err := d.BackendRequests(ctx, backend)
 		if err != nil {
 			return err
 		}
-		if got := strings.TrimRight(string(r.body), "\r\n"); got != want {
-			return fmt.Errorf("response body: got %q, want %q", got, want)
-		}
-		return nil
-	})
-	step(sc, `^the response header "([^"]*)" is "([^"]*)"$`, func(ctx context.Context, name, want string) error {
-		r, err := getState(ctx).lastResponse()
-		if err != nil {
-			return err
-		}
-		return headerIs(r, name, want)
-	})
-	step(sc, `^the response header "([^"]*)" starts with "([^"]*)"$`, func(ctx context.Context, name, want string) error {
-		r, err := getState(ctx).lastResponse()
-		if err != nil {
-			return err
-		}
-		if got := r.header.Get(name); !strings.HasPrefix(got, want) {
-			return fmt.Errorf("response header %s: got %q, want it to start with %q", name, got, want)
-		}
-		return nil
-	})
-	step(sc, `^the response header "([^"]*)" is a number of seconds at most (\d+)$`, func(ctx context.Context, name string, max int) error {
-		r, err := getState(ctx).lastResponse()
-		if err != nil {
-			return err
-		}
-		got := r.header.Get(name)
-		n, err := strconv.ParseFloat(got, 64)
-		if err != nil || n < 0 || n > float64(max) {
-			return fmt.Errorf("response header %s: got %q, want a number of seconds from 0 to %d", name, got, max)
-		}
-		return nil
-	})
-	step(sc, `^the response header "([^"]*)" is a whole number of seconds at most (\d+)$`, func(ctx context.Context, name string, max int) error {
-		r, err := getState(ctx).lastResponse()
-		if err != nil {
-			return err
-		}
-		got := r.header.Get(name)
-		n, err := strconv.Atoi(got)
-		if err != nil || n < 0 || n > max {
-			return fmt.Errorf("response header %s: got %q, want a whole number of seconds from 0 to %d", name, got, max)
-		}
-		return nil
-	})
-	step(sc, `^the response header "([^"]*)" equals the response header "([^"]*)"$`, func(ctx context.Context, name, other string) error {
-		r, err := getState(ctx).lastResponse()
-		if err != nil {
-			return err
-		}
-		got, want := r.header.Values(name), r.header.Values(other)
-		switch {
-		case len(got) == 0:
-			return fmt.Errorf("response header %s: absent, want it equal to %s %q", name, other, want)
-		case !slices.Equal(got, want):
-			return fmt.Errorf("response header %s: got %q, want it equal to %s %q", name, got, other, want)
-		}
-		return nil
-	})
-	step(sc, `^the responses have header "([^"]*)" values ([\d, ]+)$`, func(ctx context.Context, name, list string) error {
-		rs := getState(ctx).responses
-		var got []string
-		for _, r := range rs {
-			got = append(got, r.header.Get(name))
-		}
-		want := strings.Split(strings.ReplaceAll(list, " ", ""), ",")
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("%s of the responses: got %q, want %q", name, got, want)
-		}
-		return nil
-	})
-	step(sc, `^the response body is an OpenAI error of type "([^"]*)"$`, func(ctx context.Context, typ string) error {
-		r, err := getState(ctx).lastResponse()
-		if err != nil {
-			return err
-		}
-		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-			return fmt.Errorf("response Content-Type: got %q, want application/json (body %q)", ct, trim(r.body))
-		}
-		var e struct {
-			Error *struct {
-				Message *string `json:"message"`
-				Type    string  `json:"type"`
-				Code    any     `json:"code"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(r.body, &e); err != nil || e.Error == nil {
-			return fmt.Errorf("response body %q: want {\"error\": {...}} as OpenAI writes it (%v)", trim(r.body), err)
-		}
-		switch {
-		case e.Error.Type != typ:
-			return fmt.Errorf("error.type: got %q, want %q", e.Error.Type, typ)
-		case e.Error.Message == nil || *e.Error.Message == "":
-			return fmt.Errorf("error.message: absent or empty in %q", trim(r.body))
-		case e.Error.Code == nil:
-			return fmt.Errorf("error.code: absent in %q", trim(r.body))
-		}
-		return nil
-	})
-	step(sc, `^the response has no header "([^"]*)"$`, func(ctx context.Context, name string) error {
-		r, err := getState(ctx).lastResponse()
-		if err != nil {
-			return err
-		}
-		// "<proxy>" stands for any proxy name, as the spec writes
-		// x-<proxy>-ratelimited.
-		re := regexp.MustCompile("(?i)^" + strings.ReplaceAll(regexp.QuoteMeta(name), "<proxy>", ".+") + "$")
-		for k, v := range r.header {
-			if re.MatchString(k) {
-				return fmt.Errorf("response header %s: got %q, want no header %s", k, v, name)
-			}
-		}
-		return nil
-	})
-	step(sc, `^response (\d+) has header "([^"]*)" "([^"]*)" and header "([^"]*)" "([^"]*)"$`, func(ctx context.Context, i int, n1, v1, n2, v2 string) error {
-		rs := getState(ctx).responses
-		if i < 1 || i > len(rs) {
-			return fmt.Errorf("no response %d: %d were received", i, len(rs))
-		}
-		if err := headerIs(rs[i-1], n1, v1); err != nil {
-			return fmt.Errorf("response %d: %w", i, err)
-		}
-		if err := headerIs(rs[i-1], n2, v2); err != nil {
-			return fmt.Errorf("response %d: %w", i, err)
-		}
-		return nil
-	})
-	step(sc, `^the backend "([^"]*)" received (\d+) requests?$`, func(ctx context.Context, backend string, want int) error {
-		s := getState(ctx)
-		if _, err := s.deployment(ctx); err != nil {
-			return err
-		}
-		var got int64
-		for _, d := range s.deps { // every replica's backends
-			n, err := d.BackendRequests(ctx, backend)
-			if err != nil {
-				return err
-			}
-			got += n
-		}
-		if got != int64(want) {
-			return fmt.Errorf("requests counted by backend %q: got %d, want %d (refused requests must not be forwarded)", backend, got, want)
-		}
-		return nil
-	})
-	step(sc, `^the stream was delivered whole with its usage chunk$`, func(ctx context.Context) error {
-		r, err := getState(ctx).lastResponse()
-		if err != nil {
-			return err
-		}
-		return streamWhole(r, getState(ctx).streamTokens)
-	})
+		got += n
+	}
+	if got != int64(want) {
+		return fmt.Errorf("requests counted by backend %q: got %d, want %d (refused requests must not be forwarded)", backend, got, want)
+	}
+	return nil
+}
+
+func (s *state) streamDeliveredWhole(ctx context.Context) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	return streamWhole(r, s.streamTokens)
 }
 
 func headerIs(r *response, name, want string) error {

@@ -13,66 +13,82 @@ import (
 func registerSetupSteps(sc *godog.ScenarioContext) {
 	step(sc, `^an echo backend "([^"]*)"$`, addBackend(targets.BackendEcho))
 	step(sc, `^an LLM backend "([^"]*)"$`, addBackend(targets.BackendLLM))
-	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)"$`, func(ctx context.Context, name, prefix, backend string) error {
-		return addRoute(ctx, targets.DefaultListener, name, prefix, backend)
-	})
-	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)" on listener "([^"]*)"$`, func(ctx context.Context, name, prefix, backend, listener string) error {
-		return addRoute(ctx, listener, name, prefix, backend)
-	})
-	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to an unreachable backend on listener "([^"]*)"$`, func(ctx context.Context, name, prefix, listener string) error {
-		s := getState(ctx)
-		backend := name + "-unreachable"
-		s.setup.Backends = append(s.setup.Backends, targets.Backend{Name: backend, Kind: targets.BackendUnreachable})
-		return addRoute(ctx, listener, name, prefix, backend)
-	})
-	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour)$`, func(ctx context.Context, route, kind string, n int, unit string) error {
-		return addLimit(ctx, route, kind, n, unit, 0)
-	})
-	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) with burst (\d+)$`, func(ctx context.Context, route, kind string, n int, unit string, burst int) error {
-		return addLimit(ctx, route, kind, n, unit, burst)
-	})
-	step(sc, `^the route "([^"]*)" has a request limit of (\d+) per (second|minute|hour) keyed by header "([^"]*)"$`, func(ctx context.Context, route string, n int, unit, header string) error {
-		if err := addLimit(ctx, route, "request", n, unit, 0); err != nil {
-			return err
-		}
-		r := getState(ctx).setup.RouteNamed(route)
-		r.Limits[len(r.Limits)-1].KeyHeader = header
-		return nil
-	})
-	step(sc, `^the route "([^"]*)" answers refusals with OpenAI's JSON error$`, func(ctx context.Context, route string) error {
-		s := getState(ctx)
-		if s.dep != nil {
-			return fmt.Errorf("error format of %q declared after the proxy was configured", route)
-		}
-		r := s.setup.RouteNamed(route)
-		if r == nil {
-			return fmt.Errorf("no route %q", route)
-		}
-		r.RateLimitError = "openai"
-		return nil
-	})
-	step(sc, `^the gateway of listener "([^"]*)" has a request limit of (\d+) per (second|minute|hour)$`, func(ctx context.Context, listener string, n int, unit string) error {
-		s := getState(ctx)
-		if s.dep != nil {
-			return fmt.Errorf("gateway limit on %q declared after the proxy was configured", listener)
-		}
-		if !s.setup.HasListener(listener) {
-			return fmt.Errorf("no listener %q", listener)
-		}
-		l := targets.Limit{Kind: targets.LimitRequests, Amount: uint64(n), Unit: unitOf(unit)}
-		s.setup.Policies = append(s.setup.Policies, targets.Policy{Name: "gateway-" + listener, TargetKind: "Gateway", TargetName: listener, Limits: []targets.Limit{l}})
-		return nil
-	})
-	step(sc, `^a rate-limit policy "([^"]*)" targets the HTTPRoute "([^"]*)"$`, func(ctx context.Context, name, route string) error {
-		s := getState(ctx)
-		s.setup.Policies = append(s.setup.Policies, targets.Policy{Name: name, TargetKind: "HTTPRoute", TargetName: route,
-			Limits: []targets.Limit{{Kind: targets.LimitRequests, Amount: 1, Unit: time.Second}}})
-		return nil
-	})
-	step(sc, `^the configuration is applied$`, func(ctx context.Context) error {
-		_, err := getState(ctx).deployment(ctx)
+	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)"$`, (*state).routeToBackend)
+	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to backend "([^"]*)" on listener "([^"]*)"$`, (*state).routeOnListener)
+	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to an unreachable backend on listener "([^"]*)"$`, (*state).unreachableRouteOnListener)
+	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour)$`, (*state).routeHasLimitPer)
+	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) with burst (\d+)$`, (*state).routeHasLimitPerWithBurst)
+	step(sc, `^the route "([^"]*)" has a request limit of (\d+) per (second|minute|hour) keyed by header "([^"]*)"$`, (*state).routeHasRequestLimitPerKeyed)
+	step(sc, `^the route "([^"]*)" answers refusals with OpenAI's JSON error$`, (*state).routeRefusesAsOpenAI)
+	step(sc, `^the gateway of listener "([^"]*)" has a request limit of (\d+) per (second|minute|hour)$`, (*state).gatewayListenerHasRequestLimitPer)
+	step(sc, `^a rate-limit policy "([^"]*)" targets the HTTPRoute "([^"]*)"$`, (*state).rateLimitPolicyTargetsHttproute)
+	step(sc, `^the configuration is applied$`, (*state).configurationIsApplied)
+}
+
+func (s *state) routeToBackend(ctx context.Context, name, prefix, backend string) error {
+	return addRoute(ctx, targets.DefaultListener, name, prefix, backend)
+}
+
+func (s *state) routeOnListener(ctx context.Context, name, prefix, backend, listener string) error {
+	return addRoute(ctx, listener, name, prefix, backend)
+}
+
+func (s *state) unreachableRouteOnListener(ctx context.Context, name, prefix, listener string) error {
+	backend := name + "-unreachable"
+	s.setup.Backends = append(s.setup.Backends, targets.Backend{Name: backend, Kind: targets.BackendUnreachable})
+	return addRoute(ctx, listener, name, prefix, backend)
+}
+
+func (s *state) routeHasLimitPer(ctx context.Context, route, kind string, n int, unit string) error {
+	return addLimit(ctx, route, kind, n, unit, 0)
+}
+
+func (s *state) routeHasLimitPerWithBurst(ctx context.Context, route, kind string, n int, unit string, burst int) error {
+	return addLimit(ctx, route, kind, n, unit, burst)
+}
+
+func (s *state) routeHasRequestLimitPerKeyed(ctx context.Context, route string, n int, unit, header string) error {
+	if err := addLimit(ctx, route, "request", n, unit, 0); err != nil {
 		return err
-	})
+	}
+	r := s.setup.RouteNamed(route)
+	r.Limits[len(r.Limits)-1].KeyHeader = header
+	return nil
+}
+
+func (s *state) routeRefusesAsOpenAI(ctx context.Context, route string) error {
+	if s.dep != nil {
+		return fmt.Errorf("error format of %q declared after the proxy was configured", route)
+	}
+	r := s.setup.RouteNamed(route)
+	if r == nil {
+		return fmt.Errorf("no route %q", route)
+	}
+	r.RateLimitError = "openai"
+	return nil
+}
+
+func (s *state) gatewayListenerHasRequestLimitPer(ctx context.Context, listener string, n int, unit string) error {
+	if s.dep != nil {
+		return fmt.Errorf("gateway limit on %q declared after the proxy was configured", listener)
+	}
+	if !s.setup.HasListener(listener) {
+		return fmt.Errorf("no listener %q", listener)
+	}
+	l := targets.Limit{Kind: targets.LimitRequests, Amount: uint64(n), Unit: unitOf(unit)}
+	s.setup.Policies = append(s.setup.Policies, targets.Policy{Name: "gateway-" + listener, TargetKind: "Gateway", TargetName: listener, Limits: []targets.Limit{l}})
+	return nil
+}
+
+func (s *state) rateLimitPolicyTargetsHttproute(ctx context.Context, name, route string) error {
+	s.setup.Policies = append(s.setup.Policies, targets.Policy{Name: name, TargetKind: "HTTPRoute", TargetName: route,
+		Limits: []targets.Limit{{Kind: targets.LimitRequests, Amount: 1, Unit: time.Second}}})
+	return nil
+}
+
+func (s *state) configurationIsApplied(ctx context.Context) error {
+	_, err := s.deployment(ctx)
+	return err
 }
 
 func addBackend(kind targets.BackendKind) func(ctx context.Context, name string) error {
