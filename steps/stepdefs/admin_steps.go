@@ -276,16 +276,3 @@ func hasKey(v any, key string) bool {
 	}
 	return false
 }
-
-func keys(m map[string]any) []string {
-	var k []string
-	for x := range m {
-		k = append(k, x)
-	}
-	return k
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
-}

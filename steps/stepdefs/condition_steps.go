@@ -2,11 +2,8 @@ package stepdefs
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cucumber/godog"
-
-	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 func registerConditionSteps(sc *godog.ScenarioContext) {
@@ -40,33 +37,4 @@ func (s *state) routePolicyConditionWithReason(ctx context.Context, route, typ, 
 
 func (s *state) policyConditionWithReason(ctx context.Context, name, typ, status, reason string) error {
 	return s.condition(ctx, "Policy", name, typ, status, reason)
-}
-
-func (s *state) condition(ctx context.Context, kind, name, typ, status, reason string) error {
-	d, err := s.deployment(ctx)
-	if err != nil {
-		return err
-	}
-	cr, ok := d.(targets.ConditionReader)
-	if !ok {
-		return fmt.Errorf("the %s target has no resource conditions; condition scenarios need a cluster target", s.cfg.Target.Name())
-	}
-	conds, err := cr.Conditions(ctx, kind, name)
-	if err != nil {
-		return err
-	}
-	what := kind
-	if name != "" {
-		what += " " + name
-	}
-	for _, c := range conds {
-		if c.Type != typ {
-			continue
-		}
-		if c.Status != status || (reason != "" && c.Reason != reason) {
-			return fmt.Errorf("%s condition %s: got status %q reason %q (%s), want status %q reason %q", what, typ, c.Status, c.Reason, c.Message, status, reason)
-		}
-		return nil
-	}
-	return fmt.Errorf("%s has no %s condition; got %+v", what, typ, conds)
 }

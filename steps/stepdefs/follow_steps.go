@@ -20,18 +20,6 @@ import (
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
-// followStream is an open follow stream, read to its end in the background.
-type followStream struct {
-	stream *sse.Stream
-	opened time.Time
-	// duration is the duration asked for (0: the proxy's default).
-	duration time.Duration
-	done     chan struct{}
-	trace    sse.Trace
-	err      error
-	ended    time.Time
-}
-
 func registerFollowSteps(sc *godog.ScenarioContext) {
 	step(sc, `^I follow the traces of at most (\d+) requests$`, (*state).followTraces)
 	step(sc, `^I follow the traces of at most (\d+) requests for (\d+) seconds?$`, (*state).followTracesFor)

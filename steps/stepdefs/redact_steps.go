@@ -13,7 +13,6 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
-	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/targets"
 )
@@ -32,21 +31,6 @@ func registerRedactSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the response echoes the credentials as sent$`, (*state).echoesCredentials)
 	step(sc, `^the client received the cookie as the backend set it$`, (*state).clientGotCookie)
 	step(sc, `^the LLM backend received its API key$`, (*state).llmGotKey)
-}
-
-// credentials is what a scenario sent that a trace must not show.
-type credentials struct {
-	// headers are the credential headers each request carries (a new
-	// credential each time).
-	headers []string
-	// cookie: each request asks the backend to set a cookie of its own.
-	cookie bool
-	// sent are the credentials sent so far, oldest first; lastSent those of
-	// the last request, by header (lower case).
-	sent     []string
-	lastSent map[string]string
-	// apiKey is the key the proxy sends an LLM backend.
-	apiKey string
 }
 
 var quoted = regexp.MustCompile(`"([^"]+)"`)
@@ -76,103 +60,6 @@ func (s *state) llmWithAPIKey(_ context.Context, name string) error {
 	s.creds.sent = append(s.creds.sent, s.creds.apiKey)
 	s.setup.Backends = append(s.setup.Backends, targets.Backend{Name: name, Kind: targets.BackendLLM, APIKey: s.creds.apiKey})
 	return nil
-}
-
-// plant is a new credential of the run (or of the scenario, in a step
-// test without a run).
-func (s *state) plant(what string) string {
-	if s.cfg.Secrets == nil {
-		s.cfg.Secrets = NewSecrets()
-	}
-	return s.cfg.Secrets.Plant(what)
-}
-
-// credentialValue is a credential as a client sends it in header name.
-func credentialValue(name, secret string) string {
-	switch strings.ToLower(name) {
-	case "authorization":
-		return "Bearer " + secret
-	case "proxy-authorization":
-		return "Basic " + secret
-	case "cookie":
-		return "gwdiag-session=" + secret + "; theme=plain"
-	}
-	return secret
-}
-
-// addCredentials adds to a request's headers h the credentials the
-// scenario asked for, and in a run that plants them, one in each default
-// credential header the step did not set; the run keeps whatever
-// credentials h carries, to scrub them from all it writes.
-func (s *state) addCredentials(h http.Header) {
-	last := map[string]string{}
-	for _, name := range s.creds.headers {
-		secret := s.plant(strings.ToLower(name))
-		h.Set(name, credentialValue(name, secret))
-		s.creds.sent = append(s.creds.sent, secret)
-		last[strings.ToLower(name)] = secret
-	}
-	if s.creds.cookie {
-		// The backend makes the cookie (noteResponse): a value the
-		// request carried would be in its own snapshot, under the name of
-		// this header.
-		h.Add(mock.HeaderSetCookie, "gwdiag-backend-session")
-	}
-	if s.cfg.PlantCredentials {
-		for _, d := range redact.Defaults {
-			// Not where the step set one, nor in a header the scenario's
-			// routes or limits read (a limit keyed by x-api-key counts the
-			// requests without one together).
-			if d.Name == "set-cookie" || h.Get(d.Name) != "" || s.setup.ReadsHeader(d.Name) {
-				continue
-			}
-			h.Set(d.Name, credentialValue(d.Name, s.plant(d.Name)))
-		}
-	}
-	if len(last) > 0 {
-		s.creds.lastSent = last
-	}
-	s.cfg.Secrets.AddHeaders(h)
-}
-
-// noteResponse keeps the credentials a response's headers carry (the
-// cookie a backend set), for the run to scrub and the scenario to look for.
-func (s *state) noteResponse(h http.Header) {
-	s.cfg.Secrets.AddHeaders(h)
-	if !s.creds.cookie {
-		return
-	}
-	for _, c := range h.Values("Set-Cookie") {
-		name, rest, ok := strings.Cut(c, "=")
-		if !ok || name != "gwdiag-backend-session" {
-			continue
-		}
-		v, _, _ := strings.Cut(rest, ";")
-		s.creds.sent = append(s.creds.sent, v)
-		if s.creds.lastSent == nil {
-			s.creds.lastSent = map[string]string{}
-		}
-		s.creds.lastSent["set-cookie"] = v
-	}
-}
-
-// scrubbedEvents are events with every credential the run knows
-// redacted, for what leaves the run (OnTrace).
-func (s *state) scrubbedEvents(events []trace.Event) []trace.Event {
-	if s.cfg.Secrets == nil {
-		return events
-	}
-	out := make([]trace.Event, 0, len(events))
-	for _, e := range events {
-		b, err := json.Marshal(e)
-		if err != nil {
-			continue
-		}
-		if ev, err := trace.Parse(s.cfg.Secrets.ScrubEvent(b)); err == nil {
-			out = append(out, ev)
-		}
-	}
-	return out
 }
 
 // noEventHoldsACredential: no string of any event of the scenario's trace

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -343,134 +342,11 @@ func headerIs(r *response, name, want string) error {
 	return nil
 }
 
-// send makes one request to a listener. target is a path, or an absolute
-// URL whose host becomes the Host header only (the request always goes to
-// the listener, as the trace client's inject mode does). A response that
-// does not arrive whole is an error.
-func (s *state) send(ctx context.Context, listener, method, reqTarget string, header http.Header, body []byte) (*response, error) {
-	r, err := s.exchange(ctx, listener, method, reqTarget, header, body)
-	if err == nil && r.broken != nil {
-		return nil, r.broken
-	}
-	return r, err
-}
-
-// exchange is send that records a response which did not arrive whole
-// (no head: status 0; a body cut short) in response.broken instead of
-// failing: what a proxy in front of a broken backend may rightly do.
-func (s *state) exchange(ctx context.Context, listener, method, reqTarget string, header http.Header, body []byte) (*response, error) {
-	d, err := s.replica(ctx)
-	if err != nil {
-		return nil, err
-	}
-	addr, err := d.ListenerAddr(listener)
-	if err != nil {
-		return nil, err
-	}
-	host := ""
-	path := reqTarget
-	if strings.HasPrefix(reqTarget, "http://") || strings.HasPrefix(reqTarget, "https://") {
-		u, err := url.Parse(reqTarget)
-		if err != nil {
-			return nil, fmt.Errorf("bad URL %q: %w", reqTarget, err)
-		}
-		host = u.Host
-		path = u.RequestURI()
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(string(body)))
-	if err != nil {
-		return nil, err
-	}
-	if body == nil {
-		req.Body = http.NoBody
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	s.addCredentials(req.Header)
-	if host != "" {
-		req.Host = host
-	}
-	// A failure once the request's own bound has passed is the bound's
-	// doing: a proxy that never finishes its answer, not one that cut it.
-	late := func(what string, err error) error {
-		return fmt.Errorf("%s %s via %s: %s within %s: %w", method, reqTarget, addr, what, s.cfg.RequestTimeout, err)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		if await.Expired(ctx) {
-			return nil, late("no response", err)
-		}
-		r := &response{broken: fmt.Errorf("%s %s via %s: no response: %w", method, reqTarget, addr, err)}
-		s.responses = append(s.responses, r)
-		return r, nil
-	}
-	defer resp.Body.Close()
-	s.noteResponse(resp.Header)
-	r := &response{status: resp.StatusCode, header: resp.Header}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		if err := sse.EachData(resp.Body, s.cfg.Limits, func(d string) { r.chunks = append(r.chunks, strings.TrimSpace(d)) }); err != nil {
-			if await.Expired(ctx) {
-				return nil, late(fmt.Sprintf("stream not ended after %d chunks", len(r.chunks)), err)
-			}
-			r.broken = fmt.Errorf("%s %s: stream cut after %d chunks: %w", method, reqTarget, len(r.chunks), err)
-		}
-	} else if r.body, err = sse.ReadBody(resp.Body, s.cfg.Limits.BodyBytes, "response body"); err != nil {
-		if await.Expired(ctx) {
-			return nil, late(fmt.Sprintf("body not ended after %d bytes", len(r.body)), err)
-		}
-		r.broken = fmt.Errorf("%s %s: body cut after %d bytes: %w", method, reqTarget, len(r.body), err)
-	}
-	s.responses = append(s.responses, r)
-	return r, nil
-}
-
-// chatMode is how a chat completion asks for its answer.
-type chatMode int
-
-const (
-	noStream chatMode = iota
-	// streamWithUsage asks for a stream and its usage
-	// (stream_options.include_usage), as a client that wants its usage does.
-	streamWithUsage
-	// streamWithoutUsage asks for a stream only: a proxy that counts tokens
-	// must ask the backend for usage itself (an extended feature).
-	streamWithoutUsage
-)
-
 func streamAsking(usage bool) chatMode {
 	if usage {
 		return streamWithUsage
 	}
 	return streamWithoutUsage
-}
-
-// chatBody is an OpenAI chat completion request of the mode.
-func chatBody(mode chatMode) []byte {
-	body := map[string]any{"model": "conformance", "messages": []any{map[string]any{"role": "user", "content": "hello"}}}
-	if mode != noStream {
-		body["stream"] = true
-	}
-	if mode == streamWithUsage {
-		body["stream_options"] = map[string]any{"include_usage": true}
-	}
-	b, _ := json.Marshal(body)
-	return b
-}
-
-// chat sends an OpenAI chat completion whose response reports n tokens of usage.
-func (s *state) chat(ctx context.Context, n int, mode chatMode) (*response, error) {
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set(mock.HeaderPromptTokens, strconv.Itoa(n/2))
-	h.Set(mock.HeaderCompletionTokens, strconv.Itoa(n-n/2))
-	r, err := s.send(ctx, targets.DefaultListener, http.MethodPost, "/v1/chat/completions", h, chatBody(mode))
-	if err == nil && mode != noStream {
-		s.streamTokens = n
-	}
-	return r, err
 }
 
 // eventually retries try until it gets a 2xx status or secs pass. A try
@@ -520,29 +396,6 @@ func streamWhole(r *response, tokens int) error {
 		return nil
 	}
 	return fmt.Errorf("no usage chunk among %d chunks", len(r.chunks))
-}
-
-func last(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return s[len(s)-1]
-}
-
-func trim(b []byte) string {
-	s := string(b)
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
-}
-
-// heldStream is a streamed completion the mock backend holds before its end.
-type heldStream struct {
-	tokens int
-	done   chan struct{}
-	resp   *response
-	err    error
 }
 
 // startHeld starts a streaming completion whose backend holds it after the

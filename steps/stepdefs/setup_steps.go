@@ -102,22 +102,6 @@ func addBackend(kind targets.BackendKind) func(ctx context.Context, name string)
 	}
 }
 
-func addRoute(ctx context.Context, listener, name, prefix, backend string) error {
-	s := getState(ctx)
-	if s.dep != nil {
-		return fmt.Errorf("route %q declared after the proxy was configured; declare routes first", name)
-	}
-	if s.setup.BackendNamed(backend) == nil {
-		return fmt.Errorf("route %q: backend %q is not declared", name, backend)
-	}
-	if s.setup.RouteNamed(name) != nil {
-		return fmt.Errorf("route %q declared twice", name)
-	}
-	l := s.setup.ListenerNamed(listener)
-	l.Routes = append(l.Routes, targets.Route{Name: name, PathPrefix: prefix, Backend: backend})
-	return nil
-}
-
 func addLimit(ctx context.Context, route, kind string, n int, unit string, burst int) error {
 	s := getState(ctx)
 	if s.dep != nil {
@@ -134,16 +118,4 @@ func addLimit(ctx context.Context, route, kind string, n int, unit string, burst
 	l.Unit = unitOf(unit)
 	r.Limits = append(r.Limits, l)
 	return nil
-}
-
-// unitOf maps a step's "second", "minute" or "hour" to the limit's unit.
-func unitOf(unit string) time.Duration {
-	switch unit {
-	case "second":
-		return time.Second
-	case "minute":
-		return time.Minute
-	default:
-		return time.Hour
-	}
 }

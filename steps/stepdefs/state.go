@@ -451,3 +451,38 @@ func clip(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// followStream is an open follow stream, read to its end in the background.
+type followStream struct {
+	stream *sse.Stream
+	opened time.Time
+	// duration is the duration asked for (0: the proxy's default).
+	duration time.Duration
+	done     chan struct{}
+	trace    sse.Trace
+	err      error
+	ended    time.Time
+}
+
+// credentials is what a scenario sent that a trace must not show.
+type credentials struct {
+	// headers are the credential headers each request carries (a new
+	// credential each time).
+	headers []string
+	// cookie: each request asks the backend to set a cookie of its own.
+	cookie bool
+	// sent are the credentials sent so far, oldest first; lastSent those of
+	// the last request, by header (lower case).
+	sent     []string
+	lastSent map[string]string
+	// apiKey is the key the proxy sends an LLM backend.
+	apiKey string
+}
+
+// heldStream is a streamed completion the mock backend holds before its end.
+type heldStream struct {
+	tokens int
+	done   chan struct{}
+	resp   *response
+	err    error
+}

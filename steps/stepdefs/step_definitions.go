@@ -1,9 +1,14 @@
 // Package stepdefs holds the godog step definitions of the conformance
-// suite, one file per topic (setup, requests, traces, admin, conditions,
-// recorded traces), and the one per-scenario state they share, carried in
-// the scenario's context. The engine (package steps) starts and ends each
-// scenario (Begin, End) and registers the steps (Register); the steps reach
-// the proxy only through a steps/targets Target.
+// suite and the one per-scenario state they share, carried in the
+// scenario's context. Each step is a named method of the state, registered
+// one line each by the register function of its topic file (setup,
+// requests, traces, follow, admin, conditions, pods, global limits,
+// explanations, redaction, recorded traces). Topic files call the state
+// (state.go, and its means shared by topics: state_requests.go,
+// state_traces.go), the shared wording (format.go) and the planted secrets
+// (secrets.go), never each other. The engine (package steps) starts and
+// ends each scenario (Begin, End) and registers the steps (Register); the
+// steps reach the proxy only through a steps/targets Target.
 package stepdefs
 
 import (

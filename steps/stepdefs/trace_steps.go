@@ -461,37 +461,6 @@ var (
 	policyKeys     = []string{"localRateLimit", "remoteRateLimit", "authorization", "jwt", "oidc", "basicAuth", "apiKey", "extAuthz", "extProc", "transformation", "csrf", "directResponse", "requestHeaderModifier", "responseHeaderModifier", "requestRedirect", "urlRewrite", "cors"}
 )
 
-// watch opens a trace stream and waits until the proxy has registered it.
-func (s *state) watch(ctx context.Context, expression string) (*watcher, error) {
-	d, err := s.deployment(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w, err := openWatcher(ctx, s.client, d.AdminAddr(), expression, s.cfg.RequestTimeout, s.cfg.Limits, s.cfg.Secrets)
-	if err != nil {
-		return nil, fmt.Errorf("open /debug/trace: %w", err)
-	}
-	s.watchers = append(s.watchers, w)
-	w.awaitReady(s.cfg.ReadyGrace)
-	return w, nil
-}
-
-// finish waits for w's trace and makes it the current trace.
-func (s *state) finish(w *watcher) error {
-	t, err := w.result(s.cfg.TraceTimeout)
-	s.trace = t
-	if err != nil {
-		return err
-	}
-	if s.cfg.OnTrace != nil {
-		s.cfg.OnTrace(s.scenario, s.scrubbedEvents(t.Events))
-	}
-	if len(t.Events) == 0 {
-		return errors.New("the trace stream ended with no events")
-	}
-	return nil
-}
-
 // responseAndTrace is the last response and the trace taken of it.
 func (s *state) responseAndTrace() (*response, *sse.Trace, error) {
 	r, err := s.lastResponse()
@@ -500,26 +469,6 @@ func (s *state) responseAndTrace() (*response, *sse.Trace, error) {
 	}
 	t, err := s.currentTrace()
 	return r, t, err
-}
-
-func (s *state) event(name string) (trace.Event, error) {
-	t, err := s.currentTrace()
-	if err != nil {
-		return trace.Event{}, err
-	}
-	if name == string(trace.PolicySelection) {
-		// Newer proxies send one per phase; the spec's is the route's.
-		for _, e := range t.Events {
-			if p := tracecheck.Phase(e); e.Type() == trace.PolicySelection && (p == "" || p == "route") {
-				return e, nil
-			}
-		}
-	}
-	e, ok := tracecheck.Find(t.Events, name)
-	if !ok {
-		return e, fmt.Errorf("trace has no %s event; got %s", name, names(t.Events))
-	}
-	return e, nil
 }
 
 func (s *state) everySnapshot(typ trace.MessageType, fields []string) error {
@@ -556,33 +505,6 @@ func snapshotHas(t *sse.Trace, stage, field, want string) error {
 		return fmt.Errorf("requestSnapshot (%s) %s: got %v, want %q", stage, field, got, want)
 	}
 	return nil
-}
-
-// describe renders a JSON field for a message: absent, or its value.
-func describe(v any, present bool) string {
-	if !present {
-		return "no field"
-	}
-	return string(mustJSON(v))
-}
-
-func names(events []trace.Event) string {
-	var n []string
-	for _, e := range events {
-		n = append(n, tracecheck.Name(e))
-	}
-	return "[" + strings.Join(n, ", ") + "]"
-}
-
-func violations(v []tracecheck.Violation, events []trace.Event) error {
-	if len(v) == 0 {
-		return nil
-	}
-	var lines []string
-	for _, x := range v {
-		lines = append(lines, x.String())
-	}
-	return fmt.Errorf("%s\ngot events %s", strings.Join(lines, "\n"), names(events))
 }
 
 // sender sends one request: send (which wants a whole response) or
