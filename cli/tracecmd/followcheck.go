@@ -11,6 +11,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
@@ -199,9 +200,7 @@ func (c *followCheck) endedEarly() bool {
 	return time.Since(c.opened) < d*9/10
 }
 
+// plural counts what: "1 trace", "3 traces".
 func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
+	return fmt.Sprintf("%d %s", n, explain.Plural(n, what, what+"s"))
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/authn"
 	"github.com/gwdiag/gwdiag/refproxy/config"
@@ -336,7 +337,7 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identi
 	}
 	i := p.keys.Match(key)
 	if i < 0 {
-		why := fmt.Sprintf("the API key (%s) is none of the %d %s of the %s phase's apiKey policy", p.loc, p.n, plural(p.n, "key", "keys"), phase)
+		why := fmt.Sprintf("the API key (%s) is none of the %d %s of the %s phase's apiKey policy", p.loc, p.n, explain.Plural(p.n, "key", "keys"), phase)
 		if p.mode == config.ModePermissive {
 			if tr != nil {
 				tr.Policy(kindAPIKey, tracing.Skipped(why+"; let through (mode permissive)"), false)
@@ -419,7 +420,7 @@ func (p *basicPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identit
 	switch {
 	case !known:
 		// An unknown name may be anything the client typed: not shown.
-		return refuse(fmt.Sprintf("no such user in the %s phase's htpasswd (%d %s)", phase, p.db.Users(), plural(p.db.Users(), "user", "users")))
+		return refuse(fmt.Sprintf("no such user in the %s phase's htpasswd (%d %s)", phase, p.db.Users(), explain.Plural(p.db.Users(), "user", "users")))
 	case !good:
 		return refuse(fmt.Sprintf("wrong password for user %q", user))
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -277,7 +278,7 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 		}
 		entries = append(entries, e)
 	}
-	details := fmt.Sprintf("allowed by %d %s", applied, plural(applied, "entry", "entries"))
+	details := fmt.Sprintf("allowed by %d %s", applied, explain.Plural(applied, "entry", "entries"))
 	if !d.Allowed {
 		details = "refused by " + strings.Join(refusedBy, "; ")
 	}
@@ -366,7 +367,7 @@ func describeLimit(rl config.RateLimit) string {
 	if rl.TokensPerFill == 1 {
 		typ = strings.TrimSuffix(typ, "s")
 	}
-	s := fmt.Sprintf("%d %s per %s", rl.TokensPerFill, typ, per(time.Duration(rl.FillInterval)))
+	s := fmt.Sprintf("%d %s per %s", rl.TokensPerFill, typ, explain.Per(time.Duration(rl.FillInterval)))
 	if rl.MaxTokens != rl.TokensPerFill {
 		s += fmt.Sprintf(" (bucket of %d)", rl.MaxTokens)
 	}
@@ -380,28 +381,8 @@ func describeLeft(rl config.RateLimit, remaining uint64) string {
 	return fmt.Sprintf("%d of %d left", remaining, rl.MaxTokens)
 }
 
-// per is a fill interval as a unit: "second", "minute", "hour", or "30s".
-func per(d time.Duration) string {
-	switch d {
-	case time.Second:
-		return "second"
-	case time.Minute:
-		return "minute"
-	case time.Hour:
-		return "hour"
-	}
-	return config.Duration(d).String()
-}
-
 func roundSeconds(d time.Duration) string {
 	return strconv.FormatInt(int64((d+time.Second/2)/time.Second), 10) + " s"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // traceRemoteLimits reports each global limit of the route: the
@@ -594,7 +575,7 @@ func noRouteCause(sel routing.Selection, host, path string) cause {
 		return cause{kind: causeNoRoute, reason: fmt.Sprintf("no route of listener %s matches path %q (%d routes)", sel.Listener.Key, path, n)}
 	}
 	return cause{kind: causeNoRoute, reason: fmt.Sprintf("no route of listener %s matches (%d %s); closest, %s: %s",
-		sel.Listener.Key, n, plural(n, "route", "routes"), best.Route.Key, best.Reason())}
+		sel.Listener.Key, n, explain.Plural(n, "route", "routes"), best.Route.Key, best.Reason())}
 }
 
 // backendCause says why a forwarded request failed: the backend could

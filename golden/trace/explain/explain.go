@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
@@ -205,7 +206,7 @@ func (x *Explainer) Verdict() Verdict {
 	v.Cause = str(x.cause["kind"])
 	v.Line = x.line(v)
 	if !x.complete && x.events > 0 {
-		v.Line += fmt.Sprintf(" (trace incomplete: %d %s, no requestFinished)", x.events, plural(x.events, "event", "events"))
+		v.Line += fmt.Sprintf(" (trace incomplete: %d %s, no requestFinished)", x.events, Plural(x.events, "event", "events"))
 	}
 	v.Details = x.details()
 	return v
@@ -272,7 +273,9 @@ func (x *Explainer) line(v Verdict) string {
 	return s
 }
 
-func plural(n int, one, many string) string {
+// Plural is one for n == 1, else many: the one way the project's
+// explanations count ("1 key", "3 keys").
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}
@@ -428,11 +431,19 @@ func describeEntry(em map[string]any) string {
 	return s
 }
 
+// per is a fill interval as the trace writes it ("60s"), as a unit.
 func per(interval string) string {
 	d, err := time.ParseDuration(interval)
 	if err != nil {
 		return interval
 	}
+	return Per(d)
+}
+
+// Per is a limit's fill interval as a unit, the one way the producer of
+// the reasons (refproxy) and their reader say it: "second", "minute",
+// "hour", or the duration as configs write it ("30s").
+func Per(d time.Duration) string {
 	switch d {
 	case time.Second:
 		return "second"
@@ -441,7 +452,7 @@ func per(interval string) string {
 	case time.Hour:
 		return "hour"
 	}
-	return interval
+	return duration.Duration(d).String()
 }
 
 // limitState is the local limits' state after an allowed request, when

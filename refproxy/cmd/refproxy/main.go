@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/proxy"
@@ -76,7 +77,7 @@ func run(args []string) int {
 		// Valid for the reference implementation; refproxy says every
 		// place that uses what it does not implement, and refuses it.
 		n := len(allErrors(err))
-		fmt.Fprintf(os.Stderr, "refproxy: config refused: %d %s features refproxy does not implement:\n%v\n", n, plural(n, "place uses", "places use"), err)
+		fmt.Fprintf(os.Stderr, "refproxy: config refused: %d %s features refproxy does not implement:\n%v\n", n, explain.Plural(n, "place uses", "places use"), err)
 		return 2
 	}
 	if err != nil {
@@ -190,11 +191,4 @@ func allErrors(err error) []*config.Error {
 		return []*config.Error{e}
 	}
 	return nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
