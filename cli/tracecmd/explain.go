@@ -15,7 +15,6 @@ import (
 	"github.com/gwdiag/gwdiag/cli/clusterstatus"
 	"github.com/gwdiag/gwdiag/cli/connect"
 	"github.com/gwdiag/gwdiag/cli/exitcode"
-	"github.com/gwdiag/gwdiag/cli/inject"
 	"github.com/gwdiag/gwdiag/cli/scrub"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
@@ -109,36 +108,20 @@ func runExplain(cmd *cobra.Command, o *explainOptions, args []string) (err error
 	}
 	sc := o.redact.Scrubber(cmd.ErrOrStderr())
 	defer func() { err = sc.Error(err) }()
-	if p.request != nil {
-		addRequest(sc, *p.request)
-	}
 	w := bufio.NewWriter(cmd.OutOrStdout())
 	defer w.Flush()
 	if o.file != "" {
 		return explainFile(w, cmd.InOrStdin(), o, sc.Events())
 	}
-	conn, err := connector(cmd, p)
+	ctx := cmd.Context()
+	s, conn, _, err := connectSession(cmd, &o.options, p, sc)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	ctx := cmd.Context()
-	adminURL, err := conn.AdminURL(ctx)
-	if err != nil {
-		return err
-	}
-	var listener string
-	if p.request != nil {
-		if listener, err = conn.Listener(ctx, o.port); err != nil {
-			return err
-		}
-	}
-	s := session{
-		client: o.limits.Client(adminURL, connect.AdminHint(conn)), expr: o.expression,
-		request: p.request, listener: listener, sender: inject.NewSender(), stderr: cmd.ErrOrStderr(), scrub: sc,
-		dropped: func(n int) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the proxy dropped %d trace events (the verdict may miss a reason)\n", n)
-		},
+	s.stderr = cmd.ErrOrStderr()
+	s.dropped = func(n int) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the proxy dropped %d trace events (the verdict may miss a reason)\n", n)
 	}
 	var x explain.Explainer
 	err = s.stream(ctx, nil, func(ev admin.Event) { x.Add(ev.Event) }, nil)

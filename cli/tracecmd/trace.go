@@ -308,38 +308,14 @@ func run(cmd *cobra.Command, o *options, args []string) (err error) {
 	if o.file != "" {
 		return replay(cmd, o, sc)
 	}
-	if p.request != nil {
-		addRequest(sc, *p.request)
-	}
-	conn, err := connector(cmd, p)
+	ctx := cmd.Context()
+	s, conn, adminURL, err := connectSession(cmd, o, p, sc)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	ctx := cmd.Context()
-	adminURL, err := conn.AdminURL(ctx)
-	if err != nil {
-		return err
-	}
-	var listener string
-	if p.request != nil {
-		if listener, err = conn.Listener(ctx, o.port); err != nil {
-			return err
-		}
-	}
-	s := session{
-		client:     o.limits.Client(adminURL, connect.AdminHint(conn)),
-		expr:       o.expression,
-		outcome:    p.outcome,
-		filterDesc: filterDesc(cmd),
-		follow:     o.follow,
-		max:        o.maxRequests,
-		duration:   o.duration,
-		request:    p.request,
-		listener:   listener,
-		sender:     inject.NewSender(),
-		scrub:      sc,
-	}
+	s.outcome, s.filterDesc = p.outcome, filterDesc(cmd)
+	s.follow, s.max, s.duration = o.follow, o.maxRequests, o.duration
 	if o.raw {
 		stderr := cmd.ErrOrStderr()
 		s.stderr = stderr
@@ -356,6 +332,36 @@ func run(cmd *cobra.Command, o *options, args []string) (err error) {
 	// the stream's own error instead.
 	klog.SetLogger(logr.Discard())
 	return s.runTUI(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), adminURL)
+}
+
+// connectSession connects to the proxy p names and returns the session
+// every trace command starts from: the admin client, the request filter,
+// the request to send (its credentials known to sc) and the listener it
+// goes to. The caller closes conn.
+func connectSession(cmd *cobra.Command, o *options, p plan, sc *scrub.Scrubber) (s session, conn connect.Connector, adminURL string, err error) {
+	if p.request != nil {
+		addRequest(sc, *p.request)
+	}
+	if conn, err = connector(cmd, p); err != nil {
+		return s, nil, "", err
+	}
+	ctx := cmd.Context()
+	var listener string
+	if adminURL, err = conn.AdminURL(ctx); err == nil && p.request != nil {
+		listener, err = conn.Listener(ctx, o.port)
+	}
+	if err != nil {
+		conn.Close()
+		return s, nil, "", err
+	}
+	return session{
+		client:   o.limits.Client(adminURL, connect.AdminHint(conn)),
+		expr:     o.expression,
+		request:  p.request,
+		listener: listener,
+		sender:   inject.NewSender(),
+		scrub:    sc,
+	}, conn, adminURL, nil
 }
 
 func connector(cmd *cobra.Command, p plan) (connect.Connector, error) {
