@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
@@ -182,7 +183,7 @@ func wouldMatch(rt *gwv1.HTTPRoute, r Request) bool {
 			ms = []gwv1.HTTPRouteMatch{{}}
 		}
 		for _, m := range ms {
-			specs = append(specs, MatchSpec(m))
+			specs = append(specs, controller.Match(m))
 		}
 	}
 	var hosts []string
@@ -203,46 +204,6 @@ func wouldMatch(rt *gwv1.HTTPRoute, r Request) bool {
 		return v, ok
 	})
 	return got != nil
-}
-
-// MatchSpec is a Gateway API match in routing's shape.
-func MatchSpec(m gwv1.HTTPRouteMatch) routing.MatchSpec {
-	var s routing.MatchSpec
-	if m.Path != nil && m.Path.Value != nil {
-		v := *m.Path.Value
-		switch ptr.Deref(m.Path.Type, gwv1.PathMatchPathPrefix) {
-		case gwv1.PathMatchExact:
-			s.Path = &routing.PathSpec{Exact: &v}
-		case gwv1.PathMatchRegularExpression:
-			s.Path = &routing.PathSpec{Regex: &v}
-		default:
-			s.Path = &routing.PathSpec{PathPrefix: &v}
-		}
-	}
-	if m.Method != nil {
-		s.Method = string(*m.Method)
-	}
-	for _, h := range m.Headers {
-		v := h.Value
-		vs := routing.ValueSpec{Name: string(h.Name)}
-		if ptr.Deref(h.Type, gwv1.HeaderMatchExact) == gwv1.HeaderMatchRegularExpression {
-			vs.Value.Regex = &v
-		} else {
-			vs.Value.Exact = &v
-		}
-		s.Headers = append(s.Headers, vs)
-	}
-	for _, q := range m.QueryParams {
-		v := q.Value
-		vs := routing.ValueSpec{Name: string(q.Name)}
-		if ptr.Deref(q.Type, gwv1.QueryParamMatchExact) == gwv1.QueryParamMatchRegularExpression {
-			vs.Value.Regex = &v
-		} else {
-			vs.Value.Exact = &v
-		}
-		s.Query = append(s.Query, vs)
-	}
-	return s
 }
 
 // policy is a policy resource read as unstructured.

@@ -104,10 +104,7 @@ func translateRoute(r *gwv1.HTTPRoute, endpoints map[string][]string) ([]config.
 		}
 		backends := translateBackends(r.Namespace, rule.BackendRefs, endpoints)
 		for mi, match := range matches {
-			cm, err := translateMatch(match)
-			if err != nil {
-				return nil, fmt.Errorf("HTTPRoute %s/%s rule %d match %d: %w", r.Namespace, r.Name, ri, mi, err)
-			}
+			cm := Match(match)
 			cr := config.Route{
 				Key: RouteKey(r.Namespace, r.Name, ri, mi), Name: r.Name, Namespace: r.Namespace,
 				Hostnames: hosts, Matches: []config.Match{cm}, Backends: backends,
@@ -121,7 +118,10 @@ func translateRoute(r *gwv1.HTTPRoute, endpoints map[string][]string) ([]config.
 	return out, nil
 }
 
-func translateMatch(m gwv1.HTTPRouteMatch) (config.Match, error) {
+// Match is a Gateway API match as refproxy's config, its data plane and
+// gwdiag's what-if hold one (config.Match is routing.MatchSpec): the one
+// translation of an HTTPRoute's match.
+func Match(m gwv1.HTTPRouteMatch) config.Match {
 	var cm config.Match
 	if m.Path != nil && m.Path.Value != nil {
 		v := *m.Path.Value
@@ -157,7 +157,7 @@ func translateMatch(m gwv1.HTTPRouteMatch) (config.Match, error) {
 		}
 		cm.Query = append(cm.Query, qm)
 	}
-	return cm, nil
+	return cm
 }
 
 // translateBackends turns a rule's Service references into weighted

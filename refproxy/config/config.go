@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
+	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 // DefaultAdminAddr is the admin server address when the config sets none.
@@ -161,34 +161,19 @@ type Route struct {
 	LLM *LLMRouter `yaml:"-" json:"-"`
 }
 
-// Match is one route match; every set condition must hold.
-type Match struct {
-	Path    *PathMatch    `yaml:"path" json:"path,omitempty"`
-	Method  string        `yaml:"method" json:"method,omitempty"`
-	Headers []HeaderMatch `yaml:"headers" json:"headers,omitempty"`
-	// Query matches query parameters by name (the first value).
-	Query []HeaderMatch `yaml:"query" json:"query,omitempty"`
-}
+// Match is one route match; every set condition must hold. The config,
+// the data plane and the dump share routing's type.
+type Match = routing.MatchSpec
 
 // PathMatch holds exactly one of Exact, PathPrefix or Regex.
-type PathMatch struct {
-	Exact      *string `yaml:"exact" json:"exact,omitempty"`
-	PathPrefix *string `yaml:"pathPrefix" json:"pathPrefix,omitempty"`
-	Regex      *string `yaml:"regex" json:"regex,omitempty"`
-}
+type PathMatch = routing.PathSpec
 
 // HeaderMatch matches one request header (or, in Match.Query, one query
 // parameter) by exact value or regex.
-type HeaderMatch struct {
-	Name  string      `yaml:"name" json:"name,omitempty"`
-	Value StringMatch `yaml:"value" json:"value,omitempty"`
-}
+type HeaderMatch = routing.ValueSpec
 
 // StringMatch holds exactly one of Exact or Regex.
-type StringMatch struct {
-	Exact *string `yaml:"exact" json:"exact,omitempty"`
-	Regex *string `yaml:"regex" json:"regex,omitempty"`
-}
+type StringMatch = routing.StringSpec
 
 // Policies is the policy block of a route or of a top-level policy (the
 // reference's FilterOrPolicy). Of the reference's policies refproxy
@@ -566,7 +551,7 @@ func (c *Config) validate(loc func(path string) (pos, file string)) error {
 				for mi, m := range r.Matches {
 					mp := fmt.Sprintf("%s.matches[%d]", rp, mi)
 					if m.Path != nil {
-						if err := m.Path.check(); err != nil {
+						if err := m.Path.Check(); err != nil {
 							return fail(mp+".path", "%v", err)
 						}
 					}
@@ -575,7 +560,7 @@ func (c *Config) validate(loc func(path string) (pos, file string)) error {
 						if h.Name == "" {
 							return fail(hp+".name", "header name is empty")
 						}
-						if err := h.Value.check(); err != nil {
+						if err := h.Value.Check(); err != nil {
 							return fail(hp+".value", "%v", err)
 						}
 					}
@@ -584,7 +569,7 @@ func (c *Config) validate(loc func(path string) (pos, file string)) error {
 						if q.Name == "" {
 							return fail(qp+".name", "query parameter name is empty")
 						}
-						if err := q.Value.check(); err != nil {
+						if err := q.Value.Check(); err != nil {
 							return fail(qp+".value", "%v", err)
 						}
 					}
@@ -757,36 +742,6 @@ func checkLimit(l RateLimit, p string, fail func(string, string, ...any) error) 
 			return fail(p+"."+fe.Field, "%s", fe.Msg)
 		}
 		return fail(p, "%v", err)
-	}
-	return nil
-}
-
-func (p *PathMatch) check() error {
-	n := 0
-	for _, s := range []*string{p.Exact, p.PathPrefix, p.Regex} {
-		if s != nil {
-			n++
-		}
-	}
-	if n != 1 {
-		return fmt.Errorf("set exactly one of exact, pathPrefix or regex")
-	}
-	if p.Regex != nil {
-		if _, err := regexp.Compile(*p.Regex); err != nil {
-			return fmt.Errorf("bad regex: %v", err)
-		}
-	}
-	return nil
-}
-
-func (s *StringMatch) check() error {
-	if (s.Exact == nil) == (s.Regex == nil) {
-		return fmt.Errorf("set exactly one of exact or regex")
-	}
-	if s.Regex != nil {
-		if _, err := regexp.Compile(*s.Regex); err != nil {
-			return fmt.Errorf("bad regex: %v", err)
-		}
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func (dp *Dataplane) llmRouter(r *config.LLMRouter) (*llmRouter, error) {
 	for _, m := range r.Models {
 		lm := llmModel{pattern: m.Pattern, internal: m.Internal, be: dp.backend(m.Backend)}
 		for _, hs := range m.Matches {
-			hm, err := routing.Compile(routing.MatchSpec{Headers: valueSpecs(hs)})
+			hm, err := routing.Compile(routing.MatchSpec{Headers: hs})
 			if err != nil {
 				return nil, err
 			}

@@ -195,7 +195,7 @@ func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
 				if err != nil {
 					return nil, err
 				}
-				rr, err := routing.NewRoute(rt.key, len(bt.routes), r.Hostnames, matchSpecs(r.Matches))
+				rr, err := routing.NewRoute(rt.key, len(bt.routes), r.Hostnames, r.Matches)
 				if err != nil {
 					return nil, err
 				}
@@ -563,28 +563,6 @@ func (rt *route) pick() *backend {
 		n -= b.weight
 	}
 	return rt.backends[0]
-}
-
-// matchSpecs are a config route's matches in routing's shape, which is
-// also the dump's.
-func matchSpecs(ms []config.Match) []routing.MatchSpec {
-	out := make([]routing.MatchSpec, 0, len(ms))
-	for _, m := range ms {
-		s := routing.MatchSpec{Method: m.Method, Headers: valueSpecs(m.Headers), Query: valueSpecs(m.Query)}
-		if p := m.Path; p != nil {
-			s.Path = &routing.PathSpec{Exact: p.Exact, PathPrefix: p.PathPrefix, Regex: p.Regex}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-func valueSpecs(hs []config.HeaderMatch) []routing.ValueSpec {
-	var out []routing.ValueSpec
-	for _, h := range hs {
-		out = append(out, routing.ValueSpec{Name: h.Name, Value: routing.StringSpec{Exact: h.Value.Exact, Regex: h.Value.Regex}})
-	}
-	return out
 }
 
 // selectRoute returns the route that takes the request: the listener of

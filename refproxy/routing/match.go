@@ -21,34 +21,72 @@ import (
 
 // MatchSpec is one route match as the standalone config writes it and
 // /config_dump shows it (the reference's RouteMatch): every set condition
-// must hold. A nil Path is a "/" prefix.
+// must hold. A nil Path is a "/" prefix. It is the one type of a match:
+// refproxy's config (config.Match), its data plane and dump, the reference
+// controller's translation of an HTTPRoute and gwdiag's what-if all hold
+// this one.
 type MatchSpec struct {
-	Path    *PathSpec   `json:"path,omitempty"`
-	Method  string      `json:"method,omitempty"`
-	Headers []ValueSpec `json:"headers,omitempty"`
-	Query   []ValueSpec `json:"query,omitempty"`
+	Path    *PathSpec   `yaml:"path" json:"path,omitempty"`
+	Method  string      `yaml:"method" json:"method,omitempty"`
+	Headers []ValueSpec `yaml:"headers" json:"headers,omitempty"`
+	// Query matches query parameters by name (the first value).
+	Query []ValueSpec `yaml:"query" json:"query,omitempty"`
 }
 
 // PathSpec holds one of Exact, PathPrefix or Regex; Invalid is the dump's
 // "invalid", a path the proxy could not compile, which never matches.
 type PathSpec struct {
-	Exact      *string `json:"exact,omitempty"`
-	PathPrefix *string `json:"pathPrefix,omitempty"`
-	Regex      *string `json:"regex,omitempty"`
-	Invalid    bool    `json:"-"`
+	Exact      *string `yaml:"exact" json:"exact,omitempty"`
+	PathPrefix *string `yaml:"pathPrefix" json:"pathPrefix,omitempty"`
+	Regex      *string `yaml:"regex" json:"regex,omitempty"`
+	Invalid    bool    `yaml:"-" json:"-"`
 }
 
 // ValueSpec matches a header or query parameter by name and value.
 type ValueSpec struct {
-	Name  string     `json:"name"`
-	Value StringSpec `json:"value"`
+	Name  string     `yaml:"name" json:"name"`
+	Value StringSpec `yaml:"value" json:"value"`
 }
 
 // StringSpec holds one of Exact or Regex; Invalid is the dump's "invalid".
 type StringSpec struct {
-	Exact   *string `json:"exact,omitempty"`
-	Regex   *string `json:"regex,omitempty"`
-	Invalid bool    `json:"-"`
+	Exact   *string `yaml:"exact" json:"exact,omitempty"`
+	Regex   *string `yaml:"regex" json:"regex,omitempty"`
+	Invalid bool    `yaml:"-" json:"-"`
+}
+
+// Check says what is wrong with a path match a config wrote: not exactly
+// one of exact, pathPrefix or regex, or a regex that does not compile.
+func (p *PathSpec) Check() error {
+	n := 0
+	for _, s := range []*string{p.Exact, p.PathPrefix, p.Regex} {
+		if s != nil {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("set exactly one of exact, pathPrefix or regex")
+	}
+	if p.Regex != nil {
+		if _, err := regexp.Compile(*p.Regex); err != nil {
+			return fmt.Errorf("bad regex: %v", err)
+		}
+	}
+	return nil
+}
+
+// Check says what is wrong with a value match a config wrote: not exactly
+// one of exact or regex, or a regex that does not compile.
+func (s *StringSpec) Check() error {
+	if (s.Exact == nil) == (s.Regex == nil) {
+		return fmt.Errorf("set exactly one of exact or regex")
+	}
+	if s.Regex != nil {
+		if _, err := regexp.Compile(*s.Regex); err != nil {
+			return fmt.Errorf("bad regex: %v", err)
+		}
+	}
+	return nil
 }
 
 // invalidJSON is how the reference's dump writes a match it could not
