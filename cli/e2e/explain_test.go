@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/ratelimitsvc"
-	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // explainConfig has one route per outcome gwdiag explains; %[1]s is the

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/steps/ratelimitsvc"
-	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // The service's limits for these tests. Its windows are fixed and aligned
