@@ -32,7 +32,6 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/authn"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
@@ -105,14 +104,6 @@ func (rp *routePolicies) authenticate(req *fasthttp.Request, tr *tracing.Tracer,
 		}
 	}
 	return nil
-}
-
-// authRefused answers a 401 of an auth policy.
-func (dp *Dataplane) authRefused(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, r *authRefusal) {
-	if r.wwwAuthenticate != "" {
-		ctx.Response.Header.Set("WWW-Authenticate", r.wwwAuthenticate)
-	}
-	dp.local(ctx, tr, fasthttp.StatusUnauthorized, r.body, ratelimit.Decision{}, cause{kind: causeAuthn, policy: r.kind, reason: r.reason})
 }
 
 // --- locations

@@ -84,129 +84,16 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.RecordNext(trace.SeverityInfo, trace.PolicySelection, ps)
 		traceSkippedPolicies(tr, rt)
 	}
-	pol := rt.pol
-	var cors corsResult
-	if pol != nil && pol.cors != nil {
-		cors = pol.cors.evaluate(&ctx.Request)
-		if cors.preflight {
-			// The proxy answers a CORS preflight itself; an origin the
-			// policy does not allow gets no CORS headers.
-			dp.routePolicies(ctx, tr)
-			pol.cors.addHeaders(cors, &ctx.Response.Header)
-			dp.direct(ctx, tr, rt, corsResult{}, http.StatusOK, "", ratelimit.Decision{},
-				cause{kind: causeDirect, policy: "cors", reason: "a CORS preflight, answered by the proxy"})
-			return
-		}
-	}
-	// The auth policies (auth.go): who the client is, or a 401.
-	var id identity
-	if pol != nil && pol.auth != nil {
-		if r := pol.authenticate(&ctx.Request, tr, &id); r != nil {
-			dp.routePolicies(ctx, tr)
-			pol.corsHeaders(cors, &ctx.Response.Header)
-			dp.authRefused(ctx, tr, r)
-			return
-		}
-	}
-	// What CEL expressions see of the request (after the auth policies took
-	// their credentials, with who they found), only for routes that have some.
-	var act map[string]any
-	if rt.cond != nil || rt.remote != nil || rt.keyed || pol != nil && pol.authz != nil {
-		act = activation(ctx)
-		id.vars(act)
-	}
-	if pol != nil && pol.authz != nil && !authorize(pol.authz, act) {
-		var refused string
-		if tr != nil {
-			refused = traceAuthzRefusal(tr, pol.authz, act)
-		}
-		dp.routePolicies(ctx, tr)
-		pol.corsHeaders(cors, &ctx.Response.Header)
-		dp.local(ctx, tr, http.StatusForbidden, authzDeniedBody, ratelimit.Decision{},
-			cause{kind: causeAuthz, policy: "authorization", reason: refused})
+	var st admitted
+	var a localAnswer
+	if !dp.applyPolicies(ctx, tr, rt, &v, &st, &a) {
+		dp.answerLocally(ctx, tr, rt, &st, &a)
 		return
 	}
-	set := rt.set
-	if rt.cond != nil {
-		set = rt.cond.pick(act)
-	}
-	var d ratelimit.Decision
-	var held ratelimit.Held
-	if set != nil {
-		var refused string
-		held = set.Hold(act)
-		d, refused = admit(&held, rt, tr)
-		if !d.Allowed {
-			dp.routePolicies(ctx, tr)
-			pol.corsHeaders(cors, &ctx.Response.Header)
-			dp.refuse(ctx, tr, rt, d, nil, cause{kind: causeRateLimit, policy: "localRateLimit", reason: refused})
-			return
-		}
-	}
-	var global remoteResult
-	if rt.remote != nil {
-		global = dp.checkRemote(rt, act)
-		d = ratelimit.Tighter(d, global.d)
-		var decided string
-		if tr != nil {
-			decided = traceRemoteLimits(tr, rt, global)
-		}
-		if global.refused || global.failed {
-			dp.routePolicies(ctx, tr)
-			pol.corsHeaders(cors, &ctx.Response.Header)
-			if global.refused {
-				ctx.Response.Header.Set(HeaderRateLimited, "true")
-				dp.refuse(ctx, tr, rt, d, global.warnings, cause{kind: causeRateLimit, policy: "remoteRateLimit", reason: decided})
-			} else {
-				dp.answer(ctx, tr, statusRateLimitServiceDown, "rate limit service unavailable\n", d, global.warnings,
-					cause{kind: causeLimitDown, policy: "remoteRateLimit", reason: decided})
-			}
-			return
-		}
-	}
-	if pol != nil && pol.direct != nil {
-		dp.routePolicies(ctx, tr)
-		dp.direct(ctx, tr, rt, cors, int(pol.direct.Status), pol.direct.Body, d,
-			cause{kind: causeDirect, policy: "directResponse", reason: "the route's directResponse policy answers " + strconv.Itoa(int(pol.direct.Status))})
-		return
-	}
-	var be *backend
-	if rt.llm != nil {
-		if isModelList(&v) {
-			dp.routePolicies(ctx, tr)
-			ctx.Response.Header.SetContentType("application/json")
-			dp.direct(ctx, tr, rt, cors, http.StatusOK, b2s(rt.llm.list), d,
-				cause{kind: causeDirect, reason: "the model list of the route's llm models, answered by the proxy"})
-			return
-		}
-		model, ok := "", false
-		if body, read := requestBody(&ctx.Request); read {
-			model, ok = llm.ModelOf(body)
-		}
-		if ok {
-			be = rt.llm.pick(model, &v)
-		}
-		if be == nil {
-			dp.routePolicies(ctx, tr)
-			ctx.Response.Header.SetContentType("application/json")
-			reason := "the request names no model"
-			if ok {
-				reason = fmt.Sprintf("no model of the route takes %q (or its header conditions do not hold)", model)
-			}
-			dp.direct(ctx, tr, rt, cors, http.StatusNotFound, modelNotFound(model, ok), d,
-				cause{kind: causeNoModel, reason: reason})
-			return
-		}
-	} else {
-		be = rt.pick()
-	}
-	if be == nil {
-		dp.routePolicies(ctx, tr)
-		pol.corsHeaders(cors, &ctx.Response.Header)
-		dp.local(ctx, tr, http.StatusServiceUnavailable, "no backend for route\n", d,
-			cause{kind: causeNoBackend, reason: "route " + rt.key + " has no backend"})
-		return
-	}
+	// An admitted request goes to its backend: the route's request header
+	// modifiers and backend auth applied, the request traced as the backend
+	// gets it, then forwarded (or tunnelled, for an upgrade).
+	pol, be := rt.pol, st.be
 	if be.model != "" {
 		setModel(&ctx.Request, be.model)
 	}
@@ -230,7 +117,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		rc := dp.captureRequest(ctx, tr, trace.StageRoutePolicies, nil)
 		tr.Record(trace.SeverityInfo, trace.RequestSnapshot, nil, rc)
 		if ba != nil {
-			ba.apply(&ctx.Request, tr, &id, be)
+			ba.apply(&ctx.Request, tr, &st.id, be)
 			rc = dp.captureRequest(ctx, tr, trace.StageFinalRequest, be)
 		}
 		rc.Str, rc.Refs[3] = trace.StageFinalRequest, be
@@ -243,11 +130,11 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 			tr.AddSecret(be.apiKey)
 		}
 	} else if ba != nil {
-		ba.apply(&ctx.Request, nil, &id, be)
+		ba.apply(&ctx.Request, nil, &st.id, be)
 	}
 
 	c := callPool.Get().(*call)
-	*c = call{dp: dp, tr: tr, rt: rt, be: be, held: held, cors: cors, d: d, start: time.Now(), remote: global, warnings: global.warnings}
+	*c = call{dp: dp, tr: tr, rt: rt, be: be, held: st.held, cors: st.cors, d: st.d, start: time.Now(), remote: st.global, warnings: st.global.warnings}
 	// One pass over the headers finds whether any must be dropped; an
 	// upgrade has one (Upgrade is hop-by-hop), so most requests stop here.
 	dropped := hasDroppedHeader(&ctx.Request.Header)
@@ -256,6 +143,187 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	dp.forward(ctx, c, dropped)
+}
+
+// admitted is what the route's policies decided of a request they let
+// through: its CORS result, who the client is, what its CEL expressions
+// saw, the limits' decision (local and global) and tokens held, and the
+// backend it goes to.
+type admitted struct {
+	cors   corsResult
+	id     identity
+	act    map[string]any
+	d      ratelimit.Decision
+	held   ratelimit.Held
+	global remoteResult
+	be     *backend
+}
+
+// localAnswer is a request the proxy answers itself once its route is
+// known: the one way out of the route's policies before a backend
+// (answerLocally writes it).
+type localAnswer struct {
+	// own: the route's own response (directResponse, the LLM model list
+	// and its errors, a CORS preflight): its response header modifiers
+	// and CORS headers apply (direct). Otherwise the proxy's answer, with
+	// the CORS headers only.
+	own bool
+	// preflight: a CORS preflight, whose CORS headers are set already.
+	preflight bool
+	// refused: a 429 of the route's limits, in the route's error format;
+	// global: of the global rate-limit service (HeaderRateLimited).
+	refused, global bool
+	// wwwAuthenticate is the challenge of an auth policy's 401.
+	wwwAuthenticate string
+	status          int
+	body            string
+	warnings        []any
+	why             cause
+}
+
+// applyPolicies applies the route's policies in order: CORS (a preflight is
+// answered), the auth policies, authorization, the local limits, the
+// global limits, directResponse, then the backend (an LLM route's by
+// model). It reports whether the request goes to a backend (st says
+// how); if not, a says how the proxy answers it.
+func (dp *Dataplane) applyPolicies(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, v *reqView, st *admitted, a *localAnswer) bool {
+	pol := rt.pol
+	if pol != nil && pol.cors != nil {
+		st.cors = pol.cors.evaluate(&ctx.Request)
+		if st.cors.preflight {
+			// The proxy answers a CORS preflight itself; an origin the
+			// policy does not allow gets no CORS headers.
+			pol.cors.addHeaders(st.cors, &ctx.Response.Header)
+			*a = localAnswer{own: true, preflight: true, status: http.StatusOK,
+				why: cause{kind: causeDirect, policy: "cors", reason: "a CORS preflight, answered by the proxy"}}
+			return false
+		}
+	}
+	// The auth policies (auth.go): who the client is, or a 401.
+	if pol != nil && pol.auth != nil {
+		if r := pol.authenticate(&ctx.Request, tr, &st.id); r != nil {
+			*a = localAnswer{status: http.StatusUnauthorized, body: r.body, wwwAuthenticate: r.wwwAuthenticate,
+				why: cause{kind: causeAuthn, policy: r.kind, reason: r.reason}}
+			return false
+		}
+	}
+	// What CEL expressions see of the request (after the auth policies took
+	// their credentials, with who they found), only for routes that have some.
+	if rt.cond != nil || rt.remote != nil || rt.keyed || pol != nil && pol.authz != nil {
+		st.act = activation(ctx)
+		st.id.vars(st.act)
+	}
+	if pol != nil && pol.authz != nil && !authorize(pol.authz, st.act) {
+		var refused string
+		if tr != nil {
+			refused = traceAuthzRefusal(tr, pol.authz, st.act)
+		}
+		*a = localAnswer{status: http.StatusForbidden, body: authzDeniedBody,
+			why: cause{kind: causeAuthz, policy: "authorization", reason: refused}}
+		return false
+	}
+	set := rt.set
+	if rt.cond != nil {
+		set = rt.cond.pick(st.act)
+	}
+	if set != nil {
+		var refused string
+		st.held = set.Hold(st.act)
+		st.d, refused = admit(&st.held, rt, tr)
+		if !st.d.Allowed {
+			*a = localAnswer{refused: true, why: cause{kind: causeRateLimit, policy: "localRateLimit", reason: refused}}
+			return false
+		}
+	}
+	if rt.remote != nil {
+		st.global = dp.checkRemote(rt, st.act)
+		st.d = ratelimit.Tighter(st.d, st.global.d)
+		var decided string
+		if tr != nil {
+			decided = traceRemoteLimits(tr, rt, st.global)
+		}
+		switch {
+		case st.global.refused:
+			*a = localAnswer{refused: true, global: true, warnings: st.global.warnings,
+				why: cause{kind: causeRateLimit, policy: "remoteRateLimit", reason: decided}}
+			return false
+		case st.global.failed:
+			*a = localAnswer{status: statusRateLimitServiceDown, body: "rate limit service unavailable\n", warnings: st.global.warnings,
+				why: cause{kind: causeLimitDown, policy: "remoteRateLimit", reason: decided}}
+			return false
+		}
+	}
+	if pol != nil && pol.direct != nil {
+		*a = localAnswer{own: true, status: int(pol.direct.Status), body: pol.direct.Body,
+			why: cause{kind: causeDirect, policy: "directResponse", reason: "the route's directResponse policy answers " + strconv.Itoa(int(pol.direct.Status))}}
+		return false
+	}
+	if rt.llm == nil {
+		st.be = rt.pick()
+	} else if !dp.pickModel(ctx, rt, v, st, a) {
+		return false
+	}
+	if st.be == nil {
+		*a = localAnswer{status: http.StatusServiceUnavailable, body: "no backend for route\n",
+			why: cause{kind: causeNoBackend, reason: "route " + rt.key + " has no backend"}}
+		return false
+	}
+	return true
+}
+
+// pickModel picks an LLM route's backend by the request's model, or
+// answers the model list, or that no model of the route takes it.
+func (dp *Dataplane) pickModel(ctx *fasthttp.RequestCtx, rt *route, v *reqView, st *admitted, a *localAnswer) bool {
+	if isModelList(v) {
+		ctx.Response.Header.SetContentType("application/json")
+		*a = localAnswer{own: true, status: http.StatusOK, body: b2s(rt.llm.list),
+			why: cause{kind: causeDirect, reason: "the model list of the route's llm models, answered by the proxy"}}
+		return false
+	}
+	model, ok := "", false
+	if body, read := requestBody(&ctx.Request); read {
+		model, ok = llm.ModelOf(body)
+	}
+	if ok {
+		st.be = rt.llm.pick(model, v)
+	}
+	if st.be != nil {
+		return true
+	}
+	ctx.Response.Header.SetContentType("application/json")
+	reason := "the request names no model"
+	if ok {
+		reason = fmt.Sprintf("no model of the route takes %q (or its header conditions do not hold)", model)
+	}
+	*a = localAnswer{own: true, status: http.StatusNotFound, body: modelNotFound(model, ok), why: cause{kind: causeNoModel, reason: reason}}
+	return false
+}
+
+// answerLocally answers a request the route's policies stopped: the
+// request after them traced, then the route's own response or the proxy's
+// (with the CORS headers), each with the limits' headers.
+func (dp *Dataplane) answerLocally(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, st *admitted, a *localAnswer) {
+	dp.routePolicies(ctx, tr)
+	switch {
+	case a.own:
+		cors := st.cors
+		if a.preflight {
+			cors = corsResult{}
+		}
+		dp.direct(ctx, tr, rt, cors, a.status, a.body, st.d, a.why)
+	case a.refused:
+		rt.pol.corsHeaders(st.cors, &ctx.Response.Header)
+		if a.global {
+			ctx.Response.Header.Set(HeaderRateLimited, "true")
+		}
+		dp.refuse(ctx, tr, rt, st.d, a.warnings, a.why)
+	default:
+		rt.pol.corsHeaders(st.cors, &ctx.Response.Header)
+		if a.wwwAuthenticate != "" {
+			ctx.Response.Header.Set("WWW-Authenticate", a.wwwAuthenticate)
+		}
+		dp.answer(ctx, tr, a.status, a.body, st.d, a.warnings, a.why)
+	}
 }
 
 // routeFor picks the route of the request (v is nil-valued without a
