@@ -5,6 +5,7 @@ package docs
 
 import (
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -191,6 +192,61 @@ func TestArrowsCatchUpwardImports(t *testing.T) {
 	}
 	if got := violations(fine, []string{"cli/whatif/whatif.go -> refproxy/routing"}); len(got) != 1 || !strings.Contains(got[0], "no longer holds") {
 		t.Errorf("a debt paid off but still listed: got %q", got)
+	}
+}
+
+// maxFunc bounds a function of non-test, non-generated code; maxRegister
+// bounds a register function of the suite's steps (one line a step).
+const (
+	maxFunc     = 150
+	maxRegister = 60
+)
+
+// TestFunctionsFitOnAScreenOrTwo: no function of the project's own code
+// is longer than maxFunc lines, and no step register function longer than
+// maxRegister.
+func TestFunctionsFitOnAScreenOrTwo(t *testing.T) {
+	fset := token.NewFileSet()
+	n := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasPrefix(d.Name(), "zz_generated") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			n++
+			lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+			limit := maxFunc
+			if strings.HasPrefix(fn.Name.Name, "register") && strings.HasSuffix(fn.Name.Name, "Steps") {
+				limit = maxRegister
+			}
+			if lines > limit {
+				t.Errorf("%s: %s is %d lines, over %d: split it where its steps are", path, fn.Name.Name, lines, limit)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 1000 {
+		t.Fatalf("read %d functions; the walk missed the tree", n)
 	}
 }
 

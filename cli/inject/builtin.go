@@ -62,46 +62,16 @@ func (Builtin) Build(ctx context.Context, req Request) (*http.Request, error) {
 			if err != nil {
 				return nil, err
 			}
-			name, value, ok := strings.Cut(v, ":")
-			if !ok || strings.TrimSpace(name) == "" {
-				// Not quoted whole: a header written without its colon
-				// ("Authorization Bearer sk-...") holds a credential.
-				shown := strings.TrimSpace(v)
-				if first, _, cut := strings.Cut(shown, " "); cut {
-					shown = first + " ..."
-				}
-				return nil, fmt.Errorf("invalid header %q: want 'Name: value'", shown)
-			}
-			name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
-			value = strings.TrimSpace(value)
-			switch {
-			case name == "Host":
-				b.headers.Set("Host", value)
-			case name == "User-Agent":
-				b.userAgent, b.hasUA = value, true
-			case value == "":
-				// curl: "-H 'Name:'" removes a header it would send.
-				b.headers.Del(name)
-			default:
-				b.headers.Add(name, value)
-			}
-			if name == "Content-Type" {
-				b.contentType = true
+			if err := b.addHeader(v); err != nil {
+				return nil, err
 			}
 		case "-d", "--data", "--data-binary", "--data-raw":
 			v, err := needVal()
 			if err != nil {
 				return nil, err
 			}
-			if opt != "--data-raw" && strings.HasPrefix(v, "@") {
-				data, err := os.ReadFile(v[1:])
-				if err != nil {
-					return nil, fmt.Errorf("curl option %s: %w", opt, err)
-				}
-				v = string(data)
-				if opt != "--data-binary" {
-					v = strings.NewReplacer("\r", "", "\n", "").Replace(v)
-				}
+			if v, err = readData(opt, v); err != nil {
+				return nil, err
 			}
 			b.body = append(b.body, v)
 			b.form = true
@@ -110,12 +80,8 @@ func (Builtin) Build(ctx context.Context, req Request) (*http.Request, error) {
 			if err != nil {
 				return nil, err
 			}
-			if strings.HasPrefix(v, "@") {
-				data, err := os.ReadFile(v[1:])
-				if err != nil {
-					return nil, fmt.Errorf("curl option --json: %w", err)
-				}
-				v = string(data)
+			if v, err = readData(opt, v); err != nil {
+				return nil, err
 			}
 			b.body = append(b.body, v)
 			b.json = true
@@ -187,6 +153,55 @@ func (Builtin) Build(ctx context.Context, req Request) (*http.Request, error) {
 		hr.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(b.user)))
 	}
 	return hr, nil
+}
+
+// addHeader takes one -H value as curl does: "Name: value" added, "Name:"
+// removing a header curl would send, Host and User-Agent kept apart.
+func (b *builtinRequest) addHeader(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		// Not quoted whole: a header written without its colon
+		// ("Authorization Bearer sk-...") holds a credential.
+		shown := strings.TrimSpace(v)
+		if first, _, cut := strings.Cut(shown, " "); cut {
+			shown = first + " ..."
+		}
+		return fmt.Errorf("invalid header %q: want 'Name: value'", shown)
+	}
+	name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
+	value = strings.TrimSpace(value)
+	switch {
+	case name == "Host":
+		b.headers.Set("Host", value)
+	case name == "User-Agent":
+		b.userAgent, b.hasUA = value, true
+	case value == "":
+		// curl: "-H 'Name:'" removes a header it would send.
+		b.headers.Del(name)
+	default:
+		b.headers.Add(name, value)
+	}
+	if name == "Content-Type" {
+		b.contentType = true
+	}
+	return nil
+}
+
+// readData is a data option's value: @file read (a file given to -d or
+// --data lost its line breaks, as curl strips them), else as it is.
+func readData(opt, v string) (string, error) {
+	if opt == "--data-raw" || !strings.HasPrefix(v, "@") {
+		return v, nil
+	}
+	data, err := os.ReadFile(v[1:])
+	if err != nil {
+		return "", fmt.Errorf("curl option %s: %w", opt, err)
+	}
+	v = string(data)
+	if opt == "-d" || opt == "--data" {
+		v = strings.NewReplacer("\r", "", "\n", "").Replace(v)
+	}
+	return v, nil
 }
 
 // splitOption splits the "-XPOST" form into option and value, as curl does

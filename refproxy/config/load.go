@@ -473,47 +473,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, segs []stri
 		if n.Kind != yaml.MappingNode {
 			return d.fail(n, path, "want a mapping, got %s", kindName(n))
 		}
-		fields := structFields(v.Type())
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode {
-				return d.fail(k, path, "mapping key must be a string")
-			}
-			fp := join(path, k.Value)
-			fsegs := append(segs[:len(segs):len(segs)], k.Value)
-			if seen[k.Value] {
-				return d.fail(k, fp, "field set twice")
-			}
-			seen[k.Value] = true
-			if fd, ok := v.Addr().Interface().(fieldDecoder); ok {
-				handled, err := fd.decodeField(d, k, val, fp, fsegs)
-				if err != nil {
-					return err
-				}
-				if handled {
-					continue
-				}
-			}
-			idx, ok := fields[k.Value]
-			if !ok {
-				if d.schema != nil && d.schema.known(segs, k.Value) {
-					if !unset(val) {
-						d.refuse(fp, "")
-					}
-					continue
-				}
-				names := make(map[string]int, len(fields))
-				for f := range fields {
-					names[f] = 0
-				}
-				return d.fail(k, fp, "unknown field %q%s", k.Value, suggest(k.Value, names))
-			}
-			if err := d.decode(val, v.FieldByIndex(idx), fp, fsegs); err != nil {
-				return err
-			}
-		}
-		return nil
+		return d.decodeStruct(n, v, path, segs)
 	case reflect.Slice:
 		if isNull {
 			v.SetZero()
@@ -584,6 +544,54 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, segs []stri
 		return nil
 	}
 	return d.fail(n, path, "internal error: cannot decode into %s", v.Type())
+}
+
+// decodeStruct decodes a mapping into a struct by its yaml tags: each key
+// once, a field's own decoder first (fieldDecoder), a key the reference's
+// schema knows and refproxy does not refused (or ignored when unset), any
+// other unknown key an error naming the closest field.
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, segs []string) error {
+	fields := structFields(v.Type())
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return d.fail(k, path, "mapping key must be a string")
+		}
+		fp := join(path, k.Value)
+		fsegs := append(segs[:len(segs):len(segs)], k.Value)
+		if seen[k.Value] {
+			return d.fail(k, fp, "field set twice")
+		}
+		seen[k.Value] = true
+		if fd, ok := v.Addr().Interface().(fieldDecoder); ok {
+			handled, err := fd.decodeField(d, k, val, fp, fsegs)
+			if err != nil {
+				return err
+			}
+			if handled {
+				continue
+			}
+		}
+		idx, ok := fields[k.Value]
+		if !ok {
+			if d.schema != nil && d.schema.known(segs, k.Value) {
+				if !unset(val) {
+					d.refuse(fp, "")
+				}
+				continue
+			}
+			names := make(map[string]int, len(fields))
+			for f := range fields {
+				names[f] = 0
+			}
+			return d.fail(k, fp, "unknown field %q%s", k.Value, suggest(k.Value, names))
+		}
+		if err := d.decode(val, v.FieldByIndex(idx), fp, fsegs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // structFields maps yaml keys to field indexes; the fields of a struct

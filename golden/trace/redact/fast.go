@@ -341,44 +341,9 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 	}
 	// The strings holding a secret (with the credentials just kept).
 	if s != nil {
-		for _, v := range s.vals {
-			if strings.ContainsFunc(v, func(c rune) bool { return c == '"' || c == '\\' || c < 0x20 }) {
-				continue // no string of src holds one: it would be escaped
-			}
-			if len(v) < MinSubstring {
-				// v" first: a quote starts the search too often.
-				q := []byte(v + `"`)
-				for off := 1; off < len(src); {
-					i := bytes.Index(src[off:], q)
-					if i < 0 {
-						break
-					}
-					p := off + i - 1
-					off = p + 2
-					if src[p] == '"' && bytes.Count(src[:p], []byte{'"'})%2 == 0 {
-						sp = append(sp, span{start: p + 1, end: p + 1 + len(v)})
-					}
-				}
-				continue
-			}
-			for off := 0; ; {
-				i := bytes.Index(src[off:], []byte(v))
-				if i < 0 {
-					break
-				}
-				p := off + i
-				off = p + len(v)
-				if bytes.Count(src[:p], []byte{'"'})%2 == 1 {
-					start := bytes.LastIndexByte(src[:p], '"') + 1
-					e := bytes.IndexByte(src[p+len(v):], '"')
-					if e < 0 {
-						return dst, false, false // not JSON after all
-					}
-					end := p + len(v) + e
-					sp = append(sp, span{start: start, end: end})
-					off = end + 1
-				}
-			}
+		var good bool
+		if sp, good = secretSpans(src, s, sp); !good {
+			return dst, false, false // not JSON after all
 		}
 	}
 	if len(sp) == 0 {
@@ -419,6 +384,51 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 		return append(dst[:at], src...), false, true
 	}
 	return append(dst, src[last:]...), true, true
+}
+
+// secretSpans appends to sp the strings of src that hold a secret of s; a
+// string left open is no JSON (false).
+func secretSpans(src []byte, s *Secrets, sp []span) ([]span, bool) {
+	for _, v := range s.vals {
+		if strings.ContainsFunc(v, func(c rune) bool { return c == '"' || c == '\\' || c < 0x20 }) {
+			continue // no string of src holds one: it would be escaped
+		}
+		if len(v) < MinSubstring {
+			// v" first: a quote starts the search too often.
+			q := []byte(v + `"`)
+			for off := 1; off < len(src); {
+				i := bytes.Index(src[off:], q)
+				if i < 0 {
+					break
+				}
+				p := off + i - 1
+				off = p + 2
+				if src[p] == '"' && bytes.Count(src[:p], []byte{'"'})%2 == 0 {
+					sp = append(sp, span{start: p + 1, end: p + 1 + len(v)})
+				}
+			}
+			continue
+		}
+		for off := 0; ; {
+			i := bytes.Index(src[off:], []byte(v))
+			if i < 0 {
+				break
+			}
+			p := off + i
+			off = p + len(v)
+			if bytes.Count(src[:p], []byte{'"'})%2 == 1 {
+				start := bytes.LastIndexByte(src[:p], '"') + 1
+				e := bytes.IndexByte(src[p+len(v):], '"')
+				if e < 0 {
+					return sp, false
+				}
+				end := p + len(v) + e
+				sp = append(sp, span{start: start, end: end})
+				off = end + 1
+			}
+		}
+	}
+	return sp, true
 }
 
 // headerMembers adds to sp the values of the members of the object at
