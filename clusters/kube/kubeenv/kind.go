@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gwdiag/gwdiag/clusters/kube"
 	"github.com/gwdiag/gwdiag/clusters/kube/kind"
@@ -32,23 +31,14 @@ func KindFromContext(ctx context.Context) (*kind.Cluster, bool) {
 // deletes it, unless it existed before or o.Keep is set. It needs Docker
 // (or Podman, nerdctl) and a node image the machine can pull.
 func KindEnvFuncs(o kind.Options) (setup, finish env.Func) {
-	setup = func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	return envFuncs(kindKey{}, func(ctx context.Context) (*kind.Cluster, string, error) {
 		c, err := kind.Start(ctx, o)
 		if err != nil {
-			return ctx, err
+			return nil, "", err
 		}
 		if err := kube.InstallCRDs(c.Config); err != nil {
-			return ctx, errors.Join(err, c.Stop())
+			return nil, "", errors.Join(err, c.Stop())
 		}
-		cfg.WithKubeconfigFile(c.KubeconfigPath)
-		return context.WithValue(ctx, kindKey{}, c), nil
-	}
-	finish = func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		c, ok := KindFromContext(ctx)
-		if !ok {
-			return ctx, nil
-		}
-		return ctx, c.Stop()
-	}
-	return setup, finish
+		return c, c.KubeconfigPath, nil
+	}, (*kind.Cluster).Stop)
 }

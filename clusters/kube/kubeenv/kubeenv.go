@@ -29,17 +29,34 @@ func LocalFromContext(ctx context.Context) (*kube.Local, bool) {
 //
 // Set-up points the environment's client at the new API server.
 func LocalEnvFuncs(o kube.LocalOptions) (setup, finish env.Func) {
-	setup = func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	return envFuncs(localKey{}, func(ctx context.Context) (*kube.Local, string, error) {
 		l, err := kube.StartLocal(ctx, o)
+		if err != nil {
+			return nil, "", err
+		}
+		return l, l.KubeconfigPath, nil
+	}, (*kube.Local).Stop)
+}
+
+// envFuncs are the set-up and tear-down of one cluster, whatever starts it
+// (the local API server, the local node, kind): set-up starts it, points
+// the environment's client at its kubeconfig and keeps it in the context
+// under key; tear-down stops the one the context holds, if any.
+func envFuncs[C any](key any, start func(context.Context) (C, string, error), stop func(C) error) (setup, finish env.Func) {
+	setup = func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		c, kubeconfig, err := start(ctx)
 		if err != nil {
 			return ctx, err
 		}
-		cfg.WithKubeconfigFile(l.KubeconfigPath)
-		return context.WithValue(ctx, localKey{}, l), nil
+		cfg.WithKubeconfigFile(kubeconfig)
+		return context.WithValue(ctx, key, c), nil
 	}
 	finish = func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		l, _ := LocalFromContext(ctx)
-		return ctx, l.Stop()
+		c, ok := ctx.Value(key).(C)
+		if !ok {
+			return ctx, nil
+		}
+		return ctx, stop(c)
 	}
 	return setup, finish
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
 )
@@ -27,17 +26,11 @@ func NodeFromContext(ctx context.Context) (*node.Cluster, bool) {
 // Set-up points the environment's client at the node's API server;
 // tear-down stops the node and removes everything it made.
 func LocalNodeEnvFuncs(o node.ClusterOptions) (setup, finish env.Func) {
-	setup = func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	return envFuncs(nodeKey{}, func(ctx context.Context) (*node.Cluster, string, error) {
 		c, err := node.StartCluster(ctx, o)
 		if err != nil {
-			return ctx, err
+			return nil, "", err
 		}
-		cfg.WithKubeconfigFile(c.KubeconfigPath)
-		return context.WithValue(ctx, nodeKey{}, c), nil
-	}
-	finish = func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		c, _ := NodeFromContext(ctx)
-		return ctx, c.Stop()
-	}
-	return setup, finish
+		return c, c.KubeconfigPath, nil
+	}, (*node.Cluster).Stop)
 }
