@@ -28,11 +28,11 @@ type RecordedTrace struct {
 // same trace checks as the live trace-order scenarios.
 const RecordedFeature = FeatureTraceOrder
 
-// MaxReportedFailures is how many failing traces a RecordedCheck report
+// maxReportedFailures is how many failing traces a RecordedCheck report
 // describes; it counts the others. A capture of a broken proxy can fail
 // every one of its hundreds of thousands of traces, and the first ones say
 // what is wrong.
-const MaxReportedFailures = 1000
+const maxReportedFailures = 1000
 
 // RecordedCheck runs the trace checks (tracecheck.Check, the rules the live
 // suite applies) on recorded traces one at a time and reports each trace as
@@ -84,7 +84,7 @@ func (c *RecordedCheck) Add(t RecordedTrace) *ScenarioReport {
 	}
 	res.Message = c.scrub(t.Events, res.Message)
 	c.failed++
-	if len(c.reports) < MaxReportedFailures {
+	if len(c.reports) < maxReportedFailures {
 		c.reports = append(c.reports, scenarioResult{feature: RecordedFeature, profile: ProfileStandalone, ScenarioReport: res})
 	}
 	return &res

@@ -321,9 +321,9 @@ func recordOptions(o Options, rec *RunOptions) {
 	}
 }
 
-// OptionsMarkdown is docs/options.md: every run option with its
+// optionsMarkdown is docs/options.md: every run option with its
 // options-file key, flag, type, default and help, from OptionRegistry.
-func OptionsMarkdown() string {
+func optionsMarkdown() string {
 	var b strings.Builder
 	b.WriteString("# Run options\n\n")
 	b.WriteString("<!-- Generated from steps.OptionRegistry (steps/registry.go); `go test ./steps -run TestOptionsDoc -update` rewrites it. -->\n\n")

@@ -60,7 +60,7 @@ func TestOptionDefaults(t *testing.T) {
 // TestOptionsDoc: docs/options.md is the registry's table as it is now.
 func TestOptionsDoc(t *testing.T) {
 	const path = "../docs/options.md"
-	want := OptionsMarkdown()
+	want := optionsMarkdown()
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)

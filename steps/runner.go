@@ -22,8 +22,8 @@ import (
 	"github.com/gwdiag/gwdiag/steps/targets/process"
 )
 
-// NewTarget builds the target the options name.
-func NewTarget(o Options) (targets.Target, error) {
+// newTarget builds the target the options name.
+func newTarget(o Options) (targets.Target, error) {
 	if o.TargetImpl != nil {
 		return o.TargetImpl, nil
 	}
@@ -74,7 +74,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		progress = &progressCopy{}
 		o.Output = io.MultiWriter(o.Output, progress)
 	}
-	tgt, err := NewTarget(o)
+	tgt, err := newTarget(o)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,8 @@ import (
 // DefaultPort is the admin server port of spec part 4.
 const DefaultPort = 15000
 
-// AddrEnv overrides config.adminAddr on the proxy, so the CLI honours it too.
-const AddrEnv = "ADMIN_ADDR"
+// addrEnv overrides config.adminAddr on the proxy, so the CLI honours it too.
+const addrEnv = "ADMIN_ADDR"
 
 // Options are the ways a user can name a standalone admin server, highest
 // precedence first: URL, Port (when set explicitly), the ADMIN_ADDR
@@ -52,14 +52,14 @@ func ResolveURL(o Options) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if v := getenv(AddrEnv); v != "" {
+	if v := getenv(addrEnv); v != "" {
 		if err := checkHostPort(v); err != nil {
-			return "", fmt.Errorf("invalid %s %q: %w", AddrEnv, v, err)
+			return "", fmt.Errorf("invalid %s %q: %w", addrEnv, v, err)
 		}
 		return "http://" + v, nil
 	}
 	if o.ConfigFile != "" {
-		addr, err := ConfigAdminAddr(o.ConfigFile)
+		addr, err := configAdminAddr(o.ConfigFile)
 		if err != nil {
 			return "", err
 		}
@@ -74,9 +74,9 @@ func ResolveURL(o Options) (string, error) {
 	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 }
 
-// ConfigAdminAddr reads config.adminAddr from a standalone config file; ""
+// configAdminAddr reads config.adminAddr from a standalone config file; ""
 // when the file does not set it. Errors name the file, line and field.
-func ConfigAdminAddr(path string) (string, error) {
+func configAdminAddr(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("reading config file: %w", err)

@@ -22,7 +22,7 @@ func TestResolveURL(t *testing.T) {
 	noAdmin := writeFile(t, "binds: []\n")
 	env := func(v string) func(string) string {
 		return func(k string) string {
-			if k == AddrEnv {
+			if k == addrEnv {
 				return v
 			}
 			return ""
@@ -76,13 +76,13 @@ func TestConfigAdminAddrErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := writeFile(t, tt.content)
-			_, err := ConfigAdminAddr(p)
+			_, err := configAdminAddr(p)
 			if err == nil || !strings.HasPrefix(err.Error(), p) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error:\ngot  %v\nwant %s%s...", err, p, tt.want)
 			}
 		})
 	}
-	if _, err := ConfigAdminAddr(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+	if _, err := configAdminAddr(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file error = %v, want it to name the file", err)
 	}
 }

@@ -35,7 +35,7 @@ func (l *LimitFlags) AddBodyFlags(fs *pflag.FlagSet) {
 	d := sse.DefaultLimits()
 	fs.Int64Var(&l.Limits.BodyBytes, "max-body-bytes", d.BodyBytes, "bound on an admin response body (the config dump), in bytes")
 	fs.Int64Var(&l.Limits.HeaderBytes, "max-header-bytes", d.HeaderBytes, "bound on a response's header block, in bytes")
-	fs.DurationVar(&l.Timeout, "timeout", DefaultTimeout, "bound on the time an admin response may take, body included")
+	fs.DurationVar(&l.Timeout, "timeout", defaultTimeout, "bound on the time an admin response may take, body included")
 }
 
 // Check refuses a bound that is not positive: a zero would silently mean

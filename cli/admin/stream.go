@@ -86,9 +86,9 @@ type Client struct {
 	Timeout time.Duration
 }
 
-// DefaultTimeout bounds a one-shot admin request: a config dump arrives in
+// defaultTimeout bounds a one-shot admin request: a config dump arrives in
 // well under a second from a real proxy.
-const DefaultTimeout = 30 * time.Second
+const defaultTimeout = 30 * time.Second
 
 func (c *Client) http() *http.Client {
 	if c.HTTP != nil {
@@ -314,7 +314,7 @@ func (c *Client) ConfigDump(ctx context.Context) ([]byte, error) {
 func (c *Client) get(ctx context.Context, path, what string) ([]byte, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = defaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

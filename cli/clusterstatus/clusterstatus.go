@@ -60,7 +60,7 @@ func Cite(ctx context.Context, cl client.Client, ns, gateway string, r Request) 
 		errs = append(errs, err)
 	}
 	if r.Route != "" {
-		rns, name, ok := RouteName(r.Route)
+		rns, name, ok := routeName(r.Route)
 		if ok {
 			var route gwv1.HTTPRoute
 			err := cl.Get(ctx, client.ObjectKey{Namespace: rns, Name: name}, &route)
@@ -116,8 +116,8 @@ func Cite(ctx context.Context, cl client.Client, ns, gateway string, r Request) 
 // apart (agentgateway: httpbin/httpbin.0.0.http).
 var routeKeyRe = regexp.MustCompile(`^([^/]+)/(.+?)\.\d+(?:\.\d+)?\.[a-z]+$`)
 
-// RouteName is the HTTPRoute of a cluster route key.
-func RouteName(key string) (ns, name string, ok bool) {
+// routeName is the HTTPRoute of a cluster route key.
+func routeName(key string) (ns, name string, ok bool) {
 	m := routeKeyRe.FindStringSubmatch(key)
 	if m == nil {
 		return "", "", false

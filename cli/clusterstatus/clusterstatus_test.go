@@ -19,12 +19,12 @@ func TestRouteName(t *testing.T) {
 		"httpbin/httpbin-timeout.0.0.http": {"httpbin", "httpbin-timeout"},
 		"ns/my.dotted.route.10.http":       {"ns", "my.dotted.route"},
 	} {
-		ns, name, ok := RouteName(key)
+		ns, name, ok := routeName(key)
 		if !ok || ns != want[0] || name != want[1] {
 			t.Errorf("RouteName(%q) = %q, %q, %v; want %q, %q", key, ns, name, ok, want[0], want[1])
 		}
 	}
-	if _, _, ok := RouteName("default/default/bind/3000/listener0/default/httpbin"); ok {
+	if _, _, ok := routeName("default/default/bind/3000/listener0/default/httpbin"); ok {
 		t.Errorf("a standalone key read as a cluster route")
 	}
 }

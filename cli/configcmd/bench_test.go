@@ -20,7 +20,7 @@ func BenchmarkBackendsTable(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := WriteBackends(io.Discard, BackendRows(d, true), "short"); err != nil {
+		if err := writeBackends(io.Discard, backendRows(d, true), "short"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -101,13 +101,13 @@ keys sorted, in a form --file reads back.`,
 				if err != nil {
 					return fmt.Errorf("%s: not a config dump: %w", source(&o), err)
 				}
-				return WriteDump(cmd.OutOrStdout(), g, o.output)
+				return writeDump(cmd.OutOrStdout(), g, o.output)
 			}
 			d, err := configdump.Parse(raw)
 			if err != nil {
 				return fmt.Errorf("%s: not a config dump: %w", source(&o), err)
 			}
-			return WriteSummary(cmd.OutOrStdout(), Summarize(d))
+			return writeSummary(cmd.OutOrStdout(), summarize(d))
 		},
 	}
 	addSourceFlags(cmd, &o)
@@ -146,7 +146,7 @@ or -o yaml print the rows.`,
 			if err != nil {
 				return fmt.Errorf("%s: not a config dump: %w", source(&o), err)
 			}
-			return WriteBackends(cmd.OutOrStdout(), BackendRows(d, o.all), o.output)
+			return writeBackends(cmd.OutOrStdout(), backendRows(d, o.all), o.output)
 		},
 	}
 	addSourceFlags(cmd, &o)
@@ -246,11 +246,11 @@ func loadDump(cmd *cobra.Command, o *options, args []string) ([]byte, connect.Co
 	return raw, conn, err
 }
 
-// WriteDump writes a dump whole as JSON (indented) or YAML, keys sorted,
+// writeDump writes a dump whole as JSON (indented) or YAML, keys sorted,
 // so the same dump gives the same bytes and --file reads it back. The YAML
 // is what agctl writes (sigs.k8s.io/yaml: the same bytes as its
 // `config all -o yaml` in the reference's docs).
-func WriteDump(w io.Writer, dump map[string]any, format string) error {
+func writeDump(w io.Writer, dump map[string]any, format string) error {
 	return writeAs(w, dump, format)
 }
 
@@ -272,8 +272,8 @@ func writeAs(w io.Writer, v any, format string) error {
 	return err
 }
 
-// WriteSummary renders s as three tables: routes, backends, policies.
-func WriteSummary(w io.Writer, s Summary) error {
+// writeSummary renders s as three tables: routes, backends, policies.
+func writeSummary(w io.Writer, s Summary) error {
 	fmt.Fprintln(w, "ROUTES")
 	rows := make([][]string, 0, len(s.Routes))
 	for _, r := range s.Routes {
@@ -313,10 +313,10 @@ type BackendRow struct {
 	EvictedFor string `json:"evictedFor,omitempty" yaml:"evictedFor,omitempty"`
 }
 
-// BackendRows are the rows of `config backends` (agctl's rules): one per
+// backendRows are the rows of `config backends` (agctl's rules): one per
 // endpoint with statistics, sorted by type, namespace, name and endpoint;
 // those with no requests only when all is set.
-func BackendRows(d *configdump.Dump, all bool) []BackendRow {
+func backendRows(d *configdump.Dump, all bool) []BackendRow {
 	rows := []BackendRow{}
 	for _, e := range d.Endpoints() {
 		n := e.Info.Requests()
@@ -346,8 +346,8 @@ func evictedFor(until string) string {
 	return fmt.Sprintf("%.1fs", d.Seconds())
 }
 
-// WriteBackends renders the backends table, or the rows as JSON or YAML.
-func WriteBackends(w io.Writer, rows []BackendRow, format string) error {
+// writeBackends renders the backends table, or the rows as JSON or YAML.
+func writeBackends(w io.Writer, rows []BackendRow, format string) error {
 	if format == "json" || format == "yaml" {
 		return writeAs(w, rows, format)
 	}

@@ -173,7 +173,7 @@ func TestPolicySummary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := Summarize(d).Policies
+			got := summarize(d).Policies
 			if len(got) != 1 || got[0].Name != tt.wantName || got[0].Target != tt.wantTarget || !slices.Equal(got[0].Kinds, tt.wantKinds) {
 				t.Errorf("got %+v, want name %q target %q kinds %q", got, tt.wantName, tt.wantTarget, tt.wantKinds)
 			}

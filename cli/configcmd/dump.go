@@ -53,9 +53,9 @@ type PolicySummary struct {
 	Kinds  []string
 }
 
-// Summarize builds the summary of a dump. Every list is sorted, so the same
+// summarize builds the summary of a dump. Every list is sorted, so the same
 // dump gives the same summary whatever order its maps were read in.
-func Summarize(d *configdump.Dump) Summary {
+func summarize(d *configdump.Dump) Summary {
 	s := Summary{}
 	seen := map[string]bool{}
 	for _, b := range d.Binds {

@@ -44,12 +44,12 @@ func FuzzDumpReader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		sum := Summarize(d)
-		rows := BackendRows(d, true)
-		if err := WriteSummary(&bytes.Buffer{}, sum); err != nil {
+		sum := summarize(d)
+		rows := backendRows(d, true)
+		if err := writeSummary(&bytes.Buffer{}, sum); err != nil {
 			t.Fatalf("WriteSummary: %v", err)
 		}
-		if err := WriteBackends(&bytes.Buffer{}, rows, "short"); err != nil {
+		if err := writeBackends(&bytes.Buffer{}, rows, "short"); err != nil {
 			t.Fatalf("WriteBackends: %v", err)
 		}
 		req := whatif.Request{Method: "GET", Host: "httpbin.local", Path: "/headers", Header: http.Header{"X-A": {"1"}}}
@@ -64,7 +64,7 @@ func FuzzDumpReader(f *testing.F) {
 		}
 		for _, format := range []string{"json", "yaml"} {
 			var saved bytes.Buffer
-			if err := WriteDump(&saved, g, format); err != nil {
+			if err := writeDump(&saved, g, format); err != nil {
 				// A document whose values have no YAML or JSON form (e.g.
 				// a number JSON cannot hold) is refused, not mangled.
 				continue
@@ -73,12 +73,12 @@ func FuzzDumpReader(f *testing.F) {
 			if err != nil {
 				t.Fatalf("-o %s output does not read back: %v\n%s", format, err, saved.Bytes())
 			}
-			if diff := cmp.Diff(sum, Summarize(back)); diff != "" {
+			if diff := cmp.Diff(sum, summarize(back)); diff != "" {
 				t.Fatalf("summary after -o %s round trip (-before +after):\n%s", format, diff)
 			}
 			if format == "json" {
 				// YAML may shorten floats; JSON keeps every digit.
-				if diff := cmp.Diff(rows, BackendRows(back, true)); diff != "" {
+				if diff := cmp.Diff(rows, backendRows(back, true)); diff != "" {
 					t.Fatalf("rows after -o json round trip (-before +after):\n%s", diff)
 				}
 			}
@@ -87,7 +87,7 @@ func FuzzDumpReader(f *testing.F) {
 				t.Fatal(err)
 			}
 			var again bytes.Buffer
-			if err := WriteDump(&again, g2, format); err != nil || !bytes.Equal(again.Bytes(), saved.Bytes()) {
+			if err := writeDump(&again, g2, format); err != nil || !bytes.Equal(again.Bytes(), saved.Bytes()) {
 				t.Fatalf("-o %s of its own output differs (%v):\nfirst\n%s\nsecond\n%s", format, err, saved.Bytes(), again.Bytes())
 			}
 		}

@@ -38,7 +38,7 @@ func TestAgentgatewayDump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Summarize(d)
+	s := summarize(d)
 	if len(s.Routes) != 1 {
 		t.Fatalf("got %d routes, want 1", len(s.Routes))
 	}

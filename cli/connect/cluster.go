@@ -27,15 +27,15 @@ import (
 // (agctl's selector; Gateway API implementations set it on their pods).
 const GatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
 
-// DefaultAdminPort is the proxy's admin port when none is given.
-const DefaultAdminPort = 15000
+// defaultAdminPort is the proxy's admin port when none is given.
+const defaultAdminPort = 15000
 
 // DialFunc opens the streaming connection of a port-forward
 // (portforward.DialFunc): tests forward through an in-process server.
 type DialFunc = portforward.DialFunc
 
-// DialKubernetes is kubectl's dialer (portforward.DialKubernetes).
-func DialKubernetes(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
+// dialKubernetes is kubectl's dialer (portforward.DialKubernetes).
+func dialKubernetes(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
 	return portforward.DialKubernetes(cfg, u)
 }
 
@@ -89,7 +89,7 @@ func (c *Cluster) AdminURL(ctx context.Context) (string, error) {
 	}
 	port := c.AdminPort
 	if port == 0 {
-		port = DefaultAdminPort
+		port = defaultAdminPort
 	}
 	addr, err := c.forwardLocked(ctx, port)
 	if err != nil {
@@ -116,7 +116,7 @@ func (c *Cluster) AdminHint() string {
 	}
 	port := c.AdminPort
 	if port == 0 {
-		port = DefaultAdminPort
+		port = defaultAdminPort
 	}
 	return fmt.Sprintf("port-forwarded to pod %s/%s port %d: does the proxy's admin server listen there? set --proxy-admin-port", c.pod.Namespace, c.pod.Name, port)
 }

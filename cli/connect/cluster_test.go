@@ -294,7 +294,7 @@ func TestDialKubernetesFallsBackToSPDY(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := DialKubernetes(cfg, u)
+	d, err := dialKubernetes(cfg, u)
 	if err != nil {
 		t.Fatal(err)
 	}

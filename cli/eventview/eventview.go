@@ -330,8 +330,8 @@ func JSON(raw []byte) string {
 	return b.String() + "\n"
 }
 
-// IsSnapshot reports whether ev carries a request or response state.
-func IsSnapshot(ev trace.Event) bool {
+// isSnapshot reports whether ev carries a request or response state.
+func isSnapshot(ev trace.Event) bool {
 	t := ev.Type()
 	return t == trace.RequestSnapshot || t == trace.ResponseSnapshot
 }
@@ -339,7 +339,7 @@ func IsSnapshot(ev trace.Event) bool {
 // SnapshotAt returns the index of the last snapshot at or before i, or -1.
 func SnapshotAt(events []trace.Event, i int) int {
 	for j := min(i, len(events)-1); j >= 0; j-- {
-		if IsSnapshot(events[j]) {
+		if isSnapshot(events[j]) {
 			return j
 		}
 	}
@@ -366,10 +366,10 @@ func SnapshotJSON(ev trace.Event) string {
 	return fmt.Sprintf("%s (%s)\n%s\n", ev.Stage(), ev.Type(), b)
 }
 
-// Diff returns the changes from prev's request state to cur's, one line per
+// diff returns the changes from prev's request state to cur's, one line per
 // changed leaf: `+ path: value`, `- path: value`, `~ path: old -> new`. An
 // empty slice means no change.
-func Diff(prev, cur trace.Event) []string {
+func diff(prev, cur trace.Event) []string {
 	a, b := map[string]string{}, map[string]string{}
 	flatten("", prev.Message["requestState"], a)
 	flatten("", cur.Message["requestState"], b)
@@ -437,7 +437,7 @@ func DiffText(events []trace.Event, i int) string {
 	if prev < 0 {
 		return head + "\nfirst snapshot: nothing to compare with\n"
 	}
-	lines := Diff(events[prev], events[cur])
+	lines := diff(events[prev], events[cur])
 	head += fmt.Sprintf(" vs %s", events[prev].Stage())
 	if len(lines) == 0 {
 		return head + "\nno changes\n"

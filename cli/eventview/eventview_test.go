@@ -83,7 +83,7 @@ func TestLabelAndSummary(t *testing.T) {
 func TestDiff(t *testing.T) {
 	prev := ev(t, `{"message":{"type":"requestSnapshot","stage":"gateway policies","requestState":{"request":{"method":"GET","headers":{"a":"1","gone":"x"}}}}}`)
 	cur := ev(t, `{"message":{"type":"requestSnapshot","stage":"route policies","requestState":{"request":{"method":"POST","headers":{"a":"1","new":"y"}},"backend":{"name":"b"}}}}`)
-	got := strings.Join(Diff(prev, cur), "\n")
+	got := strings.Join(diff(prev, cur), "\n")
 	want := strings.Join([]string{
 		`+ backend.name: "b"`,
 		`- request.headers.gone: "x"`,
@@ -93,7 +93,7 @@ func TestDiff(t *testing.T) {
 	if got != want {
 		t.Errorf("Diff:\ngot\n%s\nwant\n%s", got, want)
 	}
-	if d := Diff(prev, prev); len(d) != 0 {
+	if d := diff(prev, prev); len(d) != 0 {
 		t.Errorf("Diff of a snapshot with itself = %q, want none", d)
 	}
 }

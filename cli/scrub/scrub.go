@@ -64,13 +64,13 @@ type Flags struct {
 
 // Add adds --redact and --redact-header to fs.
 func (f *Flags) Add(fs *pflag.FlagSet) {
-	fs.BoolVar(&f.Redact, "redact", true, "redact credentials in what gwdiag prints and saves: the values of "+strings.Join(DefaultNames(), ", ")+
+	fs.BoolVar(&f.Redact, "redact", true, "redact credentials in what gwdiag prints and saves: the values of "+strings.Join(defaultNames(), ", ")+
 		" and of --redact-header headers, and the same credentials wherever else they show, each replaced by <redacted:fingerprint> (--redact=false: in clear; docs/redaction.md)")
 	fs.StringArrayVar(&f.Headers, "redact-header", nil, "also redact the values of this header (repeatable; any case)")
 }
 
-// DefaultNames are the headers redacted by default.
-func DefaultNames() []string {
+// defaultNames are the headers redacted by default.
+func defaultNames() []string {
 	out := make([]string, len(redact.Defaults))
 	for i, h := range redact.Defaults {
 		out[i] = h.Name

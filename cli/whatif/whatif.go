@@ -121,7 +121,7 @@ func pickBind(d *configdump.Dump, r Request) (*configdump.Bind, error) {
 	}
 	var ports []string
 	for i := range d.Binds {
-		p := BindPort(d.Binds[i])
+		p := bindPort(d.Binds[i])
 		if p == 0 {
 			continue
 		}
@@ -139,9 +139,9 @@ func pickBind(d *configdump.Dump, r Request) (*configdump.Bind, error) {
 	return nil, fmt.Errorf("the dump has %d binds (ports %s): pass --port", len(d.Binds), strings.Join(ports, ", "))
 }
 
-// BindPort is a bind's port, from its address ("[::]:3000") or its key
+// bindPort is a bind's port, from its address ("[::]:3000") or its key
 // ("bind/3000"); 0 when neither tells.
-func BindPort(b configdump.Bind) int {
+func bindPort(b configdump.Bind) int {
 	if _, p, err := net.SplitHostPort(b.Address); err == nil {
 		if n, err := strconv.Atoi(p); err == nil {
 			return n
@@ -171,7 +171,7 @@ func routingBind(bind *configdump.Bind) (*routing.Bind, dumpKeys, error) {
 		var routes []*routing.Route
 		for _, rk := range slices.Sorted(maps.Keys(l.Routes)) {
 			dr := l.Routes[rk]
-			specs, err := MatchSpecs(dr.Matches)
+			specs, err := matchSpecs(dr.Matches)
 			if err != nil {
 				return nil, keys, fmt.Errorf("route %s: %w", rk, err)
 			}
@@ -190,9 +190,9 @@ func routingBind(bind *configdump.Bind) (*routing.Bind, dumpKeys, error) {
 	return b, keys, nil
 }
 
-// MatchSpecs reads a dump route's matches (kept as JSON values by
+// matchSpecs reads a dump route's matches (kept as JSON values by
 // configdump) in routing's shape, which is the dump's.
-func MatchSpecs(ms []any) ([]routing.MatchSpec, error) {
+func matchSpecs(ms []any) ([]routing.MatchSpec, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}

@@ -13,12 +13,12 @@ import (
 // globalUnits maps a policy's unit to the service's (limitOverride).
 var globalUnits = map[v1alpha1.GlobalRateLimitUnit]string{"Seconds": "second", "Minutes": "minute", "Hours": "hour", "Days": "day"}
 
-// RemoteRateLimit translates a policy's spec.traffic.rateLimit.global into
+// remoteRateLimit translates a policy's spec.traffic.rateLimit.global into
 // the data plane's remoteRateLimit: the Service by its cluster DNS name
 // (in the policy's namespace unless the reference names another), each
 // entry's expression as the descriptor value, a limit as a limitOverride.
 // It assumes a spec that Validate accepted.
-func RemoteRateLimit(namespace string, g *v1alpha1.GlobalRateLimit) *config.RemoteRateLimit {
+func remoteRateLimit(namespace string, g *v1alpha1.GlobalRateLimit) *config.RemoteRateLimit {
 	ns := namespace
 	if g.BackendRef.Namespace != nil {
 		ns = string(*g.BackendRef.Namespace)

@@ -29,7 +29,7 @@ func TestRemoteRateLimit(t *testing.T) {
 	g := exampleGlobal()
 	open := v1alpha1.FailOpen
 	g.FailureMode = &open
-	r := RemoteRateLimit("team-a", g)
+	r := remoteRateLimit("team-a", g)
 	if r.Host != "ratelimit.team-a.svc:8081" || r.Domain != "gateway" || r.FailureMode != "failOpen" || len(r.Descriptors) != 2 {
 		t.Fatalf("got %+v", r)
 	}
@@ -42,7 +42,7 @@ func TestRemoteRateLimit(t *testing.T) {
 	ns := gwv1.Namespace("infra")
 	g.BackendRef.Namespace = &ns
 	g.FailureMode = nil
-	if r := RemoteRateLimit("team-a", g); r.Host != "ratelimit.infra.svc:8081" || r.FailureMode != "failClosed" {
+	if r := remoteRateLimit("team-a", g); r.Host != "ratelimit.infra.svc:8081" || r.FailureMode != "failClosed" {
 		t.Errorf("backendRef in another namespace, no failure mode: host %s, mode %s", r.Host, r.FailureMode)
 	}
 	// The data plane loads it.

@@ -31,10 +31,10 @@ type AttachedRoute struct {
 	Listeners []gwv1.SectionName
 }
 
-// RouteKey is the cluster form of a route key in traces, as the reference
+// routeKey is the cluster form of a route key in traces, as the reference
 // implementation writes it: "namespace/route.<rule><match>.http"
 // (REFERENCE.md: "httpbin/httpbin.00.http").
-func RouteKey(namespace, name string, rule, match int) string {
+func routeKey(namespace, name string, rule, match int) string {
 	return fmt.Sprintf("%s/%s.%d%d.http", namespace, name, rule, match)
 }
 
@@ -106,7 +106,7 @@ func translateRoute(r *gwv1.HTTPRoute, endpoints map[string][]string) ([]config.
 		for mi, match := range matches {
 			cm := Match(match)
 			cr := config.Route{
-				Key: RouteKey(r.Namespace, r.Name, ri, mi), Name: r.Name, Namespace: r.Namespace,
+				Key: routeKey(r.Namespace, r.Name, ri, mi), Name: r.Name, Namespace: r.Namespace,
 				Hostnames: hosts, Matches: []config.Match{cm}, Backends: backends,
 			}
 			if rule.Name != nil {
@@ -225,7 +225,7 @@ func translatePolicy(gw *gwv1.Gateway, p *v1alpha1.GatewayPolicy) ([]config.Poli
 			MaxTokens: uint64(amount + ptr.Deref(l.Burst, 0)), TokensPerFill: uint64(amount), FillInterval: config.Duration(unit), Type: typ, Key: l.Key})
 	}
 	if rl.Global != nil {
-		pol.RemoteRateLimit = RemoteRateLimit(p.Namespace, rl.Global)
+		pol.RemoteRateLimit = remoteRateLimit(p.Namespace, rl.Global)
 	}
 	var out []config.Policy
 	for i, t := range p.Spec.TargetRefs {

@@ -27,23 +27,23 @@ var files embed.FS
 // FS is the embedded CRD manifests: gateway-api/*.yaml and gwdiag.dev_*.yaml.
 var FS fs.FS = files
 
-// GatewayAPI returns the Gateway API standard-channel CRDs.
-func GatewayAPI() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// gatewayAPI returns the Gateway API standard-channel CRDs.
+func gatewayAPI() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return load("gateway-api/*.yaml")
 }
 
-// Policy returns the reference policy CRD (gatewaypolicies.gwdiag.dev).
-func Policy() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// policy returns the reference policy CRD (gatewaypolicies.gwdiag.dev).
+func policy() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return load("gwdiag.dev_*.yaml")
 }
 
 // All returns the Gateway API CRDs and then the policy CRD.
 func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	gw, err := GatewayAPI()
+	gw, err := gatewayAPI()
 	if err != nil {
 		return nil, err
 	}
-	pol, err := Policy()
+	pol, err := policy()
 	if err != nil {
 		return nil, err
 	}

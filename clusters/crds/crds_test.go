@@ -32,7 +32,7 @@ func TestAllParse(t *testing.T) {
 }
 
 func TestPolicyCRDShape(t *testing.T) {
-	pol, err := Policy()
+	pol, err := policy()
 	if err != nil {
 		t.Fatal(err)
 	}

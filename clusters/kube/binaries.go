@@ -90,7 +90,7 @@ func EnsureNodeBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	b, err := Build(ctx, root, filepath.Join(root, ".bin"), log)
+	b, err := build(ctx, root, filepath.Join(root, ".bin"), log)
 	if err != nil {
 		return b, err
 	}
@@ -120,13 +120,13 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	return Build(ctx, root, filepath.Join(root, ".bin"), log)
+	return build(ctx, root, filepath.Join(root, ".bin"), log)
 }
 
-// Build builds kube-apiserver and etcd into dir from the tools module of
+// build builds kube-apiserver and etcd into dir from the tools module of
 // the repository at root, skipping a binary newer than the module's
 // go.mod and go.sum (toolbin.Build).
-func Build(ctx context.Context, root, dir string, log io.Writer) (Binaries, error) {
+func build(ctx context.Context, root, dir string, log io.Writer) (Binaries, error) {
 	return Binaries{Dir: dir}, toolbin.Build(ctx, root, toolsModule, dir, programs, log)
 }
 

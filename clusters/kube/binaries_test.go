@@ -47,7 +47,7 @@ func TestBuildKeepsUpToDateBinaries(t *testing.T) {
 		}
 	}
 	t.Setenv("PATH", "")
-	if _, err := Build(context.Background(), root, dir, nil); err != nil {
+	if _, err := build(context.Background(), root, dir, nil); err != nil {
 		t.Errorf("up-to-date binaries: got %v, want no build", err)
 	}
 	// A stale one is rebuilt: with no go command, that fails, naming it.
@@ -55,7 +55,7 @@ func TestBuildKeepsUpToDateBinaries(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, "etcd"), old, old); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Build(context.Background(), root, dir, nil)
+	_, err = build(context.Background(), root, dir, nil)
 	if err == nil || errors.Is(err, ErrNoNetwork) || !strings.Contains(err.Error(), "go.etcd.io/etcd/server/v3") {
 		t.Errorf("stale etcd without a go command: got %v, want a build error naming the etcd package", err)
 	}

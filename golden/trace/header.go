@@ -46,16 +46,16 @@ func HeaderOf(e Event) Header {
 // as ParseHeader returns, and a follow reader pays for the few bytes it
 // keeps rather than for a copy of each event.
 func ParseHeader(b []byte) (Header, error) {
-	h, _, err := ParseHeaderCompact(b)
+	h, _, err := parseHeaderCompact(b)
 	return h, err
 }
 
-// ParseHeaderCompact is ParseHeader, and whether b is compact JSON (no
+// parseHeaderCompact is ParseHeader, and whether b is compact JSON (no
 // whitespace outside its strings, as json.Compact leaves it), which the
 // same scan tells: a reader that passes events on compact need not scan
 // them twice. compact is false when the scan cannot tell (events that
 // only Parse reads); compacting such an event changes nothing.
-func ParseHeaderCompact(b []byte) (h Header, compact bool, err error) {
+func parseHeaderCompact(b []byte) (h Header, compact bool, err error) {
 	var r HeaderReader
 	return r.Parse(b)
 }

@@ -31,7 +31,7 @@ func sameHeader(t *testing.T, b []byte) (fast bool) {
 	_, fast = parseHeaderFast(&decoder{s: string(b)})
 	// compact: what json.Compact says, where the scan decided; never
 	// claimed of JSON it would change.
-	if _, compact, err := ParseHeaderCompact(b); err == nil {
+	if _, compact, err := parseHeaderCompact(b); err == nil {
 		var c bytes.Buffer
 		isCompact := json.Compact(&c, b) == nil && bytes.Equal(c.Bytes(), b)
 		if compact && !isCompact || fast && compact != isCompact {
@@ -177,7 +177,7 @@ func TestHeaderReaderMatchesParseHeader(t *testing.T) {
 		var r HeaderReader
 		var buf []byte
 		for i, e := range events {
-			want, wantCompact, wantErr := ParseHeaderCompact(e)
+			want, wantCompact, wantErr := parseHeaderCompact(e)
 			buf = append(buf[:0], e...)
 			got, gotCompact, gotErr := r.Parse(buf)
 			for j := range buf {

@@ -25,10 +25,10 @@ import (
 	"cel.dev/cel-go/ext"
 )
 
-// Compile compiles expression in env. The result must be of a kind in
+// compile compiles expression in env. The result must be of a kind in
 // want (cel.DynType is always accepted: a map lookup is dynamic); what
 // describes the wanted result in errors ("bool").
-func Compile(env *cel.Env, expression, what string, want []*cel.Type, opts ...cel.ProgramOption) (cel.Program, error) {
+func compile(env *cel.Env, expression, what string, want []*cel.Type, opts ...cel.ProgramOption) (cel.Program, error) {
 	ast, iss := env.Compile(expression)
 	if iss.Err() != nil {
 		return nil, iss.Err()
@@ -91,11 +91,11 @@ func CompileRequest(expression string, want Result) (cel.Program, error) {
 	}
 	switch want {
 	case Bool:
-		return Compile(env, expression, "bool", []*cel.Type{cel.BoolType}, cel.CostLimit(MaxCost))
+		return compile(env, expression, "bool", []*cel.Type{cel.BoolType}, cel.CostLimit(MaxCost))
 	case Scalar:
-		return Compile(env, expression, "a string", []*cel.Type{cel.StringType, cel.BoolType, cel.IntType, cel.UintType, cel.DoubleType}, cel.CostLimit(MaxCost))
+		return compile(env, expression, "a string", []*cel.Type{cel.StringType, cel.BoolType, cel.IntType, cel.UintType, cel.DoubleType}, cel.CostLimit(MaxCost))
 	default:
-		return Compile(env, expression, "a map", []*cel.Type{cel.MapType(cel.StringType, cel.DynType)}, cel.CostLimit(MaxCost))
+		return compile(env, expression, "a map", []*cel.Type{cel.MapType(cel.StringType, cel.DynType)}, cel.CostLimit(MaxCost))
 	}
 }
 

@@ -238,7 +238,7 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("fuzz.yaml", data)
 		if err != nil {
-			if !IsConfigError(err) {
+			if !isConfigError(err) {
 				t.Fatalf("error is not a *config.Error: %T %v", err, err)
 			}
 			for _, e := range allErrors(err) {

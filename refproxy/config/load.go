@@ -651,8 +651,8 @@ func distance(a, b string) int {
 	return prev[len(b)]
 }
 
-// IsConfigError reports whether err is a *Error (or holds some).
-func IsConfigError(err error) bool {
+// isConfigError reports whether err is a *Error (or holds some).
+func isConfigError(err error) bool {
 	var e *Error
 	return errors.As(err, &e)
 }

@@ -38,7 +38,7 @@ func watchBytes(t *testing.T, contentType string, body []byte, step int) (Usage,
 		rd = &stepReader{s: string(body), n: step}
 	}
 	resp := &http.Response{Header: http.Header{"Content-Type": {contentType}}, Body: io.NopCloser(rd)}
-	WatchResponse(resp, func(gu Usage, gerr error) { u, err = gu, gerr; calls++ })
+	watchResponse(resp, func(gu Usage, gerr error) { u, err = gu, gerr; calls++ })
 	got, rerr := io.ReadAll(resp.Body)
 	if rerr != nil || !bytes.Equal(got, body) {
 		t.Fatalf("passed through %q, %v; want %q", got, rerr, body)
@@ -132,7 +132,7 @@ func FuzzPrepareRequest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		PrepareRequest(r)
+		prepareRequest(r)
 		got, err := io.ReadAll(r.Body)
 		if err != nil {
 			t.Fatal(err)

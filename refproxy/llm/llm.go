@@ -56,13 +56,13 @@ const MaxUsageSize = 64 << 10
 // a larger body is forwarded untouched.
 const MaxRequestSize = 16 << 20
 
-// PrepareRequest adds "stream_options": {"include_usage": true} to a JSON
+// prepareRequest adds "stream_options": {"include_usage": true} to a JSON
 // request body that has "stream": true and no stream_options, fixing
 // Content-Length. Any other body is left untouched; it never fails the request.
 //
 // The option is inserted right after the opening brace, so every other byte
 // of the body is forwarded as the client sent it.
-func PrepareRequest(r *http.Request) {
+func prepareRequest(r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return
 	}
@@ -152,7 +152,7 @@ func isJSON(contentType string) bool {
 func IsJSON(contentType string) bool { return isJSON(contentType) }
 
 // PrepareBody returns body with stream_options added when the rule of
-// PrepareRequest asks for it, and whether it did. It looks at the top level of the object
+// prepareRequest asks for it, and whether it did. It looks at the top level of the object
 // only, without decoding the rest (messages can be large).
 func PrepareBody(body []byte) ([]byte, bool) {
 	var buf [64]byte
@@ -172,7 +172,7 @@ func PrepareBody(body []byte) ([]byte, bool) {
 	return out, true
 }
 
-// WatchResponse wraps resp.Body so that bytes pass through unchanged and
+// watchResponse wraps resp.Body so that bytes pass through unchanged and
 // unbuffered, and calls done exactly once, when the body reaches EOF or is
 // closed (client gone), with the usage found: from a JSON body, or from the
 // SSE chunk that carries "usage". err is non-nil when usage was missing,
@@ -196,7 +196,7 @@ func PrepareBody(body []byte) ([]byte, bool) {
 // carry a non-null usage, the last one counts. A read error from the backend
 // ends the watch like Close, with ErrTruncated unless usage was already
 // complete.
-func WatchResponse(resp *http.Response, done func(u Usage, err error)) {
+func watchResponse(resp *http.Response, done func(u Usage, err error)) {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// The body is the upgraded connection, which the reverse proxy needs
 		// as an io.ReadWriteCloser: leave it alone; it carries no usage.

@@ -43,7 +43,7 @@ func TestPrepareRequest(t *testing.T) {
 			if tt.contentType != "" {
 				r.Header.Set("Content-Type", tt.contentType)
 			}
-			PrepareRequest(r)
+			prepareRequest(r)
 			got, err := io.ReadAll(r.Body)
 			if err != nil {
 				t.Fatal(err)
@@ -74,7 +74,7 @@ func TestPrepareRequestLargeBodies(t *testing.T) {
 		if !known {
 			r.ContentLength = -1 // chunked: the size shows only while reading
 		}
-		PrepareRequest(r)
+		prepareRequest(r)
 		got, err := io.ReadAll(r.Body)
 		if err != nil || string(got) != big {
 			t.Errorf("Content-Length known %v: body of %d bytes (%v) after PrepareRequest, want the %d bytes untouched", known, len(got), err, len(big))
@@ -85,7 +85,7 @@ func TestPrepareRequestLargeBodies(t *testing.T) {
 func TestPrepareRequestReadError(t *testing.T) {
 	boom := errors.New("boom")
 	r, _ := http.NewRequest("POST", "http://x/", io.NopCloser(io.MultiReader(strings.NewReader(`{"stream":`), iotest.ErrReader(boom))))
-	PrepareRequest(r)
+	prepareRequest(r)
 	got, err := io.ReadAll(r.Body)
 	if string(got) != `{"stream":` || !errors.Is(err, boom) {
 		t.Errorf("forwarded body = %q, %v; want the bytes read then the read error", got, err)
@@ -109,7 +109,7 @@ func watch(t *testing.T, contentType, body string, step int) (string, *result) {
 		rd = &stepReader{s: body, n: step}
 	}
 	resp := &http.Response{Header: http.Header{"Content-Type": {contentType}}, Body: io.NopCloser(rd)}
-	WatchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
+	watchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
 	got, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("reading watched body: %v", err)
@@ -215,7 +215,7 @@ func TestWatchResponseCloseEarly(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := &result{}
 			resp := &http.Response{Header: http.Header{"Content-Type": {tt.contentType}}, Body: io.NopCloser(strings.NewReader(tt.body))}
-			WatchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
+			watchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
 			if _, err := io.ReadFull(resp.Body, make([]byte, tt.read)); err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +236,7 @@ func TestWatchResponseReadError(t *testing.T) {
 	body := io.NopCloser(io.MultiReader(strings.NewReader(`data: {"usage":{"prompt`), iotest.ErrReader(boom)))
 	resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body}
 	res := &result{}
-	WatchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
+	watchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
 	if _, err := io.ReadAll(resp.Body); !errors.Is(err, boom) {
 		t.Errorf("read error = %v, want the backend's %v passed through", err, boom)
 	}
@@ -249,7 +249,7 @@ func TestWatchResponseReadError(t *testing.T) {
 func TestWatchResponseNoBody(t *testing.T) {
 	res := &result{}
 	resp := &http.Response{Header: http.Header{}, Body: http.NoBody}
-	WatchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
+	watchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
 	if res.calls != 1 || !errors.Is(res.err, ErrNoUsage) {
 		t.Errorf("done called %d times with %v, want once with ErrNoUsage", res.calls, res.err)
 	}
@@ -262,7 +262,7 @@ func TestWatchResponseDoesNotBuffer(t *testing.T) {
 	pr, pw := io.Pipe()
 	resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr}
 	got := make(chan Usage, 1)
-	WatchResponse(resp, func(u Usage, err error) {
+	watchResponse(resp, func(u Usage, err error) {
 		if err != nil {
 			t.Errorf("done error: %v", err)
 		}
@@ -317,7 +317,7 @@ func BenchmarkWatchSSE(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(body))}
-		WatchResponse(resp, func(Usage, error) {})
+		watchResponse(resp, func(Usage, error) {})
 		for {
 			if _, err := resp.Body.Read(buf); err != nil {
 				break
@@ -335,7 +335,7 @@ func BenchmarkPrepareRequest(b *testing.B) {
 			for b.Loop() {
 				r, _ := http.NewRequest(http.MethodPost, "http://x/", strings.NewReader(body))
 				r.Header.Set("Content-Type", "application/json")
-				PrepareRequest(r)
+				prepareRequest(r)
 			}
 		})
 	}
@@ -347,7 +347,7 @@ func BenchmarkWatchJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		resp := &http.Response{Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(openAIJSON))}
-		WatchResponse(resp, func(Usage, error) {})
+		watchResponse(resp, func(Usage, error) {})
 		for {
 			if _, err := resp.Body.Read(buf); err != nil {
 				break
@@ -396,7 +396,7 @@ func TestWatchResponseEncoded(t *testing.T) {
 					rd = &stepReader{s: tt.body, n: step}
 				}
 				resp := &http.Response{Header: http.Header{"Content-Type": {tt.contentType}, "Content-Encoding": {tt.encoding}}, Body: io.NopCloser(rd)}
-				WatchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
+				watchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
 				var got []byte
 				var err error
 				if tt.closeAt > 0 {
@@ -432,7 +432,7 @@ func TestWatchResponseLeavesUpgradesAlone(t *testing.T) {
 	body := rwc{strings.NewReader(""), io.Discard, io.NopCloser(nil)}
 	resp := &http.Response{StatusCode: http.StatusSwitchingProtocols, Header: http.Header{}, Body: body}
 	res := &result{}
-	WatchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
+	watchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
 	if _, ok := resp.Body.(io.ReadWriteCloser); !ok {
 		t.Errorf("101 body is %T, want the upgraded connection (io.ReadWriteCloser) left in place", resp.Body)
 	}

@@ -102,7 +102,7 @@ func TestDenyingHeaders(t *testing.T) {
 	// bucket, refills in a minute.
 	passing := NewBucket(Spec{MaxTokens: 1, TokensPerFill: 1, FillInterval: time.Second})
 	denying := NewBucket(Spec{MaxTokens: 100, TokensPerFill: 100, FillInterval: time.Minute, Type: Tokens})
-	s := NewSet(passing, denying)
+	s := newSet(passing, denying)
 	s.Charge(at(0), 100)
 	d := s.Admit(at(0))
 	if want := (Decision{Allowed: false, Limit: 100, Remaining: 0, Reset: time.Minute, Limited: true}); d != want {
@@ -129,7 +129,7 @@ func TestDenyingHeaders(t *testing.T) {
 // headers go out shows it (three 39-token completions on 1000: 961, 922,
 // 883).
 func TestHeldNowShowsCharge(t *testing.T) {
-	s := NewSet(NewBucket(Spec{MaxTokens: 1000, TokensPerFill: 1000, FillInterval: time.Minute, Type: Tokens}))
+	s := newSet(NewBucket(Spec{MaxTokens: 1000, TokensPerFill: 1000, FillInterval: time.Minute, Type: Tokens}))
 	for i, want := range []uint64{961, 922, 883} {
 		h := s.Hold(nil)
 		if d := h.Admit(at(0)); !d.Allowed {

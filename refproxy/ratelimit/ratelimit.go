@@ -236,9 +236,9 @@ type Set struct {
 	hasTokens bool
 }
 
-// NewSet groups buckets; a nil or empty Set admits everything and sets no headers.
+// newSet groups buckets; a nil or empty Set admits everything and sets no headers.
 // Nil buckets and repeats of the same bucket are dropped.
-func NewSet(b ...*Bucket) *Set { return NewKeyedSet(b, nil) }
+func newSet(b ...*Bucket) *Set { return NewKeyedSet(b, nil) }
 
 // NewKeyedSet groups buckets and keyed entries (nil and repeated ones dropped).
 func NewKeyedSet(b []*Bucket, keyed []*Keyed) *Set {

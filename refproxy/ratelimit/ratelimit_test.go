@@ -159,7 +159,7 @@ func TestRequestsBucket(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runSteps(t, NewSet(NewBucket(tt.spec)), tt.steps)
+			runSteps(t, newSet(NewBucket(tt.spec)), tt.steps)
 		})
 	}
 }
@@ -199,7 +199,7 @@ func TestTokensBucket(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runSteps(t, NewSet(NewBucket(tt.spec)), tt.steps)
+			runSteps(t, newSet(NewBucket(tt.spec)), tt.steps)
 		})
 	}
 }
@@ -211,7 +211,7 @@ func TestInvalidSpecsDoNotPanic(t *testing.T) {
 		{MaxTokens: 0, TokensPerFill: 1, FillInterval: time.Second},
 		{MaxTokens: 2, TokensPerFill: 1, FillInterval: -time.Second},
 	} {
-		s := NewSet(NewBucket(spec))
+		s := newSet(NewBucket(spec))
 		var got []bool
 		for _, d := range []time.Duration{0, 0, 0, 10 * time.Second} {
 			got = append(got, s.Admit(at(d)).Allowed)
@@ -226,7 +226,7 @@ func TestInvalidSpecsDoNotPanic(t *testing.T) {
 func TestSetAllOrNothing(t *testing.T) {
 	wide := NewBucket(Spec{MaxTokens: 10, TokensPerFill: 10, FillInterval: time.Minute})
 	narrow := NewBucket(Spec{MaxTokens: 1, TokensPerFill: 1, FillInterval: time.Second})
-	s := NewSet(wide, narrow)
+	s := newSet(wide, narrow)
 
 	d := s.Admit(at(0))
 	if !d.Allowed || d.Limit != 1 || d.Remaining != 0 || d.Reset != time.Second {
@@ -249,7 +249,7 @@ func TestSetAllOrNothing(t *testing.T) {
 func TestSetHeadersFromMostConstrained(t *testing.T) {
 	reqs := NewBucket(Spec{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Second})
 	toks := NewBucket(Spec{MaxTokens: 100, TokensPerFill: 100, FillInterval: time.Minute, Type: Tokens})
-	s := NewSet(toks, reqs)
+	s := newSet(toks, reqs)
 	if !s.HasTokens() {
 		t.Fatal("HasTokens() = false, want true")
 	}
@@ -269,8 +269,8 @@ func TestSetHeadersFromMostConstrained(t *testing.T) {
 
 func TestSharedGatewayBucket(t *testing.T) {
 	gw := NewBucket(Spec{MaxTokens: 3, TokensPerFill: 3, FillInterval: time.Minute})
-	routeA := NewSet(gw, NewBucket(Spec{MaxTokens: 10, TokensPerFill: 10, FillInterval: time.Minute}))
-	routeB := NewSet(gw)
+	routeA := newSet(gw, NewBucket(Spec{MaxTokens: 10, TokensPerFill: 10, FillInterval: time.Minute}))
+	routeB := newSet(gw)
 	var got []bool
 	for _, s := range []*Set{routeA, routeB, routeA, routeB} {
 		got = append(got, s.Admit(at(0)).Allowed)
@@ -281,7 +281,7 @@ func TestSharedGatewayBucket(t *testing.T) {
 }
 
 func TestEmptySet(t *testing.T) {
-	for name, s := range map[string]*Set{"nil": nil, "empty": NewSet(), "nil buckets": NewSet(nil, nil)} {
+	for name, s := range map[string]*Set{"nil": nil, "empty": newSet(), "nil buckets": newSet(nil, nil)} {
 		t.Run(name, func(t *testing.T) {
 			d := s.Admit(at(0))
 			if !d.Allowed || d.Limited {
@@ -312,7 +312,7 @@ func TestEachHeader(t *testing.T) {
 
 func TestConcurrentExactness(t *testing.T) {
 	const clients, max = 64, 20
-	s := NewSet(NewBucket(Spec{MaxTokens: max, TokensPerFill: max, FillInterval: time.Hour}))
+	s := newSet(NewBucket(Spec{MaxTokens: max, TokensPerFill: max, FillInterval: time.Hour}))
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -341,8 +341,8 @@ func BenchmarkAdmit(b *testing.B) {
 		name string
 		set  *Set
 	}{
-		{"one bucket", NewSet(NewBucket(spec))},
-		{"two buckets", NewSet(NewBucket(spec), NewBucket(Spec{MaxTokens: 1000, TokensPerFill: 1000, FillInterval: time.Minute, Type: Tokens}))},
+		{"one bucket", newSet(NewBucket(spec))},
+		{"two buckets", newSet(NewBucket(spec), NewBucket(Spec{MaxTokens: 1000, TokensPerFill: 1000, FillInterval: time.Minute, Type: Tokens}))},
 	}
 	for _, c := range cases {
 		now := time.Now()

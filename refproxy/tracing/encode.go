@@ -12,7 +12,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
-// AppendEvent appends e as JSON, byte for byte what json.Marshal writes
+// appendEvent appends e as JSON, byte for byte what json.Marshal writes
 // for it (keys of maps sorted, <, > and & escaped as \u003c..., invalid
 // UTF-8 as \ufffd), without reflection for the values a trace is made
 // of: maps of string to any, slices, strings, numbers, booleans and nil.
@@ -21,7 +21,7 @@ import (
 // json.Marshal refuses): encoding/json then says why.
 // TestAppendEventMatchesMarshal and FuzzAppendEvent prove it against
 // json.Marshal.
-func AppendEvent(b []byte, e trace.Event) ([]byte, bool) {
+func appendEvent(b []byte, e trace.Event) ([]byte, bool) {
 	at := len(b)
 	b = append(b, `{"eventStart":`...)
 	if e.EventStart == nil {

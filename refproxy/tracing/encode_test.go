@@ -22,7 +22,7 @@ func checkAppendEvent(t *testing.T, e trace.Event) {
 	t.Helper()
 	want, wantOK := wantJSON(e)
 	prefix := []byte("data: ")
-	got, ok := AppendEvent(bytes.Clone(prefix), e)
+	got, ok := appendEvent(bytes.Clone(prefix), e)
 	if ok != wantOK {
 		t.Fatalf("AppendEvent ok %v, json.Marshal ok %v, for %#v", ok, wantOK, e)
 	}
@@ -183,7 +183,7 @@ func randEvent(r *rand.Rand) trace.Event {
 // writes, byte for byte, for 20 000 random events (nested maps and
 // slices, strings with every escape, integers, floats of every range,
 // NaN and infinities, which both refuse, named types and structs, which
-// AppendEvent hands to encoding/json), maps larger than smallMap, and
+// appendEvent hands to encoding/json), maps larger than smallMap, and
 // for every string of nasty as a key and as a value.
 func TestAppendEventMatchesMarshal(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 2026))
@@ -224,7 +224,7 @@ func TestAppendEventAllocations(t *testing.T) {
 		Message: map[string]any{"type": "requestSnapshot", "stage": "initialRequest",
 			"requestState": map[string]any{"request": map[string]any{"method": "GET", "headers": map[string]any{"host": "x"}}}}}
 	buf := make([]byte, 0, 4096)
-	n := testing.AllocsPerRun(100, func() { AppendEvent(buf[:0], e) })
+	n := testing.AllocsPerRun(100, func() { appendEvent(buf[:0], e) })
 	if n != 0 {
 		t.Errorf("allocs per event encoded = %v, want 0", n)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
 
-// FollowBufferSize is how many events a follow watcher holds before its
+// followBufferSize is how many events a follow watcher holds before its
 // stream writer takes them; beyond it events are dropped, and the drop is
 // announced in the stream. requestFinished events are always kept. 4096
 // events are some 340 traces, 20 ms of a proxy at full load on a small
@@ -22,7 +22,7 @@ import (
 // (1024 dropped events in bursts under wrk; see docs/benchmarks.md). The
 // bounds a client may ask for (max, duration, followers at once) are the
 // protocol's: golden/trace/watch.
-const FollowBufferSize = 4096
+const followBufferSize = 4096
 
 // MaxFollowers bounds the follow watchers at once; more are refused.
 const MaxFollowers = watch.MaxFollowers
@@ -128,13 +128,13 @@ func (f *following) done(now time.Time) bool {
 // so are a buffer half full (it must not drop events to save writes) and
 // a stream that is done (its end is not held back).
 func (w *Watcher) paceWait(last, now time.Time) time.Duration {
-	wait := last.Add(FollowPace).Sub(now)
+	wait := last.Add(followPace).Sub(now)
 	if w.follow == nil || wait <= 0 {
 		return 0
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.n >= FollowBufferSize/2 || w.follow.done(now) {
+	if w.closed || w.n >= followBufferSize/2 || w.follow.done(now) {
 		return 0
 	}
 	return wait

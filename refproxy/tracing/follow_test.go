@@ -40,7 +40,7 @@ func BenchmarkFollowWatcherMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		h1 := heap()
-		for w.bufferLen() < FollowBufferSize {
+		for w.bufferLen() < followBufferSize {
 			t := reg.Take(func() any { return snapshot })
 			t.SetRequestID(NewRequestID())
 			for _, typ := range types {
@@ -67,7 +67,7 @@ func (w *Watcher) bufferLen() int {
 // stream to announce, and always keeps each trace's requestFinished.
 func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
 	var reg Registry
-	const traces = FollowBufferSize/12 + 100 // more events than the buffer holds
+	const traces = followBufferSize/12 + 100 // more events than the buffer holds
 	w, err := reg.Follow(FollowOptions{Max: 2 * traces, Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +87,9 @@ func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
 			finished++
 		}
 	}
-	if finished != traces || len(events)+dropped != 12*traces || dropped == 0 || len(events) > FollowBufferSize+traces {
+	if finished != traces || len(events)+dropped != 12*traces || dropped == 0 || len(events) > followBufferSize+traces {
 		t.Errorf("%d events kept, %d dropped, %d requestFinished; want every requestFinished, at most %d events, the rest counted as dropped",
-			len(events), dropped, finished, FollowBufferSize+traces)
+			len(events), dropped, finished, followBufferSize+traces)
 	}
 	if w.Pending() != 0 || w.Done() {
 		t.Errorf("pending %d, done %v: want 0 pending and not done (half its max taken)", w.Pending(), w.Done())
@@ -172,24 +172,24 @@ func TestFollowPaceWait(t *testing.T) {
 	}
 	defer w.Cancel()
 	last := time.Now()
-	now := last.Add(FollowPace / 4)
+	now := last.Add(followPace / 4)
 	emit := func(tr *Tracer, typ trace.MessageType) { tr.Emit(trace.SeverityInfo, typ, nil) }
 	tr := reg.Take(func() any { return map[string]any{} })
 	tr.SetRequestID("r1")
 	emit(tr, trace.RequestStarted)
 	emit(tr, trace.RequestFinished)
-	if got := w.paceWait(last, now); got != FollowPace*3/4 {
-		t.Errorf("written %s ago, one trace held: wait %s, want %s", FollowPace/4, got, FollowPace*3/4)
+	if got := w.paceWait(last, now); got != followPace*3/4 {
+		t.Errorf("written %s ago, one trace held: wait %s, want %s", followPace/4, got, followPace*3/4)
 	}
-	if got := w.paceWait(last, last.Add(FollowPace)); got != 0 {
-		t.Errorf("written %s ago: wait %s, want 0", FollowPace, got)
+	if got := w.paceWait(last, last.Add(followPace)); got != 0 {
+		t.Errorf("written %s ago: wait %s, want 0", followPace, got)
 	}
 	if got := w.paceWait(time.Time{}, now); got != 0 {
 		t.Errorf("never written: wait %s, want 0", got)
 	}
 	tr = reg.Take(func() any { return map[string]any{} })
 	tr.SetRequestID("r2")
-	for range FollowBufferSize/2 - 2 - 1 {
+	for range followBufferSize/2 - 2 - 1 {
 		emit(tr, trace.RequestSnapshot)
 	}
 	if got := w.paceWait(last, now); got == 0 {
@@ -221,8 +221,8 @@ func TestFollowPaceWait(t *testing.T) {
 // A stream that held any of them for its pace fails at the test's
 // deadline.
 func TestFollowStreamPacedEndToEnd(t *testing.T) {
-	defer func(p time.Duration) { FollowPace = p }(FollowPace)
-	FollowPace = time.Hour
+	defer func(p time.Duration) { followPace = p }(followPace)
+	followPace = time.Hour
 	var reg Registry
 	srv := httptest.NewServer(Handler(&reg))
 	defer srv.Close()
@@ -265,7 +265,7 @@ func TestFollowStreamPacedEndToEnd(t *testing.T) {
 	until("the first trace, written at once", `"requestId":"r1"`, "requestFinished")
 	emit(start("r2"), trace.RequestFinished)
 	r3 := start("r3")
-	for range FollowBufferSize / 2 {
+	for range followBufferSize / 2 {
 		emit(r3, trace.RequestSnapshot)
 	}
 	until("a trace held until the buffer was half full", `"requestId":"r2"`, "requestFinished")

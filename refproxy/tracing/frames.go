@@ -49,7 +49,7 @@ func (f *Frames) appendEvent(e trace.Event) {
 // a bug, reported in-band rather than killing the stream).
 func appendEventFrame(b []byte, e trace.Event) []byte {
 	b = append(b, "data: "...)
-	if out, ok := AppendEvent(b, e); ok {
+	if out, ok := appendEvent(b, e); ok {
 		return append(out, "\n\n"...)
 	}
 	j, err := json.Marshal(e)
@@ -61,7 +61,7 @@ func appendEventFrame(b []byte, e trace.Event) []byte {
 
 // appendHead appends an event's JSON up to its message's members:
 // `{"eventStart":..,"eventEnd":..,"severity":..,"message":{`, as
-// AppendEvent writes them.
+// appendEvent writes them.
 func appendHead(b []byte, timed bool, start, end int64, sev trace.Severity) []byte {
 	b = append(b, `{"eventStart":`...)
 	if timed {

@@ -17,10 +17,10 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
-// BufferSize is how many events a watcher holds before the stream writer
+// bufferSize is how many events a watcher holds before the stream writer
 // takes them. A trace has at most twelve events, so drops only happen when a
 // watcher's connection stalls; the final event is always kept.
-const BufferSize = 64
+const bufferSize = 64
 
 // Registry is the FIFO of watchers waiting for a request to trace. Each
 // watcher gets exactly one request: the first to arrive after it registered
@@ -207,9 +207,9 @@ func (w *Watcher) push(fs *Frames, fin bool) {
 
 func (w *Watcher) bufferSize() int {
 	if w.follow != nil {
-		return FollowBufferSize
+		return followBufferSize
 	}
-	return BufferSize
+	return bufferSize
 }
 
 // Notify signals, without blocking the sender, that events were queued

@@ -81,7 +81,7 @@ func TestFullBufferDropsButKeepsFinal(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range BufferSize + 6 {
+		for range bufferSize + 6 {
 			tr.Emit(trace.SeverityInfo, trace.RequestSnapshot, map[string]any{"stage": trace.StageInitialRequest})
 		}
 		tr.Emit(trace.SeverityInfo, trace.RequestFinished, nil)
@@ -97,8 +97,8 @@ func TestFullBufferDropsButKeepsFinal(t *testing.T) {
 	if !strings.HasPrefix(body, ": ready\n\n") {
 		t.Errorf("stream does not open with : ready: %.40q", body)
 	}
-	if n := strings.Count(body, "data: "); n != BufferSize+1 {
-		t.Errorf("%d data frames, want %d (buffer) + 1 (requestFinished)", n, BufferSize+1)
+	if n := strings.Count(body, "data: "); n != bufferSize+1 {
+		t.Errorf("%d data frames, want %d (buffer) + 1 (requestFinished)", n, bufferSize+1)
 	}
 	if !strings.Contains(body, ": dropped 6 events\n\n") {
 		t.Errorf("no drop announcement in stream")

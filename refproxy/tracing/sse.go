@@ -11,8 +11,8 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
 
-// KeepaliveInterval is how often an idle stream gets a `: keepalive` comment.
-var KeepaliveInterval = time.Second
+// keepaliveInterval is how often an idle stream gets a `: keepalive` comment.
+var keepaliveInterval = time.Second
 
 // Handler serves /debug/trace: it registers a watcher (optionally filtered by
 // ?expression=<CEL>), streams the trace of the request it gets as SSE data
@@ -72,13 +72,13 @@ func Handler(reg *Registry) http.Handler {
 	})
 }
 
-// FollowPace is the least time between two writes of a busy follow
+// followPace is the least time between two writes of a busy follow
 // stream (Watcher.paceWait).
-var FollowPace = time.Millisecond
+var followPace = time.Millisecond
 
-// FollowGrace is how long a follow stream past its duration waits for the
+// followGrace is how long a follow stream past its duration waits for the
 // traces it took to end.
-var FollowGrace = 5 * time.Second
+var followGrace = 5 * time.Second
 
 func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 	rc := http.NewResponseController(w)
@@ -96,7 +96,7 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 	if !write([]byte(": ready\n\n")) {
 		return
 	}
-	tick := time.NewTicker(KeepaliveInterval)
+	tick := time.NewTicker(keepaliveInterval)
 	defer tick.Stop()
 	// A follow stream ends when it has taken its requests and their traces
 	// have ended, or at its deadline (plus a grace for the traces under way).
@@ -138,7 +138,7 @@ func serve(w http.ResponseWriter, r *http.Request, watcher *Watcher) {
 				write(flushFollow(watcher, ""))
 				return
 			}
-			gt := time.NewTimer(FollowGrace)
+			gt := time.NewTimer(followGrace)
 			defer gt.Stop()
 			grace = gt.C
 		case <-grace:

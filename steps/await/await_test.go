@@ -191,7 +191,7 @@ func TestRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Refused(tt.err); got != tt.want {
+			if got := refused(tt.err); got != tt.want {
 				t.Errorf("Refused(%v): got %v, want %v", tt.err, got, tt.want)
 			}
 		})

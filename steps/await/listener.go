@@ -20,7 +20,7 @@ func Closed(addr string, attempt time.Duration) Check {
 		switch {
 		case err == nil:
 			return false, "a connection to " + addr + " was accepted", nil
-		case Refused(err):
+		case refused(err):
 			return true, "connection to " + addr + " refused", nil
 		default:
 			return false, fmt.Sprintf("dial %s: %v (neither accepted nor refused)", addr, err), nil
@@ -39,10 +39,10 @@ func Open(addr string, attempt time.Duration) Check {
 	}
 }
 
-// Refused reports whether a dial error is the host's answer that nothing
+// refused reports whether a dial error is the host's answer that nothing
 // listens: a refusal, a reset or an end of stream. A timeout or a
 // cancellation is not: they are the dialer's own doing.
-func Refused(err error) bool {
+func refused(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)
 }
 

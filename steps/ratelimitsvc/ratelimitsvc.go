@@ -86,8 +86,8 @@ type Service struct {
 	exited chan struct{}
 }
 
-// ReadyTimeout bounds each program becoming ready.
-const ReadyTimeout = 30 * time.Second
+// readyTimeout bounds each program becoming ready.
+const readyTimeout = 30 * time.Second
 
 // Start starts Redis and the service and waits until the service answers
 // its health check. On error nothing is left running.
@@ -266,7 +266,7 @@ func (s *Service) Output() string { return s.out.String() }
 
 // waitFor waits up to ReadyTimeout for a program to become ready.
 func waitFor(ctx context.Context, ready await.Check) error {
-	return await.Until(ctx, ReadyTimeout, 10*time.Millisecond, ready)
+	return await.Until(ctx, readyTimeout, 10*time.Millisecond, ready)
 }
 
 // freePorts picks n ports free on host, below the kernel's ephemeral

@@ -35,9 +35,9 @@ func Read(path string) (*steps.ConformanceReport, error) {
 	return &r, nil
 }
 
-// Verdict is the one-word result of the run: failed when a scenario
+// verdict is the one-word result of the run: failed when a scenario
 // failed, stopped or interrupted when some did not run, passed otherwise.
-func Verdict(r *steps.ConformanceReport) string {
+func verdict(r *steps.ConformanceReport) string {
 	switch {
 	case r.Failed():
 		return "FAILED"
@@ -65,8 +65,8 @@ type Failure struct {
 
 var gotWant = regexp.MustCompile(`(?s)^(.*?)got (.*?), want (.*)$`)
 
-// Failures lists the failed scenarios in report order.
-func Failures(r *steps.ConformanceReport) []Failure {
+// failures lists the failed scenarios in report order.
+func failures(r *steps.ConformanceReport) []Failure {
 	var out []Failure
 	for _, f := range r.Features {
 		for _, s := range f.Scenarios {
@@ -86,7 +86,7 @@ func Failures(r *steps.ConformanceReport) []Failure {
 // Markdown writes the summary for a CI job page.
 func Markdown(w io.Writer, r *steps.ConformanceReport) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "## gwdiag conformance: %s on the %s target: %s\n\n", r.Implementation.Name, r.Target, Verdict(r))
+	fmt.Fprintf(&b, "## gwdiag conformance: %s on the %s target: %s\n\n", r.Implementation.Name, r.Target, verdict(r))
 	fmt.Fprintf(&b, "%s, features %s (%s), %s, took %s.\n\n", producer(r), r.Producer.FeatureSet, r.Producer.FeatureDigest,
 		r.Date.UTC().Format("2006-01-02 15:04 UTC"), r.Duration)
 	s := r.Summary
@@ -101,8 +101,8 @@ func Markdown(w io.Writer, r *steps.ConformanceReport) error {
 	if i := r.Interrupted; i != nil {
 		fmt.Fprintf(&b, "> Interrupted by %s after %d scenarios: %d cut short, %d not started (not counted as failed).\n\n", i.Signal, i.Ran, i.CutShort, i.NotStarted)
 	}
-	b.WriteString(ResultsTable(r))
-	if fs := Failures(r); len(fs) > 0 {
+	b.WriteString(resultsTable(r))
+	if fs := failures(r); len(fs) > 0 {
 		b.WriteString("\n### Failures\n")
 		for _, f := range fs {
 			fmt.Fprintf(&b, "\n<details><summary><b>%s</b> (%s): %s</summary>\n\n", f.Feature, f.Profile, escapeMD(f.Scenario))
@@ -119,9 +119,9 @@ func Markdown(w io.Writer, r *steps.ConformanceReport) error {
 	return err
 }
 
-// ResultsTable is the per-profile results as a Markdown table (the
+// resultsTable is the per-profile results as a Markdown table (the
 // submission README has it too).
-func ResultsTable(r *steps.ConformanceReport) string {
+func resultsTable(r *steps.ConformanceReport) string {
 	var b strings.Builder
 	b.WriteString("| Profile | Core | Extended | Supported | Unsupported | Failed |\n|---|---|---|---|---|---|\n")
 	for _, p := range r.Profiles {
@@ -222,7 +222,7 @@ func HTML(w io.Writer, r *steps.ConformanceReport) error {
 	}
 	var b bytes.Buffer
 	err := page.Execute(&b, map[string]any{
-		"R": r, "Verdict": Verdict(r), "Producer": producer(r), "Profiles": profiles, "Rows": rows, "Failures": Failures(r),
+		"R": r, "Verdict": verdict(r), "Producer": producer(r), "Profiles": profiles, "Rows": rows, "Failures": failures(r),
 		"Date": r.Date.UTC().Format("2006-01-02 15:04 UTC"),
 	})
 	if err != nil {

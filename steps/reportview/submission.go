@@ -11,12 +11,12 @@ import (
 	"github.com/gwdiag/gwdiag/steps"
 )
 
-// SubmissionName is the report's file name the way the Gateway API suite
+// submissionName is the report's file name the way the Gateway API suite
 // names submitted reports, <channel>-<version>-<mode>-report.yaml: the
 // channel is extended when the run claimed extended features, core
 // otherwise; the version is the implementation's (unversioned when not
 // given); the mode is the target the proxy ran on.
-func SubmissionName(r *steps.ConformanceReport) string {
+func submissionName(r *steps.ConformanceReport) string {
 	channel := "core"
 	if r.Claims.AllFeatures || len(r.Claims.SupportedFeatures) > 0 {
 		channel = "extended"
@@ -39,20 +39,20 @@ func WriteSubmission(dir string, r *steps.ConformanceReport, command string) (st
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("--report-dir: %w", err)
 	}
-	name := SubmissionName(r)
+	name := submissionName(r)
 	path := filepath.Join(dir, name)
 	if err := r.WriteFile(path); err != nil {
 		return "", err
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s: gwdiag conformance\n\n", r.Implementation.Name)
-	fmt.Fprintf(&b, "Result: **%s** on the %s target, %s, features %s (%s), %s.\n\n", Verdict(r), r.Target, producer(r),
+	fmt.Fprintf(&b, "Result: **%s** on the %s target, %s, features %s (%s), %s.\n\n", verdict(r), r.Target, producer(r),
 		r.Producer.FeatureSet, r.Producer.FeatureDigest, r.Date.UTC().Format("2006-01-02 15:04 UTC"))
 	if r.Implementation.URL != "" {
 		fmt.Fprintf(&b, "Implementation: %s\n\n", r.Implementation.URL)
 	}
 	b.WriteString("## Results\n\n")
-	b.WriteString(ResultsTable(r))
+	b.WriteString(resultsTable(r))
 	fmt.Fprintf(&b, "\nThe whole report: [%s](%s).\n\n", name, name)
 	b.WriteString("## Reproduce\n\n")
 	b.WriteString("With gwdiag " + strings.TrimPrefix(producer(r), "gwdiag ") + ":\n\n")

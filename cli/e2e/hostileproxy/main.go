@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Cases are the ways a proxy can be hostile, by name.
-var Cases = map[string]struct {
+// cases are the ways a proxy can be hostile, by name.
+var cases = map[string]struct {
 	trace, dump func(w http.ResponseWriter, r *http.Request)
 	// data answers the data plane; nil answers 200 {}.
 	data func(w http.ResponseWriter, r *http.Request)
@@ -132,7 +132,7 @@ func main() {
 	file := flag.String("f", "", "standalone config: config.adminAddr and binds[].port")
 	admin := flag.String("admin", os.Getenv("ADMIN_ADDR"), "admin address (default: the config's, then $ADMIN_ADDR)")
 	flag.Parse()
-	c, ok := Cases[*name]
+	c, ok := cases[*name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "hostileproxy: unknown -case %q\n", *name)
 		os.Exit(2)

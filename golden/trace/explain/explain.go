@@ -337,7 +337,7 @@ func NoRoute(routes []RouteReason, listener, host, path string, evaluated int) s
 	}
 	on := ""
 	if listener != "" {
-		on = " on " + ShortListener(listener)
+		on = " on " + shortListener(listener)
 	}
 	switch {
 	case best == nil && len(routes) > 0:
@@ -571,9 +571,9 @@ func (x *Explainer) details() []string {
 	return out
 }
 
-// ShortListener is a listener key as a person reads it: a standalone key
+// shortListener is a listener key as a person reads it: a standalone key
 // ("default/default/bind/3000/listener0") from its bind; others whole.
-func ShortListener(key string) string {
+func shortListener(key string) string {
 	if i := strings.Index(key, "/bind/"); i >= 0 {
 		return key[i+1:]
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/gwdiag/gwdiag/steps/await"
 )
 
-// ReadyTimeout bounds how long a target may take to serve a new
+// readyTimeout bounds how long a target may take to serve a new
 // configuration. Max value for a conformant implementation: 10 seconds.
-const ReadyTimeout = 10 * time.Second
+const readyTimeout = 10 * time.Second
 
 // readyDial bounds one dial of WaitReady.
 const readyDial = time.Second
@@ -32,7 +32,7 @@ func WaitReady(ctx context.Context, d *Deployment) error {
 	}
 	sort.Strings(addrs[1:]) // the same error for the same deployment
 	pending := addrs
-	err := await.Until(ctx, ReadyTimeout, 10*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+	err := await.Until(ctx, readyTimeout, 10*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		for len(pending) > 0 {
 			done, seen, err := await.Open(pending[0], readyDial)(ctx)
 			if err != nil || !done {

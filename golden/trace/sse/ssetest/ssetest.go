@@ -16,16 +16,16 @@ import (
 	"testing"
 )
 
-// TemplateFile is the trace every capture repeats: the twelve events of one
+// templateFile is the trace every capture repeats: the twelve events of one
 // request in a cluster, from the real proxy's docs (testdata/agentgateway).
-func TemplateFile() string {
+func templateFile() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "testdata", "agentgateway", "k8s-12x.docs.jsonl")
 }
 
 // Template is the lines of TemplateFile.
 func Template() ([]string, error) {
-	b, err := os.ReadFile(TemplateFile())
+	b, err := os.ReadFile(templateFile())
 	if err != nil {
 		return nil, err
 	}
