@@ -12,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gwdiag/gwdiag/golden/configdump"
 	"github.com/gwdiag/gwdiag/refproxy/admin"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 

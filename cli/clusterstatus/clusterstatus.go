@@ -25,7 +25,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gwdiag/gwdiag/clusters/controller"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
+	"github.com/gwdiag/gwdiag/golden/routing"
 )
 
 // PolicyKinds are the policy resources read, by group, version and kind.
@@ -174,7 +174,7 @@ func routeConditions(rt *gwv1.HTTPRoute, gw gwv1.ParentReference, wouldMatch boo
 }
 
 // wouldMatch evaluates the request against the route's rules with the
-// one route matcher (refproxy/routing).
+// one route matcher (golden/routing).
 func wouldMatch(rt *gwv1.HTTPRoute, r Request) bool {
 	var specs []routing.MatchSpec
 	for _, rule := range rt.Spec.Rules {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
+	"github.com/gwdiag/gwdiag/golden/configdump"
 )
 
 // BenchmarkBackendsTable measures parsing a dump and writing the backends table.

@@ -25,7 +25,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/connect"
 	"github.com/gwdiag/gwdiag/cli/exitcode"
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
+	"github.com/gwdiag/gwdiag/golden/configdump"
 )
 
 type options struct {

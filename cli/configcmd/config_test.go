@@ -13,7 +13,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/spf13/cobra"
 
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
+	"github.com/gwdiag/gwdiag/golden/configdump"
 )
 
 // run executes `config <args>` as the root command would and returns stdout.

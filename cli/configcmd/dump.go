@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
+	"github.com/gwdiag/gwdiag/golden/configdump"
 )
 
 // Summary is what `gwdiag config all` shows: the routes, backends and

@@ -18,9 +18,9 @@ import (
 	"github.com/gwdiag/gwdiag/cli/exitcode"
 	"github.com/gwdiag/gwdiag/cli/inject"
 	"github.com/gwdiag/gwdiag/cli/whatif"
+	"github.com/gwdiag/gwdiag/golden/configdump"
+	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 type explainOptions struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gwdiag/gwdiag/cli/whatif"
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
+	"github.com/gwdiag/gwdiag/golden/configdump"
 )
 
 // FuzzDumpReader feeds arbitrary documents to the dump reader: it must

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
+	"github.com/gwdiag/gwdiag/golden/configdump"
 )
 
 // TestAgentgatewayDump reads a dump in the reference implementation's shape

@@ -1,8 +1,8 @@
 // Package whatif evaluates a request against a saved /config_dump (the
-// real proxy's or refproxy's, read through refproxy/configdump) without
+// real proxy's or refproxy's, read through golden/configdump) without
 // sending it: the bind and listener it would reach, the route it would
 // take and why each other route would not, the policies on that route,
-// and its backends. Routes are selected by refproxy/routing, the matcher
+// and its backends. Routes are selected by golden/routing, the matcher
 // refproxy's data plane runs, so a what-if and a trace of the same
 // request agree.
 package whatif
@@ -19,8 +19,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
+	"github.com/gwdiag/gwdiag/golden/configdump"
+	"github.com/gwdiag/gwdiag/golden/routing"
 )
 
 // Request is the request to evaluate.

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/cli/admin"
+	"github.com/gwdiag/gwdiag/golden/configdump"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 )
 
@@ -81,7 +81,7 @@ binds:
 // TestAgreesWithTheDataPlane: for every request, the what-if over
 // refproxy's own /config_dump selects what the data plane selected for the
 // same request (its trace's selectedRoute), lists the same evaluated
-// routes, and gives each route the same verdict. Both run refproxy/routing;
+// routes, and gives each route the same verdict. Both run golden/routing;
 // this proves the dump carries all selection needs (the matches as
 // written, hostnames, listeners) through the dump's shape and back.
 func TestAgreesWithTheDataPlane(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/duration"
+	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 // DefaultAdminAddr is the admin server address when the config sets none.

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/configdump"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/gwdiag/gwdiag/refproxy/proxy"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 )

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/configdump"
 	"github.com/gwdiag/gwdiag/golden/trace"
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
 )
 
 // TestBucketPerKey: localRateLimit[].key gives each key its own bucket;

@@ -7,9 +7,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/llm"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 // llmRouter is the backend choice of an llm: route: the request's model

@@ -22,13 +22,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
 	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 

@@ -19,10 +19,10 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/llm"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
 	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
 	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 

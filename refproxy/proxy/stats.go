@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gwdiag/gwdiag/golden/configdump"
+	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
 )
 
 // EndpointStats counts the calls to one backend endpoint.

@@ -9,12 +9,12 @@ import (
 	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
-	"github.com/gwdiag/gwdiag/refproxy/routing"
 	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/gwdiag/gwdiag/golden/configdump"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/refproxy/configdump"
 	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/targets"
 )

@@ -7,8 +7,9 @@
 // and, for a traced request or a what-if, why each route did or did not
 // take the request (Bind.Explain).
 //
-// It is a leaf: it imports nothing of the project, so the CLI takes
-// nothing else of the reference proxy to explain a dump.
+// It is a leaf under golden/, the contracts the proxy shares with its
+// clients: it imports nothing of the project, so the CLI takes nothing of
+// the reference proxy to explain a dump.
 package routing
 
 import (
