@@ -33,11 +33,13 @@ var floors = map[string]int{
 }
 
 // refproxyDebts are the non-test imports of a refproxy package from
-// outside refproxy/ for something other than embedding the reference
-// proxy (package refproxy itself): what the suite, the CLI and the
-// controller still take from the proxy's own code rather than from a
-// contract of their own. New ones fail TestArrowsPointDown; a listed one
-// that is gone fails it too, so the list only shrinks.
+// outside refproxy/ beyond package refproxy itself. Each is there to run
+// or embed the reference proxy, which is what such an import may be for:
+// the controller deploys refproxy with a config it writes and checks, a
+// test fixture and the in-process target start it. A contract the proxy
+// shares with its clients belongs under golden/ instead. A new import
+// fails TestArrowsPointDown; a listed one that is gone fails it too, so
+// the list only shrinks.
 var refproxyDebts = []string{
 	// The reference controller writes and checks refproxy's config.
 	"clusters/controller/global.go -> refproxy/config",
