@@ -78,23 +78,11 @@ that quotes a credential header shows its fingerprint.`,
 			return runExplain(cmd, &o, args)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the gateway (cluster mode; default: the kubeconfig context's)")
-	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "path to the kubeconfig file (cluster mode; default: $KUBECONFIG, then ~/.kube/config)")
-	f.IntVar(&o.adminPort, "proxy-admin-port", admin.DefaultPort, "admin server port of the proxy")
-	f.StringVar(&o.adminURL, "admin-url", "", "admin server base URL, e.g. http://127.0.0.1:15000 (with --local)")
-	f.StringVarP(&o.configFile, "config", "c", "", "standalone config file to read config.adminAddr from (with --local)")
-	f.BoolVar(&o.local, "local", false, "target a standalone proxy on this machine instead of a cluster gateway")
-	f.IntVar(&o.port, "port", 0, "listener port to send the injected request to (inject mode)")
+	f := o.addProxyFlags(cmd)
 	f.StringVarP(&o.file, "file", "f", "", "explain a saved trace: JSON Lines or an SSE capture (- for stdin)")
-	f.StringVar(&o.expression, "expression", "", "CEL expression choosing which request to trace")
 	f.BoolVarP(&o.details, "details", "v", false, "print the reasons behind each verdict, one per line")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
-	o.limits.AddStreamFlags(f)
-	o.redact.Add(f)
 	_ = cmd.MarkFlagFilename("file", "jsonl", "sse")
-	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
-	_ = cmd.MarkFlagFilename("kubeconfig")
 	return cmd
 }
 

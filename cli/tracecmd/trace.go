@@ -24,6 +24,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/gwdiag/gwdiag/cli/admin"
@@ -158,30 +159,39 @@ too: scrollback, screen shares and pasted bug reports travel.
 			return run(cmd, &o, args)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the gateway (cluster mode; default: the kubeconfig context's)")
-	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "path to the kubeconfig file (cluster mode; default: $KUBECONFIG, then ~/.kube/config)")
-	f.IntVar(&o.adminPort, "proxy-admin-port", admin.DefaultPort, "admin server port of the proxy")
-	f.StringVar(&o.adminURL, "admin-url", "", "admin server base URL, e.g. http://127.0.0.1:15000 (with --local)")
-	f.StringVarP(&o.configFile, "config", "c", "", "standalone config file to read config.adminAddr from (with --local)")
+	f := o.addProxyFlags(cmd)
 	f.BoolVar(&o.raw, "raw", false, "print the trace as JSON Lines instead of the interactive viewer")
-	f.BoolVar(&o.local, "local", false, "target a standalone proxy on this machine instead of a cluster gateway")
-	f.IntVar(&o.port, "port", 0, "listener port to send the injected request to (inject mode)")
 	f.StringVarP(&o.file, "file", "f", "", "replay a saved JSON Lines trace (- for stdin)")
-	f.StringVar(&o.expression, "expression", "", "CEL expression choosing which request to trace")
 	f.BoolVar(&o.follow, "follow", false, "trace many requests on one stream (with --raw: JSON Lines, each event with its requestId) until --max-requests or --duration")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "follow: end after this many traces (proxy default 10, ceiling 1000 a stream; with --raw up to 1000000, on consecutive streams)")
 	f.DurationVar(&o.duration, "duration", 0, "follow: end after this long (proxy default 30s, ceiling 10m)")
 	f.StringVar(&o.status, "status", "", "follow: only requests answered with this status: a code (429) or a class (5xx)")
 	f.DurationVar(&o.slowerThan, "slower-than", 0, "follow: only requests that took longer than this (e.g. 500ms)")
 	f.StringVar(&o.outcome, "outcome", "", "follow: only requests whose outcome this CEL expression accepts (response.code, latencyMicros)")
+	_ = cmd.MarkFlagFilename("file", "jsonl")
+	cmd.AddCommand(newDiffCommand(), newExplainCommand(), newRedactCommand())
+	return cmd
+}
+
+// addProxyFlags adds the flags of every trace command that reaches a
+// proxy: where it is (a cluster gateway or --local), how to reach its admin
+// server, the request to send and the trace to choose, the bounds on what
+// is read and the redaction of what is written.
+func (o *options) addProxyFlags(cmd *cobra.Command) *pflag.FlagSet {
+	f := cmd.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the gateway (cluster mode; default: the kubeconfig context's)")
+	f.StringVarP(&o.kubeconfig, "kubeconfig", "k", "", "path to the kubeconfig file (cluster mode; default: $KUBECONFIG, then ~/.kube/config)")
+	f.IntVar(&o.adminPort, "proxy-admin-port", admin.DefaultPort, "admin server port of the proxy")
+	f.StringVar(&o.adminURL, "admin-url", "", "admin server base URL, e.g. http://127.0.0.1:15000 (with --local)")
+	f.StringVarP(&o.configFile, "config", "c", "", "standalone config file to read config.adminAddr from (with --local)")
+	f.BoolVar(&o.local, "local", false, "target a standalone proxy on this machine instead of a cluster gateway")
+	f.IntVar(&o.port, "port", 0, "listener port to send the injected request to (inject mode)")
+	f.StringVar(&o.expression, "expression", "", "CEL expression choosing which request to trace")
 	o.limits.AddStreamFlags(f)
 	o.redact.Add(f)
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
-	_ = cmd.MarkFlagFilename("file", "jsonl")
 	_ = cmd.MarkFlagFilename("kubeconfig")
-	cmd.AddCommand(newDiffCommand(), newExplainCommand(), newRedactCommand())
-	return cmd
+	return f
 }
 
 // plan is a validated trace invocation.
