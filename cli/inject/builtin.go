@@ -19,6 +19,13 @@ import (
 // error, since silently ignoring an option would trace a different request.
 type Builtin struct{}
 
+// builtinOptions are the options the built-in client understands; each
+// takes a value.
+var builtinOptions = map[string]struct{}{
+	"-X": {}, "--request": {}, "-H": {}, "--header": {}, "-d": {}, "--data": {}, "--data-binary": {},
+	"--data-raw": {}, "--json": {}, "-u": {}, "--user": {}, "-A": {}, "--user-agent": {},
+}
+
 // supported lists the options the built-in client understands, for errors.
 const supported = "-X, -H, -d/--data/--data-raw/--data-binary, --json, -u, -A"
 
@@ -40,68 +47,37 @@ func (Builtin) Build(ctx context.Context, req Request) (*http.Request, error) {
 	args := req.Args
 	for i := 0; i < len(args); i++ {
 		opt, val, inline := splitOption(args[i])
-		needVal := func() (string, error) {
-			if inline {
-				return val, nil
-			}
+		if _, known := builtinOptions[opt]; known && !inline {
 			if i+1 >= len(args) {
-				return "", fmt.Errorf("curl option %s needs a value", opt)
+				return nil, fmt.Errorf("curl option %s needs a value", opt)
 			}
 			i++
-			return args[i], nil
+			val = args[i]
 		}
+		var err error
 		switch opt {
 		case "-X", "--request":
-			v, err := needVal()
-			if err != nil {
-				return nil, err
-			}
-			b.method = v
+			b.method = val
 		case "-H", "--header":
-			v, err := needVal()
-			if err != nil {
-				return nil, err
+			err = b.addHeader(val)
+		case "-d", "--data", "--data-binary", "--data-raw", "--json":
+			if val, err = readData(opt, val); err == nil {
+				b.body = append(b.body, val)
+				b.json = b.json || opt == "--json"
+				b.form = b.form || opt != "--json"
 			}
-			if err := b.addHeader(v); err != nil {
-				return nil, err
-			}
-		case "-d", "--data", "--data-binary", "--data-raw":
-			v, err := needVal()
-			if err != nil {
-				return nil, err
-			}
-			if v, err = readData(opt, v); err != nil {
-				return nil, err
-			}
-			b.body = append(b.body, v)
-			b.form = true
-		case "--json":
-			v, err := needVal()
-			if err != nil {
-				return nil, err
-			}
-			if v, err = readData(opt, v); err != nil {
-				return nil, err
-			}
-			b.body = append(b.body, v)
-			b.json = true
 		case "-u", "--user":
-			v, err := needVal()
-			if err != nil {
-				return nil, err
-			}
-			b.user = v
+			b.user = val
 		case "-A", "--user-agent":
-			v, err := needVal()
-			if err != nil {
-				return nil, err
-			}
-			b.userAgent, b.hasUA = v, true
+			b.userAgent, b.hasUA = val, true
 		default:
 			if strings.HasPrefix(args[i], "-") {
 				return nil, fmt.Errorf("curl is not installed and the built-in client does not support option %s (it supports %s); install curl to use it", opt, supported)
 			}
 			return nil, fmt.Errorf("curl is not installed and the built-in client takes one URL; unexpected argument %q", args[i])
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	method := b.method
