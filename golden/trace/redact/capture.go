@@ -24,6 +24,22 @@ type CaptureStats struct {
 	Other, OtherChanged int
 }
 
+// count counts one line or frame read: an event or another line, changed
+// by redaction or not.
+func (st *CaptureStats) count(isEvent, changed bool) {
+	if isEvent {
+		st.Events++
+		if changed {
+			st.Redacted++
+		}
+		return
+	}
+	st.Other++
+	if changed {
+		st.OtherChanged++
+	}
+}
+
 // LineError is a line Capture could not take: longer than MaxCaptureLine.
 type LineError struct {
 	Line int
@@ -152,18 +168,7 @@ func (c *capture) take(line []byte) error {
 	}
 	// A JSON Lines line.
 	out, isEvent, changed := c.event(body)
-	switch {
-	case isEvent:
-		c.stats.Events++
-		if changed {
-			c.stats.Redacted++
-		}
-	default:
-		c.stats.Other++
-		if changed {
-			c.stats.OtherChanged++
-		}
-	}
+	c.stats.count(isEvent, changed)
 	if !changed {
 		_, err := c.bw.Write(line)
 		return err
@@ -229,18 +234,7 @@ func (c *capture) endFrame() error {
 	c.frame, c.isData, c.frameLen = c.frame[:0], c.isData[:0], 0
 	out, isEvent, changed := c.event(c.data)
 	c.data = c.data[:0]
-	switch {
-	case isEvent:
-		c.stats.Events++
-		if changed {
-			c.stats.Redacted++
-		}
-	default:
-		c.stats.Other++
-		if changed {
-			c.stats.OtherChanged++
-		}
-	}
+	c.stats.count(isEvent, changed)
 	if !changed {
 		for _, l := range frame {
 			if _, err := c.bw.Write(l); err != nil {
