@@ -501,3 +501,140 @@ routes:
 		}
 	}
 }
+
+// TestReasonsHaveTheirWrittenShape: the reasons refproxy traces are the
+// types golden/trace writes them as (trace.RouteReason, trace.PolicyResult
+// with its LimitEntry entries, trace.Cause), field for field: decoded
+// strictly, nothing the types do not name. Requests that give every shape
+// of them: routes missed on path, method, header (missing and wrong) and
+// hostname, with several matches; a conditional limit, a keyed one (its
+// bucket and the bucket of requests without a key), a refusal; an
+// authorization refusal; a direct response.
+func TestReasonsHaveTheirWrittenShape(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, `
+gateways:
+  default: {port: 0}
+routes:
+- name: submit
+  matches: [{path: {pathPrefix: /submit}, method: POST}, {path: {exact: /post}, method: POST}]
+  backends: [{host: `+be+`}]
+- name: tenant
+  hostnames: [tenant.example]
+  matches: [{path: {pathPrefix: /t}, headers: [{name: x-tenant, value: {exact: blue}}]}]
+  backends: [{host: `+be+`}]
+- name: guarded
+  matches: [{path: {pathPrefix: /guarded}}]
+  policies:
+    authorization:
+      rules:
+      - deny: 'request.headers["x-bad"] == "1"'
+  backends: [{host: `+be+`}]
+- name: tiered
+  matches: [{path: {pathPrefix: /tiered}}]
+  policies:
+    localRateLimit:
+      conditional:
+      - condition: 'request.headers["x-tier"] == "gold"'
+        maxTokens: 3
+        tokensPerFill: 3
+        fillInterval: 1h
+      - {maxTokens: 1, tokensPerFill: 1, fillInterval: 1h}
+  backends: [{host: `+be+`}]
+- name: keyed
+  matches: [{path: {pathPrefix: /keyed}}]
+  policies:
+    localRateLimit:
+    - {maxTokens: 1, tokensPerFill: 1, fillInterval: 1h, key: 'request.headers["x-user"]'}
+    - {maxTokens: 5, tokensPerFill: 5, fillInterval: 60s}
+  backends: [{host: `+be+`}]
+- name: direct
+  matches: [{path: {pathPrefix: /direct}}]
+  policies:
+    directResponse: {status: 204, body: ""}
+`)
+	base := "http://" + p.BindAddrs()[0]
+	shapes := map[string]int{}
+	for _, r := range []struct {
+		path   string
+		header []string
+	}{
+		{"/submit/x", nil},
+		{"/t", []string{"Host", "tenant.example"}},
+		{"/t", []string{"X-Tenant", "red"}},
+		{"/guarded", []string{"X-Bad", "1"}},
+		{"/tiered", []string{"X-Tier", "gold"}},
+		{"/tiered", nil},
+		{"/tiered", nil},
+		{"/keyed", []string{"X-User", "alice"}},
+		{"/keyed", []string{"X-User", "alice"}},
+		{"/keyed", nil},
+		{"/direct", nil},
+		{"/nowhere", nil},
+	} {
+		s := watch(t, p, http.MethodPost, "")
+		req, err := http.NewRequest(http.MethodGet, base+r.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(r.header); i += 2 {
+			if r.header[i] == "Host" {
+				req.Host = r.header[i+1]
+			} else {
+				req.Header.Set(r.header[i], r.header[i+1])
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		for _, e := range s.collect(t) {
+			what := fmt.Sprintf("%s %s: %s", r.path, r.header, e.Type())
+			switch e.Type() {
+			case trace.RouteSelection:
+				var rs []trace.RouteReason
+				if err := trace.StrictReason(e.Message["reasons"], &rs); err != nil || len(rs) == 0 {
+					t.Errorf("%s: reasons %v do not decode as trace.RouteReason: %v", what, e.Message["reasons"], err)
+				}
+				for _, r := range rs {
+					shapes["route "+r.Result+" "+r.Condition]++
+					if r.Match != nil {
+						shapes["route of several matches"]++
+					}
+				}
+			case trace.PolicyResultType:
+				switch kind := e.Message["kind"]; kind {
+				case "localRateLimit", "authorization":
+					var pr trace.PolicyResult
+					if err := trace.StrictReason(e.Message, &pr); err != nil {
+						t.Errorf("%s: %v does not decode as trace.PolicyResult: %v", what, e.Message, err)
+					}
+					shapes[fmt.Sprintf("%s %s", kind, pr.Result.Decision)]++
+					for _, en := range pr.Result.Entries {
+						shapes[fmt.Sprintf("entry keyed %v conditional %v", en.Key != nil, en.Applies != nil)]++
+					}
+				}
+			case trace.RequestFinished:
+				if c, ok := e.Message["cause"]; ok {
+					var cause trace.Cause
+					if err := trace.StrictReason(c, &cause); err != nil || cause.Kind == "" {
+						t.Errorf("%s: cause %v does not decode as trace.Cause: %v", what, c, err)
+					}
+					shapes["cause "+cause.Kind]++
+				}
+			}
+		}
+	}
+	// The requests gave every shape: a test that saw fewer would hold
+	// nothing to the types.
+	for _, want := range []string{"route noMatch path", "route noMatch method", "route noMatch header", "route noMatch hostname",
+		"route selected ", "route of several matches", "authorization refused", "localRateLimit allowed", "localRateLimit refused",
+		"entry keyed true conditional false", "entry keyed false conditional true", "entry keyed false conditional false",
+		"cause noRoute", "cause authorization", "cause rateLimit", "cause directResponse"} {
+		if shapes[want] == 0 {
+			t.Errorf("no reason of the shape %q among %v", want, shapes)
+		}
+	}
+}

@@ -91,22 +91,17 @@ type Explainer struct {
 
 	finishedStatus int
 	finishedErr    string
-	cause          map[string]any
+	cause          *trace.Cause
 	warnings       []string
 }
 
 // RouteReason is one route's verdict, as routeSelection.reasons carries
 // it (and a what-if computes it).
-type RouteReason struct {
-	// Route is the route's key; Result selected, shadowed or noMatch;
-	// Reason the sentence; Condition what a noMatch failed on (hostname,
-	// path, method, header, query, listener).
-	Route, Result, Reason, Condition string
-}
+type RouteReason = trace.RouteReason
 
 type policyResult struct {
-	kind, typ, details, reason, decision string
-	fields                               map[string]any
+	kind string
+	trace.PolicyOutcome
 }
 
 // Events explains a whole trace.
@@ -142,19 +137,15 @@ func (x *Explainer) Add(e trace.Event) {
 		if ev, ok := m["evaluatedRoutes"].([]any); ok {
 			x.evaluated = len(ev)
 		}
-		if rs, ok := m["reasons"].([]any); ok {
+		var rs []RouteReason
+		if trace.DecodeReason(m["reasons"], &rs) {
 			x.reasonSeen = true
-			x.routes = x.routes[:0]
-			for _, r := range rs {
-				rm := obj(r)
-				x.routes = append(x.routes, RouteReason{Route: str(rm["route"]), Result: str(rm["result"]),
-					Reason: str(rm["reason"]), Condition: str(rm["condition"])})
-			}
+			x.routes = rs
 		}
 	case trace.PolicyResultType:
-		res := obj(m["result"])
-		x.policies = append(x.policies, policyResult{kind: str(m["kind"]), typ: str(res["type"]), details: str(res["details"]),
-			reason: str(res["reason"]), decision: str(res["decision"]), fields: res})
+		p := policyResult{kind: str(m["kind"])}
+		trace.DecodeReason(m["result"], &p.PolicyOutcome)
+		x.policies = append(x.policies, p)
 	case trace.PolicyEvent:
 		d := str(m["details"])
 		if d == "" {
@@ -189,7 +180,10 @@ func (x *Explainer) Add(e trace.Event) {
 		x.complete = true
 		x.finishedStatus = num(m["status"])
 		x.finishedErr = str(m["error"])
-		x.cause = obj(m["cause"])
+		x.cause = nil
+		if c := new(trace.Cause); trace.DecodeReason(m["cause"], c) {
+			x.cause = c
+		}
 		if ws, ok := m["warnings"].([]any); ok {
 			for _, w := range ws {
 				x.warnings = append(x.warnings, str(w))
@@ -203,7 +197,9 @@ func (x *Explainer) Verdict() Verdict {
 	v := Verdict{Route: x.route, Complete: x.complete, Status: x.status(),
 		Request: Request{Method: x.method, Path: x.path, Host: x.host, Query: x.query, Headers: x.headers}}
 	v.Reasons = x.reasonSeen || len(x.policies) > 0 || x.cause != nil || len(x.notes) > 0 || len(x.charges) > 0
-	v.Cause = str(x.cause["kind"])
+	if x.cause != nil {
+		v.Cause = x.cause.Kind
+	}
 	v.Line = x.line(v)
 	if !x.complete && x.events > 0 {
 		v.Line += fmt.Sprintf(" (trace incomplete: %d %s, no requestFinished)", x.events, Plural(x.events, "event", "events"))
@@ -263,8 +259,8 @@ func (x *Explainer) line(v Verdict) string {
 		s += "; the body failed afterwards: " + x.finishedErr
 	}
 	for _, p := range x.policies {
-		if p.typ == "skip" && p.kind != "localRateLimit" && p.kind != "remoteRateLimit" {
-			s += "; " + p.kind + " skipped: " + p.reason
+		if p.Type == "skip" && p.kind != "localRateLimit" && p.kind != "remoteRateLimit" {
+			s += "; " + p.kind + " skipped: " + p.Reason
 		}
 	}
 	if len(x.notes) > 0 {
@@ -285,26 +281,26 @@ func Plural(n int, one, many string) string {
 // causeText is the proxy's cause in the verdict's words, from the
 // structured reasons where the trace has them.
 func (x *Explainer) causeText() string {
-	reason := str(x.cause["reason"])
-	switch str(x.cause["kind"]) {
+	reason := x.cause.Reason
+	switch x.cause.Kind {
 	case "noRoute":
 		if len(x.routes) > 0 {
 			return x.noRoute()
 		}
 		return reason
 	case "rateLimit":
-		if p := x.policy(str(x.cause["policy"])); p != nil {
+		if p := x.policy(x.cause.Policy); p != nil {
 			if s := refusedEntries(p); s != "" {
 				return s
 			}
-			if p.details != "" {
-				return p.kind + ": " + p.details
+			if p.Details != "" {
+				return p.kind + ": " + p.Details
 			}
 		}
 		return reason
 	case "rateLimitServiceUnavailable":
-		if p := x.policy("remoteRateLimit"); p != nil && p.details != "" {
-			return "remoteRateLimit: " + p.details
+		if p := x.policy("remoteRateLimit"); p != nil && p.Details != "" {
+			return "remoteRateLimit: " + p.Details
 		}
 		return reason
 	case "backendUnreachable", "backendError", "backendBody", "noBackend", "clientBody":
@@ -370,7 +366,7 @@ func depth(condition string) int {
 
 func (x *Explainer) policy(kind string) *policyResult {
 	for i := len(x.policies) - 1; i >= 0; i-- {
-		if x.policies[i].kind == kind && x.policies[i].typ == "apply" {
+		if x.policies[i].kind == kind && x.policies[i].Type == "apply" {
 			return &x.policies[i]
 		}
 	}
@@ -380,33 +376,31 @@ func (x *Explainer) policy(kind string) *policyResult {
 // refusedEntries names the local limit entries that refused:
 // "localRateLimit[1] (1000 tokens per minute) exhausted, resets in 42 s".
 func refusedEntries(p *policyResult) string {
-	entries, _ := p.fields["entries"].([]any)
 	var parts []string
-	for _, e := range entries {
-		em := obj(e)
-		if refused, _ := em["refused"].(bool); !refused {
+	for _, e := range p.Entries {
+		if !e.Refused {
 			continue
 		}
-		s := fmt.Sprintf("%s[%d]", p.kind, num(em["index"]))
-		if pol := str(em["policy"]); pol != "" {
-			s += " of policy " + pol
+		s := fmt.Sprintf("%s[%d]", p.kind, e.Index)
+		if e.Policy != "" {
+			s += " of policy " + e.Policy
 		}
-		s += " (" + describeEntry(em) + ")"
-		if key, ok := em["key"].(string); ok {
+		s += " (" + describeEntry(e) + ")"
+		if e.Key != nil {
 			// An entry with a key (a bucket per key): which bucket refused.
-			if b, ok := em["bucket"].(string); ok {
-				s += fmt.Sprintf(" for key %q (key %s)", b, key)
+			if e.Bucket != nil {
+				s += fmt.Sprintf(" for key %q (key %s)", *e.Bucket, *e.Key)
 			} else {
-				s += fmt.Sprintf(" in the bucket of requests without a key (key %s)", key)
+				s += fmt.Sprintf(" in the bucket of requests without a key (key %s)", *e.Key)
 			}
 		}
-		if rem := num(em["remaining"]); rem == 0 {
+		if e.Remaining == nil || *e.Remaining == 0 {
 			s += " exhausted"
 		} else {
-			s += fmt.Sprintf(" has %d left", rem)
+			s += fmt.Sprintf(" has %d left", *e.Remaining)
 		}
-		if r, ok := em["resetSeconds"]; ok {
-			s += fmt.Sprintf(", resets in %d s", num(r))
+		if e.ResetSeconds != nil {
+			s += fmt.Sprintf(", resets in %d s", *e.ResetSeconds)
 		}
 		parts = append(parts, s)
 	}
@@ -415,18 +409,17 @@ func refusedEntries(p *policyResult) string {
 
 // describeEntry is a limit entry in words: "1000 tokens per minute",
 // "3 requests per second, bucket of 6".
-func describeEntry(em map[string]any) string {
-	typ := str(em["type"])
+func describeEntry(e trace.LimitEntry) string {
+	typ := e.Type
 	if typ == "" {
 		typ = "requests"
 	}
-	fill, max := num(em["tokensPerFill"]), num(em["maxTokens"])
-	if fill == 1 {
+	if e.TokensPerFill == 1 {
 		typ = strings.TrimSuffix(typ, "s")
 	}
-	s := fmt.Sprintf("%d %s per %s", fill, typ, per(str(em["fillInterval"])))
-	if max != fill && max != 0 {
-		s += fmt.Sprintf(", bucket of %d", max)
+	s := fmt.Sprintf("%d %s per %s", e.TokensPerFill, typ, per(e.FillInterval))
+	if e.MaxTokens != e.TokensPerFill && e.MaxTokens != 0 {
+		s += fmt.Sprintf(", bucket of %d", e.MaxTokens)
 	}
 	return s
 }
@@ -459,17 +452,15 @@ func Per(d time.Duration) string {
 // the trace tells it.
 func (x *Explainer) limitState() string {
 	p := x.policy("localRateLimit")
-	if p == nil || p.decision != "allowed" {
+	if p == nil || p.Decision != "allowed" {
 		return ""
 	}
-	entries, _ := p.fields["entries"].([]any)
 	var parts []string
-	for _, e := range entries {
-		em := obj(e)
-		if _, ok := em["remaining"]; !ok {
+	for _, e := range p.Entries {
+		if e.Remaining == nil {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("localRateLimit[%d] %d of %d left", num(em["index"]), num(em["remaining"]), num(em["maxTokens"])))
+		parts = append(parts, fmt.Sprintf("localRateLimit[%d] %d of %d left", e.Index, *e.Remaining, e.MaxTokens))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -545,11 +536,11 @@ func (x *Explainer) details() []string {
 		}
 	}
 	for _, p := range x.policies {
-		switch p.typ {
+		switch p.Type {
 		case "skip":
-			out = append(out, fmt.Sprintf("policy %s skipped: %s", p.kind, p.reason))
+			out = append(out, fmt.Sprintf("policy %s skipped: %s", p.kind, p.Reason))
 		default:
-			out = append(out, fmt.Sprintf("policy %s: %s", p.kind, p.details))
+			out = append(out, fmt.Sprintf("policy %s: %s", p.kind, p.Details))
 		}
 	}
 	if x.target != "" {
@@ -563,7 +554,7 @@ func (x *Explainer) details() []string {
 	}
 	out = append(out, x.charges...)
 	if x.cause != nil {
-		out = append(out, "cause "+str(x.cause["kind"])+": "+str(x.cause["reason"]))
+		out = append(out, "cause "+x.cause.Kind+": "+x.cause.Reason)
 	}
 	for _, w := range x.warnings {
 		out = append(out, "warning: "+w)
