@@ -54,7 +54,7 @@ func localNode(t *testing.T) cluster.Options {
 		t.Skip("the local node needs root (cgroups, mounts, the CNI bridge): run the tests as root, as make test does in CI")
 	}
 	bins := t.TempDir()
-	build := exec.Command("go", "build", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
+	build := exec.Command("go", "build", "-buildvcs=false", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the static refproxy and mockbackend: %v\n%s", err, out)

@@ -82,7 +82,7 @@ func TestCLIOnLocalNode(t *testing.T) {
 func startNodeFixture(t *testing.T, ctx context.Context) *nodeFixture {
 	t.Helper()
 	bins := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy")
+	build := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the static refproxy: %v\n%s", err, out)

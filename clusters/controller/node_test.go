@@ -41,7 +41,7 @@ func TestDataPlaneOnRealNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bins := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
+	build := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build refproxy and mockbackend: %v\n%s", err, out)

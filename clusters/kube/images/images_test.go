@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -95,5 +96,76 @@ func TestWriteTarball(t *testing.T) {
 	}
 	if d, _ := img.Digest(); d.String() != digests[imgs[0].Ref] {
 		t.Errorf("packing again gave digest %s, first %s; want the same", d, digests[imgs[0].Ref])
+	}
+}
+
+// TestCachedTarball: the same images are packed once and come from the
+// cache after that, byte for byte what packing writes; a changed file, a
+// changed entrypoint or another ref is packed anew; the cache keeps the
+// most recently used few.
+func TestCachedTarball(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	bin := filepath.Join(dir, "prog")
+	if err := os.WriteFile(bin, bytes.Repeat([]byte("binary "), 1000), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	img := images.Image{Ref: "gwdiag.local/prog:dev", Files: map[string]string{"/prog": bin}, Entrypoint: []string{"/prog"}}
+	pack := func(name string, imgs ...images.Image) (bool, []byte) {
+		t.Helper()
+		file := filepath.Join(dir, name)
+		hit, err := images.CachedTarball(cache, file, imgs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hit, b
+	}
+	hit, first := pack("1.tar", img)
+	if hit {
+		t.Fatal("the first pack came from an empty cache")
+	}
+	plain := filepath.Join(dir, "plain.tar")
+	if err := images.WriteTarball(plain, img); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := os.ReadFile(plain); !bytes.Equal(first, want) {
+		t.Error("the cached pack differs from WriteTarball's")
+	}
+	if hit, again := pack("2.tar", img); !hit || !bytes.Equal(again, first) {
+		t.Errorf("second pack: hit %v, same bytes %v; want the cache's", hit, bytes.Equal(again, first))
+	}
+	// Removing what the node imported leaves the cache whole.
+	if err := os.Remove(filepath.Join(dir, "2.tar")); err != nil {
+		t.Fatal(err)
+	}
+	if hit, _ := pack("3.tar", img); !hit {
+		t.Error("the cache lost the tarball when a copy of it was removed")
+	}
+	changed := img
+	changed.Entrypoint = []string{"/prog", "-v"}
+	if hit, _ := pack("4.tar", changed); hit {
+		t.Error("a changed entrypoint came from the cache")
+	}
+	other := img
+	other.Ref = "gwdiag.local/other:dev"
+	if hit, _ := pack("5.tar", other); hit {
+		t.Error("another ref came from the cache")
+	}
+	if err := os.WriteFile(bin, bytes.Repeat([]byte("changed "), 1000), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if hit, _ := pack("6.tar", img); hit {
+		t.Error("a changed file came from the cache")
+	}
+	for i := range 4 {
+		e := img
+		e.Entrypoint = []string{"/prog", strconv.Itoa(i)}
+		pack("e"+strconv.Itoa(i)+".tar", e)
+	}
+	if tars, _ := filepath.Glob(filepath.Join(cache, "*.tar")); len(tars) != 4 {
+		t.Errorf("the cache holds %d tarballs, want the 4 most recently used", len(tars))
 	}
 }

@@ -55,6 +55,10 @@ type ClusterOptions struct {
 	// PackageCache keeps Debian's containerd, runc and CNI packages
 	// between runs. Default $TMPDIR/gwdiag-node-packages.
 	PackageCache string
+	// ImageCache keeps the packed images (pause, and Images) between
+	// starts, a few builds of them (images.CachedTarball). Default
+	// $TMPDIR/gwdiag-node-images.
+	ImageCache string
 	// StartTimeout bounds the start, up to the node being Ready. Default
 	// 3 minutes (on 2 cores under load, about 10 s idle).
 	StartTimeout time.Duration
@@ -154,6 +158,9 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	}
 	if o.PackageCache == "" {
 		o.PackageCache = filepath.Join(os.TempDir(), "gwdiag-node-packages")
+	}
+	if o.ImageCache == "" {
+		o.ImageCache = filepath.Join(os.TempDir(), "gwdiag-node-images")
 	}
 	bridgeIP, subnet, err := net.ParseCIDR(o.PodCIDR)
 	if err != nil || bridgeIP.To4() == nil {
@@ -376,10 +383,15 @@ func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Pa
 	phase("build pause")
 	imgs := append([]images.Image{{Ref: PauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}}, o.Images...)
 	tarball := filepath.Join(c.State, "images.tar")
-	if err := images.WriteTarball(tarball, imgs...); err != nil {
+	cached, err := images.CachedTarball(o.ImageCache, tarball, imgs...)
+	if err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
-	phase("pack images")
+	if cached {
+		phase("pack images (cached)")
+	} else {
+		phase("pack images")
+	}
 	log, err := c.logFile("containerd", o.Output)
 	if err != nil {
 		return err
@@ -406,7 +418,7 @@ func buildPause(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "pause")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./clusters/kube/cmd/pause")
+	cmd := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", out, "./clusters/kube/cmd/pause")
 	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("local node: build the pause program: %w: %s", err, b)
