@@ -28,8 +28,8 @@ import (
 	"github.com/gwdiag/gwdiag/golden/routing"
 )
 
-// PolicyKinds are the policy resources read, by group, version and kind.
-var PolicyKinds = []schema.GroupVersionKind{
+// policyKinds are the policy resources read, by group, version and kind.
+var policyKinds = []schema.GroupVersionKind{
 	{Group: "gwdiag.dev", Version: "v1alpha1", Kind: "GatewayPolicy"},
 	{Group: "agentgateway.dev", Version: "v1alpha1", Kind: "AgentgatewayPolicy"},
 }
@@ -250,7 +250,7 @@ func (p policy) unhealthy() []string {
 func listPolicies(ctx context.Context, cl client.Client) ([]policy, error) {
 	var out []policy
 	var errs []error
-	for _, gvk := range PolicyKinds {
+	for _, gvk := range policyKinds {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := cl.List(ctx, list); err != nil {

@@ -273,7 +273,7 @@ func writeAs(w io.Writer, v any, format string) error {
 }
 
 // writeSummary renders s as three tables: routes, backends, policies.
-func writeSummary(w io.Writer, s Summary) error {
+func writeSummary(w io.Writer, s summary) error {
 	fmt.Fprintln(w, "ROUTES")
 	rows := make([][]string, 0, len(s.Routes))
 	for _, r := range s.Routes {
@@ -299,8 +299,8 @@ func writeSummary(w io.Writer, s Summary) error {
 	return table(w, []string{"NAME", "TARGET", "KINDS"}, rows)
 }
 
-// BackendRow is one row of `config backends`, as -o json|yaml print it.
-type BackendRow struct {
+// backendRow is one row of `config backends`, as -o json|yaml print it.
+type backendRow struct {
 	Type      string  `json:"type" yaml:"type"`
 	Name      string  `json:"name" yaml:"name"`
 	Namespace string  `json:"namespace" yaml:"namespace"`
@@ -316,14 +316,14 @@ type BackendRow struct {
 // backendRows are the rows of `config backends` (agctl's rules): one per
 // endpoint with statistics, sorted by type, namespace, name and endpoint;
 // those with no requests only when all is set.
-func backendRows(d *configdump.Dump, all bool) []BackendRow {
-	rows := []BackendRow{}
+func backendRows(d *configdump.Dump, all bool) []backendRow {
+	rows := []backendRow{}
 	for _, e := range d.Endpoints() {
 		n := e.Info.Requests()
 		if n == 0 && !all {
 			continue
 		}
-		r := BackendRow{Type: e.Type, Name: e.Name, Namespace: e.Namespace, Endpoint: e.Endpoint,
+		r := backendRow{Type: e.Type, Name: e.Name, Namespace: e.Namespace, Endpoint: e.Endpoint,
 			Health: e.Info.Health, Requests: n, EvictedFor: evictedFor(e.Info.EvictedUntil)}
 		if n > 0 {
 			r.LatencyMs = e.Info.Latency() * 1000
@@ -347,7 +347,7 @@ func evictedFor(until string) string {
 }
 
 // writeBackends renders the backends table, or the rows as JSON or YAML.
-func writeBackends(w io.Writer, rows []BackendRow, format string) error {
+func writeBackends(w io.Writer, rows []backendRow, format string) error {
 	if format == "json" || format == "yaml" {
 		return writeAs(w, rows, format)
 	}

@@ -11,12 +11,12 @@ import (
 	"github.com/gwdiag/gwdiag/golden/configdump"
 )
 
-// Summary is what `gwdiag config all` shows: the routes, backends and
+// summary is what `gwdiag config all` shows: the routes, backends and
 // policies the proxy has loaded, not the raw dump.
-type Summary struct {
+type summary struct {
 	Routes   []RouteSummary
-	Backends []BackendSummary
-	Policies []PolicySummary
+	Backends []backendSummary
+	Policies []policySummary
 }
 
 // RouteSummary is one route with where it listens, what it matches, where
@@ -33,8 +33,8 @@ type RouteSummary struct {
 	Policies  []string
 }
 
-// BackendSummary is one backend (or Service) with its target and traffic.
-type BackendSummary struct {
+// backendSummary is one backend (or Service) with its target and traffic.
+type backendSummary struct {
 	// Type is the backend variant (host, ai, mcp, ...) or "service".
 	Type      string
 	Name      string
@@ -44,9 +44,9 @@ type BackendSummary struct {
 	Requests  uint64
 }
 
-// PolicySummary is one policy: its name, what it targets and its kinds
+// policySummary is one policy: its name, what it targets and its kinds
 // (retry, timeout, health, localRateLimit, frontend http, ...).
-type PolicySummary struct {
+type policySummary struct {
 	Name   string
 	Key    string
 	Target string
@@ -55,8 +55,8 @@ type PolicySummary struct {
 
 // summarize builds the summary of a dump. Every list is sorted, so the same
 // dump gives the same summary whatever order its maps were read in.
-func summarize(d *configdump.Dump) Summary {
-	s := Summary{}
+func summarize(d *configdump.Dump) summary {
+	s := summary{}
 	seen := map[string]bool{}
 	for _, b := range d.Binds {
 		for _, lk := range sortedKeys(b.Listeners) {
@@ -95,28 +95,28 @@ func summarize(d *configdump.Dump) Summary {
 	}
 	for _, sv := range d.Services {
 		r := requests[[3]string{configdump.TypeService, sv.Namespace, sv.Name}]
-		s.Backends = append(s.Backends, BackendSummary{Type: "service", Name: sv.Name, Namespace: sv.Namespace,
+		s.Backends = append(s.Backends, backendSummary{Type: "service", Name: sv.Name, Namespace: sv.Namespace,
 			Target: sv.Hostname, Endpoints: r.endpoints, Requests: r.n})
 	}
 	for _, b := range d.Backends {
 		for _, variant := range sortedKeys(b.Backend) {
 			spec := b.Backend[variant]
 			r := requests[[3]string{configdump.TypeBackend, spec.Namespace, spec.Name}]
-			s.Backends = append(s.Backends, BackendSummary{Type: variant, Name: spec.Name, Namespace: spec.Namespace,
+			s.Backends = append(s.Backends, backendSummary{Type: variant, Name: spec.Name, Namespace: spec.Namespace,
 				Target: targetText(spec), Endpoints: r.endpoints, Requests: r.n})
 		}
 	}
 	for _, p := range d.Policies {
-		s.Policies = append(s.Policies, PolicySummary{Name: qualified(p.Name.Namespace, p.Name.Name), Key: p.Key,
+		s.Policies = append(s.Policies, policySummary{Name: qualified(p.Name.Namespace, p.Name.Name), Key: p.Key,
 			Target: policyTarget(p.Target), Kinds: policyKinds(p.Policy)})
 	}
 	slices.SortStableFunc(s.Routes, func(a, b RouteSummary) int {
 		return cmp.Or(cmp.Compare(a.Bind, b.Bind), cmp.Compare(a.Listener, b.Listener), cmp.Compare(a.Key, b.Key))
 	})
-	slices.SortStableFunc(s.Backends, func(a, b BackendSummary) int {
+	slices.SortStableFunc(s.Backends, func(a, b backendSummary) int {
 		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	slices.SortStableFunc(s.Policies, func(a, b PolicySummary) int {
+	slices.SortStableFunc(s.Policies, func(a, b policySummary) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Target, b.Target), cmp.Compare(a.Key, b.Key))
 	})
 	return s

@@ -10,8 +10,8 @@ import (
 	"fmt"
 )
 
-// Coder is an error that asks for an exit status.
-type Coder interface {
+// coder is an error that asks for an exit status.
+type coder interface {
 	ExitCode() int
 }
 
@@ -37,7 +37,7 @@ func Code(err error) int {
 	if err == nil {
 		return 0
 	}
-	var c Coder
+	var c coder
 	if errors.As(err, &c) {
 		return c.ExitCode()
 	}

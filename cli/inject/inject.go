@@ -23,8 +23,8 @@ type Request struct {
 	Args []string // curl arguments other than the URL, in order
 }
 
-// ErrNoURL is the agctl error for request args without a URL.
-var ErrNoURL = errors.New("request args after -- must include at least one http:// or https:// URL")
+// errNoURL is the agctl error for request args without a URL.
+var errNoURL = errors.New("request args after -- must include at least one http:// or https:// URL")
 
 // ParseArgs splits the arguments after `--` into the first http:// or
 // https:// URL and the remaining curl arguments.
@@ -44,7 +44,7 @@ func ParseArgs(args []string) (Request, error) {
 		rest := append(append([]string(nil), args[:i]...), args[i+1:]...)
 		return Request{URL: u, Args: rest}, nil
 	}
-	return Request{}, ErrNoURL
+	return Request{}, errNoURL
 }
 
 // takesValue reports whether a curl short or long option consumes the next
@@ -80,18 +80,18 @@ type Sender interface {
 // NewSender returns a Curl sender when curl is on PATH, else the Builtin one.
 func NewSender() Sender {
 	if p, err := exec.LookPath("curl"); err == nil {
-		return Curl{Path: p}
+		return curl{Path: p}
 	}
 	return Builtin{}
 }
 
-// Curl runs the user's curl, so that every curl option works.
-type Curl struct {
+// curl runs the user's curl, so that every curl option works.
+type curl struct {
 	Path string
 }
 
 // Command returns the curl command line for req sent to addr.
-func (c Curl) Command(req Request, addr string) ([]string, error) {
+func (c curl) Command(req Request, addr string) ([]string, error) {
 	lhost, lport, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("listener address %q: %w", addr, err)
@@ -107,7 +107,7 @@ func (c Curl) Command(req Request, addr string) ([]string, error) {
 }
 
 // Send runs curl and waits for it.
-func (c Curl) Send(ctx context.Context, req Request, addr string) (string, error) {
+func (c curl) Send(ctx context.Context, req Request, addr string) (string, error) {
 	argv, err := c.Command(req, addr)
 	if err != nil {
 		return "", err
@@ -125,8 +125,8 @@ func (c Curl) Send(ctx context.Context, req Request, addr string) (string, error
 	return out.String(), nil
 }
 
-// Header is a header the request's arguments set.
-type Header struct{ Name, Value string }
+// header is a header the request's arguments set.
+type header struct{ Name, Value string }
 
 // Credentials are what the request's arguments send that may be a
 // credential, so that gwdiag can keep it out of what it prints: the
@@ -135,9 +135,9 @@ type Header struct{ Name, Value string }
 // name=value as Cookie; --proxy-user as Proxy-Authorization; the URL's
 // user info as Authorization: Basic), and the passwords of -u, --proxy-user
 // and the URL as they are.
-func (r Request) Credentials() (headers []Header, secrets []string) {
+func (r Request) Credentials() (headers []header, secrets []string) {
 	basic := func(name, userPass string) {
-		headers = append(headers, Header{name, "Basic " + base64.StdEncoding.EncodeToString([]byte(userPass))})
+		headers = append(headers, header{name, "Basic " + base64.StdEncoding.EncodeToString([]byte(userPass))})
 		secrets = append(secrets, userPass)
 		if _, pass, ok := strings.Cut(userPass, ":"); ok && pass != "" {
 			secrets = append(secrets, pass)
@@ -159,17 +159,17 @@ func (r Request) Credentials() (headers []Header, secrets []string) {
 		switch opt {
 		case "-H", "--header", "--proxy-header":
 			if name, value, ok := strings.Cut(val, ":"); ok {
-				headers = append(headers, Header{strings.TrimSpace(name), strings.TrimSpace(value)})
+				headers = append(headers, header{strings.TrimSpace(name), strings.TrimSpace(value)})
 			}
 		case "-u", "--user":
 			basic("Authorization", val)
 		case "-U", "--proxy-user":
 			basic("Proxy-Authorization", val)
 		case "--oauth2-bearer":
-			headers = append(headers, Header{"Authorization", "Bearer " + val})
+			headers = append(headers, header{"Authorization", "Bearer " + val})
 		case "-b", "--cookie":
 			if strings.Contains(val, "=") {
-				headers = append(headers, Header{"Cookie", val})
+				headers = append(headers, header{"Cookie", val})
 			}
 		default:
 			consumed = takesValue(opt)

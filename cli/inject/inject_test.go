@@ -66,7 +66,7 @@ func TestCurlCommand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			argv, err := Curl{Path: "curl"}.Command(r, "127.0.0.1:3000")
+			argv, err := curl{Path: "curl"}.Command(r, "127.0.0.1:3000")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func listener(t *testing.T) (*httptest.Server, <-chan seen) {
 func TestSend(t *testing.T) {
 	senders := map[string]Sender{"builtin": Builtin{}}
 	if p, err := exec.LookPath("curl"); err == nil {
-		senders["curl"] = Curl{Path: p}
+		senders["curl"] = curl{Path: p}
 	} else {
 		t.Log("curl not on PATH: testing the built-in client only")
 	}
@@ -189,7 +189,7 @@ func TestCurlFailureIsReported(t *testing.T) {
 	addr := srv.Listener.Addr().String()
 	srv.Close()
 	r, _ := ParseArgs([]string{"http://h/"})
-	_, err = Curl{Path: p}.Send(context.Background(), r, addr)
+	_, err = curl{Path: p}.Send(context.Background(), r, addr)
 	if err == nil || !strings.Contains(err.Error(), "sending the request with curl failed") || !strings.Contains(err.Error(), "curl: (7)") {
 		t.Fatalf("error = %v, want curl's connection failure", err)
 	}
@@ -205,7 +205,7 @@ func TestCredentials(t *testing.T) {
 	}
 	headers, secrets := r.Credentials()
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-	want := []Header{{"Authorization", "Basic " + b64("ui:pw-7")}, {"Authorization", "Bearer sk-1"}, {"x-api-key", "k2"},
+	want := []header{{"Authorization", "Basic " + b64("ui:pw-7")}, {"Authorization", "Bearer sk-1"}, {"x-api-key", "k2"},
 		{"Authorization", "Basic " + b64("user:pw-3")}, {"Cookie", "sid=c4"}, {"Authorization", "Bearer t5"}, {"Proxy-Authorization", "Basic " + b64("p:pw-6")}}
 	if !slices.Equal(headers, want) {
 		t.Errorf("headers\n got  %q\n want %q", headers, want)

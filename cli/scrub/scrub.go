@@ -49,9 +49,9 @@ func keyFrom(getenv func(string) string) []byte {
 	return k
 }
 
-// Warning is what gwdiag prints on stderr, once, when it is told not to
+// warning is what gwdiag prints on stderr, once, when it is told not to
 // redact.
-const Warning = "warning: --redact=false: credentials (authorization, cookie, API-key headers, ...) are shown in clear"
+const warning = "warning: --redact=false: credentials (authorization, cookie, API-key headers, ...) are shown in clear"
 
 // Flags are a command's redaction flags.
 type Flags struct {
@@ -98,7 +98,7 @@ func isTokenChar(c rune) bool {
 func (f *Flags) Scrubber(stderr io.Writer) *Scrubber {
 	if !f.Redact {
 		if stderr != nil {
-			fmt.Fprintln(stderr, Warning)
+			fmt.Fprintln(stderr, warning)
 		}
 		if len(f.Headers) == 0 {
 			return nil

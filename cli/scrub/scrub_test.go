@@ -49,7 +49,7 @@ func TestFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, _ := f.Scrubber(&stderr).Events().Raw([]byte(ev), h)
-			if got := stderr.String(); (got == Warning+"\n") != tt.warn || tt.warn == false && got != "" {
+			if got := stderr.String(); (got == warning+"\n") != tt.warn || tt.warn == false && got != "" {
 				t.Errorf("stderr %q, warning wanted: %v", got, tt.warn)
 			}
 			for _, v := range tt.redacted {

@@ -18,8 +18,8 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
 
-// ErrDiffer is returned by `gwdiag trace diff` when the traces differ: exit 1.
-var ErrDiffer = exitError{code: 1, err: errors.New("traces differ")}
+// errDiffer is returned by `gwdiag trace diff` when the traces differ: exit 1.
+var errDiffer = exitError{code: 1, err: errors.New("traces differ")}
 
 func newDiffCommand() *cobra.Command {
 	var red scrub.Flags
@@ -271,7 +271,7 @@ func diffCaptures(ctx context.Context, w io.Writer, argA, argB string, stdin io.
 		out.only("+", argB, t)
 	}
 	if out.flush() {
-		return ErrDiffer
+		return errDiffer
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ func BenchmarkAddEventsAndRender(b *testing.B) {
 	events := loadTrace(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		var m tea.Model = New("bench", StatusSent)
+		var m tea.Model = New("bench", statusSent)
 		for _, ev := range events {
 			m, _ = m.Update(ev)
 		}

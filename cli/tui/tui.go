@@ -27,13 +27,13 @@ import (
 
 // Status lines, agctl's words.
 const (
-	StatusSent     = "request sent, waiting for trace to complete"
+	statusSent     = "request sent, waiting for trace to complete"
 	StatusComplete = "stream complete, press q to exit"
 	// StatusReading is shown while a long saved capture is being read.
 	StatusReading  = "reading the capture..."
 	StatusWatching = "waiting for the next request to reach the proxy"
 	StatusSending  = "registering the trace, then sending the request"
-	StatusReceived = "request received, waiting for trace to complete"
+	statusReceived = "request received, waiting for trace to complete"
 )
 
 // EventMsg delivers one trace event to the viewer.
@@ -56,25 +56,25 @@ type DoneMsg struct{ Err error }
 // DroppedMsg tells the viewer the proxy dropped N events of this trace.
 type DroppedMsg struct{ N int }
 
-// Mode is what the detail pane shows.
-type Mode int
+// mode is what the detail pane shows.
+type mode int
 
 // Detail modes, chosen with e, s and d.
 const (
-	ModeRaw Mode = iota
-	ModeSnapshot
-	ModeDiff
+	modeRaw mode = iota
+	modeSnapshot
+	modeDiff
 )
 
-func (m Mode) title(asJSON bool) string {
+func (m mode) title(asJSON bool) string {
 	format := "YAML"
 	if asJSON {
 		format = "JSON"
 	}
 	switch m {
-	case ModeSnapshot:
+	case modeSnapshot:
 		return "Snapshot (" + format + ")"
-	case ModeDiff:
+	case modeDiff:
 		return "Snapshot diff"
 	}
 	return "Raw event (" + format + ")"
@@ -121,7 +121,7 @@ type Model struct {
 	list    table.Model
 	detail  viewport.Model
 	focus   pane
-	mode    Mode
+	mode    mode
 	status  string
 	dropped int
 	done    bool
@@ -264,7 +264,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if len(m.events) == 1 {
 			m.list.SetCursor(0)
 			if m.status == StatusWatching {
-				m.status = StatusReceived
+				m.status = statusReceived
 			}
 		}
 		m.refreshDetail(len(m.events) == 1)
@@ -277,7 +277,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case SentMsg:
 		if !m.done {
-			m.status = StatusSent
+			m.status = statusSent
 		}
 		return m, nil
 	case copiedMsg:
@@ -301,13 +301,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.nextPane(msg.String() == "shift+tab")
 			return m, nil
 		case "e":
-			m.setMode(ModeRaw)
+			m.setMode(modeRaw)
 			return m, nil
 		case "s":
-			m.setMode(ModeSnapshot)
+			m.setMode(modeSnapshot)
 			return m, nil
 		case "d":
-			m.setMode(ModeDiff)
+			m.setMode(modeDiff)
 			return m, nil
 		case "f":
 			m.asJSON = !m.asJSON
@@ -387,7 +387,7 @@ func (m *Model) followEvents(msgs []EventMsg) {
 			m.requests = append(m.requests, &request{id: msg.Event.RequestID})
 			idx = len(m.requests) - 1
 			if m.status == StatusWatching {
-				m.status = StatusReceived
+				m.status = statusReceived
 			}
 		}
 		r := m.requests[idx]
@@ -482,7 +482,7 @@ func (m Model) copyDetails() tea.Cmd {
 	}
 }
 
-func (m *Model) setMode(mode Mode) {
+func (m *Model) setMode(mode mode) {
 	m.mode = mode
 	m.refreshDetail(true)
 }
@@ -524,7 +524,7 @@ func (m Model) detailText() string {
 		return "no events yet"
 	}
 	switch m.mode {
-	case ModeSnapshot:
+	case modeSnapshot:
 		j := eventview.SnapshotAt(m.events, i)
 		if j < 0 {
 			return "no snapshot at or before this event"
@@ -533,7 +533,7 @@ func (m Model) detailText() string {
 			return eventview.SnapshotJSON(m.events[j])
 		}
 		return eventview.SnapshotText(m.events[j])
-	case ModeDiff:
+	case modeDiff:
 		return eventview.DiffText(m.events, i)
 	}
 	if m.asJSON {
@@ -626,8 +626,8 @@ func (m Model) Requests() []string {
 // SelectedRequest returns the index of the selected request.
 func (m Model) SelectedRequest() int { return m.reqList.Cursor() }
 
-// Mode returns the detail mode.
-func (m Model) Mode() Mode { return m.mode }
+// mode returns the detail mode.
+func (m Model) Mode() mode { return m.mode }
 
 // Status returns the status line.
 func (m Model) Status() string { return m.status }

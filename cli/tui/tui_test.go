@@ -89,25 +89,25 @@ func TestGoldenFrames(t *testing.T) {
 		check func(t *testing.T, m Model)
 	}{
 		{name: "list", await: "Events (12)", check: func(t *testing.T, m Model) {
-			if m.Status() != StatusSent {
-				t.Errorf("status = %q, want %q", m.Status(), StatusSent)
+			if m.Status() != statusSent {
+				t.Errorf("status = %q, want %q", m.Status(), statusSent)
 			}
 		}},
 		{name: "raw_event", keys: []string{"down", "down", "down", "e"}, await: `selectedRoute: default/default/bind/3000/listener0/default/httpbin`,
 			check: func(t *testing.T, m Model) {
-				if m.Selected() != 3 || m.Mode() != ModeRaw {
+				if m.Selected() != 3 || m.Mode() != modeRaw {
 					t.Errorf("selected %d mode %v, want 3 raw", m.Selected(), m.Mode())
 				}
 			}},
 		{name: "snapshot", keys: []string{"down", "down", "down", "down", "down", "s"}, await: "route policies (requestSnapshot)",
 			check: func(t *testing.T, m Model) {
-				if m.Mode() != ModeSnapshot {
+				if m.Mode() != modeSnapshot {
 					t.Errorf("mode = %v, want snapshot", m.Mode())
 				}
 			}},
 		{name: "snapshot_diff", keys: []string{"down", "down", "down", "down", "down", "d"}, await: `+ request.headers.x-added: "yes"`,
 			check: func(t *testing.T, m Model) {
-				if m.Mode() != ModeDiff {
+				if m.Mode() != modeDiff {
 					t.Errorf("mode = %v, want diff", m.Mode())
 				}
 			}},
@@ -159,7 +159,7 @@ func TestStaysOpenAfterStreamComplete(t *testing.T) {
 	// Still running: a key after the stream ended changes the screen.
 	tm.Send(keyMsg("s"))
 	m := finish(t, tm)
-	if m.Mode() != ModeSnapshot {
+	if m.Mode() != modeSnapshot {
 		t.Errorf("mode = %v, want snapshot: keys must work after the stream completes", m.Mode())
 	}
 }
@@ -234,13 +234,13 @@ func TestStatusLine(t *testing.T) {
 		want  string
 	}{
 		{"inject before send", StatusSending, nil, StatusSending},
-		{"inject sent", StatusSending, []tea.Msg{SentMsg{}}, StatusSent},
+		{"inject sent", StatusSending, []tea.Msg{SentMsg{}}, statusSent},
 		{"watch waiting", StatusWatching, nil, StatusWatching},
-		{"watch got a request", StatusWatching, []tea.Msg{events[0]}, StatusReceived},
+		{"watch got a request", StatusWatching, []tea.Msg{events[0]}, statusReceived},
 		{"complete", StatusSending, []tea.Msg{SentMsg{}, events[0], DoneMsg{}}, StatusComplete},
 		{"sent after done keeps complete", StatusSending, []tea.Msg{DoneMsg{}, SentMsg{}}, StatusComplete},
 		{"stream error", StatusWatching, []tea.Msg{DoneMsg{Err: fmt.Errorf("trace failed: boom")}}, "stream failed, press q to exit: boom"},
-		{"dropped events", StatusSending, []tea.Msg{SentMsg{}, DroppedMsg{N: 2}, DroppedMsg{N: 1}}, StatusSent + " (the proxy dropped 3 events)"},
+		{"dropped events", StatusSending, []tea.Msg{SentMsg{}, DroppedMsg{N: 2}, DroppedMsg{N: 1}}, statusSent + " (the proxy dropped 3 events)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

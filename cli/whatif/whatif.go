@@ -45,16 +45,16 @@ type Result struct {
 	Selection routing.Selection
 	// Route is the dump's route the request would take (nil for none).
 	Route    *configdump.Route
-	Policies []Policy
-	Backends []Backend
+	Policies []policy
+	Backends []backend
 	// Skipped are the policies of the route's gateway or name that do not
 	// apply to it (another listener or rule), with why.
-	Skipped []Policy
+	Skipped []policy
 }
 
-// Policy is one policy kind that would apply: where it comes from and
+// policy is one policy kind that would apply: where it comes from and
 // what it says.
-type Policy struct {
+type policy struct {
 	Kind string
 	// From is "inline" or the policy's namespace/name and target.
 	From string
@@ -63,8 +63,8 @@ type Policy struct {
 	Why string
 }
 
-// Backend is one backend reference of the route and what it points to.
-type Backend struct {
+// backend is one backend reference of the route and what it points to.
+type backend struct {
 	Weight uint64
 	// Ref is how the route names it: "service ns/host:port", "backend
 	// ns/name", "inline host:port".
@@ -210,10 +210,10 @@ func matchSpecs(ms []any) ([]routing.MatchSpec, error) {
 // policies are the route's inline policies, then the dump's policies that
 // target its gateway (and listener) or its name (and rule); those that
 // name the gateway or route but another listener or rule are skipped.
-func policies(d *configdump.Dump, l *configdump.Listener, r *configdump.Route) (applied, skipped []Policy) {
+func policies(d *configdump.Dump, l *configdump.Listener, r *configdump.Route) (applied, skipped []policy) {
 	for _, ip := range r.InlinePolicies {
 		for _, k := range slices.Sorted(maps.Keys(ip)) {
-			applied = append(applied, Policy{Kind: k, From: "inline", Spec: ip[k]})
+			applied = append(applied, policy{Kind: k, From: "inline", Spec: ip[k]})
 		}
 	}
 	for _, p := range d.Policies {
@@ -232,7 +232,7 @@ func policies(d *configdump.Dump, l *configdump.Listener, r *configdump.Route) (
 				if k == "phase" {
 					continue
 				}
-				pol := Policy{Kind: k, From: from, Spec: kinds[k]}
+				pol := policy{Kind: k, From: from, Spec: kinds[k]}
 				if !ok {
 					pol.Why = why
 					skipped = append(skipped, pol)
@@ -295,10 +295,10 @@ func describeTarget(t map[string]any) string {
 
 // backends resolves the route's backend references against the dump's
 // backends and services.
-func backends(d *configdump.Dump, r *configdump.Route) []Backend {
-	var out []Backend
+func backends(d *configdump.Dump, r *configdump.Route) []backend {
+	var out []backend
 	for _, rb := range r.Backends {
-		b := Backend{Weight: rb.Weight}
+		b := backend{Weight: rb.Weight}
 		switch {
 		case rb.Service != nil:
 			ns, host := serviceName(rb.Service.Name)

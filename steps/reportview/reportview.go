@@ -50,9 +50,9 @@ func verdict(r *steps.ConformanceReport) string {
 	}
 }
 
-// Failure is one failed scenario, with what was wanted and what came
+// failure is one failed scenario, with what was wanted and what came
 // when its message says so ("got X, want Y"), else the whole message.
-type Failure struct {
+type failure struct {
 	Feature  steps.FeatureName
 	Profile  steps.ConformanceProfileName
 	Scenario string
@@ -66,14 +66,14 @@ type Failure struct {
 var gotWant = regexp.MustCompile(`(?s)^(.*?)got (.*?), want (.*)$`)
 
 // failures lists the failed scenarios in report order.
-func failures(r *steps.ConformanceReport) []Failure {
-	var out []Failure
+func failures(r *steps.ConformanceReport) []failure {
+	var out []failure
 	for _, f := range r.Features {
 		for _, s := range f.Scenarios {
 			if s.Result != steps.Failed {
 				continue
 			}
-			fl := Failure{Feature: f.Name, Profile: f.Profile, Scenario: s.Name, File: s.File, Step: s.Step, Message: s.Message}
+			fl := failure{Feature: f.Name, Profile: f.Profile, Scenario: s.Name, File: s.File, Step: s.Step, Message: s.Message}
 			if m := gotWant.FindStringSubmatch(s.Message); m != nil && !strings.Contains(m[3], "\n") {
 				fl.Got, fl.Wanted = strings.TrimSpace(m[1]+m[2]), m[3]
 			}
