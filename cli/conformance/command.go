@@ -109,7 +109,7 @@ type failedError struct{ msg string }
 
 func (e failedError) Error() string { return e.msg }
 
-// ExitCode implements exitcode.Coder.
+// ExitCode implements cli/exitcode's coder.
 func (failedError) ExitCode() int { return 1 }
 
 func newRunCommand() *cobra.Command {
