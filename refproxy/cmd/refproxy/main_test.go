@@ -138,15 +138,21 @@ llm:
 	}
 }
 
-func freePort(t *testing.T) string {
+// freePorts returns three distinct free loopback ports: each is held until
+// all are chosen, so that a port closed at once does not come back as the
+// next.
+func freePorts(t *testing.T) (a, b, c string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports [3]string
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		_, ports[i], _ = net.SplitHostPort(ln.Addr().String())
 	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
+	return ports[0], ports[1], ports[2]
 }
 
 func TestSIGHUPReloadsAndQuitStops(t *testing.T) {
@@ -157,7 +163,7 @@ func TestSIGHUPReloadsAndQuitStops(t *testing.T) {
 		t.Cleanup(s.Close)
 		backends[i] = strings.TrimPrefix(s.URL, "http://")
 	}
-	bind, admin, ready := freePort(t), freePort(t), freePort(t)
+	bind, admin, ready := freePorts(t)
 	cfg := func(backend string) []byte {
 		return fmt.Appendf(nil, "config: {adminAddr: \"127.0.0.1:%s\"}\nbinds:\n- port: %s\n  listeners:\n  - routes:\n    - backends: [{host: %q}]\n", admin, bind, backend)
 	}
@@ -231,7 +237,7 @@ func TestSIGHUPReloadsAndQuitStops(t *testing.T) {
 // TestSettingsFromConfig: in the docs' gateways style, config.readinessAddr
 // and config.logging stand in for --readiness-addr and --log-level.
 func TestSettingsFromConfig(t *testing.T) {
-	bind, admin, ready := freePort(t), freePort(t), freePort(t)
+	bind, admin, ready := freePorts(t)
 	file := filepath.Join(t.TempDir(), "c.yaml")
 	cfg := fmt.Sprintf("config:\n  adminAddr: 127.0.0.1:%s\n  readinessAddr: 127.0.0.1:%s\n  logging: {level: error}\n  tracing: {otlpEndpoint: \"http://localhost:4317\"}\n"+
 		"gateways:\n  default: {port: %s}\nroutes:\n- policies: {directResponse: {status: 200, body: ok}}\n", admin, ready, bind)

@@ -235,30 +235,33 @@ func bucketFor(l targets.Limit) (map[string]any, error) {
 	return b, nil
 }
 
-// freePort asks the kernel for a free loopback port. Another process may
-// take it before the proxy binds it; targets retry start-up once on that.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts asks the kernel for n free loopback ports, distinct: each is
+// held until all are chosen (a port closed at once could come back as the
+// next one: a config with a port bound twice). Another process may take
+// one before the proxy binds it; targets retry start-up once on that.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
-// choosePorts picks a free port for the admin server and each listener.
+// choosePorts picks distinct free ports for the admin server and each
+// listener.
 func choosePorts(setup targets.Setup) (admin string, ports map[string]int, err error) {
-	ap, err := freePort()
+	free, err := freePorts(1 + len(setup.Listeners))
 	if err != nil {
 		return "", nil, err
 	}
 	ports = map[string]int{}
-	for _, l := range setup.Listeners {
-		p, err := freePort()
-		if err != nil {
-			return "", nil, err
-		}
-		ports[l.Name] = p
+	for i, l := range setup.Listeners {
+		ports[l.Name] = free[1+i]
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ap)), ports, nil
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(free[0])), ports, nil
 }

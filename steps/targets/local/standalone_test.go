@@ -3,6 +3,9 @@ package local
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +123,33 @@ func TestGatewaysStyleIsTheSameConfig(t *testing.T) {
 	}
 	if len(gw.Policies) != 1 || gw.Policies[0].Target.Gateway == nil || gw.Policies[0].Target.Gateway.GatewayName != "bind/3001" {
 		t.Errorf("gateway policy: %+v, want one on bind/3001", gw.Policies)
+	}
+}
+
+// TestChoosePortsAreDistinct: the admin server and every listener get
+// ports of their own. Picked one at a time, a port closed at once could
+// come back as the next, and refproxy refused the config ("port 33855 is
+// bound twice": a failure of TestProcessConformance under load).
+func TestChoosePortsAreDistinct(t *testing.T) {
+	setup := targets.Setup{}
+	for i := range 40 {
+		setup.Listeners = append(setup.Listeners, targets.Listener{Name: fmt.Sprintf("l%d", i)})
+	}
+	for range 20 {
+		admin, ports, err := choosePorts(setup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]string{admin: "admin"}
+		for name, p := range ports {
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+			if other, ok := seen[addr]; ok {
+				t.Fatalf("%s and %s both got %s", name, other, addr)
+			}
+			seen[addr] = name
+		}
+		if len(ports) != len(setup.Listeners) {
+			t.Fatalf("%d ports for %d listeners", len(ports), len(setup.Listeners))
+		}
 	}
 }
