@@ -57,13 +57,12 @@ var refproxyDebts = []string{
 	"steps/targets/local/standalone.go -> refproxy/ratelimit",
 }
 
-// imports returns "file -> package" for every import of a project
-// package in a non-test Go file of the module (paths relative to the
-// module root; nested modules and testdata left out).
-func imports(t *testing.T, root string) []string {
+// sourceFiles returns the non-test Go files of the module, relative to
+// root with slashes: hidden folders, testdata and nested modules (the
+// tools modules) left out.
+func sourceFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
-	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -79,12 +78,27 @@ func imports(t *testing.T, root string) []string {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
+		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") {
+			out = append(out, rel)
 		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// imports returns "file -> package" for every import of a project
+// package in a non-test Go file of the module (sourceFiles).
+func imports(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	fset := token.NewFileSet()
+	for _, rel := range sourceFiles(t, root) {
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ImportsOnly)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, im := range f.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
@@ -92,10 +106,6 @@ func imports(t *testing.T, root string) []string {
 				out = append(out, rel+" -> "+pkg)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	slices.Sort(out)
 	return out
@@ -199,22 +209,13 @@ const (
 func TestFunctionsFitOnAScreenOrTwo(t *testing.T) {
 	fset := token.NewFileSet()
 	n := 0
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+	for _, rel := range sourceFiles(t, "..") {
+		if strings.HasPrefix(filepath.Base(rel), "zz_generated") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join("..", rel), nil, 0)
 		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasPrefix(d.Name(), "zz_generated") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
@@ -228,13 +229,9 @@ func TestFunctionsFitOnAScreenOrTwo(t *testing.T) {
 				limit = maxRegister
 			}
 			if lines > limit {
-				t.Errorf("%s: %s is %d lines, over %d: split it where its steps are", path, fn.Name.Name, lines, limit)
+				t.Errorf("%s: %s is %d lines, over %d: split it where its steps are", rel, fn.Name.Name, lines, limit)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if n < 1000 {
 		t.Fatalf("read %d functions; the walk missed the tree", n)

@@ -360,22 +360,17 @@ routes:
 	}
 }
 
-// TestReasonsOfRoutePolicies: a request the route's authorization refuses
-// names the rule (policy event, and requestFinished.cause authorization);
-// a conditional limit says which of its entries applied and which did not.
-func TestReasonsOfRoutePolicies(t *testing.T) {
-	be := backendServer(t, "a", nil)
-	p := startProxy(t, `
-gateways:
-  default: {port: 0}
-routes:
-- name: guarded
+// policyRoutes are two routes whose policies give reasons: guarded, whose
+// authorization refuses a request with x-bad: 1, and tiered, a
+// conditional limit (3 an hour for x-tier: gold, else 1), both to backend be.
+func policyRoutes(be string) string {
+	return `- name: guarded
   matches: [{path: {pathPrefix: /guarded}}]
   policies:
     authorization:
       rules:
       - deny: 'request.headers["x-bad"] == "1"'
-  backends: [{host: `+be+`}]
+  backends: [{host: ` + be + `}]
 - name: tiered
   matches: [{path: {pathPrefix: /tiered}}]
   policies:
@@ -386,8 +381,20 @@ routes:
         tokensPerFill: 3
         fillInterval: 1h
       - {maxTokens: 1, tokensPerFill: 1, fillInterval: 1h}
-  backends: [{host: `+be+`}]
-`)
+  backends: [{host: ` + be + `}]
+`
+}
+
+// TestReasonsOfRoutePolicies: a request the route's authorization refuses
+// names the rule (policy event, and requestFinished.cause authorization);
+// a conditional limit says which of its entries applied and which did not.
+func TestReasonsOfRoutePolicies(t *testing.T) {
+	be := backendServer(t, "a", nil)
+	p := startProxy(t, `
+gateways:
+  default: {port: 0}
+routes:
+`+policyRoutes(be))
 	base := "http://" + p.BindAddrs()[0]
 	s := watch(t, p, http.MethodPost, "")
 	if resp, _ := get(t, base+"/guarded", "X-Bad", "1"); resp.StatusCode != http.StatusForbidden {
@@ -523,25 +530,7 @@ routes:
   hostnames: [tenant.example]
   matches: [{path: {pathPrefix: /t}, headers: [{name: x-tenant, value: {exact: blue}}]}]
   backends: [{host: `+be+`}]
-- name: guarded
-  matches: [{path: {pathPrefix: /guarded}}]
-  policies:
-    authorization:
-      rules:
-      - deny: 'request.headers["x-bad"] == "1"'
-  backends: [{host: `+be+`}]
-- name: tiered
-  matches: [{path: {pathPrefix: /tiered}}]
-  policies:
-    localRateLimit:
-      conditional:
-      - condition: 'request.headers["x-tier"] == "gold"'
-        maxTokens: 3
-        tokensPerFill: 3
-        fillInterval: 1h
-      - {maxTokens: 1, tokensPerFill: 1, fillInterval: 1h}
-  backends: [{host: `+be+`}]
-- name: keyed
+`+policyRoutes(be)+`- name: keyed
   matches: [{path: {pathPrefix: /keyed}}]
   policies:
     localRateLimit:

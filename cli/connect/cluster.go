@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	streamhttp "k8s.io/streaming/pkg/httpstream"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -33,11 +31,6 @@ const defaultAdminPort = 15000
 // DialFunc opens the streaming connection of a port-forward
 // (portforward.DialFunc): tests forward through an in-process server.
 type DialFunc = portforward.DialFunc
-
-// dialKubernetes is kubectl's dialer (portforward.DialKubernetes).
-func dialKubernetes(cfg *rest.Config, u *url.URL) (streamhttp.Dialer, error) {
-	return portforward.DialKubernetes(cfg, u)
-}
 
 // Cluster reaches a gateway's proxy pod in a Kubernetes cluster through
 // port-forwards. The selection rules are agctl's: `gateway/<n>` picks the

@@ -18,6 +18,7 @@ import (
 	streamhttp "k8s.io/streaming/pkg/httpstream"
 
 	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
+	gwportforward "github.com/gwdiag/gwdiag/clusters/kube/portforward"
 )
 
 // TestClusterAgainstAPIServer resolves gateways and pods through a real
@@ -294,7 +295,7 @@ func TestDialKubernetesFallsBackToSPDY(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dialKubernetes(cfg, u)
+	d, err := gwportforward.DialKubernetes(cfg, u)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,11 +47,11 @@ type PolicyResult struct {
 	Result PolicyOutcome `json:"result"`
 }
 
-// PolicyOutcome is what one policy kind did with the request. The fields
-// past Decision are those of a kind: Entries of localRateLimit; the others
-// (remoteRateLimit's descriptors, who an auth policy found, where
-// backendAuth put its credential) are in docs/admin.md and left to Extra
-// when decoded.
+// PolicyOutcome is what one policy kind did with the request. Entries are
+// localRateLimit's; the fields of the other kinds (remoteRateLimit's
+// descriptors, who an auth policy found, where backendAuth put its
+// credential) are written in docs/admin.md only, and a lenient decode
+// skips them.
 type PolicyOutcome struct {
 	// Type is apply or skip.
 	Type string `json:"type"`

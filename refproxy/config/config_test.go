@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,4 +271,10 @@ func TestAliasBomb(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "values once its aliases are expanded") {
 		t.Fatalf("got %v, want the document refused for its expanded size", err)
 	}
+}
+
+// isConfigError reports whether err is a *Error (or holds some).
+func isConfigError(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
 }

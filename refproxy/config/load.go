@@ -650,9 +650,3 @@ func distance(a, b string) int {
 	}
 	return prev[len(b)]
 }
-
-// isConfigError reports whether err is a *Error (or holds some).
-func isConfigError(err error) bool {
-	var e *Error
-	return errors.As(err, &e)
-}

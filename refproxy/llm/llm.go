@@ -7,7 +7,7 @@
 // MaxUsageSize bytes) of a JSON document or of each SSE event, so memory stays
 // bounded whatever the size of the response or of its lines.
 //
-// Files: llm.go (the API: requests, WatchResponse, Usage), watch.go (the
+// Files: llm.go (the API: requests, Watch, Usage), watch.go (the
 // body tee that feeds the scanners), jsonscan.go (the JSON scanner that
 // keeps the usage value), ssescan.go (the SSE scanner that feeds it per
 // event), usage.go (one-pass validation and reading of the usage counts),
@@ -18,11 +18,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
-	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -35,7 +32,7 @@ type Usage struct {
 // Total is prompt plus completion tokens: what a tokens bucket is charged.
 func (u Usage) Total() uint64 { return u.PromptTokens + u.CompletionTokens }
 
-// Errors passed to WatchResponse's done, wrapped with details; test with errors.Is.
+// Errors passed to Watch's done, wrapped with details; test with errors.Is.
 var (
 	// ErrNoUsage: the response carried no usage (or "usage": null).
 	ErrNoUsage = errors.New("no usage in LLM response")
@@ -52,44 +49,9 @@ var (
 // MaxUsageSize bounds the bytes kept of one "usage" value; a larger one is malformed.
 const MaxUsageSize = 64 << 10
 
-// MaxRequestSize bounds the request bodies PrepareRequest reads to decide;
+// MaxRequestSize bounds the request bodies ReadBody reads to decide;
 // a larger body is forwarded untouched.
 const MaxRequestSize = 16 << 20
-
-// prepareRequest adds "stream_options": {"include_usage": true} to a JSON
-// request body that has "stream": true and no stream_options, fixing
-// Content-Length. Any other body is left untouched; it never fails the request.
-//
-// The option is inserted right after the opening brace, so every other byte
-// of the body is forwarded as the client sent it.
-func prepareRequest(r *http.Request) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
-		return
-	}
-	if r.ContentLength > MaxRequestSize {
-		return
-	}
-	orig := r.Body
-	body, rest, ok := ReadBody(orig, r.ContentLength)
-	if !ok {
-		r.Body = readCloser{rest, orig}
-		return
-	}
-	_ = orig.Close()
-	if out, ok := PrepareBody(body); ok {
-		body = out
-		r.ContentLength = int64(len(body))
-		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		r.TransferEncoding = nil
-	}
-	// io.NopCloser of a *bytes.Reader, not a type of our own: net/http
-	// sends bodies it knows to be in memory with the headers, in one write.
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-}
 
 // ReadBody reads a request body of length n (-1: unknown) to decide on it.
 // A body larger than MaxRequestSize, or one that fails to read, is not
@@ -151,9 +113,12 @@ func isJSON(contentType string) bool {
 // PrepareBody applies to requests without a Content-Type or with a JSON one.
 func IsJSON(contentType string) bool { return isJSON(contentType) }
 
-// PrepareBody returns body with stream_options added when the rule of
-// prepareRequest asks for it, and whether it did. It looks at the top level of the object
-// only, without decoding the rest (messages can be large).
+// PrepareBody returns body with "stream_options": {"include_usage": true}
+// added when it is a JSON object with "stream": true and no
+// stream_options, and whether it did. The option is inserted right after
+// the opening brace, so every other byte goes on as the client sent it. It
+// looks at the top level of the object only, without decoding the rest
+// (messages can be large).
 func PrepareBody(body []byte) ([]byte, bool) {
 	var buf [64]byte
 	// One pass finds both keys: topValue(body, "stream") and whether
@@ -172,11 +137,13 @@ func PrepareBody(body []byte) ([]byte, bool) {
 	return out, true
 }
 
-// watchResponse wraps resp.Body so that bytes pass through unchanged and
-// unbuffered, and calls done exactly once, when the body reaches EOF or is
-// closed (client gone), with the usage found: from a JSON body, or from the
-// SSE chunk that carries "usage". err is non-nil when usage was missing,
-// malformed or truncated; then u is zero.
+// Watch wraps body (of the given Content-Type and Content-Encoding) so that
+// bytes pass through unchanged and unbuffered, and calls done exactly once,
+// when the body reaches EOF or is closed (client gone), with the usage
+// found: from a JSON body, or from the SSE chunk that carries "usage". err
+// is non-nil when usage was missing, malformed or truncated; then u is
+// zero. It returns nil when body is nil (no body: done has then been
+// called, with the usage of an empty body).
 //
 // The response is also over, and done called, at the end of the JSON
 // document or at the SSE event "data: [DONE]" that ends an OpenAI stream,
@@ -196,29 +163,6 @@ func PrepareBody(body []byte) ([]byte, bool) {
 // carry a non-null usage, the last one counts. A read error from the backend
 // ends the watch like Close, with ErrTruncated unless usage was already
 // complete.
-func watchResponse(resp *http.Response, done func(u Usage, err error)) {
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		// The body is the upgraded connection, which the reverse proxy needs
-		// as an io.ReadWriteCloser: leave it alone; it carries no usage.
-		if done != nil {
-			done(Usage{}, fmt.Errorf("%w: protocol upgrade (101)", ErrNoUsage))
-		}
-		return
-	}
-	body := resp.Body
-	if body == http.NoBody {
-		body = nil
-	}
-	if w := Watch(body, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), done); w != nil {
-		resp.Body = w
-	} else {
-		resp.Body = http.NoBody
-	}
-}
-
-// Watch is WatchResponse for a body with the given Content-Type and
-// Content-Encoding: it returns body wrapped, or nil when body is nil (no
-// body: done has then been called, with the usage of an empty body).
 func Watch(body io.ReadCloser, contentType, contentEncoding string, done func(u Usage, err error)) io.ReadCloser {
 	w := &watcher{body: body, done: done}
 	switch ct := contentType; {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -482,5 +483,61 @@ func TestModelOfAndSetModel(t *testing.T) {
 		if got := string(out); ok != (tt.set != "") || got != tt.set {
 			t.Errorf("SetModel(%s) = %s, %v; want %s", tt.body, got, ok, tt.set)
 		}
+	}
+}
+
+// prepareRequest is PrepareBody over a net/http request: it adds
+// "stream_options": {"include_usage": true} to a JSON body that has
+// "stream": true and no stream_options, fixing Content-Length; any other
+// body is left untouched. The tests and the fuzzer drive PrepareBody
+// through it.
+func prepareRequest(r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
+		return
+	}
+	if r.ContentLength > MaxRequestSize {
+		return
+	}
+	orig := r.Body
+	body, rest, ok := ReadBody(orig, r.ContentLength)
+	if !ok {
+		r.Body = readCloser{rest, orig}
+		return
+	}
+	_ = orig.Close()
+	if out, ok := PrepareBody(body); ok {
+		body = out
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		r.TransferEncoding = nil
+	}
+	// io.NopCloser of a *bytes.Reader, not a type of our own: net/http
+	// sends bodies it knows to be in memory with the headers, in one write.
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+}
+
+// watchResponse is Watch over a net/http response's body: the tests and
+// the fuzzer drive the watcher through it.
+func watchResponse(resp *http.Response, done func(u Usage, err error)) {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The body is the upgraded connection, which the reverse proxy needs
+		// as an io.ReadWriteCloser: leave it alone; it carries no usage.
+		if done != nil {
+			done(Usage{}, fmt.Errorf("%w: protocol upgrade (101)", ErrNoUsage))
+		}
+		return
+	}
+	body := resp.Body
+	if body == http.NoBody {
+		body = nil
+	}
+	if w := Watch(body, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), done); w != nil {
+		resp.Body = w
+	} else {
+		resp.Body = http.NoBody
 	}
 }

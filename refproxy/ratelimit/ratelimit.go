@@ -236,10 +236,6 @@ type Set struct {
 	hasTokens bool
 }
 
-// newSet groups buckets; a nil or empty Set admits everything and sets no headers.
-// Nil buckets and repeats of the same bucket are dropped.
-func newSet(b ...*Bucket) *Set { return NewKeyedSet(b, nil) }
-
 // NewKeyedSet groups buckets and keyed entries (nil and repeated ones dropped).
 func NewKeyedSet(b []*Bucket, keyed []*Keyed) *Set {
 	s := &Set{}

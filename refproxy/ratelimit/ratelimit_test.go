@@ -381,3 +381,7 @@ func BenchmarkEachHeader(b *testing.B) {
 		d.EachHeader(h.Set)
 	}
 }
+
+// newSet groups buckets; a nil or empty Set admits everything and sets no headers.
+// Nil buckets and repeats of the same bucket are dropped.
+func newSet(b ...*Bucket) *Set { return NewKeyedSet(b, nil) }
