@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/ratelimitsvc"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
 	"github.com/gwdiag/gwdiag/steps/targets"
@@ -50,7 +51,7 @@ func (r *rateLimitServices) Shared(ctx context.Context) (string, error) {
 		}
 		r.shared, r.err = ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Host: host})
 		if r.err != nil {
-			r.err = fmt.Errorf("starting the global rate-limit service (or name one with --ratelimit-service): %w", r.err)
+			r.err = serviceMissing(fmt.Errorf("starting the global rate-limit service: %w", r.err))
 		}
 	}
 	if r.err != nil {
@@ -70,9 +71,23 @@ func (r *rateLimitServices) Own(ctx context.Context) (stepdefs.OwnRateLimitServi
 	}
 	s, err := ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Host: host})
 	if err != nil {
-		return nil, fmt.Errorf("starting a rate-limit service for the scenario: %w", err)
+		return nil, serviceMissing(fmt.Errorf("starting a rate-limit service for the scenario: %w", err))
 	}
 	return s, nil
+}
+
+// serviceMissing: the suite could not start the rate-limit service it
+// runs itself, which is the suite's environment, never the proxy. The fix
+// names what was missing where it is known.
+func serviceMissing(err error) error {
+	what, fix := "a global rate-limit service", "see the error; or name a running one with --ratelimit-service"
+	switch {
+	case errors.Is(err, ratelimitsvc.ErrNoRedis):
+		what, fix = "redis-server (the rate-limit service's store)", "apt-get install redis-server (Debian), or name a running service with --ratelimit-service"
+	case errors.Is(err, toolbin.ErrNoNetwork):
+		what, fix = "github.com/envoyproxy/ratelimit (the global rate-limit service), which cannot be built without the Go module proxy", "let go reach the Go module proxy once, set $"+ratelimitsvc.EnvBin+" to a built service, or name a running one with --ratelimit-service"
+	}
+	return targets.Missing(what, fix, err)
 }
 
 // serviceAddr is where services for the target's proxy listen.

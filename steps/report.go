@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -39,6 +40,10 @@ const (
 	// Interrupted is the result of a feature or profile part with scenarios
 	// not run because the run was interrupted, and none failed.
 	Interrupted Result = "interrupted"
+	// Incomplete is the result of a profile part with scenarios the suite's
+	// own environment kept from running (no Docker, no Redis, ...), and
+	// none failed: the run shows neither conformance nor its absence.
+	Incomplete Result = "incomplete"
 )
 
 // ConformanceReport is the versioned result of a conformance run.
@@ -60,7 +65,10 @@ type ConformanceReport struct {
 	Interrupted *Interruption `json:"interrupted,omitempty" yaml:"interrupted,omitempty"`
 	// StoppedEarly is set when --fail-fast stopped the run at a failure.
 	StoppedEarly *EarlyStop `json:"stoppedEarly,omitempty" yaml:"stoppedEarly,omitempty"`
-	Summary      Counts     `json:"summary" yaml:"summary"`
+	// Incomplete is set when the suite's own environment kept scenarios
+	// from running: what was missing, how to fix it, and how many.
+	Incomplete *Incompleteness `json:"incomplete,omitempty" yaml:"incomplete,omitempty"`
+	Summary    Counts          `json:"summary" yaml:"summary"`
 	// Profiles is the result per profile run: core, then extended.
 	Profiles []ProfileReport `json:"profiles" yaml:"profiles"`
 	Features []FeatureReport `json:"features" yaml:"features"`
@@ -129,6 +137,30 @@ func (e *EarlyStop) line() string {
 	return fmt.Sprintf("run stopped early (--fail-fast) after the failure of %q: %d scenarios not run", e.AfterFailureOf, e.NotStarted)
 }
 
+// Incompleteness says what of the suite's own environment was missing.
+type Incompleteness struct {
+	// NotRun is how many scenarios it kept from running.
+	NotRun int `json:"notRun" yaml:"notRun"`
+	// Missing lists each thing missing, in the order first met.
+	Missing []MissingPart `json:"missing" yaml:"missing"`
+}
+
+// MissingPart is one thing the suite's environment lacked.
+type MissingPart struct {
+	// Reason is the error, with what is missing and the fix.
+	Reason    string `json:"reason" yaml:"reason"`
+	Scenarios int    `json:"scenarios" yaml:"scenarios"`
+}
+
+// line is the last line of an incomplete run's progress output.
+func (i *Incompleteness) line() string {
+	s := fmt.Sprintf("run incomplete: %d scenarios not run because the suite's environment lacks something (none counted as failed):", i.NotRun)
+	for _, m := range i.Missing {
+		s += fmt.Sprintf("\n  %d: %s", m.Scenarios, m.Reason)
+	}
+	return s
+}
+
 // Claims are the feature options of the run.
 type Claims struct {
 	SupportedFeatures []FeatureName `json:"supportedFeatures,omitempty" yaml:"supportedFeatures,omitempty"`
@@ -167,6 +199,9 @@ type ExtendedResult struct {
 	SkippedFeatures     []FeatureName `json:"skippedFeatures,omitempty" yaml:"skippedFeatures,omitempty"`
 	// InterruptedFeatures had scenarios not run when the run was interrupted.
 	InterruptedFeatures []FeatureName `json:"interruptedFeatures,omitempty" yaml:"interruptedFeatures,omitempty"`
+	// NotRunFeatures had scenarios the suite's environment (or --fail-fast)
+	// kept from running.
+	NotRunFeatures []FeatureName `json:"notRunFeatures,omitempty" yaml:"notRunFeatures,omitempty"`
 }
 
 // Counts of scenarios by result.
@@ -247,6 +282,9 @@ type scenarioResult struct {
 	// stoppedBy names, for a NotRun scenario --fail-fast kept from
 	// starting, the failed scenario that stopped the run.
 	stoppedBy string
+	// missing is set for a NotRun scenario the suite's own environment kept
+	// from running: the EnvironmentError, in one line.
+	missing string
 	// count is how many scenarios of this result the entry stands for
 	// (recorded checks count passing traces without keeping each); 0 is one.
 	count int
@@ -290,11 +328,33 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 			r.StoppedEarly.NotStarted++
 		}
 	}
-	if notRun := r.Summary.NotRun; r.StoppedEarly != nil && notRun > r.StoppedEarly.NotStarted || r.StoppedEarly == nil && notRun > 0 {
+	for _, s := range results {
+		if s.Result != NotRun || s.missing == "" {
+			continue
+		}
+		if r.Incomplete == nil {
+			r.Incomplete = &Incompleteness{}
+		}
+		r.Incomplete.NotRun++
+		i := slices.IndexFunc(r.Incomplete.Missing, func(m MissingPart) bool { return m.Reason == s.missing })
+		if i < 0 {
+			r.Incomplete.Missing = append(r.Incomplete.Missing, MissingPart{Reason: s.missing})
+			i = len(r.Incomplete.Missing) - 1
+		}
+		r.Incomplete.Missing[i].Scenarios++
+	}
+	notRun := r.Summary.NotRun
+	if r.StoppedEarly != nil {
+		notRun -= r.StoppedEarly.NotStarted
+	}
+	if r.Incomplete != nil {
+		notRun -= r.Incomplete.NotRun
+	}
+	if notRun > 0 {
 		r.Interrupted = &Interruption{Signal: interrupted, Ran: r.Summary.Passed + r.Summary.Failed + r.Summary.Unsupported}
 		for _, s := range results {
 			switch {
-			case s.Result != NotRun, s.stoppedBy != "":
+			case s.Result != NotRun, s.stoppedBy != "", s.missing != "":
 			case s.cutShort:
 				r.Interrupted.CutShort++
 			default:
@@ -309,7 +369,8 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 		case f.Failed > 0:
 			f.Result = Failed
 		case f.NotRun > 0 && r.Interrupted == nil:
-			// Only --fail-fast left scenarios of it not run.
+			// Only --fail-fast or the suite's environment left scenarios
+			// of it not run.
 			f.Result = NotRun
 		case f.NotRun > 0:
 			f.Result = Interrupted
@@ -324,12 +385,15 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 		r.Features = append(r.Features, *f)
 	}
 	for _, p := range profiles {
-		r.Profiles = append(r.Profiles, profileReport(p, r.Features))
+		r.Profiles = append(r.Profiles, profileReport(p, r.Features, r.Interrupted != nil))
 	}
 	return r
 }
 
-func profileReport(name ConformanceProfileName, features []FeatureReport) ProfileReport {
+// profileReport sums the features of one profile; interrupted says the run
+// was interrupted, so that scenarios not run are counted as interrupted
+// rather than as the environment's incompleteness.
+func profileReport(name ConformanceProfileName, features []FeatureReport, interrupted bool) ProfileReport {
 	p := ProfileReport{Name: name}
 	for _, f := range features {
 		if f.Profile != name {
@@ -351,8 +415,10 @@ func profileReport(name ConformanceProfileName, features []FeatureReport) Profil
 			e.UnsupportedFeatures = append(e.UnsupportedFeatures, f.Name)
 		case Failed:
 			e.FailedFeatures = append(e.FailedFeatures, f.Name)
-		case Interrupted, NotRun:
+		case Interrupted:
 			e.InterruptedFeatures = append(e.InterruptedFeatures, f.Name)
+		case NotRun:
+			e.NotRunFeatures = append(e.NotRunFeatures, f.Name)
 		default:
 			e.SkippedFeatures = append(e.SkippedFeatures, f.Name)
 		}
@@ -361,10 +427,13 @@ func profileReport(name ConformanceProfileName, features []FeatureReport) Profil
 	case c.Failed > 0:
 		// A failure seen before an interruption is still a failure.
 		p.Core.Result = Failed
-	case c.NotRun > 0:
+	case c.NotRun > 0 && interrupted:
 		// Not run is not failed: a cancelled run says nothing of the
 		// scenarios it did not finish.
 		p.Core.Result = Interrupted
+	case c.NotRun > 0:
+		// Nor does a run whose environment lacked what they need.
+		p.Core.Result = Incomplete
 	case c.Passed > 0 && c.Skipped > 0:
 		// Some core scenarios did not run (a capability the target lacks,
 		// or skipped by the user): the run does not show core conformance.
@@ -379,6 +448,8 @@ func profileReport(name ConformanceProfileName, features []FeatureReport) Profil
 		p.Extended.Result = Failed
 	case len(e.InterruptedFeatures) > 0:
 		p.Extended.Result = Interrupted
+	case len(e.NotRunFeatures) > 0:
+		p.Extended.Result = Incomplete
 	case len(e.UnsupportedFeatures) > 0 && len(e.SupportedFeatures) > 0:
 		p.Extended.Result = Partial
 	case len(e.UnsupportedFeatures) > 0:

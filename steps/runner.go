@@ -85,8 +85,11 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	// Interrupted while the target started (a local node takes a minute):
 	// the run goes on, and every scenario is reported not started, so
 	// that the report says interrupted rather than nothing at all.
+	// So does one whose target lacks what it needs of this machine (no
+	// Docker daemon): every scenario is not run, with the fix.
 	startErr := tgt.Start(ctx)
-	if startErr != nil && ctx.Err() == nil {
+	var missing *targets.EnvironmentError
+	if startErr != nil && ctx.Err() == nil && !errors.As(startErr, &missing) {
 		return nil, startErr
 	}
 	var rep *ConformanceReport
@@ -97,6 +100,9 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		}
 		if rep != nil && rep.Interrupted != nil {
 			fmt.Fprintln(o.Output, rep.Interrupted.line())
+		}
+		if rep != nil && rep.Incomplete != nil {
+			fmt.Fprintln(o.Output, rep.Incomplete.line())
 		}
 	}()
 	if startErr == nil {
@@ -118,7 +124,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	start := time.Now()
 	rls := &rateLimitServices{external: o.RateLimitService, target: tgt}
 	defer rls.stop()
-	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, stepConfig: stepdefs.Config{
+	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, missing: missing, stepConfig: stepdefs.Config{
 		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
 		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls,
 		Limits: o.Limits, Secrets: o.Secrets, PlantCredentials: o.PlantCredentials}}
@@ -154,7 +160,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	rep = buildReport(o, tgt.Name(), profiles, start, r.results, interrupt.Reason(ctx))
 	rep.Claims.InferredFrom = inferredFrom
 	r.summary(rep)
-	if rep.Interrupted != nil || rep.StoppedEarly != nil {
+	if rep.Interrupted != nil || rep.StoppedEarly != nil || rep.Incomplete != nil {
 		// godog wrote the scenarios not run as skipped steps; JUnit
 		// readers want a skipped test case, and both a reason.
 		if err := markNotRunJUnit(o.JUnit, fsys, r.results); err != nil {
@@ -251,6 +257,10 @@ type runner struct {
 	results []scenarioResult
 	// stoppedBy names the first failed scenario of a --fail-fast run.
 	stoppedBy string
+	// missing is what the target lacked to start: no scenario runs.
+	missing *targets.EnvironmentError
+	// missingSaid are the reasons of not run scenarios printed so far.
+	missingSaid []string
 }
 
 // stopped names the failed scenario that stopped a --fail-fast run, or "".
@@ -283,6 +293,9 @@ type scenarioRun struct {
 	// stoppedBy is set when --fail-fast kept the scenario from starting:
 	// the failed scenario that stopped the run.
 	stoppedBy string
+	// missing is set when the target could not start for want of
+	// something of this machine (the short form and the whole error).
+	missing, missingDetail string
 }
 
 type runKey struct{}
@@ -316,6 +329,10 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 		if run.stoppedBy = r.stopped(); run.stoppedBy != "" {
 			return ctx, godog.ErrSkip
 		}
+		if r.missing != nil {
+			run.missing, run.missingDetail = r.opts.Secrets.Scrub(r.missing.Summary()), r.opts.Secrets.Scrub(r.missing.Error())
+			return ctx, godog.ErrSkip
+		}
 		return ctx, nil
 	})
 	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
@@ -338,6 +355,9 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 			res.Result, res.Message, res.cutShort = NotRun, fmt.Sprintf("not run (interrupted by %s while it ran)", interrupt.Reason(ctx)), true
 		case run.skip != "":
 			res.Result, res.Message = Skipped, run.skip
+		case run.missing != "" || end.Missing != "":
+			res.missing = run.missing + end.Missing
+			res.Result, res.Message = NotRun, "not run: "+run.missingDetail+end.MissingDetail
 		case end.Unsupported != "":
 			res.Result, res.Message = Unsupported, end.Unsupported
 		case err != nil && !errors.Is(err, godog.ErrSkip):
@@ -420,13 +440,17 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	if res.Result == Failed && r.opts.FailFast && r.stoppedBy == "" {
 		r.stoppedBy = res.Name
 	}
-	if res.Result == NotRun && !res.cutShort {
+	if res.Result == NotRun && !res.cutShort && res.missing == "" {
 		// Never started: one line for all of them at the end.
 		return
 	}
 	label := map[Result]string{Passed: "PASS", Failed: "FAIL", Skipped: "SKIP", Unsupported: "UNSUPPORTED", NotRun: "NOT RUN"}[res.Result]
 	fmt.Fprintf(r.out, "%-11s %-30s %s (%s)\n", label, res.feature, res.Name, took.Round(time.Millisecond))
-	if res.Result == NotRun {
+	switch {
+	case res.Result == NotRun && res.missing != "" && slices.Contains(r.missingSaid, res.missing):
+		fmt.Fprintf(r.out, "    not run: as above, the suite's environment lacks what it needs\n")
+	case res.Result == NotRun:
+		r.missingSaid = append(r.missingSaid, res.missing)
 		fmt.Fprintf(r.out, "    %s\n", res.Message)
 	}
 	if res.Result == Failed {

@@ -112,6 +112,21 @@ func (e failedError) Error() string { return e.msg }
 // ExitCode implements cli/exitcode's coder.
 func (failedError) ExitCode() int { return 1 }
 
+// incompleteError makes the process exit 3 when the suite's own
+// environment kept scenarios from running and none failed: the gate does
+// not pass, and CI tells it from a failing proxy (1) and from a usage
+// error (2).
+type incompleteError struct{ msg string }
+
+func (e incompleteError) Error() string { return e.msg }
+
+// ExitCode implements cli/exitcode's coder.
+func (incompleteError) ExitCode() int { return ExitIncomplete }
+
+// ExitIncomplete is the exit status of a run the suite's environment kept
+// from completing, with no scenario failed.
+const ExitIncomplete = 3
+
 func newRunCommand() *cobra.Command {
 	var (
 		configPath string
@@ -213,7 +228,10 @@ func newRunCommand() *cobra.Command {
 			}
 			if rep.Failed() {
 				return failedError{fmt.Sprintf("%d of %d scenarios failed", rep.Summary.Failed,
-					rep.Summary.Passed+rep.Summary.Failed+rep.Summary.Skipped+rep.Summary.Unsupported)}
+					rep.Summary.Passed+rep.Summary.Failed+rep.Summary.Skipped+rep.Summary.Unsupported+rep.Summary.NotRun)}
+			}
+			if rep.Incomplete != nil {
+				return incompleteError{fmt.Sprintf("run incomplete: %d scenarios not run for want of something of this machine (see above); none failed", rep.Incomplete.NotRun)}
 			}
 			return nil
 		},

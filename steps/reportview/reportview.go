@@ -45,6 +45,8 @@ func verdict(r *steps.ConformanceReport) string {
 		return "INTERRUPTED"
 	case r.StoppedEarly != nil:
 		return "STOPPED EARLY"
+	case r.Incomplete != nil:
+		return "INCOMPLETE"
 	default:
 		return "PASSED"
 	}
@@ -100,6 +102,13 @@ func Markdown(w io.Writer, r *steps.ConformanceReport) error {
 	}
 	if i := r.Interrupted; i != nil {
 		fmt.Fprintf(&b, "> Interrupted by %s after %d scenarios: %d cut short, %d not started (not counted as failed).\n\n", i.Signal, i.Ran, i.CutShort, i.NotStarted)
+	}
+	if in := r.Incomplete; in != nil {
+		fmt.Fprintf(&b, "> Incomplete: %d scenarios not run because the suite's environment lacks something (not counted as failed):\n", in.NotRun)
+		for _, m := range in.Missing {
+			fmt.Fprintf(&b, "> - %d: %s\n", m.Scenarios, m.Reason)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString(resultsTable(r))
 	if fs := failures(r); len(fs) > 0 {
@@ -172,7 +181,7 @@ func mark(r steps.Result) string {
 		return "❌"
 	case steps.Partial, steps.Unsupported:
 		return "🟡"
-	case steps.Interrupted, steps.NotRun:
+	case steps.Interrupted, steps.NotRun, steps.Incomplete:
 		return "⏹️"
 	default:
 		return "➖"

@@ -110,6 +110,10 @@ type state struct {
 	// interrupted is set when a step failed after the run's context ended:
 	// the scenario was cut short, which says nothing of the proxy.
 	interrupted bool
+	// missing is set when a step found the suite's own environment lacking
+	// (a targets.EnvironmentError): not run, which says nothing of the
+	// proxy either.
+	missing, missingDetail string
 }
 
 type stateKey struct{}
@@ -133,6 +137,10 @@ type Ending struct {
 	// Interrupted is set when the run was interrupted while the scenario
 	// ran: a step failed after the run's context ended.
 	Interrupted bool
+	// Missing is what of the suite's own environment a step found lacking,
+	// with the fix ("" when nothing was; targets.EnvironmentError.Summary),
+	// and MissingDetail the whole error.
+	Missing, MissingDetail string
 	// FailedStep is the text of the first step that failed.
 	FailedStep string
 	// ProxyLogs is the end of the proxy's output, where the target keeps
@@ -150,7 +158,7 @@ func End(ctx context.Context) (e Ending, ok bool) {
 	}
 	s.teardown()
 	x := s.cfg.Secrets
-	e = Ending{Unsupported: x.Scrub(s.unsupported), Interrupted: s.interrupted, FailedStep: x.Scrub(s.failedStep)}
+	e = Ending{Unsupported: x.Scrub(s.unsupported), Interrupted: s.interrupted, Missing: x.Scrub(s.missing), MissingDetail: x.Scrub(s.missingDetail), FailedStep: x.Scrub(s.failedStep)}
 	if lk, ok := s.dep.(targets.LogKeeper); ok {
 		e.ProxyLogs = x.Scrub(lk.ProxyLogs())
 	}
@@ -427,6 +435,11 @@ func (s *state) stepErr(ctx context.Context, err error) error {
 	// Whatever a step says goes to the report, JUnit, Cucumber JSON and
 	// the progress view: no credential of the run may be in it.
 	err = s.cfg.Secrets.ScrubError(err)
+	if env := (*targets.EnvironmentError)(nil); errors.As(err, &env) {
+		// The suite could not do its part: not run, in any scenario.
+		s.missing, s.missingDetail = env.Summary(), env.Error()
+		return godog.ErrSkip
+	}
 	if s.optional {
 		s.unsupported = err.Error()
 		return godog.ErrSkip

@@ -218,14 +218,14 @@ func (c *Container) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if err := checkDockerHost(ctx); err != nil {
-		return err
+		return noDocker(err)
 	}
 	c.provider, err = DockerProvider()
 	if err != nil {
-		return fmt.Errorf("container target: no Docker daemon: %w", err)
+		return noDocker(fmt.Errorf("container target: no Docker daemon: %w", err))
 	}
 	if err := c.provider.Health(ctx); err != nil {
-		return fmt.Errorf("container target: the Docker daemon does not answer (%s): %w", dockerHost(), err)
+		return noDocker(fmt.Errorf("container target: the Docker daemon does not answer (%s): %w", dockerHost(), err))
 	}
 	c.docker = c.provider.Client()
 	if err := sweepLeftovers(ctx, c.docker); err != nil {
@@ -638,6 +638,12 @@ func checkDockerHost(ctx context.Context) error {
 		return fmt.Errorf("container target: no Docker daemon answers at %s: %w", dockerHost(), err)
 	}
 	return nil
+}
+
+// noDocker is the container target's want of a Docker daemon: the suite's
+// environment, not the proxy.
+func noDocker(err error) error {
+	return targets.Missing("a Docker daemon", "start Docker (Debian: apt-get install docker.io), or set DOCKER_HOST to a daemon this machine reaches", err)
 }
 
 // dockerHost names the daemon the target tries, for errors.
