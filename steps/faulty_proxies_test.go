@@ -167,6 +167,14 @@ func (d *faultyDeployment) ProxyLogs() string {
 	return ""
 }
 
+// ProxyConfig implements targets.ConfigKeeper when the wrapped deployment does.
+func (d *faultyDeployment) ProxyConfig() (string, []byte) {
+	if ck, ok := d.Deployment.(targets.ConfigKeeper); ok {
+		return ck.ProxyConfig()
+	}
+	return "", nil
+}
+
 func (d *faultyDeployment) AdminAddr() string { return strings.TrimPrefix(d.adminSrv.URL, "http://") }
 
 func (d *faultyDeployment) closeListeners() {

@@ -191,6 +191,12 @@ type Options struct {
 	ReportDir    string `json:"reportDir,omitempty"`
 	JUnit        string `json:"junit,omitempty"`
 	CucumberJSON string `json:"cucumberJSON,omitempty"`
+	// BundleDir, when set, receives a failure bundle per failed scenario
+	// (steps/bundle): <dir>/<feature>/<scenario>/.
+	BundleDir string `json:"bundleDir,omitempty"`
+	// CommandLine is the command that ran the suite, for the bundles (set
+	// by the CLI).
+	CommandLine string `json:"-"`
 	// RateLimitService is the gRPC host:port of an Envoy-compatible
 	// rate-limit service for the global-rate-limit scenarios, reachable by
 	// the proxy; its configuration must have the domain

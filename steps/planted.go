@@ -2,14 +2,18 @@ package steps
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 )
 
 // A run with Options.PlantCredentials sends credentials made for it in
 // every request, and then proves that nothing it wrote holds one: its
-// progress view and every file it wrote (report, JUnit, Cucumber JSON) are
+// progress view and every file it wrote (report, JUnit, Cucumber JSON, the
+// failure bundles) are
 // searched for the run's planted prefix, and a hit fails the run itself.
 // Every test that plants gets the check; the suite's own tests plant in
 // every run they make against a proxy (in process, as a process, in a
@@ -53,6 +57,23 @@ func checkPlanted(o Options, progress []byte) error {
 			name string
 			b    []byte
 		}{p, b})
+	}
+	if o.BundleDir != "" {
+		// Every file of every failure bundle.
+		err := filepath.WalkDir(o.BundleDir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			outputs = append(outputs, struct {
+				name string
+				b    []byte
+			}{p, b})
+			return err
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("checking the failure bundles for planted credentials: %w", err)
+		}
 	}
 	for _, out := range outputs {
 		if i := bytes.Index(out.b, prefix); i >= 0 {

@@ -29,6 +29,9 @@ func plantCredentials(t *testing.T, o *Options) {
 	if o.CucumberJSON == "" {
 		o.CucumberJSON = filepath.Join(dir, "cucumber.json")
 	}
+	if o.BundleDir == "" {
+		o.BundleDir = filepath.Join(dir, "bundles")
+	}
 }
 
 // TestCheckPlantedFindsALeak: the check a planting run makes of its

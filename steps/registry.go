@@ -67,6 +67,7 @@ var OptionRegistry = []RunOption{
 	{Key: "reportDir", Flag: "report-dir", Help: "write the report into this directory as <channel>-<version>-<mode>-report.yaml (submission style) with a README.md holding the results and the command to reproduce"},
 	{Key: "junit", Flag: "junit", Help: "write JUnit XML here"},
 	{Key: "cucumberJSON", Flag: "cucumber-json", Help: "write Cucumber JSON here"},
+	{Key: "bundleDir", Flag: "bundle-dir", Help: "write a failure bundle per failed scenario here, <dir>/<feature>/<scenario>/: its steps, the config the suite wrote, the proxy's output, every trace stream as it came, the config dump at the failure, every HTTP exchange (HAR), redacted; `gwdiag conformance replay` runs one again"},
 	{Key: "concurrency", Flag: "concurrency", Default: "4", Report: "concurrency", Help: "scenarios run at once"},
 	{Key: "container.image", Flag: "image", Help: "container target: the proxy's image"},
 	{Key: "container.configPath", Flag: "config-path", Default: container.DefaultConfigPath, Help: "container target: where the image reads its standalone config"},

@@ -254,6 +254,8 @@ type ScenarioReport struct {
 	// ProxyLogs is the end of what the proxy wrote while a failed scenario
 	// ran, on targets that keep it (process, container).
 	ProxyLogs string `json:"proxyLogs,omitempty" yaml:"proxyLogs,omitempty"`
+	// Bundle is the folder of the failed scenario's evidence (--bundle-dir).
+	Bundle string `json:"bundle,omitempty" yaml:"bundle,omitempty"`
 }
 
 // Failed reports whether any scenario failed.

@@ -13,6 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gwdiag/gwdiag/features"
+	"github.com/gwdiag/gwdiag/steps/bundle"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
 	"github.com/gwdiag/gwdiag/steps/targets"
@@ -127,7 +128,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, missing: missing, stepConfig: stepdefs.Config{
 		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
 		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls,
-		Limits: o.Limits, Secrets: o.Secrets, PlantCredentials: o.PlantCredentials}}
+		Limits: o.Limits, Secrets: o.Secrets, PlantCredentials: o.PlantCredentials, Record: o.BundleDir != ""}}
 
 	fsys := o.Features
 	if fsys == nil {
@@ -296,6 +297,8 @@ type scenarioRun struct {
 	// missing is set when the target could not start for want of
 	// something of this machine (the short form and the whole error).
 	missing, missingDetail string
+	// steps are the steps that ran, with how each ended.
+	steps []bundle.Step
 }
 
 type runKey struct{}
@@ -335,8 +338,22 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 		}
 		return ctx, nil
 	})
+	sc.StepContext().After(func(ctx context.Context, st *godog.Step, status godog.StepResultStatus, _ error) (context.Context, error) {
+		if run, _ := ctx.Value(runKey{}).(*scenarioRun); run != nil {
+			run.steps = append(run.steps, bundle.Step{Text: st.Text, Status: status.String()})
+		}
+		return ctx, nil
+	})
 	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
 		run, _ := ctx.Value(runKey{}).(*scenarioRun)
+		var evidence *bundle.Bundle
+		if run != nil && r.opts.BundleDir != "" && err != nil && !errors.Is(err, godog.ErrSkip) && ctx.Err() == nil {
+			// Before End tears the scenario down: the config dump is
+			// the proxy's at the failure.
+			if b, ok := stepdefs.Collect(ctx); ok {
+				evidence = &b
+			}
+		}
 		end, ok := stepdefs.End(ctx)
 		if run == nil || !ok {
 			return ctx, err
@@ -367,6 +384,9 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 		}
 		if res.Result == Failed {
 			res.Step, res.ProxyLogs = end.FailedStep, end.ProxyLogs
+			if evidence != nil {
+				res.Bundle = r.writeBundle(evidence, run, p, res, end)
+			}
 		}
 		r.record(res, time.Since(run.started))
 		// nil keeps the step's error as it is; returning it would repeat it.
@@ -457,6 +477,9 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 		fmt.Fprintf(r.out, "    step: %s\n    %s\n", res.Step, strings.ReplaceAll(res.Message, "\n", "\n    "))
 		if res.ProxyLogs != "" {
 			fmt.Fprintf(r.out, "    (the proxy's last %d log lines are in the report, under proxyLogs)\n", strings.Count(strings.TrimSuffix(res.ProxyLogs, "\n"), "\n")+1)
+		}
+		if res.Bundle != "" {
+			fmt.Fprintf(r.out, "    evidence: %s (gwdiag conformance replay %s)\n", res.Bundle, res.Bundle)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func NewCommand() *cobra.Command {
 admin endpoints, local rate limiting) conform to the specification. Its
 features are built into this binary, so it runs outside the repository.`,
 	}
-	cmd.AddCommand(newRunCommand(), newCheckCommand(), newReportCommand(), newMockBackendCommand())
+	cmd.AddCommand(newRunCommand(), newReplayCommand(), newCheckCommand(), newReportCommand(), newMockBackendCommand())
 	return cmd
 }
 
@@ -168,38 +168,10 @@ func newRunCommand() *cobra.Command {
   gwdiag conformance run --tags @request-limits --run-scenario 'The window resets with no manual action'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var (
-				o   steps.Options
-				err error
-			)
-			if configPath != "" {
-				if o, err = steps.LoadOptions(configPath); err != nil {
-					return err
-				}
+			o, err := runOptions(cmd, configPath, &flags)
+			if err != nil {
+				return err
 			}
-			if err := flags.apply(&o, cmd.Flags()); err != nil {
-				return exitcode.Usage(err)
-			}
-			if o.Target == "container" && o.Container.MockImage == "" {
-				if o.Container.MockBuild, err = selfMockBuild(cmd); err != nil {
-					return err
-				}
-			}
-			if o.Cluster.LocalNode || o.Cluster.Kind != nil {
-				selfNodeBinaries(&o)
-				// Only once the proxy's binary is there: a missing one stops
-				// the run at once, with no build first.
-				if exe, err := os.Executable(); err == nil && o.Cluster.MockBinary == exe && refproxyFound(o.Cluster.RefproxyBinary) {
-					if o.Cluster.MockBinary, err = staticSelf(cmd.Context(), exe, cmd.OutOrStdout()); err != nil {
-						return fmt.Errorf("cluster target: the node's mock image is built FROM scratch from a static gwdiag, and %w; build gwdiag with CGO_ENABLED=0", err)
-					}
-				}
-			}
-			if err := o.Validate(); err != nil {
-				return exitcode.Usage(err)
-			}
-			o.Output = cmd.OutOrStdout()
-			o.Producer = steps.Producer{Version: versioncmd.Release(), Revision: versioncmd.Revision()}
 			if o.ReportDir != "" {
 				// Made first: the JUnit and Cucumber files may go in it.
 				if err := os.MkdirAll(o.ReportDir, 0o755); err != nil {
@@ -240,6 +212,46 @@ func newRunCommand() *cobra.Command {
 	f.StringVarP(&configPath, "config", "c", "", "options file (YAML, the fields of steps.Options; docs/options.md); flags override it")
 	flags.add(f)
 	return cmd
+}
+
+// runOptions are the options of a run: the options file, then the flags
+// set, then what this gwdiag supplies itself (the mock image built from
+// it, the local node's binaries beside it), validated.
+func runOptions(cmd *cobra.Command, configPath string, flags *optionFlags) (steps.Options, error) {
+	var (
+		o   steps.Options
+		err error
+	)
+	if configPath != "" {
+		if o, err = steps.LoadOptions(configPath); err != nil {
+			return o, err
+		}
+	}
+	if err := flags.apply(&o, cmd.Flags()); err != nil {
+		return o, exitcode.Usage(err)
+	}
+	if o.Target == "container" && o.Container.MockImage == "" {
+		if o.Container.MockBuild, err = selfMockBuild(cmd); err != nil {
+			return o, err
+		}
+	}
+	if o.Cluster.LocalNode || o.Cluster.Kind != nil {
+		selfNodeBinaries(&o)
+		// Only once the proxy's binary is there: a missing one stops
+		// the run at once, with no build first.
+		if exe, err := os.Executable(); err == nil && o.Cluster.MockBinary == exe && refproxyFound(o.Cluster.RefproxyBinary) {
+			if o.Cluster.MockBinary, err = staticSelf(cmd.Context(), exe, cmd.OutOrStdout()); err != nil {
+				return o, fmt.Errorf("cluster target: the node's mock image is built FROM scratch from a static gwdiag, and %w; build gwdiag with CGO_ENABLED=0", err)
+			}
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return o, exitcode.Usage(err)
+	}
+	o.Output = cmd.OutOrStdout()
+	o.CommandLine = commandLine(cmd.CommandPath(), cmd.Flags())
+	o.Producer = steps.Producer{Version: versioncmd.Release(), Revision: versioncmd.Revision()}
+	return o, nil
 }
 
 func newCheckCommand() *cobra.Command {

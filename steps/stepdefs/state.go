@@ -13,6 +13,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/bundle"
 	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	// Secrets are the credentials of the run, scrubbed from whatever it
 	// writes (nil: none kept, nothing scrubbed).
 	Secrets *Secrets
+	// Record keeps every HTTP exchange of a scenario for its failure
+	// bundle (Collect).
+	Record bool
 	// PlantCredentials sends a credential of the run's own (Secrets.Plant)
 	// in every credential header of every request a step makes, unless the
 	// step sets that header: a test then searches all the run wrote.
@@ -83,7 +87,9 @@ type state struct {
 	follows  []*followStream
 	cleanups []func()
 
-	client    *http.Client
+	client *http.Client
+	// recorder keeps the client's exchanges (Config.Record).
+	recorder  *bundle.Recorder
 	responses []*response
 	admin     *response
 
@@ -126,6 +132,10 @@ func Begin(ctx context.Context, cfg Config, scenario string, optional bool) cont
 		// after any response (a 429, say), and reuse is not what the
 		// suite tests.
 		client: &http.Client{Transport: suiteTransport(cfg.Limits.Transport())}}
+	if cfg.Record {
+		s.recorder = &bundle.Recorder{Base: s.client.Transport}
+		s.client.Transport = s.recorder
+	}
 	return context.WithValue(ctx, stateKey{}, s)
 }
 

@@ -64,6 +64,13 @@ type LogKeeper interface {
 	ProxyLogs() string
 }
 
+// A ConfigKeeper is a deployment that keeps the config the suite wrote for
+// its proxy, so that the bundle of a failing scenario can hold it.
+type ConfigKeeper interface {
+	// ProxyConfig returns the config's file name and its bytes.
+	ProxyConfig() (name string, body []byte)
+}
+
 // A LeftBehind is a target whose resources can outlive gwdiag when it exits
 // without its clean-up (a second Ctrl-C): processes in their own process
 // group, containers, networks, a local node's changes to the machine.

@@ -39,6 +39,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -308,6 +309,8 @@ type deployment struct {
 	listenerAddrs map[string]string
 	backendAddrs  map[string]string // as the proxy sees them
 	controlAddrs  map[string]string // as the suite reaches them
+	// config is the standalone config copied into the proxy's container.
+	config []byte
 
 	stopOnce sync.Once
 	stopErr  error
@@ -413,6 +416,7 @@ func (d *deployment) startProxy(ctx context.Context, setup targets.Setup) error 
 	if err != nil {
 		return err
 	}
+	d.config = yml
 	started := time.Now()
 	ctr, err := testcontainers.Run(ctx, o.Image,
 		testcontainers.WithLogger(tclog.NewNoopLogger()),
@@ -555,6 +559,12 @@ func (d *deployment) ReleaseHeld(ctx context.Context, backend, key string) error
 
 // ProxyLogs implements targets.LogKeeper.
 func (d *deployment) ProxyLogs() string { return d.logs }
+
+// ProxyConfig implements targets.ConfigKeeper: the config copied into the
+// proxy's container.
+func (d *deployment) ProxyConfig() (string, []byte) {
+	return path.Base(d.target.opts.ConfigPath), d.config
+}
 
 // Stop implements targets.Deployment: it keeps the proxy's logs, then
 // removes both containers.

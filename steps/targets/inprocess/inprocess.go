@@ -5,10 +5,10 @@ package inprocess
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/steps/procout"
 
 	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/targets/local"
@@ -55,8 +55,12 @@ func (t *InProcess) Configure(ctx context.Context, setup targets.Setup) (targets
 		d.Stop(ctx)
 		return nil, fmt.Errorf("inprocess: config rejected: %w\n%s", err, yml)
 	}
-	// The suite reports per scenario; the proxy's own start/stop logs would drown it.
-	p, err := refproxy.New(cfg, append([]refproxy.Option{refproxy.WithLogOutput(io.Discard)}, t.opts...)...)
+	// The suite reports per scenario; the proxy's own start/stop logs
+	// would drown it. They are kept for the report and the bundle of a
+	// failing scenario, as a process target keeps its proxy's output.
+	logs := &procout.Buffer{Max: 64 << 10}
+	d.Output = logs.String
+	p, err := refproxy.New(cfg, append([]refproxy.Option{refproxy.WithLogOutput(logs)}, t.opts...)...)
 	if err != nil {
 		d.Stop(ctx)
 		return nil, fmt.Errorf("inprocess: %w", err)

@@ -31,6 +31,8 @@ type Deployment struct {
 	StopProxy func(ctx context.Context) error
 	// Output, when set, returns what the proxy wrote to its output so far.
 	Output func() string
+	// Config is the standalone config written for the proxy.
+	Config []byte
 
 	stopOnce sync.Once
 	stopErr  error
@@ -75,6 +77,9 @@ func (d *Deployment) ProxyLogs() string {
 	return targets.TailLogs(d.Output())
 }
 
+// ProxyConfig implements targets.ConfigKeeper.
+func (d *Deployment) ProxyConfig() (string, []byte) { return "config.yaml", d.Config }
+
 // Stop implements targets.Deployment.
 func (d *Deployment) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
@@ -115,5 +120,5 @@ func Prepare(setup targets.Setup, choose bool, style ConfigStyle) (*Deployment, 
 		mocks.Close()
 		return nil, nil, err
 	}
-	return &Deployment{Admin: admin, Ports: ports, Backends: mocks}, yml, nil
+	return &Deployment{Admin: admin, Ports: ports, Backends: mocks, Config: yml}, yml, nil
 }

@@ -1,0 +1,154 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
+	"github.com/gwdiag/gwdiag/steps/bundle"
+	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
+)
+
+// bundledScenario fails under the "reordered trace events" fault.
+const bundledScenario = "A forwarded request traces every required event in order"
+
+// TestFailureBundle: a scenario failed by a faulty proxy (its trace events
+// out of order) leaves, under --bundle-dir, the evidence to fix it: its
+// steps with the one that failed and why, the feature file, the config the
+// suite wrote, the config dump at the failure, the proxy's output, every
+// trace stream as it came and every HTTP exchange as HAR, with the
+// credentials the run planted in every request redacted (Run fails if any
+// file of the bundle holds one).
+func TestFailureBundle(t *testing.T) {
+	t.Parallel()
+	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: faults["reordered trace events"]}, Output: &strings.Builder{},
+		AllFeatures: true, Tags: "@trace-order", RunScenario: bundledScenario, CommandLine: "gwdiag conformance run --bundle-dir b"}
+	plantCredentials(t, &o)
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := rep.Scenario(bundledScenario)
+	if len(sc) != 1 || sc[0].Result != Failed || sc[0].Bundle == "" {
+		t.Fatalf("scenario report %+v: want it failed with a bundle", sc)
+	}
+	dir := sc[0].Bundle
+	if want := filepath.Join(o.BundleDir, "trace-order", "a-forwarded-request-traces-every-required-event-in-order"); dir != want {
+		t.Errorf("bundle at %s, want %s (feature, then the scenario's name)", dir, want)
+	}
+	b, traces, err := bundle.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := b.Meta
+	if m.Scenario != bundledScenario || m.Feature != "trace-order" || m.Result != "failed" || !strings.Contains(m.Message, "routeSelection out of order") ||
+		m.FailedStep == "" || !strings.HasSuffix(m.Target, "inprocess") || m.CommandLine == "" || m.FeatureSet == "" {
+		t.Errorf("meta %+v: want the scenario, its failure, the target, the command line and the feature set", m)
+	}
+	statuses := map[string]int{}
+	for _, s := range m.Steps {
+		statuses[s.Status]++
+	}
+	if statuses["failed"] != 1 || statuses["passed"] == 0 || !slices.ContainsFunc(m.Steps, func(s bundle.Step) bool { return s.Text == m.FailedStep && s.Status == "failed" }) {
+		t.Errorf("steps %+v: want the passed steps and the failed one, %q", m.Steps, m.FailedStep)
+	}
+	if !strings.Contains(string(b.Feature), "Scenario: "+bundledScenario) {
+		t.Errorf("feature file %s lacks the scenario", m.FeatureFile)
+	}
+	if !strings.Contains(string(b.ProxyConfig), "binds") {
+		t.Errorf("proxy config %q: want the standalone config the suite wrote", b.ProxyConfig)
+	}
+	var dump map[string]any
+	if raw, err := os.ReadFile(filepath.Join(dir, bundle.ConfigDumpFile)); err != nil || json.Unmarshal(raw, &dump) != nil || len(dump) == 0 || m.ConfigDumpError != "" {
+		t.Errorf("config dump: %v, %d keys, error %q: want the proxy's dump at the failure", err, len(dump), m.ConfigDumpError)
+	}
+	if len(traces) == 0 || !strings.Contains(string(traces[0].Data), "routeSelection") || !strings.Contains(string(traces[0].Data), "data: ") {
+		t.Errorf("traces %d: want the trace stream as it came (SSE, with routeSelection)", len(traces))
+	}
+	var har struct {
+		Log struct {
+			Version string
+			Entries []struct {
+				Request struct {
+					Method, URL string
+					Headers     []struct{ Name, Value string }
+				}
+				Response struct {
+					Status  int
+					Content struct{ Text string }
+				}
+			}
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, bundle.ExchangesFile))
+	if err != nil || json.Unmarshal(raw, &har) != nil || har.Log.Version != "1.2" || len(har.Log.Entries) < 2 {
+		t.Fatalf("HAR: %v, version %q, %d entries: want HAR 1.2 with the trace stream and the request", err, har.Log.Version, len(har.Log.Entries))
+	}
+	sawTrace, sawRequest, redacted := false, false, 0
+	for _, e := range har.Log.Entries {
+		sawTrace = sawTrace || strings.Contains(e.Request.URL, "/debug/trace")
+		sawRequest = sawRequest || !strings.Contains(e.Request.URL, "/debug/trace") && e.Response.Status == 200
+		for _, h := range e.Request.Headers {
+			if strings.EqualFold(h.Name, "authorization") {
+				if !redact.IsMarker(strings.TrimPrefix(h.Value, "Bearer ")) && !redact.HasMarker(h.Value) {
+					t.Errorf("HAR: authorization %q is not redacted", h.Value)
+				}
+				redacted++
+			}
+		}
+	}
+	if !sawTrace || !sawRequest || redacted == 0 {
+		t.Errorf("HAR: trace stream %v, data-plane request %v, redacted credentials %d: want all", sawTrace, sawRequest, redacted)
+	}
+	if _, err := os.Stat(filepath.Join(dir, bundle.ProxyLogFile)); err != nil {
+		t.Errorf("proxy log: %v", err)
+	}
+}
+
+// TestReplay: a failure bundle replayed against the faithful proxy passes,
+// and its trace differs from the bundle's where the fault lies; replayed
+// against the faulty proxy, it fails the same way, with the same trace.
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	faulty := func() *faultyTarget { return &faultyTarget{inner: inprocess.New(), fault: faults["reordered trace events"]} }
+	o := Options{TargetImpl: faulty(), Output: &strings.Builder{}, AllFeatures: true, Tags: "@trace-order", RunScenario: bundledScenario}
+	plantCredentials(t, &o)
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := rep.Scenario(bundledScenario)[0].Bundle
+
+	// Both plant credentials, as the bundled run did: the traces show
+	// them redacted in both, each run with its own fingerprints.
+	ro := Options{Output: &strings.Builder{}}
+	plantCredentials(t, &ro)
+	good, err := Replay(context.Background(), dir, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good.Scenario.Result != Passed || good.Same() || good.Report.Target != "inprocess" {
+		t.Errorf("replay on the reference: %s on %s, same %v; want passed, differing from the bundle", good.Scenario.Result, good.Report.Target, good.Same())
+	}
+	if len(good.Traces) != 1 || good.Traces[0].Diff == "" || !strings.Contains(good.Traces[0].Diff, "routeSelection") {
+		t.Errorf("replay on the reference: traces %+v: want one, differing at routeSelection", good.Traces)
+	}
+
+	ro = Options{TargetImpl: faulty(), Output: &strings.Builder{}}
+	plantCredentials(t, &ro)
+	bad, err := Replay(context.Background(), dir, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bad.Same() || !strings.Contains(bad.Scenario.Message, "routeSelection out of order") || bad.Scenario.Bundle == "" {
+		t.Errorf("replay on the faulty proxy: %s %q, bundle %q; want it failed the same way, with a bundle of its own", bad.Scenario.Result, bad.Scenario.Message, bad.Scenario.Bundle)
+	}
+	if len(bad.Traces) != 1 || bad.Traces[0].Diff != "" {
+		t.Errorf("replay on the faulty proxy: want the same trace, got %+v", bad.Traces)
+	}
+}
