@@ -1,0 +1,140 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+
+	"github.com/gwdiag/gwdiag/golden"
+	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
+	"github.com/gwdiag/gwdiag/steps/bundle"
+)
+
+// Replayed is a failure bundle's scenario run again, and what differs.
+type Replayed struct {
+	// Bundle is the bundle replayed.
+	Bundle *bundle.Bundle
+	// Report is the replay's report; Scenario its scenario's result there
+	// (Result passed when it passed).
+	Report   *ConformanceReport
+	Scenario ScenarioReport
+	// Traces pairs each trace the bundle holds with the replay's trace of
+	// the same rank.
+	Traces []TracePair
+}
+
+// TracePair is one trace of the bundle beside the replay's.
+type TracePair struct {
+	// Name is the bundle's trace file ("" when only the replay took it).
+	Name string
+	// Bundled and Replayed are the events (nil when that run had no trace
+	// of this rank).
+	Bundled, Replayed []trace.Event
+	// Diff is golden.Diff of the two, normalised; "" when they agree.
+	Diff string
+}
+
+// Same reports whether the replay ended as the bundled run did.
+func (r *Replayed) Same() bool { return string(r.Scenario.Result) == r.Bundle.Meta.Result }
+
+// Replay runs the scenario of the failure bundle in dir again, from the
+// feature file the bundle holds, on the target of o (the reference in
+// process by default), claiming every feature so that an extended
+// scenario is judged, and compares the traces of both runs. A replay that
+// fails writes a bundle of its own under o.BundleDir when set.
+func Replay(ctx context.Context, dir string, o Options) (*Replayed, error) {
+	b, files, err := bundle.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	features, err := os.MkdirTemp("", "gwdiag-replay-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(features)
+	if err := os.WriteFile(filepath.Join(features, filepath.Base(b.Meta.FeatureFile)), b.Feature, 0o644); err != nil {
+		return nil, err
+	}
+	o.Features = os.DirFS(features)
+	o.RunScenario, o.AllFeatures, o.Tags = b.Meta.Scenario, true, ""
+	var (
+		mu       sync.Mutex
+		replayed [][]trace.Event
+	)
+	onTrace := o.OnTrace
+	o.OnTrace = func(scenario string, events []trace.Event) {
+		mu.Lock()
+		replayed = append(replayed, events)
+		mu.Unlock()
+		if onTrace != nil {
+			onTrace(scenario, events)
+		}
+	}
+	rep, err := Run(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	r := &Replayed{Bundle: b, Report: rep, Scenario: ScenarioReport{Name: b.Meta.Scenario, Result: Passed}}
+	if s := rep.Scenario(b.Meta.Scenario); len(s) > 0 {
+		r.Scenario = s[0]
+	}
+	for i := range max(len(files), len(replayed)) {
+		var p TracePair
+		if i < len(files) {
+			p.Name = files[i].Name
+			if p.Bundled, err = readTrace(files[i]); err != nil {
+				return nil, err
+			}
+		}
+		if i < len(replayed) {
+			p.Replayed = replayed[i]
+		}
+		p.Diff = golden.Diff(unmarked(golden.Normalize(p.Bundled)), unmarked(golden.Normalize(p.Replayed)))
+		r.Traces = append(r.Traces, p)
+	}
+	return r, nil
+}
+
+// readTrace reads a bundle's trace stream; a stream cut short (the bound of
+// a hostile proxy) gives the events it holds.
+func readTrace(f bundle.TraceFile) ([]trace.Event, error) {
+	var events []trace.Event
+	err := sse.ReadCapture(bytes.NewReader(f.Data), f.Name, func(c sse.Captured) error {
+		events = append(events, c.Event)
+		return nil
+	})
+	var bad *sse.CaptureError
+	if err != nil && !errors.As(err, &bad) {
+		return nil, fmt.Errorf("bundle trace %s: %w", f.Name, err)
+	}
+	return events, nil
+}
+
+// marker is a redaction marker's fingerprint: keyed per run, so two runs
+// mark one credential differently.
+var marker = regexp.MustCompile(`<redacted:[0-9a-f]+>`)
+
+// unmarked: events with every redaction marker's fingerprint dropped, so
+// that two runs' traces compare by where they redact, not by their keys.
+func unmarked(events []trace.Event) []trace.Event {
+	out := make([]trace.Event, 0, len(events))
+	for _, e := range events {
+		var raw bytes.Buffer
+		enc := json.NewEncoder(&raw)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(e); err == nil && marker.Match(raw.Bytes()) {
+			if u, err := trace.Parse(bytes.TrimSpace(marker.ReplaceAll(raw.Bytes(), []byte("<redacted>")))); err == nil {
+				e = u
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
