@@ -115,7 +115,9 @@ func TestFailureBundle(t *testing.T) {
 // against the faulty proxy, it fails the same way, with the same trace.
 func TestReplay(t *testing.T) {
 	t.Parallel()
-	faulty := func() *faultyTarget { return &faultyTarget{inner: inprocess.New(), fault: faults["reordered trace events"]} }
+	faulty := func() *faultyTarget {
+		return &faultyTarget{inner: inprocess.New(), fault: faults["reordered trace events"]}
+	}
 	o := Options{TargetImpl: faulty(), Output: &strings.Builder{}, AllFeatures: true, Tags: "@trace-order", RunScenario: bundledScenario}
 	plantCredentials(t, &o)
 	rep, err := Run(context.Background(), o)
