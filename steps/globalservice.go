@@ -87,6 +87,8 @@ func serviceMissing(err error) error {
 	switch {
 	case errors.Is(err, ratelimitsvc.ErrNoRedis):
 		what, fix = "redis-server (the rate-limit service's store)", "apt-get install redis-server (Debian), or name a running service with --ratelimit-service"
+	case errors.Is(err, ratelimitsvc.ErrNoGo):
+		what, fix = "the Go toolchain, which builds github.com/envoyproxy/ratelimit (the global rate-limit service) on first use", "install Go 1.26+, set $"+ratelimitsvc.EnvBin+" to a built service, or name a running one with --ratelimit-service"
 	case errors.Is(err, toolbin.ErrNoNetwork):
 		what, fix = "github.com/envoyproxy/ratelimit (the global rate-limit service), which cannot be built without the Go module proxy", "let go reach the Go module proxy once, set $"+ratelimitsvc.EnvBin+" to a built service, or name a running one with --ratelimit-service"
 	}
