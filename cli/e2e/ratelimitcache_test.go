@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +105,9 @@ func TestInstalledGwdiagBuildsRateLimitService(t *testing.T) {
 			t.Errorf("global-rate-limit (%s): %s: %+v\n%s", f.Profile, f.Result, f.Counts, out)
 		}
 	}
+	if rep.Incomplete != nil {
+		t.Errorf("the run is incomplete: %+v\n%s", rep.Incomplete, out)
+	}
 	if ran < 6 {
 		t.Errorf("%d global-rate-limit scenarios passed, want its 6 at least\n%s", ran, out)
 	}
@@ -118,8 +122,9 @@ func TestInstalledGwdiagBuildsRateLimitService(t *testing.T) {
 }
 
 // TestInstalledGwdiagWithoutGo: outside a checkout, with no service built
-// and no go command, the global-rate-limit scenarios say in one line what
-// to install.
+// and no go command, the global-rate-limit scenarios are not run (the
+// machine's lack, not the proxy's failure), each saying in one line what
+// to install; the run is incomplete (exit 3).
 func TestInstalledGwdiagWithoutGo(t *testing.T) {
 	t.Parallel()
 	redis := needRedis(t)
@@ -127,20 +132,27 @@ func TestInstalledGwdiagWithoutGo(t *testing.T) {
 	if err := os.Symlink(redis, filepath.Join(path, "redis-server")); err != nil {
 		t.Fatal(err)
 	}
-	out, rep, _ := runOutsideCheckout(t, 2*time.Minute, outsideCheckout(t, t.TempDir(), path))
+	out, rep, err := runOutsideCheckout(t, 2*time.Minute, outsideCheckout(t, t.TempDir(), path))
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("gwdiag: %v, want exit status 3 (incomplete)\n%s", err, out)
+	}
 	var n int
 	for _, f := range rep.Features {
 		for _, s := range f.Scenarios {
 			if f.Name == "global-rate-limit" {
 				n++
-				if !strings.Contains(s.Message, ratelimitsvc.ErrNoGo.Error()) {
-					t.Errorf("%s: %s: %q, want it to say %q", s.Name, s.Result, s.Message, ratelimitsvc.ErrNoGo)
+				if s.Result != steps.NotRun || !strings.Contains(s.Message, ratelimitsvc.ErrNoGo.Error()) {
+					t.Errorf("%s: %s: %q, want not run saying %q", s.Name, s.Result, s.Message, ratelimitsvc.ErrNoGo)
 				}
 			}
 		}
 	}
-	if n == 0 {
-		t.Errorf("no global-rate-limit scenario reported the missing go command\n%s", out)
+	if n == 0 || rep.Summary.Failed > 0 {
+		t.Errorf("%d global-rate-limit scenarios reported the missing go command, %d failed; want them all, none\n%s", n, rep.Summary.Failed, out)
+	}
+	if in := rep.Incomplete; in == nil || len(in.Missing) != 1 || !strings.Contains(in.Missing[0].Reason, "the Go toolchain") || !strings.Contains(in.Missing[0].Reason, "install Go 1.26+") {
+		t.Errorf("incomplete: %+v, want one missing part, the Go toolchain, with its fix\n%s", in, out)
 	}
 	if !strings.Contains(out, ratelimitsvc.ErrNoGo.Error()+"\n") {
 		t.Errorf("the output does not say %q on a line's end\n%s", ratelimitsvc.ErrNoGo, out)
