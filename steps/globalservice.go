@@ -24,6 +24,9 @@ var serviceConfig = map[string]string{"gwdiag.yaml": "domain: " + targets.RateLi
 type rateLimitServices struct {
 	external string
 	log      io.Writer
+	// progress receives the line saying the service is being built (an
+	// installed gwdiag builds it into the user's cache, once).
+	progress io.Writer
 	// target says where the services listen (targets.ServiceHost).
 	target targets.Target
 
@@ -49,7 +52,7 @@ func (r *rateLimitServices) Shared(ctx context.Context) (string, error) {
 			r.err = fmt.Errorf("the %s target's proxy cannot reach a service on this machine: name one with --ratelimit-service", r.target.Name())
 			return "", r.err
 		}
-		r.shared, r.err = ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Host: host})
+		r.shared, r.err = ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Progress: r.progress, Host: host})
 		if r.err != nil {
 			r.err = serviceMissing(fmt.Errorf("starting the global rate-limit service: %w", r.err))
 		}
@@ -69,7 +72,7 @@ func (r *rateLimitServices) Own(ctx context.Context) (stepdefs.OwnRateLimitServi
 	if !ok {
 		return nil, fmt.Errorf("the %s target's proxy cannot reach a service on this machine", r.target.Name())
 	}
-	s, err := ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Host: host})
+	s, err := ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Progress: r.progress, Host: host})
 	if err != nil {
 		return nil, serviceMissing(fmt.Errorf("starting a rate-limit service for the scenario: %w", err))
 	}
@@ -84,6 +87,8 @@ func serviceMissing(err error) error {
 	switch {
 	case errors.Is(err, ratelimitsvc.ErrNoRedis):
 		what, fix = "redis-server (the rate-limit service's store)", "apt-get install redis-server (Debian), or name a running service with --ratelimit-service"
+	case errors.Is(err, ratelimitsvc.ErrNoGo):
+		what, fix = "the Go toolchain, which builds github.com/envoyproxy/ratelimit (the global rate-limit service) on first use", "install Go 1.26+, set $"+ratelimitsvc.EnvBin+" to a built service, or name a running one with --ratelimit-service"
 	case errors.Is(err, toolbin.ErrNoNetwork):
 		what, fix = "github.com/envoyproxy/ratelimit (the global rate-limit service), which cannot be built without the Go module proxy", "let go reach the Go module proxy once, set $"+ratelimitsvc.EnvBin+" to a built service, or name a running one with --ratelimit-service"
 	}
@@ -106,4 +111,17 @@ func (r *rateLimitServices) stop() {
 		r.shared.Stop()
 		r.shared = nil
 	}
+}
+
+// lockedWriter writes to w holding mu: the runner's lock, so that a line
+// of a service's progress never falls between the lines of a result.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -129,6 +129,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
 		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls,
 		Limits: o.Limits, Secrets: o.Secrets, PlantCredentials: o.PlantCredentials, Record: o.BundleDir != ""}}
+	rls.progress = lockedWriter{&r.mu, r.out}
 
 	fsys := o.Features
 	if fsys == nil {

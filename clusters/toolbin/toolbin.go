@@ -4,7 +4,9 @@
 // kube-apiserver and etcd for the cluster target (clusters/kube/tools),
 // and the Envoy rate-limit service for global limits
 // (steps/ratelimitsvc/tools). A tools module pins them with go.mod `tool`
-// lines, so the main module never requires what they import.
+// lines, so the main module never requires what they import. A gwdiag with
+// no checkout (go install) writes the module it embeds into the user's
+// cache and builds there (ratelimitsvc.EnsureBinary).
 package toolbin
 
 import (
@@ -34,7 +36,8 @@ type Program struct {
 }
 
 // Build builds programs into dir from the tools module at root/module
-// (relative to the repository root), skipping a binary newer than the
+// (root is the repository root, or a directory the module was written
+// into), skipping a binary newer than the
 // module's go.mod and go.sum. A cold build takes what the go command
 // takes, a warm one seconds (Go's build cache), and up-to-date binaries
 // are not rebuilt at all. Parallel callers (test packages) serialise on a
@@ -50,14 +53,18 @@ func Build(ctx context.Context, root, module, dir string, programs []Program, lo
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	unlock, err := lockFile(filepath.Join(dir, "."+filepath.Base(filepath.Dir(module))+"-"+filepath.Base(module)+".lock"))
+	lock := filepath.Base(module)
+	if parent := filepath.Base(filepath.Dir(module)); parent != "." {
+		lock = parent + "-" + lock
+	}
+	unlock, err := lockFile(filepath.Join(dir, "."+lock+".lock"))
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	for _, p := range programs {
 		out := filepath.Join(dir, p.Name)
-		if st, err := os.Stat(out); err == nil && st.ModTime().After(newest) {
+		if fresh(out, newest) {
 			continue
 		}
 		tmp := out + ".tmp"
@@ -102,6 +109,28 @@ func networkFailure(out string) bool {
 		}
 	}
 	return false
+}
+
+// UpToDate reports whether Build would build nothing: every program's
+// binary in dir is newer than the tools module's go.mod and go.sum. It
+// takes no lock, so another process may be building them meanwhile.
+func UpToDate(root, module, dir string, programs []Program) bool {
+	newest, err := newestMod(filepath.Join(root, module))
+	if err != nil {
+		return false
+	}
+	for _, p := range programs {
+		if !fresh(filepath.Join(dir, p.Name), newest) {
+			return false
+		}
+	}
+	return true
+}
+
+// fresh reports whether the binary out exists and is newer than newest.
+func fresh(out string, newest time.Time) bool {
+	st, err := os.Stat(out)
+	return err == nil && st.ModTime().After(newest)
 }
 
 func newestMod(mod string) (t0 time.Time, err error) {

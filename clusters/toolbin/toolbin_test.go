@@ -1,6 +1,11 @@
 package toolbin
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
 
 func TestNetworkFailure(t *testing.T) {
 	tests := []struct {
@@ -18,5 +23,42 @@ func TestNetworkFailure(t *testing.T) {
 				t.Errorf("networkFailure(%q) = %v, want %v", tt.out, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestUpToDate: a binary counts as built only when it is newer than both
+// go.mod and go.sum of its tools module, the rule Build skips by.
+func TestUpToDate(t *testing.T) {
+	root := t.TempDir()
+	mod := filepath.Join(root, "tools")
+	if err := os.MkdirAll(mod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	progs := []Program{{Name: "svc", Pkg: "example.com/svc"}}
+	then := time.Now().Add(-time.Hour)
+	for _, f := range []string{"go.mod", "go.sum"} {
+		p := filepath.Join(mod, f)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, then, then); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if UpToDate(root, "tools", root, progs) {
+		t.Error("up to date with no binary")
+	}
+	if err := os.WriteFile(filepath.Join(root, "svc"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !UpToDate(root, "tools", root, progs) {
+		t.Error("not up to date with a binary newer than go.mod and go.sum")
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(mod, "go.sum"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if UpToDate(root, "tools", root, progs) {
+		t.Error("up to date with go.sum newer than the binary")
 	}
 }

@@ -1,8 +1,9 @@
 // Package ratelimitsvc runs a real global rate-limit service for the
 // suite and the tests: github.com/envoyproxy/ratelimit (built from the Go
-// module proxy through the tools module beside this file, into .bin) on
-// Debian's redis-server, both on loopback, with a state directory of their
-// own, and stopped with everything they made.
+// module proxy through the tools module beside this file, into .bin, or
+// into the user's cache by a gwdiag with no checkout) on Debian's
+// redis-server, both on loopback, with a state directory of their own, and
+// stopped with everything they made.
 package ratelimitsvc
 
 import (
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,32 +28,104 @@ import (
 	"github.com/gwdiag/gwdiag/steps/procout"
 )
 
-// toolsModule pins github.com/envoyproxy/ratelimit.
-const toolsModule = "steps/ratelimitsvc/tools"
+// toolsModule pins github.com/envoyproxy/ratelimit, relative to the
+// repository root; cacheModule is where a gwdiag with no checkout writes
+// the copy it embeds (pin.go), relative to its cache directory.
+const (
+	toolsModule = "steps/ratelimitsvc/tools"
+	cacheModule = "tools"
+)
+
+// service is the program built from the tools module.
+var service = []toolbin.Program{{Name: "ratelimit", Pkg: "github.com/envoyproxy/ratelimit/src/service_cmd"}}
 
 // EnvBin names a prebuilt service binary; when set, nothing is built.
 const EnvBin = "GWDIAG_RATELIMIT_BIN"
 
+// ErrEnvironment is matched (errors.Is) by every error saying that the
+// machine running the suite lacks something the suite's own rate-limit
+// service needs, which is no fault of the proxy under test: ErrNoRedis,
+// ErrNoGo, and a build that cannot reach the Go module proxy (which also
+// matches toolbin.ErrNoNetwork). Each says in one line what to do.
+var ErrEnvironment = errors.New("the machine running the suite lacks what its rate-limit service needs")
+
 // ErrNoRedis is returned when redis-server is not on PATH.
-var ErrNoRedis = errors.New("redis-server not found on PATH (Debian: apt-get install redis-server; make test installs it)")
+var ErrNoRedis error = &envError{msg: "redis-server not found on PATH (Debian: apt-get install redis-server; make test installs it)"}
+
+// ErrNoGo is returned (or wrapped, with the go command's complaint) when
+// the service must be built and there is no go command on PATH, or one too
+// old to build it. The version is the go line of the pin (a test holds
+// them together).
+var ErrNoGo error = &envError{msg: "the global rate-limit service is built with the Go toolchain: install Go 1.26+ or set $" + EnvBin}
+
+// envError is an error of the machine running the suite (ErrEnvironment).
+type envError struct {
+	msg string
+	err error // what it wraps: toolbin.ErrNoNetwork's error
+}
+
+func (e *envError) Error() string        { return e.msg }
+func (e *envError) Unwrap() error        { return e.err }
+func (e *envError) Is(target error) bool { return target == ErrEnvironment }
 
 // EnsureBinary returns the service binary: $GWDIAG_RATELIMIT_BIN, or
-// <repo>/.bin/ratelimit, built there (static) when missing or stale.
+// <repo>/.bin/ratelimit in a checkout, or, with no checkout (an installed
+// gwdiag), the user's cache's gwdiag/ratelimit-<hash>/ratelimit; built
+// there (static) with the Go toolchain on PATH when missing or stale. log
+// receives the build's output.
 func EnsureBinary(ctx context.Context, log io.Writer) (string, error) {
+	return ensureBinary(ctx, log, nil)
+}
+
+// ensureBinary is EnsureBinary, which writes one line to progress (if
+// any) before it builds the service.
+func ensureBinary(ctx context.Context, log, progress io.Writer) (string, error) {
 	if p := os.Getenv(EnvBin); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("$%s: %w", EnvBin, err)
 		}
 		return p, nil
 	}
-	root, err := toolbin.RepoRoot(toolsModule)
-	if err != nil {
-		return "", fmt.Errorf("%w; set $%s to a built github.com/envoyproxy/ratelimit service_cmd", err, EnvBin)
+	root, module, dir := "", toolsModule, ""
+	if r, err := toolbin.RepoRoot(toolsModule); err == nil {
+		root, dir = r, filepath.Join(r, ".bin")
+	} else {
+		if root, err = cacheRoot(); err != nil {
+			return "", err
+		}
+		module, dir = cacheModule, root
 	}
-	dir := filepath.Join(root, ".bin")
-	err = toolbin.Build(ctx, root, toolsModule, dir,
-		[]toolbin.Program{{Name: "ratelimit", Pkg: "github.com/envoyproxy/ratelimit/src/service_cmd"}}, log, "CGO_ENABLED=0")
-	return filepath.Join(dir, "ratelimit"), err
+	if !toolbin.UpToDate(root, module, dir, service) {
+		if _, err := exec.LookPath("go"); err != nil {
+			return "", ErrNoGo
+		}
+		if progress != nil {
+			fmt.Fprintf(progress, "building the global rate-limit service (%s) with the Go toolchain into %s; the first time takes a minute or two\n", service[0].Pkg, dir)
+		}
+	}
+	if err := toolbin.Build(ctx, root, module, dir, service, log, "CGO_ENABLED=0"); err != nil {
+		return "", buildError(err)
+	}
+	return filepath.Join(dir, service[0].Name), nil
+}
+
+// buildError makes a build that failed for want of the network or of a
+// recent enough Go an ErrEnvironment, in one line with the go command's
+// last one; other failures (a compile error) are returned as they are.
+func buildError(err error) error {
+	msg := strings.TrimRight(err.Error(), "\n")
+	last := strings.TrimSpace(msg[strings.LastIndexByte(msg, '\n')+1:])
+	// One line of output follows toolbin's own words on the same line.
+	if _, after, ok := strings.Cut(last, "go build "+service[0].Pkg+": "); ok {
+		last = after
+	}
+	switch {
+	case errors.Is(err, toolbin.ErrNoNetwork):
+		return &envError{err: err, msg: fmt.Sprintf("the global rate-limit service is built from the Go module proxy, which the go command cannot reach (%s): let it ($GOPROXY, $HTTPS_PROXY) or set $%s", last, EnvBin)}
+	case strings.Contains(msg, "requires go >= "):
+		return fmt.Errorf("%w (%s)", ErrNoGo, last)
+	}
+	return err
 }
 
 // Options configure a service.
@@ -63,6 +137,9 @@ type Options struct {
 	Config map[string]string
 	// Log receives both programs' output; nil keeps it for errors only.
 	Log io.Writer
+	// Progress receives one line when the service is to be built first
+	// (a minute or two, once per pin); nil, none.
+	Progress io.Writer
 	// Host is the address the service listens on: 127.0.0.1 (the
 	// default), or an address of this machine that containers reach (the
 	// gateway of their network).
@@ -97,7 +174,7 @@ func Start(ctx context.Context, o Options) (_ *Service, err error) {
 		return nil, ErrNoRedis
 	}
 	if o.Binary == "" {
-		if o.Binary, err = EnsureBinary(ctx, o.Log); err != nil {
+		if o.Binary, err = ensureBinary(ctx, o.Log, o.Progress); err != nil {
 			return nil, err
 		}
 	}

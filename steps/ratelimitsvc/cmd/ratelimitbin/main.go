@@ -1,5 +1,6 @@
 // Command ratelimitbin builds the Envoy rate-limit service into
-// <repo>/.bin/ratelimit from the nested tools module (make ratelimit-bin).
+// <repo>/.bin/ratelimit from the nested tools module (make ratelimit-bin);
+// run outside a checkout, into the user's cache (ratelimitsvc.EnsureBinary).
 // It does nothing when the binary is up to date, and prints where it is.
 package main
 
