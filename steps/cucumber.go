@@ -18,7 +18,7 @@ func markNotRunCucumber(path string, results []scenarioResult) error {
 	type key struct{ uri, name string }
 	notRun := map[key]string{}
 	for _, r := range results {
-		if r.Result == NotRun {
+		if r.Result == NotRun || r.Result == ExpectedFailure {
 			notRun[key{r.File, r.Name}] = r.Message
 		}
 	}

@@ -64,7 +64,7 @@ func markNotRunJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 	notRun := map[key]string{}
 	titles := map[string]string{}
 	for _, r := range results {
-		if r.Result != NotRun {
+		if r.Result != NotRun && r.Result != ExpectedFailure {
 			continue
 		}
 		title, ok := titles[r.File]

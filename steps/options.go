@@ -191,6 +191,13 @@ type Options struct {
 	ReportDir    string `json:"reportDir,omitempty"`
 	JUnit        string `json:"junit,omitempty"`
 	CucumberJSON string `json:"cucumberJSON,omitempty"`
+	// Baseline, when set, is a ConformanceBaseline file: the scenarios it
+	// lists that fail are expected failures, which do not fail the run;
+	// one that passes fails it as a stale baseline.
+	Baseline string `json:"baseline,omitempty"`
+	// Repeat runs every scenario this many times (0 and 1: once); one that
+	// passes only sometimes is flaky, which fails the run.
+	Repeat int `json:"repeat,omitempty"`
 	// BundleDir, when set, receives a failure bundle per failed scenario
 	// (steps/bundle): <dir>/<feature>/<scenario>/.
 	BundleDir string `json:"bundleDir,omitempty"`

@@ -40,6 +40,17 @@ const (
 	// Interrupted is the result of a feature or profile part with scenarios
 	// not run because the run was interrupted, and none failed.
 	Interrupted Result = "interrupted"
+	// ExpectedFailure is a scenario that failed as the run's baseline
+	// said it would (--baseline), and a feature or profile part whose only
+	// failures are such: it does not fail the run.
+	ExpectedFailure Result = "expected failure"
+	// StaleBaseline is a scenario the baseline lists that passed: the
+	// baseline is out of date, which fails the run.
+	StaleBaseline Result = "stale baseline"
+	// Flaky is a scenario that passed in some attempts of a --repeat run
+	// and failed in others, and a feature or profile part with one: it
+	// fails the run.
+	Flaky Result = "flaky"
 	// Incomplete is the result of a profile part with scenarios the suite's
 	// own environment kept from running (no Docker, no Redis, ...), and
 	// none failed: the run shows neither conformance nor its absence.
@@ -98,6 +109,8 @@ type RunOptions struct {
 	Skipped      []string                 `json:"skipScenarios,omitempty" yaml:"skipScenarios,omitempty"`
 	Concurrency  int                      `json:"concurrency" yaml:"concurrency"`
 	FailFast     bool                     `json:"failFast,omitempty" yaml:"failFast,omitempty"`
+	Baseline     string                   `json:"baseline,omitempty" yaml:"baseline,omitempty"`
+	Repeat       int                      `json:"repeat,omitempty" yaml:"repeat,omitempty"`
 	// Timeouts are the request and trace bounds, as Go durations.
 	RequestTimeout string `json:"requestTimeout" yaml:"requestTimeout"`
 	TraceTimeout   string `json:"traceTimeout" yaml:"traceTimeout"`
@@ -202,6 +215,8 @@ type ExtendedResult struct {
 	// NotRunFeatures had scenarios the suite's environment (or --fail-fast)
 	// kept from running.
 	NotRunFeatures []FeatureName `json:"notRunFeatures,omitempty" yaml:"notRunFeatures,omitempty"`
+	// ExpectedFailureFeatures failed only as the baseline said they would.
+	ExpectedFailureFeatures []FeatureName `json:"expectedFailureFeatures,omitempty" yaml:"expectedFailureFeatures,omitempty"`
 }
 
 // Counts of scenarios by result.
@@ -212,7 +227,15 @@ type Counts struct {
 	Unsupported int `json:"unsupported" yaml:"unsupported"`
 	// NotRun counts the scenarios an interruption kept from their end.
 	NotRun int `json:"notRun,omitempty" yaml:"notRun,omitempty"`
+	// ExpectedFailures, Stale and Flaky count the scenarios of those
+	// results (--baseline, --repeat).
+	ExpectedFailures int `json:"expectedFailures,omitempty" yaml:"expectedFailures,omitempty"`
+	Stale            int `json:"staleBaseline,omitempty" yaml:"staleBaseline,omitempty"`
+	Flaky            int `json:"flaky,omitempty" yaml:"flaky,omitempty"`
 }
+
+// failing counts what fails the run: failed, flaky and stale scenarios.
+func (c Counts) failing() int { return c.Failed + c.Flaky + c.Stale }
 
 func (c *Counts) add(r Result, n int) {
 	switch r {
@@ -226,6 +249,12 @@ func (c *Counts) add(r Result, n int) {
 		c.Unsupported += n
 	case NotRun:
 		c.NotRun += n
+	case ExpectedFailure:
+		c.ExpectedFailures += n
+	case StaleBaseline:
+		c.Stale += n
+	case Flaky:
+		c.Flaky += n
 	}
 }
 
@@ -258,8 +287,9 @@ type ScenarioReport struct {
 	Bundle string `json:"bundle,omitempty" yaml:"bundle,omitempty"`
 }
 
-// Failed reports whether any scenario failed.
-func (r *ConformanceReport) Failed() bool { return r.Summary.Failed > 0 }
+// Failed reports whether the run failed: a scenario failed, was flaky, or
+// passed against the baseline.
+func (r *ConformanceReport) Failed() bool { return r.Summary.failing() > 0 }
 
 // Scenario returns the report of the named scenarios that did not pass.
 func (r *ConformanceReport) Scenario(name string) []ScenarioReport {
@@ -287,6 +317,8 @@ type scenarioResult struct {
 	// missing is set for a NotRun scenario the suite's own environment kept
 	// from running: the EnvironmentError, in one line.
 	missing string
+	// attempt is the attempt of a --repeat run (1 to Repeat; 0 without).
+	attempt int
 	// count is how many scenarios of this result the entry stands for
 	// (recorded checks count passing traces without keeping each); 0 is one.
 	count int
@@ -353,7 +385,7 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 		notRun -= r.Incomplete.NotRun
 	}
 	if notRun > 0 {
-		r.Interrupted = &Interruption{Signal: interrupted, Ran: r.Summary.Passed + r.Summary.Failed + r.Summary.Unsupported}
+		r.Interrupted = &Interruption{Signal: interrupted, Ran: r.Summary.Passed + r.Summary.failing() + r.Summary.ExpectedFailures + r.Summary.Unsupported}
 		for _, s := range results {
 			switch {
 			case s.Result != NotRun, s.stoppedBy != "", s.missing != "":
@@ -368,14 +400,18 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 	for _, n := range order {
 		f := byName[n]
 		switch {
-		case f.Failed > 0:
+		case f.Failed > 0 || f.Stale > 0:
 			f.Result = Failed
+		case f.Flaky > 0:
+			f.Result = Flaky
 		case f.NotRun > 0 && r.Interrupted == nil:
 			// Only --fail-fast or the suite's environment left scenarios
 			// of it not run.
 			f.Result = NotRun
 		case f.NotRun > 0:
 			f.Result = Interrupted
+		case f.ExpectedFailures > 0:
+			f.Result = ExpectedFailure
 		case f.Unsupported > 0:
 			f.Result = Unsupported
 		case f.Passed > 0:
@@ -407,6 +443,9 @@ func profileReport(name ConformanceProfileName, features []FeatureReport, interr
 			p.Core.Skipped += f.Skipped
 			p.Core.Unsupported += f.Unsupported
 			p.Core.NotRun += f.NotRun
+			p.Core.ExpectedFailures += f.ExpectedFailures
+			p.Core.Stale += f.Stale
+			p.Core.Flaky += f.Flaky
 			continue
 		}
 		e := &p.Extended
@@ -415,8 +454,10 @@ func profileReport(name ConformanceProfileName, features []FeatureReport, interr
 			e.SupportedFeatures = append(e.SupportedFeatures, f.Name)
 		case Unsupported:
 			e.UnsupportedFeatures = append(e.UnsupportedFeatures, f.Name)
-		case Failed:
+		case Failed, Flaky:
 			e.FailedFeatures = append(e.FailedFeatures, f.Name)
+		case ExpectedFailure:
+			e.ExpectedFailureFeatures = append(e.ExpectedFailureFeatures, f.Name)
 		case Interrupted:
 			e.InterruptedFeatures = append(e.InterruptedFeatures, f.Name)
 		case NotRun:
@@ -426,9 +467,11 @@ func profileReport(name ConformanceProfileName, features []FeatureReport, interr
 		}
 	}
 	switch c := p.Core; {
-	case c.Failed > 0:
+	case c.Failed > 0 || c.Stale > 0:
 		// A failure seen before an interruption is still a failure.
 		p.Core.Result = Failed
+	case c.Flaky > 0:
+		p.Core.Result = Flaky
 	case c.NotRun > 0 && interrupted:
 		// Not run is not failed: a cancelled run says nothing of the
 		// scenarios it did not finish.
@@ -436,6 +479,8 @@ func profileReport(name ConformanceProfileName, features []FeatureReport, interr
 	case c.NotRun > 0:
 		// Nor does a run whose environment lacked what they need.
 		p.Core.Result = Incomplete
+	case c.ExpectedFailures > 0:
+		p.Core.Result = ExpectedFailure
 	case c.Passed > 0 && c.Skipped > 0:
 		// Some core scenarios did not run (a capability the target lacks,
 		// or skipped by the user): the run does not show core conformance.
@@ -452,6 +497,8 @@ func profileReport(name ConformanceProfileName, features []FeatureReport, interr
 		p.Extended.Result = Interrupted
 	case len(e.NotRunFeatures) > 0:
 		p.Extended.Result = Incomplete
+	case len(e.ExpectedFailureFeatures) > 0:
+		p.Extended.Result = ExpectedFailure
 	case len(e.UnsupportedFeatures) > 0 && len(e.SupportedFeatures) > 0:
 		p.Extended.Result = Partial
 	case len(e.UnsupportedFeatures) > 0:

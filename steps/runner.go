@@ -70,6 +70,13 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if o.Secrets == nil {
 		o.Secrets = stepdefs.NewSecrets()
 	}
+	var baseline *Baseline
+	if o.Baseline != "" {
+		var err error
+		if baseline, err = LoadBaseline(o.Baseline); err != nil {
+			return nil, err
+		}
+	}
 	var progress *progressCopy
 	if o.PlantCredentials {
 		progress = &progressCopy{}
@@ -125,7 +132,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	start := time.Now()
 	rls := &rateLimitServices{external: o.RateLimitService, target: tgt}
 	defer rls.stop()
-	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, missing: missing, stepConfig: stepdefs.Config{
+	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, missing: missing, baseline: baseline, stepConfig: stepdefs.Config{
 		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
 		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls,
 		Limits: o.Limits, Secrets: o.Secrets, PlantCredentials: o.PlantCredentials, Record: o.BundleDir != ""}}
@@ -158,21 +165,36 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		},
 	}
 	fmt.Fprintf(r.out, "gwdiag conformance: target %s, implementation %s, profiles %v\n", tgt.Name(), o.Implementation.Name, profiles)
-	status := suite.Run()
-	rep = buildReport(o, tgt.Name(), profiles, start, r.results, interrupt.Reason(ctx))
+	status := 0
+	for attempt := 1; attempt <= max(o.Repeat, 1); attempt++ {
+		if o.Repeat > 1 {
+			r.attempt = attempt
+			fmt.Fprintf(r.out, "attempt %d of %d\n", attempt, o.Repeat)
+		}
+		status |= suite.Run()
+		if ctx.Err() != nil || r.stopped() != "" {
+			break
+		}
+	}
+	results := r.results
+	if o.Repeat > 1 {
+		results = mergeAttempts(results)
+	}
+	applyBaseline(baseline, o.Baseline, results)
+	rep = buildReport(o, tgt.Name(), profiles, start, results, interrupt.Reason(ctx))
 	rep.Claims.InferredFrom = inferredFrom
 	r.summary(rep)
-	if rep.Interrupted != nil || rep.StoppedEarly != nil || rep.Incomplete != nil {
+	if rep.Interrupted != nil || rep.StoppedEarly != nil || rep.Incomplete != nil || rep.Summary.ExpectedFailures > 0 {
 		// godog wrote the scenarios not run as skipped steps; JUnit
 		// readers want a skipped test case, and both a reason.
-		if err := markNotRunJUnit(o.JUnit, fsys, r.results); err != nil {
+		if err := markNotRunJUnit(o.JUnit, fsys, results); err != nil {
 			return rep, err
 		}
-		if err := markNotRunCucumber(o.CucumberJSON, r.results); err != nil {
+		if err := markNotRunCucumber(o.CucumberJSON, results); err != nil {
 			return rep, err
 		}
 	}
-	if status != 0 && !rep.Failed() && rep.Interrupted == nil {
+	if status != 0 && !rep.Failed() && rep.Summary.ExpectedFailures == 0 && rep.Interrupted == nil {
 		// godog failed before or outside any scenario: a parse error, an
 		// output it could not write, an undefined step in a skipped spot.
 		return rep, fmt.Errorf("godog run failed (status %d) with no failed scenario: check the features and output paths", status)
@@ -263,6 +285,10 @@ type runner struct {
 	missing *targets.EnvironmentError
 	// missingSaid are the reasons of not run scenarios printed so far.
 	missingSaid []string
+	// attempt is the attempt under way of a --repeat run (0 without).
+	attempt int
+	// baseline lists the scenarios expected to fail (--baseline).
+	baseline *Baseline
 }
 
 // stopped names the failed scenario that stopped a --fail-fast run, or "".
@@ -300,13 +326,15 @@ type scenarioRun struct {
 	missing, missingDetail string
 	// steps are the steps that ran, with how each ended.
 	steps []bundle.Step
+	// attempt is the attempt of a --repeat run (0 without).
+	attempt int
 }
 
 type runKey struct{}
 
 func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
-		run := &scenarioRun{feature: featureOf(p), started: time.Now()}
+		run := &scenarioRun{feature: featureOf(p), started: time.Now(), attempt: r.attempt}
 		ctx = context.WithValue(ctx, runKey{}, run)
 		_, ext, ok := profileOf(run.feature)
 		if !ok {
@@ -360,7 +388,7 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 			return ctx, err
 		}
 		res := scenarioResult{feature: run.feature, profile: run.profile, extended: run.extended,
-			ScenarioReport: ScenarioReport{Name: p.Name, File: p.Uri}}
+			attempt: run.attempt, ScenarioReport: ScenarioReport{Name: p.Name, File: p.Uri}}
 		switch {
 		case run.stoppedBy != "":
 			res.Result, res.stoppedBy = NotRun, run.stoppedBy
@@ -458,7 +486,8 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.results = append(r.results, res)
-	if res.Result == Failed && r.opts.FailFast && r.stoppedBy == "" {
+	expected := res.Result == Failed && r.baseline.lists(res.feature, res.Name)
+	if res.Result == Failed && !expected && r.opts.FailFast && r.stoppedBy == "" {
 		r.stoppedBy = res.Name
 	}
 	if res.Result == NotRun && !res.cutShort && res.missing == "" {
@@ -466,6 +495,10 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 		return
 	}
 	label := map[Result]string{Passed: "PASS", Failed: "FAIL", Skipped: "SKIP", Unsupported: "UNSUPPORTED", NotRun: "NOT RUN"}[res.Result]
+	if expected {
+		// The baseline says it fails: it does not fail the run.
+		label = "XFAIL"
+	}
 	fmt.Fprintf(r.out, "%-11s %-30s %s (%s)\n", label, res.feature, res.Name, took.Round(time.Millisecond))
 	switch {
 	case res.Result == NotRun && res.missing != "" && slices.Contains(r.missingSaid, res.missing):
@@ -491,7 +524,23 @@ func (r *runner) summary(rep *ConformanceReport) {
 	if s.NotRun > 0 {
 		fmt.Fprintf(r.out, ", %d not run", s.NotRun)
 	}
+	if s.ExpectedFailures > 0 {
+		fmt.Fprintf(r.out, ", %d expected failures (--baseline)", s.ExpectedFailures)
+	}
+	if s.Flaky > 0 {
+		fmt.Fprintf(r.out, ", %d flaky", s.Flaky)
+	}
 	fmt.Fprintf(r.out, " in %s\n", rep.Duration)
+	for _, f := range rep.Features {
+		for _, sc := range f.Scenarios {
+			switch sc.Result {
+			case StaleBaseline:
+				fmt.Fprintf(r.out, "STALE BASELINE: %q of %s passed: %s\n", sc.Name, f.Name, sc.Message)
+			case Flaky:
+				fmt.Fprintf(r.out, "FLAKY: %q of %s: %s\n", sc.Name, f.Name, firstLine(sc.Message))
+			}
+		}
+	}
 	for _, p := range rep.Profiles {
 		fmt.Fprintf(r.out, "profile %s: core %s (%d passed, %d failed", p.Name, p.Core.Result, p.Core.Passed, p.Core.Failed)
 		if p.Core.Skipped > 0 {
@@ -519,4 +568,9 @@ func (r *runner) summary(rep *ConformanceReport) {
 		}
 		fmt.Fprintf(r.out, "  %-30s %-9s %s\n", f.Name, kind, f.Result)
 	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }

@@ -32,7 +32,7 @@ func NewCommand() *cobra.Command {
 admin endpoints, local rate limiting) conform to the specification. Its
 features are built into this binary, so it runs outside the repository.`,
 	}
-	cmd.AddCommand(newRunCommand(), newReplayCommand(), newCheckCommand(), newReportCommand(), newMockBackendCommand())
+	cmd.AddCommand(newRunCommand(), newReplayCommand(), newBaselineCommand(), newCheckCommand(), newReportCommand(), newMockBackendCommand())
 	return cmd
 }
 
@@ -199,8 +199,15 @@ func newRunCommand() *cobra.Command {
 				return fmt.Errorf("run %s", rep.Interrupted.Signal)
 			}
 			if rep.Failed() {
-				return failedError{fmt.Sprintf("%d of %d scenarios failed", rep.Summary.Failed,
-					rep.Summary.Passed+rep.Summary.Failed+rep.Summary.Skipped+rep.Summary.Unsupported+rep.Summary.NotRun)}
+				c := rep.Summary
+				msg := fmt.Sprintf("%d of %d scenarios failed", c.Failed, c.Passed+c.Failed+c.Skipped+c.Unsupported+c.NotRun+c.ExpectedFailures+c.Flaky+c.Stale)
+				if c.Flaky > 0 {
+					msg += fmt.Sprintf(", %d flaky", c.Flaky)
+				}
+				if c.Stale > 0 {
+					msg += fmt.Sprintf(", %d passed against the baseline (stale)", c.Stale)
+				}
+				return failedError{msg}
 			}
 			if rep.Incomplete != nil {
 				return incompleteError{fmt.Sprintf("run incomplete: %d scenarios not run for want of something of this machine (see above); none failed", rep.Incomplete.NotRun)}

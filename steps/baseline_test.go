@@ -1,0 +1,129 @@
+package steps
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
+)
+
+// TestBaselineRoundTrip: a baseline written from the report of a faulty
+// proxy's run turns its failures into expected failures (the run passes
+// the gate, JUnit shows no failure); once the fault is fixed, the same
+// baseline fails the run as stale, naming each scenario.
+func TestBaselineRoundTrip(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	run := func(tgt targets.Target, baseline string) (*ConformanceReport, string) {
+		t.Helper()
+		var out strings.Builder
+		o := Options{TargetImpl: tgt, Output: &out, AllFeatures: true, Tags: "@admin", Baseline: baseline,
+			JUnit: filepath.Join(t.TempDir(), "junit.xml")}
+		rep, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		junit, _ := os.ReadFile(o.JUnit)
+		return rep, out.String() + "\n" + string(junit)
+	}
+	faulty := func() targets.Target { return &faultyTarget{inner: inprocess.New(), fault: faults["wrong admin answers"]} }
+	first, _ := run(faulty(), "")
+	if first.Summary.Failed < 2 {
+		t.Fatalf("the faulty proxy failed %d scenarios, want several", first.Summary.Failed)
+	}
+	path := filepath.Join(dir, "baseline.yaml")
+	if err := BaselineOf(first, "first.yaml").Write(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadBaseline(path)
+	if err != nil || len(b.ExpectedFailures) != first.Summary.Failed {
+		t.Fatalf("baseline: %v, %d entries, want %d", err, len(b.ExpectedFailures), first.Summary.Failed)
+	}
+
+	again, out := run(faulty(), path)
+	if again.Failed() || again.Summary.ExpectedFailures != first.Summary.Failed || again.Summary.Failed != 0 {
+		t.Errorf("with the baseline: summary %+v, want %d expected failures and the run not failed\n%s", again.Summary, first.Summary.Failed, out)
+	}
+	if strings.Contains(out, "<failure") || !strings.Contains(out, "XFAIL") {
+		t.Errorf("with the baseline: want XFAIL lines and no JUnit failure:\n%s", out)
+	}
+	for _, p := range again.Profiles {
+		if p.Core.Result != ExpectedFailure {
+			t.Errorf("profile %s: core %s, want %s", p.Name, p.Core.Result, ExpectedFailure)
+		}
+	}
+
+	fixed, out := run(inprocess.New(), path)
+	if !fixed.Failed() || fixed.Summary.Stale != first.Summary.Failed {
+		t.Errorf("fixed proxy, old baseline: summary %+v, want %d stale and the run failed\n%s", fixed.Summary, first.Summary.Failed, out)
+	}
+	for _, e := range b.ExpectedFailures {
+		if !strings.Contains(out, "STALE BASELINE: \""+e.Scenario+"\"") {
+			t.Errorf("the progress output does not name the stale %q", e.Scenario)
+		}
+	}
+}
+
+// TestLoadBaselineRejects: a baseline that is not one, or has an entry
+// without a name, is refused with the file and what is wrong.
+func TestLoadBaselineRejects(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"wrong kind":    "apiVersion: gwdiag.dev/v1alpha1\nkind: ConformanceReport\nexpectedFailures: []\n",
+		"unknown field": "kind: ConformanceBaseline\nexpectedFailure: []\n",
+		"no scenario":   "kind: ConformanceBaseline\nexpectedFailures:\n- feature: admin\n",
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+		os.WriteFile(p, []byte(body), 0o644)
+		if _, err := LoadBaseline(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v, want an error naming the file", name, err)
+		}
+	}
+}
+
+// everyThird runs the fault on every third deployment, the faithful proxy
+// on the others: a proxy that fails one time in three.
+type everyThird struct {
+	*faultyTarget
+	n atomic.Int64
+}
+
+func (e *everyThird) Configure(ctx context.Context, s targets.Setup) (targets.Deployment, error) {
+	if e.n.Add(1)%3 == 0 {
+		return e.faultyTarget.Configure(ctx, s)
+	}
+	return e.inner.Configure(ctx, s)
+}
+
+// TestRepeatNamesFlakes: --repeat 3 on a proxy that fails one time in
+// three reports the scenario flaky (passed 2 of 3), which fails the run,
+// with the bundle of the failing attempt; nothing is retried silently.
+func TestRepeatNamesFlakes(t *testing.T) {
+	t.Parallel()
+	tgt := &everyThird{faultyTarget: &faultyTarget{inner: inprocess.New(), fault: faults["reordered trace events"]}}
+	var out strings.Builder
+	o := Options{TargetImpl: tgt, Output: &out, AllFeatures: true, Tags: "@trace-order", RunScenario: bundledScenario, Repeat: 3, Concurrency: 1}
+	plantCredentials(t, &o)
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := rep.Scenario(bundledScenario)
+	if len(sc) != 1 || sc[0].Result != Flaky || !strings.Contains(sc[0].Message, "passed 2 of 3 attempts; attempt 3 failed") {
+		t.Fatalf("scenario %+v: want it flaky, passed 2 of 3\n%s", sc, out.String())
+	}
+	if !rep.Failed() || rep.Summary.Flaky != 1 || rep.Options.Repeat != 3 {
+		t.Errorf("summary %+v, repeat %d: a flaky scenario fails the run", rep.Summary, rep.Options.Repeat)
+	}
+	if !strings.HasSuffix(sc[0].Bundle, "-attempt-3") {
+		t.Errorf("bundle %q: want the failing attempt's", sc[0].Bundle)
+	}
+	if !strings.Contains(out.String(), "FLAKY: \""+bundledScenario+"\"") {
+		t.Errorf("progress output does not name the flaky scenario:\n%s", out.String())
+	}
+}
