@@ -31,7 +31,9 @@ func TestBaselineRoundTrip(t *testing.T) {
 		junit, _ := os.ReadFile(o.JUnit)
 		return rep, out.String() + "\n" + string(junit)
 	}
-	faulty := func() targets.Target { return &faultyTarget{inner: inprocess.New(), fault: faults["wrong admin answers"]} }
+	faulty := func() targets.Target {
+		return &faultyTarget{inner: inprocess.New(), fault: faults["wrong admin answers"]}
+	}
 	first, _ := run(faulty(), "")
 	if first.Summary.Failed < 2 {
 		t.Fatalf("the faulty proxy failed %d scenarios, want several", first.Summary.Failed)
