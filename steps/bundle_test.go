@@ -154,3 +154,27 @@ func TestReplay(t *testing.T) {
 		t.Errorf("replay on the faulty proxy: want the same trace, got %+v", bad.Traces)
 	}
 }
+
+// TestJUnitCarriesTheBundle: the JUnit test case of a failed scenario
+// carries its bundle's path, and as an attachment for CI pages.
+func TestJUnitCarriesTheBundle(t *testing.T) {
+	t.Parallel()
+	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: faults["reordered trace events"]}, Output: &strings.Builder{},
+		AllFeatures: true, Tags: "@trace-order", RunScenario: bundledScenario}
+	plantCredentials(t, &o)
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := rep.Scenario(bundledScenario)[0].Bundle
+	junit, err := os.ReadFile(o.JUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(dir)
+	for _, want := range []string{"<failure", "<system-out>gwdiag failure bundle: " + dir, "[[ATTACHMENT|" + abs + "]]"} {
+		if !strings.Contains(string(junit), want) {
+			t.Errorf("JUnit lacks %q:\n%s", want, junit)
+		}
+	}
+}

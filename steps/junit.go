@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -41,6 +42,9 @@ type (
 		Skipped *junitMessage  `xml:"skipped,omitempty"`
 		Failure *junitMessage  `xml:"failure,omitempty"`
 		Errors  []junitMessage `xml:"error"`
+		// SystemOut carries a failed scenario's bundle: its path, and as
+		// an attachment (GitLab, Jenkins) for CI pages that link it.
+		SystemOut string `xml:"system-out,omitempty"`
 	}
 	junitMessage struct {
 		Message string `xml:"message,attr"`
@@ -52,19 +56,22 @@ type (
 // test cases (" #2").
 var outlineSuffix = regexp.MustCompile(` #\d+$`)
 
-// markNotRunJUnit rewrites godog's JUnit file at path (none when "") so
-// that each scenario not run is a skipped test case that says why, and the
-// suites count it as skipped, not failed or errored.
-func markNotRunJUnit(path string, fsys fs.FS, results []scenarioResult) error {
+// rewriteJUnit rewrites godog's JUnit file at path (none when "") so
+// that each scenario not run (or failing as the baseline expects) is a
+// skipped test case that says why, and the suites count it as skipped, not
+// failed or errored; a flaky or stale scenario is a failure whatever its
+// last attempt did, and a failed one carries its bundle.
+func rewriteJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 	if path == "" {
 		return nil
 	}
 	// Test cases are named by feature title (the suite) and scenario name.
 	type key struct{ suite, name string }
 	notRun := map[key]string{}
+	failed := map[key]scenarioResult{}
 	titles := map[string]string{}
 	for _, r := range results {
-		if r.Result != NotRun && r.Result != ExpectedFailure {
+		if r.Result != NotRun && r.Result != ExpectedFailure && r.Result != StaleBaseline && r.Bundle == "" {
 			continue
 		}
 		title, ok := titles[r.File]
@@ -72,7 +79,14 @@ func markNotRunJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 			title = featureTitle(fsys, r.File)
 			titles[r.File] = title
 		}
-		notRun[key{title, r.Name}] = r.Message
+		switch r.Result {
+		case NotRun:
+			notRun[key{title, r.Name}] = r.Message
+		case ExpectedFailure:
+			notRun[key{title, r.Name}] = "expected failure (--baseline): " + r.Message
+		default:
+			failed[key{title, r.Name}] = r
+		}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -90,6 +104,17 @@ func markNotRunJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 			// Of an outline's examples, those godog skipped; the others ran.
 			if ok && (c.Status != "passed" || hasSkippedStep(c)) {
 				*c = junitCase{Name: c.Name, Status: "skipped", Time: c.Time, Skipped: &junitMessage{Message: msg}}
+			}
+			if r, ok := failed[key{s.Name, outlineSuffix.ReplaceAllString(c.Name, "")}]; ok {
+				if r.Result != Failed {
+					// Flaky or stale: the run's verdict, not the last
+					// attempt's.
+					c.Status, c.Failure = "failed", &junitMessage{Message: r.Message, Type: string(r.Result)}
+				}
+				if r.Bundle != "" {
+					abs, _ := filepath.Abs(r.Bundle)
+					c.SystemOut = fmt.Sprintf("gwdiag failure bundle: %s (gwdiag conformance replay %s)\n[[ATTACHMENT|%s]]\n", r.Bundle, r.Bundle, abs)
+				}
 			}
 			switch {
 			case c.Skipped != nil:

@@ -82,7 +82,7 @@ func TestMarkNotRunJUnit(t *testing.T) {
 		{ScenarioReport: ScenarioReport{Name: "Cut short", File: "admin.feature", Result: NotRun, Message: "not run (interrupted by SIGINT while it ran)"}},
 		{ScenarioReport: ScenarioReport{Name: "Passed", File: "admin.feature", Result: Passed}},
 	}
-	if err := markNotRunJUnit(path, fsys, results); err != nil {
+	if err := rewriteJUnit(path, fsys, results); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)

@@ -184,10 +184,14 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	rep = buildReport(o, tgt.Name(), profiles, start, results, interrupt.Reason(ctx))
 	rep.Claims.InferredFrom = inferredFrom
 	r.summary(rep)
-	if rep.Interrupted != nil || rep.StoppedEarly != nil || rep.Incomplete != nil || rep.Summary.ExpectedFailures > 0 {
+	if slices.ContainsFunc(results, func(s scenarioResult) bool {
+		return slices.Contains([]Result{NotRun, ExpectedFailure, StaleBaseline, Flaky}, s.Result) || s.Bundle != ""
+	}) {
 		// godog wrote the scenarios not run as skipped steps; JUnit
-		// readers want a skipped test case, and both a reason.
-		if err := markNotRunJUnit(o.JUnit, fsys, results); err != nil {
+		// readers want a skipped test case, and both a reason. And the
+		// verdicts godog does not know (expected, flaky, stale), and the
+		// bundles.
+		if err := rewriteJUnit(o.JUnit, fsys, results); err != nil {
 			return rep, err
 		}
 		if err := markNotRunCucumber(o.CucumberJSON, results); err != nil {
