@@ -2,6 +2,8 @@ package clusters_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -82,7 +84,8 @@ func TestClusterConformanceFails(t *testing.T) {
 		Target: "cluster",
 		Cluster: cluster.Options{Kubeconfig: l.KubeconfigPath, GatewayClassName: "unserved",
 			ConditionTimeout: steps.Duration(2 * time.Second)},
-		Output: &out,
+		Output:    &out,
+		BundleDir: t.TempDir(),
 	})
 	t.Log(out.String())
 	if err != nil {
@@ -93,6 +96,19 @@ func TestClusterConformanceFails(t *testing.T) {
 	}
 	if want := `no status conditions at the current generation within 2s`; !strings.Contains(out.String(), want) {
 		t.Errorf("progress view does not say why: want %q in\n%s", want, out.String())
+	}
+	// Each failure's bundle holds the resources the scenario applied, as
+	// the API server held them at the failure.
+	for _, f := range rep.Features {
+		for _, s := range f.Scenarios {
+			if s.Result != steps.Failed {
+				continue
+			}
+			res, err := os.ReadFile(filepath.Join(s.Bundle, "resources.yaml"))
+			if err != nil || !strings.Contains(string(res), "kind: Gateway\n") || !strings.Contains(string(res), "gatewayClassName: unserved") || strings.Contains(string(res), "managedFields") {
+				t.Errorf("%s: bundle %q: resources.yaml %v, want the applied Gateway as it is, without managed fields:\n%s", s.Name, s.Bundle, err, res)
+			}
+		}
 	}
 }
 

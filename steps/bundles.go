@@ -34,7 +34,7 @@ func (r *runner) writeBundle(b *bundle.Bundle, run *scenarioRun, p *godog.Scenar
 		FailedStep: res.Step, Message: res.Message, Steps: run.steps, Target: r.target.Name(),
 		Implementation: o.Implementation.Name, Gwdiag: producer, FeatureSet: features.Version + " " + features.Digest(),
 		CommandLine: o.CommandLine, Options: rec, Started: run.started.UTC(), Duration: time.Since(run.started).Round(time.Millisecond).String(),
-		ProxyConfig: b.Meta.ProxyConfig, ConfigDumpError: b.Meta.ConfigDumpError, Attempt: run.attempt}
+		ProxyConfig: b.Meta.ProxyConfig, ConfigDumpError: b.Meta.ConfigDumpError, EvidenceError: b.Meta.EvidenceError, Attempt: run.attempt}
 	dir := bundle.Dir(o.BundleDir, string(run.feature), p.Name, run.attempt)
 	if err := bundle.Write(dir, b, o.Secrets); err != nil {
 		fmt.Fprintf(r.out, "warning: the failure bundle of %q: %v\n", p.Name, err)

@@ -57,6 +57,11 @@ type Meta struct {
 	ConfigDumpError string `yaml:"configDumpError,omitempty"`
 	// Traces lists the trace streams' files, in the order opened.
 	Traces []string `yaml:"traces,omitempty"`
+	// Evidence lists the target's own evidence files (a cluster's
+	// resources with their status, its pods' logs), and EvidenceError why
+	// some could not be taken.
+	Evidence      []string `yaml:"evidence,omitempty"`
+	EvidenceError string   `yaml:"evidenceError,omitempty"`
 }
 
 // Step is one step of the scenario and how it ended: passed, failed,
@@ -77,6 +82,9 @@ type Bundle struct {
 	ConfigDump []byte
 	ProxyLog   string
 	Exchanges  []Exchange
+	// Files are more evidence the target keeps (a cluster's resources and
+	// pod logs), by relative name; written as text, redacted.
+	Files map[string][]byte
 }
 
 // Redactor scrubs what a bundle writes of credentials: a header's value,
@@ -141,6 +149,14 @@ func Write(dir string, b *Bundle, r Redactor) error {
 	if b.ProxyLog != "" {
 		files[ProxyLogFile] = []byte(r.Text(b.ProxyLog))
 	}
+	for name, body := range b.Files {
+		if !filepath.IsLocal(name) || files[name] != nil {
+			return fmt.Errorf("bundle: the target's evidence file %q is not a new name inside the bundle", name)
+		}
+		files[name] = []byte(r.Text(string(body)))
+		m.Evidence = append(m.Evidence, name)
+	}
+	sort.Strings(m.Evidence)
 	for i, e := range b.Exchanges {
 		if !isTrace(e.URL) {
 			continue
@@ -167,6 +183,9 @@ func Write(dir string, b *Bundle, r Redactor) error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(filepath.Join(dir, n), files[n], 0o644); err != nil {
 			return fmt.Errorf("bundle: %w", err)
 		}

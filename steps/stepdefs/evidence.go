@@ -27,11 +27,25 @@ func Collect(ctx context.Context) (b bundle.Bundle, ok bool) {
 		b.Exchanges = s.recorder.Exchanges()
 	}
 	if s.dep == nil {
+		b.Files = s.configureEvidence
 		b.Meta.ConfigDumpError = "no proxy was configured"
 		return b, true
 	}
 	if ck, ok := s.dep.(targets.ConfigKeeper); ok {
 		b.Meta.ProxyConfig, b.ProxyConfig = ck.ProxyConfig()
+	}
+	if ek, ok := s.dep.(targets.EvidenceKeeper); ok {
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		files, err := ek.Evidence(ectx)
+		cancel()
+		b.Files = files
+		if err != nil {
+			b.Meta.EvidenceError = s.cfg.Secrets.Scrub(err.Error())
+		}
+	}
+	if s.dep.AdminAddr() == "" {
+		b.Meta.ConfigDumpError = "the target gives no admin address here (no data plane)"
+		return b, true
 	}
 	dump, err := s.configDumpNow(context.WithoutCancel(ctx))
 	if err != nil {

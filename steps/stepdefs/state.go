@@ -89,9 +89,11 @@ type state struct {
 
 	client *http.Client
 	// recorder keeps the client's exchanges (Config.Record).
-	recorder  *bundle.Recorder
-	responses []*response
-	admin     *response
+	recorder *bundle.Recorder
+	// configureEvidence is what a failed Configure kept of why.
+	configureEvidence map[string][]byte
+	responses         []*response
+	admin             *response
 
 	watchers []*watcher
 	// trace is the trace the Then steps check: the last one completed.
@@ -202,6 +204,9 @@ func (s *state) deployment(ctx context.Context) (targets.Deployment, error) {
 	}
 	for i := range max(s.replicas, 1) {
 		d, err := s.cfg.Target.Configure(ctx, s.setup)
+		if ce := (*targets.ConfigureError)(nil); errors.As(err, &ce) {
+			s.configureEvidence = ce.Evidence
+		}
 		if err != nil {
 			for _, d := range s.deps {
 				d.Stop(context.WithoutCancel(ctx))

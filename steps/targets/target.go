@@ -71,6 +71,25 @@ type ConfigKeeper interface {
 	ProxyConfig() (name string, body []byte)
 }
 
+// An EvidenceKeeper is a deployment with more to show of a failure than a
+// config file: a cluster's resources as they are now, with their status,
+// and its pods' logs. Evidence is called before the deployment stops;
+// it returns files by name (relative, slash-separated).
+type EvidenceKeeper interface {
+	Evidence(ctx context.Context) (map[string][]byte, error)
+}
+
+// ConfigureError is a Configure that failed with the evidence of why,
+// taken before the target cleaned up (a cluster's resources whose status
+// never came): the failure bundle holds it.
+type ConfigureError struct {
+	Err      error
+	Evidence map[string][]byte
+}
+
+func (e *ConfigureError) Error() string { return e.Err.Error() }
+func (e *ConfigureError) Unwrap() error { return e.Err }
+
 // A LeftBehind is a target whose resources can outlive gwdiag when it exits
 // without its clean-up (a second Ctrl-C): processes in their own process
 // group, containers, networks, a local node's changes to the machine.

@@ -425,10 +425,12 @@ func (c *Cluster) Configure(ctx context.Context, setup targets.Setup) (targets.D
 	for _, o := range objs {
 		// Read the kind first: creating a typed object clears its TypeMeta.
 		kind := o.GetObjectKind().GroupVersionKind().Kind
+		gvk := o.GetObjectKind().GroupVersionKind()
 		if err := c.client.Create(ctx, o); err != nil {
 			d.Stop(ctx)
 			return nil, fmt.Errorf("cluster target: create %s %s/%s: %w", kind, d.ns, o.GetName(), err)
 		}
+		d.applied = append(d.applied, applied{gvk, o.GetName()})
 		switch kind {
 		case "Service", "Pod":
 		case c.policy.Kind:
@@ -439,23 +441,31 @@ func (c *Cluster) Configure(ctx context.Context, setup targets.Setup) (targets.D
 	}
 	if plan != nil {
 		if err := d.observeProgrammed(ctx); err != nil {
-			d.Stop(ctx)
-			return nil, fmt.Errorf("cluster target: %w", err)
+			return nil, d.failed(ctx, err)
 		}
 	}
 	for _, a := range awaits {
 		if _, err := d.Conditions(ctx, a.kind, a.name); err != nil {
-			d.Stop(ctx)
-			return nil, fmt.Errorf("cluster target: %w", err)
+			return nil, d.failed(ctx, err)
 		}
 	}
 	if plan != nil {
 		if err := d.serve(ctx, setup, plan); err != nil {
-			d.Stop(ctx)
-			return nil, fmt.Errorf("cluster target: %w", err)
+			return nil, d.failed(ctx, err)
 		}
 	}
 	return d, nil
+}
+
+// failed ends a Configure that failed once its resources existed: the
+// evidence of why (the resources with their status, the pods' logs) is
+// taken before the namespace goes.
+func (d *clusterDeployment) failed(ctx context.Context, err error) error {
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	files, _ := d.Evidence(ectx)
+	cancel()
+	d.Stop(ctx)
+	return &targets.ConfigureError{Err: fmt.Errorf("cluster target: %w", err), Evidence: files}
 }
 
 // mockPull is the mock pod's image pull policy: Never on the local node,
@@ -487,6 +497,8 @@ type clusterDeployment struct {
 	// could not tell.
 	programmed    *targets.ProgrammedObservation
 	programmedErr error
+	// applied are the resources the scenario created, in order.
+	applied []applied
 
 	stopOnce sync.Once
 	stopErr  error
