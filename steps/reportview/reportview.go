@@ -134,20 +134,30 @@ func resultsTable(r *steps.ConformanceReport) string {
 	var b strings.Builder
 	b.WriteString("| Profile | Core | Extended | Supported | Unsupported | Failed |\n|---|---|---|---|---|---|\n")
 	for _, p := range r.Profiles {
-		c := p.Core
-		core := fmt.Sprintf("%s %s (%d passed, %d failed", mark(c.Result), c.Result, c.Passed, c.Failed)
-		if c.Skipped > 0 {
-			core += fmt.Sprintf(", %d skipped", c.Skipped)
-		}
-		if c.NotRun > 0 {
-			core += fmt.Sprintf(", %d not run", c.NotRun)
-		}
-		core += ")"
+		core := fmt.Sprintf("%s %s (%s)", mark(p.Core.Result), p.Core.Result, coreCounts(p.Core))
 		e := p.Extended
 		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %s | %s |\n", p.Name, core, mark(e.Result), e.Result,
 			names(e.SupportedFeatures), names(e.UnsupportedFeatures), names(e.FailedFeatures))
 	}
 	return b.String()
+}
+
+// coreCounts is a profile's core scenarios by result: "9 passed, 1
+// failed, 1 not run" (skipped and not run only when there are some).
+func coreCounts(c steps.CoreResult) string {
+	s := fmt.Sprintf("%d passed, %d failed", c.Passed, c.Failed)
+	if c.Skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", c.Skipped)
+	}
+	if c.NotRun > 0 {
+		s += fmt.Sprintf(", %d not run", c.NotRun)
+	}
+	return s
+}
+
+// passedOfRun is a feature's scenarios passed of those run: "3/5".
+func passedOfRun(f steps.FeatureReport) string {
+	return fmt.Sprintf("%d/%d", f.Passed, f.Passed+f.Failed+f.Unsupported+f.NotRun)
 }
 
 func producer(r *steps.ConformanceReport) string {
@@ -192,10 +202,10 @@ func escapeMD(s string) string {
 	return strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-//go:embed report.html.tmpl
+//go:embed *.html.tmpl
 var templates embed.FS
 
-var page = template.Must(template.New("report.html.tmpl").ParseFS(templates, "report.html.tmpl"))
+var page = template.Must(template.New("report.html.tmpl").ParseFS(templates, "*.html.tmpl"))
 
 // matrixRow is one feature across the profiles of the run.
 type matrixRow struct {
@@ -223,7 +233,7 @@ func HTML(w io.Writer, r *steps.ConformanceReport) error {
 			c := matrixCell{}
 			if f.Profile == p {
 				c.Result = f.Result
-				c.Counts = fmt.Sprintf("%d/%d", f.Passed, f.Passed+f.Failed+f.Unsupported+f.NotRun)
+				c.Counts = passedOfRun(f)
 			}
 			row.Cells = append(row.Cells, c)
 		}
