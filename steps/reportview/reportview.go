@@ -32,6 +32,10 @@ func Read(path string) (*steps.ConformanceReport, error) {
 	if r.Kind != steps.ReportKind {
 		return nil, fmt.Errorf("%s: kind %q, want a %s", path, r.Kind, steps.ReportKind)
 	}
+	// The Gateway API's reports are ConformanceReports too, of another shape.
+	if r.APIVersion != steps.ReportAPIVersion {
+		return nil, fmt.Errorf("%s: a %s of apiVersion %q, want %s (gwdiag's)", path, r.Kind, r.APIVersion, steps.ReportAPIVersion)
+	}
 	return &r, nil
 }
 
@@ -90,7 +94,7 @@ func Markdown(w io.Writer, r *steps.ConformanceReport) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "## gwdiag conformance: %s on the %s target: %s\n\n", r.Implementation.Name, r.Target, verdict(r))
 	fmt.Fprintf(&b, "%s, features %s (%s), %s, took %s.\n\n", producer(r), r.Producer.FeatureSet, r.Producer.FeatureDigest,
-		r.Date.UTC().Format("2006-01-02 15:04 UTC"), r.Duration)
+		when(r), r.Duration)
 	s := r.Summary
 	fmt.Fprintf(&b, "**%d passed, %d failed, %d skipped, %d unsupported", s.Passed, s.Failed, s.Skipped, s.Unsupported)
 	if s.NotRun > 0 {
@@ -159,6 +163,9 @@ func coreCounts(c steps.CoreResult) string {
 func passedOfRun(f steps.FeatureReport) string {
 	return fmt.Sprintf("%d/%d", f.Passed, f.Passed+f.Failed+f.Unsupported+f.NotRun)
 }
+
+// when is the report's date, to the minute, in UTC.
+func when(r *steps.ConformanceReport) string { return r.Date.UTC().Format("2006-01-02 15:04 UTC") }
 
 func producer(r *steps.ConformanceReport) string {
 	p := "gwdiag"
@@ -242,7 +249,7 @@ func HTML(w io.Writer, r *steps.ConformanceReport) error {
 	var b bytes.Buffer
 	err := page.Execute(&b, map[string]any{
 		"R": r, "Verdict": verdict(r), "Producer": producer(r), "Profiles": profiles, "Rows": rows, "Failures": failures(r),
-		"Date": r.Date.UTC().Format("2006-01-02 15:04 UTC"),
+		"Date": when(r),
 	})
 	if err != nil {
 		return err
