@@ -3,6 +3,7 @@ package reportview
 import (
 	"bytes"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -138,5 +139,19 @@ func TestMatrixEscapes(t *testing.T) {
 	}
 	if html := render(t, MatrixHTML, rs); !strings.Contains(html, "<th>a|b &lt;i&gt; 1.4.0<br>") {
 		t.Errorf("html: the name is not escaped:\n%s", html)
+	}
+}
+
+// TestMatrixDocumented: the example in docs/ci.md is the matrix of the
+// test reports as rendered today (testdata/matrix.md's table).
+func TestMatrixDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/ci.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := render(t, MatrixMarkdown, reports(t, "report.yaml", "other-report.yaml"))
+	table := md[strings.Index(md, "| Profile |"):strings.Index(md, "\n\nn/m:")]
+	if !strings.Contains(string(doc), table) {
+		t.Errorf("docs/ci.md lacks the matrix of the test reports; it is now:\n%s", table)
 	}
 }
