@@ -61,7 +61,7 @@ type matrix struct {
 	Note string
 }
 
-const legend = "n/m: the feature's scenarios passed of those run. claimed: the run was told the implementation has " +
+const legend = "n/m: the feature's scenarios passed, of those not skipped. claimed: the run was told the implementation has " +
 	"the extended feature, so failing it fails the run (unclaimed, it is unsupported). —: not in that report."
 
 func newMatrix(rs []*steps.ConformanceReport) matrix {

@@ -155,3 +155,28 @@ func TestMatrixDocumented(t *testing.T) {
 		t.Errorf("docs/ci.md lacks the matrix of the test reports; it is now:\n%s", table)
 	}
 }
+
+// TestMatrixBaselineAndRepeat: the results of --repeat and --baseline
+// runs: a flaky feature fails, an expected failure does not, and both
+// count their scenarios.
+func TestMatrixBaselineAndRepeat(t *testing.T) {
+	rs := reports(t, "report.yaml", "other-report.yaml")
+	f := rs[1].Features
+	f[0].Result, f[0].Passed, f[0].Flaky = steps.Flaky, 5, 1                      // admin
+	f[3].Result, f[3].Passed, f[3].ExpectedFailures = steps.ExpectedFailure, 4, 1 // request-limits
+	rs[1].Profiles[0].Core = steps.CoreResult{Result: steps.Flaky, Counts: steps.Counts{Passed: 12, Flaky: 1, ExpectedFailures: 1}}
+	md := render(t, MatrixMarkdown, rs)
+	for _, want := range []string{"| standalone | **core result** | ❌ failed (9 passed, 1 failed, 1 not run) | ❌ flaky (12 passed, 0 failed, 1 flaky, 1 expected failures) |\n",
+		"| standalone | admin | ✅ passed 6/6 | ❌ flaky 5/6 |\n", "| standalone | request-limits | ❌ failed 3/5 | 🟡 expected failure 4/5 |\n"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	html := render(t, MatrixHTML, rs)
+	for _, want := range []string{`<td class="flaky">flaky <small>5/6</small></td>`, `<td class="expected failure">expected failure <small>4/5</small></td>`,
+		"td.expected.failure { background: #fff8c5; border: 1px solid #d0d7de;"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("html lacks %q:\n%s", want, html)
+		}
+	}
+}

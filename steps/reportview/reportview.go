@@ -147,21 +147,23 @@ func resultsTable(r *steps.ConformanceReport) string {
 }
 
 // coreCounts is a profile's core scenarios by result: "9 passed, 1
-// failed, 1 not run" (skipped and not run only when there are some).
+// failed, 1 not run" (the others only when there are some).
 func coreCounts(c steps.CoreResult) string {
 	s := fmt.Sprintf("%d passed, %d failed", c.Passed, c.Failed)
-	if c.Skipped > 0 {
-		s += fmt.Sprintf(", %d skipped", c.Skipped)
-	}
-	if c.NotRun > 0 {
-		s += fmt.Sprintf(", %d not run", c.NotRun)
+	for _, n := range []struct {
+		n    int
+		what string
+	}{{c.Flaky, "flaky"}, {c.Stale, "stale baseline"}, {c.ExpectedFailures, "expected failures"}, {c.Skipped, "skipped"}, {c.NotRun, "not run"}} {
+		if n.n > 0 {
+			s += fmt.Sprintf(", %d %s", n.n, n.what)
+		}
 	}
 	return s
 }
 
-// passedOfRun is a feature's scenarios passed of those run: "3/5".
+// passedOfRun is a feature's scenarios passed of those not skipped: "3/5".
 func passedOfRun(f steps.FeatureReport) string {
-	return fmt.Sprintf("%d/%d", f.Passed, f.Passed+f.Failed+f.Unsupported+f.NotRun)
+	return fmt.Sprintf("%d/%d", f.Passed, f.Passed+f.Failed+f.Unsupported+f.NotRun+f.ExpectedFailures+f.Stale+f.Flaky)
 }
 
 // when is the report's date, to the minute, in UTC.
@@ -194,9 +196,9 @@ func mark(r steps.Result) string {
 	switch r {
 	case steps.Passed:
 		return "✅"
-	case steps.Failed:
+	case steps.Failed, steps.Flaky, steps.StaleBaseline:
 		return "❌"
-	case steps.Partial, steps.Unsupported:
+	case steps.Partial, steps.Unsupported, steps.ExpectedFailure:
 		return "🟡"
 	case steps.Interrupted, steps.NotRun, steps.Incomplete:
 		return "⏹️"
