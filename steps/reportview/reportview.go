@@ -32,6 +32,10 @@ func Read(path string) (*steps.ConformanceReport, error) {
 	if r.Kind != steps.ReportKind {
 		return nil, fmt.Errorf("%s: kind %q, want a %s", path, r.Kind, steps.ReportKind)
 	}
+	// The Gateway API's reports are ConformanceReports too, of another shape.
+	if r.APIVersion != steps.ReportAPIVersion {
+		return nil, fmt.Errorf("%s: a %s of apiVersion %q, want %s (gwdiag's)", path, r.Kind, r.APIVersion, steps.ReportAPIVersion)
+	}
 	return &r, nil
 }
 
@@ -90,7 +94,7 @@ func Markdown(w io.Writer, r *steps.ConformanceReport) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "## gwdiag conformance: %s on the %s target: %s\n\n", r.Implementation.Name, r.Target, verdict(r))
 	fmt.Fprintf(&b, "%s, features %s (%s), %s, took %s.\n\n", producer(r), r.Producer.FeatureSet, r.Producer.FeatureDigest,
-		r.Date.UTC().Format("2006-01-02 15:04 UTC"), r.Duration)
+		when(r), r.Duration)
 	s := r.Summary
 	fmt.Fprintf(&b, "**%d passed, %d failed, %d skipped, %d unsupported", s.Passed, s.Failed, s.Skipped, s.Unsupported)
 	if s.NotRun > 0 {
@@ -134,21 +138,36 @@ func resultsTable(r *steps.ConformanceReport) string {
 	var b strings.Builder
 	b.WriteString("| Profile | Core | Extended | Supported | Unsupported | Failed |\n|---|---|---|---|---|---|\n")
 	for _, p := range r.Profiles {
-		c := p.Core
-		core := fmt.Sprintf("%s %s (%d passed, %d failed", mark(c.Result), c.Result, c.Passed, c.Failed)
-		if c.Skipped > 0 {
-			core += fmt.Sprintf(", %d skipped", c.Skipped)
-		}
-		if c.NotRun > 0 {
-			core += fmt.Sprintf(", %d not run", c.NotRun)
-		}
-		core += ")"
+		core := fmt.Sprintf("%s %s (%s)", mark(p.Core.Result), p.Core.Result, coreCounts(p.Core))
 		e := p.Extended
 		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %s | %s |\n", p.Name, core, mark(e.Result), e.Result,
 			names(e.SupportedFeatures), names(e.UnsupportedFeatures), names(e.FailedFeatures))
 	}
 	return b.String()
 }
+
+// coreCounts is a profile's core scenarios by result: "9 passed, 1
+// failed, 1 not run" (the others only when there are some).
+func coreCounts(c steps.CoreResult) string {
+	s := fmt.Sprintf("%d passed, %d failed", c.Passed, c.Failed)
+	for _, n := range []struct {
+		n    int
+		what string
+	}{{c.Flaky, "flaky"}, {c.Stale, "stale baseline"}, {c.ExpectedFailures, "expected failures"}, {c.Skipped, "skipped"}, {c.NotRun, "not run"}} {
+		if n.n > 0 {
+			s += fmt.Sprintf(", %d %s", n.n, n.what)
+		}
+	}
+	return s
+}
+
+// passedOfRun is a feature's scenarios passed of those not skipped: "3/5".
+func passedOfRun(f steps.FeatureReport) string {
+	return fmt.Sprintf("%d/%d", f.Passed, f.Passed+f.Failed+f.Unsupported+f.NotRun+f.ExpectedFailures+f.Stale+f.Flaky)
+}
+
+// when is the report's date, to the minute, in UTC.
+func when(r *steps.ConformanceReport) string { return r.Date.UTC().Format("2006-01-02 15:04 UTC") }
 
 func producer(r *steps.ConformanceReport) string {
 	p := "gwdiag"
@@ -177,9 +196,9 @@ func mark(r steps.Result) string {
 	switch r {
 	case steps.Passed:
 		return "✅"
-	case steps.Failed:
+	case steps.Failed, steps.Flaky, steps.StaleBaseline:
 		return "❌"
-	case steps.Partial, steps.Unsupported:
+	case steps.Partial, steps.Unsupported, steps.ExpectedFailure:
 		return "🟡"
 	case steps.Interrupted, steps.NotRun, steps.Incomplete:
 		return "⏹️"
@@ -192,10 +211,10 @@ func escapeMD(s string) string {
 	return strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-//go:embed report.html.tmpl
+//go:embed *.html.tmpl
 var templates embed.FS
 
-var page = template.Must(template.New("report.html.tmpl").ParseFS(templates, "report.html.tmpl"))
+var page = template.Must(template.New("report.html.tmpl").ParseFS(templates, "*.html.tmpl"))
 
 // matrixRow is one feature across the profiles of the run.
 type matrixRow struct {
@@ -223,7 +242,7 @@ func HTML(w io.Writer, r *steps.ConformanceReport) error {
 			c := matrixCell{}
 			if f.Profile == p {
 				c.Result = f.Result
-				c.Counts = fmt.Sprintf("%d/%d", f.Passed, f.Passed+f.Failed+f.Unsupported+f.NotRun)
+				c.Counts = passedOfRun(f)
 			}
 			row.Cells = append(row.Cells, c)
 		}
@@ -232,7 +251,7 @@ func HTML(w io.Writer, r *steps.ConformanceReport) error {
 	var b bytes.Buffer
 	err := page.Execute(&b, map[string]any{
 		"R": r, "Verdict": verdict(r), "Producer": producer(r), "Profiles": profiles, "Rows": rows, "Failures": failures(r),
-		"Date": r.Date.UTC().Format("2006-01-02 15:04 UTC"),
+		"Date": when(r),
 	})
 	if err != nil {
 		return err

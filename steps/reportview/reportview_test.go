@@ -61,28 +61,40 @@ func TestRender(t *testing.T) {
 	}
 }
 
-// TestHTMLSelfContained: the page loads nothing: no script, no link, no
-// address of elsewhere.
+// TestHTMLSelfContained: the pages, of one report and of reports side by
+// side, load nothing: no script, no link, no address of elsewhere.
 func TestHTMLSelfContained(t *testing.T) {
-	r, err := Read("testdata/report.yaml")
-	if err != nil {
+	rs := reports(t, "report.yaml", "other-report.yaml")
+	var one, side bytes.Buffer
+	if err := HTML(&one, rs[0]); err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := HTML(&b, r); err != nil {
+	if err := MatrixHTML(&side, rs); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"<script", "<link", "src=", "http://", "https://", "@import"} {
-		if strings.Contains(b.String(), bad) {
-			t.Errorf("the page has %q", bad)
+	for name, page := range map[string]string{"report": one.String(), "side-by-side": side.String()} {
+		for _, bad := range []string{"<script", "<link", "src=", "http://", "https://", "@import"} {
+			if strings.Contains(page, bad) {
+				t.Errorf("the %s page has %q", name, bad)
+			}
 		}
 	}
 }
 
+// TestReadRefusesOtherFiles: a file that is no gwdiag report is refused,
+// named, with what is wrong: another kind, the Gateway API's report (a
+// ConformanceReport of another apiVersion), no YAML.
 func TestReadRefusesOtherFiles(t *testing.T) {
-	p := t.TempDir() + "/x.yaml"
-	os.WriteFile(p, []byte("kind: Pod\n"), 0o644)
-	if _, err := Read(p); err == nil || !strings.Contains(err.Error(), `kind "Pod", want a ConformanceReport`) {
-		t.Errorf("got %v, want an error naming the kind", err)
+	dir := t.TempDir()
+	for file, want := range map[string]string{
+		"kind: Pod\n": `x.yaml: kind "Pod", want a ConformanceReport`,
+		"apiVersion: gateway.networking.k8s.io/v1\nkind: ConformanceReport\n": `x.yaml: a ConformanceReport of apiVersion "gateway.networking.k8s.io/v1", want gwdiag.dev/v1alpha1`,
+		"<html>\n": "x.yaml: yaml: unmarshal errors",
+	} {
+		p := dir + "/x.yaml"
+		os.WriteFile(p, []byte(file), 0o644)
+		if _, err := Read(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", file, err, want)
+		}
 	}
 }

@@ -47,7 +47,7 @@ func WriteSubmission(dir string, r *steps.ConformanceReport, command string) (st
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s: gwdiag conformance\n\n", r.Implementation.Name)
 	fmt.Fprintf(&b, "Result: **%s** on the %s target, %s, features %s (%s), %s.\n\n", verdict(r), r.Target, producer(r),
-		r.Producer.FeatureSet, r.Producer.FeatureDigest, r.Date.UTC().Format("2006-01-02 15:04 UTC"))
+		r.Producer.FeatureSet, r.Producer.FeatureDigest, when(r))
 	if r.Implementation.URL != "" {
 		fmt.Fprintf(&b, "Implementation: %s\n\n", r.Implementation.URL)
 	}
