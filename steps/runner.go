@@ -165,22 +165,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		},
 	}
 	fmt.Fprintf(r.out, "gwdiag conformance: target %s, implementation %s, profiles %v\n", tgt.Name(), o.Implementation.Name, profiles)
-	status := 0
-	for attempt := 1; attempt <= max(o.Repeat, 1); attempt++ {
-		if o.Repeat > 1 {
-			r.attempt = attempt
-			fmt.Fprintf(r.out, "attempt %d of %d\n", attempt, o.Repeat)
-		}
-		status |= suite.Run()
-		if ctx.Err() != nil || r.stopped() != "" {
-			break
-		}
-	}
-	results := r.results
-	if o.Repeat > 1 {
-		results = mergeAttempts(results)
-	}
-	applyBaseline(baseline, o.Baseline, results)
+	status, results := r.attempts(ctx, suite)
 	rep = buildReport(o, tgt.Name(), profiles, start, results, interrupt.Reason(ctx))
 	rep.Claims.InferredFrom = inferredFrom
 	r.summary(rep)
@@ -215,6 +200,30 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		return rep, checkPlanted(o, progress.bytes())
 	}
 	return rep, nil
+}
+
+// attempts runs the suite once, or --repeat times, and returns godog's
+// status and the results: one per scenario, its attempts merged and the
+// baseline applied.
+func (r *runner) attempts(ctx context.Context, suite godog.TestSuite) (int, []scenarioResult) {
+	o := r.opts
+	status := 0
+	for attempt := 1; attempt <= max(o.Repeat, 1); attempt++ {
+		if o.Repeat > 1 {
+			r.attempt = attempt
+			fmt.Fprintf(r.out, "attempt %d of %d\n", attempt, o.Repeat)
+		}
+		status |= suite.Run()
+		if ctx.Err() != nil || r.stopped() != "" {
+			break
+		}
+	}
+	results := r.results
+	if o.Repeat > 1 {
+		results = mergeAttempts(results)
+	}
+	applyBaseline(r.baseline, o.Baseline, results)
+	return status, results
 }
 
 // featureAdvertiser is a target that can say which features the

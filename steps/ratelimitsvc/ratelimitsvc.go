@@ -249,6 +249,9 @@ func (s *Service) setPorts(host, sock string, ports []int) {
 	s.HTTPAddr = net.JoinHostPort(host, strconv.Itoa(ports[1]))
 	s.env = []string{
 		"USE_STATSD=false", "LOG_LEVEL=warn",
+		// Healthy only once the domain's configuration is loaded: before
+		// that, every descriptor is an error.
+		"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED=true",
 		"REDIS_SOCKET_TYPE=unix", "REDIS_URL=" + sock,
 		"RUNTIME_ROOT=" + filepath.Join(s.dir, "runtime"), "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
 		"GRPC_HOST=" + host, "GRPC_PORT=" + strconv.Itoa(ports[0]),
@@ -299,7 +302,20 @@ func (s *Service) Restart(ctx context.Context) error {
 			return false, err.Error(), nil
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, "GET /healthcheck: " + resp.Status, nil
+		if resp.StatusCode != http.StatusOK {
+			return false, "GET /healthcheck: " + resp.Status, nil
+		}
+		// The service opens its gRPC listener in a goroutine of its own,
+		// beside the HTTP one: healthy over HTTP is not yet listening
+		// over gRPC, and a proxy asking then gets no answer (a scenario's
+		// first requests refused with 500, seen under load).
+		d := net.Dialer{Timeout: time.Second}
+		c, err := d.DialContext(ctx, "tcp", s.Addr)
+		if err != nil {
+			return false, "gRPC " + s.Addr + ": " + err.Error(), nil
+		}
+		c.Close()
+		return true, "", nil
 	})
 	select {
 	case <-exited:

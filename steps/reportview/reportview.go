@@ -67,6 +67,11 @@ type failure struct {
 	Wanted   string
 	Got      string
 	Message  string
+	// Bundle is the failure bundle's folder, TraceFile the trace in it
+	// that Trace shows, the failing event marked.
+	Bundle    string
+	TraceFile string
+	Trace     []traceLine
 }
 
 var gotWant = regexp.MustCompile(`(?s)^(.*?)got (.*?), want (.*)$`)
@@ -79,7 +84,8 @@ func failures(r *steps.ConformanceReport) []failure {
 			if s.Result != steps.Failed {
 				continue
 			}
-			fl := failure{Feature: f.Name, Profile: f.Profile, Scenario: s.Name, File: s.File, Step: s.Step, Message: s.Message}
+			fl := failure{Feature: f.Name, Profile: f.Profile, Scenario: s.Name, File: s.File, Step: s.Step, Message: s.Message, Bundle: s.Bundle}
+			fl.Trace, fl.TraceFile = bundleTrace(s.Bundle, s.Message)
 			if m := gotWant.FindStringSubmatch(s.Message); m != nil && !strings.Contains(m[3], "\n") {
 				fl.Got, fl.Wanted = strings.TrimSpace(m[1]+m[2]), m[3]
 			}
@@ -125,7 +131,14 @@ func Markdown(w io.Writer, r *steps.ConformanceReport) error {
 			if f.Wanted != "" {
 				fmt.Fprintf(&b, "- wanted: `%s`\n- got: `%s`\n", strings.ReplaceAll(f.Wanted, "`", "'"), strings.ReplaceAll(f.Got, "`", "'"))
 			}
-			fmt.Fprintf(&b, "\n```\n%s\n```\n\n</details>\n", strings.ReplaceAll(f.Message, "```", "'''"))
+			fmt.Fprintf(&b, "\n```\n%s\n```\n", strings.ReplaceAll(f.Message, "```", "'''"))
+			if f.Bundle != "" {
+				fmt.Fprintf(&b, "\n- evidence: [`%s`](%s) (`gwdiag conformance replay %s`)\n", f.Bundle, f.Bundle, f.Bundle)
+			}
+			if len(f.Trace) > 0 {
+				fmt.Fprintf(&b, "- trace `%s` (→ the event the failure names):\n\n```\n%s```\n", f.TraceFile, markdownTrace(f.Trace))
+			}
+			b.WriteString("\n</details>\n")
 		}
 	}
 	_, err := w.Write(b.Bytes())
