@@ -86,3 +86,17 @@ func clipText(s string, n int) string {
 	}
 	return s
 }
+
+// TestNoClusterIsNotRun: the cluster target with no cluster to reach (no
+// kubeconfig) runs nothing and says what to give it; incomplete, not
+// failed.
+func TestNoClusterIsNotRun(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	var out strings.Builder
+	rep, err := Run(context.Background(), Options{Target: "cluster", Output: &out, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIncomplete(t, rep, out.String(), "a Kubernetes cluster", "--kubeconfig")
+}

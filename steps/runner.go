@@ -456,7 +456,9 @@ func (r *runner) skipReason(s *scenarioRun, p *godog.Scenario) string {
 	if !slices.Contains(r.profiles, s.profile) {
 		return fmt.Sprintf("feature %s is in the %s profile, which this run (the %s target) does not cover", s.feature, s.profile, r.target.Name())
 	}
-	if need, ok := featureNeeds[s.feature]; ok && !slices.Contains(r.target.Capabilities(), need) {
+	// A target that could not start has no capabilities to judge by: its
+	// scenarios are not run for what it lacked.
+	if need, ok := featureNeeds[s.feature]; ok && r.missing == nil && !slices.Contains(r.target.Capabilities(), need) {
 		return fmt.Sprintf("feature %s needs %s (capability %s), which the %s target does not have in this run", s.feature, capabilityMeaning[need], need, r.target.Name())
 	}
 	if s.feature == FeatureGlobalRateLimit && r.opts.RateLimitService == "" {

@@ -222,7 +222,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	case c.opts.Local:
 		l, err := kube.StartLocal(ctx, kube.LocalOptions{})
 		if err != nil {
-			return fmt.Errorf("cluster target: %w", err)
+			return targets.Missing("a local API server (etcd and kube-apiserver, built from Go modules)", "make kube-bins in a gwdiag checkout, or set $GWDIAG_KUBE_BIN to their folder", fmt.Errorf("cluster target: %w", err))
 		}
 		c.local, cfg = l, l.Config
 		stop, err := controller.Run(ctx, cfg, controller.Options{SupportedFeatures: c.opts.ReferenceFeatures})
@@ -235,7 +235,12 @@ func (c *Cluster) Start(ctx context.Context) error {
 		var err error
 		if cfg, err = c.startNode(ctx); err != nil {
 			c.Stop(ctx)
-			return fmt.Errorf("cluster target: %s: %w", c.opts.nodeName(), err)
+			err = fmt.Errorf("cluster target: %s: %w", c.opts.nodeName(), err)
+			if ctx.Err() == nil && !errors.Is(err, errNoProvider) {
+				// A node that cannot start here is this machine's lack.
+				err = targets.Missing(c.opts.nodeName()+" that can start on this machine", "see the error; docs/clusters.md says what the node needs (root, the Kubernetes binaries, a container runtime)", err)
+			}
+			return err
 		}
 	default:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -245,7 +250,8 @@ func (c *Cluster) Start(ctx context.Context) error {
 		var err error
 		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 		if err != nil {
-			return fmt.Errorf("cluster target: kubeconfig: %w (set cluster.kubeconfig or $KUBECONFIG, or cluster.local: true for a local API server with the reference controller)", err)
+			return targets.Missing("a Kubernetes cluster (no kubeconfig)", "set --kubeconfig or $KUBECONFIG to a cluster's, or run --cluster local-node (as root) or --cluster local",
+				fmt.Errorf("cluster target: kubeconfig: %w", err))
 		}
 		if c.opts.InstallCRDs {
 			if err := kube.InstallCRDs(cfg); err != nil {
@@ -273,7 +279,12 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return nil
 	}
 	if err := c.client.Get(ctx, client.ObjectKey{Name: c.opts.GatewayClassName}, &gwv1.GatewayClass{}); err != nil {
-		return fmt.Errorf("cluster target: GatewayClass %q on %s: %w (set cluster.gatewayClassName to the implementation's class; cluster.local: true runs the reference controller)", c.opts.GatewayClassName, cfg.Host, err)
+		if apierrors.IsNotFound(err) || ctx.Err() != nil || apierrors.ReasonForError(err) != metav1.StatusReasonUnknown {
+			// The API server answered: the class is the implementation's.
+			return fmt.Errorf("cluster target: GatewayClass %q on %s: %w (set cluster.gatewayClassName to the implementation's class; cluster.local: true runs the reference controller)", c.opts.GatewayClassName, cfg.Host, err)
+		}
+		return targets.Missing("a reachable Kubernetes API server at "+cfg.Host, "start the cluster, or point --kubeconfig at one that runs",
+			fmt.Errorf("cluster target: GatewayClass %q on %s: %w", c.opts.GatewayClassName, cfg.Host, err))
 	}
 	return nil
 }
@@ -321,7 +332,7 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 		start = c.opts.nodeStarter()
 	}
 	if start == nil {
-		return nil, errors.New("this gwdiag was built without the local-node provider (clusters/kube/node)")
+		return nil, errNoProvider
 	}
 	out := c.opts.Output
 	if out == nil {
@@ -503,6 +514,10 @@ type clusterDeployment struct {
 	stopOnce sync.Once
 	stopErr  error
 }
+
+// errNoProvider: this gwdiag cannot start a local node at all, which is
+// its build's lack, not the machine's.
+var errNoProvider = errors.New("this gwdiag was built without the local-node provider (clusters/kube/node)")
 
 var errNoDataPlane = errors.New("the cluster target runs no proxy it can reach here (no data plane: use --cluster local-node, or cluster.dataPlane on a cluster whose proxy runs in pods)")
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,8 +167,9 @@ func TestClusterTargetNoKubeconfig(t *testing.T) {
 	c := New(Options{})
 	err := c.Start(context.Background())
 	defer c.Stop(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "cluster.local: true") {
-		t.Errorf("Start with no kubeconfig: got %v, want an error pointing at cluster.kubeconfig and cluster.local", err)
+	var env *targets.EnvironmentError
+	if !errors.As(err, &env) || !strings.Contains(err.Error(), "--kubeconfig") || !strings.Contains(err.Error(), "--cluster local") {
+		t.Errorf("Start with no kubeconfig: got %v, want the environment's lack, pointing at --kubeconfig and --cluster local", err)
 	}
 	missing := New(Options{Kubeconfig: "/nonexistent/kubeconfig"})
 	if err := missing.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "/nonexistent/kubeconfig") {
