@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/steps/bundle"
@@ -176,5 +177,56 @@ func TestJUnitCarriesTheBundle(t *testing.T) {
 		if !strings.Contains(string(junit), want) {
 			t.Errorf("JUnit lacks %q:\n%s", want, junit)
 		}
+	}
+}
+
+// checkReplays replays the bundle of the first failed scenario of a fault
+// run (by name): against the faithful reference in process it passes, and
+// against the faulty proxy (in process) it fails at the same step. The
+// bundle holds the config the suite wrote, the proxy's output and the
+// exchanges whatever the target.
+func checkReplays(t *testing.T, rep *ConformanceReport, f fault) {
+	t.Helper()
+	var first *ScenarioReport
+	for _, ft := range rep.Features {
+		for i, s := range ft.Scenarios {
+			if s.Result == Failed && (first == nil || s.Name < first.Name) {
+				first = &ft.Scenarios[i]
+			}
+		}
+	}
+	if first == nil {
+		return
+	}
+	if first.Bundle == "" {
+		t.Fatalf("%s: failed with no bundle", first.Name)
+	}
+	b, _, err := bundle.Read(first.Bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{bundle.ExchangesFile, b.Meta.ProxyConfig, bundle.MetaFile} {
+		if _, err := os.Stat(filepath.Join(first.Bundle, name)); name == "" || err != nil {
+			t.Errorf("%s: bundle lacks %q: %v", first.Name, name, err)
+		}
+	}
+	replay := func(tgt *faultyTarget) *Replayed {
+		o := Options{Output: &strings.Builder{}, Timeouts: Timeouts{Request: Duration(3 * time.Second)}}
+		if tgt != nil {
+			o.TargetImpl = tgt
+		}
+		plantCredentials(t, &o)
+		r, err := Replay(context.Background(), first.Bundle, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if good := replay(nil); good.Scenario.Result != Passed {
+		t.Errorf("%s: replayed on the faithful reference: %s %q, want passed", first.Name, good.Scenario.Result, good.Scenario.Message)
+	}
+	bad := replay(&faultyTarget{inner: inprocess.New(f.proxyOptions...), fault: f})
+	if !bad.Same() || bad.Scenario.Step != b.Meta.FailedStep {
+		t.Errorf("%s: replayed on the faulty proxy: %s at %q, want failed at %q as bundled", first.Name, bad.Scenario.Result, bad.Scenario.Step, b.Meta.FailedStep)
 	}
 }

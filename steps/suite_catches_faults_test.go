@@ -2,6 +2,8 @@ package steps
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -215,7 +217,8 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			// Each fault has its own proxy, ports and mocks: the faults
 			// run at once, as many as go test's -parallel.
 			t.Parallel()
-			checkFault(t, inprocess.New(faults[tt.fault].proxyOptions...), tt)
+			rep := checkFault(t, inprocess.New(faults[tt.fault].proxyOptions...), tt)
+			checkReplays(t, rep, faults[tt.fault])
 		})
 	}
 }
@@ -290,8 +293,13 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 					if s.Result == Failed && !strings.Contains(s.ProxyLogs, "refproxy started") {
 						t.Errorf("%s: failed with proxyLogs %q, want the proxy's logs", s.Name, s.ProxyLogs)
 					}
+					if log, err := os.ReadFile(filepath.Join(s.Bundle, "proxy.log")); s.Result == Failed && !strings.Contains(string(log), "refproxy started") {
+						t.Errorf("%s: bundle %q: proxy.log %v, want the container's logs", s.Name, s.Bundle, err)
+					}
 				}
 			}
+			// The container's bundle replays in process.
+			checkReplays(t, rep, faults[tt.fault])
 		})
 	}
 }
