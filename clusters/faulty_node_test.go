@@ -2,6 +2,8 @@ package clusters_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -151,10 +153,26 @@ func TestLocalNodeCatchesFaults(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			o := node
 			o.RunController = interceptedController(f.writes)
-			rep, _ := runOnNode(t, steps.Options{Target: "cluster", Cluster: o, Tags: f.tags})
+			rep, _ := runOnNode(t, steps.Options{Target: "cluster", Cluster: o, Tags: f.tags, BundleDir: t.TempDir()})
 			// The report lists the scenarios that did not pass.
-			if got := rep.Scenario(f.scenario); len(got) != 1 || got[0].Result != steps.Failed || !strings.Contains(got[0].Message, f.message) {
-				t.Errorf("%s: got %+v, want a failure with %q", f.scenario, got, f.message)
+			got := rep.Scenario(f.scenario)
+			if len(got) != 1 || got[0].Result != steps.Failed || !strings.Contains(got[0].Message, f.message) {
+				t.Fatalf("%s: got %+v, want a failure with %q", f.scenario, got, f.message)
+			}
+			// Its bundle holds the resources as they were at the failure,
+			// and the pods' logs, the proxy's among them.
+			res, err := os.ReadFile(filepath.Join(got[0].Bundle, "resources.yaml"))
+			if err != nil || !strings.Contains(string(res), "kind: Gateway\n") || !strings.Contains(string(res), "status:") {
+				t.Errorf("bundle %q: resources.yaml %v, want the Gateway with its status:\n%s", got[0].Bundle, err, res)
+			}
+			logs, _ := filepath.Glob(filepath.Join(got[0].Bundle, "pods", "*.log"))
+			proxyLog := false
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				proxyLog = proxyLog || strings.Contains(string(b), "refproxy started")
+			}
+			if !proxyLog {
+				t.Errorf("bundle %q: pod logs %v, want the proxy pod's", got[0].Bundle, logs)
 			}
 			for _, feat := range rep.Features {
 				for _, s := range feat.Scenarios {
