@@ -91,7 +91,7 @@ func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o, ft := tt.opts(t)
-			o.Output, o.RunScenario = &strings.Builder{}, quitScenario
+			o.Output, o.RunScenario, o.BundleDir = &strings.Builder{}, quitScenario, t.TempDir()
 			start := time.Now()
 			rep, err := Run(context.Background(), o)
 			took := time.Since(start)
@@ -126,6 +126,22 @@ func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
 			t.Logf("%s took %v: %s", what, took.Round(time.Millisecond), got[0].Message)
 			if took < quitBound || took > quitBound+slack {
 				t.Errorf("%s took %v, want within %v past the bound %v", what, took.Round(time.Millisecond), slack, quitBound)
+			}
+			// The failure's bundle, whatever the target: replayed on the
+			// reference it passes; replayed on the same proxy it fails at
+			// the same step.
+			if got[0].Bundle == "" {
+				t.Fatal("the failure left no bundle")
+			}
+			good, err := Replay(context.Background(), got[0].Bundle, Options{Output: &strings.Builder{}})
+			if err != nil || good.Scenario.Result != Passed {
+				t.Errorf("replayed on the reference: %v %+v, want passed", err, good)
+			}
+			if o.Target == "process" {
+				bad, err := Replay(context.Background(), got[0].Bundle, Options{Target: "process", ProxyCommand: o.ProxyCommand, Output: &strings.Builder{}})
+				if err != nil || !bad.Same() || bad.Scenario.Step != got[0].Step {
+					t.Errorf("replayed on the same proxy: %v %+v, want failed at %q", err, bad, got[0].Step)
+				}
 			}
 		})
 	}
