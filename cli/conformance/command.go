@@ -210,7 +210,11 @@ func newRunCommand() *cobra.Command {
 				return failedError{msg}
 			}
 			if rep.Incomplete != nil {
-				return incompleteError{fmt.Sprintf("run incomplete: %d scenarios not run for want of something of this machine (see above); none failed", rep.Incomplete.NotRun)}
+				msg := fmt.Sprintf("run incomplete: %d scenarios not run for want of something of this machine; none failed", rep.Incomplete.NotRun)
+				for _, m := range rep.Incomplete.Missing {
+					msg += "\n  " + m.Reason
+				}
+				return incompleteError{msg}
 			}
 			return nil
 		},

@@ -104,7 +104,7 @@ func TestWorkflowCommands(t *testing.T) {
 		t.Errorf("step summary:\n%s", md)
 	}
 	readme, _ := os.ReadFile(filepath.Join(out, "README.md"))
-	if !strings.Contains(string(readme), "gwdiag conformance run --admin-port") && !strings.Contains(string(readme), "gwdiag conformance run --image") {
+	if !strings.Contains(string(readme), "gwdiag conformance run --") || !strings.Contains(string(readme), "--image "+envValue(env, "IMAGE")) || !strings.Contains(string(readme), "--bundle-dir conformance-results/bundles") {
 		t.Errorf("README's command:\n%s", readme)
 	}
 }
