@@ -238,7 +238,11 @@ func (c *Cluster) Start(ctx context.Context) error {
 			err = fmt.Errorf("cluster target: %s: %w", c.opts.nodeName(), err)
 			if ctx.Err() == nil && !errors.Is(err, errNoProvider) {
 				// A node that cannot start here is this machine's lack.
-				err = targets.Missing(c.opts.nodeName()+" that can start on this machine", "see the error; docs/clusters.md says what the node needs (root, the Kubernetes binaries, a container runtime)", err)
+				fix := "see the error; docs/clusters.md says what the local node needs (root, the Kubernetes binaries, a container runtime)"
+				if c.opts.Kind != nil {
+					fix = "see the error; kind needs Docker and its node image (cluster.kind.image, or a registry it can pull kindest/node from)"
+				}
+				err = targets.Missing("a "+c.opts.nodeName()+" that can start on this machine", fix, err)
 			}
 			return err
 		}
