@@ -235,16 +235,9 @@ func (c *Cluster) Start(ctx context.Context) error {
 		var err error
 		if cfg, err = c.startNode(ctx); err != nil {
 			c.Stop(ctx)
-			err = fmt.Errorf("cluster target: %s: %w", c.opts.nodeName(), err)
-			if ctx.Err() == nil && !errors.Is(err, errNoProvider) {
-				// A node that cannot start here is this machine's lack.
-				fix := "see the error; docs/clusters.md says what the local node needs (root, the Kubernetes binaries, a container runtime)"
-				if c.opts.Kind != nil {
-					fix = "see the error; kind needs Docker and its node image (cluster.kind.image, or a registry it can pull kindest/node from)"
-				}
-				err = targets.Missing("a "+c.opts.nodeName()+" that can start on this machine", fix, err)
-			}
-			return err
+			// Not classified: a node fails to start for the user's
+			// options (a binary not found) as often as for the machine.
+			return fmt.Errorf("cluster target: %s: %w", c.opts.nodeName(), err)
 		}
 	default:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -253,6 +246,10 @@ func (c *Cluster) Start(ctx context.Context) error {
 		}
 		var err error
 		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil && c.opts.Kubeconfig != "" {
+			// The user named one: theirs to fix.
+			return fmt.Errorf("cluster target: kubeconfig: %w", err)
+		}
 		if err != nil {
 			return targets.Missing("a Kubernetes cluster (no kubeconfig)", "set --kubeconfig or $KUBECONFIG to a cluster's, or run --cluster local-node (as root) or --cluster local",
 				fmt.Errorf("cluster target: kubeconfig: %w", err))
@@ -519,8 +516,7 @@ type clusterDeployment struct {
 	stopErr  error
 }
 
-// errNoProvider: this gwdiag cannot start a local node at all, which is
-// its build's lack, not the machine's.
+// errNoProvider: this gwdiag cannot start a local node at all.
 var errNoProvider = errors.New("this gwdiag was built without the local-node provider (clusters/kube/node)")
 
 var errNoDataPlane = errors.New("the cluster target runs no proxy it can reach here (no data plane: use --cluster local-node, or cluster.dataPlane on a cluster whose proxy runs in pods)")
