@@ -29,6 +29,11 @@ const (
 // once read its own deadline as "the listener is closed" and passed such
 // a proxy after 5 s.
 func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
+	// Beside the other parallel tests: run alone first, its container case
+	// (which builds the test images when it is the first to ask) held every
+	// parallel test of the package for minutes. Its bounds are measured
+	// from the quit to the scenario's end, with slack for a loaded machine.
+	t.Parallel()
 	// The same step passes a proxy that does stop, long before the bound:
 	// it does not fail everything.
 	t.Run("in-process reference proxy that stops", func(t *testing.T) {
