@@ -186,7 +186,10 @@ func TestJUnitCarriesTheBundle(t *testing.T) {
 // against the faulty proxy (in process) it fails at the same step. The
 // bundle holds the config the suite wrote, the proxy's output and the
 // exchanges whatever the target.
-func checkReplays(t *testing.T, rep *ConformanceReport, f fault) {
+//
+// faulty, when set, is the faulty proxy to replay on (a process); nil
+// replays on the fault in process.
+func checkReplays(t *testing.T, rep *ConformanceReport, f fault, faulty func() *faultyTarget) {
 	t.Helper()
 	var (
 		first *ScenarioReport
@@ -237,7 +240,10 @@ func checkReplays(t *testing.T, rep *ConformanceReport, f fault) {
 	if good := replay(nil); good.Scenario.Result != Passed {
 		t.Errorf("%s: replayed on the faithful reference: %s %q, want passed", first.Name, good.Scenario.Result, good.Scenario.Message)
 	}
-	bad := replay(&faultyTarget{inner: inprocess.New(f.proxyOptions...), fault: f})
+	if faulty == nil {
+		faulty = func() *faultyTarget { return &faultyTarget{inner: inprocess.New(f.proxyOptions...), fault: f} }
+	}
+	bad := replay(faulty())
 	if !bad.Same() || bad.Scenario.Step != b.Meta.FailedStep {
 		t.Errorf("%s: replayed on the faulty proxy: %s at %q, want failed at %q as bundled", first.Name, bad.Scenario.Result, bad.Scenario.Step, b.Meta.FailedStep)
 	}

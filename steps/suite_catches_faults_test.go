@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/gwdiag/gwdiag/steps/targets/container"
 	"github.com/gwdiag/gwdiag/steps/targets/container/containertest"
 	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
+	"github.com/gwdiag/gwdiag/steps/targets/process"
 )
 
 // faultCase is a fault and what the suite must say of it.
@@ -218,7 +220,7 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			// run at once, as many as go test's -parallel.
 			t.Parallel()
 			rep := checkFault(t, inprocess.New(faults[tt.fault].proxyOptions...), tt)
-			checkReplays(t, rep, faults[tt.fault])
+			checkReplays(t, rep, faults[tt.fault], nil)
 		})
 	}
 }
@@ -299,7 +301,44 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 				}
 			}
 			// The container's bundle replays in process.
-			checkReplays(t, rep, faults[tt.fault])
+			checkReplays(t, rep, faults[tt.fault], nil)
+		})
+	}
+}
+
+// TestProcessTargetCatchesFaults: a sample of the faults in front of
+// refproxy run as a process, on the features each touches: each fails its
+// scenarios, and the bundle of the quickest failure passes replayed on the
+// reference and fails at the same step replayed on the same faulty
+// process.
+func TestProcessTargetCatchesFaults(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs refproxy as a process")
+	}
+	bin := filepath.Join(t.TempDir(), "refproxy")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy").CombinedOutput(); err != nil {
+		t.Fatalf("go build refproxy: %v\n%s", err, out)
+	}
+	sample := []string{"missing burst", "wrong admin answers", "reordered trace events", "wrong headers"}
+	for _, tt := range faultCases {
+		if !slices.Contains(sample, tt.fault) {
+			continue
+		}
+		t.Run(tt.fault, func(t *testing.T) {
+			t.Parallel()
+			faulty := func() *faultyTarget {
+				return &faultyTarget{inner: process.New(bin + " -f {config}"), fault: faults[tt.fault]}
+			}
+			rep := checkFaultTags(t, process.New(bin+" -f {config}"), tt, faultFeatures(t, tt))
+			for _, f := range rep.Features {
+				for _, s := range f.Scenarios {
+					if log, err := os.ReadFile(filepath.Join(s.Bundle, "proxy.log")); s.Result == Failed && !strings.Contains(string(log), "refproxy started") {
+						t.Errorf("%s: bundle %q: proxy.log %v, want the process's output", s.Name, s.Bundle, err)
+					}
+				}
+			}
+			checkReplays(t, rep, faults[tt.fault], faulty)
 		})
 	}
 }
