@@ -300,8 +300,11 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 					}
 				}
 			}
-			// The container's bundle replays in process.
-			checkReplays(t, rep, faults[tt.fault], nil)
+			// The container's bundle: on the reference (in process) it
+			// passes; on the same faulty container it fails at the same step.
+			checkReplays(t, rep, faults[tt.fault], func() *faultyTarget {
+				return &faultyTarget{inner: container.New(container.Options{Image: proxy, MockImage: mocks, Pull: container.PullNever}), fault: faults[tt.fault]}
+			})
 		})
 	}
 }
