@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 
 	"github.com/gwdiag/gwdiag/golden"
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/bundle"
 )
@@ -117,10 +117,6 @@ func readTrace(f bundle.TraceFile) ([]trace.Event, error) {
 	return events, nil
 }
 
-// marker is a redaction marker's fingerprint: keyed per run, so two runs
-// mark one credential differently.
-var marker = regexp.MustCompile(`<redacted:[0-9a-f]+>`)
-
 // unmarked: events with every redaction marker's fingerprint dropped, so
 // that two runs' traces compare by where they redact, not by their keys.
 func unmarked(events []trace.Event) []trace.Event {
@@ -128,9 +124,9 @@ func unmarked(events []trace.Event) []trace.Event {
 	for _, e := range events {
 		var raw bytes.Buffer
 		enc := json.NewEncoder(&raw)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(e); err == nil && marker.Match(raw.Bytes()) {
-			if u, err := trace.Parse(bytes.TrimSpace(marker.ReplaceAll(raw.Bytes(), []byte("<redacted>")))); err == nil {
+		enc.SetEscapeHTML(false) // markers are <...>
+		if err := enc.Encode(e); err == nil && redact.HasMarker(raw.String()) {
+			if u, err := trace.Parse(bytes.TrimSpace(redact.Unfingerprint(raw.Bytes()))); err == nil {
 				e = u
 			}
 		}

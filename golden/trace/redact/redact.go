@@ -19,6 +19,7 @@
 package redact
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -86,6 +87,32 @@ func IsMarker(s string) bool {
 
 // HasMarker reports whether s holds a redacted value anywhere.
 func HasMarker(s string) bool { return strings.Contains(s, markerPrefix) }
+
+// Unfingerprint returns b with every fingerprinted marker replaced by the
+// bare Marker: two runs mark one credential with different fingerprints
+// (each its own key), so text compared across runs drops them. b itself is
+// returned when it holds none.
+func Unfingerprint(b []byte) []byte {
+	var out []byte
+	rest := b
+	for {
+		i := bytes.Index(rest, []byte(markerPrefix+":"))
+		if i < 0 {
+			break
+		}
+		if i+markerLen > len(rest) || !IsMarker(string(rest[i:i+markerLen])) {
+			out = append(out, rest[:i+len(markerPrefix)]...)
+			rest = rest[i+len(markerPrefix):]
+			continue
+		}
+		out = append(append(out, rest[:i]...), Marker...)
+		rest = rest[i+markerLen:]
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, rest...)
+}
 
 // Options configure a Redactor.
 type Options struct {

@@ -428,3 +428,17 @@ func TestDeepNestingCostsNoMemory(t *testing.T) {
 		t.Errorf("walking a million levels allocated %d bytes (%v allocations a scrub), want under 1 MiB", grew, allocated)
 	}
 }
+
+// TestUnfingerprint: fingerprinted markers become the bare marker; what
+// only looks like one (a prefix, other digits, cut short) stays.
+func TestUnfingerprint(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":"Bearer <redacted:0123456789ab>","b":"<redacted:ffffffffffff>"}`: `{"a":"Bearer <redacted>","b":"<redacted>"}`,
+		`<redacted> <redacted:xyz> <redacted:0123456789ABCDEF> <redacted:0123`: `<redacted> <redacted:xyz> <redacted:0123456789ABCDEF> <redacted:0123`,
+		`no marker`: `no marker`,
+	} {
+		if got := string(Unfingerprint([]byte(in))); got != want {
+			t.Errorf("Unfingerprint(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
