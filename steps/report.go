@@ -237,6 +237,18 @@ type Counts struct {
 // failing counts what fails the run: failed, flaky and stale scenarios.
 func (c Counts) failing() int { return c.Failed + c.Flaky + c.Stale }
 
+// plus adds o's counts to c.
+func (c *Counts) plus(o Counts) {
+	c.Passed += o.Passed
+	c.Failed += o.Failed
+	c.Skipped += o.Skipped
+	c.Unsupported += o.Unsupported
+	c.NotRun += o.NotRun
+	c.ExpectedFailures += o.ExpectedFailures
+	c.Stale += o.Stale
+	c.Flaky += o.Flaky
+}
+
 func (c *Counts) add(r Result, n int) {
 	switch r {
 	case Passed:
@@ -438,14 +450,7 @@ func profileReport(name ConformanceProfileName, features []FeatureReport, interr
 			continue
 		}
 		if !f.Extended {
-			p.Core.Passed += f.Passed
-			p.Core.Failed += f.Failed
-			p.Core.Skipped += f.Skipped
-			p.Core.Unsupported += f.Unsupported
-			p.Core.NotRun += f.NotRun
-			p.Core.ExpectedFailures += f.ExpectedFailures
-			p.Core.Stale += f.Stale
-			p.Core.Flaky += f.Flaky
+			p.Core.Counts.plus(f.Counts)
 			continue
 		}
 		e := &p.Extended
