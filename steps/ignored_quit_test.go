@@ -2,8 +2,6 @@ package steps
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -78,10 +76,7 @@ func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
 			if testing.Short() {
 				t.Skip("builds and runs the specminimal binary")
 			}
-			bin := filepath.Join(t.TempDir(), "specminimal")
-			if out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/steps/specminimal/cmd/specminimal").CombinedOutput(); err != nil {
-				t.Fatalf("go build specminimal: %v\n%s", err, out)
-			}
+			bin := builtBinary(t, "github.com/gwdiag/gwdiag/steps/specminimal/cmd/specminimal")
 			return Options{Target: "process", ProxyCommand: bin + " -ignore-quit -f {config}"}
 		})},
 		{"container target, reference image behind the fault", faulty(func(t *testing.T) Options {

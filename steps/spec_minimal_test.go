@@ -3,8 +3,6 @@ package steps
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -104,10 +102,7 @@ func TestSpecMinimalAsProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the specminimal binary")
 	}
-	bin := filepath.Join(t.TempDir(), "specminimal")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/steps/specminimal/cmd/specminimal").CombinedOutput(); err != nil {
-		t.Fatalf("go build specminimal: %v\n%s", err, out)
-	}
+	bin := builtBinary(t, "github.com/gwdiag/gwdiag/steps/specminimal/cmd/specminimal")
 	checkSpecMinimal(t, Options{Target: "process", ProxyCommand: bin + " -f {config}"})
 }
 

@@ -3,7 +3,6 @@ package steps
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -319,10 +318,7 @@ func TestProcessTargetCatchesFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs refproxy as a process")
 	}
-	bin := filepath.Join(t.TempDir(), "refproxy")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy").CombinedOutput(); err != nil {
-		t.Fatalf("go build refproxy: %v\n%s", err, out)
-	}
+	bin := builtBinary(t, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy")
 	sample := []string{"missing burst", "wrong admin answers", "reordered trace events", "wrong headers"}
 	for _, tt := range faultCases {
 		if !slices.Contains(sample, tt.fault) {
