@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/steps/bundle"
+	"github.com/gwdiag/gwdiag/steps/stepdefs"
 	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
 )
 
@@ -153,6 +155,13 @@ func TestReplay(t *testing.T) {
 	}
 	if len(bad.Traces) != 1 || bad.Traces[0].Diff != "" {
 		t.Errorf("replay on the faulty proxy: want the same trace, got %+v", bad.Traces)
+	}
+	// What replay prints (the traces, their diff, the messages) holds no
+	// credential either run planted.
+	for _, r := range []*Replayed{good, bad} {
+		if shown := fmt.Sprintf("%+v %+v %+v", r.Traces, r.Scenario, r.Bundle.Meta); strings.Contains(shown, stepdefs.PlantedPrefix) {
+			t.Errorf("replay shows a planted credential: ...%s", shown[max(0, strings.Index(shown, stepdefs.PlantedPrefix)-80):][:160])
+		}
 	}
 }
 
