@@ -31,6 +31,9 @@ type Baseline struct {
 type ExpectedFailing struct {
 	Feature  FeatureName `yaml:"feature"`
 	Scenario string      `yaml:"scenario"`
+	// Example is the line of the Examples row of the outline's example
+	// that fails; 0 (left out) names every example of the scenario.
+	Example int `yaml:"example,omitempty"`
 	// Reason is why it fails, as the report said (for the reader; it is
 	// not compared).
 	Reason string `yaml:"reason,omitempty"`
@@ -67,12 +70,15 @@ func BaselineOf(r *ConformanceReport, from string) *Baseline {
 		for _, s := range f.Scenarios {
 			if s.Result == Failed || s.Result == ExpectedFailure || s.Result == Flaky {
 				reason, _, _ := strings.Cut(s.Message, "\n")
-				b.ExpectedFailures = append(b.ExpectedFailures, ExpectedFailing{Feature: f.Name, Scenario: s.Name, Reason: reason})
+				b.ExpectedFailures = append(b.ExpectedFailures, ExpectedFailing{Feature: f.Name, Scenario: s.Name, Example: s.Example, Reason: reason})
 			}
 		}
 	}
 	slices.SortFunc(b.ExpectedFailures, func(x, y ExpectedFailing) int {
-		return strings.Compare(string(x.Feature)+"\x00"+x.Scenario, string(y.Feature)+"\x00"+y.Scenario)
+		if c := strings.Compare(string(x.Feature)+"\x00"+x.Scenario, string(y.Feature)+"\x00"+y.Scenario); c != 0 {
+			return c
+		}
+		return x.Example - y.Example
 	})
 	return b
 }
@@ -97,8 +103,10 @@ func (b *Baseline) Write(path string) error {
 }
 
 // lists reports whether the baseline lists the scenario.
-func (b *Baseline) lists(feature FeatureName, scenario string) bool {
-	return b != nil && slices.ContainsFunc(b.ExpectedFailures, func(e ExpectedFailing) bool { return e.Feature == feature && e.Scenario == scenario })
+func (b *Baseline) lists(feature FeatureName, scenario string, example int) bool {
+	return b != nil && slices.ContainsFunc(b.ExpectedFailures, func(e ExpectedFailing) bool {
+		return e.Feature == feature && e.Scenario == scenario && (e.Example == 0 || e.Example == example)
+	})
 }
 
 // applyBaseline turns the results of the scenarios b lists: a failure is
@@ -106,7 +114,7 @@ func (b *Baseline) lists(feature FeatureName, scenario string) bool {
 func applyBaseline(b *Baseline, path string, results []scenarioResult) {
 	for i := range results {
 		s := &results[i]
-		if !b.lists(s.feature, s.Name) {
+		if !b.lists(s.feature, s.Name, s.Example) {
 			continue
 		}
 		switch s.Result {
@@ -126,11 +134,12 @@ func mergeAttempts(results []scenarioResult) []scenarioResult {
 	type key struct {
 		feature FeatureName
 		name    string
+		example int
 	}
 	byKey := map[key][]scenarioResult{}
 	var order []key
 	for _, s := range results {
-		k := key{s.feature, s.Name}
+		k := key{s.feature, s.Name, s.Example}
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
 		}

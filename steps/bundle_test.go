@@ -200,27 +200,41 @@ func TestJUnitCarriesTheBundle(t *testing.T) {
 func checkReplays(t *testing.T, rep *ConformanceReport, f fault, faulty func() *faultyTarget) {
 	t.Helper()
 	var first *ScenarioReport
+	var b *bundle.Bundle
+	dirs := map[string]string{}
 	for _, ft := range rep.Features {
 		for i, s := range ft.Scenarios {
-			if s.Result == Failed && (first == nil || s.Name < first.Name) {
-				first = &ft.Scenarios[i]
+			if s.Result != Failed {
+				continue
+			}
+			// Every failed scenario, each example of an outline too,
+			// leaves a bundle of its own.
+			if s.Bundle == "" {
+				t.Fatalf("%s: failed with no bundle", s.Name)
+			}
+			if other, ok := dirs[s.Bundle]; ok {
+				t.Fatalf("%s and %s: one bundle folder %s", other, s.Name, s.Bundle)
+			}
+			dirs[s.Bundle] = s.Name
+			sb, _, err := bundle.Read(s.Bundle)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name, err)
+			}
+			if sb.Meta.Scenario != s.Name || sb.Meta.FailedStep != s.Step {
+				t.Errorf("%s: bundle says scenario %q failed at %q, report %q", s.Name, sb.Meta.Scenario, sb.Meta.FailedStep, s.Step)
+			}
+			for _, name := range []string{bundle.ExchangesFile, sb.Meta.ProxyConfig, bundle.MetaFile} {
+				if _, err := os.Stat(filepath.Join(s.Bundle, name)); name == "" || err != nil {
+					t.Errorf("%s: bundle lacks %q: %v", s.Name, name, err)
+				}
+			}
+			if first == nil || s.Name < first.Name || s.Name == first.Name && sb.Meta.Example < b.Meta.Example {
+				first, b = &ft.Scenarios[i], sb
 			}
 		}
 	}
 	if first == nil {
 		return
-	}
-	if first.Bundle == "" {
-		t.Fatalf("%s: failed with no bundle", first.Name)
-	}
-	b, _, err := bundle.Read(first.Bundle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{bundle.ExchangesFile, b.Meta.ProxyConfig, bundle.MetaFile} {
-		if _, err := os.Stat(filepath.Join(first.Bundle, name)); name == "" || err != nil {
-			t.Errorf("%s: bundle lacks %q: %v", first.Name, name, err)
-		}
 	}
 	replay := func(tgt *faultyTarget) *Replayed {
 		o := Options{Output: &strings.Builder{}, Timeouts: Timeouts{Request: Duration(3 * time.Second)}}

@@ -178,6 +178,9 @@ type Options struct {
 	SkipScenarios []string `json:"skipScenarios,omitempty"`
 	// RunScenario, when set, runs only the scenario of that name.
 	RunScenario string `json:"runScenario,omitempty"`
+	// RunExample, with RunScenario, runs only the example of a Scenario
+	// Outline whose Examples row is at that line of its feature file.
+	RunExample int `json:"runExample,omitempty"`
 	// Tags is a godog tag expression ("&&" and, "," or, "~" not; checkTags),
 	// e.g. "@admin && ~@extended".
 	Tags string `json:"tags,omitempty"`

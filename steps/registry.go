@@ -61,6 +61,7 @@ var OptionRegistry = []RunOption{
 	{Key: "exemptFeatures", Flag: "exempt-features", Help: "features not to run (reported as skipped)"},
 	{Key: "skipScenarios", Flag: "skip-scenario", Report: "skipScenarios", Help: "scenario names not to run"},
 	{Key: "runScenario", Flag: "run-scenario", Report: "runScenario", Help: "run only the scenario of this name"},
+	{Key: "runExample", Flag: "run-example", Report: "runExample", Help: "with --run-scenario, run only the example of a Scenario Outline whose Examples row is at this line of its feature file (a failure bundle's scenario.yaml names it as example)"},
 	{Key: "tags", Flag: "tags", Report: "tags", Help: "godog tag expression: && (and), a comma (or), ~ (not), no brackets; e.g. '@admin,@trace-order && ~@extended'"},
 	{Key: "failFast", Flag: "fail-fast", Report: "failFast", Help: "stop at the first failing scenario: no scenario starts after it, the rest are reported not run"},
 	{Key: "report", Flag: "report", Help: "write the ConformanceReport YAML here"},

@@ -63,7 +63,7 @@ func Replay(ctx context.Context, dir string, o Options) (*Replayed, error) {
 		return nil, err
 	}
 	o.Features = os.DirFS(features)
-	o.RunScenario, o.AllFeatures, o.Tags = b.Meta.Scenario, true, ""
+	o.RunScenario, o.RunExample, o.AllFeatures, o.Tags = b.Meta.Scenario, b.Meta.Example, true, ""
 	var (
 		mu       sync.Mutex
 		replayed [][]trace.Event
@@ -82,8 +82,12 @@ func Replay(ctx context.Context, dir string, o Options) (*Replayed, error) {
 		return nil, err
 	}
 	r := &Replayed{Bundle: b, Report: rep, Scenario: ScenarioReport{Name: b.Meta.Scenario, Result: Passed}}
-	if s := rep.Scenario(b.Meta.Scenario); len(s) > 0 {
-		r.Scenario = s[0]
+	// The other examples of an outline are in the report as skipped.
+	for _, s := range rep.Scenario(b.Meta.Scenario) {
+		if s.Result != Skipped {
+			r.Scenario = s
+			break
+		}
 	}
 	for i := range max(len(files), len(replayed)) {
 		var p TracePair

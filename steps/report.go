@@ -106,6 +106,7 @@ type RunOptions struct {
 	Profiles     []ConformanceProfileName `json:"profiles" yaml:"profiles"`
 	Tags         string                   `json:"tags,omitempty" yaml:"tags,omitempty"`
 	RunScenario  string                   `json:"runScenario,omitempty" yaml:"runScenario,omitempty"`
+	RunExample   int                      `json:"runExample,omitempty" yaml:"runExample,omitempty"`
 	Skipped      []string                 `json:"skipScenarios,omitempty" yaml:"skipScenarios,omitempty"`
 	Concurrency  int                      `json:"concurrency" yaml:"concurrency"`
 	FailFast     bool                     `json:"failFast,omitempty" yaml:"failFast,omitempty"`
@@ -285,9 +286,12 @@ type FeatureReport struct {
 // ScenarioReport is one scenario that failed, was skipped, unsupported or
 // not run.
 type ScenarioReport struct {
-	Name   string `json:"name" yaml:"name"`
-	File   string `json:"file,omitempty" yaml:"file,omitempty"`
-	Result Result `json:"result" yaml:"result"`
+	Name string `json:"name" yaml:"name"`
+	File string `json:"file,omitempty" yaml:"file,omitempty"`
+	// Example is, for an example of a Scenario Outline, the line of its
+	// Examples row in File: the examples of one outline share its name.
+	Example int    `json:"example,omitempty" yaml:"example,omitempty"`
+	Result  Result `json:"result" yaml:"result"`
 	// Step is the step that failed.
 	Step string `json:"step,omitempty" yaml:"step,omitempty"`
 	// Message says what was got and what was wanted.
@@ -303,7 +307,8 @@ type ScenarioReport struct {
 // passed against the baseline.
 func (r *ConformanceReport) Failed() bool { return r.Summary.failing() > 0 }
 
-// Scenario returns the report of the named scenarios that did not pass.
+// Scenario returns the reports of the scenarios of that name (the
+// examples of an outline share it).
 func (r *ConformanceReport) Scenario(name string) []ScenarioReport {
 	var out []ScenarioReport
 	for _, f := range r.Features {

@@ -194,6 +194,9 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		}
 	}
 	if o.RunScenario != "" && rep.Interrupted == nil && !r.ran(o.RunScenario) {
+		if o.RunExample != 0 {
+			return rep, fmt.Errorf("no example of scenario %q at line %d ran; check the name, the line and --tags", o.RunScenario, o.RunExample)
+		}
 		return rep, fmt.Errorf("no scenario named %q ran; check the name and --tags", o.RunScenario)
 	}
 	if o.PlantCredentials {
@@ -401,7 +404,7 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 			return ctx, err
 		}
 		res := scenarioResult{feature: run.feature, profile: run.profile, extended: run.extended,
-			attempt: run.attempt, ScenarioReport: ScenarioReport{Name: p.Name, File: p.Uri}}
+			attempt: run.attempt, ScenarioReport: ScenarioReport{Name: p.Name, File: p.Uri, Example: r.exampleLine(p)}}
 		switch {
 		case run.stoppedBy != "":
 			res.Result, res.stoppedBy = NotRun, run.stoppedBy
@@ -472,6 +475,9 @@ func (r *runner) skipReason(s *scenarioRun, p *godog.Scenario) string {
 	if r.opts.RunScenario != "" && p.Name != r.opts.RunScenario {
 		return "not the scenario asked for"
 	}
+	if r.opts.RunScenario != "" && r.opts.RunExample != 0 && r.exampleLine(p) != r.opts.RunExample {
+		return "not the example asked for"
+	}
 	return ""
 }
 
@@ -501,7 +507,7 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.results = append(r.results, res)
-	expected := res.Result == Failed && r.baseline.lists(res.feature, res.Name)
+	expected := res.Result == Failed && r.baseline.lists(res.feature, res.Name, res.Example)
 	if res.Result == Failed && !expected && r.opts.FailFast && r.stoppedBy == "" {
 		r.stoppedBy = res.Name
 	}
@@ -514,7 +520,11 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 		// The baseline says it fails: it does not fail the run.
 		label = "XFAIL"
 	}
-	fmt.Fprintf(r.out, "%-11s %-30s %s (%s)\n", label, res.feature, res.Name, took.Round(time.Millisecond))
+	name := res.Name
+	if res.Example > 0 {
+		name += fmt.Sprintf(" [example at line %d]", res.Example)
+	}
+	fmt.Fprintf(r.out, "%-11s %-30s %s (%s)\n", label, res.feature, name, took.Round(time.Millisecond))
 	switch {
 	case res.Result == NotRun && res.missing != "" && slices.Contains(r.missingSaid, res.missing):
 		fmt.Fprintf(r.out, "    not run: as above, the suite's environment lacks what it needs\n")

@@ -40,7 +40,7 @@ func writeBundle(t *testing.T, reordered bool) string {
 	for _, l := range lines {
 		stream.WriteString("data: " + l + "\n\n")
 	}
-	dir := bundle.Dir(t.TempDir(), "trace-order", replayScenario, 0)
+	dir := bundle.Dir(t.TempDir(), "trace-order", replayScenario, 0, 0)
 	b := &bundle.Bundle{Feature: feature, Meta: bundle.Meta{Scenario: replayScenario, Feature: "trace-order", FeatureFile: "trace_order.feature",
 		Result: "failed", FailedStep: "the trace events follow the order of the spec", Message: "order: event 4: policySelection out of order", Target: "process"},
 		Exchanges: []bundle.Exchange{{Method: "POST", URL: "http://127.0.0.1:15000/debug/trace", Status: 200, ResponseBody: stream.Bytes()}}}

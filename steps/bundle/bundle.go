@@ -35,6 +35,10 @@ type Meta struct {
 	// under its base name: replay runs it from there.
 	FeatureFile string `yaml:"featureFile"`
 	Result      string `yaml:"result"`
+	// Example is the line of the Examples row a Scenario Outline's
+	// scenario was made from (0 for a plain scenario): the examples of
+	// one outline share its name.
+	Example int `yaml:"example,omitempty"`
 	// Attempt is the attempt of a --repeat run (0 without it).
 	Attempt    int    `yaml:"attempt,omitempty"`
 	FailedStep string `yaml:"failedStep,omitempty"`
@@ -98,8 +102,11 @@ type Redactor interface {
 // Dir is the folder of a scenario's bundle under root: the feature, then
 // the scenario's name made a file name (and the attempt of a repeated
 // run), so that a person finds it from the report.
-func Dir(root, feature, scenario string, attempt int) string {
+func Dir(root, feature, scenario string, example, attempt int) string {
 	name := fileSafe(scenario)
+	if example > 0 {
+		name += fmt.Sprintf("-line-%d", example)
+	}
 	if attempt > 0 {
 		name += fmt.Sprintf("-attempt-%d", attempt)
 	}

@@ -32,7 +32,7 @@ func evidenceReport(t *testing.T) *steps.ConformanceReport {
 	}
 	const name = "A forwarded request traces every required event in order"
 	const msg = "order: event 5: routeSelection out of order: it comes after policySelection"
-	dir := bundle.Dir(t.TempDir(), "trace-order", name, 0)
+	dir := bundle.Dir(t.TempDir(), "trace-order", name, 0, 0)
 	b := &bundle.Bundle{Feature: []byte("Feature: x\n"), Meta: bundle.Meta{Scenario: name, Feature: "trace-order", FeatureFile: "trace_order.feature", Result: "failed", Message: msg},
 		Exchanges: []bundle.Exchange{{Method: "POST", URL: "http://127.0.0.1:1/debug/trace", Status: 200, ResponseBody: stream.Bytes()}}}
 	if err := bundle.Write(dir, b, plain{}); err != nil {

@@ -85,6 +85,10 @@ func failures(r *steps.ConformanceReport) []failure {
 				continue
 			}
 			fl := failure{Feature: f.Name, Profile: f.Profile, Scenario: s.Name, File: s.File, Step: s.Step, Message: s.Message, Bundle: s.Bundle}
+			if s.Example > 0 {
+				// One example of an outline: the line of its row.
+				fl.File = fmt.Sprintf("%s:%d", s.File, s.Example)
+			}
 			fl.Trace, fl.TraceFile = bundleTrace(s.Bundle, s.Message)
 			if m := gotWant.FindStringSubmatch(s.Message); m != nil && !strings.Contains(m[3], "\n") {
 				fl.Got, fl.Wanted = strings.TrimSpace(m[1]+m[2]), m[3]
