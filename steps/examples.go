@@ -20,10 +20,40 @@ func exampleLine(src []byte, p *godog.Scenario) int {
 	if len(p.AstNodeIds) < 2 {
 		return 0
 	}
+	for _, e := range examples(src, p.Uri) {
+		if e.pickle.Name == p.Name && sameSteps(e.pickle.Steps, p.Steps) {
+			return e.line
+		}
+	}
+	return 0
+}
+
+// exampleLines returns the lines of the Examples rows of the outline
+// named name, in the order of the file (godog's JUnit numbers the test
+// cases of an outline #1, #2, ... in this order).
+func exampleLines(src []byte, name string) []int {
+	var lines []int
+	for _, e := range examples(src, "") {
+		if e.pickle.Name == name {
+			lines = append(lines, e.line)
+		}
+	}
+	return lines
+}
+
+type example struct {
+	pickle *messages.Pickle
+	line   int
+}
+
+// examples parses src and returns the scenarios made from Examples rows,
+// in the order of the file, each with its row's line (none when src does
+// not parse).
+func examples(src []byte, uri string) []example {
 	newID := (&messages.Incrementing{}).NewId
 	doc, err := gherkin.ParseGherkinDocument(bytes.NewReader(src), newID)
 	if err != nil || doc.Feature == nil {
-		return 0
+		return nil
 	}
 	rows := map[string]int{}
 	var scenarios []*messages.Scenario
@@ -46,12 +76,13 @@ func exampleLine(src []byte, p *godog.Scenario) int {
 			}
 		}
 	}
-	for _, q := range gherkin.Pickles(*doc, p.Uri, newID) {
-		if q.Name == p.Name && len(q.AstNodeIds) > 1 && sameSteps(q.Steps, p.Steps) {
-			return rows[q.AstNodeIds[1]]
+	var out []example
+	for _, q := range gherkin.Pickles(*doc, uri, newID) {
+		if len(q.AstNodeIds) > 1 {
+			out = append(out, example{q, rows[q.AstNodeIds[1]]})
 		}
 	}
-	return 0
+	return out
 }
 
 func sameSteps(a, b []*messages.PickleStep) bool {

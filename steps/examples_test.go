@@ -3,6 +3,7 @@ package steps
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"fmt"
 	"io/fs"
 	"os"
@@ -185,5 +186,39 @@ func TestBaselineNamesTheExample(t *testing.T) {
 	rep := run(path)
 	if rep.Failed() || rep.Summary.ExpectedFailures != 1 || rep.Summary.Stale != 0 || rep.Summary.Passed != 2 {
 		t.Errorf("with the baseline: summary %+v; want one expected failure, two passed, none stale", rep.Summary)
+	}
+}
+
+// TestJUnitNamesTheExample: of an outline's JUnit test cases (godog names
+// them "#1", "#2", ... in the order of the Examples rows), the one of the
+// failed example carries its own bundle, and the examples that passed
+// carry none.
+func TestJUnitNamesTheExample(t *testing.T) {
+	t.Parallel()
+	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: only418()}, Output: &strings.Builder{}, AllFeatures: true,
+		Tags: "@trace-order", RunScenario: outlineScenario}
+	plantCredentials(t, &o)
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(o.JUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc junitSuites
+	if err := xml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			if strings.HasPrefix(c.Name, outlineScenario) {
+				got[strings.TrimPrefix(c.Name, outlineScenario)] = c.Status + " " + c.SystemOut
+			}
+		}
+	}
+	if len(got) != 3 || strings.TrimSpace(got[" #1"]) != "passed" || strings.TrimSpace(got[" #3"]) != "passed" ||
+		!strings.HasPrefix(got[" #2"], "failed gwdiag failure bundle: ") || !strings.Contains(got[" #2"], "-line-52 ") {
+		t.Errorf("outline test cases %q: want #2 failed with the bundle of line 52, #1 and #3 passed with none", got)
 	}
 }

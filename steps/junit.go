@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -54,7 +55,7 @@ type (
 
 // outlineSuffix is what godog adds to the names of a scenario outline's
 // test cases (" #2").
-var outlineSuffix = regexp.MustCompile(` #\d+$`)
+var outlineSuffix = regexp.MustCompile(` #(\d+)$`)
 
 // rewriteJUnit rewrites godog's JUnit file at path (none when "") so
 // that each scenario not run (or failing as the baseline expects) is a
@@ -66,10 +67,15 @@ func rewriteJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 		return nil
 	}
 	// Test cases are named by feature title (the suite) and scenario name.
-	type key struct{ suite, name string }
+	// An outline's examples share its name: its line tells them apart.
+	type key struct {
+		suite, name string
+		example     int
+	}
 	notRun := map[key]string{}
 	failed := map[key]scenarioResult{}
 	titles := map[string]string{}
+	files := map[string]string{} // feature title → its file
 	for _, r := range results {
 		if r.Result != NotRun && r.Result != ExpectedFailure && r.Result != StaleBaseline && r.Bundle == "" {
 			continue
@@ -78,14 +84,15 @@ func rewriteJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 		if !ok {
 			title = featureTitle(fsys, r.File)
 			titles[r.File] = title
+			files[title] = r.File
 		}
 		switch r.Result {
 		case NotRun:
-			notRun[key{title, r.Name}] = r.Message
+			notRun[key{title, r.Name, r.Example}] = r.Message
 		case ExpectedFailure:
-			notRun[key{title, r.Name}] = "expected failure (--baseline): " + r.Message
+			notRun[key{title, r.Name, r.Example}] = "expected failure (--baseline): " + r.Message
 		default:
-			failed[key{title, r.Name}] = r
+			failed[key{title, r.Name, r.Example}] = r
 		}
 	}
 	b, err := os.ReadFile(path)
@@ -99,13 +106,25 @@ func rewriteJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 	doc.Skipped, doc.Failures, doc.Errors = 0, 0, 0
 	for _, s := range doc.Suites {
 		s.Skipped, s.Failures, s.Errors = 0, 0, 0
+		lines := map[string][]int{} // outline name → its examples' lines
 		for _, c := range s.Cases {
-			msg, ok := notRun[key{s.Name, outlineSuffix.ReplaceAllString(c.Name, "")}]
+			k := key{s.Name, c.Name, 0}
+			if m := outlineSuffix.FindStringSubmatch(c.Name); m != nil {
+				k.name = strings.TrimSuffix(c.Name, m[0])
+				if _, ok := lines[k.name]; !ok {
+					src, _ := fs.ReadFile(fsys, files[s.Name])
+					lines[k.name] = exampleLines(src, k.name)
+				}
+				if n, _ := strconv.Atoi(m[1]); n >= 1 && n <= len(lines[k.name]) {
+					k.example = lines[k.name][n-1]
+				}
+			}
+			msg, ok := notRun[k]
 			// Of an outline's examples, those godog skipped; the others ran.
 			if ok && (c.Status != "passed" || hasSkippedStep(c)) {
 				*c = junitCase{Name: c.Name, Status: "skipped", Time: c.Time, Skipped: &junitMessage{Message: msg}}
 			}
-			if r, ok := failed[key{s.Name, outlineSuffix.ReplaceAllString(c.Name, "")}]; ok {
+			if r, ok := failed[k]; ok {
 				if r.Result != Failed {
 					// Flaky or stale: the run's verdict, not the last
 					// attempt's.
