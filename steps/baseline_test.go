@@ -2,8 +2,10 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,7 +25,7 @@ func TestBaselineRoundTrip(t *testing.T) {
 		t.Helper()
 		var out strings.Builder
 		o := Options{TargetImpl: tgt, Output: &out, AllFeatures: true, Tags: "@admin", Baseline: baseline,
-			JUnit: filepath.Join(t.TempDir(), "junit.xml")}
+			JUnit: filepath.Join(t.TempDir(), "junit.xml"), CucumberJSON: filepath.Join(dir, "cucumber.json")}
 		rep, err := Run(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -67,6 +69,11 @@ func TestBaselineRoundTrip(t *testing.T) {
 	for _, e := range b.ExpectedFailures {
 		if !strings.Contains(out, "STALE BASELINE: \""+e.Scenario+"\"") {
 			t.Errorf("the progress output does not name the stale %q", e.Scenario)
+		}
+		// Cucumber JSON: failed, where godog wrote every step passed.
+		steps := cucumberSteps(t, filepath.Join(dir, "cucumber.json"), e.Scenario, e.Example)
+		if st := steps[len(steps)-1]; st.Result.Status != "failed" || !strings.Contains(st.Result.Error, "remove it from the baseline") {
+			t.Errorf("cucumber: stale %q ends with %+v, want failed with the verdict", e.Scenario, st.Result)
 		}
 	}
 }
@@ -128,4 +135,53 @@ func TestRepeatNamesFlakes(t *testing.T) {
 	if !strings.Contains(out.String(), "FLAKY: \""+bundledScenario+"\"") {
 		t.Errorf("progress output does not name the flaky scenario:\n%s", out.String())
 	}
+	// Cucumber JSON has the last attempt, which passed: the scenario is
+	// failed there with the verdict, and carries the bundle.
+	steps := cucumberSteps(t, o.CucumberJSON, bundledScenario, 0)
+	failed := slices.IndexFunc(steps, func(s cucumberStep) bool { return s.Result.Status == "failed" })
+	if failed < 0 || !strings.Contains(steps[failed].Result.Error, "flaky: passed 2 of 3") ||
+		len(steps[failed].Embeddings) != 1 || !strings.Contains(string(steps[failed].Embeddings[0].Data), "-attempt-3") {
+		t.Errorf("cucumber steps %+v: want one failed as flaky, with the bundle of attempt 3", steps)
+	}
+}
+
+type cucumberStep struct {
+	Name   string `json:"name"`
+	Result struct {
+		Status string `json:"status"`
+		Error  string `json:"error_message"`
+	} `json:"result"`
+	Embeddings []struct {
+		MimeType string `json:"mime_type"`
+		Data     []byte `json:"data"` // base64, as encoding/json decodes []byte
+	} `json:"embeddings"`
+}
+
+// cucumberSteps returns the steps of the scenario element of that name
+// (and line, when not 0) in a Cucumber JSON file.
+func cucumberSteps(t *testing.T, path, name string, line int) []cucumberStep {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []struct {
+		Elements []struct {
+			Name  string         `json:"name"`
+			Line  int            `json:"line"`
+			Steps []cucumberStep `json:"steps"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range doc {
+		for _, e := range f.Elements {
+			if e.Name == name && (line == 0 || e.Line == line) {
+				return e.Steps
+			}
+		}
+	}
+	t.Fatalf("%s: no scenario %q (line %d)", path, name, line)
+	return nil
 }

@@ -1,25 +1,40 @@
 package steps
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
 )
 
-// markNotRunCucumber adds to godog's Cucumber JSON file at path (none when
-// "") why each scenario not run was skipped: the error_message of its
-// first skipped step, the one place the format has for a reason. godog
-// already wrote those steps as skipped, not failed. Keys come out sorted
+// rewriteCucumber adds to godog's Cucumber JSON file at path (none when
+// "") the verdicts godog does not know. A scenario not run: why it was
+// skipped, as the error_message of its first skipped step, the one place
+// the format has for a reason (godog already wrote those steps as
+// skipped, not failed). A flaky or stale scenario: its last step failed
+// with the verdict (godog wrote the last attempt, which may have passed).
+// A failed scenario with a bundle: the bundle's path, embedded as text in
+// its failed step, as JUnit carries it. Keys come out sorted
 // (encoding/json's maps), so the file stays the same for the same run.
-func markNotRunCucumber(path string, results []scenarioResult) error {
+func rewriteCucumber(path string, results []scenarioResult) error {
 	if path == "" {
 		return nil
 	}
-	type key struct{ uri, name string }
+	// An element's line is its Examples row's for an outline's example,
+	// the scenario's otherwise (then Example is 0 and any line matches).
+	type key struct {
+		uri, name string
+		example   int
+	}
 	notRun := map[key]string{}
+	failing := map[key]scenarioResult{}
 	for _, r := range results {
-		if r.Result == NotRun || r.Result == ExpectedFailure {
-			notRun[key{r.File, r.Name}] = r.Message
+		k := key{r.File, r.Name, r.Example}
+		switch {
+		case r.Result == NotRun || r.Result == ExpectedFailure:
+			notRun[k] = r.Message
+		case r.Result == Flaky || r.Result == StaleBaseline || r.Bundle != "":
+			failing[k] = r
 		}
 	}
 	b, err := os.ReadFile(path)
@@ -38,14 +53,24 @@ func markNotRunCucumber(path string, results []scenarioResult) error {
 		}
 		for _, e := range elements {
 			var name string
+			var line int
 			if json.Unmarshal(e["name"], &name) != nil {
 				continue
 			}
-			msg, ok := notRun[key{uri, name}]
-			if !ok {
-				continue
+			json.Unmarshal(e["line"], &line)
+			k := key{uri, name, line}
+			if _, ok := notRun[k]; !ok {
+				if _, ok := failing[k]; !ok {
+					k.example = 0
+				}
 			}
-			if err := markFirstSkipped(e, msg); err != nil {
+			var err error
+			if msg, ok := notRun[k]; ok {
+				err = markFirstSkipped(e, msg)
+			} else if r, ok := failing[k]; ok {
+				err = markFailing(e, r)
+			}
+			if err != nil {
 				return fmt.Errorf("cucumber json: %s: %w", path, err)
 			}
 		}
@@ -91,5 +116,51 @@ func markFirstSkipped(e map[string]json.RawMessage, msg string) error {
 		e["steps"] = raw
 		return nil
 	}
+	return nil
+}
+
+// markFailing marks a scenario element of a flaky or stale result failed
+// at its last step (or its failed one) with the verdict, and embeds the
+// bundle's path in that step.
+func markFailing(e map[string]json.RawMessage, r scenarioResult) error {
+	var steps []map[string]json.RawMessage
+	if err := json.Unmarshal(e["steps"], &steps); err != nil {
+		return err
+	}
+	if len(steps) == 0 {
+		return nil
+	}
+	at := len(steps) - 1
+	results := make([]map[string]any, len(steps))
+	for i, st := range steps {
+		if json.Unmarshal(st["result"], &results[i]) != nil {
+			results[i] = map[string]any{}
+		}
+		if results[i]["status"] == "failed" && at == len(steps)-1 {
+			at = i
+		}
+	}
+	if r.Result == Flaky || r.Result == StaleBaseline {
+		results[at]["status"], results[at]["error_message"] = "failed", r.Message
+	}
+	raw, err := json.Marshal(results[at])
+	if err != nil {
+		return err
+	}
+	steps[at]["result"] = raw
+	if r.Bundle != "" {
+		text := fmt.Sprintf("gwdiag failure bundle: %s (gwdiag conformance replay %s)\n", r.Bundle, r.Bundle)
+		emb, err := json.Marshal([]map[string]string{{"name": "gwdiag failure bundle", "mime_type": "text/plain",
+			"data": base64.StdEncoding.EncodeToString([]byte(text))}})
+		if err != nil {
+			return err
+		}
+		steps[at]["embeddings"] = emb
+	}
+	raw, err = json.Marshal(steps)
+	if err != nil {
+		return err
+	}
+	e["steps"] = raw
 	return nil
 }

@@ -190,9 +190,9 @@ func TestBaselineNamesTheExample(t *testing.T) {
 }
 
 // TestJUnitNamesTheExample: of an outline's JUnit test cases (godog names
-// them "#1", "#2", ... in the order of the Examples rows), the one of the
-// failed example carries its own bundle, and the examples that passed
-// carry none.
+// them "#1", "#2", ... in the order of the Examples rows) and Cucumber
+// elements (each at its row's line), the one of the failed example
+// carries its own bundle, and the examples that passed carry none.
 func TestJUnitNamesTheExample(t *testing.T) {
 	t.Parallel()
 	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: only418()}, Output: &strings.Builder{}, AllFeatures: true,
@@ -220,5 +220,16 @@ func TestJUnitNamesTheExample(t *testing.T) {
 	if len(got) != 3 || strings.TrimSpace(got[" #1"]) != "passed" || strings.TrimSpace(got[" #3"]) != "passed" ||
 		!strings.HasPrefix(got[" #2"], "failed gwdiag failure bundle: ") || !strings.Contains(got[" #2"], "-line-52 ") {
 		t.Errorf("outline test cases %q: want #2 failed with the bundle of line 52, #1 and #3 passed with none", got)
+	}
+	for line, want := range map[int]string{51: "", 52: "-line-52", 53: ""} {
+		var bundles []string
+		for _, st := range cucumberSteps(t, o.CucumberJSON, outlineScenario, line) {
+			for _, e := range st.Embeddings {
+				bundles = append(bundles, string(e.Data))
+			}
+		}
+		if want == "" && len(bundles) > 0 || want != "" && (len(bundles) != 1 || !strings.Contains(bundles[0], want)) {
+			t.Errorf("cucumber example at line %d embeds %q, want %q", line, bundles, want)
+		}
 	}
 }

@@ -179,7 +179,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		if err := rewriteJUnit(o.JUnit, fsys, results); err != nil {
 			return rep, err
 		}
-		if err := markNotRunCucumber(o.CucumberJSON, results); err != nil {
+		if err := rewriteCucumber(o.CucumberJSON, results); err != nil {
 			return rep, err
 		}
 	}
