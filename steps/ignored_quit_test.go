@@ -32,19 +32,17 @@ func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
 	// parallel test of the package for minutes. Its bounds are measured
 	// from the quit to the scenario's end, with slack for a loaded machine.
 	t.Parallel()
-	// The same step passes a proxy that does stop, long before the bound:
-	// it does not fail everything.
+	// The same step passes a proxy that does stop: it does not fail
+	// everything. Its wait fails when it reaches the bound, so a pass is
+	// a listener seen closed before it (no clock read here: a whole Run
+	// took 7.4 s on a loaded machine, with the scenario well inside it).
 	t.Run("in-process reference proxy that stops", func(t *testing.T) {
-		start := time.Now()
 		rep, err := Run(context.Background(), Options{TargetImpl: inprocess.New(), Output: &strings.Builder{}, RunScenario: quitScenario})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := rep.Scenario(quitScenario); len(got) != 0 || rep.Summary.Passed != 1 {
 			t.Errorf("%s: got %+v (summary %+v), want it passed", quitScenario, got, rep.Summary)
-		}
-		if took := time.Since(start); took >= quitBound {
-			t.Errorf("run took %v, want under the bound %v", took.Round(time.Millisecond), quitBound)
 		}
 	})
 	// faulty wraps inner with the fault; its deployment tells when the
