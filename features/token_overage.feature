@@ -84,3 +84,19 @@ Feature: Token overage
     When I send 2 chat completions using 10 tokens each
     Then the responses have statuses 200, 429
     And the response body is an OpenAI error of type "rate_limit_error"
+
+  @extended @ratelimit-denying-headers
+  Scenario: A token limit that refuses gives the 429 its headers, not the request limit's
+    Given the route "llm" has a request limit of 10 per minute
+    And the route "llm" has a token limit of 100 per hour
+    When I send 3 chat completions using 60 tokens each
+    Then the responses have statuses 200, 200, 429
+    And the response has the rate-limit headers limit 100, remaining 0, reset 61 to 3600 seconds
+
+  @extended @ratelimit-per-key
+  Scenario: A keyed token limit gives each client its own token budget
+    Given the route "llm" has a token limit of 100 per minute keyed by header "x-api-key"
+    When I send 3 chat completions using 60 tokens each with header "x-api-key" "alice"
+    And I send 1 chat completion using 60 tokens with header "x-api-key" "bob"
+    Then the responses have statuses 200, 200, 429, 200
+    And the backend "openai" received 3 requests

@@ -582,6 +582,72 @@ var faults = map[string]fault{
 			}}, r)
 		})
 	}},
+	// A 429 carries the headers of the route's lowest limit, not of the
+	// limit that refused it (a token limit refuses; the request limit is
+	// lower).
+	"429 headers of the lowest limit": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				rt := d.routeFor(r.URL.Path)
+				if code != http.StatusTooManyRequests || rt == nil || len(rt.Limits) < 2 {
+					return
+				}
+				low := rt.Limits[0]
+				for _, l := range rt.Limits[1:] {
+					if l.Amount+l.Burst < low.Amount+low.Burst {
+						low = l
+					}
+				}
+				h.Set("X-Ratelimit-Limit", strconv.FormatUint(low.Amount+low.Burst, 10))
+			}}, r)
+		})
+	}},
+	// A 429's reset counts to the end of the current minute, whatever the
+	// window of the limit that refused it (an hour's limit says "in 40 s").
+	"429 reset of the shortest window": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				if n, err := strconv.Atoi(h.Get("X-Ratelimit-Reset")); code == http.StatusTooManyRequests && err == nil && n > 60 {
+					h.Set("X-Ratelimit-Reset", strconv.Itoa(n%60))
+				}
+			}}, r)
+		})
+	}},
+	// A token limit keyed by a header ignores its key: every client shares
+	// one token budget (request limits keep theirs).
+	"keyed token limits share one budget": {setup: func(s *targets.Setup) {
+		for i := range s.Listeners {
+			for j := range s.Listeners[i].Routes {
+				for k, l := range s.Listeners[i].Routes[j].Limits {
+					if l.Kind == targets.LimitTokens {
+						s.Listeners[i].Routes[j].Limits[k].KeyHeader = ""
+					}
+				}
+			}
+		}
+	}},
+	// Retry-After on every response that carries rate-limit headers, the
+	// allowed ones too.
+	"retry-after on allowed responses": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				if reset := h.Get("X-Ratelimit-Reset"); code < 300 && reset != "" && h.Get("Retry-After") == "" {
+					h.Set("Retry-After", reset)
+				}
+			}}, r)
+		})
+	}},
+	// Allowed responses carry the limit and what is left, but not when the
+	// window resets.
+	"no reset on allowed responses": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				if code < 300 {
+					h.Del("X-Ratelimit-Reset")
+				}
+			}}, r)
+		})
+	}},
 	// The admin server answers wrongly: a /logging text in another form,
 	// out-of-bounds profile durations accepted, a config_dump without policies.
 	"wrong admin answers": {admin: func(d *faultyDeployment, next http.Handler) http.Handler {

@@ -29,6 +29,7 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 	step(sc, `^I send (\d+) GET requests to "([^"]*)" on listener "([^"]*)"$`, (*state).sendGetRequestsOnListener)
 	step(sc, `^I send a chat completion using (\d+) tokens$`, (*state).sendChatCompletionUsingTokens)
 	step(sc, `^I send (\d+) chat completions using (\d+) tokens each$`, (*state).sendChatCompletionsUsingTokensEach)
+	step(sc, `^I send (\d+) chat completions? using (\d+) tokens(?: each)? with header "([^"]*)" "([^"]*)"$`, (*state).sendChatCompletionsWithHeader)
 	step(sc, `^I send a streaming chat completion using (\d+) tokens that (asks|does not ask) for usage$`, (*state).sendStreamingChatCompletionUsingTokens)
 	step(sc, `^I start a streaming chat completion using (\d+) tokens held before its end at "([^"]*)"$`, (*state).startStreamingChatCompletionUsingTokens)
 	step(sc, `^I release the held stream "([^"]*)" on backend "([^"]*)"$`, (*state).releaseHeldStreamOnBackend)
@@ -47,6 +48,9 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the response body is an OpenAI error of type "([^"]*)"$`, (*state).responseBodyIsOpenAIError)
 	step(sc, `^the response has no header "([^"]*)"$`, (*state).responseHasNoHeader)
 	step(sc, `^response (\d+) has header "([^"]*)" "([^"]*)" and header "([^"]*)" "([^"]*)"$`, (*state).nthResponseHasHeaders)
+	step(sc, `^response (\d+) has no header "([^"]*)"$`, (*state).nthResponseHasNoHeader)
+	step(sc, `^response (\d+) has the rate-limit headers limit (\d+), remaining (\d+), reset (\d+) to (\d+) seconds$`, (*state).nthResponseRateLimitHeaders)
+	step(sc, `^the response has the rate-limit headers limit (\d+), remaining (\d+), reset (\d+) to (\d+) seconds$`, (*state).responseRateLimitHeaders)
 	step(sc, `^the backend "([^"]*)" received (\d+) requests?$`, (*state).backendReceivedRequests)
 	step(sc, `^the stream was delivered whole with its usage chunk$`, (*state).streamDeliveredWhole)
 }
@@ -93,6 +97,17 @@ func (s *state) sendChatCompletionUsingTokens(ctx context.Context, n int) error 
 func (s *state) sendChatCompletionsUsingTokensEach(ctx context.Context, count, n int) error {
 	for range count {
 		if _, err := s.chat(ctx, n, noStream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *state) sendChatCompletionsWithHeader(ctx context.Context, count, n int, name, value string) error {
+	for range count {
+		h := http.Header{}
+		h.Set(name, value)
+		if _, err := s.chatWith(ctx, n, noStream, h); err != nil {
 			return err
 		}
 	}
@@ -302,6 +317,74 @@ func (s *state) nthResponseHasHeaders(ctx context.Context, i int, n1, v1, n2, v2
 	}
 	if err := headerIs(rs[i-1], n2, v2); err != nil {
 		return fmt.Errorf("response %d: %w", i, err)
+	}
+	return nil
+}
+
+// nthResponse is the i-th response of the scenario, counted from 1.
+func (s *state) nthResponse(i int) (*response, error) {
+	if i < 1 || i > len(s.responses) {
+		return nil, fmt.Errorf("no response %d: %d were received", i, len(s.responses))
+	}
+	return s.responses[i-1], nil
+}
+
+func (s *state) nthResponseHasNoHeader(ctx context.Context, i int, name string) error {
+	r, err := s.nthResponse(i)
+	if err != nil {
+		return err
+	}
+	if v := r.header.Values(name); len(v) > 0 {
+		return fmt.Errorf("response %d (status %d): header %s %q, want none", i, r.status, name, v)
+	}
+	return nil
+}
+
+func (s *state) nthResponseRateLimitHeaders(ctx context.Context, i, limit, remaining, lo, hi int) error {
+	r, err := s.nthResponse(i)
+	if err != nil {
+		return err
+	}
+	if err := rateLimitHeaders(r, limit, remaining, lo, hi); err != nil {
+		return fmt.Errorf("response %d: %w", i, err)
+	}
+	return nil
+}
+
+func (s *state) responseRateLimitHeaders(ctx context.Context, limit, remaining, lo, hi int) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	return rateLimitHeaders(r, limit, remaining, lo, hi)
+}
+
+// rateLimitHeaders holds the three x-ratelimit-* fields of r to one limit:
+// its ceiling, what is left of it, and a reset (seconds, a number) from lo
+// to hi, the bounds of that limit's window. Each field appears once.
+func rateLimitHeaders(r *response, limit, remaining, lo, hi int) error {
+	var errs []string
+	for _, f := range []struct {
+		name string
+		want int
+	}{{"x-ratelimit-limit", limit}, {"x-ratelimit-remaining", remaining}} {
+		switch v := r.header.Values(f.name); {
+		case len(v) != 1:
+			errs = append(errs, fmt.Sprintf("%s: got %q, want one value %d", f.name, v, f.want))
+		case v[0] != strconv.Itoa(f.want):
+			errs = append(errs, fmt.Sprintf("%s: got %q, want %d", f.name, v[0], f.want))
+		}
+	}
+	v := r.header.Values("x-ratelimit-reset")
+	n, err := 0.0, error(nil)
+	if len(v) == 1 {
+		n, err = strconv.ParseFloat(v[0], 64)
+	}
+	if len(v) != 1 || err != nil || n < float64(lo) || n > float64(hi) {
+		errs = append(errs, fmt.Sprintf("x-ratelimit-reset: got %q, want one number of seconds from %d to %d (the window of the limit of %d)", v, lo, hi, limit))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("status %d: the rate-limit headers do not describe the limit of %d: %s", r.status, limit, strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	step(sc, `^a route "([^"]*)" with path prefix "([^"]*)" to an unreachable backend on listener "([^"]*)"$`, (*state).unreachableRouteOnListener)
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour)$`, (*state).routeHasLimitPer)
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) with burst (\d+)$`, (*state).routeHasLimitPerWithBurst)
-	step(sc, `^the route "([^"]*)" has a request limit of (\d+) per (second|minute|hour) keyed by header "([^"]*)"$`, (*state).routeHasRequestLimitPerKeyed)
+	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) keyed by header "([^"]*)"$`, (*state).routeHasLimitPerKeyed)
 	step(sc, `^the route "([^"]*)" answers refusals with OpenAI's JSON error$`, (*state).routeRefusesAsOpenAI)
 	step(sc, `^the gateway of listener "([^"]*)" has a request limit of (\d+) per (second|minute|hour)$`, (*state).gatewayListenerHasRequestLimitPer)
 	step(sc, `^a rate-limit policy "([^"]*)" targets the HTTPRoute "([^"]*)"$`, (*state).rateLimitPolicyTargetsHttproute)
@@ -47,8 +47,8 @@ func (s *state) routeHasLimitPerWithBurst(ctx context.Context, route, kind strin
 	return addLimit(ctx, route, kind, n, unit, burst)
 }
 
-func (s *state) routeHasRequestLimitPerKeyed(ctx context.Context, route string, n int, unit, header string) error {
-	if err := addLimit(ctx, route, "request", n, unit, 0); err != nil {
+func (s *state) routeHasLimitPerKeyed(ctx context.Context, route, kind string, n int, unit, header string) error {
+	if err := addLimit(ctx, route, kind, n, unit, 0); err != nil {
 		return err
 	}
 	r := s.setup.RouteNamed(route)

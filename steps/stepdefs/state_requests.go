@@ -195,7 +195,11 @@ type chatMode int
 
 // chat sends an OpenAI chat completion whose response reports n tokens of usage.
 func (s *state) chat(ctx context.Context, n int, mode chatMode) (*response, error) {
-	h := http.Header{}
+	return s.chatWith(ctx, n, mode, http.Header{})
+}
+
+// chatWith is chat with the client's headers h.
+func (s *state) chatWith(ctx context.Context, n int, mode chatMode, h http.Header) (*response, error) {
 	h.Set("Content-Type", "application/json")
 	h.Set(mock.HeaderPromptTokens, strconv.Itoa(n/2))
 	h.Set(mock.HeaderCompletionTokens, strconv.Itoa(n-n/2))
