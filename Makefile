@@ -58,11 +58,19 @@ TESTJSON      ?= $(BIN)/test-unit.json
 # given; ./... adds the rest, each once): started last, ./steps alone was the
 # run's last 213 s while the local-node chain had ended (docs/ci.md).
 TEST_FIRST    ?= ./steps ./cli/e2e ./clusters ./steps/targets/container
+# The fault catalogue (TestSuiteCatchesFaults: every fault against the whole
+# suite) runs whole in a go test of its own without -race, beside the rest,
+# one fault at a time; the -race run takes a sample of it that changes every
+# day ($$GWDIAG_CATALOGUE=race-sample; test-times prints which). The
+# race detector doubled the catalogue's time, and it was a third of ./steps'.
+TESTJSON_CATALOGUE ?= $(BIN)/test-catalogue.json
 unit: kube-bins ratelimit-bin redis-server chromium
 	@mkdir -p $(BIN)
 	@$(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
+	  --jsonfile $(TESTJSON_CATALOGUE) -- -count=1 -timeout 20m -parallel 1 -run '^TestSuiteCatchesFaults$$' ./steps & cat=$$!; \
+	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON) -- -race -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
-	rc=$$?; $(MAKE) --no-print-directory test-times; exit $$rc
+	rc=$$?; wait $$cat || rc=1; $(MAKE) --no-print-directory test-times; exit $$rc
 
 # Where the time of the last make test (or make unit) went: the slowest
 # packages, then the slowest tests (top-level and subtests), from $(TESTJSON).
@@ -70,13 +78,15 @@ unit: kube-bins ratelimit-bin redis-server chromium
 TIMES_TOP ?= 15
 test-times:
 	@test -s $(TESTJSON) || { echo "no $(TESTJSON): run make unit first"; exit 2; }
-	@echo "slowest packages (seconds; $(TEST_P) run at once):"
-	@grep -E '"Action":"(pass|fail)","Package":"[^"]*","Elapsed":' $(TESTJSON) | \
+	@cat $(TESTJSON) $(wildcard $(TESTJSON_CATALOGUE)) > $(BIN)/test-all.json
+	@grep -ho 'fault catalogue[^"]*' $(BIN)/test-all.json | sed 's/\\n$$//; s/^/  /' || true
+	@echo "slowest packages (seconds; $(TEST_P) run at once, and the catalogue without -race beside them):"
+	@grep -E '"Action":"(pass|fail)","Package":"[^"]*","Elapsed":' $(BIN)/test-all.json | \
 	  sed -E 's/.*"Action":"([a-z]+)","Package":"([^"]*)","Elapsed":([0-9.]+).*/\3 \2 \1/' | \
 	  sed 's| github.com/gwdiag/gwdiag/\{0,1\}| ./|' | sort -rn | head -$(TIMES_TOP) | \
 	  awk '{printf "  %8.1f  %s%s\n", $$1, $$2, ($$3 == "fail" ? "  FAIL" : "")}'
 	@echo "slowest tests (over 20 s):"
-	@$(GO) tool gotestsum tool slowest --jsonfile $(TESTJSON) --threshold 20s | head -40 | sed 's|github.com/gwdiag/gwdiag/|./|; s/^/  /'
+	@$(GO) tool gotestsum tool slowest --jsonfile $(BIN)/test-all.json --threshold 20s | head -40 | sed 's|github.com/gwdiag/gwdiag/|./|; s/^/  /'
 
 # The main job: every feature against the reference proxy, which claims every
 # extended feature: anything less than all passed fails. TARGET=inprocess (the

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,7 +61,7 @@ var faultCases = []faultCase{
 	{fault: "missing burst", claimAll: true, wantFail: map[string]string{
 		"Burst adds to the base limit and refused requests are not forwarded": "got [200 200 200 429 429 429 429], want [200 200 200 200 200 200 429]",
 		"The 429 response carries the spec body and headers":                  "got [200 200 429 429], want [200 200 200 429]",
-		"Allowed responses carry the rate-limit headers":                      `x-ratelimit-limit: got "3", want "4"`,
+		"Allowed responses carry the rate-limit headers":                      `x-ratelimit-limit: got "3", want 4`,
 	}},
 	{fault: "gateway limits ignored", claimAll: true, wantFail: map[string]string{
 		"A gateway-wide limit caps every route of the gateway together": "got [200 200 200 200], want [200 200 200 429]",
@@ -74,6 +75,7 @@ var faultCases = []faultCase{
 		"Two replicas share one global token budget":                                           `backend "openai": got 5, want 3`,
 		"A keyed limit gives each client its own bucket, and requests without a key share one": `backend "httpbin": got 7, want 5`,
 		"A global limit keyed by a client header gives each client its own budget":             `backend "echo": got 6, want 4`,
+		"A keyed token limit gives each client its own token budget":                           `backend "openai": got 4, want 3`,
 	}},
 	{fault: "tokens counted before the response", claimAll: true, wantFail: map[string]string{
 		"The request that crosses the budget succeeds, the next one is refused": "got [200 429 200], want [200 200 429]",
@@ -82,6 +84,9 @@ var faultCases = []faultCase{
 		"A streaming response is counted from its final chunk and never cut":    "response status: got 429, want 200",
 		"Several limit entries are all enforced: the token limit":               "got [429 429 429], want [200 429 429]",
 		"A stream is counted only when it ends":                                 "the held stream ended before it was released (status 429",
+		// 60 of 100 tokens counted before the next request of 60.
+		"A token limit that refuses gives the 429 its headers, not the request limit's": "got [200 429 429], want [200 200 429]",
+		"A keyed token limit gives each client its own token budget":                    "got [200 429 429 429], want [200 200 429 200]",
 	}},
 	{fault: "global limits counted per replica", claimAll: true, wantFail: map[string]string{
 		"Two replicas share one global request budget":                             "got [200 200 200 200 200 200 200 200], want [200 200 200 200 200 429 429 429]",
@@ -92,10 +97,11 @@ var faultCases = []faultCase{
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 200 200 429 429], want [200 200 429 200 200 429]",
 	}},
 	{fault: "wrong headers", claimAll: true, wantFail: map[string]string{
-		"The 429 response carries the spec body and headers":             `x-ratelimit-limit: absent, want "3"`,
-		"No rate-limit headers without a policy":                         `X-Ratelimit-Limit: got ["100"], want no header x-ratelimit-limit`,
-		"A global 429 carries the windowed limit and the service's mark": `x-ratelimit-limit: absent, want "2, 2;w=86400"`,
-		"A 429 carries the headers of the limit that refused it":         `x-ratelimit-limit: absent, want "2"`,
+		"The 429 response carries the spec body and headers":                            `x-ratelimit-limit: absent, want "3"`,
+		"No rate-limit headers without a policy":                                        `X-Ratelimit-Limit: got ["100"], want no header x-ratelimit-limit`,
+		"A global 429 carries the windowed limit and the service's mark":                `x-ratelimit-limit: absent, want "2, 2;w=86400"`,
+		"A 429 carries the headers of the limit that refused it":                        `x-ratelimit-limit: got [], want one value 2`,
+		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-limit: got [], want one value 100`,
 	}},
 	{fault: "wrong admin answers", claimAll: true, wantFail: map[string]string{
 		"GET /logging tells the current level":                                        `got "log level: info\n"`,
@@ -116,6 +122,7 @@ var faultCases = []faultCase{
 		"A streaming response is counted from its final chunk and never cut":    "no 2xx within 3s, want one once the window resets: not within 3s",
 		// Refusing everyone after a 429 refuses the other keys too.
 		"A keyed limit gives each client its own bucket, and requests without a key share one": "got [200 200 429 429 429 429 429], want [200 200 429 200 200 200 429]",
+		"A keyed token limit gives each client its own token budget":                           "got [200 200 429 429], want [200 200 429 200]",
 		// Each replica refuses on its own after its first 429.
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 200 429 200], want [200 200 429 200 200 429]",
 	}},
@@ -163,12 +170,14 @@ var faultCases = []faultCase{
 	}},
 	{fault: "limits not keyed", claimAll: true, wantFail: map[string]string{
 		"A keyed limit gives each client its own bucket, and requests without a key share one": "got [200 200 429 429 429 429 429], want [200 200 429 200 200 200 429]",
+		"A keyed token limit gives each client its own token budget":                           "got [200 200 429 429], want [200 200 429 200]",
 	}},
 	{fault: "global limits not per client", claimAll: true, wantFail: map[string]string{
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 429 429 429], want [200 200 429 200 200 429]",
 	}},
 	{fault: "429 headers of a limit that passed", claimAll: true, wantFail: map[string]string{
-		"A 429 carries the headers of the limit that refused it": `x-ratelimit-limit: got "10", want "2"`,
+		"A 429 carries the headers of the limit that refused it":                        `x-ratelimit-limit: got "10", want 2`,
+		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-remaining: got "1", want 0`,
 	}},
 	{fault: "no Retry-After", claimAll: true, wantFail: map[string]string{
 		"A 429 says when to retry in Retry-After, as x-ratelimit-reset does": `retry-after: got "", want a whole number of seconds`,
@@ -199,6 +208,22 @@ var faultCases = []faultCase{
 		"Cookies and API-key headers never appear in a trace":                           `the "initial request" request snapshot has no header cookie`,
 		"A backend's Set-Cookie never appears in a trace, and the client still gets it": `the "final response" response snapshot has no header set-cookie`,
 	}},
+	{fault: "429 headers of the lowest limit", claimAll: true, wantFail: map[string]string{
+		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-limit: got "10", want 100`,
+	}},
+	{fault: "429 reset of the shortest window", claimAll: true, wantFail: map[string]string{
+		"A 429 carries the headers of the limit that refused it":                        "x-ratelimit-reset: got",
+		"A token limit that refuses gives the 429 its headers, not the request limit's": "x-ratelimit-reset: got",
+	}},
+	{fault: "keyed token limits share one budget", claimAll: true, wantFail: map[string]string{
+		"A keyed token limit gives each client its own token budget": "response statuses: got [200 200 429 429], want [200 200 429 200]",
+	}},
+	{fault: "retry-after on allowed responses", claimAll: true, wantFail: map[string]string{
+		"A 429 says when to retry in Retry-After, as x-ratelimit-reset does": `response 1 (status 200): header retry-after`,
+	}},
+	{fault: "no reset on allowed responses", claimAll: true, wantFail: map[string]string{
+		"Allowed responses carry the rate-limit headers": "x-ratelimit-reset: got []",
+	}},
 	{fault: "single watcher slot", wantUnsup: map[string]string{
 		"Watchers are served first in, first out": "watcher 1: the trace stream ended with no events",
 	}},
@@ -211,9 +236,19 @@ var faultCases = []faultCase{
 // proxy per fault and checks that exactly the expected scenarios fail (or,
 // for a missing extended feature, are reported unsupported), each with a
 // message that says why.
+//
+// make test runs the whole catalogue in a go test of its own, without the
+// race detector (the catalogue is a third of ./steps' time, and the race
+// detector makes it about twice as long), and sets $GWDIAG_CATALOGUE to
+// race-sample for its -race run, which then runs a sample of
+// raceSampleSize faults that changes every day (catalogueSample); the
+// test says which in its log. Without $GWDIAG_CATALOGUE, every fault runs,
+// with or without -race.
 func TestSuiteCatchesFaults(t *testing.T) {
 	t.Parallel()
-	for _, tt := range faultCases {
+	cases, note := catalogueSample(faultCases, raceEnabled, os.Getenv("GWDIAG_CATALOGUE"), time.Now().UTC())
+	t.Log(note)
+	for _, tt := range cases {
 		t.Run(tt.fault, func(t *testing.T) {
 			// Each fault has its own proxy, ports and mocks: the faults
 			// run at once, as many as go test's -parallel.
@@ -222,6 +257,33 @@ func TestSuiteCatchesFaults(t *testing.T) {
 			checkReplays(t, rep, faults[tt.fault], nil)
 		})
 	}
+}
+
+// raceSampleSize is how many faults a -race run under make test runs.
+const raceSampleSize = 6
+
+// catalogueSample returns the faults of cases a run of the catalogue runs,
+// and a line that says which: every one, unless the test binary has the
+// race detector and mode is "race-sample" (make test, which runs every
+// fault without it): then raceSampleSize of them, a different set each
+// day (by day number since 1970, UTC), so that every fault runs under the
+// race detector once in len(cases)/raceSampleSize days.
+func catalogueSample(cases []faultCase, race bool, mode string, now time.Time) ([]faultCase, string) {
+	if !race || mode != "race-sample" {
+		return cases, fmt.Sprintf("fault catalogue: all %d faults (race detector: %v)", len(cases), race)
+	}
+	rounds := (len(cases) + raceSampleSize - 1) / raceSampleSize
+	round := int(now.Unix()/86400) % rounds
+	var out []faultCase
+	var names []string
+	for i, c := range cases {
+		if i%rounds == round {
+			out = append(out, c)
+			names = append(names, c.fault)
+		}
+	}
+	return out, fmt.Sprintf("fault catalogue under the race detector: %d of %d faults today (%s, round %d of %d; $GWDIAG_CATALOGUE=race-sample: make test runs all of them without it): %s",
+		len(out), len(cases), now.Format(time.DateOnly), round+1, rounds, strings.Join(names, ", "))
 }
 
 // checkFault runs the suite against inner with the fault of tt and checks
@@ -397,6 +459,39 @@ func compare(t *testing.T, what string, got, want map[string]string) {
 		}
 		if !found {
 			t.Errorf("%s scenario %q: message %q lacks %q", what, n, msg, text)
+		}
+	}
+}
+
+// TestCatalogueSample: without the race detector, or without make test's
+// race-sample mode, every fault runs; in that mode each day runs at most
+// raceSampleSize faults, and consecutive days cover every fault once
+// before any twice.
+func TestCatalogueSample(t *testing.T) {
+	t.Parallel()
+	day := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		race bool
+		mode string
+	}{{false, ""}, {false, "race-sample"}, {true, ""}, {true, "other"}} {
+		if got, _ := catalogueSample(faultCases, tc.race, tc.mode, day); len(got) != len(faultCases) {
+			t.Errorf("race %v mode %q: %d faults, want all %d", tc.race, tc.mode, len(got), len(faultCases))
+		}
+	}
+	rounds := (len(faultCases) + raceSampleSize - 1) / raceSampleSize
+	seen := map[string]int{}
+	for d := range rounds {
+		got, note := catalogueSample(faultCases, true, "race-sample", day.AddDate(0, 0, d))
+		if len(got) == 0 || len(got) > raceSampleSize || !strings.Contains(note, got[0].fault) {
+			t.Errorf("day %d: %d faults (want 1 to %d), note %q", d, len(got), raceSampleSize, note)
+		}
+		for _, c := range got {
+			seen[c.fault]++
+		}
+	}
+	for _, c := range faultCases {
+		if seen[c.fault] != 1 {
+			t.Errorf("%s: run %d times under the race detector in %d days, want once", c.fault, seen[c.fault], rounds)
 		}
 	}
 }

@@ -1,0 +1,6 @@
+//go:build !race
+
+package steps
+
+// raceEnabled: this test binary is built with the race detector.
+const raceEnabled = false
