@@ -381,7 +381,7 @@ func TestProcessTargetCatchesFaults(t *testing.T) {
 		t.Skip("builds and runs refproxy as a process")
 	}
 	bin := builtBinary(t, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy")
-	sample := []string{"missing burst", "wrong admin answers", "reordered trace events", "wrong headers"}
+	sample := []string{"missing burst", "wrong admin answers", "reordered trace events", "wrong headers", "429 headers of the lowest limit", "keyed token limits share one budget"}
 	for _, tt := range faultCases {
 		if !slices.Contains(sample, tt.fault) {
 			continue
