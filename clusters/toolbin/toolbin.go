@@ -6,7 +6,9 @@
 // (steps/ratelimitsvc/tools). A tools module pins them with go.mod `tool`
 // lines, so the main module never requires what they import. A gwdiag with
 // no checkout (go install) writes the module it embeds into the user's
-// cache and builds there (ratelimitsvc.EnsureBinary).
+// cache and builds there (ratelimitsvc.EnsureBinary). Every program built
+// is also kept in a cache shared by the machine's checkouts (EnvCache), so
+// that a clean clone links nothing that did not change.
 package toolbin
 
 import (
@@ -62,10 +64,28 @@ func Build(ctx context.Context, root, module, dir string, programs []Program, lo
 		return err
 	}
 	defer unlock()
+	cache := sharedCache()
 	for _, p := range programs {
 		out := filepath.Join(dir, p.Name)
 		if fresh(out, newest) {
 			continue
+		}
+		var kept string // the program in the shared cache
+		if cache != "" {
+			if key, err := cacheKey(mod, p, env); err == nil {
+				kept = filepath.Join(cache, key, p.Name)
+			}
+		}
+		if kept != "" {
+			if _, err := os.Stat(kept); err == nil {
+				if err := place(kept, out); err != nil {
+					return fmt.Errorf("%s from the cache %s: %w", p.Name, kept, err)
+				}
+				if log != nil {
+					fmt.Fprintf(log, "%s: built before, taken from %s\n", p.Name, kept)
+				}
+				continue
+			}
 		}
 		tmp := out + ".tmp"
 		args := []string{"build", "-o", tmp}
@@ -76,7 +96,7 @@ func Build(ctx context.Context, root, module, dir string, programs []Program, lo
 		cmd.Dir = mod
 		// The tools module has its own go.mod; a GOFLAGS=-mod=vendor or a
 		// GOWORK of the caller must not leak into it.
-		cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod"), env...)
+		cmd.Env = buildEnv(env)
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		if log != nil {
@@ -95,6 +115,15 @@ func Build(ctx context.Context, root, module, dir string, programs []Program, lo
 		}
 		if err := os.Rename(tmp, out); err != nil {
 			return err
+		}
+		if kept != "" {
+			// For the next checkout; a cache that cannot be written
+			// costs that checkout a build, nothing else.
+			if err := os.MkdirAll(filepath.Dir(kept), 0o755); err == nil {
+				if err := place(out, kept); err != nil && log != nil {
+					fmt.Fprintf(log, "%s: not kept in %s: %v\n", p.Name, kept, err)
+				}
+			}
 		}
 	}
 	return nil
