@@ -59,7 +59,8 @@ TESTJSON      ?= $(BIN)/test-unit.json
 # run's last 213 s while the local-node chain had ended (docs/ci.md).
 TEST_FIRST    ?= ./steps ./cli/e2e ./clusters ./steps/targets/container
 # The fault catalogue (TestSuiteCatchesFaults: every fault against the whole
-# suite) runs whole in a go test of its own without -race, beside the rest,
+# suite in process; TestProcessTargetCatchesFaults: every fault in front of
+# refproxy as a process) runs whole in a go test of its own without -race, beside the rest,
 # one fault at a time; the -race run takes a sample of it that changes every
 # day ($$GWDIAG_CATALOGUE=race-sample; test-times prints which). The
 # race detector doubled the catalogue's time, and it was a third of ./steps'.
@@ -67,7 +68,7 @@ TESTJSON_CATALOGUE ?= $(BIN)/test-catalogue.json
 unit: kube-bins ratelimit-bin redis-server chromium
 	@mkdir -p $(BIN)
 	@$(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON_CATALOGUE) -- -count=1 -timeout 20m -parallel 1 -run '^TestSuiteCatchesFaults$$' ./steps & cat=$$!; \
+	  --jsonfile $(TESTJSON_CATALOGUE) -- -count=1 -timeout 20m -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON) -- -race -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
 	rc=$$?; wait $$cat || rc=1; $(MAKE) --no-print-directory test-times; exit $$rc
@@ -79,7 +80,7 @@ TIMES_TOP ?= 15
 test-times:
 	@test -s $(TESTJSON) || { echo "no $(TESTJSON): run make unit first"; exit 2; }
 	@cat $(TESTJSON) $(wildcard $(TESTJSON_CATALOGUE)) > $(BIN)/test-all.json
-	@grep -ho 'fault catalogue[^"]*' $(BIN)/test-all.json | sed 's/\\n$$//; s/^/  /' || true
+	@grep -Eho '(process target: )?fault catalogue[^"]*' $(BIN)/test-all.json | sed 's/\\n$$//; s/^/  /' || true
 	@echo "slowest packages (seconds; $(TEST_P) run at once, and the catalogue without -race beside them):"
 	@grep -E '"Action":"(pass|fail)","Package":"[^"]*","Elapsed":' $(BIN)/test-all.json | \
 	  sed -E 's/.*"Action":"([a-z]+)","Package":"([^"]*)","Elapsed":([0-9.]+).*/\3 \2 \1/' | \

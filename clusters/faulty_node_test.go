@@ -23,6 +23,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/steps"
+	"github.com/gwdiag/gwdiag/steps/bundle"
 )
 
 // A nodeFault is the reference controller on the local node with its
@@ -40,6 +41,10 @@ type nodeFault struct {
 	// scenario must fail with message in its report; every other
 	// scenario run must pass.
 	scenario, message string
+	// replay: the failure's bundle, replayed on the local node with the
+	// same controller, fails at the same step (one fault does it: each
+	// replay starts a node of its own).
+	replay bool
 }
 
 var nodeFaults = []nodeFault{
@@ -70,6 +75,7 @@ var nodeFaults = []nodeFault{
 		tags:     "@proxy-pods,@trace-order && @proxy-pods,@spec-2.1",
 		scenario: "Every snapshot names the proxy pod, its namespace and its Gateway",
 		message:  "event 2 requestSnapshot (initial request): requestState.env: got no field, want an object with podName, namespace and gateway",
+		replay:   true,
 	},
 }
 
@@ -183,6 +189,24 @@ func TestLocalNodeCatchesFaults(t *testing.T) {
 			}
 			if s := rep.Summary; s.Failed != 1 || s.Passed == 0 || s.Skipped+s.Unsupported != 0 {
 				t.Errorf("got %+v, want %q failed and every other scenario of %s passed", s, f.scenario, f.tags)
+			}
+			if !f.replay {
+				return
+			}
+			// gwdiag conformance replay on the cluster target: the bundle's
+			// feature file and scenario, on a new local node with the same
+			// controller, fail the same way.
+			b, _, err := bundle.Read(got[0].Bundle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			r, err := steps.Replay(context.Background(), got[0].Bundle, steps.Options{Target: "cluster", Cluster: o, Output: &out})
+			if err != nil {
+				t.Fatalf("replay: %v\n%s", err, out.String())
+			}
+			if !r.Same() || r.Scenario.Step != b.Meta.FailedStep || !strings.Contains(r.Scenario.Message, f.message) {
+				t.Errorf("replayed: %s at %q %q, want failed at %q as bundled\n%s", r.Scenario.Result, r.Scenario.Step, r.Scenario.Message, b.Meta.FailedStep, out.String())
 			}
 		})
 	}

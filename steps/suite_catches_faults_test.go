@@ -272,18 +272,30 @@ func catalogueSample(cases []faultCase, race bool, mode string, now time.Time) (
 	if !race || mode != "race-sample" {
 		return cases, fmt.Sprintf("fault catalogue: all %d faults (race detector: %v)", len(cases), race)
 	}
-	rounds := (len(cases) + raceSampleSize - 1) / raceSampleSize
-	round := int(now.Unix()/86400) % rounds
-	var out []faultCase
-	var names []string
+	out, round, rounds := dailySample(cases, raceSampleSize, now)
+	return out, fmt.Sprintf("fault catalogue under the race detector: %d of %d faults today (%s, round %d of %d; $GWDIAG_CATALOGUE=race-sample: make test runs all of them without it): %s",
+		len(out), len(cases), now.Format(time.DateOnly), round+1, rounds, faultNames(out))
+}
+
+// dailySample returns at most size of cases, a different set each day (by
+// day number since 1970, UTC): over rounds days in a row, each case once.
+func dailySample(cases []faultCase, size int, now time.Time) (out []faultCase, round, rounds int) {
+	rounds = (len(cases) + size - 1) / size
+	round = int(now.Unix()/86400) % rounds
 	for i, c := range cases {
 		if i%rounds == round {
 			out = append(out, c)
-			names = append(names, c.fault)
 		}
 	}
-	return out, fmt.Sprintf("fault catalogue under the race detector: %d of %d faults today (%s, round %d of %d; $GWDIAG_CATALOGUE=race-sample: make test runs all of them without it): %s",
-		len(out), len(cases), now.Format(time.DateOnly), round+1, rounds, strings.Join(names, ", "))
+	return out, round, rounds
+}
+
+func faultNames(cases []faultCase) string {
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.fault)
+	}
+	return strings.Join(names, ", ")
 }
 
 // checkFault runs the suite against inner with the fault of tt and checks
@@ -327,13 +339,16 @@ func checkFaultTags(t *testing.T, inner targets.Target, tt faultCase, tags strin
 // TestContainerTargetCatchesFaults: the container target, running the
 // reference proxy's image behind the same fault wrappers, fails the same
 // scenarios for the same reasons, and keeps the proxy's logs of each
-// failed scenario in the report. A sample of the faults, one of each kind
+// failed scenario in the report. A sample of the faults: one of each kind
 // of wrapper (configuration, listener, admin server, trace frames, a
-// missing extended feature), each run on the features its scenarios
-// belong to (faultFeatures): that the other features pass on the container
-// target is TestContainerConformance's (steps/targets/container), that a
-// fault fails nothing else TestSuiteCatchesFaults's, and two containers
-// per scenario of every feature made this test 10 minutes of the gate.
+// missing extended feature), and containerDaily more that change every day
+// (dailySample: every fault runs on the container target in
+// len(faultCases)/containerDaily days; the test logs which), each run on
+// the features its scenarios belong to (faultFeatures): that the other
+// features pass on the container target is TestContainerConformance's
+// (steps/targets/container), that a fault fails nothing else
+// TestSuiteCatchesFaults's, and two containers per scenario of every
+// feature made this test 10 minutes of the gate.
 func TestContainerTargetCatchesFaults(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -341,6 +356,18 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 	}
 	proxy, mocks := containertest.Images(t)
 	sample := []string{"missing burst", "stream cut", "wrong admin answers", "reordered trace events", "no ready comment"}
+	var rest []faultCase
+	for _, tt := range faultCases {
+		// Not those that run every feature: two containers per scenario.
+		if !slices.Contains(sample, tt.fault) && faults[tt.fault].proxyOptions == nil && len(tt.wantFail)+len(tt.wantUnsup) > 0 {
+			rest = append(rest, tt)
+		}
+	}
+	daily, round, rounds := dailySample(rest, containerDaily, time.Now().UTC())
+	t.Logf("container target: %d faults of every run, and today's %d (round %d of %d): %s", len(sample), len(daily), round+1, rounds, faultNames(daily))
+	for _, tt := range daily {
+		sample = append(sample, tt.fault)
+	}
 	for _, tt := range faultCases {
 		if !slices.Contains(sample, tt.fault) {
 			continue
@@ -370,22 +397,34 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 	}
 }
 
-// TestProcessTargetCatchesFaults: a sample of the faults in front of
-// refproxy run as a process, on the features each touches: each fails its
-// scenarios, and the bundle of the quickest failure passes replayed on the
-// reference and fails at the same step replayed on the same faulty
-// process.
+// containerDaily is how many faults beside its fixed sample the container
+// target runs each day.
+const containerDaily = 2
+
+// TestProcessTargetCatchesFaults: every fault in front of refproxy run as
+// a process (but those that need options of the in-process proxy), on the
+// features each touches: each fails its scenarios, its bundles hold the
+// process's output, and the bundle of the first failure passes replayed on
+// the reference and fails at the same step replayed on the same faulty
+// process. make test runs it as it runs TestSuiteCatchesFaults (every
+// fault without -race; a daily sample with it).
 func TestProcessTargetCatchesFaults(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs refproxy as a process")
 	}
 	bin := builtBinary(t, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy")
-	sample := []string{"missing burst", "wrong admin answers", "reordered trace events", "wrong headers", "429 headers of the lowest limit", "keyed token limits share one budget"}
+	var all []faultCase
 	for _, tt := range faultCases {
-		if !slices.Contains(sample, tt.fault) {
-			continue
+		if faults[tt.fault].proxyOptions == nil {
+			all = append(all, tt)
 		}
+	}
+	// As the in-process catalogue: make test runs every fault without
+	// -race, and its -race run a sample of them.
+	cases, note := catalogueSample(all, raceEnabled, os.Getenv("GWDIAG_CATALOGUE"), time.Now().UTC())
+	t.Log("process target: " + note)
+	for _, tt := range cases {
 		t.Run(tt.fault, func(t *testing.T) {
 			t.Parallel()
 			faulty := func() *faultyTarget {
@@ -405,7 +444,8 @@ func TestProcessTargetCatchesFaults(t *testing.T) {
 }
 
 // faultFeatures is the tag expression of the features (core or extended)
-// holding the scenarios tt expects failed or unsupported.
+// holding the scenarios tt expects failed or unsupported; "" (every
+// feature) when it expects none.
 func faultFeatures(t *testing.T, tt faultCase) string {
 	t.Helper()
 	byName := map[string]FeatureName{}
@@ -424,9 +464,8 @@ func faultFeatures(t *testing.T, tt faultCase) string {
 			}
 		}
 	}
-	if len(tags) == 0 {
-		t.Fatalf("fault %q expects no scenario to fail: the container sample has nothing to run", tt.fault)
-	}
+	// A fault that fails nothing (a connection closed after every
+	// response) runs every feature: that nothing fails is what it checks.
 	sort.Strings(tags)
 	return strings.Join(tags, ",")
 }
