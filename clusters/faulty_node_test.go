@@ -205,6 +205,7 @@ func TestLocalNodeCatchesFaults(t *testing.T) {
 			if err != nil {
 				t.Fatalf("replay: %v\n%s", err, out.String())
 			}
+			t.Logf("replayed on a new local node: %s at %q: %s", r.Scenario.Result, r.Scenario.Step, r.Scenario.Message)
 			if !r.Same() || r.Scenario.Step != b.Meta.FailedStep || !strings.Contains(r.Scenario.Message, f.message) {
 				t.Errorf("replayed: %s at %q %q, want failed at %q as bundled\n%s", r.Scenario.Result, r.Scenario.Step, r.Scenario.Message, b.Meta.FailedStep, out.String())
 			}
