@@ -42,8 +42,8 @@ type nodeFault struct {
 	// scenario run must pass.
 	scenario, message string
 	// replay: the failure's bundle, replayed on the local node with the
-	// same controller, fails at the same step (one fault does it: each
-	// replay starts a node of its own).
+	// same controller, fails at the same step, and with the faithful one
+	// passes (one fault does it: each replay starts a node of its own).
 	replay bool
 }
 
@@ -208,6 +208,16 @@ func TestLocalNodeCatchesFaults(t *testing.T) {
 			t.Logf("replayed on a new local node: %s at %q: %s", r.Scenario.Result, r.Scenario.Step, r.Scenario.Message)
 			if !r.Same() || r.Scenario.Step != b.Meta.FailedStep || !strings.Contains(r.Scenario.Message, f.message) {
 				t.Errorf("replayed: %s at %q %q, want failed at %q as bundled\n%s", r.Scenario.Result, r.Scenario.Step, r.Scenario.Message, b.Meta.FailedStep, out.String())
+			}
+			// And on the faithful controller, as a vendor checks a fix: it
+			// passes.
+			out.Reset()
+			good, err := steps.Replay(context.Background(), got[0].Bundle, steps.Options{Target: "cluster", Cluster: node, Output: &out})
+			if err != nil {
+				t.Fatalf("replay on the faithful controller: %v\n%s", err, out.String())
+			}
+			if good.Scenario.Result != steps.Passed {
+				t.Errorf("replayed on the faithful controller: %s %q, want passed\n%s", good.Scenario.Result, good.Scenario.Message, out.String())
 			}
 		})
 	}
