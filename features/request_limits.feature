@@ -84,6 +84,13 @@ Feature: Request limits, burst and rate-limit headers
     Then the responses have statuses 200, 200, 429, 200, 200, 200, 429
     And the backend "httpbin" received 5 requests
 
+  @extended @ratelimit-per-key
+  Scenario: Long keys that differ only in their last byte get buckets of their own
+    Given the route "httpbin" has a request limit of 1 per minute keyed by header "x-api-key"
+    When I send 2 GET requests to "/get" with header "x-api-key" "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkka"
+    And I send 1 GET request to "/get" with header "x-api-key" "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkb"
+    Then the responses have statuses 200, 429, 200
+
   @extended @ratelimit-denying-headers
   Scenario: A 429 carries the headers of the limit that refused it
     Given the route "httpbin" has a request limit of 10 per minute

@@ -626,6 +626,20 @@ var faults = map[string]fault{
 			}
 		}
 	}},
+	// A key is cut at 64 bytes before it picks a bucket: long keys that
+	// share their first 64 bytes share one bucket.
+	"keys cut at 64 bytes": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rt := d.routeFor(r.URL.Path); rt != nil {
+				for _, l := range rt.Limits {
+					if v := r.Header.Get(l.KeyHeader); l.KeyHeader != "" && len(v) > 64 {
+						r.Header.Set(l.KeyHeader, v[:64])
+					}
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}},
 	// Retry-After on every response that carries rate-limit headers, the
 	// allowed ones too.
 	"retry-after on allowed responses": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {

@@ -123,6 +123,7 @@ var faultCases = []faultCase{
 		// Refusing everyone after a 429 refuses the other keys too.
 		"A keyed limit gives each client its own bucket, and requests without a key share one": "got [200 200 429 429 429 429 429], want [200 200 429 200 200 200 429]",
 		"A keyed token limit gives each client its own token budget":                           "got [200 200 429 429], want [200 200 429 200]",
+		"Long keys that differ only in their last byte get buckets of their own":               "got [200 429 429], want [200 429 200]",
 		// Each replica refuses on its own after its first 429.
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 200 429 200], want [200 200 429 200 200 429]",
 	}},
@@ -171,6 +172,7 @@ var faultCases = []faultCase{
 	{fault: "limits not keyed", claimAll: true, wantFail: map[string]string{
 		"A keyed limit gives each client its own bucket, and requests without a key share one": "got [200 200 429 429 429 429 429], want [200 200 429 200 200 200 429]",
 		"A keyed token limit gives each client its own token budget":                           "got [200 200 429 429], want [200 200 429 200]",
+		"Long keys that differ only in their last byte get buckets of their own":               "got [200 429 429], want [200 429 200]",
 	}},
 	{fault: "global limits not per client", claimAll: true, wantFail: map[string]string{
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 429 429 429], want [200 200 429 200 200 429]",
@@ -217,6 +219,9 @@ var faultCases = []faultCase{
 	}},
 	{fault: "keyed token limits share one budget", claimAll: true, wantFail: map[string]string{
 		"A keyed token limit gives each client its own token budget": "response statuses: got [200 200 429 429], want [200 200 429 200]",
+	}},
+	{fault: "keys cut at 64 bytes", claimAll: true, wantFail: map[string]string{
+		"Long keys that differ only in their last byte get buckets of their own": "response statuses: got [200 429 429], want [200 429 200]",
 	}},
 	{fault: "retry-after on allowed responses", claimAll: true, wantFail: map[string]string{
 		"A 429 says when to retry in Retry-After, as x-ratelimit-reset does": `response 1 (status 200): header retry-after`,
