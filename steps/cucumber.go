@@ -130,20 +130,21 @@ func markFailing(e map[string]json.RawMessage, r scenarioResult) error {
 	if len(steps) == 0 {
 		return nil
 	}
+	// The failed step, or the last.
 	at := len(steps) - 1
-	results := make([]map[string]any, len(steps))
 	for i, st := range steps {
-		if json.Unmarshal(st["result"], &results[i]) != nil {
-			results[i] = map[string]any{}
-		}
-		if results[i]["status"] == "failed" && at == len(steps)-1 {
+		var res struct{ Status string }
+		if json.Unmarshal(st["result"], &res) == nil && res.Status == "failed" {
 			at = i
+			break
 		}
 	}
+	res := map[string]any{}
+	json.Unmarshal(steps[at]["result"], &res)
 	if r.Result == Flaky || r.Result == StaleBaseline {
-		results[at]["status"], results[at]["error_message"] = "failed", r.Message
+		res["status"], res["error_message"] = "failed", r.Message
 	}
-	raw, err := json.Marshal(results[at])
+	raw, err := json.Marshal(res)
 	if err != nil {
 		return err
 	}

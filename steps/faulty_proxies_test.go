@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -292,6 +293,27 @@ type slotStream struct {
 	done   chan struct{}
 }
 
+// refusalOfSeveral is a listener fault that rewrites the headers of a 429
+// on a route with several limits; ceilings are the limits' (amount plus
+// burst), in the route's order.
+func refusalOfSeveral(rewrite func(ceilings []uint64, h http.Header)) func(*faultyDeployment, http.Handler) http.Handler {
+	return func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				rt := d.routeFor(r.URL.Path)
+				if code != http.StatusTooManyRequests || rt == nil || len(rt.Limits) < 2 {
+					return
+				}
+				var ceilings []uint64
+				for _, l := range rt.Limits {
+					ceilings = append(ceilings, l.Amount+l.Burst)
+				}
+				rewrite(ceilings, h)
+			}}, r)
+		})
+	}
+}
+
 // headerHook lets a fault change the headers as they go out, without
 // buffering the body (streams keep streaming).
 type headerHook struct {
@@ -523,22 +545,10 @@ var faults = map[string]fault{
 	}},
 	// A 429 of a route with several limits carries the headers of the
 	// widest one, which passed (the open report against the reference).
-	"429 headers of a limit that passed": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
-				rt := d.routeFor(r.URL.Path)
-				if code != http.StatusTooManyRequests || rt == nil || len(rt.Limits) < 2 {
-					return
-				}
-				var widest uint64
-				for _, l := range rt.Limits {
-					widest = max(widest, l.Amount+l.Burst)
-				}
-				h.Set("X-Ratelimit-Limit", strconv.FormatUint(widest, 10))
-				h.Set("X-Ratelimit-Remaining", "1")
-			}}, r)
-		})
-	}},
+	"429 headers of a limit that passed": {listener: refusalOfSeveral(func(ceilings []uint64, h http.Header) {
+		h.Set("X-Ratelimit-Limit", strconv.FormatUint(slices.Max(ceilings), 10))
+		h.Set("X-Ratelimit-Remaining", "1")
+	})},
 	// 429s carry no Retry-After, as the reference's do not.
 	"no Retry-After": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -585,23 +595,9 @@ var faults = map[string]fault{
 	// A 429 carries the headers of the route's lowest limit, not of the
 	// limit that refused it (a token limit refuses; the request limit is
 	// lower).
-	"429 headers of the lowest limit": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
-				rt := d.routeFor(r.URL.Path)
-				if code != http.StatusTooManyRequests || rt == nil || len(rt.Limits) < 2 {
-					return
-				}
-				low := rt.Limits[0]
-				for _, l := range rt.Limits[1:] {
-					if l.Amount+l.Burst < low.Amount+low.Burst {
-						low = l
-					}
-				}
-				h.Set("X-Ratelimit-Limit", strconv.FormatUint(low.Amount+low.Burst, 10))
-			}}, r)
-		})
-	}},
+	"429 headers of the lowest limit": {listener: refusalOfSeveral(func(ceilings []uint64, h http.Header) {
+		h.Set("X-Ratelimit-Limit", strconv.FormatUint(slices.Min(ceilings), 10))
+	})},
 	// A 429's reset counts to the end of the current minute, whatever the
 	// window of the limit that refused it (an hour's limit says "in 40 s").
 	"429 reset of the shortest window": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {

@@ -61,7 +61,7 @@ var faultCases = []faultCase{
 	{fault: "missing burst", claimAll: true, wantFail: map[string]string{
 		"Burst adds to the base limit and refused requests are not forwarded": "got [200 200 200 429 429 429 429], want [200 200 200 200 200 200 429]",
 		"The 429 response carries the spec body and headers":                  "got [200 200 429 429], want [200 200 200 429]",
-		"Allowed responses carry the rate-limit headers":                      `x-ratelimit-limit: got "3", want 4`,
+		"Allowed responses carry the rate-limit headers":                      `x-ratelimit-limit: got "3", want "4"`,
 	}},
 	{fault: "gateway limits ignored", claimAll: true, wantFail: map[string]string{
 		"A gateway-wide limit caps every route of the gateway together": "got [200 200 200 200], want [200 200 200 429]",
@@ -100,8 +100,8 @@ var faultCases = []faultCase{
 		"The 429 response carries the spec body and headers":                            `x-ratelimit-limit: absent, want "3"`,
 		"No rate-limit headers without a policy":                                        `X-Ratelimit-Limit: got ["100"], want no header x-ratelimit-limit`,
 		"A global 429 carries the windowed limit and the service's mark":                `x-ratelimit-limit: absent, want "2, 2;w=86400"`,
-		"A 429 carries the headers of the limit that refused it":                        `x-ratelimit-limit: got [], want one value 2`,
-		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-limit: got [], want one value 100`,
+		"A 429 carries the headers of the limit that refused it":                        `x-ratelimit-limit: absent, want "2"`,
+		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-limit: absent, want "100"`,
 	}},
 	{fault: "wrong admin answers", claimAll: true, wantFail: map[string]string{
 		"GET /logging tells the current level":                                        `got "log level: info\n"`,
@@ -178,8 +178,8 @@ var faultCases = []faultCase{
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 429 429 429], want [200 200 429 200 200 429]",
 	}},
 	{fault: "429 headers of a limit that passed", claimAll: true, wantFail: map[string]string{
-		"A 429 carries the headers of the limit that refused it":                        `x-ratelimit-limit: got "10", want 2`,
-		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-remaining: got "1", want 0`,
+		"A 429 carries the headers of the limit that refused it":                        `x-ratelimit-limit: got "10", want "2"`,
+		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-remaining: got "1", want "0"`,
 	}},
 	{fault: "no Retry-After", claimAll: true, wantFail: map[string]string{
 		"A 429 says when to retry in Retry-After, as x-ratelimit-reset does": `retry-after: got "", want a whole number of seconds`,
@@ -211,7 +211,7 @@ var faultCases = []faultCase{
 		"A backend's Set-Cookie never appears in a trace, and the client still gets it": `the "final response" response snapshot has no header set-cookie`,
 	}},
 	{fault: "429 headers of the lowest limit", claimAll: true, wantFail: map[string]string{
-		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-limit: got "10", want 100`,
+		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-limit: got "10", want "100"`,
 	}},
 	{fault: "429 reset of the shortest window", claimAll: true, wantFail: map[string]string{
 		"A 429 carries the headers of the limit that refused it":                        "x-ratelimit-reset: got",

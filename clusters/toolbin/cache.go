@@ -39,10 +39,9 @@ func sharedCache() string {
 
 // cacheKey names one build of p from the tools module mod: the module's
 // go.mod and go.sum, the package, its flags, the environment the build
-// adds, and the go command's version and target as `go env` gives them in
-// mod (its toolchain line included). Anything else that changes the binary
-// changes one of these.
-func cacheKey(mod string, p Program, env []string) (string, error) {
+// adds, and goEnv, the go command's version and target in mod (goEnvOf).
+// Anything else that changes the binary changes one of these.
+func cacheKey(mod string, p Program, env []string, goEnv []byte) (string, error) {
 	h := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum"} {
 		b, err := os.ReadFile(filepath.Join(mod, f))
@@ -52,15 +51,21 @@ func cacheKey(mod string, p Program, env []string) (string, error) {
 		fmt.Fprintf(h, "%s %d\n", f, len(b))
 		h.Write(b)
 	}
+	fmt.Fprintf(h, "pkg %s\nldflags %s\nenv %s\ngo %s", p.Pkg, p.LDFlags, strings.Join(env, " "), goEnv)
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// goEnvOf is what `go env` says in mod of the version and target the
+// build takes (the module's toolchain line included).
+func goEnvOf(mod string, env []string) ([]byte, error) {
 	cmd := exec.Command("go", "env", "GOVERSION", "GOOS", "GOARCH", "GOAMD64", "CGO_ENABLED", "GOEXPERIMENT")
 	cmd.Dir = mod
 	cmd.Env = buildEnv(env)
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go env in %s: %w", mod, err)
+		return nil, fmt.Errorf("go env in %s: %w", mod, err)
 	}
-	fmt.Fprintf(h, "pkg %s\nldflags %s\nenv %s\ngo %s", p.Pkg, p.LDFlags, strings.Join(env, " "), out)
-	return hex.EncodeToString(h.Sum(nil))[:32], nil
+	return out, nil
 }
 
 // buildEnv is the environment of the go commands run in a tools module:

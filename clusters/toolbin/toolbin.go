@@ -65,14 +65,20 @@ func Build(ctx context.Context, root, module, dir string, programs []Program, lo
 	}
 	defer unlock()
 	cache := sharedCache()
+	var goEnv []byte // go env in mod, asked once, when a program is not fresh
 	for _, p := range programs {
 		out := filepath.Join(dir, p.Name)
 		if fresh(out, newest) {
 			continue
 		}
+		if cache != "" && goEnv == nil {
+			if goEnv, err = goEnvOf(mod, env); err != nil {
+				cache = "" // built as without a cache
+			}
+		}
 		var kept string // the program in the shared cache
 		if cache != "" {
-			if key, err := cacheKey(mod, p, env); err == nil {
+			if key, err := cacheKey(mod, p, env, goEnv); err == nil {
 				kept = filepath.Join(cache, key, p.Name)
 			}
 		}

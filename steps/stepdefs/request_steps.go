@@ -360,19 +360,14 @@ func (s *state) responseRateLimitHeaders(ctx context.Context, limit, remaining, 
 }
 
 // rateLimitHeaders holds the three x-ratelimit-* fields of r to one limit:
-// its ceiling, what is left of it, and a reset (seconds, a number) from lo
-// to hi, the bounds of that limit's window. Each field appears once.
+// its ceiling, what is left of it (each one value: headerIs joins repeated
+// ones), and a reset (seconds, a number) from lo to hi, the bounds of that
+// limit's window.
 func rateLimitHeaders(r *response, limit, remaining, lo, hi int) error {
 	var errs []string
-	for _, f := range []struct {
-		name string
-		want int
-	}{{"x-ratelimit-limit", limit}, {"x-ratelimit-remaining", remaining}} {
-		switch v := r.header.Values(f.name); {
-		case len(v) != 1:
-			errs = append(errs, fmt.Sprintf("%s: got %q, want one value %d", f.name, v, f.want))
-		case v[0] != strconv.Itoa(f.want):
-			errs = append(errs, fmt.Sprintf("%s: got %q, want %d", f.name, v[0], f.want))
+	for name, want := range map[string]int{"x-ratelimit-limit": limit, "x-ratelimit-remaining": remaining} {
+		if err := headerIs(r, name, strconv.Itoa(want)); err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
 	v := r.header.Values("x-ratelimit-reset")
@@ -381,9 +376,10 @@ func rateLimitHeaders(r *response, limit, remaining, lo, hi int) error {
 		n, err = strconv.ParseFloat(v[0], 64)
 	}
 	if len(v) != 1 || err != nil || n < float64(lo) || n > float64(hi) {
-		errs = append(errs, fmt.Sprintf("x-ratelimit-reset: got %q, want one number of seconds from %d to %d (the window of the limit of %d)", v, lo, hi, limit))
+		errs = append(errs, fmt.Sprintf("response header x-ratelimit-reset: got %q, want one number of seconds from %d to %d (the window of the limit of %d)", v, lo, hi, limit))
 	}
 	if len(errs) > 0 {
+		slices.Sort(errs)
 		return fmt.Errorf("status %d: the rate-limit headers do not describe the limit of %d: %s", r.status, limit, strings.Join(errs, "; "))
 	}
 	return nil
