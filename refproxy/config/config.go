@@ -206,6 +206,11 @@ type Policies struct {
 	// error OpenAI clients parse ({"error": {"message", "type":
 	// "rate_limit_error", "code"}}), for LLM routes. A refproxy extension.
 	RateLimitError string `yaml:"rateLimitError,omitempty" json:"rateLimitError,omitempty"`
+	// RateLimitHeaders are the header families of the route's rate-limit
+	// headers: xRateLimit (the default: the spec's x-ratelimit-*), ietf
+	// (RateLimit-Policy and RateLimit), openai, anthropic. A refproxy
+	// extension; the most specific policy's list wins.
+	RateLimitHeaders []string `yaml:"rateLimitHeaders,omitempty" json:"rateLimitHeaders,omitempty"`
 }
 
 // RateLimitError values.

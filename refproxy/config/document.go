@@ -238,14 +238,15 @@ func (k *LLMProviderKind) decodeYAML(d *decoder, n *yaml.Node, path string, segs
 // picked. refproxy implements localRateLimit, remoteRateLimit, cors,
 // authorization, apiKey, basicAuth and jwtAuth.
 type LLMPolicies struct {
-	LocalRateLimit  []RateLimit      `yaml:"localRateLimit"`
-	RemoteRateLimit *RemoteRateLimit `yaml:"remoteRateLimit"`
-	CORS            *CORS            `yaml:"cors"`
-	Authorization   *Authorization   `yaml:"authorization"`
-	APIKey          *APIKeyAuth      `yaml:"apiKey"`
-	BasicAuth       *BasicAuth       `yaml:"basicAuth"`
-	JWTAuth         *JWTAuth         `yaml:"jwtAuth"`
-	RateLimitError  string           `yaml:"rateLimitError"`
+	LocalRateLimit   []RateLimit      `yaml:"localRateLimit"`
+	RemoteRateLimit  *RemoteRateLimit `yaml:"remoteRateLimit"`
+	CORS             *CORS            `yaml:"cors"`
+	Authorization    *Authorization   `yaml:"authorization"`
+	APIKey           *APIKeyAuth      `yaml:"apiKey"`
+	BasicAuth        *BasicAuth       `yaml:"basicAuth"`
+	JWTAuth          *JWTAuth         `yaml:"jwtAuth"`
+	RateLimitError   string           `yaml:"rateLimitError"`
+	RateLimitHeaders []string         `yaml:"rateLimitHeaders"`
 }
 
 // LLMRouter is an llm route's models, in the order they are tried: most

@@ -208,9 +208,9 @@ func (n *normalizer) llm(l *LLM, refs map[string][]listenerRef, gws Gateways) {
 	rt := Route{Name: LLMRouteName, Namespace: LLMNamespace, LLM: router}
 	if p := l.Policies; p != nil {
 		pol := &Policies{LocalRateLimit: p.LocalRateLimit, RemoteRateLimit: p.RemoteRateLimit, CORS: p.CORS, Authorization: p.Authorization,
-			APIKey: p.APIKey, BasicAuth: p.BasicAuth, JWTAuth: p.JWTAuth, RateLimitError: p.RateLimitError}
+			APIKey: p.APIKey, BasicAuth: p.BasicAuth, JWTAuth: p.JWTAuth, RateLimitError: p.RateLimitError, RateLimitHeaders: p.RateLimitHeaders}
 		if pol.LocalRateLimit != nil || pol.RemoteRateLimit != nil || pol.CORS != nil || pol.Authorization != nil ||
-			pol.APIKey != nil || pol.BasicAuth != nil || pol.JWTAuth != nil || pol.RateLimitError != "" {
+			pol.APIKey != nil || pol.BasicAuth != nil || pol.JWTAuth != nil || pol.RateLimitError != "" || pol.RateLimitHeaders != nil {
 			rt.Policies = pol
 		}
 	}

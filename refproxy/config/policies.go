@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 )
 
 // ConditionalRateLimit is one entry of localRateLimit's conditional form:
@@ -177,6 +178,11 @@ func checkPolicies(p *Policies, path string, fail func(string, string, ...any) e
 	case "", RateLimitErrorText, RateLimitErrorOpenAI:
 	default:
 		return fail(path+".rateLimitError", "want %q or %q, got %q", RateLimitErrorText, RateLimitErrorOpenAI, p.RateLimitError)
+	}
+	if p.RateLimitHeaders != nil {
+		if _, err := ratelimit.ParseFamilies(p.RateLimitHeaders); err != nil {
+			return fail(path+".rateLimitHeaders", "%v", err)
+		}
 	}
 	for i, c := range p.LocalRateLimitConditional {
 		cp := fmt.Sprintf("%s.localRateLimit.conditional[%d]", path, i)

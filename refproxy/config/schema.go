@@ -80,6 +80,8 @@ func extendSchema(raw map[string]any) {
 	// rateLimitError: the body of a 429 (a refproxy extension).
 	for _, def := range []string{"FilterOrPolicy", "LocalLLMPolicy"} {
 		add(def, "rateLimitError", map[string]any{"type": "string", "enum": []any{"text", "openai"}})
+		add(def, "rateLimitHeaders", map[string]any{"type": "array", "minItems": 1, "uniqueItems": true,
+			"items": map[string]any{"type": "string", "enum": []any{"xRateLimit", "ietf", "openai", "anthropic"}}})
 	}
 	add("LocalRouteBackend", "serviceOf", map[string]any{
 		"type": "object", "additionalProperties": false, "required": []any{"name", "namespace"},

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +73,7 @@ type call struct {
 // the proxy's own headers to the client's response (h).
 func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 	c.status, c.respondErr = code, c.err
+	fromBackend := backend != nil
 	tr := c.tr
 	if tr != nil {
 		start := c.start
@@ -84,11 +86,30 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 		tr.RecordNext(trace.SeverityInfo, trace.ResponseSnapshot,
 			c.dp.captureResponse(tr, trace.StageBackendResponseReady, code, backend, true))
 	}
-	c.d.EachHeader(h.Set)
+	d := c.d
+	d.Families = c.rt.families
+	if fromBackend {
+		// The backend's own rate-limit headers, copied into h, stay where
+		// they are stricter than the route's.
+		d.WriteFamilies(time.Now(), func(name string) string { return peekResponseFold(h, name) }, h.Set, h.Add)
+	} else {
+		d.WriteFamilies(time.Now(), nil, h.Set, h.Add)
+	}
 	c.rt.pol.applyResponse(c.cors, h)
 	if tr != nil {
 		c.dp.traceResponse(tr, trace.StageFinalResponse, code, h, false)
 	}
+}
+
+// peekResponseFold is the first value of the response header named name,
+// in any case ("" when there is none); it allocates only what it returns.
+func peekResponseFold(h *fasthttp.ResponseHeader, name string) string {
+	for k, v := range h.All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+			return string(v)
+		}
+	}
+	return ""
 }
 
 // renderCallResult is backendCallResult's members: error, and status

@@ -304,6 +304,7 @@ func (dp *Dataplane) pickModel(ctx *fasthttp.RequestCtx, rt *route, v *reqView, 
 // (with the CORS headers), each with the limits' headers.
 func (dp *Dataplane) answerLocally(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, st *admitted, a *localAnswer) {
 	dp.routePolicies(ctx, tr)
+	st.d.Families = rt.families
 	switch {
 	case a.own:
 		cors := st.cors
@@ -445,7 +446,7 @@ func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code i
 // Retry-After.
 func (dp *Dataplane) answerAs(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code int, ctype, body string, d ratelimit.Decision, warnings []any, why cause) {
 	resp := &ctx.Response
-	d.EachHeader(resp.Header.Set)
+	d.WriteFamilies(time.Now(), nil, resp.Header.Set, resp.Header.Add)
 	if code == http.StatusTooManyRequests {
 		d.RetryAfter(resp.Header.Set)
 	}
@@ -696,7 +697,7 @@ func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *tracing.Tracer)
 // header modifiers and CORS headers, and the rate-limit headers.
 func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, cors corsResult, code int, body string, d ratelimit.Decision, why cause) {
 	resp := &ctx.Response
-	d.EachHeader(resp.Header.Set)
+	d.WriteFamilies(time.Now(), nil, resp.Header.Set, resp.Header.Add)
 	rt.pol.applyResponse(cors, &resp.Header)
 	resp.SetStatusCode(code)
 	resp.SetBodyString(body)

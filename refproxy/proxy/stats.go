@@ -316,6 +316,9 @@ func ownPolicies(rt *route, secrets *redact.Redactor) []map[string]any {
 		// After the spec's kinds, as effectivePolicy has it.
 		out = append(out, map[string]any{"rateLimitError": own.RateLimitError})
 	}
+	if own.RateLimitHeaders != nil {
+		out = append(out, map[string]any{"rateLimitHeaders": own.RateLimitHeaders})
+	}
 	return out
 }
 

@@ -89,6 +89,9 @@ type route struct {
 	// openAIError: the route's 429s carry OpenAI's JSON error
 	// (rateLimitError: openai), not the spec's text.
 	openAIError bool
+	// families are the header families of the route's rate-limit
+	// headers (rateLimitHeaders); zero: x-ratelimit-* only.
+	families ratelimit.FamilySet
 	// pol are the other policies; nil for most routes.
 	pol *routePolicies
 	// llm picks the backend by the request's model (llm: routes); nil
@@ -375,6 +378,19 @@ func (dp *Dataplane) buildRoute(t *Table, b config.Bind, l config.Listener, li i
 		}
 	}
 	rt.openAIError = rlErr == config.RateLimitErrorOpenAI
+	var rlHeaders []string // the route's rateLimitHeaders; the more specific wins
+	for _, in := range pols {
+		if in.p != nil && in.p.RateLimitHeaders != nil {
+			rlHeaders = in.p.RateLimitHeaders
+		}
+	}
+	if rlHeaders != nil {
+		fams, err := ratelimit.ParseFamilies(rlHeaders)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: rateLimitHeaders: %w", rt.key, err)
+		}
+		rt.families = fams
+	}
 	rp, err := compilePolicies(pols)
 	if err != nil {
 		return nil, fmt.Errorf("route %s: %w", rt.key, err)
@@ -400,6 +416,10 @@ func (dp *Dataplane) buildRoute(t *Table, b config.Bind, l config.Listener, li i
 		// A refproxy extension beside the spec's seventeen keys, there
 		// only when a policy sets it: the body of the route's 429s.
 		rt.effective["rateLimitError"] = rlErr
+	}
+	if rlHeaders != nil {
+		// The same: the header families of the route's rate-limit headers.
+		rt.effective["rateLimitHeaders"] = rlHeaders
 	}
 	var ok bool
 	if rt.effectiveJSON, ok = tracing.AppendValue(nil, rt.effective); !ok {

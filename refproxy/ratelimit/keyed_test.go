@@ -105,7 +105,9 @@ func TestDenyingHeaders(t *testing.T) {
 	s := newSet(passing, denying)
 	s.Charge(at(0), 100)
 	d := s.Admit(at(0))
-	if want := (Decision{Allowed: false, Limit: 100, Remaining: 0, Reset: time.Minute, Limited: true}); d != want {
+	if want := (Decision{Allowed: false, Limit: 100, Remaining: 0, Reset: time.Minute, Limited: true,
+		Requests: Window{Set: true, Limit: 1, Period: time.Second, Remaining: 1, Reset: time.Second},
+		Tokens:   Window{Set: true, Limit: 100, Period: time.Minute, Remaining: 0, Reset: time.Minute, Full: time.Minute, Refused: true}}); d != want {
 		t.Errorf("Admit = %+v, want the denying entry's %+v", d, want)
 	}
 	// A local limit that passed with nothing left against a global one

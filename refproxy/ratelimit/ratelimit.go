@@ -363,6 +363,13 @@ type Decision struct {
 	// LimitHeader, when set, is x-ratelimit-limit as a global limit writes
 	// it, with windows ("10, 10;w=60"); otherwise Limit is written.
 	LimitHeader string
+	// Requests and Tokens are the most constrained limit of each kind
+	// (or the first of that kind that refused), for the header families
+	// that describe each kind apart (WriteFamilies).
+	Requests, Tokens Window
+	// Families are the header families a response writes (WriteFamilies);
+	// zero: x-ratelimit-* only. The route sets them, not the buckets.
+	Families FamilySet
 }
 
 // Tighter returns the decision whose headers a response carries: one
@@ -370,6 +377,7 @@ type Decision struct {
 // limit that denied), else the one with fewer remaining; a decision
 // without headers never wins.
 func Tighter(a, b Decision) Decision {
+	d := a
 	switch {
 	case !b.Limited:
 		return a
@@ -377,13 +385,14 @@ func Tighter(a, b Decision) Decision {
 		return b
 	case a.Allowed != b.Allowed:
 		if !b.Allowed {
-			return b
+			d = b
 		}
-		return a
 	case b.Remaining < a.Remaining:
-		return b
+		d = b
 	}
-	return a
+	d.Requests = a.Requests.Tighter(b.Requests)
+	d.Tokens = a.Tokens.Tighter(b.Tokens)
+	return d
 }
 
 // Admit decides one request at time now, for a Set without keyed
@@ -462,11 +471,13 @@ func admit(buckets []*Bucket, now time.Time, states *[]BucketState) Decision {
 		if allowed && b.spec.Type == Requests {
 			b.tokens--
 		}
+		reset := b.untilRefill(t)
 		if i == denier || allowed && (i == 0 || b.tokens < d.Remaining) {
-			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, b.untilRefill(t)
+			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, reset
 		}
+		d.window(b.spec.Type).take(b, b.tokens, reset, refused)
 		if states != nil {
-			*states = append(*states, BucketState{Bucket: b, Remaining: b.tokens, Reset: b.untilRefill(t), Refused: refused})
+			*states = append(*states, BucketState{Bucket: b, Remaining: b.tokens, Reset: reset, Refused: refused})
 		}
 	}
 	for _, b := range buckets {
@@ -485,6 +496,7 @@ func (b *Bucket) admit(t int64, states *[]BucketState) Decision {
 	}
 	d := Decision{Allowed: allowed, Limit: b.spec.MaxTokens, Remaining: b.tokens, Reset: b.untilRefill(t), Limited: true}
 	b.mu.Unlock()
+	*d.window(b.spec.Type) = b.window(d.Remaining, d.Reset, !allowed)
 	if states != nil {
 		*states = append(*states, BucketState{Bucket: b, Remaining: d.Remaining, Reset: d.Reset, Refused: !allowed})
 	}
@@ -539,9 +551,11 @@ func (h *Held) Now(now time.Time) Decision {
 	for i, b := range bs {
 		b.mu.Lock()
 		b.refill(t)
+		reset := b.untilRefill(t)
 		if i == 0 || b.tokens < d.Remaining {
-			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, b.untilRefill(t)
+			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, reset
 		}
+		d.window(b.spec.Type).take(b, b.tokens, reset, false)
 		b.mu.Unlock()
 	}
 	return d

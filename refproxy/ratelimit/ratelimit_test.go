@@ -254,12 +254,16 @@ func TestSetHeadersFromMostConstrained(t *testing.T) {
 		t.Fatal("HasTokens() = false, want true")
 	}
 	d := s.Admit(at(0))
-	if want := (Decision{Allowed: true, Limit: 5, Remaining: 4, Reset: time.Second, Limited: true}); d != want {
+	if want := (Decision{Allowed: true, Limit: 5, Remaining: 4, Reset: time.Second, Limited: true,
+		Requests: Window{Set: true, Limit: 5, Period: time.Second, Remaining: 4, Reset: time.Second, Full: time.Second},
+		Tokens:   Window{Set: true, Limit: 100, Period: time.Minute, Remaining: 100, Reset: time.Minute}}); d != want {
 		t.Errorf("Admit = %+v, want %+v", d, want)
 	}
 	s.Charge(at(0), 98)
 	d = s.Admit(at(0))
-	if want := (Decision{Allowed: true, Limit: 100, Remaining: 2, Reset: time.Minute, Limited: true}); d != want {
+	if want := (Decision{Allowed: true, Limit: 100, Remaining: 2, Reset: time.Minute, Limited: true,
+		Requests: Window{Set: true, Limit: 5, Period: time.Second, Remaining: 3, Reset: time.Second, Full: time.Second},
+		Tokens:   Window{Set: true, Limit: 100, Period: time.Minute, Remaining: 2, Reset: time.Minute, Full: time.Minute}}); d != want {
 		t.Errorf("Admit after charge = %+v, want %+v (tokens bucket is now the most constrained)", d, want)
 	}
 	if got := reqs.Remaining(at(0)); got != 3 {

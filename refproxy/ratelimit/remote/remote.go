@@ -292,7 +292,7 @@ func (l *Limiter) Check(ctx context.Context, act map[string]any) Verdict {
 			v.Outcome = OverLimit
 		}
 	}
-	v.Decision = decision(statuses)
+	v.Decision = decision(statuses, req.Descriptors)
 	v.Decision.Allowed = v.Outcome != OverLimit
 	return v
 }
@@ -352,12 +352,17 @@ func (d compiled) eval(act map[string]any) (*ratelimitv3.RateLimitDescriptor, bo
 // its limit (the one that denied), else the most constrained (fewest
 // remaining); its limit with every window (Envoy's x-ratelimit-limit form,
 // "10, 10;w=60"), its remaining and its reset.
-func decision(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) ratelimit.Decision {
+//
+// Requests and Tokens are the same choice among the descriptors of each
+// kind (sent: the descriptors asked about, in the statuses' order; a
+// token descriptor carries a hits addend).
+func decision(statuses []*rlsv3.RateLimitResponse_DescriptorStatus, sent []*ratelimitv3.RateLimitDescriptor) ratelimit.Decision {
 	var d ratelimit.Decision
 	var windows []string
+	var requests, tokens ratelimit.Window
 	best := uint64(math.MaxUint64)
 	denied := false
-	for _, st := range statuses {
+	for i, st := range statuses {
 		cl := st.GetCurrentLimit()
 		if cl == nil {
 			continue
@@ -365,14 +370,25 @@ func decision(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) ratelimit.De
 		w := unitSeconds(cl.GetUnit())
 		windows = append(windows, strconv.FormatUint(uint64(cl.GetRequestsPerUnit()), 10)+";w="+strconv.FormatUint(w, 10))
 		over := st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT
-		if r := uint64(st.GetLimitRemaining()); !denied && (over || r < best) {
+		r := uint64(st.GetLimitRemaining())
+		reset := st.GetDurationUntilReset().AsDuration().Round(time.Second)
+		if !denied && (over || r < best) {
 			best, denied = r, over
-			d = ratelimit.Decision{Limited: true, Limit: uint64(cl.GetRequestsPerUnit()), Remaining: r,
-				Reset: st.GetDurationUntilReset().AsDuration().Round(time.Second)}
+			d = ratelimit.Decision{Limited: true, Limit: uint64(cl.GetRequestsPerUnit()), Remaining: r, Reset: reset}
+		}
+		win := ratelimit.Window{Set: true, Limit: uint64(cl.GetRequestsPerUnit()), Period: time.Duration(w) * time.Second,
+			Remaining: r, Reset: reset, Full: reset, Refused: over}
+		if i < len(sent) && sent[i].HitsAddend != nil {
+			// A token budget with nothing left refuses the next request.
+			win.Refused = over || r == 0
+			tokens = tokens.Tighter(win)
+		} else {
+			requests = requests.Tighter(win)
 		}
 	}
 	if d.Limited {
 		d.LimitHeader = strconv.FormatUint(d.Limit, 10) + ", " + strings.Join(windows, ", ")
+		d.Requests, d.Tokens = requests, tokens
 	}
 	return d
 }

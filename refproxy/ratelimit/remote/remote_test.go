@@ -8,12 +8,16 @@ import (
 	"sync"
 	"testing"
 
-	"cel.dev/cel-go/cel"
 	"time"
 
+	"cel.dev/cel-go/cel"
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 )
 
 // fakeService records requests and answers with answer (or after delay).
@@ -228,8 +232,15 @@ func TestDecisionOfTheDenyingDescriptor(t *testing.T) {
 	d := decision([]*rlsv3.RateLimitResponse_DescriptorStatus{
 		status(rlsv3.RateLimitResponse_OK, 10, 0, rlsv3.RateLimitResponse_RateLimit_SECOND, time.Second),
 		status(rlsv3.RateLimitResponse_OVER_LIMIT, 2, 0, rlsv3.RateLimitResponse_RateLimit_MINUTE, 40*time.Second),
-	})
+		status(rlsv3.RateLimitResponse_OK, 1000, 500, rlsv3.RateLimitResponse_RateLimit_HOUR, 30*time.Minute),
+	}, []*ratelimitv3.RateLimitDescriptor{{}, {}, {HitsAddend: wrapperspb.UInt64(0)}})
 	if d.Limit != 2 || d.Remaining != 0 || d.Reset != 40*time.Second {
 		t.Errorf("decision = %+v, want the over-limit descriptor's limit 2, remaining 0, reset 40s", d)
+	}
+	// Each kind apart, for the header families that describe both.
+	wantReq := ratelimit.Window{Set: true, Limit: 2, Period: time.Minute, Remaining: 0, Reset: 40 * time.Second, Full: 40 * time.Second, Refused: true}
+	wantTok := ratelimit.Window{Set: true, Limit: 1000, Period: time.Hour, Remaining: 500, Reset: 30 * time.Minute, Full: 30 * time.Minute}
+	if d.Requests != wantReq || d.Tokens != wantTok {
+		t.Errorf("windows: requests %+v, tokens %+v; want %+v and %+v", d.Requests, d.Tokens, wantReq, wantTok)
 	}
 }

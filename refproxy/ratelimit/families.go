@@ -1,0 +1,268 @@
+package ratelimit
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dunglas/httpsfv"
+)
+
+// Family is a set of rate-limit response headers, as one kind of client
+// reads them. A route writes the families its rateLimitHeaders policy
+// lists (a refproxy extension); without one, FamilyXRateLimit.
+type Family string
+
+// The header families refproxy writes (docs/rate-limits.md has the table).
+const (
+	// FamilyXRateLimit is x-ratelimit-{limit,remaining,reset}: the spec's,
+	// of the most constrained limit (or the one that refused).
+	FamilyXRateLimit Family = "xRateLimit"
+	// FamilyIETF is draft-ietf-httpapi-ratelimit-headers' structured
+	// fields RateLimit-Policy ("requests";q=10;w=60) and RateLimit
+	// ("requests";r=9;t=42), one item per kind of limit.
+	FamilyIETF Family = "ietf"
+	// FamilyOpenAI is x-ratelimit-{limit,remaining,reset}-{requests,tokens},
+	// resets written as Go durations ("6m0s", "1.5s"), as OpenAI sends them:
+	// the time until the limit is back to its ceiling (Window.Full).
+	FamilyOpenAI Family = "openai"
+	// FamilyAnthropic is anthropic-ratelimit-{requests,tokens}-{limit,
+	// remaining,reset}, resets as RFC 3339 times (UTC, whole seconds, rounded
+	// up) of when the limit is back to its ceiling, as Anthropic sends them.
+	FamilyAnthropic Family = "anthropic"
+)
+
+// Families lists every Family, in the order a route writes them.
+var Families = []Family{FamilyXRateLimit, FamilyIETF, FamilyOpenAI, FamilyAnthropic}
+
+// FamilySet is a set of header families, written in the order of
+// Families; the zero set means FamilyXRateLimit alone (the default).
+type FamilySet uint8
+
+// Has reports whether f is in s.
+func (s FamilySet) Has(f Family) bool {
+	if s == 0 {
+		return f == FamilyXRateLimit
+	}
+	for i, g := range Families {
+		if g == f {
+			return s&(1<<i) != 0
+		}
+	}
+	return false
+}
+
+// ParseFamilies checks a rateLimitHeaders list: known families, each at
+// most once, at least one.
+func ParseFamilies(names []string) (FamilySet, error) {
+	if len(names) == 0 {
+		return 0, fmt.Errorf("must list at least one of %s", familyNames())
+	}
+	var set FamilySet
+	for _, n := range names {
+		i := slices.Index(Families, Family(n))
+		if i < 0 {
+			return 0, fmt.Errorf("unknown header family %q: want one of %s", n, familyNames())
+		}
+		if set&(1<<i) != 0 {
+			return 0, fmt.Errorf("header family %q is listed twice", n)
+		}
+		set |= 1 << i
+	}
+	return set, nil
+}
+
+func familyNames() string {
+	s := make([]string, len(Families))
+	for i, f := range Families {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Window is one limit as a response describes it: the most constrained
+// limit of one kind (or the first of that kind that refused).
+type Window struct {
+	Set       bool
+	Limit     uint64        // the ceiling: maxTokens (base + burst), or a global limit's
+	Period    time.Duration // the limit's window: its fill interval, or a global unit
+	Remaining uint64
+	Reset     time.Duration // until the next refill
+	// Full is the time until the limit is back to its ceiling: the next
+	// refill for a fixed window; for a bucket with a burst, as many
+	// refills as it takes. 0 when it is full.
+	Full    time.Duration
+	Refused bool
+}
+
+// take makes w describe a limit of its kind when that limit refused (and
+// none refused before it) or has fewer remaining.
+func (w *Window) take(b *Bucket, remaining uint64, reset time.Duration, refused bool) {
+	if w.Refused || w.Set && !refused && remaining >= w.Remaining {
+		return
+	}
+	*w = b.window(remaining, reset, refused)
+}
+
+// window is b's Window when it holds remaining and refills in reset.
+func (b *Bucket) window(remaining uint64, reset time.Duration, refused bool) Window {
+	w := Window{Set: true, Limit: b.spec.MaxTokens, Period: b.spec.FillInterval, Remaining: remaining, Reset: reset, Refused: refused}
+	if missing := b.spec.MaxTokens - min(remaining, b.spec.MaxTokens); missing > 0 {
+		w.Full = reset
+		if per := b.spec.TokensPerFill; per > 0 && missing > per {
+			w.Full += time.Duration((missing-1)/per) * b.spec.FillInterval
+		}
+	}
+	return w
+}
+
+// Tighter is the window of a and b that a response describes: one that
+// refused over one that did not, else the one with fewer remaining.
+func (a Window) Tighter(b Window) Window {
+	switch {
+	case !b.Set:
+		return a
+	case !a.Set:
+		return b
+	case a.Refused != b.Refused:
+		if b.Refused {
+			return b
+		}
+		return a
+	case b.Remaining < a.Remaining:
+		return b
+	}
+	return a
+}
+
+// window is d's window of kind k.
+func (d *Decision) window(k Kind) *Window {
+	if k == Tokens {
+		return &d.Tokens
+	}
+	return &d.Requests
+}
+
+// Header names of the families beyond x-ratelimit-*.
+const (
+	HeaderPolicy    = "ratelimit-policy"
+	HeaderRateLimit = "ratelimit"
+)
+
+// WriteFamilies writes d's headers in each of d.Families (nothing when
+// !d.Limited). now dates Anthropic's resets. peek, when not nil, reads
+// what the backend's response already carries: a family's values for a
+// kind of limit that the backend already says more strictly (fewer
+// remaining) are left as the backend wrote them, and the IETF fields are
+// added beside the backend's, so a response never looks more permissive
+// than its upstream said.
+func (d Decision) WriteFamilies(now time.Time, peek func(name string) string, set, add func(name, value string)) {
+	if !d.Limited {
+		return
+	}
+	for _, f := range Families {
+		if !d.Families.Has(f) {
+			continue
+		}
+		switch f {
+		case FamilyXRateLimit:
+			if !upstreamStricter(peek, HeaderRemaining, d.Remaining) {
+				d.EachHeader(set)
+			}
+		case FamilyIETF:
+			d.writeIETF(add)
+		case FamilyOpenAI:
+			for _, k := range [...]Kind{Requests, Tokens} {
+				w := d.window(k)
+				if !w.Set || upstreamStricter(peek, "x-ratelimit-remaining-"+string(k), w.Remaining) {
+					continue
+				}
+				set("x-ratelimit-limit-"+string(k), strconv.FormatUint(w.Limit, 10))
+				set("x-ratelimit-remaining-"+string(k), strconv.FormatUint(w.Remaining, 10))
+				set("x-ratelimit-reset-"+string(k), w.Full.Round(time.Millisecond).String())
+			}
+		case FamilyAnthropic:
+			for _, k := range [...]Kind{Requests, Tokens} {
+				w := d.window(k)
+				p := "anthropic-ratelimit-" + string(k) + "-"
+				if !w.Set || upstreamStricter(peek, p+"remaining", w.Remaining) {
+					continue
+				}
+				set(p+"limit", strconv.FormatUint(w.Limit, 10))
+				set(p+"remaining", strconv.FormatUint(w.Remaining, 10))
+				set(p+"reset", ceilSecond(now.Add(w.Full)).Format(time.RFC3339))
+			}
+		}
+	}
+}
+
+// ceilSecond is t in UTC, rounded up to a whole second: a reset written
+// in seconds is never earlier than the refill.
+func ceilSecond(t time.Time) time.Time {
+	t = t.UTC()
+	if s := t.Truncate(time.Second); s.Before(t) {
+		return s.Add(time.Second)
+	}
+	return t
+}
+
+// upstreamStricter reports whether the backend's response already says
+// fewer remaining in the header named than ours.
+func upstreamStricter(peek func(string) string, name string, ours uint64) bool {
+	if peek == nil {
+		return false
+	}
+	v := peek(name)
+	if v == "" {
+		return false
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	return err == nil && n < ours
+}
+
+// writeIETF adds a RateLimit-Policy and a RateLimit field with an item
+// per kind of limit: "requests" and "tokens" (with qu="tokens": LLM tokens
+// have no registered quota unit). A field the backend sent stays: these
+// are added as lines of their own, which a List allows.
+func (d Decision) writeIETF(add func(name, value string)) {
+	var policy, state httpsfv.List
+	for _, k := range [...]Kind{Requests, Tokens} {
+		w := d.window(k)
+		if !w.Set {
+			continue
+		}
+		p := httpsfv.NewItem(string(k))
+		p.Params.Add("q", clampInt(w.Limit))
+		if k == Tokens {
+			p.Params.Add("qu", "tokens")
+		}
+		p.Params.Add("w", int64(w.Period/time.Second))
+		policy = append(policy, p)
+		s := httpsfv.NewItem(string(k))
+		s.Params.Add("r", clampInt(w.Remaining))
+		s.Params.Add("t", int64(w.Reset/time.Second))
+		state = append(state, s)
+	}
+	if len(policy) == 0 {
+		return
+	}
+	// Marshal fails only on values out of the structured fields' ranges,
+	// which clampInt prevents.
+	if v, err := httpsfv.Marshal(policy); err == nil {
+		add(HeaderPolicy, v)
+	}
+	if v, err := httpsfv.Marshal(state); err == nil {
+		add(HeaderRateLimit, v)
+	}
+}
+
+// clampInt is n as a structured-field Integer (at most 15 digits).
+func clampInt(n uint64) int64 {
+	const maxInt = 999_999_999_999_999
+	if n > maxInt {
+		return maxInt
+	}
+	return int64(n)
+}

@@ -1,0 +1,143 @@
+package ratelimit
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dunglas/httpsfv"
+)
+
+// written is what WriteFamilies writes, as a response's header.
+func written(d Decision, now time.Time, upstream http.Header) http.Header {
+	h := upstream.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	var peek func(string) string
+	if upstream != nil {
+		peek = h.Get
+	}
+	d.WriteFamilies(now, peek, h.Set, h.Add)
+	return h
+}
+
+// TestWriteFamilies: each family's fields, names and formats, for a
+// route with a request limit (a burst: its ceiling comes back in several
+// refills) and a token limit.
+func TestWriteFamilies(t *testing.T) {
+	now := time.Date(2026, 11, 30, 1, 2, 3, 400_000_000, time.UTC)
+	reqs := NewBucket(Spec{MaxTokens: 6, TokensPerFill: 3, FillInterval: time.Second})
+	toks := NewBucket(Spec{MaxTokens: 1000, TokensPerFill: 1000, FillInterval: time.Minute, Type: Tokens})
+	s := newSet(reqs, toks)
+	for range 5 {
+		s.Admit(at(0))
+	}
+	s.Charge(at(0), 400)
+	d := s.Admit(at(250 * time.Millisecond)) // the 6th request: 0 left of 6
+	if !d.Allowed {
+		t.Fatalf("the 6th request was refused: %+v", d)
+	}
+	all, err := ParseFamilies([]string{"anthropic", "ietf", "xRateLimit", "openai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Families = all
+	h := written(d, now, nil)
+	want := map[string]string{
+		"X-Ratelimit-Limit":     "6",
+		"X-Ratelimit-Remaining": "0",
+		"X-Ratelimit-Reset":     "0", // 750ms: whole seconds, truncated
+		"Ratelimit-Policy":      `"requests";q=6;w=1, "tokens";q=1000;qu="tokens";w=60`,
+		"Ratelimit":             `"requests";r=0;t=0, "tokens";r=600;t=59`,
+		// 6 missing at 3 a refill: two refills, 750ms and 1.75s away.
+		"X-Ratelimit-Limit-Requests":             "6",
+		"X-Ratelimit-Remaining-Requests":         "0",
+		"X-Ratelimit-Reset-Requests":             "1.75s",
+		"X-Ratelimit-Limit-Tokens":               "1000",
+		"X-Ratelimit-Remaining-Tokens":           "600",
+		"X-Ratelimit-Reset-Tokens":               "59.75s",
+		"Anthropic-Ratelimit-Requests-Limit":     "6",
+		"Anthropic-Ratelimit-Requests-Remaining": "0",
+		"Anthropic-Ratelimit-Requests-Reset":     "2026-11-30T01:02:06Z", // 03.4 + 1.75 = 05.15, rounded up
+		"Anthropic-Ratelimit-Tokens-Limit":       "1000",
+		"Anthropic-Ratelimit-Tokens-Remaining":   "600",
+		"Anthropic-Ratelimit-Tokens-Reset":       "2026-11-30T01:03:04Z",
+	}
+	for name, v := range want {
+		if got := strings.Join(h.Values(name), " | "); got != v {
+			t.Errorf("%s: got %q, want %q", name, got, v)
+		}
+	}
+	if len(h) != len(want) {
+		t.Errorf("wrote %d fields, want %d: %v", len(h), len(want), h)
+	}
+	// The structured fields parse as the lists they claim to be.
+	for _, name := range []string{HeaderPolicy, HeaderRateLimit} {
+		if _, err := httpsfv.UnmarshalList(h.Values(name)); err != nil {
+			t.Errorf("%s %q does not parse as a structured List: %v", name, h.Values(name), err)
+		}
+	}
+	// Without families, x-ratelimit-* alone, as before them.
+	d.Families = 0
+	if h := written(d, now, nil); len(h) != 3 || h.Get("X-Ratelimit-Remaining") != "0" {
+		t.Errorf("default families wrote %v, want x-ratelimit-* alone", h)
+	}
+}
+
+// TestWriteFamiliesKeepsStricterUpstream: a backend's own rate-limit
+// headers that say fewer remaining stay as it sent them; ones that say
+// more are replaced; the IETF fields are added beside the backend's.
+func TestWriteFamiliesKeepsStricterUpstream(t *testing.T) {
+	b := NewBucket(Spec{MaxTokens: 10, TokensPerFill: 10, FillInterval: time.Minute})
+	d := newSet(b).Admit(at(0)) // 9 left
+	d.Families, _ = ParseFamilies([]string{"xRateLimit", "openai", "ietf"})
+	upstream := http.Header{
+		"X-Ratelimit-Limit":              {"100"},
+		"X-Ratelimit-Remaining":          {"3"},
+		"X-Ratelimit-Reset":              {"7"},
+		"X-Ratelimit-Limit-Requests":     {"500"},
+		"X-Ratelimit-Remaining-Requests": {"499"},
+		"X-Ratelimit-Reset-Requests":     {"120ms"},
+		"Ratelimit-Policy":               {`"upstream";q=500;w=60`},
+		"Ratelimit":                      {`"upstream";r=499;t=1`},
+	}
+	h := written(d, time.Now(), upstream)
+	for name, v := range map[string]string{
+		"X-Ratelimit-Limit":              "100", // the backend's 3 left is stricter than our 9
+		"X-Ratelimit-Remaining":          "3",
+		"X-Ratelimit-Reset":              "7",
+		"X-Ratelimit-Limit-Requests":     "10", // our 9 is stricter than its 499
+		"X-Ratelimit-Remaining-Requests": "9",
+		"X-Ratelimit-Reset-Requests":     "1m0s",
+		"Ratelimit-Policy":               `"upstream";q=500;w=60 | "requests";q=10;w=60`,
+		"Ratelimit":                      `"upstream";r=499;t=1 | "requests";r=9;t=60`,
+	} {
+		if got := strings.Join(h.Values(name), " | "); got != v {
+			t.Errorf("%s: got %q, want %q", name, got, v)
+		}
+	}
+}
+
+func TestParseFamilies(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{}, "at least one"},
+		{[]string{"ietf", "IETF"}, `unknown header family "IETF"`},
+		{[]string{"openai", "openai"}, `"openai" is listed twice`},
+	} {
+		if _, err := ParseFamilies(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseFamilies(%q) = %v, want an error with %q", tc.in, err, tc.want)
+		}
+	}
+	s, err := ParseFamilies([]string{"openai"})
+	if err != nil || s.Has(FamilyXRateLimit) || !s.Has(FamilyOpenAI) {
+		t.Errorf("ParseFamilies([openai]) = %b, %v: want openai alone", s, err)
+	}
+	if !FamilySet(0).Has(FamilyXRateLimit) || FamilySet(0).Has(FamilyIETF) {
+		t.Error("the zero set is not x-ratelimit-* alone")
+	}
+}
