@@ -83,6 +83,17 @@ const (
 	// OpenAI's JSON error ({"error": {"message", "type":
 	// "rate_limit_error", "code"}}).
 	FeatureRateLimitOpenAIError FeatureName = "ratelimit-openai-error"
+	// FeatureRateLimitIETFHeaders: the route's limits described in the
+	// IETF draft's RateLimit-Policy and RateLimit structured fields, a
+	// backend's own kept beside them.
+	FeatureRateLimitIETFHeaders FeatureName = "ratelimit-ietf-headers"
+	// FeatureRateLimitOpenAIHeaders: OpenAI's
+	// x-ratelimit-{limit,remaining,reset}-{requests,tokens}, a backend's
+	// stricter ones kept.
+	FeatureRateLimitOpenAIHeaders FeatureName = "ratelimit-openai-headers"
+	// FeatureRateLimitAnthropicHeaders: Anthropic's
+	// anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}.
+	FeatureRateLimitAnthropicHeaders FeatureName = "ratelimit-anthropic-headers"
 	// FeatureTraceRedactsCredentials: no trace event shows the value of a
 	// request's authorization or proxy-authorization, nor of a header the
 	// config's sensitiveHeaders names, as the reference marks them

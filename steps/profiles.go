@@ -55,6 +55,7 @@ var Profiles = []ConformanceProfile{
 			FeatureTraceExplainsOutcome, FeatureRateLimitPerKey, FeatureRateLimitDenyingHeaders,
 			FeatureRateLimitRetryAfter, FeatureTokenRemainingAfterCharge, FeatureRateLimitOpenAIError,
 			FeatureTraceRedactsCredentials, FeatureTraceRedactsAPIKeysAndCookies,
+			FeatureRateLimitIETFHeaders, FeatureRateLimitOpenAIHeaders, FeatureRateLimitAnthropicHeaders,
 		},
 	},
 	{

@@ -154,6 +154,9 @@ func checkSpecMinimal(t *testing.T, o Options) {
 		FeatureRateLimitRetryAfter,       // no Retry-After
 		FeatureTokenRemainingAfterCharge, // headers only on 429s
 		FeatureRateLimitOpenAIError,      // the spec's text only
+		FeatureRateLimitIETFHeaders,      // x-ratelimit-* only
+		FeatureRateLimitOpenAIHeaders,
+		FeatureRateLimitAnthropicHeaders,
 		FeatureTraceCELExpression,
 		FeatureTraceFollow, // one request per watcher
 		FeatureTraceReadyComment,

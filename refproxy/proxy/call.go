@@ -91,7 +91,8 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 	if fromBackend {
 		// The backend's own rate-limit headers, copied into h, stay where
 		// they are stricter than the route's.
-		d.WriteFamilies(time.Now(), func(name string) string { return peekResponseFold(h, name) }, h.Set, h.Add)
+		d.WriteFamilies(time.Now(), func(name string) string { return peekResponseFold(h, name) },
+			func(name, value string) { setResponseFold(h, name, value) }, h.Add)
 	} else {
 		d.WriteFamilies(time.Now(), nil, h.Set, h.Add)
 	}
@@ -110,6 +111,22 @@ func peekResponseFold(h *fasthttp.ResponseHeader, name string) string {
 		}
 	}
 	return ""
+}
+
+// setResponseFold sets the response header name to value, replacing it in
+// whatever case the backend wrote it (names are not normalised here, so
+// h.Set alone would add a second field beside "X-Ratelimit-Limit-Requests").
+func setResponseFold(h *fasthttp.ResponseHeader, name, value string) {
+	var other []string
+	for k := range h.All() {
+		if len(k) == len(name) && b2s(k) != name && strings.EqualFold(b2s(k), name) {
+			other = append(other, string(k))
+		}
+	}
+	for _, k := range other {
+		h.Del(k)
+	}
+	h.Set(name, value)
 }
 
 // renderCallResult is backendCallResult's members: error, and status

@@ -336,9 +336,15 @@ func AuthorizationSHA256(v string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// setCookies answers each x-mock-set-cookie: NAME of r with a Set-Cookie of
-// a cookie NAME with a random value: a credential the client never sent.
+// setCookies adds each x-mock-response-header of r to the response, and
+// answers each x-mock-set-cookie: NAME of r with a Set-Cookie of a cookie
+// NAME with a random value: a credential the client never sent.
 func setCookies(w http.ResponseWriter, r *http.Request) {
+	for _, h := range r.Header.Values(HeaderResponseHeader) {
+		if name, value, ok := strings.Cut(h, ":"); ok && strings.TrimSpace(name) != "" {
+			w.Header().Add(strings.TrimSpace(name), strings.TrimSpace(value))
+		}
+	}
 	for _, name := range r.Header.Values(HeaderSetCookie) {
 		var v [12]byte
 		rand.Read(v[:])

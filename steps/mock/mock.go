@@ -59,6 +59,8 @@
 // showing it (a credential must not travel back where a trace would show
 // it under another name):
 //
+//	x-mock-response-header: N: V    the response carries the header N: V
+//	                                (each one given, in order)
 //	x-mock-set-cookie: NAME         the response carries Set-Cookie:
 //	                                NAME=<24 random hex digits>; Path=/; HttpOnly
 //	x-mock-authorization-sha256: H  (LLM response) hex SHA-256 of the
@@ -99,6 +101,9 @@ const (
 	// HeaderSetCookie asks either backend for a Set-Cookie of a cookie of
 	// that name with a random value.
 	HeaderSetCookie = "X-Mock-Set-Cookie"
+	// HeaderResponseHeader ("Name: value") asks either backend to answer
+	// with that header: a provider's own rate-limit headers, say.
+	HeaderResponseHeader = "X-Mock-Response-Header"
 
 	// Response headers.
 	HeaderRequestCount = "X-Mock-Request-Count"

@@ -20,6 +20,7 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) with burst (\d+)$`, (*state).routeHasLimitPerWithBurst)
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) keyed by header "([^"]*)"$`, (*state).routeHasLimitPerKeyed)
 	step(sc, `^the route "([^"]*)" answers refusals with OpenAI's JSON error$`, (*state).routeRefusesAsOpenAI)
+	step(sc, `^the route "([^"]*)" writes its rate-limit headers in the (x-ratelimit|IETF|OpenAI|Anthropic) format$`, (*state).routeWritesHeaderFamily)
 	step(sc, `^the gateway of listener "([^"]*)" has a request limit of (\d+) per (second|minute|hour)$`, (*state).gatewayListenerHasRequestLimitPer)
 	step(sc, `^a rate-limit policy "([^"]*)" targets the HTTPRoute "([^"]*)"$`, (*state).rateLimitPolicyTargetsHttproute)
 	step(sc, `^the configuration is applied$`, (*state).configurationIsApplied)
@@ -66,6 +67,29 @@ func (s *state) routeRefusesAsOpenAI(ctx context.Context, route string) error {
 	}
 	r.RateLimitError = "openai"
 	return nil
+}
+
+// routeWritesHeaderFamily adds a header family (refproxy's
+// rateLimitHeaders names) to the route's rate-limit headers.
+func (s *state) routeWritesHeaderFamily(ctx context.Context, route, family string) error {
+	if s.dep != nil {
+		return fmt.Errorf("rate-limit header family of %q declared after the proxy was configured", route)
+	}
+	r := s.setup.RouteNamed(route)
+	if r == nil {
+		return fmt.Errorf("no route %q", route)
+	}
+	name, ok := headerFamilies[family]
+	if !ok {
+		return fmt.Errorf("unknown rate-limit header family %q", family)
+	}
+	r.RateLimitHeaders = append(r.RateLimitHeaders, name)
+	return nil
+}
+
+// headerFamilies maps the families a feature names to the config's.
+var headerFamilies = map[string]string{
+	"x-ratelimit": "xRateLimit", "IETF": "ietf", "OpenAI": "openai", "Anthropic": "anthropic",
 }
 
 func (s *state) gatewayListenerHasRequestLimitPer(ctx context.Context, listener string, n int, unit string) error {

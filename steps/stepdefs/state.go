@@ -186,7 +186,10 @@ func getState(ctx context.Context) *state {
 type response struct {
 	status int
 	header http.Header
-	body   []byte
+	// sent and at: when the request was sent and its head arrived (an
+	// absolute reset, Anthropic's, is read against them).
+	sent, at time.Time
+	body     []byte
 	// chunks are the SSE data frames of a streamed body.
 	chunks []string
 	// broken is set when the response did not arrive whole: no head

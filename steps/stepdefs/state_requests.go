@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
@@ -161,6 +162,7 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 	late := func(what string, err error) error {
 		return fmt.Errorf("%s %s via %s: %s within %s: %w", method, reqTarget, addr, what, s.cfg.RequestTimeout, err)
 	}
+	sent := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
 		if await.Expired(ctx) {
@@ -172,7 +174,7 @@ func (s *state) exchange(ctx context.Context, listener, method, reqTarget string
 	}
 	defer resp.Body.Close()
 	s.noteResponse(resp.Header)
-	r := &response{status: resp.StatusCode, header: resp.Header}
+	r := &response{status: resp.StatusCode, header: resp.Header, sent: sent, at: time.Now()}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		if err := sse.EachData(resp.Body, s.cfg.Limits, func(d string) { r.chunks = append(r.chunks, strings.TrimSpace(d)) }); err != nil {
 			if await.Expired(ctx) {

@@ -33,6 +33,7 @@ func Register(sc *godog.ScenarioContext) {
 	})
 	registerSetupSteps(sc)
 	registerRequestSteps(sc)
+	registerRateLimitFamilySteps(sc)
 	registerTraceSteps(sc)
 	registerAdminSteps(sc)
 	registerConditionSteps(sc)

@@ -234,6 +234,10 @@ type Route struct {
 	// RateLimitError is the body of the route's 429s: "" (the spec's
 	// text) or "openai" (OpenAI's JSON error).
 	RateLimitError string
+	// RateLimitHeaders are the header families of the route's rate-limit
+	// headers (refproxy's rateLimitHeaders: xRateLimit, ietf, openai,
+	// anthropic); nil: the proxy's default, x-ratelimit-*.
+	RateLimitHeaders []string
 	// Global are limits kept by Setup.RateLimitService.
 	Global []GlobalLimit
 	// GlobalFailOpen lets requests through when the service cannot

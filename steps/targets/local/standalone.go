@@ -103,6 +103,14 @@ func StandaloneConfig(setup targets.Setup, style ConfigStyle, adminAddr string, 
 				pol["rateLimitError"] = r.RateLimitError
 				route["policies"] = pol
 			}
+			if r.RateLimitHeaders != nil {
+				pol, _ := route["policies"].(node)
+				if pol == nil {
+					pol = node{}
+				}
+				pol["rateLimitHeaders"] = r.RateLimitHeaders
+				route["policies"] = pol
+			}
 			if len(r.Global) > 0 {
 				if setup.RateLimitService == "" {
 					return nil, fmt.Errorf("standalone config: route %q has global limits and the setup names no rate-limit service", r.Name)
