@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dunglas/httpsfv"
+
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy"
@@ -654,6 +656,78 @@ var faults = map[string]fault{
 			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
 				if code < 300 {
 					h.Del("X-Ratelimit-Reset")
+				}
+			}}, r)
+		})
+	}},
+	// RateLimit in the form of the draft's early revisions (a Dictionary
+	// "limit=3, remaining=2, reset=60"), which is not the List of policy
+	// items the current draft defines: clients of the draft cannot read it.
+	"IETF fields in an old draft's form": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				ps, err := httpsfv.UnmarshalList(h.Values("Ratelimit-Policy"))
+				rs, err2 := httpsfv.UnmarshalList(h.Values("Ratelimit"))
+				if err != nil || err2 != nil || len(ps) == 0 || len(ps) != len(rs) {
+					return
+				}
+				var old []string
+				for i := range ps {
+					q, _ := ps[i].(httpsfv.Item).Params.Get("q")
+					r, _ := rs[i].(httpsfv.Item).Params.Get("r")
+					t, _ := rs[i].(httpsfv.Item).Params.Get("t")
+					old = append(old, fmt.Sprintf("limit=%v, remaining=%v, reset=%v", q, r, t))
+				}
+				h["Ratelimit"] = old
+			}}, r)
+		})
+	}},
+	// A backend's own RateLimit-Policy and RateLimit replaced by the
+	// proxy's (set, not added): the provider's policy is lost.
+	"upstream IETF fields replaced": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				for _, name := range []string{"Ratelimit-Policy", "Ratelimit"} {
+					if vs := h.Values(name); len(vs) > 1 {
+						h[name] = vs[len(vs)-1:] // the proxy's own line comes last
+					}
+				}
+			}}, r)
+		})
+	}},
+	// OpenAI's resets written as x-ratelimit-reset is, in whole seconds
+	// ("60"), where OpenAI's clients parse a duration ("1m0s").
+	"OpenAI resets in seconds": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				for _, name := range []string{"X-Ratelimit-Reset-Requests", "X-Ratelimit-Reset-Tokens"} {
+					if dur, err := time.ParseDuration(h.Get(name)); err == nil {
+						h.Set(name, strconv.Itoa(int(dur.Seconds())))
+					}
+				}
+			}}, r)
+		})
+	}},
+	// A provider's own rate-limit headers overwritten by the proxy's, as
+	// a proxy that sets its headers without looking would leave them: the
+	// client is told it has more left than the provider said. (Made here
+	// by keeping the provider's headers from being sent: the response the
+	// client gets is the same.)
+	"provider rate-limit headers overwritten": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Del(mock.HeaderResponseHeader)
+			next.ServeHTTP(w, r)
+		})
+	}},
+	// Anthropic's resets written as a number of seconds, where Anthropic's
+	// clients parse an RFC 3339 time.
+	"Anthropic resets in seconds": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				for _, name := range []string{"Anthropic-Ratelimit-Requests-Reset", "Anthropic-Ratelimit-Tokens-Reset"} {
+					if at, err := time.Parse(time.RFC3339, h.Get(name)); err == nil {
+						h.Set(name, strconv.Itoa(int(time.Until(at).Seconds())))
+					}
 				}
 			}}, r)
 		})

@@ -229,6 +229,24 @@ var faultCases = []faultCase{
 	{fault: "no reset on allowed responses", claimAll: true, wantFail: map[string]string{
 		"Allowed responses carry the rate-limit headers": "x-ratelimit-reset: got []",
 	}},
+	{fault: "IETF fields in an old draft's form", claimAll: true, wantFail: map[string]string{
+		"The IETF fields describe each kind of limit, and a 429's the limit that refused": "is not a structured-field List",
+		"A provider's own IETF fields arrive beside the proxy's":                          "is not a structured-field List",
+	}},
+	{fault: "upstream IETF fields replaced", claimAll: true, wantFail: map[string]string{
+		"A provider's own IETF fields arrive beside the proxy's": "no IETF request policy of 500 per 60 seconds",
+	}},
+	{fault: "OpenAI resets in seconds", claimAll: true, wantFail: map[string]string{
+		"OpenAI's headers describe each kind of limit, and a 429's the limit that refused": `x-ratelimit-reset-requests: "59" is not a duration | x-ratelimit-reset-requests: "60" is not a duration`,
+		"A provider's stricter OpenAI headers are kept, its more permissive ones replaced": "is not a duration",
+	}},
+	{fault: "provider rate-limit headers overwritten", claimAll: true, wantFail: map[string]string{
+		"A provider's own IETF fields arrive beside the proxy's":                           "no IETF request policy of 500 per 60 seconds",
+		"A provider's stricter OpenAI headers are kept, its more permissive ones replaced": "x-ratelimit-limit-requests: got 3, want 500",
+	}},
+	{fault: "Anthropic resets in seconds", claimAll: true, wantFail: map[string]string{
+		"Anthropic's headers describe each kind of limit, and a 429's the limit that refused": "is not an RFC 3339 time",
+	}},
 	{fault: "single watcher slot", wantUnsup: map[string]string{
 		"Watchers are served first in, first out": "watcher 1: the trace stream ended with no events",
 	}},
