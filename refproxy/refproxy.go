@@ -37,18 +37,19 @@ import (
 type Option func(*options)
 
 type options struct {
-	adminAddr   string
-	allowRemote bool
-	bindHost    string
-	logOut      io.Writer
-	logFilter   string
-	configFile  string
-	watch       bool
-	pollEvery   time.Duration
-	env         map[string]any
-	envSet      bool
-	timeouts    proxy.Timeouts
-	inClear     bool
+	adminAddr       string
+	allowRemote     bool
+	bindHost        string
+	logOut          io.Writer
+	logFilter       string
+	configFile      string
+	watch           bool
+	pollEvery       time.Duration
+	env             map[string]any
+	envSet          bool
+	timeouts        proxy.Timeouts
+	inClear         bool
+	skipUnevaluated bool
 	// listen opens the admin listener (net.Listen; tests listen on
 	// loopback for an address beyond it).
 	listen func(network, addr string) (net.Listener, error)
@@ -64,6 +65,16 @@ type options struct {
 // reads, debugging authentication.
 func WithTraceCredentialsInClear(clear bool) Option {
 	return func(o *options) { o.inClear = clear }
+}
+
+// WithUnevaluatedDescriptorsSkipped makes a global limit's descriptor
+// that cannot be evaluated for a request skipped whatever the failure
+// mode, as the reference does (its issue 3523: a client escapes a keyed
+// limit by leaving out its key). By default refproxy lets the failure
+// mode decide. For comparing with the reference, and for the suite's
+// fault catalogue.
+func WithUnevaluatedDescriptorsSkipped(skip bool) Option {
+	return func(o *options) { o.skipUnevaluated = skip }
 }
 
 // WithTimeouts sets the client-side timeouts of every listener; zero fields
@@ -164,12 +175,13 @@ func New(cfg *config.Config, opts ...Option) (*Proxy, error) {
 	logger := slog.New(ctl.Handler(slog.NewTextHandler(o.logOut, &slog.HandlerOptions{Level: logfilter.LevelTrace})))
 	reg := &tracing.Registry{}
 	dp := proxy.New(proxy.Options{
-		BindHost:                o.bindHost,
-		Logger:                  logger.With(logfilter.ModuleKey, "refproxy::proxy"),
-		Registry:                reg,
-		Env:                     o.env,
-		Timeouts:                o.timeouts,
-		TraceCredentialsInClear: o.inClear,
+		BindHost:                   o.bindHost,
+		Logger:                     logger.With(logfilter.ModuleKey, "refproxy::proxy"),
+		Registry:                   reg,
+		Env:                        o.env,
+		Timeouts:                   o.timeouts,
+		TraceCredentialsInClear:    o.inClear,
+		SkipUnevaluatedDescriptors: o.skipUnevaluated,
 	})
 	if err := dp.Validate(cfg); err != nil {
 		return nil, err

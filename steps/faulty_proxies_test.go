@@ -910,6 +910,10 @@ var faults = map[string]fault{
 	// credential header, cookie and key; config.sensitiveHeaders alone stay
 	// redacted.
 	"credentials in clear": {proxyOptions: []refproxy.Option{refproxy.WithTraceCredentialsInClear(true)}},
+	// The reference's issue 3523: a global descriptor that cannot be
+	// evaluated is skipped even when the limit fails closed, so a request
+	// without the key escapes the limit.
+	"unevaluated descriptors skipped under fail-closed": {proxyOptions: []refproxy.Option{refproxy.WithUnevaluatedDescriptorsSkipped(true)}},
 	// The proxy redacts what the reference does and nothing more:
 	// authorization and proxy-authorization (and sensitiveHeaders), not
 	// cookies, API-key headers or a backend's Set-Cookie.

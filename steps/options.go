@@ -121,6 +121,11 @@ const (
 	// (remoteRateLimit), with the service's x-envoy-ratelimited on its 429s
 	// and the configured behaviour when it is gone.
 	FeatureGlobalRateLimit FeatureName = "global-rate-limit"
+	// FeatureGlobalDescriptorFailure: a global limit whose descriptor
+	// cannot be evaluated for a request refuses it under fail-closed and
+	// lets it through under fail-open (the reference lets it through under
+	// both: its issue 3523).
+	FeatureGlobalDescriptorFailure FeatureName = "global-descriptor-failure"
 	// FeatureTraceFollow: /debug/trace?follow=true&max=N&duration=D traces
 	// many requests on one stream, each event with its requestId, bounded
 	// by the proxy.

@@ -56,6 +56,7 @@ var Profiles = []ConformanceProfile{
 			FeatureRateLimitRetryAfter, FeatureTokenRemainingAfterCharge, FeatureRateLimitOpenAIError,
 			FeatureTraceRedactsCredentials, FeatureTraceRedactsAPIKeysAndCookies,
 			FeatureRateLimitIETFHeaders, FeatureRateLimitOpenAIHeaders, FeatureRateLimitAnthropicHeaders,
+			FeatureGlobalDescriptorFailure,
 		},
 	},
 	{

@@ -143,10 +143,11 @@ func checkSpecMinimal(t *testing.T, o Options) {
 	// proxy-status-codes, and its 429 describing the limit that refused it
 	// ratelimit-denying-headers.)
 	wantUnsupported := []FeatureName{
-		FeatureAdminErrorStatus,        // 422, not 400
-		FeatureConfigDumpLayout,        // listeners at the top level
-		FeatureGatewayRateLimit,        // route limits only
-		FeatureGlobalRateLimit,         // no remoteRateLimit
+		FeatureAdminErrorStatus, // 422, not 400
+		FeatureConfigDumpLayout, // listeners at the top level
+		FeatureGatewayRateLimit, // route limits only
+		FeatureGlobalRateLimit,  // no remoteRateLimit
+		FeatureGlobalDescriptorFailure,
 		FeatureLLMStreamUsageInjection, // no stream_options injection
 		FeatureRateLimitHeadersOnSuccess,
 		FeatureRateLimitResponseFormat,   // application/octet-stream, decimal reset

@@ -247,6 +247,9 @@ var faultCases = []faultCase{
 	{fault: "Anthropic resets in seconds", claimAll: true, wantFail: map[string]string{
 		"Anthropic's headers describe each kind of limit, and a 429's the limit that refused": "is not an RFC 3339 time",
 	}},
+	{fault: "unevaluated descriptors skipped under fail-closed", claimAll: true, wantFail: map[string]string{
+		"A descriptor that cannot be evaluated refuses the request when the limit fails closed": "response statuses: got [200 200 200], want [200 500 500]",
+	}},
 	{fault: "single watcher slot", wantUnsup: map[string]string{
 		"Watchers are served first in, first out": "watcher 1: the trace stream ended with no events",
 	}},

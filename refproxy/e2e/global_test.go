@@ -261,6 +261,32 @@ func TestGlobalFailureModes(t *testing.T) {
 	}
 }
 
+// TestGlobalDescriptorThatCannotBeEvaluated: a request whose descriptor
+// cannot be made (the header it reads is missing) is refused under
+// failClosed and let through under failOpen, the trace naming the
+// descriptor and why; the reference lets it through under both (its issue
+// 3523), so a client escapes a keyed limit by leaving out its key.
+func TestGlobalDescriptorThatCannotBeEvaluated(t *testing.T) {
+	svc := rateLimitService(t)
+	route := func(mode string) string {
+		return echoWithRemote(svc.Addr, `          failureMode: `+mode+`
+          descriptors:
+          - entries: [{key: team, value: 'request.headers["x-team"]'}]`)
+	}
+	closed, open := start(t, route("failClosed")), start(t, route("failOpen"))
+	var r reply
+	evs := traceNext(t, closed, func() { r = closed.do(t, http.MethodGet, "/", "") })
+	if r.status != http.StatusInternalServerError || closed.echo.Count() != 0 {
+		t.Errorf("failClosed, no x-team: %d %q, backend reached %d times; want 500, never reached", r.status, r.body, closed.echo.Count())
+	}
+	wantWarning(t, "failClosed", evs, `request refused (failClosed): descriptor 0 cannot be evaluated: entry "team"`)
+	evs = traceNext(t, open, func() { r = open.do(t, http.MethodGet, "/", "") })
+	if r.status != http.StatusOK {
+		t.Errorf("failOpen, no x-team: %d %q; want 200", r.status, r.body)
+	}
+	wantWarning(t, "failOpen", evs, `request let through (failOpen): descriptor 0 cannot be evaluated: entry "team"`)
+}
+
 // wantWarning checks requestFinished carries a warning containing want.
 func wantWarning(t *testing.T, what string, evs []trace.Event, want string) {
 	t.Helper()

@@ -69,6 +69,10 @@ type Options struct {
 	// whose traces nobody but its operator reads, loudly: refproxy logs
 	// a warning at start.
 	TraceCredentialsInClear bool
+	// SkipUnevaluatedDescriptors skips a global limit's descriptor that
+	// cannot be evaluated for a request under failClosed too, as the
+	// reference does (remote.Policy.SkipUnevaluated).
+	SkipUnevaluatedDescriptors bool
 	// RedactKey keys the fingerprints of redacted values; empty: random
 	// per data plane (tests set it to name fingerprints).
 	RedactKey []byte

@@ -39,6 +39,9 @@ func (dp *Dataplane) checkRemote(rt *route, act map[string]any) remoteResult {
 		r.verdicts[i] = v
 		r.asked = i + 1
 		r.d = ratelimit.Tighter(r.d, v.Decision)
+		for _, err := range v.Skipped {
+			r.warnings = append(r.warnings, "global rate limit not checked, request let through (failOpen): "+err.Error())
+		}
 		switch v.Outcome {
 		case remote.OverLimit:
 			r.refused = true

@@ -364,7 +364,9 @@ func (dp *Dataplane) buildRoute(t *Table, b config.Bind, l config.Listener, li i
 		if err != nil {
 			return nil, fmt.Errorf("route %s: remoteRateLimit: %w", rt.key, err)
 		}
-		rem, err := remote.New(conn, rr.Remote())
+		pol := rr.Remote()
+		pol.SkipUnevaluated = dp.opts.SkipUnevaluatedDescriptors
+		rem, err := remote.New(conn, pol)
 		if err != nil {
 			return nil, fmt.Errorf("route %s: remoteRateLimit: %w", rt.key, err)
 		}

@@ -28,8 +28,8 @@ func FuzzDescriptor(f *testing.F) {
 		if o, err := CompileOverride(override); err == nil {
 			c.override = o
 		}
-		rd, ok := c.eval(act)
-		if !ok {
+		rd, err := c.eval(act)
+		if err != nil {
 			return
 		}
 		if len(rd.Entries) != 1 || rd.Entries[0].Key != "k" {

@@ -91,6 +91,10 @@ type Policy struct {
 	FailureMode FailureMode
 	// Timeout bounds each call; 0 is DefaultTimeout.
 	Timeout time.Duration
+	// SkipUnevaluated skips a descriptor that cannot be evaluated for a
+	// request whatever the failure mode, as the reference does (its issue
+	// 3523); otherwise failClosed refuses the request.
+	SkipUnevaluated bool
 }
 
 // Limiter checks and charges one policy's descriptors.
@@ -195,8 +199,12 @@ const (
 // Verdict is the result of Check.
 type Verdict struct {
 	Outcome Outcome
-	// Err says why the service could not answer (Failed).
+	// Err says why the service could not answer, or a descriptor could
+	// not be evaluated under failClosed (Failed).
 	Err error
+	// Skipped are the descriptors that could not be evaluated under
+	// failOpen: their limits were not checked.
+	Skipped []error
 	// Decision is for the x-ratelimit-* headers: the most constrained
 	// descriptor's limit, remaining and reset, with its window.
 	Decision ratelimit.Decision
@@ -253,14 +261,25 @@ func (v *Verdict) Sent() []DescriptorResult {
 }
 
 // Check evaluates the descriptors for a request (act holds "request" and
-// "source") and asks the service. A descriptor whose expression fails is
-// skipped, as in the reference.
+// "source") and asks the service. A descriptor whose expression fails
+// fails the check under failClosed and is skipped under failOpen
+// (Verdict.Skipped).
 func (l *Limiter) Check(ctx context.Context, act map[string]any) Verdict {
 	var v Verdict
 	req := &rlsv3.RateLimitRequest{Domain: l.policy.Domain, HitsAddend: 1}
-	for _, d := range l.descs {
-		rd, ok := d.eval(act)
-		if !ok {
+	for i, d := range l.descs {
+		rd, err := d.eval(act)
+		if err != nil {
+			// A descriptor that cannot be made is the service not asked
+			// about that limit: the failure mode decides, as when the
+			// service is down (the reference skips it even when failing
+			// closed, its issue 3523).
+			err = fmt.Errorf("descriptor %d cannot be evaluated: %w", i, err)
+			if l.policy.FailureMode == FailClosed && !l.policy.SkipUnevaluated {
+				v.Outcome, v.Err = Failed, err
+				return v
+			}
+			v.Skipped = append(v.Skipped, err)
 			continue
 		}
 		if d.tokens {
@@ -316,36 +335,38 @@ func (l *Limiter) Charge(ctx context.Context, v *Verdict, tokens uint64) error {
 	return nil
 }
 
-func (d compiled) eval(act map[string]any) (*ratelimitv3.RateLimitDescriptor, bool) {
+// eval is the descriptor d gives the request, or why it cannot be made:
+// an expression that fails, or yields a value a descriptor cannot carry.
+func (d compiled) eval(act map[string]any) (*ratelimitv3.RateLimitDescriptor, error) {
 	rd := &ratelimitv3.RateLimitDescriptor{}
 	for i, prog := range d.values {
 		out, _, err := prog.Eval(act)
 		if err != nil {
-			return nil, false
+			return nil, fmt.Errorf("entry %q: %w", d.keys[i], err)
 		}
 		s, ok := scalarString(out.Value())
 		if !ok {
-			return nil, false
+			return nil, fmt.Errorf("entry %q: %T is not a string, bool or number", d.keys[i], out.Value())
 		}
 		rd.Entries = append(rd.Entries, &ratelimitv3.RateLimitDescriptor_Entry{Key: d.keys[i], Value: s})
 	}
 	if d.override != nil {
 		out, _, err := d.override.Eval(act)
 		if err != nil {
-			return nil, false
+			return nil, fmt.Errorf("limitOverride: %w", err)
 		}
 		m, err := out.ConvertToNative(reflect.TypeFor[map[string]any]())
 		if err != nil {
-			return nil, false
+			return nil, fmt.Errorf("limitOverride: %w", err)
 		}
 		unit, ok := overrideUnits[fmt.Sprint(m.(map[string]any)["unit"])]
 		n, nok := m.(map[string]any)["requestsPerUnit"].(int64)
 		if !ok || !nok || n < 0 || n > math.MaxUint32 {
-			return nil, false
+			return nil, fmt.Errorf("limitOverride: want {requestsPerUnit: 0..%d, unit}, got %v", uint32(math.MaxUint32), m)
 		}
 		rd.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: uint32(n), Unit: unit}
 	}
-	return rd, true
+	return rd, nil
 }
 
 // decision picks the status for the headers: the first that is over

@@ -80,7 +80,8 @@ func status(code rlsv3.RateLimitResponse_Code, limit, remaining uint32, unit rls
 }
 
 // TestCheckSendsDescriptors: entries are evaluated from the request; a
-// descriptor whose expression fails (a missing header) is skipped; request
+// descriptor whose expression fails (a missing header) is skipped under
+// failOpen (TestNoDescriptorNoCall has failClosed); request
 // descriptors take the request's hit, token ones are sent with 0; the
 // headers come from the most constrained status, with every window.
 func TestCheckSendsDescriptors(t *testing.T) {
@@ -92,7 +93,7 @@ func TestCheckSendsDescriptors(t *testing.T) {
 		{Entries: []Entry{{"user", `request.headers["x-user"]`}, {"ip", "source.address"}}},
 		{Entries: []Entry{{"team", `request.headers["x-team"]`}}},
 		{Entries: []Entry{{"path", "request.path"}}, Tokens: true},
-	}})
+	}, FailureMode: FailOpen})
 	v := l.Check(context.Background(), act)
 	if v.Outcome != Allowed || v.Err != nil {
 		t.Fatalf("outcome %v, %v; want allowed", v.Outcome, v.Err)
@@ -167,11 +168,22 @@ func TestCheckFailsBounded(t *testing.T) {
 
 // TestNoDescriptorNoCall: when no descriptor applies, the service is not
 // asked and nothing is limited.
+// TestNoDescriptorNoCall: a descriptor that cannot be evaluated (a
+// header the request lacks) is not sent; under failOpen the request is
+// allowed with the descriptor named as skipped, under failClosed (the
+// default) the check fails, naming it (the reference lets it through
+// even then: its issue 3523).
 func TestNoDescriptorNoCall(t *testing.T) {
 	f := &fakeService{answer: &rlsv3.RateLimitResponse{}}
-	l := limiter(t, serve(t, f), Policy{Domain: "d", Descriptors: []Descriptor{{Entries: []Entry{{"team", `request.headers["x-team"]`}}}}})
-	if v := l.Check(context.Background(), act); v.Outcome != Allowed || v.Decision.Limited || len(f.got) != 0 {
-		t.Errorf("outcome %v, decision %+v, %d calls; want allowed, no headers, no call", v.Outcome, v.Decision, len(f.got))
+	descs := []Descriptor{{Entries: []Entry{{"team", `request.headers["x-team"]`}}}}
+	open := limiter(t, serve(t, f), Policy{Domain: "d", Descriptors: descs, FailureMode: FailOpen})
+	if v := open.Check(context.Background(), act); v.Outcome != Allowed || v.Decision.Limited || len(v.Skipped) != 1 || len(f.got) != 0 {
+		t.Errorf("failOpen: outcome %v, decision %+v, skipped %v, %d calls; want allowed, no headers, one skipped, no call", v.Outcome, v.Decision, v.Skipped, len(f.got))
+	}
+	closed := limiter(t, serve(t, f), Policy{Domain: "d", Descriptors: descs})
+	v := closed.Check(context.Background(), act)
+	if v.Outcome != Failed || v.Err == nil || !strings.Contains(v.Err.Error(), `descriptor 0 cannot be evaluated: entry "team"`) || len(f.got) != 0 {
+		t.Errorf("failClosed: outcome %v, err %v, %d calls; want failed, naming descriptor 0's entry, no call", v.Outcome, v.Err, len(f.got))
 	}
 }
 
@@ -183,7 +195,7 @@ func TestExpensiveExpressionIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := compiled{keys: []string{"k"}, values: []cel.Program{prog}}
-	if rd, ok := c.eval(act); ok {
+	if rd, err := c.eval(act); err == nil {
 		t.Errorf("a 10^4-step expression evaluated to %v; want it cut off", rd)
 	}
 }
@@ -213,9 +225,9 @@ func TestScalarDescriptorValues(t *testing.T) {
 			t.Fatalf("Compile(%q): %v", expr, err)
 		}
 		c := compiled{keys: []string{"k"}, values: []cel.Program{prog}}
-		rd, ok := c.eval(act)
-		if !ok || rd.Entries[0].Value != want {
-			t.Errorf("%s: got %v (%v), want %q", expr, rd, ok, want)
+		rd, err := c.eval(act)
+		if err != nil || rd.Entries[0].Value != want {
+			t.Errorf("%s: got %v (%v), want %q", expr, rd, err, want)
 		}
 	}
 }
