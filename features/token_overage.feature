@@ -85,6 +85,24 @@ Feature: Token overage
     Then the responses have statuses 200, 429
     And the response body is an OpenAI error of type "rate_limit_error"
 
+  @extended @ratelimit-openai-error
+  Scenario: A global limit's 429 is OpenAI's JSON error too
+    Given a global rate-limit service
+    And the route "llm" has a global request limit of 1 per day
+    And the route "llm" answers refusals with OpenAI's JSON error
+    When I send 2 chat completions using 10 tokens each
+    Then the responses have statuses 200, 429
+    And the response body is an OpenAI error of type "rate_limit_error"
+    And the response header "x-envoy-ratelimited" is "true"
+
+  @extended @ratelimit-anthropic-error
+  Scenario: An LLM route can refuse with Anthropic's JSON error
+    Given the route "llm" has a request limit of 1 per minute
+    And the route "llm" answers refusals with Anthropic's JSON error
+    When I send 2 chat completions using 10 tokens each
+    Then the responses have statuses 200, 429
+    And the response body is an Anthropic error of type "rate_limit_error"
+
   @extended @ratelimit-denying-headers
   Scenario: A token limit that refuses gives the 429 its headers, not the request limit's
     Given the route "llm" has a request limit of 10 per minute

@@ -341,6 +341,37 @@ func (h *headerHook) Write(b []byte) (int, error) {
 
 func (h *headerHook) Flush() { h.ResponseWriter.(http.Flusher).Flush() }
 
+// bodyDropper drops the body and content type of a global limit's 429
+// (one with x-envoy-ratelimited), passing everything else on.
+type bodyDropper struct {
+	http.ResponseWriter
+	wrote, drop bool
+}
+
+func (b *bodyDropper) WriteHeader(code int) {
+	if !b.wrote {
+		b.wrote = true
+		h := b.Header()
+		if b.drop = code == http.StatusTooManyRequests && h.Get("X-Envoy-Ratelimited") == "true"; b.drop {
+			h.Del("Content-Type")
+			h.Set("Content-Length", "0")
+		}
+	}
+	b.ResponseWriter.WriteHeader(code)
+}
+
+func (b *bodyDropper) Write(p []byte) (int, error) {
+	if !b.wrote {
+		b.WriteHeader(http.StatusOK)
+	}
+	if b.drop {
+		return len(p), nil
+	}
+	return b.ResponseWriter.Write(p)
+}
+
+func (b *bodyDropper) Flush() { b.ResponseWriter.(http.Flusher).Flush() }
+
 // frameCutter passes on the first SSE frame of a stream and drops the rest.
 type frameCutter struct {
 	http.ResponseWriter
@@ -658,6 +689,13 @@ var faults = map[string]fault{
 					h.Del("X-Ratelimit-Reset")
 				}
 			}}, r)
+		})
+	}},
+	// The reference's issue 3329: a global limit's 429 comes with an empty
+	// body and no content type, whatever error shape the route asks for.
+	"global 429 without a body": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&bodyDropper{ResponseWriter: w}, r)
 		})
 	}},
 	// RateLimit in the form of the draft's early revisions (a Dictionary

@@ -83,6 +83,10 @@ const (
 	// OpenAI's JSON error ({"error": {"message", "type":
 	// "rate_limit_error", "code"}}).
 	FeatureRateLimitOpenAIError FeatureName = "ratelimit-openai-error"
+	// FeatureRateLimitAnthropicError: an LLM route can answer its 429s
+	// with Anthropic's JSON error ({"type": "error", "error": {"type":
+	// "rate_limit_error", "message"}}).
+	FeatureRateLimitAnthropicError FeatureName = "ratelimit-anthropic-error"
 	// FeatureRateLimitIETFHeaders: the route's limits described in the
 	// IETF draft's RateLimit-Policy and RateLimit structured fields, a
 	// backend's own kept beside them.

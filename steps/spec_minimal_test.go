@@ -156,6 +156,7 @@ func checkSpecMinimal(t *testing.T, o Options) {
 		FeatureTokenRemainingAfterCharge, // headers only on 429s
 		FeatureRateLimitOpenAIError,      // the spec's text only
 		FeatureRateLimitIETFHeaders,      // x-ratelimit-* only
+		FeatureRateLimitAnthropicError,
 		FeatureRateLimitOpenAIHeaders,
 		FeatureRateLimitAnthropicHeaders,
 		FeatureTraceCELExpression,

@@ -229,6 +229,10 @@ var faultCases = []faultCase{
 	{fault: "no reset on allowed responses", claimAll: true, wantFail: map[string]string{
 		"Allowed responses carry the rate-limit headers": "x-ratelimit-reset: got []",
 	}},
+	{fault: "global 429 without a body", claimAll: true, wantFail: map[string]string{
+		"A global 429 carries the windowed limit and the service's mark": `response body: got "", want "rate limit exceeded"`,
+		"A global limit's 429 is OpenAI's JSON error too":                `response Content-Type: got "", want application/json`,
+	}},
 	{fault: "IETF fields in an old draft's form", claimAll: true, wantFail: map[string]string{
 		"The IETF fields describe each kind of limit, and a 429's the limit that refused": "is not a structured-field List",
 		"A provider's own IETF fields arrive beside the proxy's":                          "is not a structured-field List",

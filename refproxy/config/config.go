@@ -202,9 +202,11 @@ type Policies struct {
 	JWTAuth     *JWTAuth     `yaml:"jwtAuth" json:"jwtAuth,omitempty"`
 	BackendAuth *BackendAuth `yaml:"backendAuth" json:"backendAuth,omitempty"`
 	// RateLimitError is the body of the route's 429s: "text" (the
-	// default: the spec's "rate limit exceeded") or "openai", the JSON
+	// default: the spec's "rate limit exceeded"), "openai", the JSON
 	// error OpenAI clients parse ({"error": {"message", "type":
-	// "rate_limit_error", "code"}}), for LLM routes. A refproxy extension.
+	// "rate_limit_error", "code"}}), or "anthropic", Anthropic's ({"type":
+	// "error", "error": {"type": "rate_limit_error", "message"}}), for LLM
+	// routes. A refproxy extension.
 	RateLimitError string `yaml:"rateLimitError,omitempty" json:"rateLimitError,omitempty"`
 	// RateLimitHeaders are the header families of the route's rate-limit
 	// headers: xRateLimit (the default: the spec's x-ratelimit-*), ietf
@@ -217,6 +219,9 @@ type Policies struct {
 const (
 	RateLimitErrorText   = "text"
 	RateLimitErrorOpenAI = "openai"
+	// RateLimitErrorAnthropic is Anthropic's error shape: {"type":
+	// "error", "error": {"type": "rate_limit_error", "message"}}.
+	RateLimitErrorAnthropic = "anthropic"
 )
 
 // RemoteRateLimit is a global limit: counters kept by an Envoy-compatible

@@ -175,9 +175,9 @@ func checkPolicies(p *Policies, path string, fail func(string, string, ...any) e
 		return nil
 	}
 	switch p.RateLimitError {
-	case "", RateLimitErrorText, RateLimitErrorOpenAI:
+	case "", RateLimitErrorText, RateLimitErrorOpenAI, RateLimitErrorAnthropic:
 	default:
-		return fail(path+".rateLimitError", "want %q or %q, got %q", RateLimitErrorText, RateLimitErrorOpenAI, p.RateLimitError)
+		return fail(path+".rateLimitError", "want %q, %q or %q, got %q", RateLimitErrorText, RateLimitErrorOpenAI, RateLimitErrorAnthropic, p.RateLimitError)
 	}
 	if p.RateLimitHeaders != nil {
 		if _, err := ratelimit.ParseFamilies(p.RateLimitHeaders); err != nil {

@@ -79,7 +79,7 @@ func extendSchema(raw map[string]any) {
 	add("LocalConditionalPolicy_RateLimitSpec", "key", map[string]any{"type": "string"})
 	// rateLimitError: the body of a 429 (a refproxy extension).
 	for _, def := range []string{"FilterOrPolicy", "LocalLLMPolicy"} {
-		add(def, "rateLimitError", map[string]any{"type": "string", "enum": []any{"text", "openai"}})
+		add(def, "rateLimitError", map[string]any{"type": "string", "enum": []any{"text", "openai", "anthropic"}})
 		add(def, "rateLimitHeaders", map[string]any{"type": "array", "minItems": 1, "uniqueItems": true,
 			"items": map[string]any{"type": "string", "enum": []any{"xRateLimit", "ietf", "openai", "anthropic"}}})
 	}

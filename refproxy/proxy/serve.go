@@ -21,6 +21,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/llm"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/tracing"
@@ -421,17 +422,23 @@ func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code in
 
 // refuse answers a 429 of the route's limits (d: the decision that
 // refused, for the headers): the spec's text body, or with the route's
-// rateLimitError: openai, the JSON error OpenAI clients parse.
+// rateLimitError: openai or anthropic, the JSON error those clients parse.
 func (dp *Dataplane) refuse(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, d ratelimit.Decision, warnings []any, why cause) {
 	ctype, body := ratelimit.RefusedContentType, ratelimit.RefusedBody
-	if rt.openAIError {
+	switch rt.errorShape {
+	case config.RateLimitErrorOpenAI:
 		ctype, body = "application/json", openAIRateLimitBody
+	case config.RateLimitErrorAnthropic:
+		ctype, body = "application/json", anthropicRateLimitBody
 	}
 	dp.answerAs(ctx, tr, http.StatusTooManyRequests, ctype, body, d, warnings, why)
 }
 
 // openAIRateLimitBody is a 429's body in OpenAI's error shape.
 const openAIRateLimitBody = `{"error":{"message":"rate limit exceeded","type":"rate_limit_error","code":"rate_limit_exceeded"}}`
+
+// anthropicRateLimitBody is a 429's body in Anthropic's error shape.
+const anthropicRateLimitBody = `{"type":"error","error":{"type":"rate_limit_error","message":"rate limit exceeded"}}`
 
 // answer is local with warnings for requestFinished.
 func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code int, body string, d ratelimit.Decision, warnings []any, why cause) {

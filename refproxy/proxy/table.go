@@ -86,9 +86,9 @@ type route struct {
 	// keyed: some local limit has a bucket per key, so requests need
 	// what key expressions read.
 	keyed bool
-	// openAIError: the route's 429s carry OpenAI's JSON error
-	// (rateLimitError: openai), not the spec's text.
-	openAIError bool
+	// errorShape is the route's rateLimitError: its 429s carry OpenAI's
+	// or Anthropic's JSON error, or ("" or "text") the spec's text.
+	errorShape string
 	// families are the header families of the route's rate-limit
 	// headers (rateLimitHeaders); zero: x-ratelimit-* only.
 	families ratelimit.FamilySet
@@ -379,7 +379,7 @@ func (dp *Dataplane) buildRoute(t *Table, b config.Bind, l config.Listener, li i
 			rlErr = in.p.RateLimitError
 		}
 	}
-	rt.openAIError = rlErr == config.RateLimitErrorOpenAI
+	rt.errorShape = rlErr
 	var rlHeaders []string // the route's rateLimitHeaders; the more specific wins
 	for _, in := range pols {
 		if in.p != nil && in.p.RateLimitHeaders != nil {

@@ -46,6 +46,7 @@ func registerRequestSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the response header "([^"]*)" equals the response header "([^"]*)"$`, (*state).responseHeaderEqualsResponseHeader)
 	step(sc, `^the responses have header "([^"]*)" values ([\d, ]+)$`, (*state).responsesHaveHeaderValues)
 	step(sc, `^the response body is an OpenAI error of type "([^"]*)"$`, (*state).responseBodyIsOpenAIError)
+	step(sc, `^the response body is an Anthropic error of type "([^"]*)"$`, (*state).responseBodyIsAnthropicError)
 	step(sc, `^the response has no header "([^"]*)"$`, (*state).responseHasNoHeader)
 	step(sc, `^response (\d+) has header "([^"]*)" "([^"]*)" and header "([^"]*)" "([^"]*)"$`, (*state).nthResponseHasHeaders)
 	step(sc, `^response (\d+) has no header "([^"]*)"$`, (*state).nthResponseHasNoHeader)
@@ -258,6 +259,35 @@ func (s *state) responsesHaveHeaderValues(ctx context.Context, name, list string
 	want := strings.Split(strings.ReplaceAll(list, " ", ""), ",")
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("%s of the responses: got %q, want %q", name, got, want)
+	}
+	return nil
+}
+
+// responseBodyIsAnthropicError: the last response is JSON in Anthropic's
+// error shape, {"type": "error", "error": {"type": T, "message": M}}.
+func (s *state) responseBodyIsAnthropicError(ctx context.Context, typ string) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return fmt.Errorf("response Content-Type: got %q, want application/json (body %q)", ct, trim(r.body))
+	}
+	var e struct {
+		Type  string `json:"type"`
+		Error *struct {
+			Type    string  `json:"type"`
+			Message *string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Type != "error" || e.Error == nil {
+		return fmt.Errorf("response body %q: want {\"type\": \"error\", \"error\": {...}} as Anthropic writes it (%v)", trim(r.body), err)
+	}
+	switch {
+	case e.Error.Type != typ:
+		return fmt.Errorf("error.type: got %q, want %q", e.Error.Type, typ)
+	case e.Error.Message == nil || *e.Error.Message == "":
+		return fmt.Errorf("error.message: absent or empty in %q", trim(r.body))
 	}
 	return nil
 }

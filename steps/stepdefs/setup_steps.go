@@ -20,6 +20,7 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) with burst (\d+)$`, (*state).routeHasLimitPerWithBurst)
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) keyed by header "([^"]*)"$`, (*state).routeHasLimitPerKeyed)
 	step(sc, `^the route "([^"]*)" answers refusals with OpenAI's JSON error$`, (*state).routeRefusesAsOpenAI)
+	step(sc, `^the route "([^"]*)" answers refusals with Anthropic's JSON error$`, (*state).routeRefusesAsAnthropic)
 	step(sc, `^the route "([^"]*)" writes its rate-limit headers in the (x-ratelimit|IETF|OpenAI|Anthropic) format$`, (*state).routeWritesHeaderFamily)
 	step(sc, `^the gateway of listener "([^"]*)" has a request limit of (\d+) per (second|minute|hour)$`, (*state).gatewayListenerHasRequestLimitPer)
 	step(sc, `^a rate-limit policy "([^"]*)" targets the HTTPRoute "([^"]*)"$`, (*state).rateLimitPolicyTargetsHttproute)
@@ -58,6 +59,16 @@ func (s *state) routeHasLimitPerKeyed(ctx context.Context, route, kind string, n
 }
 
 func (s *state) routeRefusesAsOpenAI(ctx context.Context, route string) error {
+	return s.routeRefusesAs(route, "openai")
+}
+
+func (s *state) routeRefusesAsAnthropic(ctx context.Context, route string) error {
+	return s.routeRefusesAs(route, "anthropic")
+}
+
+// routeRefusesAs sets the shape of the route's 429 bodies (refproxy's
+// rateLimitError).
+func (s *state) routeRefusesAs(route, shape string) error {
 	if s.dep != nil {
 		return fmt.Errorf("error format of %q declared after the proxy was configured", route)
 	}
@@ -65,7 +76,7 @@ func (s *state) routeRefusesAsOpenAI(ctx context.Context, route string) error {
 	if r == nil {
 		return fmt.Errorf("no route %q", route)
 	}
-	r.RateLimitError = "openai"
+	r.RateLimitError = shape
 	return nil
 }
 

@@ -232,7 +232,7 @@ type Route struct {
 	Backend string
 	Limits  []Limit
 	// RateLimitError is the body of the route's 429s: "" (the spec's
-	// text) or "openai" (OpenAI's JSON error).
+	// text), "openai" or "anthropic" (that provider's JSON error).
 	RateLimitError string
 	// RateLimitHeaders are the header families of the route's rate-limit
 	// headers (refproxy's rateLimitHeaders: xRateLimit, ietf, openai,
