@@ -341,6 +341,19 @@ func (h *headerHook) Write(b []byte) (int, error) {
 
 func (h *headerHook) Flush() { h.ResponseWriter.(http.Flusher).Flush() }
 
+// eachLimit is a setup fault that changes every local limit of a route.
+func eachLimit(f func(*targets.Limit)) func(*targets.Setup) {
+	return func(s *targets.Setup) {
+		for i := range s.Listeners {
+			for j := range s.Listeners[i].Routes {
+				for k := range s.Listeners[i].Routes[j].Limits {
+					f(&s.Listeners[i].Routes[j].Limits[k])
+				}
+			}
+		}
+	}
+}
+
 // bodyDropper drops the body and content type of a global limit's 429
 // (one with x-envoy-ratelimited), passing everything else on.
 type bodyDropper struct {
@@ -470,15 +483,23 @@ var faults = map[string]fault{
 		}
 	}},
 	// Burst is ignored: the proxy is configured with base limits only.
-	"missing burst": {setup: func(s *targets.Setup) {
+	"missing burst": {setup: eachLimit(func(l *targets.Limit) { l.Burst = 0 })},
+	// Shadow limits enforced: the proxy takes shadow mode for an ordinary
+	// limit, and refuses what it should only have counted.
+	"shadow limits refuse": {setup: eachLimit(func(l *targets.Limit) { l.Shadow, l.ShadowHeaders = false, false })},
+	// Shadow limits not counted at all: no trace of what they would have
+	// refused, no headers when asked.
+	"shadow limits ignored": {setup: func(s *targets.Setup) {
 		for i := range s.Listeners {
 			for j := range s.Listeners[i].Routes {
-				for k := range s.Listeners[i].Routes[j].Limits {
-					s.Listeners[i].Routes[j].Limits[k].Burst = 0
-				}
+				r := &s.Listeners[i].Routes[j]
+				r.Limits = slices.DeleteFunc(r.Limits, func(l targets.Limit) bool { return l.Shadow })
 			}
 		}
 	}},
+	// A shadow limit's state always in the headers, asked or not: a client
+	// reads the headers of a limit that does not apply to it.
+	"shadow headers always written": {setup: eachLimit(func(l *targets.Limit) { l.ShadowHeaders = l.Shadow })},
 	// Global limits are counted by each replica on its own: the proxy keeps
 	// local counters instead of asking the rate-limit service.
 	"global limits counted per replica": {setup: func(s *targets.Setup) {

@@ -87,6 +87,10 @@ const (
 	// with Anthropic's JSON error ({"type": "error", "error": {"type":
 	// "rate_limit_error", "message"}}).
 	FeatureRateLimitAnthropicError FeatureName = "ratelimit-anthropic-error"
+	// FeatureRateLimitShadow: a limit in shadow mode is counted and never
+	// refuses; the trace names the requests it would have refused, and its
+	// headers are written only when asked.
+	FeatureRateLimitShadow FeatureName = "ratelimit-shadow"
 	// FeatureRateLimitIETFHeaders: the route's limits described in the
 	// IETF draft's RateLimit-Policy and RateLimit structured fields, a
 	// backend's own kept beside them.

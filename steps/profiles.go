@@ -56,7 +56,7 @@ var Profiles = []ConformanceProfile{
 			FeatureRateLimitRetryAfter, FeatureTokenRemainingAfterCharge, FeatureRateLimitOpenAIError,
 			FeatureTraceRedactsCredentials, FeatureTraceRedactsAPIKeysAndCookies,
 			FeatureRateLimitIETFHeaders, FeatureRateLimitOpenAIHeaders, FeatureRateLimitAnthropicHeaders,
-			FeatureGlobalDescriptorFailure, FeatureRateLimitAnthropicError,
+			FeatureGlobalDescriptorFailure, FeatureRateLimitAnthropicError, FeatureRateLimitShadow,
 		},
 	},
 	{

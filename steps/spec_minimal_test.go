@@ -157,6 +157,7 @@ func checkSpecMinimal(t *testing.T, o Options) {
 		FeatureRateLimitOpenAIError,      // the spec's text only
 		FeatureRateLimitIETFHeaders,      // x-ratelimit-* only
 		FeatureRateLimitAnthropicError,
+		FeatureRateLimitShadow,
 		FeatureRateLimitOpenAIHeaders,
 		FeatureRateLimitAnthropicHeaders,
 		FeatureTraceCELExpression,

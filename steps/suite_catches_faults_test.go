@@ -67,15 +67,16 @@ var faultCases = []faultCase{
 		"A gateway-wide limit caps every route of the gateway together": "got [200 200 200 200], want [200 200 200 429]",
 	}},
 	{fault: "forwarded 429s", claimAll: true, wantFail: map[string]string{
-		"A gateway-wide limit caps every route of the gateway together":                        `backend "httpbin": got 5, want 4`,
-		"Burst adds to the base limit and refused requests are not forwarded":                  `backend "httpbin": got 7, want 6`,
-		"The 429 response carries the spec body and headers":                                   `backend "httpbin": got 4, want 3`,
-		"The request that crosses the budget succeeds, the next one is refused":                `backend "openai": got 3, want 2`,
-		"Two replicas share one global request budget":                                         `backend "echo": got 8, want 5`,
-		"Two replicas share one global token budget":                                           `backend "openai": got 5, want 3`,
-		"A keyed limit gives each client its own bucket, and requests without a key share one": `backend "httpbin": got 7, want 5`,
-		"A global limit keyed by a client header gives each client its own budget":             `backend "echo": got 6, want 4`,
-		"A keyed token limit gives each client its own token budget":                           `backend "openai": got 4, want 3`,
+		"A gateway-wide limit caps every route of the gateway together":                            `backend "httpbin": got 5, want 4`,
+		"Burst adds to the base limit and refused requests are not forwarded":                      `backend "httpbin": got 7, want 6`,
+		"The 429 response carries the spec body and headers":                                       `backend "httpbin": got 4, want 3`,
+		"The request that crosses the budget succeeds, the next one is refused":                    `backend "openai": got 3, want 2`,
+		"Two replicas share one global request budget":                                             `backend "echo": got 8, want 5`,
+		"Two replicas share one global token budget":                                               `backend "openai": got 5, want 3`,
+		"A keyed limit gives each client its own bucket, and requests without a key share one":     `backend "httpbin": got 7, want 5`,
+		"A global limit keyed by a client header gives each client its own budget":                 `backend "echo": got 6, want 4`,
+		"A keyed token limit gives each client its own token budget":                               `backend "openai": got 4, want 3`,
+		"A descriptor that cannot be evaluated lets the request through when the limit fails open": `backend "echo": got 4, want 3`,
 	}},
 	{fault: "tokens counted before the response", claimAll: true, wantFail: map[string]string{
 		"The request that crosses the budget succeeds, the next one is refused": "got [200 429 200], want [200 200 429]",
@@ -85,8 +86,9 @@ var faultCases = []faultCase{
 		"Several limit entries are all enforced: the token limit":               "got [429 429 429], want [200 429 429]",
 		"A stream is counted only when it ends":                                 "the held stream ended before it was released (status 429",
 		// 60 of 100 tokens counted before the next request of 60.
-		"A token limit that refuses gives the 429 its headers, not the request limit's": "got [200 429 429], want [200 200 429]",
-		"A keyed token limit gives each client its own token budget":                    "got [200 429 429 429], want [200 200 429 200]",
+		"A token limit that refuses gives the 429 its headers, not the request limit's":   "got [200 429 429], want [200 200 429]",
+		"A keyed token limit gives each client its own token budget":                      "got [200 429 429 429], want [200 200 429 200]",
+		"The IETF fields describe each kind of limit, and a 429's the limit that refused": "got [200 429 429], want [200 200 429]",
 	}},
 	{fault: "global limits counted per replica", claimAll: true, wantFail: map[string]string{
 		"Two replicas share one global request budget":                             "got [200 200 200 200 200 200 200 200], want [200 200 200 200 200 429 429 429]",
@@ -165,8 +167,8 @@ var faultCases = []faultCase{
 	{fault: "trace gives wrong reasons", claimAll: true, wantFail: map[string]string{
 		"A route not matched by its method says which method it wanted": `route "submit" did not match on path (method is GET, the route wants POST), want method`,
 		"A route not matched by a header says which value it wanted":    `route "tenant" did not match on path (header x-tenant is "red", the route wants exact "blue"), want header`,
-		"A 429 names the limit entry that refused it":                   "the refusing entry has 1 remaining, want nothing left",
-		"A token limit names its entry once a response took its budget": "the refusing entry has 1 remaining, want nothing left",
+		"A 429 names the limit entry that refused it":                   "the entry marked refused has 1 remaining, want nothing left",
+		"A token limit names its entry once a response took its budget": "the entry marked refused has 1 remaining, want nothing left",
 		"A backend that cannot be reached is the cause of the 503":      "requestFinished.cause.kind backendError",
 	}},
 	{fault: "limits not keyed", claimAll: true, wantFail: map[string]string{
@@ -183,6 +185,9 @@ var faultCases = []faultCase{
 	}},
 	{fault: "no Retry-After", claimAll: true, wantFail: map[string]string{
 		"A 429 says when to retry in Retry-After, as x-ratelimit-reset does": `retry-after: got "", want a whole number of seconds`,
+		// The draft: a refused client is told when to retry, not earlier
+		// than the policy's reset.
+		"The IETF fields describe each kind of limit, and a 429's the limit that refused": `429 of policy "tokens": Retry-After "", want whole seconds`,
 	}},
 	{fault: "token headers before the charge", claimAll: true, wantFail: map[string]string{
 		"A completion's rate-limit headers count its own tokens": `got ["1000" "961" "922"], want ["961" "922" "883"]`,
@@ -228,6 +233,18 @@ var faultCases = []faultCase{
 	}},
 	{fault: "no reset on allowed responses", claimAll: true, wantFail: map[string]string{
 		"Allowed responses carry the rate-limit headers": "x-ratelimit-reset: got []",
+	}},
+	{fault: "shadow limits refuse", claimAll: true, wantFail: map[string]string{
+		"A shadow limit never refuses, and the trace names the requests it would have refused": "response statuses: got [200 200 429 429], want [200 200 200 200]",
+		"A shadow limit is counted, and shows its count in the headers when asked":             "response statuses: got [200 200 429], want [200 200 200]",
+		"A shadow limit beside an enforced one leaves the refusing to it":                      "response statuses: got [200 429 429 429], want [200 200 200 429]",
+	}},
+	{fault: "shadow limits ignored", claimAll: true, wantFail: map[string]string{
+		"A shadow limit never refuses, and the trace names the requests it would have refused": "no localRateLimit policy event | localRateLimit",
+		"A shadow limit is counted, and shows its count in the headers when asked":             "x-ratelimit-limit: absent",
+	}},
+	{fault: "shadow headers always written", claimAll: true, wantFail: map[string]string{
+		"A shadow limit beside an enforced one leaves the refusing to it": `x-ratelimit-limit: got "1", want "3"`,
 	}},
 	{fault: "global 429 without a body", claimAll: true, wantFail: map[string]string{
 		"A global 429 carries the windowed limit and the service's mark": `response body: got "", want "rate limit exceeded"`,

@@ -299,6 +299,13 @@ type RateLimit struct {
 	// string, or an expression that fails) share one bucket. "" is one
 	// bucket for every request.
 	Key string `yaml:"key" json:"key,omitempty"`
+	// Shadow evaluates and counts the limit without ever refusing: a
+	// request it has nothing left for goes through, and its trace says
+	// the entry would have refused it. ShadowHeaders writes the entry's
+	// state in the rate-limit headers too. Refproxy extensions (Envoy's
+	// local rate limit has the same shadow mode).
+	Shadow        bool `yaml:"shadow" json:"shadow,omitempty"`
+	ShadowHeaders bool `yaml:"shadowHeaders" json:"shadowHeaders,omitempty"`
 }
 
 // Spec converts the entry to the rate limiter's bucket spec.
@@ -307,7 +314,8 @@ func (r RateLimit) Spec() ratelimit.Spec {
 	if r.Type == string(ratelimit.Tokens) {
 		k = ratelimit.Tokens
 	}
-	return ratelimit.Spec{MaxTokens: r.MaxTokens, TokensPerFill: r.TokensPerFill, FillInterval: time.Duration(r.FillInterval), Type: k}
+	return ratelimit.Spec{MaxTokens: r.MaxTokens, TokensPerFill: r.TokensPerFill, FillInterval: time.Duration(r.FillInterval), Type: k,
+		Shadow: r.Shadow, ShadowHeaders: r.ShadowHeaders}
 }
 
 // Backend is one route backend: exactly one of Host or AI. The
@@ -745,6 +753,9 @@ func checkLimit(l RateLimit, p string, fail func(string, string, ...any) error) 
 		if _, err := celexpr.CompileRequest(l.Key, celexpr.Scalar); err != nil {
 			return fail(p+".key", "CEL: %v", err)
 		}
+	}
+	if l.ShadowHeaders && !l.Shadow {
+		return fail(p+".shadowHeaders", "only with shadow: true (a limit that refuses always writes its headers)")
 	}
 	if err := l.Spec().Validate(); err != nil {
 		var fe *ratelimit.FieldError

@@ -77,6 +77,12 @@ func extendSchema(raw map[string]any) {
 	// schema): a CEL expression giving each key its own bucket.
 	add("RateLimitSpec", "key", map[string]any{"type": "string"})
 	add("LocalConditionalPolicy_RateLimitSpec", "key", map[string]any{"type": "string"})
+	// shadow and shadowHeaders: a limit counted that never refuses (a
+	// refproxy extension).
+	for _, def := range []string{"RateLimitSpec", "LocalConditionalPolicy_RateLimitSpec"} {
+		add(def, "shadow", map[string]any{"type": "boolean"})
+		add(def, "shadowHeaders", map[string]any{"type": "boolean"})
+	}
 	// rateLimitError: the body of a 429 (a refproxy extension).
 	for _, def := range []string{"FilterOrPolicy", "LocalLLMPolicy"} {
 		add(def, "rateLimitError", map[string]any{"type": "string", "enum": []any{"text", "openai", "anthropic"}})

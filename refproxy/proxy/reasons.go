@@ -246,7 +246,7 @@ func traceSkippedPolicies(tr *tracing.Tracer, rt *route) {
 // refused, which it returns in words.
 func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states []ratelimit.BucketState) string {
 	entries := make([]any, 0, len(rt.limits))
-	var refusedBy []string
+	var refusedBy, wouldRefuse []string
 	applied := 0
 	for i, le := range rt.limits {
 		e := limitFields(le)
@@ -271,9 +271,16 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 			e["remaining"], e["resetSeconds"] = st.Remaining, int64(st.Reset/time.Second)
 			bucket := keyFields(tr, e, le, st.Bucket)
 			if st.Refused {
-				e["refused"] = true
-				refusedBy = append(refusedBy, fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
-					le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, st.Remaining), roundSeconds(st.Reset)))
+				why := fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
+					le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, st.Remaining), roundSeconds(st.Reset))
+				if le.spec.Shadow {
+					// Counted, never refusing: what it would have done.
+					e["wouldRefuse"] = true
+					wouldRefuse = append(wouldRefuse, why)
+				} else {
+					e["refused"] = true
+					refusedBy = append(refusedBy, why)
+				}
 			}
 		}
 		entries = append(entries, e)
@@ -281,6 +288,9 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 	details := fmt.Sprintf("allowed by %d %s", applied, explain.Plural(applied, "entry", "entries"))
 	if !d.Allowed {
 		details = "refused by " + strings.Join(refusedBy, "; ")
+	}
+	if len(wouldRefuse) > 0 {
+		details += "; would have been refused by the shadow " + strings.Join(wouldRefuse, "; ")
 	}
 	decision := "allowed"
 	if !d.Allowed {
@@ -353,6 +363,9 @@ func limitFields(le limitEntry) map[string]any {
 		"tokensPerFill": le.spec.TokensPerFill, "fillInterval": le.spec.FillInterval.String()}
 	if le.src.policy >= 0 {
 		m["policy"] = le.src.name
+	}
+	if le.spec.Shadow {
+		m["shadow"] = true
 	}
 	return m
 }

@@ -53,6 +53,10 @@ type Spec struct {
 	TokensPerFill uint64
 	FillInterval  time.Duration
 	Type          Kind
+	// Shadow: the bucket is evaluated and counted but never refuses; a
+	// request it has nothing left for "would have been refused" (the
+	// trace says so). Its headers are written only with ShadowHeaders.
+	Shadow, ShadowHeaders bool
 }
 
 // Validate reports what is wrong with s, naming the field as the standalone
@@ -421,7 +425,8 @@ type BucketState struct {
 	// time to its next refill.
 	Remaining uint64
 	Reset     time.Duration
-	// Refused: the bucket had nothing left for the request.
+	// Refused: the bucket had nothing left for the request (a shadow
+	// bucket's request was let through: it would have been refused).
 	Refused bool
 }
 
@@ -459,23 +464,26 @@ func admit(buckets []*Bucket, now time.Time, states *[]BucketState) Decision {
 	}
 	denier := -1
 	for i, b := range buckets {
-		if b.tokens < 1 {
+		if b.tokens < 1 && !b.spec.Shadow {
 			denier = i
 			break
 		}
 	}
 	allowed := denier < 0
-	d := Decision{Allowed: allowed, Limited: true}
+	d := Decision{Allowed: allowed}
 	for i, b := range buckets {
-		refused := b.tokens < 1
-		if allowed && b.spec.Type == Requests {
+		refused := b.tokens < 1 // a shadow bucket: would have refused
+		if allowed && b.spec.Type == Requests && !refused {
 			b.tokens--
 		}
 		reset := b.untilRefill(t)
-		if i == denier || allowed && (i == 0 || b.tokens < d.Remaining) {
-			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, reset
+		if b.headers() {
+			if i == denier || allowed && (!d.Limited || b.tokens < d.Remaining) {
+				d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, reset
+			}
+			d.Limited = true
+			d.window(b.spec.Type).take(b, b.tokens, reset, refused && !b.spec.Shadow)
 		}
-		d.window(b.spec.Type).take(b, b.tokens, reset, refused)
 		if states != nil {
 			*states = append(*states, BucketState{Bucket: b, Remaining: b.tokens, Reset: reset, Refused: refused})
 		}
@@ -490,18 +498,27 @@ func admit(buckets []*Bucket, now time.Time, states *[]BucketState) Decision {
 func (b *Bucket) admit(t int64, states *[]BucketState) Decision {
 	b.mu.Lock()
 	b.refill(t)
-	allowed := b.tokens >= 1
-	if allowed && b.spec.Type == Requests {
+	left := b.tokens >= 1
+	if left && b.spec.Type == Requests {
 		b.tokens--
 	}
-	d := Decision{Allowed: allowed, Limit: b.spec.MaxTokens, Remaining: b.tokens, Reset: b.untilRefill(t), Limited: true}
+	allowed := left || b.spec.Shadow
+	d := Decision{Allowed: allowed, Limit: b.spec.MaxTokens, Remaining: b.tokens, Reset: b.untilRefill(t), Limited: b.headers()}
 	b.mu.Unlock()
-	*d.window(b.spec.Type) = b.window(d.Remaining, d.Reset, !allowed)
+	if d.Limited {
+		*d.window(b.spec.Type) = b.window(d.Remaining, d.Reset, !allowed)
+	} else {
+		d.Limit, d.Remaining, d.Reset = 0, 0, 0
+	}
 	if states != nil {
-		*states = append(*states, BucketState{Bucket: b, Remaining: d.Remaining, Reset: d.Reset, Refused: !allowed})
+		*states = append(*states, BucketState{Bucket: b, Remaining: b.tokens, Reset: b.untilRefill(t), Refused: !left})
 	}
 	return d
 }
+
+// headers reports whether b's state goes into the rate-limit headers: a
+// shadow bucket's only with ShadowHeaders.
+func (b *Bucket) headers() bool { return !b.spec.Shadow || b.spec.ShadowHeaders }
 
 // Reset returns the time from now to the bucket's next refill.
 func (b *Bucket) Reset(now time.Time) time.Duration {
@@ -547,14 +564,18 @@ func (h *Held) Now(now time.Time) Decision {
 		return Decision{Allowed: true}
 	}
 	t := now.Sub(epoch).Nanoseconds()
-	d := Decision{Allowed: true, Limited: true}
-	for i, b := range bs {
+	d := Decision{Allowed: true}
+	for _, b := range bs {
+		if !b.headers() {
+			continue
+		}
 		b.mu.Lock()
 		b.refill(t)
 		reset := b.untilRefill(t)
-		if i == 0 || b.tokens < d.Remaining {
+		if !d.Limited || b.tokens < d.Remaining {
 			d.Limit, d.Remaining, d.Reset = b.spec.MaxTokens, b.tokens, reset
 		}
+		d.Limited = true
 		d.window(b.spec.Type).take(b, b.tokens, reset, false)
 		b.mu.Unlock()
 	}

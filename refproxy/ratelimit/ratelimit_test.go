@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -389,3 +390,39 @@ func BenchmarkEachHeader(b *testing.B) {
 // newSet groups buckets; a nil or empty Set admits everything and sets no headers.
 // Nil buckets and repeats of the same bucket are dropped.
 func newSet(b ...*Bucket) *Set { return NewKeyedSet(b, nil) }
+
+// TestShadowBucket: a shadow bucket is counted like any other but never
+// refuses; with nothing left it stays at 0 (it would have refused, as its
+// state says); its headers are written only with ShadowHeaders; beside an
+// enforced bucket it leaves the refusing to that one.
+func TestShadowBucket(t *testing.T) {
+	shadow := NewBucket(Spec{MaxTokens: 2, TokensPerFill: 2, FillInterval: time.Minute, Shadow: true})
+	alone := newSet(shadow)
+	for i := range 4 {
+		d, states := alone.AdmitExplained(at(0))
+		wouldRefuse := i >= 2
+		if !d.Allowed || d.Limited || states[0].Refused != wouldRefuse || states[0].Remaining != uint64(max(1-i, 0)) {
+			t.Errorf("request %d: %+v, state %+v; want allowed, no headers, refused (would have) %v", i+1, d, states[0], wouldRefuse)
+		}
+	}
+	withHeaders := NewBucket(Spec{MaxTokens: 2, TokensPerFill: 2, FillInterval: time.Minute, Shadow: true, ShadowHeaders: true})
+	s := newSet(withHeaders)
+	s.Admit(at(0))
+	s.Admit(at(0))
+	if d := s.Admit(at(0)); !d.Allowed || !d.Limited || d.Limit != 2 || d.Remaining != 0 {
+		t.Errorf("shadowHeaders, 3rd request: %+v; want allowed with limit 2, remaining 0", d)
+	}
+	enforced := NewBucket(Spec{MaxTokens: 3, TokensPerFill: 3, FillInterval: time.Minute})
+	both := newSet(NewBucket(Spec{MaxTokens: 1, TokensPerFill: 1, FillInterval: time.Minute, Shadow: true}), enforced)
+	var got []bool
+	for range 4 {
+		d := both.Admit(at(0))
+		got = append(got, d.Allowed)
+		if d.Limit != 3 {
+			t.Errorf("headers of limit %d, want the enforced limit's 3 (the shadow one writes none)", d.Limit)
+		}
+	}
+	if want := []bool{true, true, true, false}; !slices.Equal(got, want) {
+		t.Errorf("beside an enforced limit of 3: allowed %v, want %v", got, want)
+	}
+}

@@ -24,6 +24,7 @@ func registerExplainSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the trace says route "([^"]*)" was selected$`, (*state).routeSelected)
 	step(sc, `^the trace says route "([^"]*)" did not match on "([^"]*)", wanting '([^']*)' and getting '([^']*)'$`, (*state).routeNotMatched)
 	step(sc, `^the trace says localRateLimit refused the request with its (requests|tokens) entry of (\d+) per (second|minute|hour), nothing left$`, (*state).localLimitRefused)
+	step(sc, `^the trace says localRateLimit let the request through, its shadow (requests|tokens) entry of (\d+) per (second|minute|hour) having nothing left$`, (*state).shadowLimitWouldRefuse)
 	step(sc, `^the trace gives "([^"]*)" as the cause of status (\d+)$`, (*state).causeOf)
 	step(sc, `^the explanation of the trace reads '([^']*)'$`, (*state).explanationReads)
 }
@@ -145,19 +146,33 @@ func (s *state) policyEvent(kind string) (map[string]any, error) {
 }
 
 func (s *state) localLimitRefused(_ context.Context, kind string, n int, unit string) error {
+	return s.localLimitEntry("refused", "refused", kind, n, unit)
+}
+
+// shadowLimitWouldRefuse: the request was allowed, and the shadow entry
+// is marked as one that would have refused it (refproxy's shadow mode;
+// docs/rate-limits.md).
+func (s *state) shadowLimitWouldRefuse(_ context.Context, kind string, n int, unit string) error {
+	return s.localLimitEntry("allowed", "wouldRefuse", kind, n, unit)
+}
+
+// localLimitEntry: the localRateLimit policy event has the decision, and
+// an entry marked mark (refused, wouldRefuse) of kind, n per unit, with
+// nothing left.
+func (s *state) localLimitEntry(decision, mark, kind string, n int, unit string) error {
 	p, err := s.policyEvent("localRateLimit")
 	if err != nil {
 		return err
 	}
 	res, _ := p["result"].(map[string]any)
-	if res["type"] != "apply" || res["decision"] != "refused" {
-		return fmt.Errorf("localRateLimit result %v, want apply and decision refused", res)
+	if res["type"] != "apply" || res["decision"] != decision {
+		return fmt.Errorf("localRateLimit result %v, want apply and decision %s", res, decision)
 	}
 	entries, _ := res["entries"].([]any)
 	seconds := int(unitOf(unit) / time.Second)
 	for _, e := range entries {
 		m, _ := e.(map[string]any)
-		if refused, _ := m["refused"].(bool); !refused {
+		if marked, _ := m[mark].(bool); !marked {
 			continue
 		}
 		fill, _ := m["tokensPerFill"].(float64)
@@ -165,13 +180,13 @@ func (s *state) localLimitRefused(_ context.Context, kind string, n int, unit st
 		remaining, _ := m["remaining"].(float64)
 		switch {
 		case m["type"] != kind || int(fill) != n || interval != time.Duration(seconds)*time.Second:
-			return fmt.Errorf("the refusing entry is %v %v per %v, want %s %d per %s", m["type"], m["tokensPerFill"], m["fillInterval"], kind, n, unit)
+			return fmt.Errorf("the entry marked %s is %v %v per %v, want %s %d per %s", mark, m["type"], m["tokensPerFill"], m["fillInterval"], kind, n, unit)
 		case remaining != 0:
-			return fmt.Errorf("the refusing entry has %v remaining, want nothing left", m["remaining"])
+			return fmt.Errorf("the entry marked %s has %v remaining, want nothing left", mark, m["remaining"])
 		}
 		return nil
 	}
-	return fmt.Errorf("no localRateLimit entry is marked refused: %v", entries)
+	return fmt.Errorf("no localRateLimit entry is marked %s: %v", mark, entries)
 }
 
 func (s *state) causeOf(_ context.Context, kind string, status int) error {

@@ -19,6 +19,7 @@ func registerSetupSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour)$`, (*state).routeHasLimitPer)
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) with burst (\d+)$`, (*state).routeHasLimitPerWithBurst)
 	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) keyed by header "([^"]*)"$`, (*state).routeHasLimitPerKeyed)
+	step(sc, `^the route "([^"]*)" has a (request|token) limit of (\d+) per (second|minute|hour) in shadow mode( that writes its headers)?$`, (*state).routeHasShadowLimit)
 	step(sc, `^the route "([^"]*)" answers refusals with OpenAI's JSON error$`, (*state).routeRefusesAsOpenAI)
 	step(sc, `^the route "([^"]*)" answers refusals with Anthropic's JSON error$`, (*state).routeRefusesAsAnthropic)
 	step(sc, `^the route "([^"]*)" writes its rate-limit headers in the (x-ratelimit|IETF|OpenAI|Anthropic) format$`, (*state).routeWritesHeaderFamily)
@@ -55,6 +56,18 @@ func (s *state) routeHasLimitPerKeyed(ctx context.Context, route, kind string, n
 	}
 	r := s.setup.RouteNamed(route)
 	r.Limits[len(r.Limits)-1].KeyHeader = header
+	return nil
+}
+
+// routeHasShadowLimit adds a limit that is counted but never refuses
+// (refproxy's shadow), writing its headers when asked.
+func (s *state) routeHasShadowLimit(ctx context.Context, route, kind string, n int, unit, headers string) error {
+	if err := addLimit(ctx, route, kind, n, unit, 0); err != nil {
+		return err
+	}
+	r := s.setup.RouteNamed(route)
+	l := &r.Limits[len(r.Limits)-1]
+	l.Shadow, l.ShadowHeaders = true, headers != ""
 	return nil
 }
 

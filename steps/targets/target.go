@@ -269,6 +269,9 @@ type Limit struct {
 	// bucket per value, requests without the header sharing one (the
 	// reference's key: request.headers["<name>"]).
 	KeyHeader string
+	// Shadow counts the limit without refusing (refproxy's shadow), and
+	// ShadowHeaders writes its headers; standalone targets only.
+	Shadow, ShadowHeaders bool
 }
 
 // KeyExpr is the reference's key of a limit keyed by a header: the CEL

@@ -117,6 +117,9 @@ func policyObject(gvk schema.GroupVersionKind, ns string, p targets.Policy) (*un
 		if !ok {
 			return nil, fmt.Errorf("policy %s: limit %d: unit %s is not a second, minute or hour", p.Name, i, l.Unit)
 		}
+		if l.Shadow {
+			return nil, fmt.Errorf("policy %s: limit %d: the policy resource has no shadow mode", p.Name, i)
+		}
 		e := map[string]any{string(l.Kind): int64(l.Amount), "unit": unit}
 		if l.Burst > 0 {
 			e["burst"] = int64(l.Burst)

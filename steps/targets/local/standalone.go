@@ -240,6 +240,12 @@ func bucketFor(l targets.Limit) (map[string]any, error) {
 		// header fails it, and shares the bucket of requests without a key.
 		b["key"] = l.KeyExpr()
 	}
+	if l.Shadow {
+		b["shadow"] = true
+	}
+	if l.ShadowHeaders {
+		b["shadowHeaders"] = true
+	}
 	return b, nil
 }
 
