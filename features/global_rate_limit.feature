@@ -34,6 +34,15 @@ Feature: Global rate limits
     Then the responses have statuses 200, 200, 200, 429, 429
     And the backend "openai" received 3 requests
 
+  Scenario: A response's tokens reach the service with their descriptor, a stream's after its last chunk
+    Given a global rate-limit service of the scenario's own
+    And the route "llm" has a global token limit of 1000 per day
+    When I send a chat completion using 39 tokens
+    Then within 5 seconds the rate-limit service has counted 39 for the route "llm"
+    When I send a streaming chat completion using 60 tokens that asks for usage
+    Then the stream was delivered whole with its usage chunk
+    And within 5 seconds the rate-limit service has counted 99 for the route "llm"
+
   Scenario: A global limit keyed by a client header gives each client its own budget
     Given a global rate-limit service
     And the route "echo" has a global request limit of 2 per day keyed by header "x-api-key"

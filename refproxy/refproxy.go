@@ -25,6 +25,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/admin"
 	"github.com/gwdiag/gwdiag/refproxy/config"
@@ -50,6 +52,7 @@ type options struct {
 	timeouts        proxy.Timeouts
 	inClear         bool
 	skipUnevaluated bool
+	rlsDial         []grpc.DialOption
 	// listen opens the admin listener (net.Listen; tests listen on
 	// loopback for an address beyond it).
 	listen func(network, addr string) (net.Listener, error)
@@ -75,6 +78,13 @@ func WithTraceCredentialsInClear(clear bool) Option {
 // fault catalogue.
 func WithUnevaluatedDescriptorsSkipped(skip bool) Option {
 	return func(o *options) { o.skipUnevaluated = skip }
+}
+
+// WithRateLimitServiceDialOptions adds gRPC dial options to every
+// connection to a rate-limit service (remoteRateLimit): interceptors that
+// observe or change the calls, for telemetry or tests.
+func WithRateLimitServiceDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.rlsDial = append(o.rlsDial, opts...) }
 }
 
 // WithTimeouts sets the client-side timeouts of every listener; zero fields
@@ -182,6 +192,7 @@ func New(cfg *config.Config, opts ...Option) (*Proxy, error) {
 		Timeouts:                   o.timeouts,
 		TraceCredentialsInClear:    o.inClear,
 		SkipUnevaluatedDescriptors: o.skipUnevaluated,
+		RateLimitDialOptions:       o.rlsDial,
 	})
 	if err := dp.Validate(cfg); err != nil {
 		return nil, err

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/dunglas/httpsfv"
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
@@ -973,6 +976,20 @@ var faults = map[string]fault{
 	// evaluated is skipped even when the limit fails closed, so a request
 	// without the key escapes the limit.
 	"unevaluated descriptors skipped under fail-closed": {proxyOptions: []refproxy.Option{refproxy.WithUnevaluatedDescriptorsSkipped(true)}},
+	// The reference's issue 3282 (fixed): a response's token cost sent to
+	// the global service without its descriptor's entries, so the service
+	// never counts the tokens against the limit.
+	"token charge without its descriptor": {proxyOptions: []refproxy.Option{refproxy.WithRateLimitServiceDialOptions(
+		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if r, ok := req.(*rlsv3.RateLimitRequest); ok {
+				for _, d := range r.Descriptors {
+					if d.HitsAddend.GetValue() > 0 {
+						d.Entries = []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "charge", Value: "lost"}}
+					}
+				}
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}))}},
 	// The proxy redacts what the reference does and nothing more:
 	// authorization and proxy-authorization (and sensitiveHeaders), not
 	// cookies, API-key headers or a backend's Set-Cookie.

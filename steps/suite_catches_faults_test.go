@@ -97,6 +97,11 @@ var faultCases = []faultCase{
 		"Without its service, a global limit refuses requests, and recovers":       "got [200 200], want [200 500]",
 		"Without its service, a fail-open global limit lets requests through":      "got [200 429 429], want [200 200 200]",
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 200 200 429 429], want [200 200 429 200 200 429]",
+		// Counted locally, a keyless request shares one bucket, never
+		// failing its descriptor; a local 429 has no x-envoy-ratelimited.
+		"A descriptor that cannot be evaluated refuses the request when the limit fails closed":    "got [200 200 429], want [200 500 500]",
+		"A descriptor that cannot be evaluated lets the request through when the limit fails open": "got [200 429 429 429], want [200 429 200 200]",
+		"A global limit's 429 is OpenAI's JSON error too":                                          "x-envoy-ratelimited: absent",
 	}},
 	{fault: "wrong headers", claimAll: true, wantFail: map[string]string{
 		"The 429 response carries the spec body and headers":                            `x-ratelimit-limit: absent, want "3"`,
@@ -127,7 +132,8 @@ var faultCases = []faultCase{
 		"A keyed token limit gives each client its own token budget":                           "got [200 200 429 429], want [200 200 429 200]",
 		"Long keys that differ only in their last byte get buckets of their own":               "got [200 429 429], want [200 429 200]",
 		// Each replica refuses on its own after its first 429.
-		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 200 429 200], want [200 200 429 200 200 429]",
+		"A global limit keyed by a client header gives each client its own budget":                 "got [200 200 429 200 429 200], want [200 200 429 200 200 429]",
+		"A descriptor that cannot be evaluated lets the request through when the limit fails open": "got [200 429 429 429], want [200 429 200 200]",
 	}},
 	{fault: "holds a cut body open", claimAll: true, wantFail: map[string]string{
 		"A body cut short after the response began is reported in the trace": "body not ended after 40000 bytes within 3s",
@@ -178,6 +184,9 @@ var faultCases = []faultCase{
 	}},
 	{fault: "global limits not per client", claimAll: true, wantFail: map[string]string{
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 429 429 429 429], want [200 200 429 200 200 429]",
+		// One budget for everyone: a keyless request is counted in it.
+		"A descriptor that cannot be evaluated refuses the request when the limit fails closed":    "got [200 200 429], want [200 500 500]",
+		"A descriptor that cannot be evaluated lets the request through when the limit fails open": "got [200 429 429 429], want [200 429 200 200]",
 	}},
 	{fault: "429 headers of a limit that passed", claimAll: true, wantFail: map[string]string{
 		"A 429 carries the headers of the limit that refused it":                        `x-ratelimit-limit: got "10", want "2"`,
@@ -193,7 +202,9 @@ var faultCases = []faultCase{
 		"A completion's rate-limit headers count its own tokens": `got ["1000" "961" "922"], want ["961" "922" "883"]`,
 	}},
 	{fault: "429 always plain text", claimAll: true, wantFail: map[string]string{
-		"An LLM route can refuse with OpenAI's JSON error": `response Content-Type: got "text/plain", want application/json`,
+		"An LLM route can refuse with OpenAI's JSON error":    `response Content-Type: got "text/plain", want application/json`,
+		"A global limit's 429 is OpenAI's JSON error too":     `response Content-Type: got "text/plain", want application/json`,
+		"An LLM route can refuse with Anthropic's JSON error": `response Content-Type: got "text/plain", want application/json`,
 	}},
 	{fault: "credentials in clear", claimAll: true, wantFail: map[string]string{
 		"Authorization and Proxy-Authorization never appear in a trace":                 "requestState.request.headers.authorization",
@@ -245,6 +256,10 @@ var faultCases = []faultCase{
 	}},
 	{fault: "shadow headers always written", claimAll: true, wantFail: map[string]string{
 		"A shadow limit beside an enforced one leaves the refusing to it": `x-ratelimit-limit: got "1", want "3"`,
+	}},
+	{fault: "token charge without its descriptor", claimAll: true, wantFail: map[string]string{
+		"Two replicas share one global token budget":                                                   "got [200 200 200 200 200], want [200 200 200 429 429]",
+		"A response's tokens reach the service with their descriptor, a stream's after its last chunk": "the service counted 0 for the route",
 	}},
 	{fault: "global 429 without a body", claimAll: true, wantFail: map[string]string{
 		"A global 429 carries the windowed limit and the service's mark": `response body: got "", want "rate limit exceeded"`,

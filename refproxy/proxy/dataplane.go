@@ -73,6 +73,9 @@ type Options struct {
 	// cannot be evaluated for a request under failClosed too, as the
 	// reference does (remote.Policy.SkipUnevaluated).
 	SkipUnevaluatedDescriptors bool
+	// RateLimitDialOptions are added to the gRPC dial options of every
+	// rate-limit service connection (interceptors, say).
+	RateLimitDialOptions []grpc.DialOption
 	// RedactKey keys the fingerprints of redacted values; empty: random
 	// per data plane (tests set it to name fingerprints).
 	RedactKey []byte
@@ -202,7 +205,7 @@ func (dp *Dataplane) rlsConn(addr string) (grpc.ClientConnInterface, error) {
 	if c, ok := dp.rlsConns[addr]; ok {
 		return c, nil
 	}
-	c, err := remote.Dial(addr)
+	c, err := remote.Dial(addr, dp.opts.RateLimitDialOptions...)
 	if err != nil {
 		return nil, err
 	}

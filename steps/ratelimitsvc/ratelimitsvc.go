@@ -154,6 +154,7 @@ type Service struct {
 	HTTPAddr string
 
 	dir    string
+	sock   string // Redis's unix socket
 	bin    string
 	env    []string
 	out    *procout.Buffer
@@ -200,6 +201,7 @@ func Start(ctx context.Context, o Options) (_ *Service, err error) {
 		}
 	}
 	sock := filepath.Join(dir, "redis.sock")
+	s.sock = sock
 	s.redis = exec.Command(redisBin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
 		"--save", "", "--appendonly", "no", "--dir", dir)
 	s.redis.Stdout, s.redis.Stderr = s.out, s.out
@@ -327,6 +329,43 @@ func (s *Service) Restart(ctx context.Context) error {
 		return fmt.Errorf("rate-limit service not healthy at %s: %w\n%s", s.HTTPAddr, err, s.out.Tail(20))
 	}
 	return nil
+}
+
+// Counted is the sum of the service's counters in Redis whose keys
+// contain match: what the service counted for the descriptors it names
+// (envoyproxy/ratelimit's keys are domain_key_value_..._windowstart),
+// read with redis-cli, which Debian's redis-server package brings.
+func (s *Service) Counted(ctx context.Context, match string) (int64, error) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		return 0, &envError{msg: "redis-cli not found on PATH (Debian: apt-get install redis-tools)", err: err}
+	}
+	keys, err := exec.CommandContext(ctx, cli, "-s", s.sock, "--scan", "--pattern", "*"+match+"*").Output()
+	if err != nil {
+		return 0, fmt.Errorf("redis-cli --scan: %w", err)
+	}
+	names := strings.Fields(string(keys))
+	if len(names) == 0 {
+		return 0, nil
+	}
+	vals, err := exec.CommandContext(ctx, cli, append([]string{"-s", s.sock, "--no-raw", "MGET"}, names...)...).Output()
+	if err != nil {
+		return 0, fmt.Errorf("redis-cli MGET: %w", err)
+	}
+	var sum int64
+	for _, line := range strings.Split(strings.TrimSpace(string(vals)), "\n") {
+		// --no-raw prints `1) "39"`, or `2) (nil)` for a key gone since.
+		_, v, ok := strings.Cut(line, ") ")
+		if !ok || v == "(nil)" {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.Trim(v, `"`), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("redis-cli MGET: counter %q is not a number", v)
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // Kill stops the service (not Redis) at once, as an outage would.

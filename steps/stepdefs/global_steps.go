@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cucumber/godog"
 
+	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
@@ -20,6 +22,26 @@ func registerGlobalSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the proxy runs as (\d+) replicas$`, (*state).proxyRunsAsReplicas)
 	step(sc, `^the rate-limit service goes away$`, (*state).rateLimitServiceGoesAway)
 	step(sc, `^the rate-limit service comes back$`, (*state).rateLimitServiceComesBack)
+	step(sc, `^within (\d+) seconds the rate-limit service has counted (\d+) for the route "([^"]*)"$`, (*state).rateLimitServiceCounted)
+}
+
+// rateLimitServiceCounted waits until the scenario's own service's
+// counters (in its Redis) for the route's descriptors add up to n: a
+// response's tokens reach the service with their descriptor (the
+// reference once sent the charge without it, its issue 3282, and tokens
+// were never counted). A count still short at the deadline fails.
+func (s *state) rateLimitServiceCounted(ctx context.Context, secs, n int, route string) error {
+	if s.ownRLS == nil {
+		return errors.New("only the counters of a rate-limit service of the scenario's own can be read")
+	}
+	match := "gwdiag_scenario_" + s.setup.RateLimitKey + "_gwdiag_route_" + route + "_"
+	return await.Until(ctx, time.Duration(secs)*time.Second, 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		got, err := s.ownRLS.Counted(ctx, match)
+		if err != nil {
+			return false, "", err
+		}
+		return got == int64(n), fmt.Sprintf("the service counted %d for the route %q, want %d", got, route, n), nil
+	})
 }
 
 func (s *state) globalRateLimitService(ctx context.Context) error {

@@ -62,6 +62,8 @@ type OwnRateLimitService interface {
 	Kill()
 	Restart(ctx context.Context) error
 	Stop()
+	// Counted sums the service's own counters whose keys contain match.
+	Counted(ctx context.Context, match string) (int64, error)
 }
 
 // state is everything one scenario knows; it travels in the step context

@@ -179,9 +179,9 @@ type GlobalLimit struct {
 	Unit string
 	// KeyHeader, when set, gives each value of this request header its
 	// own budget: the limit's descriptor carries the header's value as an
-	// entry of its own (a request without the header sends no descriptor
-	// for the limit, as the reference skips a descriptor whose value does
-	// not evaluate).
+	// entry of its own (a request without the header cannot make the
+	// descriptor: the reference skips it, refproxy lets the failure mode
+	// decide; feature global-descriptor-failure).
 	KeyHeader string
 }
 

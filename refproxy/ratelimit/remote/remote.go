@@ -169,13 +169,15 @@ func New(conn grpc.ClientConnInterface, p Policy) (*Limiter, error) {
 // Dial opens a lazy plaintext gRPC connection to a service. It redials
 // within a second once the service is back, so a limit recovers soon
 // after an outage instead of after gRPC's default back-off of minutes.
-func Dial(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient("passthrough:///"+addr,
+func Dial(addr string, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
+	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: time.Second,
-		}))
+		}),
+	}, extra...)
+	return grpc.NewClient("passthrough:///"+addr, opts...)
 }
 
 // Policy returns the limiter's policy.
