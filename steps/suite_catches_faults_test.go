@@ -240,10 +240,13 @@ var faultCases = []faultCase{
 		"Long keys that differ only in their last byte get buckets of their own": "response statuses: got [200 429 429], want [200 429 200]",
 	}},
 	{fault: "retry-after on allowed responses", claimAll: true, wantFail: map[string]string{
-		"A 429 says when to retry in Retry-After, as x-ratelimit-reset does": `response 1 (status 200): header retry-after`,
+		"A 429 says when to retry in Retry-After, as x-ratelimit-reset does":       `response 1 (status 200): header retry-after`,
+		"A shadow limit is counted, and shows its count in the headers when asked": `response 3 (status 200): header retry-after`,
 	}},
 	{fault: "no reset on allowed responses", claimAll: true, wantFail: map[string]string{
-		"Allowed responses carry the rate-limit headers": "x-ratelimit-reset: got []",
+		"Allowed responses carry the rate-limit headers":                           "x-ratelimit-reset: got []",
+		"A shadow limit is counted, and shows its count in the headers when asked": "x-ratelimit-reset: got []",
+		"A shadow limit beside an enforced one leaves the refusing to it":          "x-ratelimit-reset: got []",
 	}},
 	{fault: "shadow limits refuse", claimAll: true, wantFail: map[string]string{
 		"A shadow limit never refuses, and the trace names the requests it would have refused": "response statuses: got [200 200 429 429], want [200 200 200 200]",
