@@ -99,9 +99,10 @@ var faultCases = []faultCase{
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 200 200 429 429], want [200 200 429 200 200 429]",
 		// Counted locally, a keyless request shares one bucket, never
 		// failing its descriptor; a local 429 has no x-envoy-ratelimited.
-		"A descriptor that cannot be evaluated refuses the request when the limit fails closed":    "got [200 200 429], want [200 500 500]",
-		"A descriptor that cannot be evaluated lets the request through when the limit fails open": "got [200 429 429 429], want [200 429 200 200]",
-		"A global limit's 429 is OpenAI's JSON error too":                                          "x-envoy-ratelimited: absent",
+		"A descriptor that cannot be evaluated refuses the request when the limit fails closed":        "got [200 200 429], want [200 500 500]",
+		"A descriptor that cannot be evaluated lets the request through when the limit fails open":     "got [200 429 429 429], want [200 429 200 200]",
+		"A global limit's 429 is OpenAI's JSON error too":                                              "x-envoy-ratelimited: absent",
+		"A response's tokens reach the service with their descriptor, a stream's after its last chunk": "the service counted 0 for the route",
 	}},
 	{fault: "wrong headers", claimAll: true, wantFail: map[string]string{
 		"The 429 response carries the spec body and headers":                            `x-ratelimit-limit: absent, want "3"`,
@@ -163,9 +164,10 @@ var faultCases = []faultCase{
 		"Requests sent at once are kept apart by their request ids":           "eventStart on a point event: routeSelection",
 	}},
 	{fault: "stream cut", claimAll: true, wantFail: map[string]string{
-		"A streaming response is counted from its final chunk and never cut":   "stream cut: got 1 chunks",
-		"A stream is counted only when it ends":                                "the usage chunk of the held stream did not reach the client",
-		"The proxy asks a streaming backend for usage when the client did not": "stream cut: got 1 chunks",
+		"A streaming response is counted from its final chunk and never cut":                           "stream cut: got 1 chunks",
+		"A stream is counted only when it ends":                                                        "the usage chunk of the held stream did not reach the client",
+		"The proxy asks a streaming backend for usage when the client did not":                         "stream cut: got 1 chunks",
+		"A response's tokens reach the service with their descriptor, a stream's after its last chunk": "stream cut: got 1 chunks",
 	}},
 	{fault: "stream counted at its usage chunk", claimAll: true, wantFail: map[string]string{
 		"A stream is counted only when it ends": "got [429 429], want [200 429]",
