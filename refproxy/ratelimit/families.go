@@ -173,30 +173,42 @@ func (d Decision) WriteFamilies(now time.Time, peek func(name string) string, se
 			}
 		case FamilyIETF:
 			d.writeIETF(add)
-		case FamilyOpenAI:
-			for _, k := range [...]Kind{Requests, Tokens} {
-				w := d.window(k)
-				if !w.Set || upstreamStricter(peek, "x-ratelimit-remaining-"+string(k), w.Remaining) {
-					continue
-				}
-				set("x-ratelimit-limit-"+string(k), strconv.FormatUint(w.Limit, 10))
-				set("x-ratelimit-remaining-"+string(k), strconv.FormatUint(w.Remaining, 10))
-				set("x-ratelimit-reset-"+string(k), w.Full.Round(time.Millisecond).String())
+		case FamilyOpenAI, FamilyAnthropic:
+			names := &openAINames
+			if f == FamilyAnthropic {
+				names = &anthropicNames
 			}
-		case FamilyAnthropic:
-			for _, k := range [...]Kind{Requests, Tokens} {
-				w := d.window(k)
-				p := "anthropic-ratelimit-" + string(k) + "-"
-				if !w.Set || upstreamStricter(peek, p+"remaining", w.Remaining) {
+			for i, k := range [...]Kind{Requests, Tokens} {
+				w, n := d.window(k), &names[i]
+				if !w.Set || upstreamStricter(peek, n.remaining, w.Remaining) {
 					continue
 				}
-				set(p+"limit", strconv.FormatUint(w.Limit, 10))
-				set(p+"remaining", strconv.FormatUint(w.Remaining, 10))
-				set(p+"reset", ceilSecond(now.Add(w.Full)).Format(time.RFC3339))
+				set(n.limit, strconv.FormatUint(w.Limit, 10))
+				set(n.remaining, strconv.FormatUint(w.Remaining, 10))
+				if f == FamilyOpenAI {
+					set(n.reset, w.Full.Round(time.Millisecond).String())
+				} else {
+					set(n.reset, ceilSecond(now.Add(w.Full)).Format(time.RFC3339))
+				}
 			}
 		}
 	}
 }
+
+// providerNames are a provider family's header names for one kind of
+// limit; the arrays are indexed requests, tokens.
+type providerNames struct{ limit, remaining, reset string }
+
+var (
+	openAINames = [2]providerNames{
+		{"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
+		{"x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
+	}
+	anthropicNames = [2]providerNames{
+		{"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset"},
+		{"anthropic-ratelimit-tokens-limit", "anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset"},
+	}
+)
 
 // ceilSecond is t in UTC, rounded up to a whole second: a reset written
 // in seconds is never earlier than the refill.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dunglas/httpsfv"
+	"github.com/valyala/fasthttp"
 )
 
 // written is what WriteFamilies writes, as a response's header.
@@ -139,5 +140,29 @@ func TestParseFamilies(t *testing.T) {
 	}
 	if !FamilySet(0).Has(FamilyXRateLimit) || FamilySet(0).Has(FamilyIETF) {
 		t.Error("the zero set is not x-ratelimit-* alone")
+	}
+}
+
+// BenchmarkWriteFamilies: a response's rate-limit headers, x-ratelimit-*
+// alone (the default, what every limited response pays) and all four
+// families (a route that asks for them).
+func BenchmarkWriteFamilies(b *testing.B) {
+	reqs := NewBucket(Spec{MaxTokens: 1 << 62, TokensPerFill: 1 << 62, FillInterval: time.Minute})
+	toks := NewBucket(Spec{MaxTokens: 1000, TokensPerFill: 1000, FillInterval: time.Hour, Type: Tokens})
+	d := newSet(reqs, toks).Admit(time.Now())
+	all, _ := ParseFamilies([]string{"xRateLimit", "ietf", "openai", "anthropic"})
+	now := time.Now()
+	for _, c := range []struct {
+		name string
+		fams FamilySet
+	}{{"x-ratelimit", 0}, {"all four", all}} {
+		b.Run(c.name, func(b *testing.B) {
+			d.Families = c.fams
+			var h fasthttp.ResponseHeader
+			b.ReportAllocs()
+			for b.Loop() {
+				d.WriteFamilies(now, nil, h.Set, h.Set)
+			}
+		})
 	}
 }
