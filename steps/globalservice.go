@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"sync"
 
 	"github.com/gwdiag/gwdiag/clusters/toolbin"
@@ -34,6 +35,38 @@ type rateLimitServices struct {
 	started bool
 	shared  *ratelimitsvc.Service
 	err     error
+
+	// binMu makes the service binary's resolution (a build, the first
+	// time) happen once however many scenarios start services at once.
+	binMu   sync.Mutex
+	binDone bool
+	bin     string
+	binErr  error
+}
+
+// binary is the service binary, resolved (or built) by the first caller;
+// the others wait for it and share its answer.
+func (r *rateLimitServices) binary(ctx context.Context) (string, error) {
+	r.binMu.Lock()
+	defer r.binMu.Unlock()
+	if !r.binDone {
+		r.bin, r.binErr = ratelimitsvc.ResolveBinary(ctx, r.log, r.progress)
+		// A build the context cut short is tried again by the next caller.
+		r.binDone = r.binErr == nil || ctx.Err() == nil
+	}
+	return r.bin, r.binErr
+}
+
+// start starts a service with the run's binary.
+func (r *rateLimitServices) start(ctx context.Context, host string) (*ratelimitsvc.Service, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, ratelimitsvc.ErrNoRedis // before a build that would be of no use
+	}
+	bin, err := r.binary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Binary: bin, Host: host})
 }
 
 var _ stepdefs.RateLimitServices = (*rateLimitServices)(nil)
@@ -52,7 +85,7 @@ func (r *rateLimitServices) Shared(ctx context.Context) (string, error) {
 			r.err = fmt.Errorf("the %s target's proxy cannot reach a service on this machine: name one with --ratelimit-service", r.target.Name())
 			return "", r.err
 		}
-		r.shared, r.err = ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Progress: r.progress, Host: host})
+		r.shared, r.err = r.start(ctx, host)
 		if r.err != nil {
 			r.err = serviceMissing(fmt.Errorf("starting the global rate-limit service: %w", r.err))
 		}
@@ -72,7 +105,7 @@ func (r *rateLimitServices) Own(ctx context.Context) (stepdefs.OwnRateLimitServi
 	if !ok {
 		return nil, fmt.Errorf("the %s target's proxy cannot reach a service on this machine", r.target.Name())
 	}
-	s, err := ratelimitsvc.Start(ctx, ratelimitsvc.Options{Config: serviceConfig, Log: r.log, Progress: r.progress, Host: host})
+	s, err := r.start(ctx, host)
 	if err != nil {
 		return nil, serviceMissing(fmt.Errorf("starting a rate-limit service for the scenario: %w", err))
 	}

@@ -77,6 +77,13 @@ func EnsureBinary(ctx context.Context, log io.Writer) (string, error) {
 	return ensureBinary(ctx, log, nil)
 }
 
+// ResolveBinary is EnsureBinary, which also writes one line to progress
+// (if not nil) before it builds the service: for a caller that starts
+// several services and resolves their binary once (Options.Binary).
+func ResolveBinary(ctx context.Context, log, progress io.Writer) (string, error) {
+	return ensureBinary(ctx, log, progress)
+}
+
 // ensureBinary is EnsureBinary, which writes one line to progress (if
 // any) before it builds the service.
 func ensureBinary(ctx context.Context, log, progress io.Writer) (string, error) {
