@@ -194,11 +194,13 @@ binds:
 }
 
 // TestGlobalDescriptorFromHeader: a descriptor valued by a request header
-// gives each user a budget of their own (2), and a request without the
-// header matches no descriptor and is not limited.
+// gives each user a budget of their own (2), and under failOpen a request
+// without the header makes no descriptor and is not limited (under
+// failClosed it is refused: TestGlobalDescriptorThatCannotBeEvaluated).
 func TestGlobalDescriptorFromHeader(t *testing.T) {
 	svc := rateLimitService(t)
-	e := start(t, echoWithRemote(svc.Addr, `          descriptors:
+	e := start(t, echoWithRemote(svc.Addr, `          failureMode: failOpen
+          descriptors:
           - entries: [{key: user, value: 'request.headers["x-user"]'}]`))
 	for i, st := range []struct {
 		user   string
