@@ -111,6 +111,16 @@ binds:
           descriptors:
           - entries: [{key: user, value: 'request.headers["x-api-key"]'}]
       backends: [{host: "{{.Echo}}"}]
+    - name: unevaluable
+      matches: [{path: {pathPrefix: /unevaluable}}]
+      policies:
+        remoteRateLimit:
+          host: "{{.RLS}}"
+          domain: plant
+          # Fails with CEL's "no such key: <the Authorization value>".
+          descriptors:
+          - entries: [{key: user, value: 'string({"a": 1}[request.headers["authorization"]])'}]
+      backends: [{host: "{{.Echo}}"}]
     - name: admin
       matches: [{path: {pathPrefix: /admin}, headers: [{name: authorization, value: {exact: "Bearer {{.Bearer}}"}}]}]
       backends: [{host: "{{.Echo}}"}]
@@ -389,6 +399,7 @@ func (e *plantEnv) plantRequests(run int) []plantRequest {
 		{"keyed limit, admitted", e.main, http.MethodGet, "/keyed", "", short, http.StatusOK},
 		{"keyed limit, refused", e.main, http.MethodGet, "/keyed", "", short, http.StatusTooManyRequests},
 		{"global limit, refused", e.main, http.MethodGet, "/global", "", short, http.StatusTooManyRequests},
+		{"global limit, descriptor not evaluated", e.main, http.MethodGet, "/unevaluable", "", all, http.StatusInternalServerError},
 		{"route matched on authorization", e.main, http.MethodGet, "/admin", "", all, http.StatusOK},
 		{"route not matched on authorization", e.main, http.MethodGet, "/admin", "", wrong, http.StatusOK},
 		{"no route, authorization", e.other, http.MethodGet, "/", "", wrong, http.StatusNotFound},

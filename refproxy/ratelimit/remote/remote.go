@@ -15,6 +15,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"reflect"
 	"strconv"
@@ -198,6 +199,26 @@ const (
 	Failed
 )
 
+// DescriptorError is a descriptor that could not be evaluated for a
+// request. Its cause may quote the request's values (CEL's "no such key:
+// <value>"), credentials among them: the request's trace, which scrubs
+// them, shows it whole; a log shows only which descriptor (LogValue).
+type DescriptorError struct {
+	Index int
+	Err   error
+}
+
+func (e *DescriptorError) Error() string {
+	return fmt.Sprintf("descriptor %d cannot be evaluated: %v", e.Index, e.Err)
+}
+
+func (e *DescriptorError) Unwrap() error { return e.Err }
+
+// LogValue is the error as a log writes it: without its cause.
+func (e *DescriptorError) LogValue() slog.Value {
+	return slog.StringValue(fmt.Sprintf("descriptor %d cannot be evaluated (why: in the request's trace)", e.Index))
+}
+
 // Verdict is the result of Check.
 type Verdict struct {
 	Outcome Outcome
@@ -276,7 +297,7 @@ func (l *Limiter) Check(ctx context.Context, act map[string]any) Verdict {
 			// about that limit: the failure mode decides, as when the
 			// service is down (the reference skips it even when failing
 			// closed, its issue 3523).
-			err = fmt.Errorf("descriptor %d cannot be evaluated: %w", i, err)
+			err = &DescriptorError{Index: i, Err: err}
 			if l.policy.FailureMode == FailClosed && !l.policy.SkipUnevaluated {
 				v.Outcome, v.Err = Failed, err
 				return v
