@@ -86,15 +86,17 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 		tr.RecordNext(trace.SeverityInfo, trace.ResponseSnapshot,
 			c.dp.captureResponse(tr, trace.StageBackendResponseReady, code, backend, true))
 	}
-	d := c.d
-	d.Families = c.rt.families
-	if fromBackend {
-		// The backend's own rate-limit headers, copied into h, stay where
-		// they are stricter than the route's.
-		d.WriteFamilies(time.Now(), func(name string) string { return peekResponseFold(h, name) },
-			func(name, value string) { setResponseFold(h, name, value) }, h.Add)
-	} else {
-		d.WriteFamilies(time.Now(), nil, h.Set, h.Add)
+	if c.d.Limited {
+		d := c.d
+		d.Families = c.rt.families
+		if fromBackend {
+			// The backend's own rate-limit headers, copied into h, stay
+			// where they are stricter than the route's.
+			d.WriteFamilies(time.Now(), func(name string) string { return peekResponseFold(h, name) },
+				func(name, value string) { setResponseFold(h, name, value) }, h.Add)
+		} else {
+			d.WriteFamilies(time.Now(), nil, h.Set, h.Add)
+		}
 	}
 	c.rt.pol.applyResponse(c.cors, h)
 	if tr != nil {

@@ -266,12 +266,9 @@ func (s *state) responsesHaveHeaderValues(ctx context.Context, name, list string
 // responseBodyIsAnthropicError: the last response is JSON in Anthropic's
 // error shape, {"type": "error", "error": {"type": T, "message": M}}.
 func (s *state) responseBodyIsAnthropicError(ctx context.Context, typ string) error {
-	r, err := s.lastResponse()
+	r, err := s.lastJSONResponse()
 	if err != nil {
 		return err
-	}
-	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		return fmt.Errorf("response Content-Type: got %q, want application/json (body %q)", ct, trim(r.body))
 	}
 	var e struct {
 		Type  string `json:"type"`
@@ -292,13 +289,22 @@ func (s *state) responseBodyIsAnthropicError(ctx context.Context, typ string) er
 	return nil
 }
 
-func (s *state) responseBodyIsOpenAIError(ctx context.Context, typ string) error {
+// lastJSONResponse is the last response, which must say its body is JSON.
+func (s *state) lastJSONResponse() (*response, error) {
 	r, err := s.lastResponse()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		return fmt.Errorf("response Content-Type: got %q, want application/json (body %q)", ct, trim(r.body))
+		return nil, fmt.Errorf("response Content-Type: got %q, want application/json (body %q)", ct, trim(r.body))
+	}
+	return r, nil
+}
+
+func (s *state) responseBodyIsOpenAIError(ctx context.Context, typ string) error {
+	r, err := s.lastJSONResponse()
+	if err != nil {
+		return err
 	}
 	var e struct {
 		Error *struct {
