@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/await"
+	"github.com/gwdiag/gwdiag/steps/freeport"
 	"github.com/gwdiag/gwdiag/steps/procout"
 )
 
@@ -235,7 +235,7 @@ func Start(ctx context.Context, o Options) (_ *Service, err error) {
 	// take one before the service binds it. A service that exits at start
 	// is tried again on new ports, a few times.
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(host, 3)
+		ports, err := freeport.Pick(host, 3)
 		if err != nil {
 			return nil, err
 		}
@@ -406,49 +406,4 @@ func (s *Service) Output() string { return s.out.String() }
 // waitFor waits up to ReadyTimeout for a program to become ready.
 func waitFor(ctx context.Context, ready await.Check) error {
 	return await.Until(ctx, readyTimeout, 10*time.Millisecond, ready)
-}
-
-// freePorts picks n ports free on host, below the kernel's ephemeral
-// range: the service is stopped and started again on the same ports (a
-// scenario takes it away and brings it back), and a port of the ephemeral
-// range, once freed, may be taken meanwhile by any connection or :0
-// listener of this machine (parallel runs did: "bind: address already in
-// use"). Ports below the range are only taken by those who name them.
-func freePorts(host string, n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	lo, hi := fixedPortRange()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries == 200 {
-			return nil, fmt.Errorf("no %d free ports on %s from %d to %d in %d tries", n, host, lo, hi, tries)
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(lo+rand.IntN(hi-lo+1))))
-		if err != nil {
-			continue // taken
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// fixedPortRange is the ports freePorts picks from: from 10000 to the
-// port before the ephemeral range (net.ipv4.ip_local_port_range; Linux's
-// default starts at 32768).
-func fixedPortRange() (lo, hi int) {
-	lo, hi = 10000, 32767
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return lo, hi
-	}
-	var start, end int
-	if _, err := fmt.Sscan(string(b), &start, &end); err == nil && start-1 >= lo+1000 {
-		hi = start - 1
-	}
-	return lo, hi
 }

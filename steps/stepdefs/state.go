@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -173,10 +174,28 @@ func End(ctx context.Context) (e Ending, ok bool) {
 	s.teardown()
 	x := s.cfg.Secrets
 	e = Ending{Unsupported: x.Scrub(s.unsupported), Interrupted: s.interrupted, Missing: x.Scrub(s.missing), MissingDetail: x.Scrub(s.missingDetail), FailedStep: x.Scrub(s.failedStep)}
-	if lk, ok := s.dep.(targets.LogKeeper); ok {
-		e.ProxyLogs = x.Scrub(lk.ProxyLogs())
-	}
+	e.ProxyLogs = x.Scrub(s.proxyLogs())
 	return e, true
+}
+
+// proxyLogs is the proxy's output where the target keeps it; with several
+// replicas, each replica's under a line naming it.
+func (s *state) proxyLogs() string {
+	var b strings.Builder
+	for i, d := range s.deps {
+		lk, ok := d.(targets.LogKeeper)
+		if !ok {
+			continue
+		}
+		if len(s.deps) > 1 {
+			fmt.Fprintf(&b, "=== replica %d of %d ===\n", i+1, len(s.deps))
+		}
+		b.WriteString(lk.ProxyLogs())
+		if len(s.deps) > 1 && b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 func getState(ctx context.Context) *state {

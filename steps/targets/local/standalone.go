@@ -10,6 +10,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 
+	"github.com/gwdiag/gwdiag/steps/freeport"
 	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
@@ -249,27 +250,10 @@ func bucketFor(l targets.Limit) (map[string]any, error) {
 	return b, nil
 }
 
-// freePorts asks the kernel for n free loopback ports, distinct: each is
-// held until all are chosen (a port closed at once could come back as the
-// next one: a config with a port bound twice). Another process may take
-// one before the proxy binds it; targets retry start-up once on that.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 // choosePorts picks distinct free ports for the admin server and each
 // listener.
 func choosePorts(setup targets.Setup) (admin string, ports map[string]int, err error) {
-	free, err := freePorts(1 + len(setup.Listeners))
+	free, err := freeport.Pick("127.0.0.1", 1+len(setup.Listeners))
 	if err != nil {
 		return "", nil, err
 	}

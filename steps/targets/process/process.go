@@ -209,6 +209,17 @@ func (p *Process) configureOnce(ctx context.Context, setup targets.Setup) (targe
 	}()
 	err = local.WaitReady(readyCtx, d)
 	cancel()
+	if err == nil {
+		// Ready means its ports answered; a proxy that has exited by now
+		// did not answer them (another program took a port it was told
+		// to bind): it fails as below, and its output saying so ("address
+		// already in use") has it retried on new ports.
+		select {
+		case <-exited:
+			err = errors.New("exited")
+		default:
+		}
+	}
 	if err != nil {
 		// Whether it exited is read before Stop, which would end it too.
 		select {
