@@ -65,12 +65,16 @@ TEST_FIRST    ?= ./steps ./cli/e2e ./clusters ./steps/targets/container
 # day ($$GWDIAG_CATALOGUE=race-sample; test-times prints which). The
 # race detector doubled the catalogue's time, and it was a third of ./steps'.
 TESTJSON_CATALOGUE ?= $(BIN)/test-catalogue.json
+# Each test binary runs under .ci/testcpu, which ends its output with the CPU
+# it and the processes it waited for used: on 2 cores the gate's wall time
+# follows its CPU time, and test-times prints where it went.
+TEST_EXEC ?= -exec $(CURDIR)/.ci/testcpu
 unit: kube-bins ratelimit-bin redis-server chromium
 	@mkdir -p $(BIN)
 	@$(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON_CATALOGUE) -- -count=1 -timeout 20m -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
+	  --jsonfile $(TESTJSON_CATALOGUE) -- $(TEST_EXEC) -count=1 -timeout 20m -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON) -- -race -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
+	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
 	rc=$$?; wait $$cat || rc=1; $(MAKE) --no-print-directory test-times; exit $$rc
 
 # Where the time of the last make test (or make unit) went: the slowest
@@ -86,6 +90,13 @@ test-times:
 	  sed -E 's/.*"Action":"([a-z]+)","Package":"([^"]*)","Elapsed":([0-9.]+).*/\3 \2 \1/' | \
 	  sed 's| github.com/gwdiag/gwdiag/\{0,1\}| ./|' | sort -rn | head -$(TIMES_TOP) | \
 	  awk '{printf "  %8.1f  %s%s\n", $$1, $$2, ($$3 == "fail" ? "  FAIL" : "")}'
+	@echo "CPU by test binary (seconds, user+sys, with the processes each waited for; not the Docker daemon's):"
+	@for f in $(TESTJSON) $(wildcard $(TESTJSON_CATALOGUE)); do \
+	  tag=; [ $$f = $(TESTJSON_CATALOGUE) ] && tag=" (catalogue, no -race)"; \
+	  grep -h '"Output":"gwdiag-test-cpu: ' $$f | \
+	  sed -E 's/.*"Package":"([^"]*)".*gwdiag-test-cpu: ([0-9.]+) s wall, ([0-9.]+) s user, ([0-9.]+) s sys.*/\1 \2 \3 \4/' | \
+	  awk -v tag="$$tag" '{ sub("github.com/gwdiag/gwdiag/?", "./", $$1); printf "%.1f %.1f %s%s\n", $$3 + $$4, $$2, $$1, tag }'; \
+	done | sort -rn | awk '{ t += $$1; if (NR <= $(TIMES_TOP)) printf "  %8.1f  (%6.1f wall)  %s\n", $$1, $$2, substr($$0, index($$0, $$3)) } END { printf "  %8.1f  in all\n", t }'
 	@echo "slowest tests (over 20 s):"
 	@$(GO) tool gotestsum tool slowest --jsonfile $(BIN)/test-all.json --threshold 20s | head -40 | sed 's|github.com/gwdiag/gwdiag/|./|; s/^/  /'
 
