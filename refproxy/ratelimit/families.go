@@ -119,7 +119,8 @@ func (b *Bucket) window(remaining uint64, reset time.Duration, refused bool) Win
 }
 
 // Tighter is the window of a and b that a response describes: one that
-// refused over one that did not, else the one with fewer remaining.
+// refused over one that did not; of two that refused, the one that resets
+// later (the request passes only then); else the one with fewer remaining.
 func (a Window) Tighter(b Window) Window {
 	switch {
 	case !b.Set:
@@ -128,6 +129,11 @@ func (a Window) Tighter(b Window) Window {
 		return b
 	case a.Refused != b.Refused:
 		if b.Refused {
+			return b
+		}
+		return a
+	case a.Refused:
+		if b.Reset > a.Reset {
 			return b
 		}
 		return a

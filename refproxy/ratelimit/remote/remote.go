@@ -392,10 +392,13 @@ func (d compiled) eval(act map[string]any) (*ratelimitv3.RateLimitDescriptor, er
 	return rd, nil
 }
 
-// decision picks the status for the headers: the first that is over
-// its limit (the one that denied), else the most constrained (fewest
-// remaining); its limit with every window (Envoy's x-ratelimit-limit form,
-// "10, 10;w=60"), its remaining and its reset.
+// decision picks the status for the headers: of those over their limit
+// (the ones that denied), the one with the longest reset, which is when
+// the request could next pass (the reference's Retry-After for a remote
+// denial, its PR 3386; the IETF draft's "not earlier than the window's
+// end"); with none over, the most constrained (fewest remaining). Its
+// limit with every window (Envoy's x-ratelimit-limit form, "10,
+// 10;w=60"), its remaining and its reset.
 //
 // Requests and Tokens are the same choice among the descriptors of each
 // kind (sent: the descriptors asked about, in the statuses' order; a
@@ -416,7 +419,7 @@ func decision(statuses []*rlsv3.RateLimitResponse_DescriptorStatus, sent []*rate
 		over := st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT
 		r := uint64(st.GetLimitRemaining())
 		reset := st.GetDurationUntilReset().AsDuration().Round(time.Second)
-		if !denied && (over || r < best) {
+		if over && (!denied || reset > d.Reset) || !denied && !over && r < best {
 			best, denied = r, over
 			d = ratelimit.Decision{Limited: true, Limit: uint64(cl.GetRequestsPerUnit()), Remaining: r, Reset: reset}
 		}

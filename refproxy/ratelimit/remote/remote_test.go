@@ -249,6 +249,22 @@ func TestDecisionOfTheDenyingDescriptor(t *testing.T) {
 	if d.Limit != 2 || d.Remaining != 0 || d.Reset != 40*time.Second {
 		t.Errorf("decision = %+v, want the over-limit descriptor's limit 2, remaining 0, reset 40s", d)
 	}
+	// Several denied: the one that resets last, wherever it stands (the
+	// request passes only then).
+	for _, order := range [][2]int{{0, 1}, {1, 0}} {
+		over := []*rlsv3.RateLimitResponse_DescriptorStatus{
+			status(rlsv3.RateLimitResponse_OVER_LIMIT, 2, 0, rlsv3.RateLimitResponse_RateLimit_HOUR, 20*time.Minute),
+			status(rlsv3.RateLimitResponse_OVER_LIMIT, 5, 0, rlsv3.RateLimitResponse_RateLimit_DAY, 5*time.Hour),
+		}
+		got := decision([]*rlsv3.RateLimitResponse_DescriptorStatus{status(rlsv3.RateLimitResponse_OK, 10, 0, rlsv3.RateLimitResponse_RateLimit_SECOND, time.Second),
+			over[order[0]], over[order[1]]}, nil)
+		if got.Limit != 5 || got.Reset != 5*time.Hour || !got.Requests.Refused || got.Requests.Reset != 5*time.Hour {
+			t.Errorf("two denied, in order %v: decision = %+v, want the day's limit 5 and reset 5h", order, got)
+		}
+		if want := "5, 10;w=1, 2;w=3600, 5;w=86400"; order[0] == 0 && got.LimitHeader != want {
+			t.Errorf("x-ratelimit-limit %q, want %q", got.LimitHeader, want)
+		}
+	}
 	// Each kind apart, for the header families that describe both.
 	wantReq := ratelimit.Window{Set: true, Limit: 2, Period: time.Minute, Remaining: 0, Reset: 40 * time.Second, Full: 40 * time.Second, Refused: true}
 	wantTok := ratelimit.Window{Set: true, Limit: 1000, Period: time.Hour, Remaining: 500, Reset: 30 * time.Minute, Full: 30 * time.Minute}
