@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -720,6 +721,33 @@ var faults = map[string]fault{
 	"global 429 without a body": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(&bodyDropper{ResponseWriter: w}, r)
+		})
+	}},
+	// A global 429 refused by several descriptors tells the reset of the
+	// shortest window (the first that denied, as refproxy once chose),
+	// though the request passes only when the longest has reset too.
+	"global 429 tells the shortest reset": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				_, windows, ok := strings.Cut(h.Get("X-Ratelimit-Limit"), ", ")
+				if code != http.StatusTooManyRequests || !ok || !strings.Contains(windows, ", ") {
+					return
+				}
+				shortest := int64(math.MaxInt64)
+				for _, w := range strings.Split(windows, ", ") {
+					if _, v, ok := strings.Cut(w, ";w="); ok {
+						if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+							shortest = min(shortest, n)
+						}
+					}
+				}
+				if shortest == math.MaxInt64 {
+					return
+				}
+				reset := strconv.FormatInt(shortest-time.Now().Unix()%shortest, 10)
+				h.Set("X-Ratelimit-Reset", reset)
+				h.Set("Retry-After", reset)
+			}}, r)
 		})
 	}},
 	// RateLimit in the form of the draft's early revisions (a Dictionary

@@ -77,6 +77,7 @@ var faultCases = []faultCase{
 		"A global limit keyed by a client header gives each client its own budget":                 `backend "echo": got 6, want 4`,
 		"A keyed token limit gives each client its own token budget":                               `backend "openai": got 4, want 3`,
 		"A descriptor that cannot be evaluated lets the request through when the limit fails open": `backend "echo": got 4, want 3`,
+		"Where several global limits refuse, the 429 tells the latest reset":                       `backend "echo": got 3, want 2`,
 	}},
 	{fault: "tokens counted before the response", claimAll: true, wantFail: map[string]string{
 		"The request that crosses the budget succeeds, the next one is refused": "got [200 429 200], want [200 200 429]",
@@ -97,6 +98,8 @@ var faultCases = []faultCase{
 		"Without its service, a global limit refuses requests, and recovers":       "got [200 200], want [200 500]",
 		"Without its service, a fail-open global limit lets requests through":      "got [200 429 429], want [200 200 200]",
 		"A global limit keyed by a client header gives each client its own budget": "got [200 200 200 200 429 429], want [200 200 429 200 200 429]",
+		// Counted locally per hour, the 429 tells the hour's refill.
+		"Where several global limits refuse, the 429 tells the latest reset": "Retry-After: got 3",
 		// Counted locally, a keyless request shares one bucket, never
 		// failing its descriptor; a local 429 has no x-envoy-ratelimited.
 		"A descriptor that cannot be evaluated refuses the request when the limit fails closed":        "got [200 200 429], want [200 500 500]",
@@ -110,6 +113,7 @@ var faultCases = []faultCase{
 		"A global 429 carries the windowed limit and the service's mark":                `x-ratelimit-limit: absent, want "2, 2;w=86400"`,
 		"A 429 carries the headers of the limit that refused it":                        `x-ratelimit-limit: absent, want "2"`,
 		"A token limit that refuses gives the 429 its headers, not the request limit's": `x-ratelimit-limit: absent, want "100"`,
+		"Where several global limits refuse, the 429 tells the latest reset":            `x-ratelimit-limit: absent, want "2, 2;w=3600, 2;w=86400"`,
 	}},
 	{fault: "wrong admin answers", claimAll: true, wantFail: map[string]string{
 		"GET /logging tells the current level":                                        `got "log level: info\n"`,
@@ -199,6 +203,7 @@ var faultCases = []faultCase{
 		// The draft: a refused client is told when to retry, not earlier
 		// than the policy's reset.
 		"The IETF fields describe each kind of limit, and a 429's the limit that refused": `429 of policy "tokens": Retry-After "", want whole seconds`,
+		"Where several global limits refuse, the 429 tells the latest reset":              `Retry-After: got "", want whole seconds`,
 	}},
 	{fault: "token headers before the charge", claimAll: true, wantFail: map[string]string{
 		"A completion's rate-limit headers count its own tokens": `got ["1000" "961" "922"], want ["961" "922" "883"]`,
@@ -234,6 +239,7 @@ var faultCases = []faultCase{
 	{fault: "429 reset of the shortest window", claimAll: true, wantFail: map[string]string{
 		"A 429 carries the headers of the limit that refused it":                        "x-ratelimit-reset: got",
 		"A token limit that refuses gives the 429 its headers, not the request limit's": "x-ratelimit-reset: got",
+		"Where several global limits refuse, the 429 tells the latest reset":            "x-ratelimit-reset: got",
 	}},
 	{fault: "keyed token limits share one budget", claimAll: true, wantFail: map[string]string{
 		"A keyed token limit gives each client its own token budget": "response statuses: got [200 200 429 429], want [200 200 429 200]",
@@ -269,6 +275,9 @@ var faultCases = []faultCase{
 	{fault: "global 429 without a body", claimAll: true, wantFail: map[string]string{
 		"A global 429 carries the windowed limit and the service's mark": `response body: got "", want "rate limit exceeded"`,
 		"A global limit's 429 is OpenAI's JSON error too":                `response Content-Type: got "", want application/json`,
+	}},
+	{fault: "global 429 tells the shortest reset", claimAll: true, wantFail: map[string]string{
+		"Where several global limits refuse, the 429 tells the latest reset": "want the seconds until the service's day window ends",
 	}},
 	{fault: "IETF fields in an old draft's form", claimAll: true, wantFail: map[string]string{
 		"The IETF fields describe each kind of limit, and a 429's the limit that refused": "is not a structured-field List",

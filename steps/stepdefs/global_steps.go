@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -23,6 +24,43 @@ func registerGlobalSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the rate-limit service goes away$`, (*state).rateLimitServiceGoesAway)
 	step(sc, `^the rate-limit service comes back$`, (*state).rateLimitServiceComesBack)
 	step(sc, `^within (\d+) seconds the rate-limit service has counted (\d+) for the route "([^"]*)"$`, (*state).rateLimitServiceCounted)
+	step(sc, `^the response header "([^"]*)" is the seconds until the rate-limit service's (minute|hour|day) window ends$`, (*state).headerIsWindowEnd)
+}
+
+// windowUnits are the service's windows in seconds.
+var windowUnits = map[string]int64{"minute": 60, "hour": 3600, "day": 86400}
+
+// headerIsWindowEnd checks a header of the last response against the end
+// of the rate-limit service's window of unit: the suite's service
+// (github.com/envoyproxy/ratelimit) aligns its windows with the clock (a
+// day's ends at midnight UTC) and answers the seconds left in it. The
+// service answered between the request's sending and its head's arrival;
+// a second either way is allowed for its rounding and the proxy's.
+func (s *state) headerIsWindowEnd(ctx context.Context, name, unit string) error {
+	r, err := s.lastResponse()
+	if err != nil {
+		return err
+	}
+	v := r.header.Get(name)
+	got, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("response header %s: got %q, want whole seconds", name, v)
+	}
+	return windowEndWithin(got, windowUnits[unit], r.sent, r.at, name, unit)
+}
+
+// windowEndWithin checks got, seconds, against the end of a clock-aligned
+// window of u seconds as seen from any time from sent to at.
+func windowEndWithin(got, u int64, sent, at time.Time, name, unit string) error {
+	left := func(t time.Time) int64 { return u - t.Unix()%u }
+	lo, hi := left(at), left(sent)
+	if lo > hi { // a window ended between the two: either is right
+		lo, hi = 0, u
+	}
+	if got < lo-1 || got > hi+1 {
+		return fmt.Errorf("response header %s: got %d, want the seconds until the service's %s window ends, %d (at %s)", name, got, unit, hi, sent.UTC().Format(time.TimeOnly))
+	}
+	return nil
 }
 
 // rateLimitServiceCounted waits until the scenario's own service's
