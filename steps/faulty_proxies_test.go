@@ -656,11 +656,17 @@ var faults = map[string]fault{
 	"429 headers of the lowest limit": {listener: refusalOfSeveral(func(ceilings []uint64, h http.Header) {
 		h.Set("X-Ratelimit-Limit", strconv.FormatUint(slices.Min(ceilings), 10))
 	})},
-	// A 429's reset counts to the end of the current minute, whatever the
-	// window of the limit that refused it (an hour's limit says "in 40 s").
+	// A local 429's reset counts to the end of the current minute, whatever
+	// the window of the limit that refused it (an hour's limit says "in 40
+	// s"). Global 429s (a windowed x-ratelimit-limit) are left alone: their
+	// windows end with the clock's, so in the last minute of a day no
+	// scenario could tell the fault, and the catalogue would fail then.
 	"429 reset of the shortest window": {listener: func(d *faultyDeployment, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, h http.Header) {
+				if strings.Contains(h.Get("X-Ratelimit-Limit"), ";w=") {
+					return
+				}
 				if n, err := strconv.Atoi(h.Get("X-Ratelimit-Reset")); code == http.StatusTooManyRequests && err == nil && n > 60 {
 					h.Set("X-Ratelimit-Reset", strconv.Itoa(n%60))
 				}
