@@ -27,9 +27,6 @@ func registerGlobalSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the response header "([^"]*)" is the seconds until the rate-limit service's (minute|hour|day) window ends$`, (*state).headerIsWindowEnd)
 }
 
-// windowUnits are the service's windows in seconds.
-var windowUnits = map[string]int64{"minute": 60, "hour": 3600, "day": 86400}
-
 // headerIsWindowEnd checks a header of the last response against the end
 // of the rate-limit service's window of unit: the suite's service
 // (github.com/envoyproxy/ratelimit) aligns its windows with the clock (a
@@ -46,7 +43,8 @@ func (s *state) headerIsWindowEnd(ctx context.Context, name, unit string) error 
 	if err != nil {
 		return fmt.Errorf("response header %s: got %q, want whole seconds", name, v)
 	}
-	return windowEndWithin(got, windowUnits[unit], r.sent, r.at, name, unit)
+	u := int64(targets.GlobalLimit{Unit: unit}.UnitSeconds())
+	return windowEndWithin(got, u, r.sent, r.at, name, unit)
 }
 
 // windowEndWithin checks got, seconds, against the end of a clock-aligned

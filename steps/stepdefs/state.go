@@ -179,19 +179,25 @@ func End(ctx context.Context) (e Ending, ok bool) {
 }
 
 // proxyLogs is the proxy's output where the target keeps it; with several
-// replicas, each replica's under a line naming it.
+// replicas, the end of each replica's (its share of MaxProxyLogs) under a
+// line naming it.
 func (s *state) proxyLogs() string {
+	n := len(s.deps)
+	if n < 2 {
+		if lk, ok := s.dep.(targets.LogKeeper); ok {
+			return lk.ProxyLogs()
+		}
+		return ""
+	}
 	var b strings.Builder
 	for i, d := range s.deps {
 		lk, ok := d.(targets.LogKeeper)
 		if !ok {
 			continue
 		}
-		if len(s.deps) > 1 {
-			fmt.Fprintf(&b, "=== replica %d of %d ===\n", i+1, len(s.deps))
-		}
-		b.WriteString(lk.ProxyLogs())
-		if len(s.deps) > 1 && b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		logs := targets.TailLogsWithin(lk.ProxyLogs(), targets.MaxProxyLogs/n)
+		fmt.Fprintf(&b, "=== replica %d of %d ===\n%s", i+1, n, logs)
+		if logs != "" && !strings.HasSuffix(logs, "\n") {
 			b.WriteByte('\n')
 		}
 	}

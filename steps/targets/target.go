@@ -114,11 +114,15 @@ const MaxProxyLogs = 8 << 10
 
 // TailLogs returns the last complete lines of logs that fit in
 // MaxProxyLogs bytes.
-func TailLogs(logs string) string {
-	if len(logs) <= MaxProxyLogs {
+func TailLogs(logs string) string { return TailLogsWithin(logs, MaxProxyLogs) }
+
+// TailLogsWithin returns the last complete lines of logs that fit in max
+// bytes (each of several replicas gets its share of MaxProxyLogs).
+func TailLogsWithin(logs string, max int) string {
+	if len(logs) <= max {
 		return logs
 	}
-	logs = logs[len(logs)-MaxProxyLogs:]
+	logs = logs[len(logs)-max:]
 	if i := strings.IndexByte(logs, '\n'); i >= 0 {
 		logs = logs[i+1:]
 	}
