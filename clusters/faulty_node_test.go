@@ -43,7 +43,7 @@ type nodeFault struct {
 	scenario, message string
 	// replay: the failure's bundle, replayed on the local node with the
 	// same controller, fails at the same step, and with the faithful one
-	// passes (one fault does it: each replay starts a node of its own).
+	// passes (one fault does it).
 	replay bool
 }
 
@@ -149,15 +149,13 @@ func interceptedController(writes interceptor.Funcs) func(context.Context, *rest
 	}
 }
 
-// TestLocalNodeCatchesFaults runs, for each fault of nodeFaults, the
+// testLocalNodeCatchesFaults runs, for each fault of nodeFaults, the
 // scenarios of its tags on the local node with that controller: its
 // scenario fails with its message, and every other one passes.
-func TestLocalNodeCatchesFaults(t *testing.T) {
-	t.Parallel()
-	node := localNode(t)
+func testLocalNodeCatchesFaults(t *testing.T, n *localNode) {
 	for _, f := range nodeFaults {
 		t.Run(f.name, func(t *testing.T) {
-			o := node
+			o := n.opts
 			o.RunController = interceptedController(f.writes)
 			rep, _ := runOnNode(t, steps.Options{Target: "cluster", Cluster: o, Tags: f.tags, BundleDir: t.TempDir()})
 			// The report lists the scenarios that did not pass.
@@ -194,8 +192,8 @@ func TestLocalNodeCatchesFaults(t *testing.T) {
 				return
 			}
 			// gwdiag conformance replay on the cluster target: the bundle's
-			// feature file and scenario, on a new local node with the same
-			// controller, fail the same way.
+			// feature file and scenario, run again on the local node with
+			// the same controller, fail the same way.
 			b, _, err := bundle.Read(got[0].Bundle)
 			if err != nil {
 				t.Fatal(err)
@@ -205,14 +203,14 @@ func TestLocalNodeCatchesFaults(t *testing.T) {
 			if err != nil {
 				t.Fatalf("replay: %v\n%s", err, out.String())
 			}
-			t.Logf("replayed on a new local node: %s at %q: %s", r.Scenario.Result, r.Scenario.Step, r.Scenario.Message)
+			t.Logf("replayed on the local node: %s at %q: %s", r.Scenario.Result, r.Scenario.Step, r.Scenario.Message)
 			if !r.Same() || r.Scenario.Step != b.Meta.FailedStep || !strings.Contains(r.Scenario.Message, f.message) {
 				t.Errorf("replayed: %s at %q %q, want failed at %q as bundled\n%s", r.Scenario.Result, r.Scenario.Step, r.Scenario.Message, b.Meta.FailedStep, out.String())
 			}
 			// And on the faithful controller, as a vendor checks a fix: it
 			// passes.
 			out.Reset()
-			good, err := steps.Replay(context.Background(), got[0].Bundle, steps.Options{Target: "cluster", Cluster: node, Output: &out})
+			good, err := steps.Replay(context.Background(), got[0].Bundle, steps.Options{Target: "cluster", Cluster: n.opts, Output: &out})
 			if err != nil {
 				t.Fatalf("replay on the faithful controller: %v\n%s", err, out.String())
 			}

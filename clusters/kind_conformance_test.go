@@ -15,7 +15,7 @@ import (
 // TestKindConformance runs the whole cluster profile on a kind cluster it
 // creates and deletes (GWDIAG_KIND_NAME, default gwdiag-test; node image
 // GWDIAG_KIND_IMAGE, default kind's): the same run as
-// TestLocalNodeConformance but for the creation. It needs Docker and a
+// TestOnLocalNode/conformance but for the creation. It needs Docker and a
 // node image the machine can pull, so it runs only with
 // GWDIAG_KIND_TESTS=1. (gwdiag's own CI machine has no registry: there it
 // is skipped, and the kind path is tested with a fake kind in

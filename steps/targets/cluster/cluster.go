@@ -324,7 +324,7 @@ func (c *Cluster) AdvertisedFeatures(ctx context.Context) ([]string, string, err
 // startNode starts the local node with the images its pods run, installs
 // the CRDs, and runs the reference controller with its data plane.
 func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
-	imgs, err := c.opts.nodeImages()
+	imgs, err := c.opts.NodeImages()
 	if err != nil {
 		return nil, err
 	}

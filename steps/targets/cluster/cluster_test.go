@@ -302,7 +302,7 @@ func TestLocalNodeImages(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	imgs, err := Options{RefproxyBinary: static, MockBinary: static, MockArgs: []string{"conformance", "mockbackend"}}.nodeImages()
+	imgs, err := Options{RefproxyBinary: static, MockBinary: static, MockArgs: []string{"conformance", "mockbackend"}}.NodeImages()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestLocalNodeImages(t *testing.T) {
 		{"not an executable", Options{RefproxyBinary: static, MockBinary: "testdata/static/main.go"}, "cluster.mockBinary testdata/static/main.go cannot run in an image FROM scratch"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := tt.o.nodeImages(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, err := tt.o.NodeImages(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error with %q", err, tt.want)
 			}
 		})

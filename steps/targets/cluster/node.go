@@ -50,10 +50,10 @@ const (
 	MockImage     = "gwdiag/conformance-mocks:dev"
 )
 
-// nodeImages are the images the local node needs: refproxy from
+// NodeImages are the images the local node needs: refproxy from
 // RefproxyBinary (or refproxy on $PATH), the mocks from MockBinary run
 // with MockArgs.
-func (o Options) nodeImages() ([]images.Image, error) {
+func (o Options) NodeImages() ([]images.Image, error) {
 	ref := o.RefproxyBinary
 	if ref == "" {
 		p, err := exec.LookPath("refproxy")
