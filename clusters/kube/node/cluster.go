@@ -177,6 +177,17 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	if err != nil {
 		return nil, fmt.Errorf("local node: %w", err)
 	}
+	fetched := time.Now()
+	// The images are packed before the machine lock is taken and the
+	// start's timeout runs: packing is this run's own CPU work (a second
+	// from the cache; a minute and more on a loaded machine when the
+	// binaries changed), which need not hold up another run's node or
+	// count against this one's start.
+	pack, err := packImages(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(pack.dir)
 
 	began := time.Now()
 	unlock := func() {}
@@ -200,8 +211,9 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 		id = id[:8] // an interface name has at most 15 bytes
 	}
 	c = &Cluster{State: state, HostAddr: hostIP.String(), loop: controlPlaneLoopback(), unlock: unlock, mark: locked,
-		Phases: []Phase{{Name: "binaries, packages", Took: began.Sub(called)}, {Name: "wait for another node", Took: locked.Sub(began)}},
-		rec:    &record{file: filepath.Join(state, recordFile), Bridge: "gwdn" + id, CgroupRoot: filepath.Base(state)}}
+		Phases: []Phase{{Name: "binaries, packages", Took: fetched.Sub(called)}, {Name: "build pause", Took: pack.pauseTook},
+			{Name: pack.phase(), Took: began.Sub(fetched) - pack.pauseTook}, {Name: "wait for another node", Took: locked.Sub(began)}},
+		rec: &record{file: filepath.Join(state, recordFile), Bridge: "gwdn" + id, CgroupRoot: filepath.Base(state)}}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -228,7 +240,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	sideCtx, cancelSide := context.WithCancel(ctx)
 	defer cancelSide()
 	ctrd, crds := make(chan error, 1), make(chan error, 1)
-	go func() { ctrd <- c.startContainerd(sideCtx, o, pkgs) }()
+	go func() { ctrd <- c.startContainerd(sideCtx, o, pkgs, pack.tarball) }()
 	cpErr := c.startControlPlane(ctx, bins, o)
 	if cpErr != nil {
 		cancelSide()
@@ -373,25 +385,9 @@ func (c *Cluster) allowForwarding() error {
 
 // startContainerd starts containerd and imports the pause image and the
 // images of the options.
-func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Packages) error {
+func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Packages, tarball string) error {
 	mark := time.Now()
 	phase := func(name string) { mark = c.addPhase("in parallel: "+name, mark) }
-	pause, err := buildPause(ctx, c.State)
-	if err != nil {
-		return err
-	}
-	phase("build pause")
-	imgs := append([]images.Image{{Ref: PauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}}, o.Images...)
-	tarball := filepath.Join(c.State, "images.tar")
-	cached, err := images.CachedTarball(o.ImageCache, tarball, imgs...)
-	if err != nil {
-		return fmt.Errorf("local node: %w", err)
-	}
-	if cached {
-		phase("pack images (cached)")
-	} else {
-		phase("pack images")
-	}
 	log, err := c.logFile("containerd", o.Output)
 	if err != nil {
 		return err
@@ -409,6 +405,50 @@ func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Pa
 	}
 	phase("import images")
 	return os.Remove(tarball)
+}
+
+// packed is the tarball of a node's images (the pause image and
+// ClusterOptions.Images), in a directory of its own that the start removes.
+type packed struct {
+	dir, tarball string
+	cached       bool
+	pauseTook    time.Duration
+}
+
+func (p packed) phase() string {
+	if p.cached {
+		return "pack images (cached)"
+	}
+	return "pack images"
+}
+
+// packPrefix names the directories images are packed in under the
+// temporary directory (a run killed while packing leaves one).
+const packPrefix = "gwdiag-node-pack-"
+
+// packImages builds the pause program and packs it with o.Images into a
+// tarball, from o.ImageCache when it holds one of the same content.
+func packImages(ctx context.Context, o ClusterOptions) (p packed, err error) {
+	if p.dir, err = os.MkdirTemp("", packPrefix); err != nil {
+		return p, fmt.Errorf("local node: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(p.dir)
+		}
+	}()
+	began := time.Now()
+	pause, err := buildPause(ctx, p.dir)
+	if err != nil {
+		return p, err
+	}
+	p.pauseTook = time.Since(began)
+	imgs := append([]images.Image{{Ref: PauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}}, o.Images...)
+	p.tarball = filepath.Join(p.dir, "images.tar")
+	if p.cached, err = images.CachedTarball(o.ImageCache, p.tarball, imgs...); err != nil {
+		return p, fmt.Errorf("local node: %w", err)
+	}
+	return p, nil
 }
 
 // buildPause builds the pause program statically into dir.
