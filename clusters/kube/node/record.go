@@ -119,6 +119,10 @@ func (r *record) release() error {
 		}
 	}
 	if r.CgroupRoot != "" {
+		// A pod's processes outlive their shim when a run was killed with
+		// its containerd (the shims found above are gone already): they
+		// are still in the node's own cgroups.
+		killCgroupProcs(r.CgroupRoot)
 		errs = append(errs, removeCgroupsWait(r.CgroupRoot))
 	}
 	errs = append(errs, removeCgroupsWait("k8s.io"))
@@ -128,6 +132,30 @@ func (r *record) release() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// killCgroupProcs kills every process in the cgroup subtree name of
+// every hierarchy: name is a node's own (its state directory's), so
+// whatever is there is the node's.
+func killCgroupProcs(name string) {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name) // the pattern is valid
+	if fileExists("/sys/fs/cgroup/" + name) {
+		roots = append(roots, "/sys/fs/cgroup/"+name)
+	}
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			return nil
+		})
+	}
 }
 
 // removeCgroupsWait removes a cgroup subtree, waiting a little for the
