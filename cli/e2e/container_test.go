@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -68,8 +69,10 @@ func TestConformanceContainerInterrupt(t *testing.T) {
 			}
 		})
 	}
-	// A second run, one scenario, passes and leaves nothing either.
-	r := gwdiag(t, nil, nil, "conformance", "run", "--target", "container", "--image", proxy, "--pull", "never",
+	// A second run, one scenario, passes and leaves nothing either. Its
+	// start builds the mock image from gwdiag itself, which took more than
+	// gwdiag's usual 30 s on a loaded machine (a clean clone's CI).
+	r := gwdiagWithin(t, 3*time.Minute, nil, nil, "conformance", "run", "--target", "container", "--image", proxy, "--pull", "never",
 		"--run-scenario", "A forwarded request traces every required event in order")
 	if r.code != 0 || !strings.Contains(r.stdout, "1 passed, 0 failed") {
 		t.Errorf("second run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
