@@ -404,7 +404,7 @@ func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Pa
 		return fmt.Errorf("local node: import images: %w", err)
 	}
 	phase("import images")
-	return os.Remove(tarball)
+	return nil // StartCluster removes the tarball's directory
 }
 
 // packed is the tarball of a node's images (the pause image and

@@ -251,19 +251,22 @@ func killShims(socket string) {
 	}
 }
 
+// cgroupRoots are the cgroups name of every hierarchy (cgroup v1's and
+// the unified one runc also writes) that exist.
+func cgroupRoots(name string) []string {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name) // the pattern is valid
+	if fileExists("/sys/fs/cgroup/" + name) {
+		roots = append(roots, "/sys/fs/cgroup/"+name)
+	}
+	return roots
+}
+
 // removeCgroups removes the empty cgroup subtree name of every hierarchy
 // (cgroup v1 and the unified one runc also writes), deepest first. A
 // cgroup still in use stays, and is reported.
 func removeCgroups(name string) error {
-	roots, err := filepath.Glob("/sys/fs/cgroup/*/" + name)
-	if err != nil {
-		return err
-	}
-	if fileExists("/sys/fs/cgroup/" + name) {
-		roots = append(roots, "/sys/fs/cgroup/"+name)
-	}
 	var errs []error
-	for _, root := range roots {
+	for _, root := range cgroupRoots(name) {
 		var dirs []string
 		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {

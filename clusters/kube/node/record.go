@@ -138,11 +138,7 @@ func (r *record) release() error {
 // every hierarchy: name is a node's own (its state directory's), so
 // whatever is there is the node's.
 func killCgroupProcs(name string) {
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name) // the pattern is valid
-	if fileExists("/sys/fs/cgroup/" + name) {
-		roots = append(roots, "/sys/fs/cgroup/"+name)
-	}
-	for _, root := range roots {
+	for _, root := range cgroupRoots(name) {
 		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
 				return nil
