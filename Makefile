@@ -20,9 +20,10 @@ REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git dif
 LDFLAGS  := -s -w -X github.com/gwdiag/gwdiag/cli/versioncmd.revision=$(REVISION)
 
 # Static binaries (no cgo): gwdiag builds the container target's mock image
-# FROM scratch from itself.
+# FROM scratch from itself. -trimpath: the configuration of every static
+# binary the tests build (toolbin.StaticFlags), so one compile serves both.
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./steps/mock/cmd/mockbackend
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./steps/mock/cmd/mockbackend
 
 # The reference proxy as an image, FROM scratch from its static binary:
 # no RUN steps and no registry (refproxy/Dockerfile).
@@ -36,6 +37,9 @@ image:
 # then the conformance suite against the reference proxy.
 test: vet fmt-check unit conformance
 
+# Without -race, as the fault catalogue's test binary (./steps, most of the
+# module's packages) builds: that run reuses vet's compile (vet -race would
+# move the compile there, not save it; docs/ci.md).
 vet:
 	$(GO) vet $(PKGS)
 

@@ -3,11 +3,11 @@ package clusters_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/targets/cluster"
 )
@@ -25,10 +25,8 @@ func TestKindConformance(t *testing.T) {
 		t.Skip("needs Docker and a pullable kind node image, and takes minutes: set GWDIAG_KIND_TESTS=1 (or run make conformance-cluster CLUSTER=kind)")
 	}
 	bins := t.TempDir()
-	build := exec.Command("go", "build", "-buildvcs=false", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the static refproxy and mockbackend: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend"); err != nil {
+		t.Fatal(err)
 	}
 	name := os.Getenv("GWDIAG_KIND_NAME")
 	if name == "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/targets/cluster"
 )
@@ -90,10 +90,8 @@ func startLocalNode(t *testing.T) *localNode {
 		t.Skip("the local node needs root (cgroups, mounts, the CNI bridge): run the tests as root, as make test does in CI")
 	}
 	bins := t.TempDir()
-	build := exec.Command("go", "build", "-buildvcs=false", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the static refproxy and mockbackend: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend"); err != nil {
+		t.Fatal(err)
 	}
 	o := cluster.Options{LocalNode: true, RefproxyBinary: filepath.Join(bins, "refproxy"), MockBinary: filepath.Join(bins, "mockbackend")}
 	imgs, err := o.NodeImages()

@@ -1,12 +1,14 @@
 package steps
 
 import (
+	"context"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // built holds the binaries the package's tests build, each once: tests
@@ -33,8 +35,8 @@ func builtBinary(t *testing.T, pkg string) string {
 		built.dir, built.bins = dir, map[string]string{}
 	}
 	bin := filepath.Join(built.dir, path.Base(pkg))
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", bin, pkg); err != nil {
+		t.Fatal(err)
 	}
 	built.bins[pkg] = bin
 	return bin

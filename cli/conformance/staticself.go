@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/targets/container"
 )
 
@@ -23,7 +24,8 @@ const mainPackage = "github.com/gwdiag/gwdiag/cli/cmd/gwdiag"
 // staticSelf returns a statically linked gwdiag for the images built FROM
 // scratch (the container target's mocks, the local node's): this very
 // executable when it is static, else one built with the user's Go
-// toolchain (CGO_ENABLED=0) into the user's cache, once per executable.
+// toolchain (toolbin.StaticFlags, CGO_ENABLED=0) into the user's cache,
+// once per executable.
 // A gwdiag from `go build` or `go install` with cgo on (the default where
 // a C compiler exists) is dynamically linked and cannot run FROM scratch.
 // The copy is built from the release this gwdiag is (go install
@@ -58,7 +60,7 @@ func staticSelf(ctx context.Context, exe string, progress io.Writer) (string, er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+dir)
+	cmd.Env = append(os.Environ(), toolbin.StaticEnv, "GOBIN="+dir)
 	if o, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, o)
 	}
@@ -73,7 +75,7 @@ func staticSelf(ctx context.Context, exe string, progress io.Writer) (string, er
 // (found from this file's path, which builds without -trimpath record).
 func staticBuildCommand(ctx context.Context, goBin, dir string) (*exec.Cmd, string, error) {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		cmd := exec.CommandContext(ctx, goBin, "install", mainPackage+"@"+bi.Main.Version)
+		cmd := exec.CommandContext(ctx, goBin, append(append([]string{"install"}, toolbin.StaticFlags...), mainPackage+"@"+bi.Main.Version)...)
 		cmd.Dir = os.TempDir() // outside any module: the release's own go.mod rules
 		return cmd, mainPackage + "@" + bi.Main.Version, nil
 	}
@@ -85,7 +87,7 @@ func staticBuildCommand(ctx context.Context, goBin, dir string) (*exec.Cmd, stri
 	if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err != nil || !strings.Contains(string(b), "module github.com/gwdiag/gwdiag\n") {
 		return nil, "", fmt.Errorf("the checkout it was built in (%s) is gone", root)
 	}
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", filepath.Join(dir, "gwdiag"), "./cli/cmd/gwdiag")
+	cmd := exec.CommandContext(ctx, goBin, append(append([]string{"build"}, toolbin.StaticFlags...), "-o", filepath.Join(dir, "gwdiag"), "./cli/cmd/gwdiag")...)
 	cmd.Dir = root
 	return cmd, "the checkout " + root, nil
 }

@@ -20,29 +20,19 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/targets/container"
 )
 
-// hostileBin is the hostile proxy (./hostileproxy), built on first use.
+// hostileBin is the hostile proxy (./hostileproxy), built on first use
+// beside gwdiag (TestMain removes the directory).
 var hostileBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "gwdiag-hostile")
-	if err != nil {
+	bin := filepath.Join(filepath.Dir(gwdiagBin), "hostileproxy")
+	if err := toolbin.BuildStatic(context.Background(), "", bin, "github.com/gwdiag/gwdiag/cli/e2e/hostileproxy"); err != nil {
 		return "", err
-	}
-	bin := filepath.Join(dir, "hostileproxy")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/cli/e2e/hostileproxy").CombinedOutput()
-	if err != nil {
-		return "", &buildError{out: string(out), err: err}
 	}
 	return bin, nil
 })
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return "go build hostileproxy: " + e.err.Error() + "\n" + e.out }
 
 // startHostile runs the hostile proxy for one case on a free admin port and
 // returns its admin URL; it is stopped when the test ends.
@@ -257,12 +247,9 @@ func TestHostileProxiesContainer(t *testing.T) {
 	if err != nil {
 		t.Skipf("no Docker daemon answers, so the container target cannot run: %v", err)
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "hostileproxy")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/gwdiag/gwdiag/cli/e2e/hostileproxy")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build hostileproxy: %v\n%s", err, out)
+	bin, err := hostileBin()
+	if err != nil {
+		t.Fatal(err)
 	}
 	image, err := container.BuildScratchImage(ctx, "gwdiag/hostileproxy-test", bin, "-bind-host", "0.0.0.0", "-f", container.DefaultConfigPath)
 	if err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -20,6 +21,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/procout"
 )
@@ -373,11 +375,7 @@ func refproxyBin(t *testing.T) string {
 	t.Helper()
 	refproxyOnce.Do(func() {
 		refproxyPath = filepath.Join(filepath.Dir(gwdiagBin), "refproxy")
-		build := exec.Command("go", "build", "-o", refproxyPath, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			refproxyErr = fmt.Errorf("build refproxy: %v\n%s", err, out)
-		}
+		refproxyErr = toolbin.BuildStatic(context.Background(), "", refproxyPath, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy")
 	})
 	if refproxyErr != nil {
 		t.Fatal(refproxyErr)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 	"github.com/gwdiag/gwdiag/steps/mock"
@@ -39,10 +40,7 @@ func TestMain(m *testing.M) {
 	peakRSSBin = filepath.Join(dir, "peakrss")
 	// Static, as make build makes it: the container target builds its mock
 	// image FROM scratch from gwdiag itself.
-	build := exec.Command("go", "build", "-o", dir+"/", "github.com/gwdiag/gwdiag/cli/cmd/gwdiag", "github.com/gwdiag/gwdiag/cli/e2e/peakrss")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := toolbin.BuildStatic(context.Background(), "", dir+"/", "github.com/gwdiag/gwdiag/cli/cmd/gwdiag", "github.com/gwdiag/gwdiag/cli/e2e/peakrss"); err != nil {
 		fmt.Fprintln(os.Stderr, "building gwdiag:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,6 +32,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/clusters/kube"
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/targets"
@@ -82,10 +82,8 @@ func TestCLIOnLocalNode(t *testing.T) {
 func startNodeFixture(t *testing.T, ctx context.Context) *nodeFixture {
 	t.Helper()
 	bins := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the static refproxy: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(ctx, "", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy"); err != nil {
+		t.Fatal(err)
 	}
 	var progress bytes.Buffer
 	tgt := cluster.New(cluster.Options{LocalNode: true, RefproxyBinary: filepath.Join(bins, "refproxy"),

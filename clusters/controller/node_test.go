@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -30,6 +28,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
 	kubepods "github.com/gwdiag/gwdiag/clusters/kube/pods"
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // TestDataPlaneOnRealNode runs the controller with its data plane on the
@@ -41,10 +40,8 @@ func TestDataPlaneOnRealNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bins := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build refproxy and mockbackend: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(ctx, "", bins+"/", "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend"); err != nil {
+		t.Fatal(err)
 	}
 	const proxyImage, echoImage = "gwdiag.local/refproxy:dev", "gwdiag.local/echo:dev"
 	n, err := node.StartCluster(ctx, node.ClusterOptions{Images: []images.Image{

@@ -3,9 +3,9 @@ package images_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // TestWriteTarball packs the pause binary as two images, reads them back as
@@ -23,10 +24,8 @@ import (
 func TestWriteTarball(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pause")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/pause")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build pause: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", bin, "../cmd/pause"); err != nil {
+		t.Fatal(err)
 	}
 	imgs := []images.Image{
 		{Ref: "gwdiag.local/pause:dev", Files: map[string]string{"/pause": bin}, Entrypoint: []string{"/pause"}},

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/clusters/kube"
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // ErrNotRoot is returned (wrapped) by StartCluster when the process is not
@@ -458,10 +459,8 @@ func buildPause(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "pause")
-	cmd := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", out, "./clusters/kube/cmd/pause")
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("local node: build the pause program: %w: %s", err, b)
+	if err := toolbin.BuildStatic(ctx, root, out, "./clusters/kube/cmd/pause"); err != nil {
+		return "", fmt.Errorf("local node: build the pause program: %w", err)
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/go-logr/logr"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube"
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // startCluster starts a local node for a test with the echo mock as image
@@ -37,10 +39,8 @@ func startCluster(t *testing.T, ctx context.Context, lockHeld bool) *node.Cluste
 	dir := t.TempDir()
 	echo, fetch := filepath.Join(dir, "mockbackend"), filepath.Join(dir, "fetch")
 	for out, pkg := range map[string]string{echo: "../../../steps/mock/cmd/mockbackend", fetch: "./testdata/fetch"} {
-		build := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, b)
+		if err := toolbin.BuildStatic(ctx, "", out, pkg); err != nil {
+			t.Fatal(err)
 		}
 	}
 	o := node.ClusterOptions{Images: []images.Image{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // TestContainerdRunsPackedImage: containerd from Debian's packages, in its
@@ -38,10 +39,8 @@ func TestContainerdRunsPackedImage(t *testing.T) {
 	}
 	state := t.TempDir()
 	pause := filepath.Join(state, "pause")
-	build := exec.Command("go", "build", "-o", pause, "../cmd/pause")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build pause: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", pause, "../cmd/pause"); err != nil {
+		t.Fatal(err)
 	}
 	tarball := filepath.Join(state, "images.tar")
 	const ref = "gwdiag.local/pause:dev"

@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 	"github.com/gwdiag/gwdiag/clusters/controller"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/targets"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -297,10 +296,8 @@ func TestClusterDataPlaneOptions(t *testing.T) {
 func TestLocalNodeImages(t *testing.T) {
 	dir := t.TempDir()
 	static := filepath.Join(dir, "static")
-	build := exec.Command("go", "build", "-o", static, "./testdata/static")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", static, "./testdata/static"); err != nil {
+		t.Fatal(err)
 	}
 	imgs, err := Options{RefproxyBinary: static, MockBinary: static, MockArgs: []string{"conformance", "mockbackend"}}.NodeImages()
 	if err != nil {

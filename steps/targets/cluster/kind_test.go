@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/clusters/kube/kind/kindtest"
 	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // staticBinary builds testdata/static without cgo: what the images are
@@ -22,10 +22,8 @@ import (
 func staticBinary(t *testing.T) string {
 	t.Helper()
 	static := filepath.Join(t.TempDir(), "static")
-	build := exec.Command("go", "build", "-o", static, "./testdata/static")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", static, "./testdata/static"); err != nil {
+		t.Fatal(err)
 	}
 	return static
 }

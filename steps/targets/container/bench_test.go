@@ -2,13 +2,13 @@ package container_test
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/targets/container"
@@ -30,8 +30,8 @@ import (
 func BenchmarkTargets(b *testing.B) {
 	proxyImage, mockImage := containertest.Images(b)
 	bin := filepath.Join(b.TempDir(), "refproxy")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy").CombinedOutput(); err != nil {
-		b.Fatalf("go build refproxy: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", bin, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy"); err != nil {
+		b.Fatal(err)
 	}
 	newTarget := map[string]func() targets.Target{
 		"process": func() targets.Target { return process.New(bin + " --bind-host 127.0.0.1 -f {config}") },

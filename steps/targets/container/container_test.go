@@ -17,6 +17,7 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/targets"
@@ -294,10 +295,8 @@ var testClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true
 func TestScratchImageRebuildPrunesOlder(t *testing.T) {
 	containertest.Images(t) // skips without a Docker daemon
 	bin := filepath.Join(t.TempDir(), "mockbackend")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", bin, "github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend"); err != nil {
+		t.Fatal(err)
 	}
 	ctx := context.Background()
 	const repo = "gwdiag/prune-test"

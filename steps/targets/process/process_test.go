@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/targets/local"
@@ -39,9 +39,8 @@ func startOneRoute(t *testing.T, p *process.Process) targets.Deployment {
 func buildRefproxy(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "refproxy")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build refproxy: %v\n%s", err, out)
+	if err := toolbin.BuildStatic(context.Background(), "", bin, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy"); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

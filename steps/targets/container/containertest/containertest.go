@@ -8,11 +8,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/targets/container"
 )
 
@@ -72,10 +72,7 @@ func build() {
 		{"github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend", MockRepo, &mocks, nil},
 	} {
 		bin := filepath.Join(dir, filepath.Base(b.pkg))
-		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", bin, b.pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, berr := cmd.CombinedOutput(); berr != nil {
-			err = fmt.Errorf("go build %s: %v\n%s", b.pkg, berr, out)
+		if err = toolbin.BuildStatic(ctx, "", bin, b.pkg); err != nil {
 			return
 		}
 		if *b.image, err = container.BuildScratchImage(ctx, b.repo, bin, b.args...); err != nil {
