@@ -72,8 +72,7 @@ func (b Binaries) Scheduler() string { return filepath.Join(b.Dir, "kube-schedul
 
 // EnsureNodeBinaries is EnsureBinaries for a whole node: kube-apiserver,
 // etcd, kubelet, kube-controller-manager and kube-scheduler, built
-// into <repo>/.bin (the node's three statically, CGO_ENABLED=0), or all
-// five from $GWDIAG_KUBE_BIN. A cold build takes about 12 minutes on 2 cores.
+// into <repo>/.bin, or all five from $GWDIAG_KUBE_BIN. A cold build takes about 12 minutes on 2 cores.
 func EnsureNodeBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	if dir := os.Getenv(EnvBinDir); dir != "" {
 		b := Binaries{Dir: dir}
@@ -94,7 +93,7 @@ func EnsureNodeBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	if err != nil {
 		return b, err
 	}
-	return b, toolbin.Build(ctx, root, toolsModule, b.Dir, nodePrograms, log, "CGO_ENABLED=0")
+	return b, toolbin.Build(ctx, root, toolsModule, b.Dir, nodePrograms, log, staticEnv)
 }
 
 // EnsureBinaries returns kube-apiserver and etcd: from $GWDIAG_KUBE_BIN or
@@ -123,11 +122,18 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	return build(ctx, root, filepath.Join(root, ".bin"), log)
 }
 
+// staticEnv builds all five statically, as Kubernetes' own releases are:
+// one configuration, so the packages they share (most of what the three
+// node programs import) compile once for all of them. kube-apiserver and
+// etcd were built with cgo on before, and a fresh machine compiled those
+// packages twice (docs/ci.md).
+const staticEnv = toolbin.StaticEnv
+
 // build builds kube-apiserver and etcd into dir from the tools module of
 // the repository at root, skipping a binary newer than the module's
 // go.mod and go.sum (toolbin.Build).
 func build(ctx context.Context, root, dir string, log io.Writer) (Binaries, error) {
-	return Binaries{Dir: dir}, toolbin.Build(ctx, root, toolsModule, dir, programs, log)
+	return Binaries{Dir: dir}, toolbin.Build(ctx, root, toolsModule, dir, programs, log, staticEnv)
 }
 
 // RepoRoot finds the gwdiag repository root from the working directory
