@@ -146,7 +146,6 @@ func TestHostileProxies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	for _, tt := range hostileCases {
 		t.Run(tt.name, func(t *testing.T) {
 			admin := startHostile(t, bin, tt.name)
