@@ -93,7 +93,7 @@ func EnsureNodeBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	if err != nil {
 		return b, err
 	}
-	return b, toolbin.Build(ctx, root, toolsModule, b.Dir, nodePrograms, log, staticEnv)
+	return b, toolbin.Build(ctx, root, toolsModule, b.Dir, nodePrograms, log, toolbin.StaticEnv)
 }
 
 // EnsureBinaries returns kube-apiserver and etcd: from $GWDIAG_KUBE_BIN or
@@ -122,18 +122,14 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	return build(ctx, root, filepath.Join(root, ".bin"), log)
 }
 
-// staticEnv builds all five statically, as Kubernetes' own releases are:
-// one configuration, so the packages they share (most of what the three
-// node programs import) compile once for all of them. kube-apiserver and
-// etcd were built with cgo on before, and a fresh machine compiled those
-// packages twice (docs/ci.md).
-const staticEnv = toolbin.StaticEnv
-
 // build builds kube-apiserver and etcd into dir from the tools module of
 // the repository at root, skipping a binary newer than the module's
-// go.mod and go.sum (toolbin.Build).
+// go.mod and go.sum (toolbin.Build). All five programs are built
+// statically (toolbin.StaticEnv), as Kubernetes' own releases are: one
+// configuration, so the packages they share (most of what the three node
+// programs import) compile once for all of them (docs/ci.md).
 func build(ctx context.Context, root, dir string, log io.Writer) (Binaries, error) {
-	return Binaries{Dir: dir}, toolbin.Build(ctx, root, toolsModule, dir, programs, log, staticEnv)
+	return Binaries{Dir: dir}, toolbin.Build(ctx, root, toolsModule, dir, programs, log, toolbin.StaticEnv)
 }
 
 // RepoRoot finds the gwdiag repository root from the working directory
