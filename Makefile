@@ -19,17 +19,24 @@ all: build
 REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$r || echo $$r+dirty; })
 LDFLAGS  := -s -w -X github.com/gwdiag/gwdiag/cli/versioncmd.revision=$(REVISION)
 
-# Static binaries (no cgo): gwdiag builds the container target's mock image
-# FROM scratch from itself. -trimpath: the configuration of every static
-# binary the tests build (toolbin.StaticFlags), so one compile serves both.
+# One configuration for everything compiled without the race detector:
+# static binaries (no cgo; gwdiag builds the container target's mock image
+# FROM scratch from itself), go vet, the fault catalogue's tests, the
+# static programs the tests build (toolbin.StaticEnv and StaticFlags, which
+# TestMakefileStaticFlags holds these to), the Kubernetes binaries. Go's
+# build cache then compiles each package once for all of them, and
+# -trimpath keys it by content, not by the checkout's path.
+STATIC_ENV   := CGO_ENABLED=0
+STATIC_FLAGS := -trimpath -buildvcs=false
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./steps/mock/cmd/mockbackend
+	$(STATIC_ENV) $(GO) build $(STATIC_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cli/cmd/gwdiag ./refproxy/cmd/refproxy ./steps/mock/cmd/mockbackend
 
 # The reference proxy as an image, FROM scratch from its static binary:
 # no RUN steps and no registry (refproxy/Dockerfile).
 IMAGE ?= gwdiag/refproxy:dev
 image:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/static/refproxy ./refproxy/cmd/refproxy
+	$(STATIC_ENV) $(GO) build $(STATIC_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/static/refproxy ./refproxy/cmd/refproxy
 	docker build -q -f refproxy/Dockerfile -t $(IMAGE) $(BIN)/static
 	@docker image inspect -f '$(IMAGE): {{.Size}} bytes' $(IMAGE)
 
@@ -45,11 +52,12 @@ test:
 debian-packages:
 	@{ $(call debian,redis-server,redis-server,); } && { $(call debian,chromium,chromium,--no-install-recommends); }
 
-# Without -race, as the fault catalogue's test binary (./steps, most of the
-# module's packages) builds: that run reuses vet's compile (vet -race would
-# move the compile there, not save it; docs/ci.md).
+# In the static configuration (STATIC_FLAGS), as the fault catalogue's test
+# binary (./steps, most of the module's packages) and the static programs
+# build: they reuse vet's compile (vet -race would move the compile to the
+# catalogue, not save it; docs/ci.md). No package of the module uses cgo.
 vet:
-	$(GO) vet $(PKGS)
+	$(STATIC_ENV) $(GO) vet $(STATIC_FLAGS) $(PKGS)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -88,8 +96,8 @@ TEST_EXEC ?= -exec $(CURDIR)/.ci/testcpu
 TEST_TIMEOUT ?= 45m
 unit: kube-bins ratelimit-bin redis-server chromium
 	@mkdir -p $(BIN)
-	@$(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON_CATALOGUE) -- $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
+	@$(STATIC_ENV) $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
+	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
 	rc=$$?; wait $$cat || rc=1; $(MAKE) --no-print-directory test-times; exit $$rc
@@ -164,13 +172,15 @@ fuzz:
 # the cluster tests and the local node, built into $(BIN) from the nested module
 # clusters/kube/tools (so the main module never requires k8s.io/kubernetes).
 # Idempotent: up-to-date binaries are kept; cold about 20 min on 2 cores, warm seconds.
+# go run in the static configuration too: kubebins imports client-go and
+# 550 other packages, which vet has compiled in it.
 kube-bins:
-	$(GO) run ./clusters/kube/cmd/kubebins -node
+	$(STATIC_ENV) $(GO) run $(STATIC_FLAGS) ./clusters/kube/cmd/kubebins -node
 
 # The global rate-limit tests run github.com/envoyproxy/ratelimit, built from
 # the tools module steps/ratelimitsvc/tools, on Debian's redis-server.
 ratelimit-bin:
-	$(GO) run ./steps/ratelimitsvc/cmd/ratelimitbin
+	$(STATIC_ENV) $(GO) run $(STATIC_FLAGS) ./steps/ratelimitsvc/cmd/ratelimitbin
 
 # $(call debian,COMMAND,PACKAGE,APT-GET FLAGS): installs Debian's PACKAGE
 # with apt-get (sudo when not root) unless COMMAND is on the PATH.

@@ -72,3 +72,26 @@ func TestBuildStatic(t *testing.T) {
 		t.Errorf("broken package: %v, want the command and the compiler's error", err)
 	}
 }
+
+// TestMakefileStaticFlags: the Makefile's static configuration (make
+// build, vet, the fault catalogue) is StaticEnv and StaticFlags, so that
+// what make compiles and what the tests build share Go's build cache; a
+// flag added on one side only would compile the module's graph twice.
+func TestMakefileStaticFlags(t *testing.T) {
+	b, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, value, ok := strings.Cut(line, ":="); ok && strings.HasPrefix(name, "STATIC_") {
+			vars[strings.TrimSpace(name)] = strings.Join(strings.Fields(value), " ")
+		}
+	}
+	if got := vars["STATIC_ENV"]; got != StaticEnv {
+		t.Errorf("Makefile STATIC_ENV = %q, want toolbin.StaticEnv %q", got, StaticEnv)
+	}
+	if got, want := vars["STATIC_FLAGS"], strings.Join(StaticFlags, " "); got != want {
+		t.Errorf("Makefile STATIC_FLAGS = %q, want toolbin.StaticFlags %q", got, want)
+	}
+}
