@@ -5,9 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/modfile"
 )
 
 func TestEnsureBinariesFromEnv(t *testing.T) {
@@ -58,5 +61,52 @@ func TestBuildKeepsUpToDateBinaries(t *testing.T) {
 	_, err = build(context.Background(), root, dir, nil)
 	if err == nil || errors.Is(err, ErrNoNetwork) || !strings.Contains(err.Error(), "go.etcd.io/etcd/server/v3") {
 		t.Errorf("stale etcd without a go command: got %v, want a build error naming the etcd package", err)
+	}
+}
+
+// TestToolsModuleSharesMainVersions: every module that both the tools
+// module and gwdiag's own require is at the same version in both (a
+// replace counts as its replacement's version). The Kubernetes binaries
+// are built in the static configuration gwdiag's packages are vetted in
+// (toolbin.StaticFlags), so a package they share (client-go,
+// apimachinery, x/net, ...) compiles once for both; one module at another
+// version gives every package above it another cache key, and
+// kube-apiserver's cold build took 202 s instead of 130 s (docs/ci.md).
+func TestToolsModuleSharesMainVersions(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := func(path string) map[string]string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := modfile.Parse(path, b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := map[string]string{}
+		for _, r := range f.Require {
+			v[r.Mod.Path] = r.Mod.Version
+		}
+		for _, r := range f.Replace {
+			if _, ok := v[r.Old.Path]; ok && r.New.Path == r.Old.Path {
+				v[r.Old.Path] = r.New.Version
+			}
+		}
+		return v
+	}
+	main, tools := versions(filepath.Join(root, "go.mod")), versions(filepath.Join(root, toolsModule, "go.mod"))
+	var drift []string
+	for path, want := range main {
+		if got, ok := tools[path]; ok && got != want {
+			drift = append(drift, path+"@"+want+" (tools: "+got+")")
+		}
+	}
+	sort.Strings(drift)
+	if len(drift) > 0 {
+		t.Errorf("%s requires %d modules at other versions than go.mod; in it, go get each at go.mod's version:\n%s",
+			toolsModule, len(drift), strings.Join(drift, "\n"))
 	}
 }

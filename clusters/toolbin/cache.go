@@ -38,7 +38,7 @@ func sharedCache() string {
 }
 
 // cacheKey names one build of p from the tools module mod: the module's
-// go.mod and go.sum, the package, its flags, the environment the build
+// go.mod and go.sum, the package, the build's flags, the environment it
 // adds, and goEnv, the go command's version and target in mod (goEnvOf).
 // Anything else that changes the binary changes one of these.
 func cacheKey(mod string, p Program, env []string, goEnv []byte) (string, error) {
@@ -51,7 +51,7 @@ func cacheKey(mod string, p Program, env []string, goEnv []byte) (string, error)
 		fmt.Fprintf(h, "%s %d\n", f, len(b))
 		h.Write(b)
 	}
-	fmt.Fprintf(h, "pkg %s\nldflags %s\nenv %s\ngo %s", p.Pkg, p.LDFlags, strings.Join(env, " "), goEnv)
+	fmt.Fprintf(h, "pkg %s\nflags %s\nldflags %s\nenv %s\ngo %s", p.Pkg, strings.Join(StaticFlags, " "), p.LDFlags, strings.Join(env, " "), goEnv)
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 

@@ -45,7 +45,11 @@ type Program struct {
 // are not rebuilt at all. Parallel callers (test packages) serialise on a
 // lock in dir; each binary is renamed into place whole. log receives the
 // go command's output; nil discards it. env adds to the go command's
-// environment (CGO_ENABLED=0 for a static binary).
+// environment (StaticEnv for a static binary). Every program is built
+// with StaticFlags: Go's build cache is keyed by content, not by the
+// checkout's path, and the packages a program shares with gwdiag's module
+// at the same versions compile once for both (the Kubernetes binaries'
+// client-go, apimachinery and the rest; docs/ci.md).
 func Build(ctx context.Context, root, module, dir string, programs []Program, log io.Writer, env ...string) error {
 	mod := filepath.Join(root, module)
 	newest, err := newestMod(mod)
@@ -94,7 +98,7 @@ func Build(ctx context.Context, root, module, dir string, programs []Program, lo
 			}
 		}
 		tmp := out + ".tmp"
-		args := []string{"build", "-o", tmp}
+		args := append(append([]string{"build"}, StaticFlags...), "-o", tmp)
 		if p.LDFlags != "" {
 			args = append(args, "-ldflags", p.LDFlags)
 		}

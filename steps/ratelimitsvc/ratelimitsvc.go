@@ -110,7 +110,7 @@ func ensureBinary(ctx context.Context, log, progress io.Writer) (string, error) 
 			fmt.Fprintf(progress, "building the global rate-limit service (%s) with the Go toolchain into %s; the first time takes a minute or two\n", service[0].Pkg, dir)
 		}
 	}
-	if err := toolbin.Build(ctx, root, module, dir, service, log, "CGO_ENABLED=0"); err != nil {
+	if err := toolbin.Build(ctx, root, module, dir, service, log, toolbin.StaticEnv); err != nil {
 		return "", buildError(err)
 	}
 	return filepath.Join(dir, service[0].Name), nil
