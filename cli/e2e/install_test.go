@@ -13,19 +13,23 @@ import (
 	"github.com/gwdiag/gwdiag/steps/targets/container/containertest"
 )
 
-// TestCgoGwdiagRunsContainerTarget: a gwdiag from a plain `go build` (cgo
-// on, so dynamically linked) runs the container target: it builds a
-// static copy of itself with the Go toolchain into the user's cache for
-// the mock image, once; the second run finds it there.
+// TestCgoGwdiagRunsContainerTarget: a gwdiag built with cgo on, so
+// dynamically linked as a plain `go build` makes it, runs the container
+// target: it builds a static copy of itself with the Go toolchain into
+// the user's cache for the mock image, once; the second run finds it
+// there. It is built with -race (which needs cgo): the race tests have
+// compiled its packages so, and a plain build would compile gwdiag's
+// whole graph in a configuration nothing else in make test uses (a
+// fresh machine's minutes; docs/ci.md).
 func TestCgoGwdiagRunsContainerTarget(t *testing.T) {
 	t.Parallel()
 	proxy, _ := containertest.Images(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gwdiag")
-	build := exec.Command("go", "build", "-o", bin, "github.com/gwdiag/gwdiag/cli/cmd/gwdiag")
+	build := exec.Command("go", "build", "-race", "-o", bin, "github.com/gwdiag/gwdiag/cli/cmd/gwdiag")
 	build.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build with cgo: %v\n%s", err, out)
+		t.Fatalf("go build -race (cgo): %v\n%s", err, out)
 	}
 	if container.CheckStatic(bin) == nil {
 		t.Skip("go build with CGO_ENABLED=1 made a static gwdiag (no C toolchain?): nothing to show")
