@@ -431,7 +431,7 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 		t.Skip("starts two containers per scenario")
 	}
 	proxy, mocks := containertest.Images(t)
-	sample := []string{"missing burst", "stream cut", "wrong admin answers", "reordered trace events", "no ready comment"}
+	sample := slices.Clone(oneOfEachKind)
 	var rest []faultCase
 	for _, tt := range faultCases {
 		// Not those that run every feature: two containers per scenario.
@@ -477,13 +477,48 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 // target runs each day.
 const containerDaily = 2
 
-// TestProcessTargetCatchesFaults: every fault in front of refproxy run as
-// a process (but those that need options of the in-process proxy), on the
+// oneOfEachKind is a fault of each kind of wrapper (configuration,
+// listener, admin server, trace frames, a missing extended feature): the
+// faults a target's sample always runs.
+var oneOfEachKind = []string{"missing burst", "stream cut", "wrong admin answers", "reordered trace events", "no ready comment"}
+
+// processDaily is how many faults beside oneOfEachKind the process
+// target runs in make test's catalogue run ($GWDIAG_CATALOGUE=process-sample).
+const processDaily = 6
+
+// processSample returns the faults of cases (those the process target can
+// run) TestProcessTargetCatchesFaults runs, and a line that says which.
+// In make test's catalogue run (no race detector, mode "process-sample"):
+// oneOfEachKind and processDaily more that change every day, so that
+// every fault runs on the process target in a week. Every fault runs in
+// that same run in process, against the whole suite
+// (TestSuiteCatchesFaults); what the process target adds (its bundles
+// hold the process's output, a replay on the faulty process fails at the
+// same step) does not depend on the fault. Otherwise as catalogueSample.
+func processSample(cases []faultCase, race bool, mode string, now time.Time) ([]faultCase, string) {
+	if race || mode != "process-sample" {
+		out, note := catalogueSample(cases, race, mode, now)
+		return out, "process target: " + note
+	}
+	var out, rest []faultCase
+	for _, c := range cases {
+		if slices.Contains(oneOfEachKind, c.fault) {
+			out = append(out, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	daily, round, rounds := dailySample(rest, processDaily, now)
+	return append(out, daily...), fmt.Sprintf("process target: fault catalogue: %d faults of every run and today's %d of %d more (%s, round %d of %d; every fault runs in process in this run; $GWDIAG_CATALOGUE=process-sample, unset runs all): %s",
+		len(out), len(daily), len(rest), now.Format(time.DateOnly), round+1, rounds, faultNames(append(out, daily...)))
+}
+
+// TestProcessTargetCatchesFaults: faults in front of refproxy run as a
+// process (but those that need options of the in-process proxy), on the
 // features each touches: each fails its scenarios, its bundles hold the
 // process's output, and the bundle of the first failure passes replayed on
 // the reference and fails at the same step replayed on the same faulty
-// process. make test runs it as it runs TestSuiteCatchesFaults (every
-// fault without -race; a daily sample with it).
+// process. Every fault by hand; make test runs a sample (processSample).
 func TestProcessTargetCatchesFaults(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -496,10 +531,11 @@ func TestProcessTargetCatchesFaults(t *testing.T) {
 			all = append(all, tt)
 		}
 	}
-	// As the in-process catalogue: make test runs every fault without
-	// -race, and its -race run a sample of them.
-	cases, note := catalogueSample(all, raceEnabled, os.Getenv("GWDIAG_CATALOGUE"), time.Now().UTC())
-	t.Log("process target: " + note)
+	// make test's catalogue run (no -race) runs a sample of one fault of
+	// each kind and a daily rotation, its -race run another daily sample;
+	// by hand, every fault.
+	cases, note := processSample(all, raceEnabled, os.Getenv("GWDIAG_CATALOGUE"), time.Now().UTC())
+	t.Log(note)
 	for _, tt := range cases {
 		t.Run(tt.fault, func(t *testing.T) {
 			t.Parallel()
@@ -607,6 +643,41 @@ func TestCatalogueSample(t *testing.T) {
 	for _, c := range faultCases {
 		if seen[c.fault] != 1 {
 			t.Errorf("%s: run %d times under the race detector in %d days, want once", c.fault, seen[c.fault], rounds)
+		}
+	}
+}
+
+// TestProcessSample: by hand the process target runs every fault; in make
+// test's catalogue run, one of each kind of wrapper and processDaily more,
+// and consecutive days cover every fault before any of the rotation twice.
+func TestProcessSample(t *testing.T) {
+	t.Parallel()
+	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	if got, _ := processSample(faultCases, false, "", day); len(got) != len(faultCases) {
+		t.Errorf("by hand: %d faults, want all %d", len(got), len(faultCases))
+	}
+	rest := len(faultCases) - len(oneOfEachKind)
+	rounds := (rest + processDaily - 1) / processDaily
+	seen := map[string]int{}
+	for d := range rounds {
+		got, note := processSample(faultCases, false, "process-sample", day.AddDate(0, 0, d))
+		if len(got) > len(oneOfEachKind)+processDaily || !strings.Contains(note, "process target: fault catalogue") {
+			t.Errorf("day %d: %d faults (want at most %d), note %q", d, len(got), len(oneOfEachKind)+processDaily, note)
+		}
+		for _, c := range got {
+			seen[c.fault]++
+			if !strings.Contains(note, c.fault) {
+				t.Errorf("day %d: note %q does not name %q", d, note, c.fault)
+			}
+		}
+	}
+	for _, c := range faultCases {
+		want := 1
+		if slices.Contains(oneOfEachKind, c.fault) {
+			want = rounds
+		}
+		if seen[c.fault] != want {
+			t.Errorf("%s: on the process target %d times in %d days, want %d", c.fault, seen[c.fault], rounds, want)
 		}
 	}
 }
