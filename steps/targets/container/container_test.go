@@ -290,8 +290,9 @@ func assertNothingLeft(t *testing.T) {
 var testClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
 
 // TestScratchImageRebuildPrunesOlder: building a changed image into a
-// repository removes the repository's older build, so rebuilding gwdiag
-// does not pile up mock images.
+// repository removes the repository's builds older than PruneGrace, so
+// rebuilding gwdiag does not pile up mock images, and keeps a recent one,
+// which another run may be about to use.
 func TestScratchImageRebuildPrunesOlder(t *testing.T) {
 	containertest.Images(t) // skips without a Docker daemon
 	bin := filepath.Join(t.TempDir(), "mockbackend")
@@ -300,27 +301,39 @@ func TestScratchImageRebuildPrunesOlder(t *testing.T) {
 	}
 	ctx := context.Background()
 	const repo = "gwdiag/prune-test"
-	first, err := container.BuildScratchImage(ctx, repo, bin, "--echo-addr", ":1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := container.BuildScratchImage(ctx, repo, bin, "--echo-addr", ":2")
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, err := container.DockerProvider()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	recent, err := container.BuildScratchImage(ctx, repo, bin, "--echo-addr", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := container.BuildScratchImage(ctx, repo, bin, "--echo-addr", ":1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Client().ImageInspect(ctx, recent); err != nil {
+		t.Errorf("%s, built a moment ago, was removed when %s was built: %v", recent, first, err)
+	}
+	// Not parallel: no other test of this package builds images.
+	defer func(g time.Duration) { container.PruneGrace = g }(container.PruneGrace)
+	container.PruneGrace = 0
+	second, err := container.BuildScratchImage(ctx, repo, bin, "--echo-addr", ":2")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// PruneChildren: the build's intermediate image goes too (without it a
 	// dangling 9 MB image was left per run).
 	defer p.Client().ImageRemove(ctx, second, client.ImageRemoveOptions{PruneChildren: true})
 	if first == second {
 		t.Fatalf("both builds are %s: want a tag per content", first)
 	}
-	if _, err := p.Client().ImageInspect(ctx, first); err == nil {
-		t.Errorf("%s is still there after %s was built into the same repository", first, second)
+	for _, old := range []string{recent, first} {
+		if _, err := p.Client().ImageInspect(ctx, old); err == nil {
+			t.Errorf("%s is still there after %s was built into the same repository, past the grace", old, second)
+		}
 	}
 	if _, err := p.Client().ImageInspect(ctx, second); err != nil {
 		t.Errorf("%s: %v", second, err)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -121,16 +122,24 @@ func buildScratch(ctx context.Context, p *testcontainers.DockerProvider, repo, b
 	return image, nil
 }
 
-// pruneOlder removes the other images of repo, older builds of the same
-// executable, so that rebuilding gwdiag does not pile up images on the
-// Docker host. An image still in use stays.
+// PruneGrace is how old an image of a repository must be before a newer
+// build into it removes it. Another run on the same Docker host (another
+// checkout, another gwdiag, a test beside) may have built it a moment ago
+// and not yet started its containers: with no grace, a make test whose
+// tests build two mock images at once lost one that way ("create
+// container: ... registry-1.docker.io"), 2026-11-30.
+var PruneGrace = 24 * time.Hour
+
+// pruneOlder removes the other images of repo built more than PruneGrace
+// ago, older builds of the same executable, so that rebuilding gwdiag does
+// not pile up images on the Docker host. An image still in use stays.
 func pruneOlder(ctx context.Context, docker client.APIClient, repo, keep string) {
 	list, err := docker.ImageList(ctx, client.ImageListOptions{Filters: client.Filters{}.Add("reference", repo)})
 	if err != nil {
 		return
 	}
 	for _, img := range list.Items {
-		if slices.Contains(img.RepoTags, keep) {
+		if slices.Contains(img.RepoTags, keep) || time.Since(time.Unix(img.Created, 0)) < PruneGrace {
 			continue
 		}
 		for _, tag := range img.RepoTags {
