@@ -83,12 +83,7 @@ TESTJSON      ?= $(BIN)/test-unit.json
 # rest compiled only once the long ones had ended, 327 s of a fresh
 # machine's run (docs/ci.md).
 TEST_LONG     ?= ./steps ./cli/e2e ./clusters ./steps/targets/container
-TEST_REST_P   ?= 2
-# Of the rest, those that start a local node run first (go test starts
-# packages in the order given): they wait on the machine's node lock, and
-# taken early they are done before ./clusters, which starts its node once
-# ./steps has ended, needs it; taken last they were the run's last 200 s.
-TEST_REST_FIRST ?= ./clusters/kube/node ./clusters/kube/kubeenv ./clusters/controller
+TEST_REST_P   ?= 1
 TESTJSON_REST ?= $(BIN)/test-unit-rest.json
 # The fault catalogue (TestSuiteCatchesFaults: every fault against the whole
 # suite in process; TestProcessTargetCatchesFaults: faults in front of
@@ -112,8 +107,7 @@ unit: kube-bins ratelimit-bin redis-server chromium
 	@mkdir -p $(BIN)
 	@$(STATIC_ENV) GWDIAG_CATALOGUE=process-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
-	long=$$($(GO) list $(TEST_LONG)) && first=$$($(GO) list $(TEST_REST_FIRST)) && \
-	  rest="$$first $$($(GO) list $(PKGS) | grep -vxF "$$(printf '%s\n%s' "$$long" "$$first")")" || exit 1; rm -f $(TESTJSON); \
+	long=$$($(GO) list $(TEST_LONG)) && rest=$$($(GO) list $(PKGS) | grep -vxF "$$long") || exit 1; rm -f $(TESTJSON); \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_LONG) & long_pid=$$!; \
 	while kill -0 $$long_pid 2>/dev/null && ! grep -qs '"Action":"start"' $(TESTJSON); do sleep 1; done; \
