@@ -79,9 +79,11 @@ TESTJSON      ?= $(BIN)/test-unit.json
 # run's last 213 s while the local-node chain had ended (docs/ci.md).
 TEST_FIRST    ?= ./steps ./cli/e2e ./clusters ./steps/targets/container
 # The fault catalogue (TestSuiteCatchesFaults: every fault against the whole
-# suite in process; TestProcessTargetCatchesFaults: every fault in front of
-# refproxy as a process) runs whole in a go test of its own without -race, beside the rest,
-# one fault at a time; the -race run takes a sample of it that changes every
+# suite in process; TestProcessTargetCatchesFaults: faults in front of
+# refproxy as a process) runs in a go test of its own without -race, beside the rest,
+# one fault at a time: every fault in process, and on the process target one
+# of each kind of wrapper and a daily rotation ($$GWDIAG_CATALOGUE=process-sample);
+# the -race run takes a sample of both that changes every
 # day ($$GWDIAG_CATALOGUE=race-sample; test-times prints which). The
 # race detector doubled the catalogue's time, and it was a third of ./steps'.
 TESTJSON_CATALOGUE ?= $(BIN)/test-catalogue.json
@@ -96,7 +98,7 @@ TEST_EXEC ?= -exec $(CURDIR)/.ci/testcpu
 TEST_TIMEOUT ?= 45m
 unit: kube-bins ratelimit-bin redis-server chromium
 	@mkdir -p $(BIN)
-	@$(STATIC_ENV) $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
+	@$(STATIC_ENV) GWDIAG_CATALOGUE=process-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
@@ -171,7 +173,8 @@ fuzz:
 # kube-apiserver, etcd, kubelet, kube-controller-manager and kube-scheduler for
 # the cluster tests and the local node, built into $(BIN) from the nested module
 # clusters/kube/tools (so the main module never requires k8s.io/kubernetes).
-# Idempotent: up-to-date binaries are kept; cold about 20 min on 2 cores, warm seconds.
+# Idempotent: up-to-date binaries are kept; cold about 4 min on 2 cores after
+# make vet (which compiles what they share with gwdiag; docs/ci.md), warm seconds.
 # go run in the static configuration too: kubebins imports client-go and
 # 550 other packages, which vet has compiled in it.
 kube-bins:
