@@ -247,7 +247,7 @@ func (p *Proxy) Start(ctx context.Context) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 	}
-	go pprof.Do(context.Background(), pprof.Labels("component", "admin"), func(context.Context) {
+	admin.Go(pprof.Labels("component", "admin"), func() {
 		defer close(p.adminDone)
 		if err := p.adminSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("admin server stopped", "err", err)
@@ -259,7 +259,7 @@ func (p *Proxy) Start(ctx context.Context) error {
 		// made between the caller's read and Start (a ConfigMap updated
 		// as the pod starts), and never apply it.
 		p.fileSum = p.cfg.SourceSum
-		go pprof.Do(context.Background(), pprof.Labels("component", "config-watch"), func(context.Context) { p.poll() })
+		admin.Go(pprof.Labels("component", "config-watch"), p.poll)
 	}
 	p.log.Info("refproxy started", "admin", ln.Addr().String(), "binds", p.dp.Addrs())
 	if !admin.Loopback(p.opts.adminAddr) {

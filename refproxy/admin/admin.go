@@ -5,6 +5,7 @@ package admin
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -311,6 +312,20 @@ func tasks(w http.ResponseWriter, r *http.Request) {
 		out = append(out, groups[k])
 	}
 	writeJSON(w, map[string]any{"goroutines": total, "groups": out})
+}
+
+// Go runs fn in a goroutine that carries labels, and returns once it does,
+// so that /debug/tasks lists it in its group from the moment Go returns. A
+// plain go pprof.Do(...) sets the labels only when the new goroutine first
+// runs: until the scheduler gets to it (on a loaded machine, a while), it
+// carries its creator's labels and /debug/tasks shows it in another group.
+func Go(labels pprof.LabelSet, fn func()) {
+	started := make(chan struct{})
+	go pprof.Do(context.Background(), labels, func(context.Context) {
+		close(started)
+		fn()
+	})
+	<-started
 }
 
 // CheckAddr refuses an admin address that is not loopback unless allowRemote.

@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
+	"github.com/gwdiag/gwdiag/refproxy/admin"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -396,7 +397,7 @@ func (dp *Dataplane) serve(key int, s *bindServer) {
 		SecureErrorLogMessage: true,
 		Logger:                slog.NewLogLogger(dp.log.Handler(), slog.LevelDebug),
 	}
-	go pprof.Do(context.Background(), pprof.Labels("component", "dataplane", "listener", s.ln.Addr().String()), func(context.Context) {
+	admin.Go(pprof.Labels("component", "dataplane", "listener", s.ln.Addr().String()), func() {
 		defer close(s.done)
 		if err := s.srv.Serve(s.ln); err != nil {
 			dp.log.Error("listener stopped", "addr", s.ln.Addr().String(), "err", err)
