@@ -33,7 +33,7 @@ func rewriteCucumber(path string, results []scenarioResult) error {
 		switch {
 		case r.Result == NotRun || r.Result == ExpectedFailure:
 			notRun[k] = r.Message
-		case r.Result == Flaky || r.Result == StaleBaseline || r.Bundle != "":
+		case r.Result == Flaky || r.Result == StaleBaseline || r.Bundle != "" || r.Tries > 1:
 			failing[k] = r
 		}
 	}
@@ -130,18 +130,38 @@ func markFailing(e map[string]json.RawMessage, r scenarioResult) error {
 	if len(steps) == 0 {
 		return nil
 	}
-	// The failed step, or the last.
+	if r.Tries > 1 && r.Result == Passed {
+		// godog wrote the first try, whose steps from the inconclusive one
+		// on were skipped; the try that counts passed them all.
+		for _, st := range steps {
+			res := map[string]any{}
+			json.Unmarshal(st["result"], &res)
+			if res["status"] == "skipped" {
+				res["status"] = "passed"
+				raw, err := json.Marshal(res)
+				if err != nil {
+					return err
+				}
+				st["result"] = raw
+			}
+		}
+		return embedNote(e, steps, len(steps)-1, "gwdiag: tries", r.Message+"\n")
+	}
+	// The failed step (for a scenario tried again, the step that failed
+	// in the try that counts), or the last.
 	at := len(steps) - 1
 	for i, st := range steps {
 		var res struct{ Status string }
-		if json.Unmarshal(st["result"], &res) == nil && res.Status == "failed" {
+		var name string
+		json.Unmarshal(st["name"], &name)
+		if json.Unmarshal(st["result"], &res) == nil && res.Status == "failed" || r.Tries > 1 && name == r.Step {
 			at = i
 			break
 		}
 	}
 	res := map[string]any{}
 	json.Unmarshal(steps[at]["result"], &res)
-	if r.Result == Flaky || r.Result == StaleBaseline {
+	if r.Result == Flaky || r.Result == StaleBaseline || r.Tries > 1 {
 		res["status"], res["error_message"] = "failed", r.Message
 	}
 	raw, err := json.Marshal(res)
@@ -151,14 +171,26 @@ func markFailing(e map[string]json.RawMessage, r scenarioResult) error {
 	steps[at]["result"] = raw
 	if r.Bundle != "" {
 		text := fmt.Sprintf("gwdiag failure bundle: %s (gwdiag conformance replay %s)\n", r.Bundle, r.Bundle)
-		emb, err := json.Marshal([]map[string]string{{"name": "gwdiag failure bundle", "mime_type": "text/plain",
-			"data": base64.StdEncoding.EncodeToString([]byte(text))}})
-		if err != nil {
-			return err
-		}
-		steps[at]["embeddings"] = emb
+		return embedNote(e, steps, at, "gwdiag failure bundle", text)
 	}
 	raw, err = json.Marshal(steps)
+	if err != nil {
+		return err
+	}
+	e["steps"] = raw
+	return nil
+}
+
+// embedNote embeds text, named name, in the step at of a scenario
+// element, and writes the steps back into it.
+func embedNote(e map[string]json.RawMessage, steps []map[string]json.RawMessage, at int, name, text string) error {
+	emb, err := json.Marshal([]map[string]string{{"name": name, "mime_type": "text/plain",
+		"data": base64.StdEncoding.EncodeToString([]byte(text))}})
+	if err != nil {
+		return err
+	}
+	steps[at]["embeddings"] = emb
+	raw, err := json.Marshal(steps)
 	if err != nil {
 		return err
 	}

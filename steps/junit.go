@@ -77,7 +77,7 @@ func rewriteJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 	titles := map[string]string{}
 	files := map[string]string{} // feature title → its file
 	for _, r := range results {
-		if r.Result != NotRun && r.Result != ExpectedFailure && r.Result != StaleBaseline && r.Bundle == "" {
+		if r.Result != NotRun && r.Result != ExpectedFailure && r.Result != StaleBaseline && r.Bundle == "" && r.Tries <= 1 {
 			continue
 		}
 		title, ok := titles[r.File]
@@ -125,7 +125,17 @@ func rewriteJUnit(path string, fsys fs.FS, results []scenarioResult) error {
 				*c = junitCase{Name: c.Name, Status: "skipped", Time: c.Time, Skipped: &junitMessage{Message: msg}}
 			}
 			if r, ok := failed[k]; ok {
-				if r.Result != Failed {
+				switch {
+				case r.Tries > 1 && r.Result == Passed:
+					// godog wrote the first try, inconclusive and so
+					// skipped; the try that counts passed.
+					*c = junitCase{Name: c.Name, Status: "passed", Time: c.Time, SystemOut: r.Message + "\n"}
+				case r.Tries > 1 && r.Result == Unsupported:
+					*c = junitCase{Name: c.Name, Status: "skipped", Time: c.Time, Skipped: &junitMessage{Message: r.Message}}
+				case r.Tries > 1 && r.Result == Failed:
+					*c = junitCase{Name: c.Name, Status: "failed", Time: c.Time,
+						Failure: &junitMessage{Message: fmt.Sprintf("Step %s: %s (try %d)", r.Step, r.Message, r.Tries), Type: "failed"}}
+				case r.Result != Failed:
 					// Flaky or stale: the run's verdict, not the last
 					// attempt's.
 					c.Status, c.Failure = "failed", &junitMessage{Message: r.Message, Type: string(r.Result)}

@@ -301,6 +301,11 @@ type ScenarioReport struct {
 	ProxyLogs string `json:"proxyLogs,omitempty" yaml:"proxyLogs,omitempty"`
 	// Bundle is the folder of the failed scenario's evidence (--bundle-dir).
 	Bundle string `json:"bundle,omitempty" yaml:"bundle,omitempty"`
+	// Tries is how many times the scenario ran when a try was inconclusive
+	// (its requests outlasted a rate-limit window, which says nothing of
+	// the proxy) and it was tried again; 0 when it ran once. The result is
+	// the last try's.
+	Tries int `json:"tries,omitempty" yaml:"tries,omitempty"`
 }
 
 // Failed reports whether the run failed: a scenario failed, was flaky, or
@@ -331,6 +336,12 @@ type scenarioResult struct {
 	// stoppedBy names, for a NotRun scenario --fail-fast kept from
 	// starting, the failed scenario that stopped the run.
 	stoppedBy string
+	// inconclusive says why a NotRun scenario's try said nothing of the
+	// proxy (a rate-limit window ended under its requests).
+	inconclusive string
+	// earlierTries says why the earlier tries of a scenario tried again
+	// were inconclusive.
+	earlierTries string
 	// missing is set for a NotRun scenario the suite's own environment kept
 	// from running: the EnvironmentError, in one line.
 	missing string
@@ -367,7 +378,9 @@ func buildReport(o Options, targetName string, profiles []ConformanceProfileName
 		n := max(s.count, 1)
 		f.add(s.Result, n)
 		r.Summary.add(s.Result, n)
-		if s.Result != Passed {
+		if s.Result != Passed || s.Tries > 1 {
+			// A scenario that passed at a later try is listed: its
+			// message says why the earlier said nothing.
 			f.Scenarios = append(f.Scenarios, s.ScenarioReport)
 		}
 	}

@@ -170,7 +170,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	rep.Claims.InferredFrom = inferredFrom
 	r.summary(rep)
 	if slices.ContainsFunc(results, func(s scenarioResult) bool {
-		return slices.Contains([]Result{NotRun, ExpectedFailure, StaleBaseline, Flaky}, s.Result) || s.Bundle != ""
+		return slices.Contains([]Result{NotRun, ExpectedFailure, StaleBaseline, Flaky}, s.Result) || s.Bundle != "" || s.Tries > 1
 	}) {
 		// godog wrote the scenarios not run as skipped steps; JUnit
 		// readers want a skipped test case, and both a reason. And the
@@ -220,6 +220,18 @@ func (r *runner) attempts(ctx context.Context, suite godog.TestSuite) (int, []sc
 		if ctx.Err() != nil || r.stopped() != "" {
 			break
 		}
+	}
+	if o.Repeat > 1 {
+		// Each attempt is a try already: one inconclusive is not run.
+		r.mu.Lock()
+		for i := range r.results {
+			if r.results[i].inconclusive != "" {
+				r.results[i].missing = inconclusiveMissing
+			}
+		}
+		r.mu.Unlock()
+	} else {
+		status |= r.tryInconclusiveAgain(ctx, suite)
 	}
 	results := r.results
 	if o.Repeat > 1 {
@@ -295,6 +307,9 @@ type runner struct {
 
 	mu      sync.Mutex
 	results []scenarioResult
+	// again holds, while inconclusive scenarios are tried again, the
+	// index in results of each, by name and example line.
+	again map[scenarioKey]int
 	// stoppedBy names the first failed scenario of a --fail-fast run.
 	stoppedBy string
 	// missing is what the target lacked to start: no scenario runs.
@@ -370,6 +385,10 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 			run.notStarted = true
 			return ctx, godog.ErrSkip
 		}
+		if r.retrying() && !r.triesAgain(p) {
+			run.skip = "not tried again"
+			return ctx, godog.ErrSkip
+		}
 		if reason := r.skipReason(run, p); reason != "" {
 			run.skip = reason
 			return ctx, godog.ErrSkip
@@ -415,11 +434,17 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 			// Cut short: its steps failed because the run's context
 			// ended, whatever the proxy does.
 			res.Result, res.Message, res.cutShort = NotRun, fmt.Sprintf("not run (interrupted by %s while it ran)", interrupt.Reason(ctx)), true
+		case run.skip != "" && r.retrying():
+			// Not one of the scenarios tried again: its result stands.
+			return ctx, nil
 		case run.skip != "":
 			res.Result, res.Message = Skipped, run.skip
 		case run.missing != "" || end.Missing != "":
 			res.missing = run.missing + end.Missing
 			res.Result, res.Message = NotRun, "not run: "+run.missingDetail+end.MissingDetail
+		case end.Inconclusive != "":
+			res.Result, res.inconclusive = NotRun, end.Inconclusive
+			res.Message = "not run to a verdict: " + end.Inconclusive
 		case end.Unsupported != "":
 			res.Result, res.Message = Unsupported, end.Unsupported
 		case err != nil && !errors.Is(err, godog.ErrSkip):
@@ -511,7 +536,7 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	if res.Result == Failed && !expected && r.opts.FailFast && r.stoppedBy == "" {
 		r.stoppedBy = res.Name
 	}
-	if res.Result == NotRun && !res.cutShort && res.missing == "" {
+	if res.Result == NotRun && !res.cutShort && res.missing == "" && res.inconclusive == "" {
 		// Never started: one line for all of them at the end.
 		return
 	}
@@ -519,6 +544,9 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	if expected {
 		// The baseline says it fails: it does not fail the run.
 		label = "XFAIL"
+	}
+	if res.inconclusive != "" {
+		label = "NO VERDICT"
 	}
 	name := res.Name
 	if res.Example > 0 {

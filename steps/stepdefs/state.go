@@ -125,6 +125,11 @@ type state struct {
 	// (a targets.EnvironmentError): not run, which says nothing of the
 	// proxy either.
 	missing, missingDetail string
+	// inconclusive is set when a step's result could have come from a
+	// rate-limit window that ended while the scenario's requests were on
+	// their way (a loaded machine, a slow port-forward): this try says
+	// nothing of the proxy, and the engine tries the scenario again.
+	inconclusive string
 }
 
 type stateKey struct{}
@@ -156,6 +161,9 @@ type Ending struct {
 	// with the fix ("" when nothing was; targets.EnvironmentError.Summary),
 	// and MissingDetail the whole error.
 	Missing, MissingDetail string
+	// Inconclusive says why the scenario's try said nothing of the proxy
+	// ("" when it did): its requests outlasted a rate-limit window.
+	Inconclusive string
 	// FailedStep is the text of the first step that failed.
 	FailedStep string
 	// ProxyLogs is the end of the proxy's output, where the target keeps
@@ -173,7 +181,8 @@ func End(ctx context.Context) (e Ending, ok bool) {
 	}
 	s.teardown()
 	x := s.cfg.Secrets
-	e = Ending{Unsupported: x.Scrub(s.unsupported), Interrupted: s.interrupted, Missing: x.Scrub(s.missing), MissingDetail: x.Scrub(s.missingDetail), FailedStep: x.Scrub(s.failedStep)}
+	e = Ending{Unsupported: x.Scrub(s.unsupported), Interrupted: s.interrupted, Missing: x.Scrub(s.missing), MissingDetail: x.Scrub(s.missingDetail),
+		Inconclusive: x.Scrub(s.inconclusive), FailedStep: x.Scrub(s.failedStep)}
 	e.ProxyLogs = x.Scrub(s.proxyLogs())
 	return e, true
 }

@@ -1,0 +1,155 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
+)
+
+// resetScenario compares two requests in one second's window.
+const resetScenario = "The window resets with no manual action"
+
+// slowWay stands for a slow way to the proxy (a loaded machine, a
+// port-forward): the first n requests to a listener reach the faithful
+// reference proxy only after a second's window has passed (n < 0: all).
+func slowWay(n int64, reject bool) fault {
+	var seen atomic.Int64
+	return fault{
+		listener: func(_ *faultyDeployment, next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if n < 0 || seen.Add(1) <= n {
+					// The slowness under test, not a wait for an event.
+					time.Sleep(1100 * time.Millisecond)
+				}
+				if reject {
+					// A proxy that refuses every request: no window
+					// explains it.
+					http.Error(w, "rate limit exceeded", http.StatusTooManyRequests)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		},
+	}
+}
+
+func runReset(t *testing.T, f fault) (*ConformanceReport, ScenarioReport, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var out strings.Builder
+	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: f}, Output: &out, Tags: "@request-limits",
+		RunScenario: resetScenario, Concurrency: 1, JUnit: filepath.Join(dir, "junit.xml"), CucumberJSON: filepath.Join(dir, "cucumber.json")}
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rep.Scenario(resetScenario)
+	if len(got) != 1 {
+		t.Fatalf("%d results for %q, want 1:\n%s", len(got), resetScenario, out.String())
+	}
+	junit, err := os.ReadFile(o.JUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cucumber, err := os.ReadFile(o.CucumberJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, got[0], out.String(), string(junit) + "\n" + string(cucumber)
+}
+
+// TestSlowWayIsNoVerdict: requests that outlast the window they were to
+// share say nothing of the proxy. On a way to the faithful proxy slow at
+// every request, the scenario is tried three times, never failed: the run
+// is incomplete and says why.
+func TestSlowWayIsNoVerdict(t *testing.T) {
+	rep, s, out, files := runReset(t, slowWay(-1, false))
+	if rep.Failed() || s.Result != NotRun || s.Tries != inconclusiveTries || !strings.Contains(s.Message, "took") {
+		t.Fatalf("%+v (tries %d): want not run after %d tries, saying how long the requests took\n%s", s, s.Tries, inconclusiveTries, out)
+	}
+	if rep.Incomplete == nil || len(rep.Incomplete.Missing) != 1 || rep.Incomplete.Missing[0].Reason != inconclusiveMissing {
+		t.Errorf("incomplete %+v: want the run incomplete, for want of a quick enough machine", rep.Incomplete)
+	}
+	for _, want := range []string{"NO VERDICT", "try 2 of 3", "try 3 of 3", "run incomplete:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(files, "<failure") || strings.Contains(files, `"failed"`) {
+		t.Errorf("JUnit or cucumber JSON says failed:\n%s", clipText(files, 3000))
+	}
+}
+
+// TestSlowFirstTryPassesAtTheSecond: a way slow only for the first try
+// (its two requests); the second try reaches a verdict, and it counts: the
+// scenario passed at try 2, and the JUnit and cucumber files say passed.
+func TestSlowFirstTryPassesAtTheSecond(t *testing.T) {
+	rep, s, out, files := runReset(t, slowWay(2, false))
+	if rep.Failed() || rep.Incomplete != nil || s.Result != Passed || s.Tries != 2 || !strings.Contains(s.Message, "passed at try 2") {
+		t.Fatalf("%+v: want passed at try 2, the run complete\n%s", s, out)
+	}
+	open := `<testcase name="` + resetScenario + `" status="passed"`
+	i := strings.Index(files, open)
+	if i < 0 {
+		t.Fatalf("JUnit: no passed test case %q:\n%s", resetScenario, clipText(files, 4000))
+	}
+	tc, _, _ := strings.Cut(files[i:], "</testcase>")
+	if strings.Contains(tc, "<error") || strings.Contains(tc, "<failure") || strings.Contains(tc, "<skipped") || !strings.Contains(tc, "passed at try 2") {
+		t.Errorf("JUnit: want the test case passed, saying its tries, nothing skipped or failed:\n%s", tc)
+	}
+	var doc []struct {
+		Elements []struct {
+			Name  string
+			Steps []struct {
+				Result struct{ Status string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(cucumberOf(files)), &doc); err != nil {
+		t.Fatalf("cucumber JSON: %v", err)
+	}
+	found := false
+	for _, f := range doc {
+		for _, e := range f.Elements {
+			if e.Name != resetScenario {
+				continue
+			}
+			found = true
+			for i, st := range e.Steps {
+				if st.Result.Status != "passed" {
+					t.Errorf("cucumber JSON: step %d of %q is %s, want passed", i+1, e.Name, st.Result.Status)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("cucumber JSON: no element %q", resetScenario)
+	}
+}
+
+// cucumberOf is the cucumber JSON of runReset's files (after the JUnit).
+func cucumberOf(files string) string {
+	_, after, _ := strings.Cut(files, "</testsuites>")
+	return after
+}
+
+// TestSlowWrongRefusalFails: a refusal no window explains (the first
+// request refused) is the proxy's failure at once, however slow the way:
+// no second try.
+func TestSlowWrongRefusalFails(t *testing.T) {
+	rep, s, out, _ := runReset(t, slowWay(-1, true))
+	if !rep.Failed() || s.Result != Failed || s.Tries != 0 || !strings.Contains(s.Message, "response statuses: got [429 429]") {
+		t.Fatalf("%+v (tries %d): want failed at the first try on statuses [429 429]\n%s", s, s.Tries, out)
+	}
+	if strings.Contains(out, "try 2 of") {
+		t.Errorf("a failure no window explains was tried again:\n%s", out)
+	}
+}
