@@ -43,17 +43,25 @@ func slowWay(n int64, reject bool) fault {
 
 func runReset(t *testing.T, f fault) (*ConformanceReport, ScenarioReport, string, string) {
 	t.Helper()
+	return runSlow(t, f, "@request-limits", resetScenario)
+}
+
+// runSlow runs one scenario against the faithful proxy behind f, and
+// returns the report, the scenario's result, the progress output and the
+// JUnit and cucumber JSON files.
+func runSlow(t *testing.T, f fault, tags, scenario string) (*ConformanceReport, ScenarioReport, string, string) {
+	t.Helper()
 	dir := t.TempDir()
 	var out strings.Builder
-	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: f}, Output: &out, Tags: "@request-limits",
-		RunScenario: resetScenario, Concurrency: 1, JUnit: filepath.Join(dir, "junit.xml"), CucumberJSON: filepath.Join(dir, "cucumber.json")}
+	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: f}, Output: &out, Tags: tags,
+		RunScenario: scenario, Concurrency: 1, JUnit: filepath.Join(dir, "junit.xml"), CucumberJSON: filepath.Join(dir, "cucumber.json")}
 	rep, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := rep.Scenario(resetScenario)
+	got := rep.Scenario(scenario)
 	if len(got) != 1 {
-		t.Fatalf("%d results for %q, want 1:\n%s", len(got), resetScenario, out.String())
+		t.Fatalf("%d results for %q, want 1:\n%s", len(got), scenario, out.String())
 	}
 	junit, err := os.ReadFile(o.JUnit)
 	if err != nil {
@@ -71,6 +79,7 @@ func runReset(t *testing.T, f fault) (*ConformanceReport, ScenarioReport, string
 // every request, the scenario is tried three times, never failed: the run
 // is incomplete and says why.
 func TestSlowWayIsNoVerdict(t *testing.T) {
+	t.Parallel()
 	rep, s, out, files := runReset(t, slowWay(-1, false))
 	if rep.Failed() || s.Result != NotRun || s.Tries != inconclusiveTries || !strings.Contains(s.Message, "took") {
 		t.Fatalf("%+v (tries %d): want not run after %d tries, saying how long the requests took\n%s", s, s.Tries, inconclusiveTries, out)
@@ -92,6 +101,7 @@ func TestSlowWayIsNoVerdict(t *testing.T) {
 // (its two requests); the second try reaches a verdict, and it counts: the
 // scenario passed at try 2, and the JUnit and cucumber files say passed.
 func TestSlowFirstTryPassesAtTheSecond(t *testing.T) {
+	t.Parallel()
 	rep, s, out, files := runReset(t, slowWay(2, false))
 	if rep.Failed() || rep.Incomplete != nil || s.Result != Passed || s.Tries != 2 || !strings.Contains(s.Message, "passed at try 2") {
 		t.Fatalf("%+v: want passed at try 2, the run complete\n%s", s, out)
@@ -145,11 +155,24 @@ func cucumberOf(files string) string {
 // request refused) is the proxy's failure at once, however slow the way:
 // no second try.
 func TestSlowWrongRefusalFails(t *testing.T) {
+	t.Parallel()
 	rep, s, out, _ := runReset(t, slowWay(-1, true))
 	if !rep.Failed() || s.Result != Failed || s.Tries != 0 || !strings.Contains(s.Message, "response statuses: got [429 429]") {
 		t.Fatalf("%+v (tries %d): want failed at the first try on statuses [429 429]\n%s", s, s.Tries, out)
 	}
 	if strings.Contains(out, "try 2 of") {
 		t.Errorf("a failure no window explains was tried again:\n%s", out)
+	}
+}
+
+// TestSlowStreamIsNoVerdict: the single status step too. After a stream
+// that took the token budget over, the next request came after the
+// window: admitted where a 429 was wanted, no verdict.
+func TestSlowStreamIsNoVerdict(t *testing.T) {
+	t.Parallel()
+	const scenario = "A streaming response is counted from its final chunk and never cut"
+	rep, s, out, _ := runSlow(t, slowWay(-1, false), "@token-overage", scenario)
+	if rep.Failed() || s.Result != NotRun || s.Tries != inconclusiveTries || !strings.Contains(s.Message, "response status 200, want 429") {
+		t.Fatalf("%+v (tries %d): want not run after %d tries, on the status 200 where 429 was wanted\n%s", s, s.Tries, inconclusiveTries, out)
 	}
 }
