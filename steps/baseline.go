@@ -157,7 +157,15 @@ func mergeAttempts(results []scenarioResult) []scenarioResult {
 				failed = i
 			}
 		}
+		// An inconclusive attempt says nothing: the first with a verdict
+		// stands for the rest.
 		m := all[0]
+		for _, s := range all {
+			if s.inconclusive == "" {
+				m = s
+				break
+			}
+		}
 		switch {
 		case failed >= 0 && passed > 0:
 			m = all[failed]

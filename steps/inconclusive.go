@@ -93,6 +93,13 @@ func (r *runner) tryInconclusiveAgain(ctx context.Context, suite godog.TestSuite
 		r.again = nil
 		r.mu.Unlock()
 	}
+	r.notRunInconclusive()
+	return status
+}
+
+// notRunInconclusive makes each scenario whose last try was inconclusive
+// not run, for want of a machine quick enough: the run is incomplete.
+func (r *runner) notRunInconclusive() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.results {
@@ -100,7 +107,6 @@ func (r *runner) tryInconclusiveAgain(ctx context.Context, suite godog.TestSuite
 			r.results[i].missing = inconclusiveMissing
 		}
 	}
-	return status
 }
 
 // inconclusiveMissing is what an incomplete run says of the scenarios

@@ -176,3 +176,20 @@ func TestSlowStreamIsNoVerdict(t *testing.T) {
 		t.Fatalf("%+v (tries %d): want not run after %d tries, on the status 200 where 429 was wanted\n%s", s, s.Tries, inconclusiveTries, out)
 	}
 }
+
+// TestRepeatCountsOnlyVerdicts: with --repeat, an inconclusive attempt is
+// left out of the verdict: the first attempt (slow) said nothing, the two
+// others passed, and the scenario passed, neither flaky nor not run.
+func TestRepeatCountsOnlyVerdicts(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: slowWay(2, false)}, Output: &out, Tags: "@request-limits",
+		RunScenario: resetScenario, Concurrency: 1, Repeat: 3}
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || rep.Incomplete != nil || rep.Summary.Passed != 1 || !strings.Contains(out.String(), "NO VERDICT") {
+		t.Fatalf("summary %+v, incomplete %+v: want the scenario passed, its slow attempt without a verdict\n%s", rep.Summary, rep.Incomplete, out.String())
+	}
+}

@@ -222,14 +222,8 @@ func (r *runner) attempts(ctx context.Context, suite godog.TestSuite) (int, []sc
 		}
 	}
 	if o.Repeat > 1 {
-		// Each attempt is a try already: one inconclusive is not run.
-		r.mu.Lock()
-		for i := range r.results {
-			if r.results[i].inconclusive != "" {
-				r.results[i].missing = inconclusiveMissing
-			}
-		}
-		r.mu.Unlock()
+		// Each attempt is a try already: the merge takes the verdicts.
+		r.notRunInconclusive()
 	} else {
 		status |= r.tryInconclusiveAgain(ctx, suite)
 	}
