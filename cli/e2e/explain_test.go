@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -69,18 +68,6 @@ descriptors:
   - key: user
     rate_limit: {unit: day, requests_per_unit: 1}
 `
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // explainCase is one outcome: the request (after --), the requests sent
 // before it to bring the outcome about, and the verdict it must get.

@@ -21,6 +21,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
+	"github.com/gwdiag/gwdiag/steps/freeport"
 	"github.com/gwdiag/gwdiag/steps/mock"
 
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
@@ -212,13 +213,23 @@ func lines(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// closedURL returns the URL of a server that no longer listens.
+// closedURL returns the URL of a loopback port nothing listens on.
 func closedURL(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(http.NotFoundHandler())
-	u := srv.URL
-	srv.Close()
-	return u
+	return "http://" + closedPort(t)
+}
+
+// closedPort returns a loopback address nothing listens on: a port below
+// the ephemeral range. One a server on port 0 had and closed is the
+// kernel's to hand out again, and under a loaded make test another test's
+// server took one and answered gwdiag.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ports, err := freeport.Pick("127.0.0.1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 }
 
 // portOf returns the port of an http://host:port URL.
