@@ -205,12 +205,14 @@ func onlyAdmittedMore(got, want []int) bool {
 
 // windowEnded says why the scenario's responses may not have shared the
 // rate-limit windows its steps meant them to ("" when they did): a status
-// step judges requests sent in one window, and one that ended between
-// them (a slow machine, a slow port-forward) lets a request through that
-// the proxy rightly admits. A local limit's window is taken to start with
-// the first request (a proxy may start it sooner: that risk is the
-// scenario's, as before); a global limit's windows are aligned with the
-// clock, as the rate-limit service counts them.
+// step judges requests sent in one window, and when every window of the
+// scenario's limits may have ended between them (a slow machine, a slow
+// port-forward), a request the proxy rightly admits is no verdict. Every
+// window, so the longest: a request refused by a day's limit as well as a
+// second's must be refused however slow the way. A local limit's window is
+// taken to start with the first request (a proxy may start it sooner: that
+// risk is the scenario's, as before); a global limit's windows are aligned
+// with the clock, as the rate-limit service counts them.
 func (s *state) windowEnded() string {
 	var first, last time.Time
 	n := 0
@@ -229,32 +231,29 @@ func (s *state) windowEnded() string {
 	if n < 2 {
 		return ""
 	}
-	span := last.Sub(first)
-	var local time.Duration
-	var global []int
+	var local, global time.Duration
 	for _, l := range s.setup.Listeners {
 		for _, rt := range l.Routes {
 			for _, lim := range rt.Limits {
-				if lim.Unit > 0 && (local == 0 || lim.Unit < local) {
-					local = lim.Unit
-				}
+				local = max(local, lim.Unit)
 			}
 			for _, g := range rt.Global {
-				global = append(global, g.UnitSeconds())
+				global = max(global, time.Duration(g.UnitSeconds())*time.Second)
 			}
 		}
 	}
-	took := fmt.Sprintf("the %d requests took %s", n, span.Round(time.Millisecond))
-	if local > 0 && span >= local {
-		return fmt.Sprintf("%s, as long as a window of the route's limits (%s) or longer: it may have reset between them", took, local)
+	span := last.Sub(first)
+	if local == 0 && global == 0 || span < local || global > 0 && first.Truncate(global).Equal(last.Truncate(global)) {
+		return ""
 	}
-	for _, sec := range global {
-		w := time.Duration(sec) * time.Second
-		if sec > 0 && first.Truncate(w) != last.Truncate(w) {
-			return fmt.Sprintf("%s, and a %s window of the rate-limit service ended between them", took, w)
-		}
+	why := fmt.Sprintf("the %d requests took %s", n, span.Round(time.Millisecond))
+	if local > 0 {
+		why += fmt.Sprintf(", as long as the longest window of the route's limits (%s) or longer", local)
 	}
-	return ""
+	if global > 0 {
+		why += fmt.Sprintf(", and a %s window of the rate-limit service ended between them", global)
+	}
+	return why + ": every limit may have reset between them"
 }
 
 func (s *state) responseBodyIs(ctx context.Context, want string) error {

@@ -1,0 +1,51 @@
+package stepdefs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gwdiag/gwdiag/steps/targets"
+)
+
+// TestWindowEnded: a 2xx where a 429 was wanted is no verdict only when
+// every limit of the scenario may have reset under its requests; a day's
+// limit beside a second's keeps the verdict (the spec-minimal proxy, with
+// no global limits, admitted the third request of "Where several global
+// limits refuse" across a second's boundary: that is its failure).
+func TestWindowEnded(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 900e6, time.UTC)
+	responses := func(span time.Duration) []*response {
+		return []*response{{status: 200, sent: at, at: at.Add(10 * time.Millisecond)}, {status: 200, sent: at.Add(span - 10*time.Millisecond), at: at.Add(span)}}
+	}
+	route := func(local []time.Duration, global ...string) targets.Setup {
+		r := targets.Route{Name: "r"}
+		for _, u := range local {
+			r.Limits = append(r.Limits, targets.Limit{Kind: targets.LimitRequests, Amount: 1, Unit: u})
+		}
+		for _, u := range global {
+			r.Global = append(r.Global, targets.GlobalLimit{Kind: targets.LimitRequests, Amount: 2, Unit: u})
+		}
+		return targets.Setup{Listeners: []targets.Listener{{Name: "l", Routes: []targets.Route{r}}}}
+	}
+	tests := []struct {
+		name  string
+		setup targets.Setup
+		span  time.Duration
+		want  bool
+	}{
+		{"a second's local limit, 1.5 s", route([]time.Duration{time.Second}), 1500 * time.Millisecond, true},
+		{"a second's local limit, 0.5 s", route([]time.Duration{time.Second}), 500 * time.Millisecond, false},
+		{"a second's and an hour's local limits, 1.5 s", route([]time.Duration{time.Second, time.Hour}), 1500 * time.Millisecond, false},
+		{"a second's global limit across a second's boundary", route(nil, "second"), 200 * time.Millisecond, true},
+		{"a second's global limit within a second", route(nil, "second"), 50 * time.Millisecond, false},
+		{"a second's and a day's global limits across a second's boundary", route(nil, "second", "day"), 200 * time.Millisecond, false},
+		{"a second's local limit and a day's global limit, 1.5 s", route([]time.Duration{time.Second}, "day"), 1500 * time.Millisecond, false},
+		{"no limit", route(nil), 5 * time.Second, false},
+	}
+	for _, tt := range tests {
+		s := &state{setup: tt.setup, responses: responses(tt.span)}
+		if got := s.windowEnded(); (got != "") != tt.want {
+			t.Errorf("%s: windowEnded() = %q, want a reason: %v", tt.name, got, tt.want)
+		}
+	}
+}
