@@ -172,7 +172,7 @@ func TestSlowStreamIsNoVerdict(t *testing.T) {
 	t.Parallel()
 	const scenario = "A streaming response is counted from its final chunk and never cut"
 	rep, s, out, _ := runSlow(t, slowWay(-1, false), "@token-overage", scenario)
-	if rep.Failed() || s.Result != NotRun || s.Tries != inconclusiveTries || !strings.Contains(s.Message, "response status 200, want 429") {
+	if rep.Failed() || s.Result != NotRun || s.Tries != inconclusiveTries || !strings.Contains(s.Message, "response statuses [200], want [429]") {
 		t.Fatalf("%+v (tries %d): want not run after %d tries, on the status 200 where 429 was wanted\n%s", s, s.Tries, inconclusiveTries, out)
 	}
 }
