@@ -461,5 +461,10 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	return p.shutdownErr
 }
 
+// OTLPStats are the OpenTelemetry export's counts (config.tracing): request
+// span trees dropped on a full queue, batches the collector did not take,
+// and its last error.
+func (p *Proxy) OTLPStats() (dropped, failures uint64, lastErr string) { return p.dp.OTLPStats() }
+
 // Done is closed once the proxy has shut down (Shutdown, ctx, /quitquitquit).
 func (p *Proxy) Done() <-chan struct{} { return p.done }

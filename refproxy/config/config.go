@@ -84,6 +84,8 @@ type Settings struct {
 	// in clear (--trace-credentials-in-clear), which this list does not
 	// turn on or off.
 	SensitiveHeaders []string `yaml:"sensitiveHeaders" json:"sensitiveHeaders,omitempty"`
+	// Tracing is OpenTelemetry export (tracing.go).
+	Tracing *Tracing `yaml:"tracing" json:"tracing,omitempty"`
 }
 
 // Logging is config.logging: the filter (env_logger syntax) or level, and

@@ -176,6 +176,18 @@ func TestParseErrors(t *testing.T) {
 		{"every schema error at once, each at its place", "gateways:\n  default: {port: 3000}\nroutes:\n- backends:\n  - hots: 127.0.0.1:8000\n- policies:\n    cors: {allowOrigin: ['*']}\n",
 			"t.yaml:5: routes[0].backends[0].hots: unknown field \"hots\" (did you mean \"host\"?)\n" +
 				"t.yaml:7: routes[1].policies.cors.allowOrigin: unknown field \"allowOrigin\" (did you mean \"allowOrigins\"?)"},
+		{"tracing protocol unknown", "config:\n  tracing:\n    otlpEndpoint: http://127.0.0.1:4317\n    otlpProtocol: thrift\n",
+			`t.yaml:4: config.tracing.otlpProtocol: want "grpc" or "http", got "thrift"`},
+		{"tracing endpoint not a URL", "config:\n  tracing:\n    otlpEndpoint: 'ftp://collector:21'\n",
+			`t.yaml:3: config.tracing.otlpEndpoint: OTLP endpoint "ftp://collector:21": scheme "ftp", want http or https`},
+		{"tracing sampling out of range", "config:\n  tracing:\n    otlpEndpoint: collector:4317\n    randomSampling: 1.5\n",
+			`t.yaml:4: config.tracing.randomSampling: want a share of requests from 0 to 1, got 1.5`},
+		{"tracing sampling a list", "config:\n  tracing:\n    otlpEndpoint: collector:4317\n    clientSampling: [1]\n",
+			`t.yaml:4: config.tracing.clientSampling: want true or false, a number, a string or null, got a list`},
+		{"tracing sampling a bad expression", "config:\n  tracing:\n    otlpEndpoint: collector:4317\n    randomSampling: 'request.headers['\n",
+			"t.yaml:4: config.tracing.randomSampling: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', '?', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | request.headers[\n | ................^"},
+		{"tracing field misspelt", "config:\n  tracing:\n    otlpEndpont: collector:4317\n",
+			`t.yaml:3: config.tracing.otlpEndpont: unknown field "otlpEndpont" (did you mean "otlpEndpoint"?)`},
 		{"AI backend port out of range", "binds:\n- listeners:\n  - routes:\n    - backends:\n      - ai: {name: o, provider: {openAI: {}}, hostOverride: \"127.0.0.1:70000\"}\n",
 			`t.yaml:5: binds[0].listeners[0].routes[0].backends[0].ai.hostOverride: port "70000" is not a number from 1 to 65535`},
 	}

@@ -134,15 +134,25 @@ func TestCorpus(t *testing.T) {
 	t.Logf("served %d of %d; refused features (places): %v", served, len(corpus), features)
 }
 
-// TestCorpusSettings: settings that change no traffic are accepted and
-// kept as ignored, so that the proxy can say so once.
-func TestCorpusSettings(t *testing.T) {
-	cfg, err := Load("testdata/corpus/examples__traffic-ratelimiting-local__config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Ignored) != 1 || cfg.Ignored[0].Path != "config.tracing" || !strings.Contains(cfg.Ignored[0].Why, "OpenTelemetry") {
-		t.Errorf("Ignored = %+v, want config.tracing (OpenTelemetry export)", cfg.Ignored)
+// TestCorpusTracing: the real configs that set config.tracing (OpenTelemetry
+// export) are served with it applied, not ignored: their collector, and
+// randomSampling: true.
+func TestCorpusTracing(t *testing.T) {
+	for _, name := range []string{"examples__traffic-ratelimiting-local__config.yaml", "examples__traffic-ratelimiting-global__config.yaml"} {
+		cfg, err := Load("testdata/corpus/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Ignored) != 0 {
+			t.Errorf("%s: Ignored = %+v, want nothing", name, cfg.Ignored)
+		}
+		tr := cfg.Config.Tracing
+		if tr == nil || tr.OTLPEndpoint != "http://localhost:4317" || tr.RandomSampling == nil || tr.RandomSampling.Ratio != 1 || tr.ClientSampling != nil {
+			t.Errorf("%s: tracing %+v, want the collector at http://localhost:4317, every request sampled", name, tr)
+		}
+		if oc := tr.OTLP(); oc.Validate() != nil || oc.Protocol != "" {
+			t.Errorf("%s: export config %+v: %v", name, oc, oc.Validate())
+		}
 	}
 }
 

@@ -18,7 +18,6 @@ var settingRefused = map[string]string{
 // settingIgnored are the config settings refproxy accepts and does not act
 // on, and why: none changes which requests are served or what they get.
 var settingIgnored = map[string]string{
-	"tracing":                          "OpenTelemetry export; refproxy exports no traces (its /debug/trace is unrelated)",
 	"metrics":                          "refproxy serves no Prometheus metrics",
 	"histograms":                       "refproxy serves no Prometheus metrics",
 	"statsAddr":                        "refproxy serves no Prometheus metrics",

@@ -34,6 +34,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"google.golang.org/grpc"
 
+	"github.com/gwdiag/gwdiag/golden/trace/otlp"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/admin"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
@@ -135,6 +136,8 @@ type Dataplane struct {
 	rlsConns map[string]*grpc.ClientConn
 	rlsUsed  map[string]bool
 	closed   bool
+	// exporter is the OpenTelemetry export's (otel.go), nil without one.
+	exporter *otlp.Exporter
 	// tracingOff skips tracing entirely; tests use it as the "compiled out"
 	// baseline that the no-watcher path must match.
 	tracingOff bool
@@ -290,6 +293,10 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 	dp.reuseBuckets, dp.reuseBackends = nil, nil
 	used := dp.rlsUsed
 	dp.rlsUsed = nil
+	var replaced *otlp.Exporter
+	if err == nil {
+		t.otel, replaced, err = dp.otelFor(cfg)
+	}
 	if err != nil {
 		restore()
 		return err
@@ -307,12 +314,22 @@ func (dp *Dataplane) Apply(cfg *config.Config) error {
 			for _, s := range opened {
 				s.ln.Close()
 			}
+			if t.otel != nil && t.otel.exp != dp.exporter {
+				dp.stopExporter(t.otel.exp)
+			}
 			restore()
 			return fmt.Errorf("bind %s: %w", bt.gateway, err)
 		}
 		opened[bt.key] = &bindServer{ln: ln, done: make(chan struct{})}
 	}
 	dp.table.Store(t)
+	if replaced != nil {
+		dp.stopExporter(replaced)
+	}
+	dp.exporter = nil
+	if t.otel != nil {
+		dp.exporter = t.otel.exp
+	}
 	dp.closeRLS(used)
 	for key, b := range oldBackends {
 		if _, kept := dp.backends[key]; !kept {
@@ -460,7 +477,13 @@ func (dp *Dataplane) Shutdown(ctx context.Context) error {
 		b.client.CloseIdleConnections()
 	}
 	dp.closeRLS(nil)
+	exp := dp.exporter
+	dp.exporter = nil
 	dp.applyMu.Unlock()
+	if exp != nil {
+		// What the last requests exported goes, within ctx.
+		errs = append(errs, exp.Shutdown(ctx))
+	}
 	return errors.Join(errs...)
 }
 

@@ -49,6 +49,9 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	var tr *tracing.Tracer
 	if !dp.tracingOff {
 		tr = dp.reg.Take(func() any { return &filterRequest{ctx: ctx, rd: dp.redactionOf(t)} })
+		if t != nil && t.otel != nil {
+			tr = t.otel.begin(ctx, tr, func() any { return &filterRequest{ctx: ctx, rd: dp.redactionOf(t)} })
+		}
 	}
 	if tr.Followed() {
 		followRequest(ctx, tr)
@@ -111,6 +114,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if ba == nil && pol != nil {
 		ba = pol.backendAuth
 	}
+	setTraceparent(&ctx.Request, tr)
 	if tr != nil {
 		// The request after the route's policies is the final one (but for
 		// what backendAuth adds): one capture for both, and the call starts

@@ -36,6 +36,8 @@ type Table struct {
 	// a credential from: traces show their values redacted in a request's
 	// uri and pathAndQuery (redactQuery); nil in clear.
 	credQuery []string
+	// otel is the OpenTelemetry export (otel.go), nil without one.
+	otel *otelExport
 }
 
 type bindTable struct {

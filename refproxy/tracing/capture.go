@@ -319,6 +319,9 @@ func (t *Tracer) send(h *held) {
 		// The captures of the trace are encoded: the arena goes back.
 		defer t.release()
 	}
+	if t.exp != nil {
+		t.exportEvent(h, fin)
+	}
 	if t.w != nil {
 		hb.out.Reset()
 		t.appendFrame(&hb.out, h, false)

@@ -38,6 +38,8 @@ type Tracer struct {
 	hb   *holdBuffers
 	// red redacts the trace's credentials (redaction.go); nil: none.
 	red *Redaction
+	// exp is the OpenTelemetry export's, for a sampled request (export.go).
+	exp *exportSink
 }
 
 // marks are the phase boundaries of a followed trace: the first

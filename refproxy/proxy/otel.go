@@ -1,0 +1,169 @@
+package proxy
+
+import (
+	"context"
+	"math/rand/v2"
+	"reflect"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"github.com/valyala/fasthttp"
+
+	"github.com/gwdiag/gwdiag/golden/trace/otlp"
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
+	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
+)
+
+// otelExport is a table's OpenTelemetry export (config.tracing): the
+// exporter, kept across reloads while its config is the same, and the two
+// sampling decisions. A sampled request is traced as for a one-shot
+// watcher and its events become its span tree in the exporter's worker
+// (golden/trace/otlp); its backend is sent a traceparent naming its
+// backend call span. An untraced request pays one pointer test.
+type otelExport struct {
+	exp            *otlp.Exporter
+	random, client sampler
+}
+
+// sampler is a config.Sampling, its expression compiled.
+type sampler struct {
+	ratio float64
+	prog  cel.Program
+}
+
+func newSampler(s *config.Sampling, def float64) (sampler, error) {
+	if s == nil {
+		return sampler{ratio: def}, nil
+	}
+	if s.Expr == "" {
+		return sampler{ratio: s.Ratio}, nil
+	}
+	p, err := celexpr.CompileRequest(s.Expr, celexpr.Scalar)
+	return sampler{prog: p}, err
+}
+
+// sample decides for one request; request is what an expression sees as
+// `request`. An expression's error, or a result neither a bool nor a
+// number, samples nothing.
+func (s sampler) sample(request func() any) bool {
+	ratio := s.ratio
+	if s.prog != nil {
+		out, _, err := s.prog.Eval(map[string]any{"request": request(),
+			"jwt": celexpr.NoClaims, "apiKey": celexpr.NoClaims, "basicAuth": celexpr.NoClaims})
+		if err != nil {
+			return false
+		}
+		switch v := out.Value().(type) {
+		case bool:
+			return v
+		case float64:
+			ratio = v
+		case int64:
+			ratio = float64(v)
+		case uint64:
+			ratio = float64(v)
+		default:
+			return false
+		}
+	}
+	return ratio >= 1 || ratio > 0 && rand.Float64() < ratio
+}
+
+// begin decides whether the export samples the request: with the
+// client's sampling when its traceparent is valid (the trace continues),
+// else the random one. A sampled request gets a tracer (tr, or a new one)
+// that hands its events to the exporter when it ends.
+func (o *otelExport) begin(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, request func() any) *tracing.Tracer {
+	v, _ := peekFold(&ctx.Request.Header, "traceparent")
+	parent := otlp.ParseTraceparent(b2s(v))
+	s := o.random
+	if parent.IsValid() {
+		s = o.client
+	}
+	if !s.sample(request) {
+		return tr
+	}
+	if tr == nil {
+		tr = tracing.NewExportTracer()
+	}
+	ids := otlp.NewIDs(parent)
+	exp := o.exp
+	tr.ExportTo(ids.Traceparent(), func(start time.Time, fs tracing.Frames) {
+		exp.ExportLater(start, ids, fs.Events)
+	})
+	return tr
+}
+
+// setTraceparent tells the backend of a sampled request its trace: the
+// client's traceparent, if any, is replaced.
+func setTraceparent(req *fasthttp.Request, tr *tracing.Tracer) {
+	if tp := tr.Traceparent(); tp != "" {
+		delFold(&req.Header, "traceparent")
+		req.Header.Set("traceparent", tp)
+	}
+}
+
+// otelFor builds the export of cfg: the exporter running for the same
+// config is kept, else a new one is started. It reports the exporter it
+// replaces (to shut down once the table is in place), if any.
+func (dp *Dataplane) otelFor(cfg *config.Config) (*otelExport, *otlp.Exporter, error) {
+	var tc *config.Tracing
+	if cfg.Config != nil {
+		tc = cfg.Config.Tracing
+	}
+	old := dp.exporter
+	if tc == nil || tc.OTLPEndpoint == "" {
+		return nil, old, nil
+	}
+	random, err := newSampler(tc.RandomSampling, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := newSampler(tc.ClientSampling, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	oc := tc.OTLP()
+	if old != nil && reflect.DeepEqual(old.Config().Headers, oc.Headers) && sameTarget(old.Config(), oc) {
+		return &otelExport{exp: old, random: random, client: client}, nil, nil
+	}
+	exp, err := otlp.New(oc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &otelExport{exp: exp, random: random, client: client}, old, nil
+}
+
+func sameTarget(a, b otlp.Config) bool {
+	return a.Endpoint == b.Endpoint && a.Protocol == b.Protocol && a.Path == b.Path && a.Service == b.Service
+}
+
+// stopExporter sends what an exporter the config no longer uses holds, and
+// stops it, off the caller's path (bounded: a dead collector waits no
+// longer than 5 s).
+func (dp *Dataplane) stopExporter(e *otlp.Exporter) {
+	if e == nil {
+		return
+	}
+	dp.draining.Add(1)
+	go func() {
+		defer dp.draining.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.Shutdown(ctx)
+	}()
+}
+
+// OTLPStats are the export's counts: trees dropped on a full queue, batches
+// the collector did not take and its last error. Zero without export.
+func (dp *Dataplane) OTLPStats() (dropped, failures uint64, lastErr string) {
+	dp.applyMu.Lock()
+	e := dp.exporter
+	dp.applyMu.Unlock()
+	if e == nil {
+		return 0, 0, ""
+	}
+	failures, lastErr = e.Failures()
+	return e.Dropped(), failures, lastErr
+}
