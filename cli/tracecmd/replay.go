@@ -29,8 +29,23 @@ import (
 // shows the request list; a request's events are read back from the file
 // when it is shown, so only its row stays in memory otherwise.
 func replay(cmd *cobra.Command, o *options, sc *scrub.Scrubber) error {
-	if o.raw {
-		w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
+	if o.raw || o.otlp.endpoint != "" {
+		// --raw prints each event, redacted; --otlp sends the same
+		// bytes to the collector, trace by trace (without --raw, only
+		// that).
+		var out io.Writer = io.Discard
+		if o.raw {
+			out = cmd.OutOrStdout()
+		}
+		var sink *otlpSink
+		if o.otlp.endpoint != "" {
+			var err error
+			if sink, err = o.otlp.sink(); err != nil {
+				return err
+			}
+			out = io.MultiWriter(out, sink)
+		}
+		w := bufio.NewWriterSize(out, 1<<16)
 		events := sc.Events()
 		err := sse.ReadCaptureFile(o.file, cmd.InOrStdin(), func(c sse.Captured) error {
 			raw, _ := events.Raw(c.Raw, trace.HeaderOf(c.Event))
@@ -39,6 +54,9 @@ func replay(cmd *cobra.Command, o *options, sc *scrub.Scrubber) error {
 		})
 		if ferr := w.Flush(); err == nil {
 			err = ferr
+		}
+		if sink != nil {
+			err = errors.Join(err, sink.Close(cmd.ErrOrStderr()))
 		}
 		return err
 	}

@@ -64,6 +64,8 @@ type options struct {
 	limits admin.LimitFlags
 	// redact says what is redacted in what gwdiag writes.
 	redact scrub.Flags
+	// otlp sends the traces to a collector too (otlp.go).
+	otlp otlpFlags
 }
 
 // NewCommand returns `gwdiag trace` with its `diff`, `explain` and
@@ -120,7 +122,13 @@ fingerprint within a run (within every run with GWDIAG_REDACT_KEY set), so
 requests with one key can be told apart from requests with another. The
 auth scheme, cookie names and set-cookie attributes are kept. The terminal
 too: scrollback, screen shares and pasted bug reports travel.
---redact=false shows them in clear, with a warning (docs/redaction.md).`,
+--redact=false shows them in clear, with a warning (docs/redaction.md).
+
+--otlp ENDPOINT also sends each trace --raw prints, or -f reads, to an
+OpenTelemetry collector (OTLP over gRPC, or HTTP with --otlp-protocol http),
+as the span tree refproxy exports for config.tracing (docs/otlp.md): what is
+sent is what is printed, redacted. A saved trace's ids derive from its bytes,
+so sending it twice gives one trace; its times are its startTime's.`,
 		Example: `  # Watch: trace the next request reaching a standalone proxy
   gwdiag trace --local
 
@@ -146,6 +154,11 @@ too: scrollback, screen shares and pasted bug reports travel.
   # Replay a saved trace
   gwdiag trace -f trace.jsonl
 
+  # Send traces to an OpenTelemetry collector as spans (docs/otlp.md): a saved
+  # capture, or a live follow stream while it prints
+  gwdiag trace -f follow.jsonl --otlp http://127.0.0.1:4317
+  gwdiag trace --local --raw --follow --max-requests 100 --otlp 127.0.0.1:4318 --otlp-protocol http
+
   # A cluster gateway, through port-forwards to its proxy pod (admin port and listener port)
   gwdiag trace gateway/my-gateway -n prod --port 8080 -- http://example.com/
 
@@ -168,6 +181,7 @@ too: scrollback, screen shares and pasted bug reports travel.
 	f.StringVar(&o.status, "status", "", "follow: only requests answered with this status: a code (429) or a class (5xx)")
 	f.DurationVar(&o.slowerThan, "slower-than", 0, "follow: only requests that took longer than this (e.g. 500ms)")
 	f.StringVar(&o.outcome, "outcome", "", "follow: only requests whose outcome this CEL expression accepts (response.code, latencyMicros)")
+	o.otlp.add(f)
 	_ = cmd.MarkFlagFilename("file", "jsonl")
 	cmd.AddCommand(newDiffCommand(), newExplainCommand(), newRedactCommand())
 	return cmd
@@ -218,6 +232,9 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 		return p, err
 	}
 	portSet := cmd.Flags().Changed("port")
+	if err := o.checkOTLP(cmd); err != nil {
+		return p, err
+	}
 	if len(resources) > 1 {
 		return p, fmt.Errorf("accepts at most 1 resource arg, received %d", len(resources))
 	}
@@ -332,7 +349,16 @@ func run(cmd *cobra.Command, o *options, args []string) (err error) {
 		s.dropped = func(n int) {
 			fmt.Fprintf(stderr, "warning: the proxy dropped %d trace events (the trace is incomplete)\n", n)
 		}
-		return s.runRaw(ctx, cmd.OutOrStdout())
+		if o.otlp.endpoint == "" {
+			return s.runRaw(ctx, cmd.OutOrStdout())
+		}
+		sink, err := o.otlp.sink()
+		if err != nil {
+			return err
+		}
+		s.tee = sink
+		err = s.runRaw(ctx, cmd.OutOrStdout())
+		return errors.Join(err, sink.Close(stderr))
 	}
 	if err := needTerminal(cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
 		return err
@@ -433,6 +459,9 @@ type session struct {
 	filterDesc string
 	// traced, when set, receives how many traces a follow stream passed on.
 	traced *int
+	// tee, when set, gets every event runRaw prints, as it prints it (the
+	// OTLP export).
+	tee io.Writer
 	// scrub redacts the events and what else the session prints; nil
 	// redacts nothing.
 	scrub *scrub.Scrubber
@@ -656,6 +685,10 @@ func (s session) runRaw(ctx context.Context, stdout io.Writer) error {
 		if werr == nil {
 			out.Write(ev.Raw)
 			_, werr = out.Write(newline)
+		}
+		if s.tee != nil {
+			s.tee.Write(ev.Raw)
+			s.tee.Write(newline)
 		}
 	}
 	if !s.follow || s.max <= followChunk {

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -463,6 +464,22 @@ func (b *builder) finish(events []trace.Event) []Span {
 		r.Attrs = append(r.Attrs, attribute.String("error.type", strconv.Itoa(status)))
 	}
 	return b.spans
+}
+
+// StartTime is when the request of a trace started, as its first request
+// snapshot says (requestState.request.startTime, RFC 3339): the events'
+// zero. false: no snapshot says.
+func StartTime(events []trace.Event) (time.Time, bool) {
+	for _, e := range events {
+		if e.Type() != trace.RequestSnapshot {
+			continue
+		}
+		st := str(obj(obj(e.Message["requestState"])["request"])["startTime"])
+		if t, err := time.Parse(time.RFC3339Nano, st); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // BackendSpan is the index of the span a request's traceparent to its
