@@ -8,6 +8,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/gwdiag/gwdiag/golden/trace/otlp"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
@@ -43,13 +44,13 @@ func newSampler(s *config.Sampling, def float64) (sampler, error) {
 	return sampler{prog: p}, err
 }
 
-// sample decides for one request; request is what an expression sees as
-// `request`. An expression's error, or a result neither a bool nor a
-// number, samples nothing.
-func (s sampler) sample(request func() any) bool {
+// sample decides for one request; an expression sees it as `request`
+// (as a trace filter does). An expression's error, or a result neither a
+// bool nor a number, samples nothing.
+func (s sampler) sample(ctx *fasthttp.RequestCtx, rd *tracing.Redaction) bool {
 	ratio := s.ratio
 	if s.prog != nil {
-		out, _, err := s.prog.Eval(map[string]any{"request": request(),
+		out, _, err := s.prog.Eval(map[string]any{"request": &filterRequest{ctx: ctx, rd: rd},
 			"jwt": celexpr.NoClaims, "apiKey": celexpr.NoClaims, "basicAuth": celexpr.NoClaims})
 		if err != nil {
 			return false
@@ -74,14 +75,15 @@ func (s sampler) sample(request func() any) bool {
 // client's sampling when its traceparent is valid (the trace continues),
 // else the random one. A sampled request gets a tracer (tr, or a new one)
 // that hands its events to the exporter when it ends.
-func (o *otelExport) begin(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, request func() any) *tracing.Tracer {
-	v, _ := peekFold(&ctx.Request.Header, "traceparent")
-	parent := otlp.ParseTraceparent(b2s(v))
+func (o *otelExport) begin(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rd *tracing.Redaction) *tracing.Tracer {
 	s := o.random
-	if parent.IsValid() {
-		s = o.client
+	var parent oteltrace.SpanContext
+	if v, ok := peekFold(&ctx.Request.Header, "traceparent"); ok {
+		if parent = otlp.ParseTraceparent(b2s(v)); parent.IsValid() {
+			s = o.client
+		}
 	}
-	if !s.sample(request) {
+	if !s.sample(ctx, rd) {
 		return tr
 	}
 	if tr == nil {

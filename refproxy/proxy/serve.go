@@ -50,7 +50,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if !dp.tracingOff {
 		tr = dp.reg.Take(func() any { return &filterRequest{ctx: ctx, rd: dp.redactionOf(t)} })
 		if t != nil && t.otel != nil {
-			tr = t.otel.begin(ctx, tr, func() any { return &filterRequest{ctx: ctx, rd: dp.redactionOf(t)} })
+			tr = t.otel.begin(ctx, tr, dp.redactionOf(t))
 		}
 	}
 	if tr.Followed() {
