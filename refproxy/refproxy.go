@@ -234,6 +234,7 @@ func (p *Proxy) Start(ctx context.Context) error {
 			Status:   p.configStatus,
 			Registry: p.reg,
 			Logging:  p.logCtl,
+			OTLP:     func() any { return p.dp.OTLPStatus() },
 			Quit: func() {
 				go func() {
 					sctx, c := context.WithTimeout(context.Background(), 30*time.Second)
@@ -461,10 +462,10 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	return p.shutdownErr
 }
 
-// OTLPStats are the OpenTelemetry export's counts (config.tracing): request
-// span trees dropped on a full queue, batches the collector did not take,
-// and its last error.
-func (p *Proxy) OTLPStats() (dropped, failures uint64, lastErr string) { return p.dp.OTLPStats() }
+// OTLPStatus is the OpenTelemetry export's state (config.tracing): request
+// span trees queued and dropped on a full queue, batches the collector did
+// not take, and its last error; /debug/otlp shows it.
+func (p *Proxy) OTLPStatus() proxy.OTLPStatus { return p.dp.OTLPStatus() }
 
 // Done is closed once the proxy has shut down (Shutdown, ctx, /quitquitquit).
 func (p *Proxy) Done() <-chan struct{} { return p.done }

@@ -34,6 +34,9 @@ type Backend struct {
 	Registry *tracing.Registry
 	// Logging is the live log filter.
 	Logging *logfilter.Control
+	// OTLP returns /debug/otlp's document: the OpenTelemetry export's
+	// state and counts. Nil: the endpoint is not served.
+	OTLP func() any
 	// Quit starts a graceful shutdown; it must not block on the admin server.
 	Quit func()
 }
@@ -104,6 +107,9 @@ func Handler(b Backend) http.Handler {
 	}, http.MethodGet)
 	handle("/debug/tasks", tasks, http.MethodGet)
 	handle("/debug/trace", tracing.Handler(b.Registry).ServeHTTP, http.MethodGet, http.MethodPost)
+	if b.OTLP != nil {
+		handle("/debug/otlp", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, b.OTLP()) }, http.MethodGet)
+	}
 	handle("/quitquitquit", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("shutdown now\n"))
@@ -114,7 +120,7 @@ func Handler(b Backend) http.Handler {
 	}, http.MethodPost)
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprint(w, "refproxy admin: /config_dump /logging /memory /debug/pprof/profile /debug/pprof/heap /debug/tasks /debug/trace /quitquitquit\n")
+		fmt.Fprint(w, "refproxy admin: /config_dump /logging /memory /debug/pprof/profile /debug/pprof/heap /debug/tasks /debug/trace /debug/otlp /quitquitquit\n")
 	})
 	return mux
 }

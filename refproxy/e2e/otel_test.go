@@ -249,6 +249,21 @@ func TestOTLPSpansAgreeWithTheDebugTrace(t *testing.T) {
 			if strings.Contains(string(dump), "planted-collector-token-7f3a") {
 				t.Errorf("/config_dump shows the collector's token: %s", dump)
 			}
+			resp, err = http.Get("http://" + e.proxy.AdminAddr() + "/debug/otlp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st struct {
+				Enabled  bool   `json:"enabled"`
+				Endpoint string `json:"endpoint"`
+				Queued   uint64 `json:"queued"`
+				Dropped  uint64 `json:"dropped"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err != nil || !st.Enabled || st.Endpoint != endpoint || st.Queued != 3 || st.Dropped != 0 {
+				t.Errorf("/debug/otlp: %+v (%v), want enabled, %s, 3 queued, none dropped", st, err, endpoint)
+			}
 			shown, _ := json.Marshal(e.proxy.Config())
 			if strings.Contains(string(shown), "planted-collector-token-7f3a") || !strings.Contains(string(shown), `"x-collector-token":"\u003credacted\u003e"`) {
 				t.Errorf("the config as JSON shows the collector's token, or no headers: %s", shown)
@@ -294,8 +309,8 @@ func TestOTLPCollectorGoneNeverSlowsServing(t *testing.T) {
 			t.Fatalf("a request with the collector stalled: %v", err)
 		}
 	}
-	if dropped, _, _ := e.proxy.OTLPStats(); dropped == 0 {
-		t.Errorf("%d sampled requests to a stalled collector, none dropped: the export's queues are not bounded", workers*each)
+	if st := e.proxy.OTLPStatus(); st.Dropped == 0 || !st.Enabled || st.Queued == 0 {
+		t.Errorf("%d sampled requests to a stalled collector: %+v; want some queued and some dropped (the export's queues are bounded)", workers*each, st)
 	}
 	rcv.Close()
 	for i := range 50 {

@@ -157,15 +157,30 @@ func (dp *Dataplane) stopExporter(e *otlp.Exporter) {
 	}()
 }
 
-// OTLPStats are the export's counts: trees dropped on a full queue, batches
-// the collector did not take and its last error. Zero without export.
-func (dp *Dataplane) OTLPStats() (dropped, failures uint64, lastErr string) {
+// OTLPStatus is what /debug/otlp shows of the export.
+type OTLPStatus struct {
+	// Enabled: config.tracing names a collector.
+	Enabled  bool   `json:"enabled"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	// Queued requests' span trees; Dropped on a full queue; FailedBatches
+	// the collector did not take, LastError its last answer.
+	Queued        uint64 `json:"queued"`
+	Dropped       uint64 `json:"dropped"`
+	FailedBatches uint64 `json:"failedBatches"`
+	LastError     string `json:"lastError,omitempty"`
+}
+
+// OTLPStatus is the export's state and counts.
+func (dp *Dataplane) OTLPStatus() OTLPStatus {
 	dp.applyMu.Lock()
 	e := dp.exporter
 	dp.applyMu.Unlock()
 	if e == nil {
-		return 0, 0, ""
+		return OTLPStatus{}
 	}
-	failures, lastErr = e.Failures()
-	return e.Dropped(), failures, lastErr
+	c := e.Config()
+	failures, last := e.Failures()
+	return OTLPStatus{Enabled: true, Endpoint: c.Endpoint, Protocol: c.Protocol, Queued: e.Queued(),
+		Dropped: e.Dropped(), FailedBatches: failures, LastError: last}
 }

@@ -309,6 +309,9 @@ func (e *Exporter) ExportLater(start time.Time, ids IDs, events func() []trace.E
 	}
 }
 
+// Queued is how many requests' spans were queued for export.
+func (e *Exporter) Queued() uint64 { return e.queued.Load() }
+
 // Dropped is how many requests' spans were dropped on a full queue.
 func (e *Exporter) Dropped() uint64 { return e.dropped.Load() }
 
