@@ -269,8 +269,9 @@ type RouterModel struct {
 }
 
 // FrontendPolicies are the policies of every connection and request
-// (frontendPolicies). accessLog (logging) and tracing, which change no
-// traffic, are accepted and ignored; the others are refused.
+// (frontendPolicies). accessLog (logging) and tracing (the per-policy
+// form; config.tracing is served), which change no traffic, are accepted
+// and ignored; the others are refused.
 type FrontendPolicies struct{}
 
 func (*FrontendPolicies) decodeField(d *decoder, key, val *yaml.Node, path string, _ []string) (bool, error) {
@@ -278,7 +279,7 @@ func (*FrontendPolicies) decodeField(d *decoder, key, val *yaml.Node, path strin
 	case "accessLog", "logging":
 		d.ignore(path, "refproxy writes no access log")
 	case "tracing":
-		d.ignore(path, "OpenTelemetry export; refproxy exports no traces (its /debug/trace is unrelated)")
+		d.ignore(path, "the per-policy tracing form; refproxy exports spans with config.tracing (docs/otlp.md)")
 	default:
 		if !unset(val) {
 			d.refuse(path, "")
