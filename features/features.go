@@ -18,7 +18,7 @@ import (
 // Version names the feature set: it changes when scenarios are added,
 // removed, or moved between core and extended, so two reports of the same
 // version ran the same checks.
-const Version = "v0.4.1"
+const Version = "v0.5.0"
 
 // Digest is the first 12 hex digits of the SHA-256 of the embedded feature
 // files (names and contents, in name order): it tells two builds' feature

@@ -27,6 +27,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/admin"
 	"github.com/gwdiag/gwdiag/refproxy/config"
@@ -53,6 +54,7 @@ type options struct {
 	inClear         bool
 	skipUnevaluated bool
 	rlsDial         []grpc.DialOption
+	otlpEvents      func([]trace.Event) []trace.Event
 	// listen opens the admin listener (net.Listen; tests listen on
 	// loopback for an address beyond it).
 	listen func(network, addr string) (net.Listener, error)
@@ -85,6 +87,13 @@ func WithUnevaluatedDescriptorsSkipped(skip bool) Option {
 // observe or change the calls, for telemetry or tests.
 func WithRateLimitServiceDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.rlsDial = append(o.rlsDial, opts...) }
+}
+
+// WithOTLPEvents rewrites the events a sampled request's spans are made
+// from (config.tracing), in the exporter's worker: the suite's fault
+// catalogue makes spans that disagree with the trace with it.
+func WithOTLPEvents(f func([]trace.Event) []trace.Event) Option {
+	return func(o *options) { o.otlpEvents = f }
 }
 
 // WithTimeouts sets the client-side timeouts of every listener; zero fields
@@ -193,6 +202,7 @@ func New(cfg *config.Config, opts ...Option) (*Proxy, error) {
 		TraceCredentialsInClear:    o.inClear,
 		SkipUnevaluatedDescriptors: o.skipUnevaluated,
 		RateLimitDialOptions:       o.rlsDial,
+		OTLPEvents:                 o.otlpEvents,
 	})
 	if err := dp.Validate(cfg); err != nil {
 		return nil, err

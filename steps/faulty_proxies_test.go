@@ -1006,6 +1006,25 @@ var faults = map[string]fault{
 	// credential header, cookie and key; config.sensitiveHeaders alone stay
 	// redacted.
 	"credentials in clear": {proxyOptions: []refproxy.Option{refproxy.WithTraceCredentialsInClear(true)}},
+	// The proxy's spans disagree with its trace on the status: the tree is
+	// made from events whose requestFinished says another status than the
+	// one the client got and the trace shows.
+	"spans disagree with the trace on status": {proxyOptions: []refproxy.Option{refproxy.WithOTLPEvents(func(evs []trace.Event) []trace.Event {
+		for _, e := range evs {
+			if st, ok := e.Message["status"].(float64); ok && e.Type() == trace.RequestFinished {
+				e.Message["status"] = st + 1
+			}
+		}
+		return evs
+	})}},
+	// A client's traceparent is lost on the way in: the proxy starts a
+	// trace of its own instead of going on with the client's.
+	"client's traceparent lost": {listener: func(_ *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Del("traceparent")
+			next.ServeHTTP(w, r)
+		})
+	}},
 	// The reference's issue 3523: a global descriptor that cannot be
 	// evaluated is skipped even when the limit fails closed, so a request
 	// without the key escapes the limit.

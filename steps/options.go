@@ -91,6 +91,10 @@ const (
 	// refuses; the trace names the requests it would have refused, and its
 	// headers are written only when asked.
 	FeatureRateLimitShadow FeatureName = "ratelimit-shadow"
+	// FeatureOTLPExport: the proxy exports OpenTelemetry spans of a request
+	// (config.tracing) that agree with its /debug/trace, and carries a
+	// client's trace on to its backend (traceparent).
+	FeatureOTLPExport FeatureName = "otlp-export"
 	// FeatureRateLimitIETFHeaders: the route's limits described in the
 	// IETF draft's RateLimit-Policy and RateLimit structured fields, a
 	// backend's own kept beside them.

@@ -57,6 +57,7 @@ var Profiles = []ConformanceProfile{
 			FeatureTraceRedactsCredentials, FeatureTraceRedactsAPIKeysAndCookies,
 			FeatureRateLimitIETFHeaders, FeatureRateLimitOpenAIHeaders, FeatureRateLimitAnthropicHeaders,
 			FeatureGlobalDescriptorFailure, FeatureRateLimitAnthropicError, FeatureRateLimitShadow,
+			FeatureOTLPExport,
 		},
 	},
 	{

@@ -158,6 +158,7 @@ func checkSpecMinimal(t *testing.T, o Options) {
 		FeatureRateLimitIETFHeaders,      // x-ratelimit-* only
 		FeatureRateLimitAnthropicError,
 		FeatureRateLimitShadow,
+		FeatureOTLPExport, // no telemetry: the spec has none
 		FeatureRateLimitOpenAIHeaders,
 		FeatureRateLimitAnthropicHeaders,
 		FeatureTraceCELExpression,

@@ -34,6 +34,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"google.golang.org/grpc"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/otlp"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/admin"
@@ -78,6 +79,9 @@ type Options struct {
 	// RateLimitDialOptions are added to the gRPC dial options of every
 	// rate-limit service connection (interceptors, say).
 	RateLimitDialOptions []grpc.DialOption
+	// OTLPEvents, when set, rewrites the events a sampled request's spans
+	// are made from (config.tracing; tests).
+	OTLPEvents func([]trace.Event) []trace.Event
 	// RedactKey keys the fingerprints of redacted values; empty: random
 	// per data plane (tests set it to name fingerprints).
 	RedactKey []byte

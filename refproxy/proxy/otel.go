@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/otlp"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
@@ -25,6 +26,8 @@ import (
 type otelExport struct {
 	exp            *otlp.Exporter
 	random, client sampler
+	// rewrite is Options.OTLPEvents.
+	rewrite func([]trace.Event) []trace.Event
 }
 
 // sampler is a config.Sampling, its expression compiled.
@@ -90,9 +93,13 @@ func (o *otelExport) begin(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rd *tra
 		tr = tracing.NewExportTracer()
 	}
 	ids := otlp.NewIDs(parent)
-	exp := o.exp
+	exp, rewrite := o.exp, o.rewrite
 	tr.ExportTo(ids.Traceparent(), func(start time.Time, fs tracing.Frames) {
-		exp.ExportLater(start, ids, fs.Events)
+		events := fs.Events
+		if rewrite != nil {
+			events = func() []trace.Event { return rewrite(fs.Events()) }
+		}
+		exp.ExportLater(start, ids, events)
 	})
 	return tr
 }
@@ -128,13 +135,13 @@ func (dp *Dataplane) otelFor(cfg *config.Config) (*otelExport, *otlp.Exporter, e
 	}
 	oc := tc.OTLP()
 	if old != nil && reflect.DeepEqual(old.Config().Headers, oc.Headers) && sameTarget(old.Config(), oc) {
-		return &otelExport{exp: old, random: random, client: client}, nil, nil
+		return &otelExport{exp: old, random: random, client: client, rewrite: dp.opts.OTLPEvents}, nil, nil
 	}
 	exp, err := otlp.New(oc)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &otelExport{exp: exp, random: random, client: client}, old, nil
+	return &otelExport{exp: exp, random: random, client: client, rewrite: dp.opts.OTLPEvents}, old, nil
 }
 
 func sameTarget(a, b otlp.Config) bool {

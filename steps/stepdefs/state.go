@@ -13,6 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/otlp/receiver"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/bundle"
 	"github.com/gwdiag/gwdiag/steps/targets"
@@ -106,6 +107,11 @@ type state struct {
 
 	// creds are the credentials the scenario sends (redact_steps.go).
 	creds credentials
+
+	// otlp is the scenario's OTLP collector, spans the traced request's
+	// spans it received, its request span first (otlp_steps.go).
+	otlp  *receiver.Receiver
+	spans []receiver.Span
 
 	// streamTokens is the usage asked of the last streamed completion.
 	streamTokens int
@@ -292,6 +298,10 @@ func (s *state) teardown() {
 	}
 	if s.ownRLS != nil {
 		s.ownRLS.Stop()
+	}
+	if s.otlp != nil {
+		// After the proxies: what they flush on the way out is taken.
+		s.otlp.Close()
 	}
 }
 

@@ -43,6 +43,7 @@ func Register(sc *godog.ScenarioContext) {
 	registerPodSteps(sc)
 	registerExplainSteps(sc)
 	registerRedactSteps(sc)
+	registerOTLPSteps(sc)
 }
 
 var errorType = reflect.TypeFor[error]()

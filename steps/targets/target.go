@@ -165,6 +165,11 @@ type Setup struct {
 	// from its traces, besides its own (the reference's
 	// config.sensitiveHeaders; standalone targets).
 	SensitiveHeaders []string
+	// OTLPEndpoint, when set, is the suite's OTLP collector (gRPC,
+	// http://host:port): the proxy is told to export a span tree of
+	// every request to it (the reference's config.tracing with
+	// randomSampling true; standalone targets).
+	OTLPEndpoint string
 }
 
 // RateLimitDomain is the domain of every global limit the suite configures;

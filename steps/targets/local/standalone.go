@@ -142,6 +142,9 @@ func StandaloneConfig(setup targets.Setup, style ConfigStyle, adminAddr string, 
 	if len(setup.SensitiveHeaders) > 0 {
 		settings["sensitiveHeaders"] = setup.SensitiveHeaders
 	}
+	if setup.OTLPEndpoint != "" {
+		settings["tracing"] = node{"otlpEndpoint": setup.OTLPEndpoint, "randomSampling": true}
+	}
 	doc := node{"config": settings, "binds": binds}
 	if style == StyleGateways {
 		doc = node{"config": settings, "gateways": gateways, "routes": attached}

@@ -66,13 +66,17 @@ type Receiver struct {
 }
 
 // Start listens on two free loopback ports.
-func Start() (*Receiver, error) {
+func Start() (*Receiver, error) { return StartOn("127.0.0.1") }
+
+// StartOn listens on two free ports of host (an address of this machine
+// that the exporting proxy reaches).
+func StartOn(host string) (*Receiver, error) {
 	r := &Receiver{changed: make(chan struct{})}
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	gl, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, err
 	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	hl, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		gl.Close()
 		return nil, err
