@@ -505,13 +505,14 @@ func (b *Bucket) admit(t int64, states *[]BucketState) Decision {
 	allowed := left || b.spec.Shadow
 	d := Decision{Allowed: allowed, Limit: b.spec.MaxTokens, Remaining: b.tokens, Reset: b.untilRefill(t), Limited: b.headers()}
 	b.mu.Unlock()
+	if states != nil {
+		// As the lock left it: another request may take a token at once.
+		*states = append(*states, BucketState{Bucket: b, Remaining: d.Remaining, Reset: d.Reset, Refused: !left})
+	}
 	if d.Limited {
 		*d.window(b.spec.Type) = b.window(d.Remaining, d.Reset, !allowed)
 	} else {
 		d.Limit, d.Remaining, d.Reset = 0, 0, 0
-	}
-	if states != nil {
-		*states = append(*states, BucketState{Bucket: b, Remaining: b.tokens, Reset: b.untilRefill(t), Refused: !left})
 	}
 	return d
 }

@@ -426,3 +426,36 @@ func TestShadowBucket(t *testing.T) {
 		t.Errorf("beside an enforced limit of 3: allowed %v, want %v", got, want)
 	}
 }
+
+// TestExplainedStatesAreTheRequestsOwn: a traced request's bucket state is
+// the one its own admission left, taken under the bucket's lock, however
+// many requests take tokens at once: each allowed request of one bucket
+// sees another remaining count (a state read after the lock raced with the
+// next request's admission, and two requests could tell the same count).
+func TestExplainedStatesAreTheRequestsOwn(t *testing.T) {
+	const workers, each = 8, 100
+	s := newSet(NewBucket(Spec{MaxTokens: workers * each, TokensPerFill: 1, FillInterval: time.Hour}))
+	got := make(chan uint64, workers*each)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				d, states := s.AdmitExplained(at(0))
+				if !d.Allowed || len(states) != 1 {
+					t.Errorf("%+v %+v: want allowed, one state", d, states)
+					return
+				}
+				got <- states[0].Remaining
+			}
+		})
+	}
+	wg.Wait()
+	close(got)
+	seen := map[uint64]bool{}
+	for r := range got {
+		if seen[r] {
+			t.Fatalf("two requests were told %d remaining", r)
+		}
+		seen[r] = true
+	}
+}
