@@ -3,6 +3,7 @@ package stepdefs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -23,6 +24,7 @@ func Collect(ctx context.Context) (b bundle.Bundle, ok bool) {
 	if s == nil {
 		return b, false
 	}
+	defer s.addSpans(&b)
 	if s.recorder != nil {
 		b.Exchanges = s.recorder.Exchanges()
 	}
@@ -53,6 +55,32 @@ func Collect(ctx context.Context) (b bundle.Bundle, ok bool) {
 	}
 	b.ConfigDump = dump
 	return b, true
+}
+
+// SpansFile is the bundle's file of the spans the scenario's OTLP
+// collector received (feature otlp-export), as JSON.
+const SpansFile = "otlp-spans.json"
+
+// maxBundledSpans bounds the spans a bundle keeps.
+const maxBundledSpans = 2000
+
+// addSpans adds what the scenario's collector received, if it has one.
+func (s *state) addSpans(b *bundle.Bundle) {
+	if s.otlp == nil {
+		return
+	}
+	spans := s.otlp.Spans()
+	if len(spans) > maxBundledSpans {
+		spans = spans[:maxBundledSpans]
+	}
+	out, err := json.MarshalIndent(spans, "", "  ")
+	if err != nil {
+		return
+	}
+	if b.Files == nil {
+		b.Files = map[string][]byte{}
+	}
+	b.Files[SpansFile] = out
 }
 
 // configDumpNow asks the proxy for its config dump, bounded in time and
