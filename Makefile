@@ -10,7 +10,7 @@ MOCK      := $(BIN)/mockbackend
 REPORT    ?= conformance-report.yaml
 PKGS      := ./...
 
-.PHONY: all build image test debian-packages unit test-times vet fmt-check conformance bench bench-load bench-instr fuzz clean kube-bins ratelimit-bin redis-server chromium test-cluster test-node conformance-cluster generate-crds
+.PHONY: all build image test debian-packages unit test-times vet fmt-check conformance bench bench-load bench-instr fuzz clean kube-bins ratelimit-bin jaeger-bin redis-server chromium test-cluster test-node conformance-cluster generate-crds
 
 all: build
 
@@ -96,7 +96,7 @@ TEST_EXEC ?= -exec $(CURDIR)/.ci/testcpu
 # compile from an empty cache beside every other binary's, and ./cli/e2e
 # took 1429 s there (2026-11-30), past the 20 m this was.
 TEST_TIMEOUT ?= 45m
-unit: kube-bins ratelimit-bin redis-server chromium
+unit: kube-bins ratelimit-bin jaeger-bin redis-server chromium
 	@mkdir -p $(BIN)
 	@$(STATIC_ENV) GWDIAG_CATALOGUE=process-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
@@ -185,6 +185,12 @@ kube-bins:
 # the tools module steps/ratelimitsvc/tools, on Debian's redis-server.
 ratelimit-bin:
 	$(STATIC_ENV) $(GO) run $(STATIC_FLAGS) ./steps/ratelimitsvc/cmd/ratelimitbin
+
+# Jaeger's all-in-one program, built from the tools module
+# steps/jaegersvc/tools: the tracing backend the OpenTelemetry tests query
+# (docs/otlp.md). Cold about 5 min on 2 cores, warm seconds.
+jaeger-bin:
+	$(STATIC_ENV) $(GO) run $(STATIC_FLAGS) ./steps/jaegersvc/cmd/jaegerbin
 
 # $(call debian,COMMAND,PACKAGE,APT-GET FLAGS): installs Debian's PACKAGE
 # with apt-get (sudo when not root) unless COMMAND is on the PATH.

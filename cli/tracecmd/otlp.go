@@ -83,6 +83,9 @@ func redactedHeader(h string) string {
 	return h
 }
 
+// maxListedIDs is how many trace ids the summary names.
+const maxListedIDs = 5
+
 // otlpSink exports the JSON Lines events written to it, trace by trace:
 // what gwdiag prints (redacted) is what it sends. Close waits for the
 // collector's answer.
@@ -91,6 +94,8 @@ type otlpSink struct {
 	pw     *io.PipeWriter
 	done   chan error
 	traces int
+	// ids are the first traces' ids, for the summary.
+	ids []string
 	// now is the zero of a trace whose snapshots give no startTime.
 	now func() time.Time
 }
@@ -117,7 +122,11 @@ func newOTLPSink(c otlp.Config) (*otlpSink, error) {
 				key.WriteByte('\n')
 			}
 			s.traces++
-			s.exp.Export(start, otlp.DerivedIDs(key.Bytes()), otlp.Tree(events))
+			ids := otlp.DerivedIDs(key.Bytes())
+			if len(s.ids) < maxListedIDs {
+				s.ids = append(s.ids, ids.Trace.String())
+			}
+			s.exp.Export(start, ids, otlp.Tree(events))
 			return nil
 		})
 		// What could not be read is left unread: the writer must not block.
@@ -150,7 +159,15 @@ func (s *otlpSink) Close(stderr io.Writer) error {
 	case dropped > 0:
 		return fmt.Errorf("%d of %d traces not sent to %s: the export queue was full", dropped, s.traces, endpoint)
 	}
-	fmt.Fprintf(stderr, "exported %s to %s\n", plural(s.traces, "trace"), endpoint)
+	more := ""
+	if s.traces > len(s.ids) {
+		more = fmt.Sprintf(" and %d more", s.traces-len(s.ids))
+	}
+	fmt.Fprintf(stderr, "exported %s to %s", plural(s.traces, "trace"), endpoint)
+	if len(s.ids) > 0 {
+		fmt.Fprintf(stderr, ": trace %s%s", strings.Join(s.ids, ", "), more)
+	}
+	fmt.Fprintln(stderr)
 	// Bad lines are the printing path's to report; a bound passed is
 	// this path's.
 	var bad *sse.CaptureError
