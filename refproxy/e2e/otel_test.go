@@ -319,3 +319,67 @@ func TestOTLPCollectorGoneNeverSlowsServing(t *testing.T) {
 		}
 	}
 }
+
+// TestOTLPSpanCarriesTokenUsage: a chat completion through a token-limited
+// LLM route exports its usage on the request's span, input and output
+// apart (gen_ai.usage.*), and the tokens it charged, streamed or not.
+func TestOTLPSpanCarriesTokenUsage(t *testing.T) {
+	t.Parallel()
+	rcv, err := receiver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rcv.Close)
+	e := start(t, `
+config:
+  tracing:
+    otlpEndpoint: http://`+rcv.GRPC+`
+    randomSampling: true
+binds:
+- port: 0
+  listeners:
+  - protocol: HTTP
+    routes:
+    - name: llm
+      policies:
+        localRateLimit:
+        - {maxTokens: 100000, tokensPerFill: 100000, fillInterval: 1h, type: tokens}
+      backends:
+      - host: "{{.LLM}}"
+`)
+	for i, stream := range []bool{false, true} {
+		if r := e.chat(t, stream, 7+i, 5); r.status != http.StatusOK {
+			t.Fatalf("chat (stream %v): %d %s", stream, r.status, r.body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spans, err := rcv.Wait(ctx, func(s []receiver.Span) bool {
+		n := 0
+		for _, sp := range s {
+			if sp.Kind == "SPAN_KIND_SERVER" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]int64{}
+	for _, sp := range spans {
+		if sp.Kind != "SPAN_KIND_SERVER" {
+			continue
+		}
+		in, _ := sp.Attrs["gen_ai.usage.input_tokens"].(int64)
+		out, _ := sp.Attrs["gen_ai.usage.output_tokens"].(int64)
+		charged, _ := sp.Attrs[otlp.AttrTokens].(int64)
+		if out != 5 || charged != in+out {
+			t.Errorf("request span %q: input %d, output %d, charged %d; want output 5, charged their sum", sp.Name, in, out, charged)
+		}
+		got[in]++
+	}
+	if got[7] != 1 || got[8] != 1 {
+		t.Errorf("input tokens of the two requests %v, want 7 and 8", got)
+	}
+}

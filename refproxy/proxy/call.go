@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/refproxy/llm"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
@@ -66,6 +67,9 @@ type call struct {
 	// the body ended (chargedSet: a usage was read), under warnMu.
 	charged    uint64
 	chargedSet bool
+	// usage is the response's usage as read (its prompt and completion
+	// tokens), with charged.
+	usage llm.Usage
 }
 
 // respond is the backend's status and headers arriving: trace them as they
@@ -231,7 +235,7 @@ func (c *call) finish() {
 		sev := statusSeverity(status, c.err)
 		c.warnMu.Lock()
 		if c.chargedSet {
-			traceTokenCharge(tr, c.rt, &c.held, c.charged)
+			traceTokenCharge(tr, c.rt, &c.held, c.charged, c.usage)
 		}
 		warnings := c.warnings
 		c.warnMu.Unlock()

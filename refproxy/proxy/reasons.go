@@ -27,6 +27,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/llm"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
 	"github.com/gwdiag/gwdiag/refproxy/tracing"
@@ -302,8 +303,10 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 
 // traceTokenCharge reports the tokens a response's usage took from the
 // route's local token limits (spec part 7: counted after the response),
-// and what each limit has left: the reason of a later 429.
-func traceTokenCharge(tr *tracing.Tracer, rt *route, held *ratelimit.Held, tokens uint64) {
+// and what each limit has left: the reason of a later 429. usage is the
+// response's, its input and output tokens apart (an OTLP span's
+// gen_ai.usage.*).
+func traceTokenCharge(tr *tracing.Tracer, rt *route, held *ratelimit.Held, tokens uint64, usage llm.Usage) {
 	now := time.Now()
 	var entries []any
 	var left []string
@@ -329,7 +332,8 @@ func traceTokenCharge(tr *tracing.Tracer, rt *route, held *ratelimit.Held, token
 	}
 	tr.Emit(trace.SeverityInfo, trace.PolicyEvent, map[string]any{"kind": "localRateLimit",
 		"details": fmt.Sprintf("the response's usage took %d tokens; %s", tokens, strings.Join(left, "; ")),
-		"tokens":  tokens, "entries": entries})
+		"tokens":  tokens, "entries": entries,
+		"usage": map[string]any{"inputTokens": usage.PromptTokens, "outputTokens": usage.CompletionTokens}})
 }
 
 // keyFields adds, for an entry with a key, its key expression and the

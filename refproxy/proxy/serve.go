@@ -666,7 +666,7 @@ func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadC
 		held.Charge(time.Now(), u.Total())
 		if c.tr != nil && held.Set().HasTokens() {
 			c.warnMu.Lock()
-			c.charged, c.chargedSet = u.Total(), true
+			c.charged, c.chargedSet, c.usage = u.Total(), true, u
 			c.warnMu.Unlock()
 		}
 		if c.rt.remote != nil {
