@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,8 +276,8 @@ func TestOTLPSpansAgreeWithTheDebugTrace(t *testing.T) {
 // TestOTLPCollectorGoneNeverSlowsServing: with the collector stalled (it
 // takes exports and never answers) every request is served, past the
 // export's queues too (the batch processor's 4096 spans, the exporter's
-// 2048 requests): what cannot be sent is dropped and counted. Then with
-// the collector gone, the same.
+// 2048 requests: some 3,000 requests): what cannot be sent is dropped and
+// counted. Then with the collector gone, the same.
 func TestOTLPCollectorGoneNeverSlowsServing(t *testing.T) {
 	t.Parallel()
 	rcv, err := receiver.Start()
@@ -287,11 +288,18 @@ func TestOTLPCollectorGoneNeverSlowsServing(t *testing.T) {
 	rcv.Stall()
 	cfg := strings.NewReplacer("OTLP_ENDPOINT", "http://"+rcv.GRPC, "OTLP_PROTOCOL", otlp.GRPC, "maxTokens: 3", "maxTokens: 100000").Replace(otelConfig)
 	e := start(t, cfg)
-	const workers, each = 8, 500
+	// Requests go on until the export drops (the queues are full: the
+	// collector takes nothing), at most 40000: a stalled export that
+	// frees a batch every few seconds must not hide an unbounded queue.
+	const workers, most = 8, 40000
+	var sent atomic.Int64
 	errs := make(chan error, workers)
 	for range workers {
 		go func() {
-			for range each {
+			for sent.Add(1) <= most {
+				if sent.Load()%256 == 0 && e.proxy.OTLPStatus().Dropped > 0 {
+					break
+				}
 				r, err := e.try(http.MethodGet, "/headers", "", "x-sample", "yes")
 				if err == nil && r.status != http.StatusOK {
 					err = fmt.Errorf("status %d %s", r.status, r.body)
@@ -310,7 +318,7 @@ func TestOTLPCollectorGoneNeverSlowsServing(t *testing.T) {
 		}
 	}
 	if st := e.proxy.OTLPStatus(); st.Dropped == 0 || !st.Enabled || st.Queued == 0 {
-		t.Errorf("%d sampled requests to a stalled collector: %+v; want some queued and some dropped (the export's queues are bounded)", workers*each, st)
+		t.Errorf("%d sampled requests to a stalled collector: %+v; want some queued and some dropped (the export's queues are bounded)", sent.Load(), st)
 	}
 	rcv.Close()
 	for i := range 50 {
