@@ -30,6 +30,9 @@ const (
 	PolicyResultType MessageType = "policy"
 	// PolicyEvent is `policyEvent`: {kind, details}.
 	PolicyEvent MessageType = "policyEvent"
+	// LLMRequestDetected is `llmRequestDetected`: {provider, inputFormat,
+	// requestModel, streaming}, what a request to an LLM provider asks.
+	LLMRequestDetected MessageType = "llmRequestDetected"
 )
 
 // Snapshot stages of spec part 2.1.

@@ -330,7 +330,10 @@ func TestOTLPCollectorGoneNeverSlowsServing(t *testing.T) {
 
 // TestOTLPSpanCarriesTokenUsage: a chat completion through a token-limited
 // LLM route exports its usage on the request's span, input and output
-// apart (gen_ai.usage.*), and the tokens it charged, streamed or not.
+// apart (gen_ai.usage.*), and the tokens it charged, streamed or not; the
+// request's span and its backend call (the LLM call) name the model the
+// provider was asked for (the backend's own, replacing the client's) and
+// the provider.
 func TestOTLPSpanCarriesTokenUsage(t *testing.T) {
 	t.Parallel()
 	rcv, err := receiver.Start()
@@ -353,7 +356,7 @@ binds:
         localRateLimit:
         - {maxTokens: 100000, tokensPerFill: 100000, fillInterval: 1h, type: tokens}
       backends:
-      - host: "{{.LLM}}"
+      - ai: {name: openai, provider: {openAI: {model: gpt-4o}}, hostOverride: "{{.LLM}}"}
 `)
 	for i, stream := range []bool{false, true} {
 		if r := e.chat(t, stream, 7+i, 5); r.status != http.StatusOK {
@@ -379,6 +382,9 @@ binds:
 		if sp.Kind != "SPAN_KIND_SERVER" {
 			continue
 		}
+		if sp.Attrs["gen_ai.request.model"] != "gpt-4o" || sp.Attrs["gen_ai.provider.name"] != "openai" {
+			t.Errorf("request span %q: model %v, provider %v; want gpt-4o of openai", sp.Name, sp.Attrs["gen_ai.request.model"], sp.Attrs["gen_ai.provider.name"])
+		}
 		in, _ := sp.Attrs["gen_ai.usage.input_tokens"].(int64)
 		out, _ := sp.Attrs["gen_ai.usage.output_tokens"].(int64)
 		charged, _ := sp.Attrs[otlp.AttrTokens].(int64)
@@ -389,5 +395,14 @@ binds:
 	}
 	if got[7] != 1 || got[8] != 1 {
 		t.Errorf("input tokens of the two requests %v, want 7 and 8", got)
+	}
+	calls := 0
+	for _, sp := range spans {
+		if sp.Name == otlp.NameBackendCall && sp.Attrs["gen_ai.request.model"] == "gpt-4o" && sp.Attrs["gen_ai.operation.name"] == "chat" {
+			calls++
+		}
+	}
+	if calls != 2 {
+		t.Errorf("%d backend call spans name the model, want 2", calls)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/routing"
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/config"
 	"github.com/gwdiag/gwdiag/refproxy/llm"
+	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 // llmRouter is the backend choice of an llm: route: the request's model
@@ -153,4 +155,21 @@ func setModel(req *fasthttp.Request, model string) {
 		req.SetBodyRaw(out)
 		req.Header.SetContentLength(len(out))
 	}
+}
+
+// traceLLMRequest traces what a request to an AI backend asks, as the
+// reference's llmRequestDetected does: the provider, the model the body
+// names (after a backend's own replaced it) and whether it streams. Only a
+// traced request's body is read for it (when in memory or small enough to
+// be: requestBody); a body that is not JSON gives an empty model.
+func traceLLMRequest(tr *tracing.Tracer, req *fasthttp.Request) {
+	var asked struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	if body, ok := requestBody(req); ok {
+		_ = json.Unmarshal(body, &asked)
+	}
+	tr.Emit(trace.SeverityInfo, trace.LLMRequestDetected, map[string]any{
+		"provider": "openai", "inputFormat": "completions", "requestModel": asked.Model, "streaming": asked.Stream})
 }

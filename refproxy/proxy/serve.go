@@ -127,6 +127,9 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		}
 		rc.Str, rc.Refs[3] = trace.StageFinalRequest, be
 		tr.RecordNext(trace.SeverityInfo, trace.RequestSnapshot, rc)
+		if be.ai {
+			traceLLMRequest(tr, &ctx.Request)
+		}
 		tr.RecordNext(trace.SeverityInfo, trace.BackendCallStart, callStart(be))
 		// The API key rewriteRequest sends an AI backend is a credential
 		// the request did not carry: registered before the call, so that

@@ -217,7 +217,7 @@ func (b *builder) add(e trace.Event, prev int64) {
 		}
 		b.usageOf(m)
 		b.event(e, attrs...)
-	case "llmRequestDetected":
+	case trace.LLMRequestDetected:
 		// The reference's (REFERENCE.md): provider, requestModel,
 		// streaming, inputFormat.
 		b.model, b.provider = str(m["requestModel"]), str(m["provider"])
@@ -370,6 +370,11 @@ func (b *builder) call(e trace.Event) {
 	status := num(m["status"])
 	if status != 0 {
 		attrs = append(attrs, attribute.Int("http.response.status_code", status))
+	}
+	if b.model != "" {
+		// The backend call is the LLM call.
+		attrs = append(attrs, attribute.String("gen_ai.request.model", b.model), attribute.String("gen_ai.provider.name", b.provider),
+			attribute.String("gen_ai.operation.name", "chat"))
 	}
 	retry, _ := m["retry"].(bool)
 	if retry {
