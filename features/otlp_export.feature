@@ -37,3 +37,12 @@ Feature: The proxy's OpenTelemetry spans agree with its trace
     Then the collector receives the traced request's spans
     And the request's span continues the client's trace "0af7651916cd43dd8448eb211c80319c" from span "b7ad6b7169203331"
     And the backend received a traceparent naming the backend call's span
+
+  Scenario: A chat completion's span carries the tokens its trace charged
+    Given an LLM backend "openai"
+    And a route "llm" with path prefix "/v1" to backend "openai"
+    And the route "llm" has a token limit of 1000 per minute
+    When I trace a chat completion using 30 tokens
+    Then the collector receives the traced request's spans
+    And the spans agree with the trace on route, status and backend target
+    And the request's span carries the tokens the trace says the response charged

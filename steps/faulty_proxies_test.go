@@ -1017,6 +1017,16 @@ var faults = map[string]fault{
 		}
 		return evs
 	})}},
+	// The proxy's spans miscount the tokens a response charged: the tree is
+	// made from events whose charge says one token more than the trace.
+	"spans miscount the charged tokens": {proxyOptions: []refproxy.Option{refproxy.WithOTLPEvents(func(evs []trace.Event) []trace.Event {
+		for _, e := range evs {
+			if n, ok := e.Message["tokens"].(float64); ok && e.Type() == trace.PolicyEvent {
+				e.Message["tokens"] = n + 1
+			}
+		}
+		return evs
+	})}},
 	// A client's traceparent is lost on the way in: the proxy starts a
 	// trace of its own instead of going on with the client's.
 	"client's traceparent lost": {listener: func(_ *faultyDeployment, next http.Handler) http.Handler {

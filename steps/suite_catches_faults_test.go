@@ -298,8 +298,12 @@ var faultCases = []faultCase{
 		"Anthropic's headers describe each kind of limit, and a 429's the limit that refused": "is not an RFC 3339 time",
 	}},
 	{fault: "spans disagree with the trace on status", claimAll: true, wantFail: map[string]string{
-		"A forwarded request's spans agree with its trace":         "the request span's http.response.status_code is 201, the trace says 200 (requestFinished.status)",
-		"A refused request's span names the limit that refused it": "the request span's http.response.status_code is 430, the trace says 429 (requestFinished.status)",
+		"A forwarded request's spans agree with its trace":              "the request span's http.response.status_code is 201, the trace says 200 (requestFinished.status)",
+		"A refused request's span names the limit that refused it":      "the request span's http.response.status_code is 430, the trace says 429 (requestFinished.status)",
+		"A chat completion's span carries the tokens its trace charged": "the request span's http.response.status_code is 201, the trace says 200 (requestFinished.status)",
+	}},
+	{fault: "spans miscount the charged tokens", claimAll: true, wantFail: map[string]string{
+		"A chat completion's span carries the tokens its trace charged": "the request span's gateway.llm.tokens_charged is 31, the trace charged 30 tokens",
 	}},
 	{fault: "client's traceparent lost", claimAll: true, wantFail: map[string]string{
 		"A client's trace goes on through the proxy to the backend": "the client's traceparent named trace 0af7651916cd43dd8448eb211c80319c, span b7ad6b7169203331",

@@ -30,6 +30,49 @@ func registerOTLPSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the request's span names the limit entry that refused it, as the trace does$`, (*state).spanNamesRefusingLimit)
 	step(sc, `^the request's span continues the client's trace "([0-9a-f]{32})" from span "([0-9a-f]{16})"$`, (*state).spanContinuesClientTrace)
 	step(sc, `^the backend received a traceparent naming the backend call's span$`, (*state).backendGotTraceparent)
+	step(sc, `^the request's span carries the tokens the trace says the response charged$`, (*state).spanCarriesCharge)
+}
+
+// spanCarriesCharge: the request span's gateway.llm.tokens_charged is what
+// the trace's charge (a localRateLimit policyEvent) says the response took,
+// and its gen_ai.usage.* are the charge's usage, input and output apart.
+func (s *state) spanCarriesCharge(context.Context) error {
+	root, err := s.requestSpan()
+	if err != nil {
+		return err
+	}
+	t, err := s.currentTrace()
+	if err != nil {
+		return err
+	}
+	var charged float64
+	var usage map[string]any
+	found := false
+	for _, e := range t.Events {
+		if e.Type() != trace.PolicyEvent {
+			continue
+		}
+		if n, ok := e.Message["tokens"].(float64); ok {
+			charged, found = charged+n, true
+			usage, _ = e.Message["usage"].(map[string]any)
+		}
+	}
+	if !found {
+		return errors.New("the trace shows no charge of the response's tokens (a policyEvent with tokens)")
+	}
+	if got, _ := root.Attrs[otlp.AttrTokens].(int64); float64(got) != charged {
+		return fmt.Errorf("the request span's %s is %d, the trace charged %v tokens", otlp.AttrTokens, got, charged)
+	}
+	for k, attr := range map[string]string{"inputTokens": "gen_ai.usage.input_tokens", "outputTokens": "gen_ai.usage.output_tokens"} {
+		want, ok := usage[k].(float64)
+		if !ok {
+			continue
+		}
+		if got, _ := root.Attrs[attr].(int64); float64(got) != want {
+			return fmt.Errorf("the request span's %s is %d, the trace's usage says %v", attr, got, want)
+		}
+	}
+	return nil
 }
 
 // exportToCollector starts the scenario's collector where the target's
