@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace/otlp"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 	"github.com/gwdiag/gwdiag/steps/jaegersvc"
 	"github.com/gwdiag/gwdiag/steps/mock"
@@ -39,7 +40,7 @@ func jaegerID(id string) string { return strings.TrimLeft(id, "0") }
 // TestJaegerShowsTheTraces: in a real tracing backend (Jaeger, built from
 // its Go module), a request through refproxy with config.tracing shows up
 // as one trace, in the client's trace, with the spans its debug trace
-// makes; and the real proxy's capture sent by `gwdiag trace --otlp` shows
+// makes (each one, under the request's, at the debug trace's times); and the real proxy's capture sent by `gwdiag trace --otlp` shows
 // up as its trace, at its own time.
 func TestJaegerShowsTheTraces(t *testing.T) {
 	j := startJaeger(t)
@@ -65,6 +66,18 @@ binds:
       backends:
       - host: "`+srv.Addr()+`"
 `)
+	// The request's debug trace too: a one-shot watcher, registered
+	// (": ready") before the request.
+	watch, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.AdminAddr()+"/debug/trace", nil)
+	stream, err := http.DefaultClient.Do(watch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	rd := sse.NewReader(stream.Body)
+	if f, err := rd.Next(); err != nil || f.Comment != "ready" {
+		t.Fatalf("trace stream: %+v %v, want : ready", f, err)
+	}
 	const client = "4bf92f3577b34da6a3ce929d0e0e4736"
 	req, _ := http.NewRequest(http.MethodGet, "http://"+p.BindAddrs()[0]+"/headers", nil)
 	req.Header.Set("traceparent", "00-"+client+"-00f067aa0ba902b7-01")
@@ -73,9 +86,35 @@ binds:
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	spans, err := j.WaitTrace(ctx, client, 3, 30*time.Second)
+	debug, err := sse.ReadTrace(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := otlp.Tree(debug.Events)
+	spans, err := j.WaitTrace(ctx, client, len(want), 30*time.Second)
 	if err != nil {
 		t.Fatalf("refproxy's trace in Jaeger: %v", err)
+	}
+	// Jaeger shows the tree the debug trace makes: the same spans, each
+	// with its parent, at the same times relative to the request's.
+	if len(spans) != len(want) {
+		t.Errorf("Jaeger shows %d spans, the debug trace makes %d", len(spans), len(want))
+	}
+	byName := map[string]jaegersvc.Span{}
+	for _, s := range spans {
+		byName[s.Operation] = s
+	}
+	top := byName[want[0].Name]
+	for _, w := range want {
+		got, ok := byName[w.Name]
+		switch {
+		case !ok:
+			t.Errorf("Jaeger has no span %q", w.Name)
+		case w.Parent >= 0 && got.ParentSpanID != top.SpanID:
+			t.Errorf("span %q in Jaeger is under %s, not the request's span", w.Name, got.ParentSpanID)
+		case got.Start.Sub(top.Start) != time.Duration(w.Start-want[0].Start)*time.Microsecond || got.Duration != time.Duration(w.End-w.Start)*time.Microsecond:
+			t.Errorf("span %q in Jaeger at +%v for %v, the debug trace's at +%dµs for %dµs", w.Name, got.Start.Sub(top.Start), got.Duration, w.Start-want[0].Start, w.End-w.Start)
+		}
 	}
 	var root, call jaegersvc.Span
 	for _, s := range spans {
