@@ -13,12 +13,18 @@
 package freeport
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
 )
+
+// ErrNoFreePorts: Pick found too few free ports. It is the machine's
+// state, not a program's fault: callers report it as the suite's
+// environment (targets.Missing).
+var ErrNoFreePorts = errors.New("no free ports")
 
 // maxTries bounds the random draws of one Pick.
 const maxTries = 200
@@ -37,7 +43,7 @@ func Pick(host string, n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
 		if tries == maxTries {
-			return nil, fmt.Errorf("no %d free ports on %s from %d to %d in %d tries", n, host, lo, hi, tries)
+			return nil, fmt.Errorf("%w: %d wanted on %s from %d to %d, none free in %d tries", ErrNoFreePorts, n, host, lo, hi, tries)
 		}
 		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(lo+rand.IntN(hi-lo+1))))
 		if err != nil {

@@ -1,6 +1,7 @@
 package freeport
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"testing"
@@ -41,5 +42,15 @@ func TestRangeBelow(t *testing.T) {
 		if lo, hi := rangeBelow(tt.start); lo != tt.lo || hi != tt.hi {
 			t.Errorf("rangeBelow(%d) = %d, %d; want %d, %d", tt.start, lo, hi, tt.lo, tt.hi)
 		}
+	}
+}
+
+// TestNoFreePortsIsErrNoFreePorts: an address where nothing can listen
+// (TEST-NET-1, not this machine's) gives no port, and says so as
+// ErrNoFreePorts, which callers report as the suite's environment.
+func TestNoFreePortsIsErrNoFreePorts(t *testing.T) {
+	_, err := Pick("192.0.2.1", 1)
+	if !errors.Is(err, ErrNoFreePorts) {
+		t.Fatalf("Pick on an address not of this machine: %v, want ErrNoFreePorts", err)
 	}
 }

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -253,12 +254,24 @@ func bucketFor(l targets.Limit) (map[string]any, error) {
 	return b, nil
 }
 
+// portsMissing makes a machine without free ports the suite's
+// environment, never the proxy's failure: the scenario is not run, with
+// the fix.
+func portsMissing(err error) error {
+	if !errors.Is(err, freeport.ErrNoFreePorts) {
+		return err
+	}
+	lo, hi := freeport.Range()
+	return targets.Missing("free TCP ports on 127.0.0.1 for the proxy's admin server and listeners",
+		fmt.Sprintf("free ports from %d to %d (stop what holds them), then run again", lo, hi), err)
+}
+
 // choosePorts picks distinct free ports for the admin server and each
 // listener.
 func choosePorts(setup targets.Setup) (admin string, ports map[string]int, err error) {
 	free, err := freeport.Pick("127.0.0.1", 1+len(setup.Listeners))
 	if err != nil {
-		return "", nil, err
+		return "", nil, portsMissing(err)
 	}
 	ports = map[string]int{}
 	for i, l := range setup.Listeners {

@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/refproxy/config"
 
+	"github.com/gwdiag/gwdiag/steps/freeport"
 	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
@@ -151,5 +153,20 @@ func TestChoosePortsAreDistinct(t *testing.T) {
 		if len(ports) != len(setup.Listeners) {
 			t.Fatalf("%d ports for %d listeners", len(ports), len(setup.Listeners))
 		}
+	}
+}
+
+// TestNoFreePortsIsTheEnvironment: a machine without free ports is the
+// suite's environment (the scenario not run, with the fix), never the
+// proxy's failure; other errors are kept as they are.
+func TestNoFreePortsIsTheEnvironment(t *testing.T) {
+	err := portsMissing(fmt.Errorf("picking: %w", freeport.ErrNoFreePorts))
+	var env *targets.EnvironmentError
+	if !errors.As(err, &env) || !strings.Contains(env.Fix, "free ports from") || !errors.Is(err, freeport.ErrNoFreePorts) {
+		t.Errorf("%v: want an EnvironmentError naming the ports to free", err)
+	}
+	other := errors.New("other")
+	if portsMissing(other) != other {
+		t.Error("another error was made the environment's")
 	}
 }
