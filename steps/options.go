@@ -235,6 +235,10 @@ type Options struct {
 	// CommandLine is the command that ran the suite, for the bundles (set
 	// by the CLI).
 	CommandLine string `json:"-"`
+	// OTLPProtocol is how the proxy is told to send its spans to the
+	// suite's collector (feature otlp-export): grpc (the default, the
+	// reference's) or http (OTLP/HTTP, protobuf).
+	OTLPProtocol string `json:"otlpProtocol,omitempty"`
 	// RateLimitService is the gRPC host:port of an Envoy-compatible
 	// rate-limit service for the global-rate-limit scenarios, reachable by
 	// the proxy; its configuration must have the domain

@@ -174,6 +174,11 @@ func (o Options) Validate() error {
 	if o.ConfigStyle != "" && o.ConfigStyle != local.StyleBinds && o.Target != "process" && o.Target != "container" {
 		return fmt.Errorf("--config-style %s: the %s target writes no config file; the process and container targets do", o.ConfigStyle, cmp.Or(o.Target, "inprocess"))
 	}
+	switch o.OTLPProtocol {
+	case "", "grpc", "http":
+	default:
+		return fmt.Errorf("--otlp-protocol %q: want grpc or http", o.OTLPProtocol)
+	}
 	if o.RateLimitService != "" {
 		if _, port, err := net.SplitHostPort(o.RateLimitService); err != nil || port == "" {
 			return fmt.Errorf("--ratelimit-service %q: want the gRPC host:port of an Envoy-compatible rate-limit service", o.RateLimitService)

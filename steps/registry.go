@@ -51,6 +51,7 @@ var OptionRegistry = []RunOption{
 	{Key: "target", Flag: "target", Default: "inprocess", Report: "target", Help: "how the proxy is run: inprocess, process, container or cluster"},
 	{Key: "proxyCommand", Flag: "proxy-cmd", Report: "proxyCommand", Help: "process target: command template; {config} is the config file, {admin} the admin address"},
 	{Key: "configStyle", Flag: "config-style", Default: string(local.StyleBinds), KeepZero: true, Report: "configStyle", Help: "process and container targets: how the config they write is laid out: binds (spec part 2.2) or gateways (gateways and routes, as the reference's current docs write it)"},
+	{Key: "otlpProtocol", Flag: "otlp-protocol", Default: "grpc", Help: "otlp-export scenarios: how the proxy is told to send its spans to the suite's OTLP collector: grpc or http (OTLP/HTTP, protobuf, at /v1/traces)"},
 	{Key: "rateLimitService", Flag: "ratelimit-service", Help: "global-rate-limit scenarios: host:port of an Envoy-compatible rate-limit service the proxy reaches, with the domain gwdiag-conformance (default: the suite runs one on loopback)"},
 	{Key: "implementation.name", Flag: "implementation", Help: "name of the proxy under test, for the report"},
 	{Key: "implementation.version", Help: "version of the proxy under test, for the report"},

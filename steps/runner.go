@@ -135,7 +135,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	r := &runner{opts: &o, target: tgt, profiles: profiles, out: o.Output, missing: missing, baseline: baseline, stepConfig: stepdefs.Config{
 		Target: tgt, RequestTimeout: time.Duration(o.Timeouts.Request), TraceTimeout: time.Duration(o.Timeouts.Trace),
 		ReadyGrace: time.Duration(o.Timeouts.ReadyGrace), OnTrace: o.OnTrace, RateLimit: rls,
-		Limits: o.Limits, Secrets: o.Secrets, PlantCredentials: o.PlantCredentials, Record: o.BundleDir != ""}}
+		Limits: o.Limits, Secrets: o.Secrets, PlantCredentials: o.PlantCredentials, Record: o.BundleDir != "", OTLPProtocol: o.OTLPProtocol}}
 	rls.progress = lockedWriter{&r.mu, r.out}
 
 	fsys := o.Features

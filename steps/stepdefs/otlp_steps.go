@@ -92,6 +92,9 @@ func (s *state) exportToCollector(context.Context) error {
 	}
 	s.otlp = r
 	s.setup.OTLPEndpoint = "http://" + r.GRPC
+	if s.cfg.OTLPProtocol == otlp.HTTP {
+		s.setup.OTLPEndpoint, s.setup.OTLPProtocol = r.HTTP, otlp.HTTP
+	}
 	return nil
 }
 

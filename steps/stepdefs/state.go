@@ -41,6 +41,9 @@ type Config struct {
 	// Record keeps every HTTP exchange of a scenario for its failure
 	// bundle (Collect).
 	Record bool
+	// OTLPProtocol is how the proxy is told to reach the scenario's OTLP
+	// collector: "grpc" (or empty) or "http".
+	OTLPProtocol string
 	// PlantCredentials sends a credential of the run's own (Secrets.Plant)
 	// in every credential header of every request a step makes, unless the
 	// step sets that header: a test then searches all the run wrote.

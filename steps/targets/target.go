@@ -170,6 +170,8 @@ type Setup struct {
 	// every request to it (the reference's config.tracing with
 	// randomSampling true; standalone targets).
 	OTLPEndpoint string
+	// OTLPProtocol is how: grpc (empty) or http.
+	OTLPProtocol string
 }
 
 // RateLimitDomain is the domain of every global limit the suite configures;

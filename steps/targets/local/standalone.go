@@ -144,7 +144,11 @@ func StandaloneConfig(setup targets.Setup, style ConfigStyle, adminAddr string, 
 		settings["sensitiveHeaders"] = setup.SensitiveHeaders
 	}
 	if setup.OTLPEndpoint != "" {
-		settings["tracing"] = node{"otlpEndpoint": setup.OTLPEndpoint, "randomSampling": true}
+		tr := node{"otlpEndpoint": setup.OTLPEndpoint, "randomSampling": true}
+		if setup.OTLPProtocol != "" {
+			tr["otlpProtocol"] = setup.OTLPProtocol
+		}
+		settings["tracing"] = tr
 	}
 	doc := node{"config": settings, "binds": binds}
 	if style == StyleGateways {
