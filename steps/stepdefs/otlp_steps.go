@@ -15,7 +15,9 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/otlp"
 	"github.com/gwdiag/gwdiag/golden/trace/otlp/receiver"
+	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/targets"
+	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
 // Steps of the feature otlp-export: the proxy's OpenTelemetry spans of a
@@ -37,11 +39,7 @@ func registerOTLPSteps(sc *godog.ScenarioContext) {
 // the trace's charge (a localRateLimit policyEvent) says the response took,
 // and its gen_ai.usage.* are the charge's usage, input and output apart.
 func (s *state) spanCarriesCharge(context.Context) error {
-	root, err := s.requestSpan()
-	if err != nil {
-		return err
-	}
-	t, err := s.currentTrace()
+	root, t, err := s.spanAndTrace()
 	if err != nil {
 		return err
 	}
@@ -167,15 +165,21 @@ func (s *state) requestSpan() (receiver.Span, error) {
 	return s.spans[0], nil
 }
 
+// spanAndTrace are the request span and the trace the spans are held to.
+func (s *state) spanAndTrace() (receiver.Span, *sse.Trace, error) {
+	root, err := s.requestSpan()
+	if err != nil {
+		return root, nil, err
+	}
+	t, err := s.currentTrace()
+	return root, t, err
+}
+
 // spansAgreeWithTrace: the request span's route and status are the
 // trace's, and there is one backend call span per backend call the trace
 // shows, to its target.
 func (s *state) spansAgreeWithTrace(context.Context) error {
-	root, err := s.requestSpan()
-	if err != nil {
-		return err
-	}
-	t, err := s.currentTrace()
+	root, t, err := s.spanAndTrace()
 	if err != nil {
 		return err
 	}
@@ -194,8 +198,10 @@ func (s *state) spansAgreeWithTrace(context.Context) error {
 			results++
 		case trace.ResponseSnapshot:
 			if e.Stage() == trace.StageFinalResponse {
-				if c, ok := nested(e.Message, "requestState", "response", "code").(float64); ok {
-					status = int(c)
+				if c, ok := tracecheck.Lookup(tracecheck.State(e), "response.code"); ok {
+					if f, ok := c.(float64); ok {
+						status = int(f)
+					}
 				}
 			}
 		case trace.RequestFinished:
@@ -231,11 +237,7 @@ func (s *state) spansAgreeWithTrace(context.Context) error {
 // inside its time; the route selection, policy and backend call spans end
 // in the order of the trace's events.
 func (s *state) spansNest(context.Context) error {
-	root, err := s.requestSpan()
-	if err != nil {
-		return err
-	}
-	t, err := s.currentTrace()
+	root, t, err := s.spanAndTrace()
 	if err != nil {
 		return err
 	}
@@ -307,11 +309,7 @@ func orderedUpToTies(spans []receiver.Span, want []string) bool {
 // spanNamesRefusingLimit: the request span names the local limit entry the
 // trace's policy event says refused, and the limit's span is an error.
 func (s *state) spanNamesRefusingLimit(context.Context) error {
-	root, err := s.requestSpan()
-	if err != nil {
-		return err
-	}
-	t, err := s.currentTrace()
+	root, t, err := s.spanAndTrace()
 	if err != nil {
 		return err
 	}
@@ -384,17 +382,4 @@ func (s *state) backendGotTraceparent(context.Context) error {
 		return fmt.Errorf("the backend received traceparent %s, want trace %s and the backend call span %q", tp, root.TraceID, call)
 	}
 	return nil
-}
-
-// nested is m[k1][k2]..., nil where a level is missing.
-func nested(m map[string]any, keys ...string) any {
-	var v any = m
-	for _, k := range keys {
-		mm, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = mm[k]
-	}
-	return v
 }

@@ -286,21 +286,19 @@ func (e *Exporter) Export(start time.Time, ids IDs, spans []Span) bool {
 	if len(spans) == 0 {
 		return true
 	}
-	select {
-	case e.queue <- job{start: start, ids: ids, spans: spans}:
-		e.queued.Add(1)
-		return true
-	default:
-		e.dropped.Add(1)
-		return false
-	}
+	return e.enqueue(job{start: start, ids: ids, spans: spans})
 }
 
 // ExportLater is Export for a request whose events are read by events, in
 // the exporter's worker: the request's path only queues.
 func (e *Exporter) ExportLater(start time.Time, ids IDs, events func() []trace.Event) bool {
+	return e.enqueue(job{start: start, ids: ids, events: events})
+}
+
+// enqueue queues j without waiting; a full queue drops it, counted.
+func (e *Exporter) enqueue(j job) bool {
 	select {
-	case e.queue <- job{start: start, ids: ids, events: events}:
+	case e.queue <- j:
 		e.queued.Add(1)
 		return true
 	default:
