@@ -120,20 +120,20 @@ func (x *Explainer) Add(e trace.Event) {
 	switch e.Type() {
 	case trace.RequestSnapshot:
 		if x.method == "" {
-			req := obj(obj(m["requestState"])["request"])
-			x.method, x.path, x.host = str(req["method"]), str(req["path"]), str(req["host"])
-			if _, q, ok := strings.Cut(str(req["pathAndQuery"]), "?"); ok {
+			req := trace.Object(trace.Object(m["requestState"])["request"])
+			x.method, x.path, x.host = trace.String(req["method"]), trace.String(req["path"]), trace.String(req["host"])
+			if _, q, ok := strings.Cut(trace.String(req["pathAndQuery"]), "?"); ok {
 				x.query = q
 			}
 			x.headers = map[string]string{}
-			for k, v := range obj(req["headers"]) {
-				x.headers[strings.ToLower(k)] = str(v)
+			for k, v := range trace.Object(req["headers"]) {
+				x.headers[strings.ToLower(k)] = trace.String(v)
 			}
 		}
 	case trace.RouteSelection:
 		x.routeSeen = true
-		x.route = str(m["selectedRoute"])
-		x.listener = str(m["listener"])
+		x.route = trace.String(m["selectedRoute"])
+		x.listener = trace.String(m["listener"])
 		if ev, ok := m["evaluatedRoutes"].([]any); ok {
 			x.evaluated = len(ev)
 		}
@@ -143,17 +143,17 @@ func (x *Explainer) Add(e trace.Event) {
 			x.routes = rs
 		}
 	case trace.PolicyResultType:
-		p := policyResult{kind: str(m["kind"])}
+		p := policyResult{kind: trace.String(m["kind"])}
 		trace.DecodeReason(m["result"], &p.PolicyOutcome)
 		x.policies = append(x.policies, p)
 	case trace.PolicyEvent:
-		d := str(m["details"])
+		d := trace.String(m["details"])
 		if d == "" {
 			if b, err := json.Marshal(m["details"]); err == nil && string(b) != "null" {
 				d = string(b)
 			}
 		}
-		switch kind := str(m["kind"]); {
+		switch kind := trace.String(m["kind"]); {
 		case d == "":
 		case kind == "localRateLimit" || kind == "remoteRateLimit":
 			x.charges = append(x.charges, kind+": "+d)
@@ -161,32 +161,32 @@ func (x *Explainer) Add(e trace.Event) {
 			x.notes = append(x.notes, kind+": "+d)
 		}
 	case trace.BackendCallStart:
-		x.target = str(m["target"])
+		x.target = trace.String(m["target"])
 	case trace.BackendCallResult:
 		if retry, _ := m["retry"].(bool); retry {
 			return
 		}
-		x.backendStatus = num(m["status"])
-		x.backendErr = str(m["error"])
+		x.backendStatus = trace.Int(m["status"])
+		x.backendErr = trace.String(m["error"])
 	case trace.ResponseSnapshot:
 		if e.Stage() == trace.StageFinalResponse || x.finalCode == 0 {
-			resp := obj(obj(m["requestState"])["response"])
-			if c := num(resp["code"]); c != 0 {
+			resp := trace.Object(trace.Object(m["requestState"])["response"])
+			if c := trace.Int(resp["code"]); c != 0 {
 				x.finalCode = c
-				x.finalHeaders = obj(resp["headers"])
+				x.finalHeaders = trace.Object(resp["headers"])
 			}
 		}
 	case trace.RequestFinished:
 		x.complete = true
-		x.finishedStatus = num(m["status"])
-		x.finishedErr = str(m["error"])
+		x.finishedStatus = trace.Int(m["status"])
+		x.finishedErr = trace.String(m["error"])
 		x.cause = nil
 		if c := new(trace.Cause); trace.DecodeReason(m["cause"], c) {
 			x.cause = c
 		}
 		if ws, ok := m["warnings"].([]any); ok {
 			for _, w := range ws {
-				x.warnings = append(x.warnings, str(w))
+				x.warnings = append(x.warnings, trace.String(w))
 			}
 		}
 	}
@@ -510,7 +510,7 @@ func (x *Explainer) rateLimitHeaders() string {
 func headerValue(h map[string]any, name string) string {
 	for k, v := range h {
 		if strings.EqualFold(k, name) {
-			return str(v)
+			return trace.String(v)
 		}
 	}
 	return ""
@@ -583,32 +583,4 @@ func ShortRoute(key string) string {
 		return key
 	}
 	return strings.Join(parts[len(parts)-2:], "/")
-}
-
-func obj(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-// num reads a JSON number (float64 from encoding/json, or an int from a
-// proxy's own events) as an int; 0 when it is not one.
-func num(v any) int {
-	switch n := v.(type) {
-	case float64:
-		return int(n)
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case uint64:
-		return int(n)
-	case uint32:
-		return int(n)
-	}
-	return 0
 }

@@ -160,21 +160,21 @@ func (b *builder) add(e trace.Event, prev int64) {
 		b.root().Start = e.EventEnd
 	case trace.RequestSnapshot:
 		if b.method == "" {
-			req := obj(obj(m["requestState"])["request"])
-			b.method, b.path, b.scheme, b.host = str(req["method"]), str(req["path"]), str(req["scheme"]), str(req["host"])
-			b.version = str(req["version"])
-			if _, q, ok := strings.Cut(str(req["pathAndQuery"]), "?"); ok {
+			req := trace.Object(trace.Object(m["requestState"])["request"])
+			b.method, b.path, b.scheme, b.host = trace.String(req["method"]), trace.String(req["path"]), trace.String(req["scheme"]), trace.String(req["host"])
+			b.version = trace.String(req["version"])
+			if _, q, ok := strings.Cut(trace.String(req["pathAndQuery"]), "?"); ok {
 				b.query = q
 			}
-			for k, v := range obj(req["headers"]) {
+			for k, v := range trace.Object(req["headers"]) {
 				if strings.EqualFold(k, "user-agent") {
-					b.userAgent = str(v)
+					b.userAgent = trace.String(v)
 				}
 			}
 		}
 		b.event(e, attribute.String(AttrEventStage, e.Stage()))
 	case trace.RouteSelection:
-		b.route, b.listener = str(m["selectedRoute"]), str(m["listener"])
+		b.route, b.listener = trace.String(m["selectedRoute"]), trace.String(m["listener"])
 		attrs := []attribute.KeyValue{attribute.Bool("gateway.route.selected", b.route != "")}
 		if ev, ok := m["evaluatedRoutes"].([]any); ok {
 			b.evaluated = len(ev)
@@ -190,27 +190,27 @@ func (b *builder) add(e trace.Event, prev int64) {
 	case trace.PolicyResultType:
 		b.policy(e, prev)
 	case trace.BackendCallStart:
-		b.target = str(m["target"])
+		b.target = trace.String(m["target"])
 		b.callStart, b.callStarted = e.EventEnd, true
 		b.event(e, attribute.String(AttrBackendTarget, b.target))
 	case trace.BackendCallResult:
 		b.call(e)
 	case trace.ResponseSnapshot:
-		resp := obj(obj(m["requestState"])["response"])
-		if c := num(resp["code"]); c != 0 && (e.Stage() == trace.StageFinalResponse || b.finalCode == 0) {
+		resp := trace.Object(trace.Object(m["requestState"])["response"])
+		if c := trace.Int(resp["code"]); c != 0 && (e.Stage() == trace.StageFinalResponse || b.finalCode == 0) {
 			b.finalCode = c
 		}
 		b.event(e, attribute.String(AttrEventStage, e.Stage()))
 	case trace.RequestFinished:
 		b.finished = true
-		b.status = num(m["status"])
-		b.finishErr = str(m["error"])
+		b.status = trace.Int(m["status"])
+		b.finishErr = trace.String(m["error"])
 		if c := new(trace.Cause); trace.DecodeReason(m["cause"], c) {
 			b.cause = c
 		}
 		b.root().End = e.EventEnd
 	case trace.PolicyEvent:
-		attrs := []attribute.KeyValue{attribute.String(AttrPolicyKind, str(m["kind"])), attribute.String(AttrEventDetails, text(m["details"]))}
+		attrs := []attribute.KeyValue{attribute.String(AttrPolicyKind, trace.String(m["kind"])), attribute.String(AttrEventDetails, text(m["details"]))}
 		if t, ok := m["tokens"].(float64); ok {
 			b.tokens += int64(t)
 			attrs = append(attrs, attribute.Int64(AttrTokens, int64(t)))
@@ -220,7 +220,7 @@ func (b *builder) add(e trace.Event, prev int64) {
 	case trace.LLMRequestDetected:
 		// The reference's (REFERENCE.md): provider, requestModel,
 		// streaming, inputFormat.
-		b.model, b.provider = str(m["requestModel"]), str(m["provider"])
+		b.model, b.provider = trace.String(m["requestModel"]), trace.String(m["provider"])
 		b.event(e, attribute.String("gen_ai.request.model", b.model), attribute.String("gen_ai.provider.name", b.provider))
 	default:
 		var attrs []attribute.KeyValue
@@ -242,7 +242,7 @@ func (b *builder) add(e trace.Event, prev int64) {
 // outputTokens, as the reference's LLM events and refproxy's charge name
 // them), for gen_ai.usage.* on the request.
 func (b *builder) usageOf(m map[string]any) {
-	u := obj(m["usage"])
+	u := trace.Object(m["usage"])
 	if u == nil {
 		return
 	}
@@ -269,7 +269,7 @@ func (b *builder) policy(e trace.Event, prev int64) {
 	if details != "" {
 		attrs = append(attrs, attribute.String(AttrPolicyDetails, details))
 	}
-	if rate := rateAttrs(p.Kind, res, obj(e.Message["result"])); len(rate) > 0 {
+	if rate := rateAttrs(p.Kind, res, trace.Object(e.Message["result"])); len(rate) > 0 {
 		attrs = append(attrs, rate...)
 		// The request's span carries the decision of the limit that
 		// refused it, else of the last limit that ran.
@@ -319,11 +319,11 @@ func rateAttrs(kind string, res trace.PolicyOutcome, raw map[string]any) []attri
 		ds, _ := raw["descriptors"].([]any)
 		var pick map[string]any
 		for _, d := range ds {
-			dm := obj(d)
+			dm := trace.Object(d)
 			if dm == nil {
 				continue
 			}
-			if pick == nil || str(dm["code"]) == "OVER_LIMIT" && str(pick["code"]) != "OVER_LIMIT" {
+			if pick == nil || trace.String(dm["code"]) == "OVER_LIMIT" && trace.String(pick["code"]) != "OVER_LIMIT" {
 				pick = dm
 			}
 		}
@@ -339,7 +339,7 @@ func rateAttrs(kind string, res trace.PolicyOutcome, raw map[string]any) []attri
 		if v, ok := pick["resetSeconds"].(float64); ok {
 			attrs = append(attrs, attribute.Int64(AttrRateReset, int64(v)))
 		}
-		if str(pick["code"]) == "OVER_LIMIT" {
+		if trace.String(pick["code"]) == "OVER_LIMIT" {
 			attrs = append(attrs, attribute.String(AttrRateRefusedBy, "remoteRateLimit "+text(pick["entries"])))
 		}
 	}
@@ -367,7 +367,7 @@ func (b *builder) call(e trace.Event) {
 	if b.method != "" {
 		attrs = append(attrs, attribute.String("http.request.method", b.method))
 	}
-	status := num(m["status"])
+	status := trace.Int(m["status"])
 	if status != 0 {
 		attrs = append(attrs, attribute.Int("http.response.status_code", status))
 	}
@@ -383,7 +383,7 @@ func (b *builder) call(e trace.Event) {
 		b.backendStatus = status
 	}
 	s := Span{Name: NameBackendCall, Kind: oteltrace.SpanKindClient, Start: min(start, e.EventEnd), End: e.EventEnd, Attrs: attrs, Backend: true}
-	if errText := str(m["error"]); errText != "" {
+	if errText := trace.String(m["error"]); errText != "" {
 		s.Attrs = append(s.Attrs, attribute.String(AttrBackendError, errText), attribute.String("error.type", "transport"))
 		s.Error, s.Message = true, errText
 	} else if status >= 400 {
@@ -479,7 +479,7 @@ func StartTime(events []trace.Event) (time.Time, bool) {
 		if e.Type() != trace.RequestSnapshot {
 			continue
 		}
-		st := str(obj(obj(e.Message["requestState"])["request"])["startTime"])
+		st := trace.String(trace.Object(trace.Object(e.Message["requestState"])["request"])["startTime"])
 		if t, err := time.Parse(time.RFC3339Nano, st); err == nil {
 			return t, true
 		}
@@ -508,31 +508,6 @@ func splitHostPort(hp string) (string, int) {
 		return hp, 0
 	}
 	return strings.Trim(hp[:i], "[]"), p
-}
-
-func obj(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func num(v any) int {
-	switch n := v.(type) {
-	case float64:
-		return int(n)
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case json.Number:
-		i, _ := n.Int64()
-		return int(i)
-	}
-	return 0
 }
 
 // text is a field as a string: itself, or its JSON.
