@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gwdiag/gwdiag/golden/configdump"
 	"github.com/gwdiag/gwdiag/refproxy/admin"
@@ -435,4 +436,60 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// acceptWatcher is a listener whose first Accept records what the logs
+// held then: the moment the admin server begins to serve.
+type acceptWatcher struct {
+	net.Listener
+	logs  *syncBuffer
+	once  sync.Once
+	atFst chan string
+}
+
+func (l *acceptWatcher) Accept() (net.Conn, error) {
+	l.once.Do(func() { l.atFst <- l.logs.String() })
+	return l.Listener.Accept()
+}
+
+// TestStartLineBeforeAdminServes: the start line (and the start
+// warnings) are written before the admin server accepts its first
+// connection. A client that got in first could set a log level
+// (POST /logging?level=warn) that filters them out: under load, the
+// process target's output then held nothing (the clean-clone run of
+// 2026-11-30, "POST /logging sets a level filter" on the process
+// target: no proxy.log in the failure bundle).
+func TestStartLineBeforeAdminServes(t *testing.T) {
+	var logs syncBuffer
+	w := &acceptWatcher{logs: &logs, atFst: make(chan string, 1)}
+	listen := func(o *options) {
+		o.listen = func(network, _ string) (net.Listener, error) {
+			ln, err := net.Listen(network, "127.0.0.1:0")
+			if err != nil {
+				return nil, err
+			}
+			w.Listener = ln
+			return w, nil
+		}
+	}
+	cfg, err := config.Parse("s.yaml", []byte("binds: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, WithLogOutput(&logs), WithEnv("", "", ""), listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	select {
+	case before := <-w.atFst:
+		if !strings.Contains(before, "refproxy started") {
+			t.Errorf("the admin server accepted before the start line was written; logs then:\n%q", before)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the admin server never called Accept")
+	}
 }

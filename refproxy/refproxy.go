@@ -238,6 +238,29 @@ func (p *Proxy) Start(ctx context.Context) error {
 	}
 	actx, cancel := context.WithCancel(context.Background())
 	p.adminLn, p.adminCancel, p.adminDone = ln, cancel, make(chan struct{})
+	// Said before the admin server serves: a client that reaches it first
+	// may set a log level ("POST /logging?level=warn") that would filter
+	// out the start line and warnings, as seen under load (the process
+	// target's output then held nothing at all).
+	p.log.Info("refproxy started", "admin", ln.Addr().String(), "binds", p.dp.Addrs())
+	if !admin.Loopback(p.opts.adminAddr) {
+		creds := "credentials redacted"
+		if p.opts.inClear {
+			creds = "credentials in clear"
+		}
+		p.log.Warn("the admin server listens beyond loopback, without authentication: whoever reaches "+
+			"this address reads every request's trace (/debug/trace: headers, routes, policies; "+creds+
+			"), the config (/config_dump), profiles, and can change the log level and stop the proxy",
+			"addr", p.opts.adminAddr, "listening", ln.Addr().String())
+	}
+	if p.opts.inClear {
+		p.log.Warn("traces show credentials in clear (--trace-credentials-in-clear): /debug/trace streams, "+
+			"to whoever reads the admin server, the values of the credential headers refproxy otherwise redacts, "+
+			"of the headers auth policies read, and the API keys it sends AI backends; "+
+			"only config.sensitiveHeaders stay redacted",
+			"shown", shownInClear(p.cfg), "redacted", sensitiveHeaders(p.cfg))
+	}
+	p.logIgnored(p.cfg)
 	p.adminSrv = &http.Server{
 		Handler: admin.Handler(admin.Backend{
 			Dump:     func() any { return p.dp.Dump() },
@@ -272,25 +295,6 @@ func (p *Proxy) Start(ctx context.Context) error {
 		p.fileSum = p.cfg.SourceSum
 		admin.Go(pprof.Labels("component", "config-watch"), p.poll)
 	}
-	p.log.Info("refproxy started", "admin", ln.Addr().String(), "binds", p.dp.Addrs())
-	if !admin.Loopback(p.opts.adminAddr) {
-		creds := "credentials redacted"
-		if p.opts.inClear {
-			creds = "credentials in clear"
-		}
-		p.log.Warn("the admin server listens beyond loopback, without authentication: whoever reaches "+
-			"this address reads every request's trace (/debug/trace: headers, routes, policies; "+creds+
-			"), the config (/config_dump), profiles, and can change the log level and stop the proxy",
-			"addr", p.opts.adminAddr, "listening", ln.Addr().String())
-	}
-	if p.opts.inClear {
-		p.log.Warn("traces show credentials in clear (--trace-credentials-in-clear): /debug/trace streams, "+
-			"to whoever reads the admin server, the values of the credential headers refproxy otherwise redacts, "+
-			"of the headers auth policies read, and the API keys it sends AI backends; "+
-			"only config.sensitiveHeaders stay redacted",
-			"shown", shownInClear(p.cfg), "redacted", sensitiveHeaders(p.cfg))
-	}
-	p.logIgnored(p.cfg)
 	return nil
 }
 
