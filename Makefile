@@ -97,15 +97,12 @@ TESTJSON_REST ?= $(BIN)/test-unit-rest.json
 # The fault catalogue (TestSuiteCatchesFaults: every fault against the whole
 # suite in process; TestProcessTargetCatchesFaults: faults in front of
 # refproxy as a process) runs in a go test of its own without -race, beside the rest,
-# CATALOGUE_PARALLEL faults at a time (a fault's suite run waits on its
-# proxy three quarters of its time: 335 s of CPU in 756 s one at a time,
-# 2026-11-30): every fault in process, and on the process target one
+# one fault at a time: every fault in process, and on the process target one
 # of each kind of wrapper and a daily rotation ($$GWDIAG_CATALOGUE=process-sample);
 # the -race run takes a sample of both that changes every
 # day ($$GWDIAG_CATALOGUE=race-sample; test-times prints which). The
 # race detector doubled the catalogue's time, and it was a third of ./steps'.
 TESTJSON_CATALOGUE ?= $(BIN)/test-catalogue.json
-CATALOGUE_PARALLEL ?= 2
 # Each test binary runs under .ci/testcpu, which ends its output with the CPU
 # it and the processes it waited for used: on 2 cores the gate's wall time
 # follows its CPU time, and test-times prints where it went.
@@ -118,7 +115,7 @@ TEST_TIMEOUT ?= 45m
 unit: kube-bins ratelimit-bin jaeger-bin redis-server chromium
 	@mkdir -p $(BIN)
 	@$(STATIC_ENV) GWDIAG_CATALOGUE=process-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel $(CATALOGUE_PARALLEL) -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
+	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
 	long=$$($(GO) list $(TEST_LONG)) && first=$$($(GO) list $(TEST_REST_FIRST)) && \
 	  rest="$$first $$($(GO) list $(PKGS) | grep -vxF "$$(printf '%s\n%s' "$$long" "$$first")")" || exit 1; rm -f $(TESTJSON); \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
