@@ -64,36 +64,20 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 # kube-bins and ratelimit-bin first: cold builds take minutes and must not
-# count against a test binary's timeout. TEST_PARALLEL parallel tests run
-# in each test binary (many wait on proxies, containers or a cluster). More
-# overloads 2 cores: at TEST_PARALLEL=4 with every package in one go test
-# at -p 3, the suite's rate-limit windows passed before their requests ended
-# (docs/ci.md).
+# count against a test binary's timeout. TEST_P test binaries run at once,
+# and TEST_PARALLEL parallel tests in each (many wait on proxies, containers
+# or a cluster). More of either overloads 2 cores: at 3 and 4, the suite's
+# rate-limit windows passed before their requests ended (docs/ci.md); 2 and 2
+# is go test's own default here, with the tests now marked parallel.
 # gotestsum (a tool of go.mod) prints a line per package as it ends and
 # keeps go test's JSON in $(TESTJSON); test-times reads it.
-TEST_P        ?= 4
+TEST_P        ?= 2
 TEST_PARALLEL ?= 2
 TESTJSON      ?= $(BIN)/test-unit.json
-# The longest test binaries, most of whose time is waiting (proxies,
-# containers, the local node), run in one go test, all TEST_P at once; every
-# other package in a second beside it, TEST_REST_P at a time, started once the
-# first has compiled and started its first test binary (by then the
-# packages both import are in Go's build cache, so that neither compiles
-# them too). In one go test, -p counts compiles and test runs alike: the
-# rest compiled only once the long ones had ended, 327 s of a fresh
-# machine's run (docs/ci.md). Local nodes run one at a time (a machine-wide
-# lock), so the local-node tests of ./clusters and ./cli/e2e and the rest's
-# are one chain, and a long binary started late starts its part of it late.
-TEST_LONG     ?= ./steps ./cli/e2e ./clusters ./steps/targets/container
-TEST_REST_P   ?= 2
-# The rest runs at a lower CPU priority: its compiles, links and short
-# tests want the CPU in bursts, while the long binaries' scenarios hold
-# rate-limit windows and request bounds; niced, the rest takes the CPU they
-# leave and never theirs (the split's failures at a load average of 34
-# were the long binaries', docs/ci.md).
-TEST_REST_NICE ?= 10
-TEST_REST_FIRST ?= ./clusters/kube/node ./clusters/kube/kubeenv ./clusters/controller
-TESTJSON_REST ?= $(BIN)/test-unit-rest.json
+# The longest test binaries start first (go test runs packages in the order
+# given; ./... adds the rest, each once): started last, ./steps alone was the
+# run's last 213 s while the local-node chain had ended (docs/ci.md).
+TEST_FIRST    ?= ./steps ./cli/e2e ./clusters ./steps/targets/container
 # The fault catalogue (TestSuiteCatchesFaults: every fault against the whole
 # suite in process; TestProcessTargetCatchesFaults: faults in front of
 # refproxy as a process) runs in a go test of its own without -race, beside the rest,
@@ -116,30 +100,25 @@ unit: kube-bins ratelimit-bin jaeger-bin redis-server chromium
 	@mkdir -p $(BIN)
 	@$(STATIC_ENV) GWDIAG_CATALOGUE=process-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
-	long=$$($(GO) list $(TEST_LONG)) && first=$$($(GO) list $(TEST_REST_FIRST)) && \
-	  rest="$$first $$($(GO) list $(PKGS) | grep -vxF "$$(printf '%s\n%s' "$$long" "$$first")")" || exit 1; rm -f $(TESTJSON); \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_LONG) & long_pid=$$!; \
-	while kill -0 $$long_pid 2>/dev/null && ! grep -qs '"Action":"start"' $(TESTJSON); do sleep 1; done; \
-	GWDIAG_CATALOGUE=race-sample nice -n $(TEST_REST_NICE) $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON_REST) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_REST_P) -parallel $(TEST_PARALLEL) $$rest; \
-	rc=$$?; wait $$long_pid || rc=1; wait $$cat || rc=1; $(MAKE) --no-print-directory test-times; exit $$rc
+	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
+	rc=$$?; wait $$cat || rc=1; $(MAKE) --no-print-directory test-times; exit $$rc
 
 # Where the time of the last make test (or make unit) went: the slowest
 # packages, then the slowest tests (top-level and subtests), from $(TESTJSON).
-# Package times overlap: TEST_P + TEST_REST_P of them run at once.
+# Package times overlap: TEST_P of them run at once.
 TIMES_TOP ?= 15
 test-times:
 	@test -s $(TESTJSON) || { echo "no $(TESTJSON): run make unit first"; exit 2; }
-	@cat $(TESTJSON) $(wildcard $(TESTJSON_REST) $(TESTJSON_CATALOGUE)) > $(BIN)/test-all.json
+	@cat $(TESTJSON) $(wildcard $(TESTJSON_CATALOGUE)) > $(BIN)/test-all.json
 	@grep -Eho '(process target: )?fault catalogue[^"]*' $(BIN)/test-all.json | sed 's/\\n$$//; s/^/  /' || true
-	@echo "slowest packages (seconds; $(TEST_P) long and $(TEST_REST_P) other at once, and the catalogue without -race beside them):"
+	@echo "slowest packages (seconds; $(TEST_P) run at once, and the catalogue without -race beside them):"
 	@grep -E '"Action":"(pass|fail)","Package":"[^"]*","Elapsed":' $(BIN)/test-all.json | \
 	  sed -E 's/.*"Action":"([a-z]+)","Package":"([^"]*)","Elapsed":([0-9.]+).*/\3 \2 \1/' | \
 	  sed 's| github.com/gwdiag/gwdiag/\{0,1\}| ./|' | sort -rn | head -$(TIMES_TOP) | \
 	  awk '{printf "  %8.1f  %s%s\n", $$1, $$2, ($$3 == "fail" ? "  FAIL" : "")}'
 	@echo "CPU by test binary (seconds, user+sys, with the processes each waited for; not the Docker daemon's):"
-	@for f in $(TESTJSON) $(wildcard $(TESTJSON_REST) $(TESTJSON_CATALOGUE)); do \
+	@for f in $(TESTJSON) $(wildcard $(TESTJSON_CATALOGUE)); do \
 	  tag=; [ $$f = $(TESTJSON_CATALOGUE) ] && tag=" (catalogue, no -race)"; \
 	  grep -h '"Output":"gwdiag-test-cpu: ' $$f | \
 	  sed -E 's/.*"Package":"([^"]*)".*gwdiag-test-cpu: ([0-9.]+) s wall, ([0-9.]+) s user, ([0-9.]+) s sys.*/\1 \2 \3 \4/' | \
