@@ -1,12 +1,12 @@
 package trace
 
 import (
-	"encoding/binary"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
+
+	"github.com/gwdiag/gwdiag/golden/trace/jsonscan"
 )
 
 // A follow reader decodes every event of a proxy under load, so Parse has
@@ -226,7 +226,7 @@ func (d *decoder) token() (tok string, plain, ok bool) {
 	for d.i < len(d.s) {
 		// Most of a string is bytes that stand for themselves: passed in a
 		// run, eight at a time while no byte of the eight needs a look.
-		d.i = plainRun(d.s, d.i)
+		d.i = jsonscan.Plain(d.s, d.i)
 		if d.i >= len(d.s) {
 			break
 		}
@@ -265,37 +265,6 @@ func (d *decoder) token() (tok string, plain, ok bool) {
 		}
 	}
 	return "", false, false
-}
-
-// strPlain tells the bytes a JSON string holds as they are, all ASCII:
-// not a quote, a backslash, a control byte or a byte past ASCII.
-var strPlain = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// plainRun is the index of the first byte of s from i on that strPlain
-// does not pass, or len(s). Eight bytes are tested at once (SWAR): a word
-// none of whose bytes is below 0x20, past ASCII, a quote or a backslash
-// is passed whole; a word that may hold one is passed byte by byte up to
-// it (the word test only narrows the search: strPlain decides).
-func plainRun(s string, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for i+8 <= len(s) {
-		w := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
-		q, bs := w^(ones*'"'), w^(ones*'\\')
-		special := (w-ones*0x20)&^w | (q-ones)&^q | (bs-ones)&^bs | w
-		if special&highs != 0 {
-			break
-		}
-		i += 8
-	}
-	for i < len(s) && strPlain[s[i]] {
-		i++
-	}
-	return i
 }
 
 func isHex(c byte) bool {

@@ -1,15 +1,14 @@
 package tracing
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
+	"github.com/gwdiag/gwdiag/golden/trace/jsonscan"
 )
 
 // appendEvent appends e as JSON, byte for byte what json.Marshal writes
@@ -219,47 +218,13 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// htmlSafe holds the ASCII bytes appendString passes on as they are: one
-// load a byte rather than six comparisons (strings are most of an event).
-var htmlSafe = func() (safe [utf8.RuneSelf]bool) {
-	for c := range safe {
-		safe[c] = c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return safe
-}()
-
-// safeRun is the index of the first byte of s from i on that htmlSafe
-// does not pass (or that is past ASCII), or len(s). Eight bytes are tested
-// at once (SWAR, as golden/trace's plainRun): a word none of whose bytes
-// is below 0x20, past ASCII, a quote, a backslash, <, > or & is passed
-// whole; a word that may hold one is passed byte by byte up to it.
-// TestSafeRunMatchesByteByByte holds it to the byte-by-byte walk.
-func safeRun(s string, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for i+8 <= len(s) {
-		w := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
-		q, bs := w^(ones*'"'), w^(ones*'\\')
-		lt, gt, amp := w^(ones*'<'), w^(ones*'>'), w^(ones*'&')
-		special := (w-ones*0x20)&^w | (q-ones)&^q | (bs-ones)&^bs |
-			(lt-ones)&^lt | (gt-ones)&^gt | (amp-ones)&^amp | w
-		if special&highs != 0 {
-			break
-		}
-		i += 8
-	}
-	for i < len(s) && s[i] < utf8.RuneSelf && htmlSafe[s[i]] {
-		i++
-	}
-	return i
-}
-
 // appendString is encoding/json's string encoding with HTML escaping, as
 // json.Marshal does it.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; ; {
-		if i = safeRun(s, i); i >= len(s) {
+		if i = jsonscan.HTMLSafe(s, i); i >= len(s) {
 			break
 		}
 		if c := s[i]; c < utf8.RuneSelf {

@@ -301,51 +301,6 @@ func BenchmarkEncodeTrace(b *testing.B) {
 	})
 }
 
-// TestSafeRunMatchesByteByByte: safeRun stops where a byte-by-byte walk by
-// htmlSafe stops, for every byte that needs a look (each escaped one, a
-// control byte, one past ASCII) at every offset of a word, from every
-// start, for strings with none, and for random strings.
-func TestSafeRunMatchesByteByByte(t *testing.T) {
-	slow := func(s string, i int) int {
-		for i < len(s) && s[i] < 0x80 && htmlSafe[s[i]] {
-			i++
-		}
-		return i
-	}
-	specials := []byte{'"', '\\', '<', '>', '&', 0, 0x1f, 0x7f, 0x80, 0xe2, 0xff, '\n', ' ' - 1}
-	base := "abcdefghijklmnopqrstuvwxyz0123456789 !#$%'()*+,-./:;=?@[]^_`{|}~"
-	for n := range 40 {
-		s := base[:n%len(base)]
-		for at := -1; at < n; at++ {
-			for _, c := range specials {
-				b := []byte(s)
-				if at >= 0 {
-					b[at] = c
-				}
-				for start := 0; start <= len(b); start++ {
-					if got, want := safeRun(string(b), start), slow(string(b), start); got != want {
-						t.Fatalf("safeRun(%q, %d) = %d, want %d", b, start, got, want)
-					}
-				}
-			}
-		}
-	}
-	r := rand.New(rand.NewPCG(7, 11))
-	for range 20000 {
-		b := make([]byte, r.IntN(64))
-		for i := range b {
-			b[i] = byte(r.IntN(256))
-			if r.IntN(4) > 0 {
-				b[i] = base[r.IntN(len(base))]
-			}
-		}
-		start := r.IntN(len(b) + 1)
-		if got, want := safeRun(string(b), start), slow(string(b), start); got != want {
-			t.Fatalf("safeRun(%q, %d) = %d, want %d", b, start, got, want)
-		}
-	}
-}
-
 // TestAppendStringMatchesMarshal: appendString writes what json.Marshal
 // writes for a string, with every escaped byte, a multi-byte rune, an
 // invalid byte and U+2028/9 at every offset of strings longer than a
