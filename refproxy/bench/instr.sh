@@ -42,7 +42,14 @@ need callgrind_annotate valgrind
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-(cd "$ROOT" && go test -c -o "$WORK/bench.test" "$PKG")
+# INSTR_TEST_BIN: a test binary of PKG built already (an A/B of two
+# revisions: build each with go test -c, count each; the counts do not
+# depend on what else the machine runs).
+if [ -n "${INSTR_TEST_BIN:-}" ]; then
+	cp "$INSTR_TEST_BIN" "$WORK/bench.test"
+else
+	(cd "$ROOT" && go test -c -o "$WORK/bench.test" "$PKG")
+fi
 
 # count N: FUNC's inclusive instructions over a run of N iterations. The
 # largest count among the lines naming FUNC exactly (a recursive function
