@@ -168,6 +168,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME) ./golden/trace/sse
 	$(GO) test -run '^$$' -fuzz FuzzParseIETF -fuzztime $(FUZZTIME) ./steps/stepdefs
 	$(GO) test -run '^$$' -fuzz FuzzParseTraceparent -fuzztime $(FUZZTIME) ./golden/trace/otlp
+	$(GO) test -run '^$$' -fuzz FuzzAppendUnquoted -fuzztime $(FUZZTIME) ./golden/trace/jsonscan
 	for f in FuzzAppendEvent FuzzMayRedact FuzzAppendParsed FuzzAppendText FuzzCapture; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./golden/trace/redact || exit 1; done
 

@@ -3,7 +3,6 @@ package trace
 import (
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/gwdiag/gwdiag/golden/trace/jsonscan"
@@ -286,75 +285,14 @@ func (d *decoder) str() (string, bool) {
 }
 
 // unquote decodes the body of a JSON string token() has checked, as
-// encoding/json does: escapes, a surrogate pair as one rune, a lone
-// surrogate and each byte of invalid UTF-8 as U+FFFD.
+// encoding/json does (jsonscan.AppendUnquoted).
 func unquote(s string) string {
-	b := make([]byte, 0, len(s))
-	for r := 0; r < len(s); {
-		switch c := s[r]; {
-		case c == '\\':
-			r++
-			switch c := s[r]; c {
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				rr := hex4(s[r+1 : r+5])
-				r += 5
-				if utf16.IsSurrogate(rr) {
-					if r+6 <= len(s) && s[r] == '\\' && s[r+1] == 'u' && isHex4(s[r+2:r+6]) {
-						if dec := utf16.DecodeRune(rr, hex4(s[r+2:r+6])); dec != utf8.RuneError {
-							b = utf8.AppendRune(b, dec)
-							r += 6
-							continue
-						}
-					}
-					rr = utf8.RuneError
-				}
-				b = utf8.AppendRune(b, rr)
-				continue
-			default: // " \\ /
-				b = append(b, c)
-			}
-			r++
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			r++
-		default:
-			rr, size := utf8.DecodeRuneInString(s[r:])
-			b = utf8.AppendRune(b, rr)
-			r += size
-		}
-	}
+	b, _ := jsonscan.AppendUnquoted(make([]byte, 0, len(s)), s)
 	return string(b)
 }
 
 func isHex4(s string) bool {
 	return isHex(s[0]) && isHex(s[1]) && isHex(s[2]) && isHex(s[3])
-}
-
-// hex4 is the value of four hex digits.
-func hex4(s string) rune {
-	var r rune
-	for _, c := range []byte(s) {
-		switch {
-		case c <= '9':
-			c -= '0'
-		case c <= 'F':
-			c -= 'A' - 10
-		default:
-			c -= 'a' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }
 
 // plainKey reads a top-level field name, which the fast path takes only

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+	"unsafe"
+
+	"github.com/gwdiag/gwdiag/golden/trace/jsonscan"
 )
 
 // names is what a Stream's fast path knows of its Redactor's names, to
@@ -60,7 +63,8 @@ func upper(c byte) byte {
 // none holds a secret of s. The strings are found as walk finds them (a
 // quote, then up to the next quote not escaped), so whatever walk makes
 // of src, the strings it reads are among them, and decoded as it decodes
-// them; what this does not decode (\u escapes, control bytes) says true.
+// them (as encoding/json does); what encoding/json refuses (a control
+// byte, an unknown escape), of which walk keeps the raw bytes, says true.
 // A name followed by ":null," or ":null}" (the effectivePolicy's
 // "authorization":null) gives walk no value for it. A secret long enough
 // to be scrubbed inside a string is looked for in the whole of src, a
@@ -135,7 +139,7 @@ func (n *names) mayRedact(r *Redactor, src []byte, s *Secrets, buf *[]byte) bool
 		str := src[start:end]
 		if escaped {
 			var ok bool
-			if *buf, ok = unescape((*buf)[:0], str); !ok || cut {
+			if *buf, ok = jsonscan.AppendUnquoted((*buf)[:0], unsafe.String(unsafe.SliceData(str), len(str))); !ok || cut {
 				// walk keeps such a string raw, or drops its last byte
 				return true
 			}
@@ -184,44 +188,6 @@ func (n *names) may(str []byte, folds bool) bool {
 func nullAfter(src []byte, end int) bool {
 	rest := src[min(end+1, len(src)):]
 	return bytes.HasPrefix(rest, []byte(":null,")) || bytes.HasPrefix(rest, []byte(":null}"))
-}
-
-// unescape appends the JSON string content raw, decoded, to dst, as
-// encoding/json decodes it; false for what it leaves to encoding/json
-// (\u escapes, bytes past ASCII, which it checks as UTF-8), and for what
-// encoding/json refuses, of which walk keeps the raw bytes (a control
-// byte, an unknown escape, a backslash at the end).
-func unescape(dst, raw []byte) ([]byte, bool) {
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case c < 0x20, c >= 0x80:
-			return dst, false
-		case c != '\\':
-			dst = append(dst, c)
-			continue
-		}
-		if i++; i == len(raw) {
-			return dst, false
-		}
-		switch raw[i] {
-		case '"', '\\', '/':
-			dst = append(dst, raw[i])
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		default:
-			return dst, false
-		}
-	}
-	return dst, true
 }
 
 // sensitiveRaw is Sensitive on a name's bytes, allocating only for a
