@@ -58,70 +58,36 @@ func parseFast(s string) (Event, bool) {
 			}
 			seen[field] = true
 		}
-		switch field {
-		case 0: // eventStart
-			if d.null() {
-				break
-			}
-			n, ok := d.int64()
-			if !ok {
-				return e, false
-			}
+		// A null leaves the field at its zero value, as encoding/json
+		// does (each field is seen once). On a false return e is dropped.
+		ok = true
+		switch {
+		case field >= 0 && d.null():
+		case field == 0: // eventStart
+			var n int64
+			n, ok = d.int64()
 			e.EventStart = &n
-		case 1: // eventEnd
-			if d.null() {
-				break
-			}
-			n, ok := d.int64()
-			if !ok {
-				return e, false
-			}
-			e.EventEnd = n
-		case 2: // severity
-			if d.null() {
-				break
-			}
-			v, ok := d.str()
-			if !ok {
-				return e, false
-			}
+		case field == 1: // eventEnd
+			e.EventEnd, ok = d.int64()
+		case field == 2: // severity
+			var v string
+			v, ok = d.str()
 			e.Severity = Severity(v)
-		case 3: // scope
-			if d.null() {
-				break
+		case field == 3: // scope
+			e.Scope, ok = d.strings()
+		case field == 4: // message
+			if ok = d.peek() == '{'; ok {
+				e.Message, ok = d.object(1)
 			}
-			v, ok := d.strings()
-			if !ok {
-				return e, false
-			}
-			e.Scope = v
-		case 4: // message
-			if d.null() {
-				break
-			}
-			if d.peek() != '{' {
-				return e, false
-			}
-			v, ok := d.object(1)
-			if !ok {
-				return e, false
-			}
-			e.Message = v
-		case 5: // requestId
-			if d.null() {
-				break
-			}
-			v, ok := d.str()
-			if !ok {
-				return e, false
-			}
-			e.RequestID = v
-		case -2:
-			return e, false
+		case field == 5: // requestId
+			e.RequestID, ok = d.str()
+		case field == -2:
+			ok = false
 		default:
-			if !d.skip(1) {
-				return e, false
-			}
+			ok = d.skip(1)
+		}
+		if !ok {
+			return e, false
 		}
 		d.ws()
 		if d.byte(',') {
