@@ -16,7 +16,6 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
-	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/tracecheck"
 )
 
@@ -39,11 +38,7 @@ func (s *state) followTracesFor(ctx context.Context, n, secs int) error {
 }
 
 func (s *state) sendGetRequestsAtOnce(ctx context.Context, n int, path string) error {
-	d, err := s.deployment(ctx)
-	if err != nil {
-		return err
-	}
-	addr, err := d.ListenerAddr(targets.DefaultListener)
+	addr, err := s.listenerAddr(ctx)
 	if err != nil {
 		return err
 	}

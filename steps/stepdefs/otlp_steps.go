@@ -2,7 +2,6 @@ package stepdefs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -357,17 +356,11 @@ func (s *state) backendGotTraceparent(context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.lastResponse()
+	echoed, err := s.echoedHeaders()
 	if err != nil {
 		return err
 	}
-	var echo struct {
-		Headers map[string]string `json:"headers"`
-	}
-	if err := json.Unmarshal(r.body, &echo); err != nil {
-		return fmt.Errorf("the response is not the echo backend's JSON (status %d): %v", r.status, err)
-	}
-	tp := echo.Headers["Traceparent"]
+	tp := echoed["Traceparent"]
 	sc := otlp.ParseTraceparent(tp)
 	if !sc.IsValid() {
 		return fmt.Errorf("the backend received traceparent %q, not a valid one", tp)

@@ -2,7 +2,6 @@ package stepdefs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -166,15 +165,9 @@ func (s *state) snapshotHidesCredential(_ context.Context, stage, kind, name str
 // received each end-to-end credential header as the client sent it: a
 // trace is redacted, the traffic is not.
 func (s *state) echoesCredentials(context.Context) error {
-	r, err := s.lastResponse()
+	echoed, err := s.echoedHeaders()
 	if err != nil {
 		return err
-	}
-	var echo struct {
-		Headers map[string]string `json:"headers"`
-	}
-	if err := json.Unmarshal(r.body, &echo); err != nil {
-		return fmt.Errorf("the response is not the echo backend's JSON (status %d): %v", r.status, err)
 	}
 	for _, name := range s.creds.headers {
 		if strings.EqualFold(name, "proxy-authorization") {
@@ -183,7 +176,7 @@ func (s *state) echoesCredentials(context.Context) error {
 			continue
 		}
 		secret := s.creds.lastSent[strings.ToLower(name)]
-		got := echo.Headers[http.CanonicalHeaderKey(name)]
+		got := echoed[http.CanonicalHeaderKey(name)]
 		if want := credentialValue(name, secret); !strings.Contains(got, want) {
 			return fmt.Errorf("the backend did not receive header %s as sent (got %d bytes without the credential): a proxy redacts its traces, never the traffic", name, len(got))
 		}

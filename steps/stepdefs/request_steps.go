@@ -605,11 +605,7 @@ func streamWhole(r *response, tokens int) error {
 // usage chunk, before [DONE], and returns once the usage chunk has reached
 // the client: the stream is then under way but has not ended.
 func (s *state) startHeld(ctx context.Context, n int, key string) error {
-	d, err := s.deployment(ctx)
-	if err != nil {
-		return err
-	}
-	addr, err := d.ListenerAddr(targets.DefaultListener)
+	addr, err := s.listenerAddr(ctx)
 	if err != nil {
 		return err
 	}

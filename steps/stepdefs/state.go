@@ -2,6 +2,7 @@ package stepdefs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -271,6 +272,16 @@ func (s *state) deployment(ctx context.Context) (targets.Deployment, error) {
 	return s.dep, nil
 }
 
+// listenerAddr is the address of the scenario's default listener, the
+// target configured first if it was not yet.
+func (s *state) listenerAddr(ctx context.Context) (string, error) {
+	d, err := s.deployment(ctx)
+	if err != nil {
+		return "", err
+	}
+	return d.ListenerAddr(targets.DefaultListener)
+}
+
 // replica returns the deployment the next request goes to: with several
 // replicas, each in turn.
 func (s *state) replica(ctx context.Context) (targets.Deployment, error) {
@@ -313,6 +324,22 @@ func (s *state) lastResponse() (*response, error) {
 		return nil, errors.New("no request was sent")
 	}
 	return s.responses[len(s.responses)-1], nil
+}
+
+// echoedHeaders are the request headers the echo backend says it
+// received (its /headers or /anything answer), from the last response.
+func (s *state) echoedHeaders() (map[string]string, error) {
+	r, err := s.lastResponse()
+	if err != nil {
+		return nil, err
+	}
+	var echo struct {
+		Headers map[string]string `json:"headers"`
+	}
+	if err := json.Unmarshal(r.body, &echo); err != nil {
+		return nil, fmt.Errorf("the response is not the echo backend's JSON (status %d): %v", r.status, err)
+	}
+	return echo.Headers, nil
 }
 
 func (s *state) currentTrace() (*sse.Trace, error) {
