@@ -64,6 +64,12 @@ func TestMayRedact(t *testing.T) {
 		{"a short secret, whole", `{"message":{"bucket":"abc"}}`, []string{"abc"}, true},
 		{"a short secret, inside", `{"message":{"path":"/abc/def"}}`, []string{"abc"}, false},
 		{"a secret elsewhere", `{"message":{"bucket":"xyz"}}`, []string{"abc", "sk-secret-123"}, false},
+		// \u escapes are decoded by the fast path (jsonscan.AppendUnquoted), as walk decodes them
+		{"a short secret behind \\u escapes", `{"message":{"bucket":"\u0061b\u0063"}}`, []string{"abc"}, true},
+		{"a long secret behind a \\u escape", `{"message":{"reason":"key sk-secret\u002d123 refused"}}`, []string{"sk-secret-123"}, true},
+		{"a long secret behind a surrogate pair", `{"message":{"reason":"\ud83d\ude00-sk-secret-123"}}`, []string{"\U0001F600-sk-secret-123"}, true},
+		{"\\u escapes, no secret", `{"message":{"x":"\u00e9t\u00e9 \ud83d\ude00"}}`, []string{"abc"}, false},
+		{"a \\u escape that is not one", `{"message":{"x":"\u00zz"}}`, []string{"abc"}, true},
 		{"cut short", `{"headers":{"authorization":"Bearer x`, nil, true},
 		{"a name cut short", `{"headers":{"authorization`, nil, true},
 		{"a backslash at the end", `{"headers":{},"x":"a\`, nil, true},
