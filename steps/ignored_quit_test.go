@@ -122,7 +122,7 @@ func TestIgnoredQuitFailsAtItsBound(t *testing.T) {
 				d.mu.Lock()
 				took = d.stopAt.Sub(d.quitAt)
 				d.mu.Unlock()
-				const slack = 10 * time.Second
+				const slack = 5 * time.Second
 				t.Logf("from /quitquitquit to the scenario's end: %v", took.Round(time.Millisecond))
 				if took < quitBound || took > quitBound+slack {
 					t.Errorf("from /quitquitquit to the scenario's end took %v, want within %v past the bound %v", took.Round(time.Millisecond), slack, quitBound)

@@ -1,6 +1,8 @@
 // Package jsonscan finds, eight bytes at a time, where a run of bytes that
-// a JSON string holds as they are ends: the one string scanner of the
-// trace's reader (golden/trace) and the proxy's writer (refproxy/tracing).
+// a JSON string holds as they are ends, and decodes a JSON string's body
+// as encoding/json does: the one string scanner and decoder of the trace's
+// reader (golden/trace), the proxy's writer (refproxy/tracing) and
+// redaction's look ahead (golden/trace/redact).
 package jsonscan
 
 import (
@@ -19,14 +21,6 @@ var plain, htmlSafe = func() (p, h [256]bool) {
 	}
 	return p, h
 }()
-
-// IsPlain tells whether a JSON string holds c as it is (Plain's test for
-// one byte).
-func IsPlain(c byte) bool { return plain[c] }
-
-// IsHTMLSafe tells whether json.Marshal writes c in a string as it is
-// (HTMLSafe's test for one byte).
-func IsHTMLSafe(c byte) bool { return htmlSafe[c] }
 
 // Plain is the index of the first byte of s from i on that is a quote, a
 // backslash, a control byte or past ASCII, or len(s): where a reader of a

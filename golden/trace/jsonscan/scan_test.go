@@ -15,20 +15,20 @@ func TestRunsMatchByteByByte(t *testing.T) {
 		b := byte(c)
 		wantPlain := b >= 0x20 && b < 0x80 && b != '"' && b != '\\'
 		wantSafe := wantPlain && b != '<' && b != '>' && b != '&'
-		if IsPlain(b) != wantPlain || IsHTMLSafe(b) != wantSafe {
-			t.Fatalf("byte %#x: IsPlain %v IsHTMLSafe %v, want %v %v", b, IsPlain(b), IsHTMLSafe(b), wantPlain, wantSafe)
+		if plain[b] != wantPlain || htmlSafe[b] != wantSafe {
+			t.Fatalf("byte %#x: plain %v htmlSafe %v, want %v %v", b, plain[b], htmlSafe[b], wantPlain, wantSafe)
 		}
 	}
 	scanners := []struct {
 		name string
 		run  func(string, int) int
-		ok   func(byte) bool
-	}{{"Plain", Plain, IsPlain}, {"HTMLSafe", HTMLSafe, IsHTMLSafe}}
+		ok   *[256]bool
+	}{{"Plain", Plain, &plain}, {"HTMLSafe", HTMLSafe, &htmlSafe}}
 	specials := []byte{'"', '\\', '<', '>', '&', 0, 0x1f, 0x7f, 0x80, 0xe2, 0xff, '\n', ' ' - 1}
 	base := "abcdefghijklmnopqrstuvwxyz0123456789 !#$%'()*+,-./:;=?@[]^_`{|}~"
 	for _, sc := range scanners {
 		slow := func(s string, i int) int {
-			for i < len(s) && sc.ok(s[i]) {
+			for i < len(s) && sc.ok[s[i]] {
 				i++
 			}
 			return i
