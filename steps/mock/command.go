@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 )
@@ -27,19 +28,20 @@ func Command(ctx context.Context, name string, args []string, out io.Writer) err
 	var llm, echo addrList
 	fs.Var(&llm, "llm-addr", "address of a mock LLM (OpenAI chat completions); repeat for several, empty disables (default 127.0.0.1:8001)")
 	fs.Var(&echo, "echo-addr", "address of an echo backend (httpbin-like); repeat for several, empty disables (default 127.0.0.1:8000)")
+	poolAddr := fs.String("pool-addr", "", "address of a pool's control API, which starts mock backends on demand (POST /__pool/echo); with it, --llm-addr and --echo-addr default to none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if !llm.set {
+	if !llm.set && *poolAddr == "" {
 		llm.addrs = []string{"127.0.0.1:8001"}
 	}
-	if !echo.set {
+	if !echo.set && *poolAddr == "" {
 		echo.addrs = []string{"127.0.0.1:8000"}
 	}
-	if len(llm.addrs) == 0 && len(echo.addrs) == 0 {
+	if len(llm.addrs) == 0 && len(echo.addrs) == 0 && *poolAddr == "" {
 		return fmt.Errorf("both --llm-addr and --echo-addr are empty: nothing to serve")
 	}
 	var servers []*Server
@@ -48,6 +50,20 @@ func Command(ctx context.Context, name string, args []string, out io.Writer) err
 			_ = s.Close()
 		}
 	}()
+	if *poolAddr != "" {
+		host, _, err := net.SplitHostPort(*poolAddr)
+		if err != nil {
+			return fmt.Errorf("--pool-addr: %w", err)
+		}
+		pool := NewPool(host)
+		defer pool.Close()
+		s, err := Listen(*poolAddr, pool)
+		if err != nil {
+			return fmt.Errorf("--pool-addr: %w", err)
+		}
+		servers = append(servers, s)
+		fmt.Fprintf(out, "pool listening on %s\n", s.Addr())
+	}
 	type backend struct {
 		kind, addr string
 		h          http.Handler

@@ -10,9 +10,9 @@ import (
 	"net/url"
 )
 
-// RemoteCount asks the mock server at addr (host:port) how many requests it
-// received: GET /__count. Targets that run the mocks out of process (a
-// container, a pod) use it.
+// RemoteCount asks the mock server at addr (host:port, or a pool's server
+// as PoolControl names it) how many requests it received: GET /__count.
+// Targets that run the mocks out of process (a container, a pod) use it.
 func RemoteCount(ctx context.Context, addr string) (int64, error) {
 	b, err := control(ctx, addr, http.MethodGet, "/__count")
 	if err != nil {

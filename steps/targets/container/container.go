@@ -1,15 +1,20 @@
 // Package container is the container target: a proxy shipped as an image,
-// run with testcontainers-go, one container per scenario, with the
-// scenario's mock backends in a container of their own beside it.
+// run with testcontainers-go, one container per scenario, with every
+// scenario's mock backends served by one container beside them.
 //
 // # Networking
 //
-// Each run creates one Docker network of its own. Per scenario the target
-// starts a mock-backend container on it (every backend of the scenario, one
-// port each), then the proxy container, whose standalone config names the
-// mocks by their container address on that network. The suite reaches the
-// proxy's listeners and admin server, and the mocks' control endpoints,
-// through ports published on 127.0.0.1 only.
+// Each run creates one Docker network of its own and starts one
+// mock-backend container on it, a pool (mock.Pool) that makes each
+// scenario's backends on demand, each on a port of its own with a counter
+// of its own. Per scenario the target asks the pool for its backends, then
+// starts the proxy container, whose standalone config names the mocks by
+// the mock container's address on that network. The suite reaches the
+// proxy's listeners and admin server, and the pool's control API, through
+// ports published on 127.0.0.1 only. A container per scenario for the
+// mocks, as before, doubled the run's containers, and on a Docker host
+// whose storage is slow (fuse-overlayfs) the daemon's time is most of this
+// target's.
 //
 // The mocks run in a container, rather than in this process behind the
 // network's gateway, so that the proxy never has to reach the host: that
@@ -22,9 +27,9 @@
 //
 // testcontainers-go's reaper (Ryuk) needs an image pulled from a registry;
 // the target disables it (TESTCONTAINERS_RYUK_DISABLED=true unless set) and
-// removes what it made itself: each container when its scenario ends, and
-// everything labelled with the run's id when the run ends, also after a
-// failure or an interrupt. A run that was killed outright leaves its
+// removes what it made itself: each proxy container (and its mocks in the
+// pool) when its scenario ends, and everything labelled with the run's id
+// when the run ends, also after a failure or an interrupt. A run that was killed outright leaves its
 // containers labelled with its process id; the next run on the host
 // removes those of processes that no longer exist.
 package container
@@ -69,11 +74,12 @@ const (
 )
 
 // Ports inside the containers: the proxy's listeners take firstListenerPort
-// and up, the mocks firstMockPort and up. unreachablePort is a port of the
-// mock container where nothing listens: connecting is refused.
+// and up; the mock container's pool answers on poolPort, and its backends
+// take free ports. unreachablePort is a port of the mock container where
+// nothing listens: connecting is refused.
 const (
 	firstListenerPort = 10000
-	firstMockPort     = 8000
+	poolPort          = 7999
 	unreachablePort   = 9
 )
 
@@ -106,8 +112,8 @@ type Options struct {
 	// Pull is missing (default) or never.
 	Pull PullPolicy `json:"pull,omitempty"`
 	// MockImage serves the mock backends: its entrypoint takes the flags of
-	// mock.Command (--echo-addr, --llm-addr, repeated). Empty builds one
-	// from MockBuild.
+	// mock.Command (the target runs it with --pool-addr :7999). Empty
+	// builds one from MockBuild.
 	MockImage string `json:"mockImage,omitempty"`
 	// StartupTimeout bounds a scenario's containers getting ready. Default
 	// 30s.
@@ -179,7 +185,11 @@ type Container struct {
 	// machine: services the suite runs for the proxy listen there.
 	gateway   string
 	mockImage string
-	scenarios atomic.Int64
+	// pool is the run's mock-backend container; poolIP its address on
+	// the run's network, poolAddr its control API's published address.
+	pool             *testcontainers.DockerContainer
+	poolIP, poolAddr string
+	scenarios        atomic.Int64
 
 	mu sync.Mutex
 	// readyTimes are the start-to-ready times of the proxy containers.
@@ -251,6 +261,38 @@ func (c *Container) Start(ctx context.Context) (err error) {
 	if c.bindIP, c.dialHost, c.gateway, err = publishAddrs(ctx, c.provider, c.network); err != nil {
 		return fmt.Errorf("container target: the run's network: %w", err)
 	}
+	return c.startPool(ctx)
+}
+
+// startPool starts the run's one mock-backend container, a pool that
+// makes each scenario's backends on demand (mock.Pool): a container per
+// scenario for the mocks doubled the run's containers, and the Docker
+// daemon's time is most of this target's.
+func (c *Container) startPool(ctx context.Context) error {
+	port := strconv.Itoa(poolPort) + "/tcp"
+	ctr, err := testcontainers.Run(ctx, c.mockImage,
+		testcontainers.WithLogger(tclog.NewNoopLogger()),
+		testcontainers.WithName("gwdiag-"+c.run+"-mocks"),
+		testcontainers.WithCmd("--pool-addr", ":"+strconv.Itoa(poolPort)),
+		testcontainers.WithLabels(runLabels(c.run, "mocks")),
+		testcontainers.WithExposedPorts(port),
+		testcontainers.WithHostConfigModifier(publish(c.bindIP, []string{port})),
+		tcnetwork.WithNetwork(nil, c.network),
+		testcontainers.WithWaitStrategy(wait.ForLog("pool listening on").
+			WithStartupTimeout(time.Duration(c.opts.StartupTimeout))),
+	)
+	c.pool = ctr
+	if err != nil {
+		return (&deployment{target: c}).startError(ctx, ctr, "mock backends", c.mockImage, err)
+	}
+	if c.poolIP, err = containerIP(ctx, ctr, c.network.Name); err != nil {
+		return err
+	}
+	mapped, err := ctr.MappedPort(ctx, port)
+	if err != nil {
+		return fmt.Errorf("container target: the mock backends' pool: %w", err)
+	}
+	c.poolAddr = net.JoinHostPort(c.dialHost, mapped.Port())
 	return nil
 }
 
@@ -298,12 +340,13 @@ func (c *Container) Configure(ctx context.Context, setup targets.Setup) (targets
 	return d, nil
 }
 
-// deployment is one scenario's proxy and mocks.
+// deployment is one scenario's proxy, and its mocks in the run's pool.
 type deployment struct {
 	target *Container
 	name   string
 	proxy  *testcontainers.DockerContainer
-	mocks  *testcontainers.DockerContainer
+	// mocks are the pool's ports of this scenario's backends.
+	mocks []int
 
 	admin         string
 	listenerAddrs map[string]string
@@ -320,79 +363,35 @@ type deployment struct {
 // labels of a container of the deployment.
 func (d *deployment) labels(role string) map[string]string { return runLabels(d.target.run, role) }
 
-// publish is the port bindings of ports: each on the target's bind
-// address, a free host port.
-func (d *deployment) publish(ports []string) func(*container.HostConfig) {
+// publish is the port bindings of ports: each on bind, a free host port.
+func publish(bind netip.Addr, ports []string) func(*container.HostConfig) {
 	return func(hc *container.HostConfig) {
 		hc.PortBindings = network.PortMap{}
 		for _, p := range ports {
-			hc.PortBindings[network.MustParsePort(p)] = []network.PortBinding{{HostIP: d.target.bindIP, HostPort: "0"}}
+			hc.PortBindings[network.MustParsePort(p)] = []network.PortBinding{{HostIP: bind, HostPort: "0"}}
 		}
 	}
 }
 
-// startMocks starts one container serving every backend of setup, one port
-// each.
+// startMocks asks the run's pool for a server per backend of setup.
 func (d *deployment) startMocks(ctx context.Context, setup targets.Setup) error {
-	var args, ports []string
-	port := map[string]int{}
-	for i, b := range setup.Backends {
-		p := firstMockPort + i
+	c := d.target
+	for _, b := range setup.Backends {
 		switch b.Kind {
-		case targets.BackendEcho:
-			args = append(args, "--echo-addr", ":"+strconv.Itoa(p))
-		case targets.BackendLLM:
-			args = append(args, "--llm-addr", ":"+strconv.Itoa(p))
+		case targets.BackendEcho, targets.BackendLLM:
 		case targets.BackendUnreachable:
-			port[b.Name] = unreachablePort
+			d.backendAddrs[b.Name] = net.JoinHostPort(c.poolIP, strconv.Itoa(unreachablePort))
 			continue
 		default:
 			return fmt.Errorf("backend %q: unknown kind %q", b.Name, b.Kind)
 		}
-		port[b.Name] = p
-		ports = append(ports, strconv.Itoa(p)+"/tcp")
-	}
-	servers := len(ports)
-	if servers == 0 {
-		// Only unreachable backends: the container still gives them an
-		// address, on which nothing listens.
-		args, servers = []string{"--echo-addr", ":" + strconv.Itoa(firstMockPort)}, 1
-	}
-	if !slices.Contains(args, "--llm-addr") {
-		args = append(args, "--llm-addr", "")
-	}
-	if !slices.Contains(args, "--echo-addr") {
-		args = append(args, "--echo-addr", "")
-	}
-	ctr, err := testcontainers.Run(ctx, d.target.mockImage,
-		testcontainers.WithLogger(tclog.NewNoopLogger()),
-		testcontainers.WithName(d.name+"-mocks"),
-		testcontainers.WithCmd(args...),
-		testcontainers.WithLabels(d.labels("mocks")),
-		testcontainers.WithExposedPorts(ports...),
-		testcontainers.WithHostConfigModifier(d.publish(ports)),
-		tcnetwork.WithNetwork(nil, d.target.network),
-		testcontainers.WithWaitStrategy(wait.ForLog("listening on").WithOccurrence(servers).
-			WithStartupTimeout(time.Duration(d.target.opts.StartupTimeout))),
-	)
-	d.mocks = ctr
-	if err != nil {
-		return d.startError(ctx, ctr, "mock backends", d.target.mockImage, err)
-	}
-	ip, err := containerIP(ctx, ctr, d.target.network.Name)
-	if err != nil {
-		return err
-	}
-	for _, b := range setup.Backends {
-		d.backendAddrs[b.Name] = net.JoinHostPort(ip, strconv.Itoa(port[b.Name]))
-		if b.Kind == targets.BackendUnreachable {
-			continue
-		}
-		mapped, err := ctr.MappedPort(ctx, strconv.Itoa(port[b.Name])+"/tcp")
+		port, err := mock.PoolAdd(ctx, c.poolAddr, string(b.Kind))
 		if err != nil {
-			return fmt.Errorf("mock backend %q: %w", b.Name, err)
+			return fmt.Errorf("container target: mock backend %q from the mock container's pool: %w", b.Name, err)
 		}
-		d.controlAddrs[b.Name] = net.JoinHostPort(d.target.dialHost, mapped.Port())
+		d.mocks = append(d.mocks, port)
+		d.backendAddrs[b.Name] = net.JoinHostPort(c.poolIP, strconv.Itoa(port))
+		d.controlAddrs[b.Name] = mock.PoolControl(c.poolAddr, port)
 	}
 	return nil
 }
@@ -425,7 +424,7 @@ func (d *deployment) startProxy(ctx context.Context, setup targets.Setup) error 
 		testcontainers.WithLabels(d.labels("proxy")),
 		testcontainers.WithFiles(testcontainers.ContainerFile{Reader: bytes.NewReader(yml), ContainerFilePath: o.ConfigPath, FileMode: 0o644}),
 		testcontainers.WithExposedPorts(exposed...),
-		testcontainers.WithHostConfigModifier(d.publish(exposed)),
+		testcontainers.WithHostConfigModifier(publish(d.target.bindIP, exposed)),
 		tcnetwork.WithNetwork(nil, d.target.network),
 		testcontainers.WithWaitStrategyAndDeadline(time.Duration(o.StartupTimeout), onHost(d.target.dialHost,
 			wait.ForHTTP("/config_dump").WithPort(adminPort).WithPollInterval(20*time.Millisecond),
@@ -567,7 +566,7 @@ func (d *deployment) ProxyConfig() (string, []byte) {
 }
 
 // Stop implements targets.Deployment: it keeps the proxy's logs, then
-// removes both containers.
+// removes its container and closes its mock backends.
 func (d *deployment) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
 		var errs []error
@@ -577,8 +576,10 @@ func (d *deployment) Stop(ctx context.Context) error {
 			}
 			errs = append(errs, d.proxy.Terminate(ctx))
 		}
-		if d.mocks != nil {
-			errs = append(errs, d.mocks.Terminate(ctx))
+		for _, port := range d.mocks {
+			if err := mock.PoolRemove(ctx, d.target.poolAddr, port); err != nil {
+				errs = append(errs, fmt.Errorf("mock backend on port %d of the pool: %w", port, err))
+			}
 		}
 		d.stopErr = errors.Join(errs...)
 	})

@@ -78,6 +78,9 @@ func TestContainerTargetErrors(t *testing.T) {
 			StartupTimeout: config.Duration(2 * time.Second)},
 			[]string{"the proxy container (image " + proxy + ") was not ready within 2s",
 				"the suite waits for /config_dump on admin port 15000/tcp (--admin-port", "admin=[::]:15001"}},
+		// An image that serves no mock pool: refproxy refuses --pool-addr.
+		{"mock image without a pool", container.Options{Image: proxy, MockImage: proxy},
+			[]string{"the mock backends container (image " + proxy + ") exited with code", "pool-addr"}},
 		{"no image", container.Options{}, []string{"--target container needs --image"}},
 		{"bad pull policy", container.Options{Image: proxy, Pull: "sometimes"}, []string{`--pull "sometimes": want missing or never`}},
 		{"relative config path", container.Options{Image: proxy, ConfigPath: "config.yaml"}, []string{"want an absolute path"}},
@@ -159,14 +162,34 @@ func TestContainerDeployment(t *testing.T) {
 	if err := d.ReleaseHeld(ctx, "b", "k"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("ReleaseHeld on an echo backend: got %v, want the mock's 404", err)
 	}
+	// A second scenario's mocks are served by the same container, on ports
+	// of their own, with counters of their own.
+	d2, err := c.Configure(ctx, targettest.OneRoute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Stop(ctx)
+	b2, _ := d2.BackendAddr("b")
+	if b2Host, _, _ := strings.Cut(b2, ":"); b2Host != bHost || b2 == b {
+		t.Errorf("the second scenario's backend %s: want another port of the mock container %s", b2, bHost)
+	}
+	if n, err := d2.BackendRequests(ctx, "b"); err != nil || n != 0 {
+		t.Errorf("the second scenario's BackendRequests: %d, %v; want 0", n, err)
+	}
 	if err := d.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := d.BackendRequests(ctx, "b"); err == nil || !strings.Contains(err.Error(), "no mock server on port") {
+		t.Errorf("BackendRequests after Stop: %v; want the pool's error: the scenario's mocks are closed", err)
+	}
+	if n, err := d2.BackendRequests(ctx, "b"); err != nil || n != 0 {
+		t.Errorf("the second scenario's BackendRequests after the first stopped: %d, %v; want 0", n, err)
 	}
 	if logs := d.(targets.LogKeeper).ProxyLogs(); !strings.Contains(logs, "refproxy started") {
 		t.Errorf("proxy logs after Stop: %q, want refproxy's start line", logs)
 	}
-	if rt := c.ReadyTimes(); len(rt) != 1 || rt[0] <= 0 {
-		t.Errorf("ReadyTimes: %v, want one positive duration", rt)
+	if rt := c.ReadyTimes(); len(rt) != 2 || rt[0] <= 0 {
+		t.Errorf("ReadyTimes: %v, want two positive durations", rt)
 	}
 }
 

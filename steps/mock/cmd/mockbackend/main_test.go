@@ -19,6 +19,7 @@ func TestRunArgs(t *testing.T) {
 		{"stray argument", []string{"extra"}, `unexpected arguments ["extra"]`},
 		{"unknown flag", []string{"--port", "1"}, "flag provided but not defined: -port"},
 		{"bad address", []string{"--llm-addr", "nope", "--echo-addr", ""}, "--llm-addr: listen tcp: address nope: missing port"},
+		{"bad pool address", []string{"--pool-addr", "nope"}, "--pool-addr: address nope: missing port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
