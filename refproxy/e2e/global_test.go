@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -260,6 +261,32 @@ func TestGlobalFailureModes(t *testing.T) {
 		if closed.echo.Count()-before > 5 {
 			t.Fatal("more than the budget admitted after the service came back")
 		}
+	}
+}
+
+// TestGlobalLimitConnectsAtLoad: a route with a global limit connects to
+// its rate-limit service when the config loads, before any request: the
+// first request's check, bounded by the policy's timeout, must not also
+// pay for the connection (a fail-closed route's first request got a 500
+// on a loaded machine when it did).
+func TestGlobalLimitConnectsAtLoad(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	start(t, globalRoute(ln.Addr().String(), "failClosed"))
+	select {
+	case c := <-accepted:
+		c.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection to the rate-limit service within 10 s of the config's load, before any request")
 	}
 }
 

@@ -204,8 +204,11 @@ func New(opts Options) *Dataplane {
 }
 
 // rlsConn returns the connection to a rate-limit service, shared by every
-// policy that names the address and kept across reloads. Connections are
-// lazy: nothing is dialled before the first check.
+// policy that names the address and kept across reloads. It starts
+// connecting at once, in the background: a service not there yet is no
+// error, and the first request's check, bounded by the policy's timeout
+// (1 s by default), does not also pay for the connection (on a loaded
+// machine that cost a fail-closed route its first request, a 500).
 func (dp *Dataplane) rlsConn(addr string) (grpc.ClientConnInterface, error) {
 	if dp.rlsUsed != nil {
 		dp.rlsUsed[addr] = true
@@ -217,6 +220,7 @@ func (dp *Dataplane) rlsConn(addr string) (grpc.ClientConnInterface, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.Connect()
 	dp.rlsConns[addr] = c
 	return c, nil
 }
