@@ -88,13 +88,6 @@ func (p *Pool) Remove(port int) error {
 	return s.srv.Close()
 }
 
-// Len is the number of servers the pool holds.
-func (p *Pool) Len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.servers)
-}
-
 // Close closes every server; Add fails after it.
 func (p *Pool) Close() error {
 	p.mu.Lock()

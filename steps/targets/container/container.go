@@ -283,6 +283,8 @@ func (c *Container) startPool(ctx context.Context) error {
 	)
 	c.pool = ctr
 	if err != nil {
+		// startError reads only the target of a deployment for a
+		// container that is not a proxy's.
 		return (&deployment{target: c}).startError(ctx, ctr, "mock backends", c.mockImage, err)
 	}
 	if c.poolIP, err = containerIP(ctx, ctr, c.network.Name); err != nil {
