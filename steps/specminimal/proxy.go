@@ -189,6 +189,11 @@ func (p *Proxy) dataPlane(port int, l Listener) http.Handler {
 		}, FlushInterval: -1}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The request body is forwarded while the response streams back:
+		// without full duplex, the server closes the body once the response
+		// has begun, and the transport's last read of it (for its EOF) then
+		// fails, which closes the backend connection mid-stream.
+		_ = http.NewResponseController(w).EnableFullDuplex()
 		begin := time.Now()
 		t := p.tracer.take(begin)
 		t.emit(nil, "requestStarted", nil)
