@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gwdiag/gwdiag/clusters/controller"
@@ -57,5 +58,15 @@ func testExistingClusterWithItsDataPlane(t *testing.T, n *localNode) {
 	})
 	if rep.Failed() || rep.Summary.Passed == 0 || rep.Summary.Skipped != 0 || rep.Summary.Unsupported != 0 {
 		t.Errorf("got %+v, want every trace-order and proxy-pods scenario run and passed on the implementation's own pods", rep.Summary)
+	}
+	// The run's mock pool goes with it: the cluster is the user's.
+	var nss corev1.NamespaceList
+	if err := c.List(ctx, &nss, client.MatchingLabels{"gwdiag.dev/role": "mock-backends"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss.Items {
+		if ns.DeletionTimestamp == nil {
+			t.Errorf("namespace %s of a mock pool left after the run", ns.Name)
+		}
 	}
 }

@@ -43,7 +43,7 @@ import (
 // nodeFixture is one scenario on a real local node (clusters/kube/node),
 // deployed by the conformance suite's cluster target: the reference
 // controller runs refproxy in a pod for Gateway "gwdiag", with one route
-// "httpbin" to an echo backend in a mock pod.
+// "httpbin" to an echo backend in the mock pool's pod.
 type nodeFixture struct {
 	scenario   cluster.Scenario
 	kubeconfig string

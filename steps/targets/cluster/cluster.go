@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -57,15 +58,16 @@ type Options struct {
 	// DataPlane says that on the cluster of Kubeconfig the implementation
 	// runs its proxy in pods labelled gateway.networking.k8s.io/gateway-name
 	// with the admin server on AdminPort: the target sends traffic to them
-	// through port-forwards, and runs the mock backends as pods of
-	// MockImage. LocalNode implies it.
+	// through port-forwards, and runs the mock backends in a pod of
+	// MockImage (one for the run). LocalNode implies it.
 	DataPlane bool `json:"dataPlane,omitempty"`
 	// AdminPort is the proxy pods' admin port. Default 15000.
 	AdminPort int `json:"adminPort,omitempty"`
-	// MockImage serves the mock backends in pods (with DataPlane): an
+	// MockImage serves the mock backends in a pod (with DataPlane): an
 	// image the cluster can pull whose entrypoint takes the flags of
-	// `gwdiag conformance mockbackend` (--echo-addr, --llm-addr). With
-	// LocalNode it is packed from MockBinary and need not be set.
+	// `gwdiag conformance mockbackend` (the target runs it with
+	// --pool-addr). With LocalNode it is packed from MockBinary and need
+	// not be set.
 	MockImage string `json:"mockImage,omitempty"`
 	// RefproxyBinary and MockBinary are the static executables the local
 	// node's images are packed from; MockArgs come before the mock flags
@@ -75,8 +77,9 @@ type Options struct {
 	MockBinary     string   `json:"mockBinary,omitempty"`
 	MockArgs       []string `json:"mockArgs,omitempty"`
 	// ServeTimeout bounds, per scenario with a data plane, the wait for the
-	// mock pod, the Gateway's Programmed condition, a ready proxy pod and
-	// the proxy serving the scenario's config. Default 2m.
+	// Gateway's Programmed condition, a ready proxy pod and the proxy
+	// serving the scenario's config; and once per run the wait for the
+	// mock pool's pod. Default 2m.
 	ServeTimeout duration.Duration `json:"serveTimeout,omitempty"`
 	// Kubeconfig is the kubeconfig file of an existing cluster; empty
 	// means $KUBECONFIG, then ~/.kube/config. Its current context is used.
@@ -179,6 +182,8 @@ type Cluster struct {
 	cfg        *rest.Config
 	client     client.Client
 	policy     schema.GroupVersionKind
+	// mocks is the run's mock pool, with a data plane.
+	mocks mockPool
 }
 
 // New returns a cluster target; Start connects or starts the cluster.
@@ -389,6 +394,8 @@ func (c *Cluster) Stop(context.Context) error {
 		errs = append(errs, c.local.Stop())
 		c.local = nil
 	}
+	// Also on a node the target started: a test's node may outlive it.
+	errs = append(errs, c.stopPool())
 	if c.node != nil {
 		if err := c.node.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop the %s: %w", c.opts.nodeName(), err))
@@ -400,37 +407,32 @@ func (c *Cluster) Stop(context.Context) error {
 
 // Configure implements Target: it creates the scenario's namespace and
 // objects, then waits until a controller has written the status of every
-// one of them at its current generation. With a data plane it creates the
-// mock pod last and waits until the proxy serves the scenario (serve).
+// one of them at its current generation. With a data plane it first asks
+// the run's mock pool for the scenario's backends, creates their
+// EndpointSlices last, and waits until the proxy serves the scenario
+// (serve).
 func (c *Cluster) Configure(ctx context.Context, setup targets.Setup) (targets.Deployment, error) {
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gwdiag-",
-		Labels: map[string]string{"app.kubernetes.io/managed-by": "gwdiag-conformance"}}}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gwdiag-", Labels: managedBy}}
 	if err := c.client.Create(ctx, nsObj); err != nil {
 		return nil, fmt.Errorf("cluster target: create namespace: %w", err)
 	}
 	d := &clusterDeployment{c: c, ns: nsObj.Name}
-	var plan *mockPlan
+	var endpoints map[string]netip.AddrPort
 	if c.opts.hasDataPlane() {
 		var err error
-		if plan, err = planMocks(setup.Backends); err != nil {
+		if endpoints, err = d.mockBackends(ctx, setup.Backends); err != nil {
 			d.Stop(ctx)
 			return nil, fmt.Errorf("cluster target: %w", err)
 		}
+		d.backends = map[string]string{}
+		for b, ep := range endpoints {
+			d.backends[b] = ep.String()
+		}
 	}
-	objs, err := clusterManifests(setup, d.ns, c.opts.GatewayClassName, c.policy, plan)
+	objs, err := clusterManifests(setup, d.ns, c.opts.GatewayClassName, c.policy, endpoints)
 	if err != nil {
 		d.Stop(ctx)
 		return nil, err
-	}
-	if plan != nil {
-		// Last: the backends' endpoints appear only once every route and
-		// policy exists, so a proxy config that has the endpoints was made
-		// from the whole scenario (serve relies on it).
-		objs = append(objs, mockPod(d.ns, c.opts.MockImage, c.mockPull(), plan))
-		if err := d.waitServiceAccount(ctx); err != nil {
-			d.Stop(ctx)
-			return nil, fmt.Errorf("cluster target: %w", err)
-		}
 	}
 	type awaited struct{ kind, name string }
 	var awaits []awaited
@@ -444,14 +446,14 @@ func (c *Cluster) Configure(ctx context.Context, setup targets.Setup) (targets.D
 		}
 		d.applied = append(d.applied, applied{gvk, o.GetName()})
 		switch kind {
-		case "Service", "Pod":
+		case "Service", "EndpointSlice":
 		case c.policy.Kind:
 			awaits = append(awaits, awaited{"Policy", o.GetName()})
 		default:
 			awaits = append(awaits, awaited{kind, o.GetName()})
 		}
 	}
-	if plan != nil {
+	if endpoints != nil {
 		if err := d.observeProgrammed(ctx); err != nil {
 			return nil, d.failed(ctx, err)
 		}
@@ -461,8 +463,8 @@ func (c *Cluster) Configure(ctx context.Context, setup targets.Setup) (targets.D
 			return nil, d.failed(ctx, err)
 		}
 	}
-	if plan != nil {
-		if err := d.serve(ctx, setup, plan); err != nil {
+	if endpoints != nil {
+		if err := d.serve(ctx, setup); err != nil {
 			return nil, d.failed(ctx, err)
 		}
 	}
@@ -480,7 +482,7 @@ func (d *clusterDeployment) failed(ctx context.Context, err error) error {
 	return &targets.ConfigureError{Err: fmt.Errorf("cluster target: %w", err), Evidence: files}
 }
 
-// mockPull is the mock pod's image pull policy: Never on the local node,
+// mockPull is the mock pool pod's image pull policy: Never on the local node,
 // whose images are imported, else IfNotPresent.
 func (c *Cluster) mockPull() corev1.PullPolicy {
 	if c.opts.startsNode() {
@@ -489,8 +491,9 @@ func (c *Cluster) mockPull() corev1.PullPolicy {
 	return corev1.PullIfNotPresent
 }
 
-// clusterDeployment is one scenario's namespace, and with a data plane the
-// port-forwards to its proxy and mock pods.
+// clusterDeployment is one scenario's namespace, and with a data plane its
+// servers in the mock pool and the port-forwards to its proxy pod and the
+// pool.
 type clusterDeployment struct {
 	c  *Cluster
 	ns string
@@ -501,8 +504,12 @@ type clusterDeployment struct {
 	admin     string
 	listeners map[string]string
 	// backends are the mock endpoints the proxy calls (pod IP:port);
-	// controls the forwards to the mocks' control endpoints.
+	// controls the mocks' control endpoints through the forward to the
+	// pool (pod poolPod, namespace/name); poolPorts the scenario's
+	// servers there.
 	backends, controls map[string]string
+	pool, poolPod      string
+	poolPorts          []int
 	// proxyPodName is the proxy pod the forwards go to.
 	proxyPodName string
 	// programmed is what observeProgrammed saw, or programmedErr why it
@@ -521,18 +528,20 @@ var errNoProvider = errors.New("this gwdiag was built without the local-node pro
 
 var errNoDataPlane = errors.New("the cluster target runs no proxy it can reach here (no data plane: use --cluster local-node, or cluster.dataPlane on a cluster whose proxy runs in pods)")
 
-// Stop closes the forwards and deletes the scenario's namespace. On the
-// local API server there is no namespace controller to empty it; the
-// whole store goes at Stop.
+// Stop closes the scenario's servers in the mock pool and the forwards,
+// and deletes the scenario's namespace. On the local API server there is
+// no namespace controller to empty it; the whole store goes at Stop.
 func (d *clusterDeployment) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
+		errs := []error{d.releaseMocks(ctx)}
 		for _, f := range d.forwards {
 			f.Close()
 		}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.ns}}
 		if err := d.c.client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
-			d.stopErr = fmt.Errorf("cluster target: delete namespace %s: %w", d.ns, err)
+			errs = append(errs, fmt.Errorf("cluster target: delete namespace %s: %w", d.ns, err))
 		}
+		d.stopErr = errors.Join(errs...)
 	})
 	return d.stopErr
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,10 +15,12 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/targets"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -176,72 +179,61 @@ func TestClusterTargetNoKubeconfig(t *testing.T) {
 	}
 }
 
-// TestDataPlaneManifests: with a data plane every backend is served by the
-// scenario's one mock pod, on a port of its own, and its Service selects
-// that pod on that port; an unreachable backend leads to a port of the pod
-// where nothing listens.
+// TestDataPlaneManifests: with a data plane every backend's Service has no
+// selector, and an EndpointSlice of its own, written after every other
+// object, leads it to the backend's server in the mock pool (an
+// unreachable backend to a port of the pool pod where nothing listens).
+// The pool pod serves the pool's control API and is ready once it does.
 func TestDataPlaneManifests(t *testing.T) {
 	setup := targets.Setup{
 		Backends: []targets.Backend{{Name: "httpbin", Kind: targets.BackendEcho}, {Name: "openai", Kind: targets.BackendLLM},
-			{Name: "down", Kind: targets.BackendUnreachable}, {Name: "other", Kind: targets.BackendEcho}},
-		Listeners: []targets.Listener{{Name: "default", Routes: []targets.Route{{Name: "httpbin", PathPrefix: "/", Backend: "httpbin"}}}},
+			{Name: "down", Kind: targets.BackendUnreachable}},
+		Listeners: []targets.Listener{{Name: "default", Routes: []targets.Route{{Name: "httpbin", PathPrefix: "/", Backend: "httpbin",
+			Limits: []targets.Limit{{Kind: targets.LimitRequests, Amount: 1, Unit: time.Minute}}}}}},
 	}
-	plan, err := planMocks(setup.Backends)
+	eps := map[string]netip.AddrPort{"httpbin": netip.MustParseAddrPort("10.1.0.7:40001"), "openai": netip.MustParseAddrPort("10.1.0.7:40002"),
+		"down": netip.MustParseAddrPort("10.1.0.7:9")}
+	objs, err := clusterManifests(setup, "ns1", "gwdiag", schema.GroupVersionKind{Group: "gwdiag.dev", Version: "v1alpha1", Kind: "GatewayPolicy"}, eps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPorts := map[string]int{"httpbin": 8000, "openai": 8001, "down": unreachablePort, "other": 8003}
-	if diff := cmp.Diff(wantPorts, plan.ports); diff != "" {
-		t.Errorf("ports in the mock pod (-want +got):\n%s", diff)
-	}
-	if got, want := strings.Join(plan.args, " "), "--echo-addr :8000 --echo-addr :8003 --llm-addr :8001"; got != want {
-		t.Errorf("mock args: got %q, want %q", got, want)
-	}
-	objs, err := clusterManifests(setup, "ns1", "gwdiag", schema.GroupVersionKind{Group: "gwdiag.dev", Version: "v1alpha1", Kind: "GatewayPolicy"}, plan)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var kinds []string
 	for _, o := range objs {
-		svc, ok := o.(*corev1.Service)
-		if !ok {
-			continue
+		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName())
+		switch o := o.(type) {
+		case *corev1.Service:
+			if o.Spec.Selector != nil || len(o.Spec.Ports) != 1 || o.Spec.Ports[0].Port != clusterBackendPort || o.Spec.Ports[0].Name != "http" {
+				t.Errorf("Service %s: got selector %v ports %+v, want none and http %d", o.Name, o.Spec.Selector, o.Spec.Ports, clusterBackendPort)
+			}
+		case *discoveryv1.EndpointSlice:
+			want := eps[o.Name]
+			if o.Namespace != "ns1" || o.Labels[discoveryv1.LabelServiceName] != o.Name || o.Labels[discoveryv1.LabelManagedBy] != endpointSliceManager ||
+				o.AddressType != discoveryv1.AddressTypeIPv4 || len(o.Endpoints) != 1 || !cmp.Equal(o.Endpoints[0].Addresses, []string{want.Addr().String()}) ||
+				!ptr.Deref(o.Endpoints[0].Conditions.Ready, false) || len(o.Ports) != 1 || ptr.Deref(o.Ports[0].Name, "") != "http" || ptr.Deref(o.Ports[0].Port, 0) != int32(want.Port()) {
+				t.Errorf("EndpointSlice %s: got %+v, want service %s's ready endpoint %s on port http", o.Name, o, o.Name, want)
+			}
 		}
-		t.Run("Service "+svc.Name, func(t *testing.T) {
-			if diff := cmp.Diff(mockSelector, svc.Spec.Selector); diff != "" {
-				t.Errorf("selector (-want +got):\n%s", diff)
-			}
-			p := svc.Spec.Ports[0]
-			if p.Port != clusterBackendPort || p.TargetPort.IntValue() != wantPorts[svc.Name] || p.Name != "http" {
-				t.Errorf("port: got %+v, want http %d -> %d", p, clusterBackendPort, wantPorts[svc.Name])
-			}
-		})
 	}
-	pod := mockPod("ns1", MockImage, corev1.PullNever, plan)
-	if pod.Namespace != "ns1" || pod.Name != mockPodName || !cmp.Equal(pod.Labels, mockSelector) {
-		t.Errorf("mock pod: got %s/%s labels %v, want ns1/%s labelled %v", pod.Namespace, pod.Name, pod.Labels, mockPodName, mockSelector)
+	wantKinds := []string{"Gateway/gwdiag", "Service/httpbin", "Service/openai", "Service/down", "HTTPRoute/httpbin", "GatewayPolicy/httpbin",
+		"EndpointSlice/httpbin", "EndpointSlice/openai", "EndpointSlice/down"}
+	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
+		t.Errorf("objects, in creation order (-want +got):\n%s", diff)
 	}
-	c := pod.Spec.Containers[0]
-	if c.Image != MockImage || c.ImagePullPolicy != corev1.PullNever || !cmp.Equal(c.Args, plan.args) {
-		t.Errorf("mock container: got image %s pull %s args %v", c.Image, c.ImagePullPolicy, c.Args)
+	if _, err := clusterManifests(setup, "ns1", "gwdiag", schema.GroupVersionKind{Kind: "GatewayPolicy"}, map[string]netip.AddrPort{"httpbin": eps["httpbin"]}); err == nil || !strings.Contains(err.Error(), `"openai"`) {
+		t.Errorf("a backend without an endpoint: got %v, want an error naming it", err)
 	}
-	var ports []int32
-	for _, p := range c.Ports {
-		ports = append(ports, p.ContainerPort)
-	}
-	if diff := cmp.Diff([]int32{8000, 8001, 8003}, ports); diff != "" {
-		t.Errorf("container ports, without the unreachable one (-want +got):\n%s", diff)
-	}
-	if c.ReadinessProbe == nil || c.ReadinessProbe.TCPSocket == nil || c.ReadinessProbe.TCPSocket.Port.IntValue() != 8000 {
-		t.Errorf("readiness probe: got %+v, want TCP on 8000", c.ReadinessProbe)
+	if s := endpointSlice("ns1", "v6", netip.MustParseAddrPort("[fd00::7]:40001")); s.AddressType != discoveryv1.AddressTypeIPv6 || s.Endpoints[0].Addresses[0] != "fd00::7" {
+		t.Errorf("an IPv6 pod: got %s %v, want an IPv6 slice of fd00::7", s.AddressType, s.Endpoints[0].Addresses)
 	}
 
-	// Only unreachable backends: the pod still serves something, to be ready.
-	only, err := planMocks([]targets.Backend{{Name: "down", Kind: targets.BackendUnreachable}})
-	if err != nil || only.probe != firstMockPort || only.ports["down"] != unreachablePort || !strings.Contains(strings.Join(only.args, " "), "--echo-addr :8000") {
-		t.Errorf("unreachable only: got %+v, %v; want an echo on %d to probe and down on %d", only, err, firstMockPort, unreachablePort)
+	pod := poolPod("mocks1", MockImage, corev1.PullNever)
+	c := pod.Spec.Containers[0]
+	if pod.Namespace != "mocks1" || pod.Name != poolPodName || c.Image != MockImage || c.ImagePullPolicy != corev1.PullNever ||
+		!cmp.Equal(c.Args, []string{"--pool-addr", ":7999"}) {
+		t.Errorf("pool pod: got %s/%s image %s pull %s args %v", pod.Namespace, pod.Name, c.Image, c.ImagePullPolicy, c.Args)
 	}
-	if _, err := planMocks([]targets.Backend{{Name: "x", Kind: "grpc"}}); err == nil || !strings.Contains(err.Error(), `"grpc"`) {
-		t.Errorf("unknown kind: got %v, want an error naming it", err)
+	if c.ReadinessProbe == nil || c.ReadinessProbe.TCPSocket == nil || c.ReadinessProbe.TCPSocket.Port.IntValue() != poolPort {
+		t.Errorf("readiness probe: got %+v, want TCP on %d", c.ReadinessProbe, poolPort)
 	}
 }
 

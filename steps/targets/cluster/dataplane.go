@@ -27,33 +27,16 @@ import (
 const gatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
 
 // serve waits until the scenario's data plane serves it and opens the
-// forwards the steps use: the mock pod is ready, the Gateway is
-// Programmed, a proxy pod is ready, and the proxy's config names every
-// backend endpoint. Each wait is bounded by what is left of ServeTimeout
-// and its error says what it saw last.
-func (d *clusterDeployment) serve(ctx context.Context, setup targets.Setup, plan *mockPlan) error {
+// forwards the steps use: the Gateway is Programmed, a proxy pod is ready,
+// and the proxy's config names every backend endpoint. Each wait is
+// bounded by what is left of ServeTimeout and its error says what it saw
+// last.
+func (d *clusterDeployment) serve(ctx context.Context, setup targets.Setup) error {
 	deadline := time.Now().Add(time.Duration(d.c.opts.ServeTimeout))
-	mock, err := d.waitPod(ctx, deadline, "mock pod", func(ctx context.Context) (*corev1.Pod, string, error) {
-		p := &corev1.Pod{}
-		if err := d.c.client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: mockPodName}, p); err != nil {
-			return nil, "", err
-		}
-		if kubepods.Ready(p) && p.Status.PodIP != "" {
-			return p, "", nil
-		}
-		return nil, kubepods.Describe(p), nil
-	})
-	if err != nil {
-		return err
-	}
-	d.backends, d.controls = map[string]string{}, map[string]string{}
-	for _, b := range setup.Backends {
-		d.backends[b.Name] = fmt.Sprintf("%s:%d", mock.Status.PodIP, plan.ports[b.Name])
-	}
 	if err := d.waitProgrammed(ctx, deadline); err != nil {
 		return err
 	}
-	proxy, err := d.waitPod(ctx, deadline, "proxy pod", d.proxyPod)
+	proxy, err := waitPod(ctx, deadline, "proxy pod in namespace "+d.ns, time.Duration(d.c.opts.ServeTimeout), d.proxyPod)
 	if err != nil {
 		return err
 	}
@@ -68,35 +51,28 @@ func (d *clusterDeployment) serve(ctx context.Context, setup targets.Setup, plan
 			return err
 		}
 	}
-	for _, b := range setup.Backends {
-		if b.Kind == targets.BackendUnreachable {
-			continue
-		}
-		if d.controls[b.Name], err = d.forward(ctx, mock, plan.ports[b.Name]); err != nil {
-			return err
-		}
-	}
 	return d.waitConfig(ctx, deadline, proxy)
 }
 
 // waitServiceAccount waits for the namespace's default ServiceAccount,
 // without which the API server refuses pods.
-func (d *clusterDeployment) waitServiceAccount(ctx context.Context) error {
-	err := await.Until(ctx, time.Duration(d.c.opts.ConditionTimeout), 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
-		if err := d.c.client.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: "default"}, &corev1.ServiceAccount{}); err != nil {
+func waitServiceAccount(ctx context.Context, c client.Client, ns string, timeout time.Duration) error {
+	err := await.Until(ctx, timeout, 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{}); err != nil {
 			return false, err.Error(), nil
 		}
 		return true, "", nil
 	})
 	if err != nil {
-		return fmt.Errorf("namespace %s: no default ServiceAccount (is kube-controller-manager running?): %w", d.ns, err)
+		return fmt.Errorf("namespace %s: no default ServiceAccount (is kube-controller-manager running?): %w", ns, err)
 	}
 	return nil
 }
 
-// waitPod polls get until it returns a pod. get returns why it is not
-// there yet, or an error, which the timeout reports.
-func (d *clusterDeployment) waitPod(ctx context.Context, deadline time.Time, what string, get func(context.Context) (*corev1.Pod, string, error)) (*corev1.Pod, error) {
+// waitPod polls get until it returns a pod, up to deadline. get returns
+// why it is not there yet, or an error, which the timeout reports; what
+// names the pod, timeout the option the deadline came from.
+func waitPod(ctx context.Context, deadline time.Time, what string, timeout time.Duration, get func(context.Context) (*corev1.Pod, string, error)) (*corev1.Pod, error) {
 	var pod *corev1.Pod
 	err := await.Until(ctx, time.Until(deadline), 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -115,7 +91,7 @@ func (d *clusterDeployment) waitPod(ctx context.Context, deadline time.Time, wha
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s in namespace %s not ready within the serve timeout %s: %w", what, d.ns, time.Duration(d.c.opts.ServeTimeout), err)
+		return nil, fmt.Errorf("%s not ready within the serve timeout %s: %w", what, timeout, err)
 	}
 	return pod, nil
 }
@@ -188,8 +164,8 @@ func (d *clusterDeployment) forward(ctx context.Context, pod *corev1.Pod, port i
 const configSuccesses = 2
 
 // waitConfig waits until the proxy's /config_dump names every backend
-// endpoint of the scenario. Since the mock pod, whose address the
-// endpoints carry, is created after every route and policy, a controller
+// endpoint of the scenario. Since the EndpointSlices, which carry the
+// endpoints, are created after every route and policy, a controller
 // that translates what it reads has then put the whole scenario in the
 // config; and the proxy has loaded it, binds included. The kubelet's
 // ConfigMap refresh makes most of this wait.
@@ -276,8 +252,8 @@ func (d *clusterDeployment) ListenerAddr(listener string) (string, error) {
 // admin port.
 func (d *clusterDeployment) AdminAddr() string { return d.admin }
 
-// BackendAddr implements targets.Deployment: the mock pod's IP and the
-// backend's port there, the endpoint the proxy calls.
+// BackendAddr implements targets.Deployment: the mock pool pod's IP and
+// the backend's server's port there, the endpoint the proxy calls.
 func (d *clusterDeployment) BackendAddr(backend string) (string, error) {
 	if !d.serving {
 		return "", errNoDataPlane
@@ -315,7 +291,8 @@ func (d *clusterDeployment) ReleaseHeld(ctx context.Context, backend, key string
 	return nil
 }
 
-// control is the forwarded address of a mock's control endpoint.
+// control is the address of a mock's control endpoint, through the
+// forward to the pool.
 func (d *clusterDeployment) control(backend string) (string, error) {
 	if !d.serving {
 		return "", errNoDataPlane
@@ -328,5 +305,5 @@ func (d *clusterDeployment) control(backend string) (string, error) {
 }
 
 func (d *clusterDeployment) controlError(backend, addr string, err error) error {
-	return fmt.Errorf("mock backend %q (pod %s/%s, forwarded at %s): %w", backend, d.ns, mockPodName, addr, err)
+	return fmt.Errorf("mock backend %q (in the mock pool pod %s, at %s): %w", backend, d.poolPod, addr, err)
 }
