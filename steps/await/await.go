@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -32,6 +33,15 @@ var errDeadline = errors.New("the wait's deadline passed")
 // (nil), fails (its error, as returned), or timeout passes or ctx ends (an
 // *Error with the last observation).
 func Until(ctx context.Context, timeout, interval time.Duration, check Check) error {
+	return UntilChanged(ctx, timeout, interval, nil, check)
+}
+
+// UntilChanged is Until, with check also called as soon as what it reads
+// changes: changed returns a channel that closes at the next change (a
+// Broadcast's Next), taken before each check so that a change between a
+// check and the wait is never missed. interval is then only the fallback
+// for a change that went unseen. A nil changed is Until.
+func UntilChanged(ctx context.Context, timeout, interval time.Duration, changed func() <-chan struct{}, check Check) error {
 	if interval <= 0 {
 		return fmt.Errorf("await: interval %v must be positive", interval)
 	}
@@ -45,6 +55,10 @@ func Until(ctx context.Context, timeout, interval time.Duration, check Check) er
 	defer tick.Stop()
 	e := &Error{Timeout: timeout}
 	for {
+		var next <-chan struct{} // nil: never ready
+		if changed != nil {
+			next = changed()
+		}
 		done, seen, err := check(wctx)
 		if Expired(wctx) {
 			// The attempt may have seen the wait's own end: a refused
@@ -65,6 +79,7 @@ func Until(ctx context.Context, timeout, interval time.Duration, check Check) er
 		}
 		select {
 		case <-tick.C:
+		case <-next:
 		case <-wctx.Done():
 			return e.end(wctx, start)
 		}
@@ -140,4 +155,31 @@ func (e *Error) Unwrap() error {
 		return e.Canceled
 	}
 	return context.DeadlineExceeded
+}
+
+// Broadcast tells every waiter of a change at once: Next returns a channel
+// that Notify closes. The zero value is ready to use.
+type Broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// Next returns the channel that closes at the next Notify.
+func (b *Broadcast) Next() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+// Notify closes the channel Next returned, waking every waiter on it.
+func (b *Broadcast) Notify() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
 }

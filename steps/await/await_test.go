@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -275,5 +276,55 @@ func TestExpired(t *testing.T) {
 				t.Errorf("Expired: got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestUntilChanged: a change wakes the wait at once, with a fallback
+// interval far past the timeout, so that only the change can end it in
+// time; and a change during a check is not lost (the channel is taken
+// before the check).
+func TestUntilChanged(t *testing.T) {
+	var b Broadcast
+	var mu sync.Mutex
+	ready := false
+	checks := 0
+	err := UntilChanged(context.Background(), 30*time.Second, time.Hour, b.Next, func(context.Context) (bool, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		checks++
+		if checks == 1 {
+			// What the check read changes while it runs: the wait must
+			// look again.
+			ready = true
+			b.Notify()
+			return false, "not yet", nil
+		}
+		return ready, "", nil
+	})
+	if err != nil || checks != 2 {
+		t.Fatalf("a change during the first check: got %v after %d checks, want done at the second", err, checks)
+	}
+
+	ready = false
+	go func() {
+		mu.Lock()
+		ready = true
+		mu.Unlock()
+		b.Notify()
+	}()
+	err = UntilChanged(context.Background(), 30*time.Second, time.Hour, b.Next, func(context.Context) (bool, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return ready, "", nil
+	})
+	if err != nil {
+		t.Fatalf("a change from another goroutine: got %v, want the wait woken by it", err)
+	}
+
+	// Without changes the wait still times out, with what it saw.
+	var e *Error
+	err = UntilChanged(context.Background(), 50*time.Millisecond, time.Hour, b.Next, func(context.Context) (bool, string, error) { return false, "never", nil })
+	if !errors.As(err, &e) || e.Seen != "never" {
+		t.Fatalf("no change: got %v, want the timeout with the last observation", err)
 	}
 }

@@ -180,7 +180,7 @@ type Cluster struct {
 	leftBehind func() []string
 	stopCtrl   func()
 	cfg        *rest.Config
-	client     client.Client
+	client     client.WithWatch
 	policy     schema.GroupVersionKind
 	// mocks is the run's mock pool, with a data plane.
 	mocks mockPool
@@ -271,7 +271,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	cfg.QPS, cfg.Burst = 100, 200
 	c.cfg = cfg
 	var err error
-	if c.client, err = controller.NewClient(cfg); err != nil {
+	if c.client, err = newClient(cfg); err != nil {
 		c.Stop(ctx)
 		return fmt.Errorf("cluster target: client for %s: %w", cfg.Host, err)
 	}
@@ -374,6 +374,15 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 	return n.Config, nil
 }
 
+// newClient is a client of NewScheme's types that also watches.
+func newClient(cfg *rest.Config) (client.WithWatch, error) {
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+}
+
 // LeftBehind implements targets.LeftBehind: what the node the target
 // started leaves on a forced exit.
 func (c *Cluster) LeftBehind() []string {
@@ -417,6 +426,9 @@ func (c *Cluster) Configure(ctx context.Context, setup targets.Setup) (targets.D
 		return nil, fmt.Errorf("cluster target: create namespace: %w", err)
 	}
 	d := &clusterDeployment{c: c, ns: nsObj.Name}
+	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	d.stopWatch = stopWatch
+	d.watchNamespace(wctx)
 	var endpoints map[string]netip.AddrPort
 	if c.opts.hasDataPlane() {
 		var err error
@@ -519,6 +531,11 @@ type clusterDeployment struct {
 	// applied are the resources the scenario created, in order.
 	applied []applied
 
+	// changes tells the waits of a change in the namespace
+	// (watchNamespace), until stopWatch.
+	changes   await.Broadcast
+	stopWatch context.CancelFunc
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -533,6 +550,9 @@ var errNoDataPlane = errors.New("the cluster target runs no proxy it can reach h
 // no namespace controller to empty it; the whole store goes at Stop.
 func (d *clusterDeployment) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
+		if d.stopWatch != nil {
+			d.stopWatch()
+		}
 		errs := []error{d.releaseMocks(ctx)}
 		for _, f := range d.forwards {
 			f.Close()
@@ -561,7 +581,7 @@ func (d *clusterDeployment) Conditions(ctx context.Context, kind, name string) (
 		got     []targets.Condition
 		lastErr error
 	)
-	err := await.Until(ctx, time.Duration(d.c.opts.ConditionTimeout), 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+	err := await.UntilChanged(ctx, time.Duration(d.c.opts.ConditionTimeout), changeFallback, d.changes.Next, func(ctx context.Context) (bool, string, error) {
 		// Each read gets its own bound, not the wait's, so the last one
 		// completes and the error says what it saw. (await.Until counts
 		// no read that returns after the deadline as an answer.)

@@ -36,7 +36,7 @@ func (d *clusterDeployment) serve(ctx context.Context, setup targets.Setup) erro
 	if err := d.waitProgrammed(ctx, deadline); err != nil {
 		return err
 	}
-	proxy, err := waitPod(ctx, deadline, "proxy pod in namespace "+d.ns, time.Duration(d.c.opts.ServeTimeout), d.proxyPod)
+	proxy, err := waitPod(ctx, deadline, "proxy pod in namespace "+d.ns, time.Duration(d.c.opts.ServeTimeout), d.changes.Next, d.proxyPod)
 	if err != nil {
 		return err
 	}
@@ -69,12 +69,17 @@ func waitServiceAccount(ctx context.Context, c client.Client, ns string, timeout
 	return nil
 }
 
-// waitPod polls get until it returns a pod, up to deadline. get returns
-// why it is not there yet, or an error, which the timeout reports; what
-// names the pod, timeout the option the deadline came from.
-func waitPod(ctx context.Context, deadline time.Time, what string, timeout time.Duration, get func(context.Context) (*corev1.Pod, string, error)) (*corev1.Pod, error) {
+// waitPod calls get until it returns a pod, up to deadline: at each change
+// (a nil changed polls every 100 ms). get returns why it is not there yet,
+// or an error, which the timeout reports; what names the pod, timeout the
+// option the deadline came from.
+func waitPod(ctx context.Context, deadline time.Time, what string, timeout time.Duration, changed func() <-chan struct{}, get func(context.Context) (*corev1.Pod, string, error)) (*corev1.Pod, error) {
 	var pod *corev1.Pod
-	err := await.Until(ctx, time.Until(deadline), 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+	interval := 100 * time.Millisecond
+	if changed != nil {
+		interval = changeFallback
+	}
+	err := await.UntilChanged(ctx, time.Until(deadline), interval, changed, func(ctx context.Context) (bool, string, error) {
 		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		p, why, err := get(readCtx)
@@ -114,7 +119,7 @@ func (d *clusterDeployment) proxyPod(ctx context.Context) (*corev1.Pod, string, 
 // its current generation: with a data plane, the controller says so only
 // once a proxy replica is ready.
 func (d *clusterDeployment) waitProgrammed(ctx context.Context, deadline time.Time) error {
-	err := await.Until(ctx, time.Until(deadline), 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+	err := await.UntilChanged(ctx, time.Until(deadline), changeFallback, d.changes.Next, func(ctx context.Context) (bool, string, error) {
 		conds, seen := d.readGateway(ctx)
 		return programmed(conds) != nil, seen, nil
 	})

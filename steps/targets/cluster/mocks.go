@@ -96,7 +96,7 @@ func (c *Cluster) startPool(ctx context.Context) (*corev1.Pod, error) {
 		}
 	}
 	return waitPod(ctx, time.Now().Add(time.Duration(c.opts.ServeTimeout)), fmt.Sprintf("mock backends' pod %s/%s", p.ns, poolPodName),
-		time.Duration(c.opts.ServeTimeout), func(ctx context.Context) (*corev1.Pod, string, error) {
+		time.Duration(c.opts.ServeTimeout), nil, func(ctx context.Context) (*corev1.Pod, string, error) {
 			pod := &corev1.Pod{}
 			if err := c.client.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: poolPodName}, pod); err != nil {
 				return nil, "", err

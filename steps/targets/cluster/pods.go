@@ -11,7 +11,8 @@ import (
 )
 
 // observeProgrammed waits, from the Gateway's creation, until it reads the
-// Gateway Programmed=True at its current generation, and at once looks for
+// Gateway Programmed=True at its current generation (reading it at each
+// change in the namespace), and at once looks for
 // a Ready proxy pod: what it saw is the deployment's ProgrammedSeen. A
 // controller that says Programmed while its proxy still starts is caught
 // here; the waits of serve, which go on until a proxy pod is ready, would
@@ -19,7 +20,7 @@ import (
 func (d *clusterDeployment) observeProgrammed(ctx context.Context) error {
 	var cond *targets.Condition
 	timeout := time.Duration(d.c.opts.ServeTimeout)
-	err := await.Until(ctx, timeout, 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+	err := await.UntilChanged(ctx, timeout, changeFallback, d.changes.Next, func(ctx context.Context) (bool, string, error) {
 		conds, seen := d.readGateway(ctx)
 		cond = programmed(conds)
 		return cond != nil, seen, nil
