@@ -37,13 +37,14 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// NewClient is a client for cfg's cluster that knows NewScheme's types.
-func NewClient(cfg *rest.Config) (client.Client, error) {
+// NewClient is a client for cfg's cluster that knows NewScheme's types
+// and can also watch them.
+func NewClient(cfg *rest.Config) (client.WithWatch, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: scheme})
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 }
 
 // Options configure the controller; the zero value works.

@@ -271,7 +271,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	cfg.QPS, cfg.Burst = 100, 200
 	c.cfg = cfg
 	var err error
-	if c.client, err = newClient(cfg); err != nil {
+	if c.client, err = controller.NewClient(cfg); err != nil {
 		c.Stop(ctx)
 		return fmt.Errorf("cluster target: client for %s: %w", cfg.Host, err)
 	}
@@ -374,15 +374,6 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 	return n.Config, nil
 }
 
-// newClient is a client of NewScheme's types that also watches.
-func newClient(cfg *rest.Config) (client.WithWatch, error) {
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		return nil, err
-	}
-	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-}
-
 // LeftBehind implements targets.LeftBehind: what the node the target
 // started leaves on a forced exit.
 func (c *Cluster) LeftBehind() []string {
@@ -426,9 +417,7 @@ func (c *Cluster) Configure(ctx context.Context, setup targets.Setup) (targets.D
 		return nil, fmt.Errorf("cluster target: create namespace: %w", err)
 	}
 	d := &clusterDeployment{c: c, ns: nsObj.Name}
-	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	d.stopWatch = stopWatch
-	d.watchNamespace(wctx)
+	d.watchNamespace(ctx)
 	var endpoints map[string]netip.AddrPort
 	if c.opts.hasDataPlane() {
 		var err error
@@ -532,9 +521,10 @@ type clusterDeployment struct {
 	applied []applied
 
 	// changes tells the waits of a change in the namespace
-	// (watchNamespace), until stopWatch.
+	// (watchNamespace), until stopWatch, which returns once the watches
+	// have ended.
 	changes   await.Broadcast
-	stopWatch context.CancelFunc
+	stopWatch func()
 
 	stopOnce sync.Once
 	stopErr  error

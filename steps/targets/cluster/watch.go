@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,15 +19,22 @@ const changeFallback = time.Second
 
 // watchNamespace watches what the scenario's waits read (its Gateway,
 // routes, policies and pods) and tells d.changes of every event, until
-// ctx ends. A wait then reads once per change instead of polling the API
-// server: with two scenarios at once, polls every 50 to 100 ms made about
-// 50 requests a second, half of what the API server of the local node
-// served during the cluster profile.
+// d.stopWatch (the deployment's Stop; ctx's cancel does not end them, as
+// Configure's ctx may end before the deployment). A wait then reads once
+// per change instead of polling the API server: with two scenarios at
+// once, polls every 50 to 100 ms made about 50 of the 170 requests a
+// second the local node's API server served during the cluster profile.
 func (d *clusterDeployment) watchNamespace(ctx context.Context) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	d.stopWatch = func() {
+		cancel()
+		wg.Wait()
+	}
 	policies := &unstructured.UnstructuredList{}
 	policies.SetGroupVersionKind(d.c.policy.GroupVersion().WithKind(d.c.policy.Kind + "List"))
 	for _, list := range []client.ObjectList{&gwv1.GatewayList{}, &gwv1.HTTPRouteList{}, policies, &corev1.PodList{}} {
-		go d.watch(ctx, list)
+		wg.Go(func() { d.watch(ctx, list) })
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
 	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/targets"
@@ -23,7 +24,7 @@ func TestWatchNamespaceWakesWaits(t *testing.T) {
 	l := kubetest.Start(t)
 	c := New(Options{})
 	var err error
-	if c.client, err = newClient(l.Config); err != nil {
+	if c.client, err = controller.NewClient(l.Config); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -66,9 +67,8 @@ func TestWatchNamespaceWakesWaits(t *testing.T) {
 	}
 
 	d := &clusterDeployment{c: c, ns: ns.Name}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	d.watchNamespace(wctx)
+	d.watchNamespace(ctx)
+	defer d.stopWatch()
 
 	const key = "gwdiag.test/round"
 	for _, w := range watched {
