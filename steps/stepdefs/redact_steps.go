@@ -156,7 +156,7 @@ func (s *state) snapshotHidesCredential(_ context.Context, stage, kind, name str
 			}
 			return nil
 		}
-		return fmt.Errorf("the %q %s snapshot has no header %s: a redacted header stays, without its value", stage, kind, name)
+		return fmt.Errorf("the %q %s snapshot has no header %q (a redacted header stays, without its value)", stage, kind, name)
 	}
 	return fmt.Errorf("the trace has no %q %s snapshot", stage, kind)
 }
