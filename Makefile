@@ -88,13 +88,14 @@ TEST_FIRST    ?= ./steps ./cli/e2e ./clusters ./steps/targets/container \
 	./steps/targets/cluster ./refproxy ./clusters/kube ./clusters/kube/kind \
 	./cli/configcmd ./refproxy/proxy ./golden/trace ./steps/reportview
 # The fault catalogue (TestSuiteCatchesFaults: every fault against the whole
-# suite in process; TestProcessTargetCatchesFaults: faults in front of
-# refproxy as a process) runs in a go test of its own without -race, beside the rest,
-# one fault at a time: every fault in process, and on the process target one
-# of each kind of wrapper and a daily rotation ($$GWDIAG_CATALOGUE=process-sample);
-# the -race run takes a sample of both that changes every
-# day ($$GWDIAG_CATALOGUE=race-sample; test-times prints which). The
-# race detector doubled the catalogue's time, and it was a third of ./steps'.
+# suite in process; TestProcessTargetCatchesFaults: every fault a process can
+# run, in front of refproxy as a process, on the scenarios it must fail, with
+# their bundles checked and replayed) runs in a go test of its own without
+# -race, beside the rest, one fault at a time; the -race run takes a sample of
+# both that changes every day ($$GWDIAG_CATALOGUE=race-sample; test-times
+# prints which) and runs TestContainerTargetCatchesFaults (every fault on the
+# container target: it waits on Docker more than it computes). The race
+# detector doubled the catalogue's time, and it was a third of ./steps'.
 TESTJSON_CATALOGUE ?= $(BIN)/test-catalogue.json
 # Each test binary runs under .ci/testcpu, which ends its output with the CPU
 # it and the processes it waited for used: on 2 cores the gate's wall time
@@ -107,7 +108,7 @@ TEST_EXEC ?= -exec $(CURDIR)/.ci/testcpu
 TEST_TIMEOUT ?= 45m
 unit: kube-bins ratelimit-bin jaeger-bin redis-server chromium
 	@mkdir -p $(BIN)
-	@$(STATIC_ENV) GWDIAG_CATALOGUE=process-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
+	@$(STATIC_ENV) $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \

@@ -15,6 +15,7 @@ import (
 	"github.com/gwdiag/gwdiag/steps/bundle"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
 	"github.com/gwdiag/gwdiag/steps/targets/inprocess"
+	"gopkg.in/yaml.v3"
 )
 
 // bundledScenario fails under the "reordered trace events" fault.
@@ -189,15 +190,12 @@ func TestJUnitCarriesTheBundle(t *testing.T) {
 	}
 }
 
-// checkReplays replays the bundle of the first failed scenario of a fault
-// run (by name): against the faithful reference in process it passes, and
-// against the faulty proxy (in process) it fails at the same step. The
-// bundle holds the config the suite wrote, the proxy's output and the
-// exchanges whatever the target.
-//
-// faulty, when set, is the faulty proxy to replay on (a process); nil
-// replays on the fault in process.
-func checkReplays(t *testing.T, rep *ConformanceReport, f fault, faulty func() *faultyTarget) {
+// checkReplays checks the bundle of every failed scenario of rep
+// (checkBundle; proxyLog, when set, is text the proxy's output must hold)
+// and replays the first (by name, then example line): on the faithful
+// reference in process it passes, and on the faulty proxy (faulty, or the
+// reference in process with the fault) it fails at the same step.
+func checkReplays(t *testing.T, rep *ConformanceReport, f fault, proxyLog string, faulty func() *faultyTarget) {
 	t.Helper()
 	var first *ScenarioReport
 	var b *bundle.Bundle
@@ -216,19 +214,8 @@ func checkReplays(t *testing.T, rep *ConformanceReport, f fault, faulty func() *
 				t.Fatalf("%s and %s: one bundle folder %s", other, s.Name, s.Bundle)
 			}
 			dirs[s.Bundle] = s.Name
-			sb, _, err := bundle.Read(s.Bundle)
-			if err != nil {
-				t.Fatalf("%s: %v", s.Name, err)
-			}
-			if sb.Meta.Scenario != s.Name || sb.Meta.FailedStep != s.Step {
-				t.Errorf("%s: bundle says scenario %q failed at %q, report %q", s.Name, sb.Meta.Scenario, sb.Meta.FailedStep, s.Step)
-			}
-			for _, name := range []string{bundle.ExchangesFile, sb.Meta.ProxyConfig, bundle.MetaFile} {
-				if _, err := os.Stat(filepath.Join(s.Bundle, name)); name == "" || err != nil {
-					t.Errorf("%s: bundle lacks %q: %v", s.Name, name, err)
-				}
-			}
-			if first == nil || s.Name < first.Name || s.Name == first.Name && sb.Meta.Example < b.Meta.Example {
+			sb := checkBundle(t, s, proxyLog)
+			if sb != nil && (first == nil || s.Name < first.Name || s.Name == first.Name && sb.Meta.Example < b.Meta.Example) {
 				first, b = &ft.Scenarios[i], sb
 			}
 		}
@@ -257,5 +244,155 @@ func checkReplays(t *testing.T, rep *ConformanceReport, f fault, faulty func() *
 	bad := replay(faulty())
 	if !bad.Same() || bad.Scenario.Step != b.Meta.FailedStep {
 		t.Errorf("%s: replayed on the faulty proxy: %s at %q, want failed at %q as bundled", first.Name, bad.Scenario.Result, bad.Scenario.Step, b.Meta.FailedStep)
+	}
+}
+
+// checkBundle reports, as errors of t, what the bundle of the failed
+// scenario s lacks (bundleGaps), and returns the bundle (nil when it
+// could not be read).
+func checkBundle(t *testing.T, s ScenarioReport, proxyLog string) *bundle.Bundle {
+	t.Helper()
+	b, gaps := bundleGaps(s, proxyLog)
+	for _, g := range gaps {
+		t.Errorf("%s: %s", s.Name, g)
+	}
+	return b
+}
+
+// bundleGaps returns the bundle of the failed scenario s and what it lacks
+// of the evidence issue 44 lists: the scenario, its steps with the one
+// that failed, wanted and got (as the report says them); the run (target,
+// gwdiag's version (catalogueProducer), the options, the feature set);
+// the feature file; the config the suite wrote; the config dump at the
+// failure, or why there is none; the proxy's output (holding proxyLog
+// when set); every HTTP exchange as HAR 1.2, and a file for each trace
+// stream among them.
+func bundleGaps(s ScenarioReport, proxyLog string) (*bundle.Bundle, []string) {
+	b, traces, err := bundle.Read(s.Bundle)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	var gaps []string
+	gap := func(format string, a ...any) { gaps = append(gaps, fmt.Sprintf(format, a...)) }
+	m := b.Meta
+	if m.Scenario != s.Name || m.FailedStep != s.Step || m.Message != s.Message || m.Result != string(Failed) || m.Example != s.Example {
+		gap("bundle says %q (example %d) %s at %q: %q; the report %s at %q: %q", m.Scenario, m.Example, m.Result, m.FailedStep, m.Message, s.Result, s.Step, s.Message)
+	}
+	if m.Target == "" || m.Gwdiag != catalogueProducer || m.Options == nil || m.FeatureSet == "" || m.Started.IsZero() || m.Duration == "" {
+		gap("bundle's run: target %q, gwdiag %q, options %v, feature set %q, started %v, duration %q: want all", m.Target, m.Gwdiag, m.Options != nil, m.FeatureSet, m.Started, m.Duration)
+	}
+	failed := slices.IndexFunc(m.Steps, func(st bundle.Step) bool { return st.Status == "failed" })
+	if failed < 0 || m.Steps[failed].Text != m.FailedStep || slices.ContainsFunc(m.Steps[failed+1:], func(st bundle.Step) bool { return st.Status != "skipped" }) {
+		gap("bundle's steps %+v: want those before %q, it failed, the rest skipped", m.Steps, m.FailedStep)
+	}
+	if !strings.Contains(string(b.Feature), ": "+s.Name+"\n") {
+		gap("bundle's feature file %q lacks the scenario", m.FeatureFile)
+	}
+	if len(b.ProxyConfig) == 0 {
+		gap("bundle's proxy config %q is empty or missing", m.ProxyConfig)
+	}
+	var dump map[string]any
+	if raw, err := os.ReadFile(filepath.Join(s.Bundle, bundle.ConfigDumpFile)); m.ConfigDumpError == "" && (err != nil || json.Unmarshal(raw, &dump) != nil || len(dump) == 0) {
+		gap("bundle's config dump: %v, %d keys, and no error said: want the dump at the failure or why there is none", err, len(dump))
+	}
+	if log, err := os.ReadFile(filepath.Join(s.Bundle, bundle.ProxyLogFile)); err != nil || len(log) == 0 || !strings.Contains(string(log), proxyLog) {
+		gap("bundle's proxy log: %v, %d bytes, want the proxy's output (with %q)", err, len(log), proxyLog)
+	}
+	if !strings.Contains(s.ProxyLogs, proxyLog) {
+		gap("the report's proxyLogs %q lack %q", s.ProxyLogs, proxyLog)
+	}
+	var har struct {
+		Log struct {
+			Version string
+			Entries []struct{ Request struct{ URL string } }
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(s.Bundle, bundle.ExchangesFile))
+	if err != nil || json.Unmarshal(raw, &har) != nil || har.Log.Version != "1.2" || len(har.Log.Entries) == 0 {
+		gap("bundle's HAR: %v, version %q, %d entries: want HAR 1.2 with the scenario's exchanges", err, har.Log.Version, len(har.Log.Entries))
+	}
+	streams := 0
+	for _, e := range har.Log.Entries {
+		if strings.Contains(e.Request.URL, "/debug/trace") {
+			streams++
+		}
+	}
+	if len(traces) != streams {
+		gap("bundle holds %d trace files for %d trace streams in its HAR", len(traces), streams)
+	}
+	return b, gaps
+}
+
+// TestBundleGapsFound: checkBundle, which the fault catalogue runs on
+// every failed scenario of every target, finds a bundle that lacks any of
+// the evidence: a complete bundle has no gap, and each copy of it with one
+// piece taken out or changed has the gap that names it.
+func TestBundleGapsFound(t *testing.T) {
+	t.Parallel()
+	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: faults["reordered trace events"]}, Output: &strings.Builder{},
+		AllFeatures: true, Tags: "@trace-order", RunScenario: bundledScenario, Producer: Producer{Version: catalogueProducer}}
+	plantCredentials(t, &o)
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := rep.Scenario(bundledScenario)
+	if len(sc) != 1 || sc[0].Bundle == "" {
+		t.Fatalf("want one failed scenario with a bundle, got %+v", sc)
+	}
+	s := sc[0]
+	if _, gaps := bundleGaps(s, ""); len(gaps) > 0 {
+		t.Fatalf("the complete bundle has gaps: %q", gaps)
+	}
+	b, traces, err := bundle.Read(s.Bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, data string) func(dir string) error {
+		return func(dir string) error { return os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644) }
+	}
+	writeMeta := func(change func(*bundle.Meta)) func(dir string) error {
+		m := b.Meta
+		m.Steps = slices.Clone(m.Steps)
+		change(&m)
+		raw, err := yaml.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return write(bundle.MetaFile, string(raw))
+	}
+	remove := func(name string) func(dir string) error {
+		return func(dir string) error { return os.Remove(filepath.Join(dir, name)) }
+	}
+	for _, tc := range []struct {
+		what   string
+		change func(dir string) error
+		want   string
+	}{
+		{"another message", writeMeta(func(m *bundle.Meta) { m.Message = "something else" }), "bundle says"},
+		{"no gwdiag version", writeMeta(func(m *bundle.Meta) { m.Gwdiag = "" }), "bundle's run"},
+		{"no failed step", writeMeta(func(m *bundle.Meta) { m.Steps = m.Steps[:len(m.Steps)-1] }), "bundle's steps"},
+		{"another feature file", write(filepath.Base(b.Meta.FeatureFile), "Feature: x\n"), "feature file"},
+		{"empty proxy config", write(filepath.Base(b.Meta.ProxyConfig), ""), "proxy config"},
+		{"no config dump", remove(bundle.ConfigDumpFile), "config dump"},
+		{"no proxy log", remove(bundle.ProxyLogFile), "proxy log"},
+		{"HAR 1.1", write(bundle.ExchangesFile, `{"log":{"version":"1.1","entries":[{"request":{"url":"http://x/"}}]}}`), "bundle's HAR"},
+		{"a trace stream without its file", write(bundle.ExchangesFile, `{"log":{"version":"1.2","entries":[`+strings.Repeat(`{"request":{"url":"http://x/debug/trace"}},`, len(traces)+1)+`{"request":{"url":"http://x/"}}]}}`), "trace files"},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(s.Bundle)); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.change(dir); err != nil {
+				t.Fatal(err)
+			}
+			c := s
+			c.Bundle = dir
+			_, gaps := bundleGaps(c, "")
+			if !slices.ContainsFunc(gaps, func(g string) bool { return strings.Contains(g, tc.want) }) {
+				t.Errorf("gaps %q: want one with %q", gaps, tc.want)
+			}
+		})
 	}
 }

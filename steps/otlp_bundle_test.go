@@ -21,7 +21,7 @@ func TestOTLPBundleHoldsTheSpans(t *testing.T) {
 			tt = c
 		}
 	}
-	rep := checkFaultTags(t, inprocess.New(faults[tt.fault].proxyOptions...), tt, "@otlp-export")
+	rep := checkFaultOn(t, inprocess.New(faults[tt.fault].proxyOptions...), tt, "@otlp-export", nil)
 	var dir string
 	for _, f := range rep.Features {
 		for _, s := range f.Scenarios {
