@@ -71,7 +71,7 @@ var OptionRegistry = []RunOption{
 	{Key: "cucumberJSON", Flag: "cucumber-json", Help: "write Cucumber JSON here"},
 	{Key: "baseline", Flag: "baseline", Report: "baseline", Help: "a ConformanceBaseline file (gwdiag conformance baseline REPORT writes one): its scenarios that fail are 'expected failure', which does not fail the run; one that passes fails the run as a stale baseline"},
 	{Key: "repeat", Flag: "repeat", Default: "1", Positive: true, Report: "repeat", Help: "run every scenario this many times; one that passes only sometimes is 'flaky', which fails the run, with the bundle of a failing attempt"},
-	{Key: "bundleDir", Flag: "bundle-dir", Help: "write a failure bundle per failed scenario here, <dir>/<feature>/<scenario>/: its steps, the config the suite wrote, the proxy's output, every trace stream as it came, the config dump at the failure, every HTTP exchange (HAR), redacted; `gwdiag conformance replay` runs one again"},
+	{Key: "bundleDir", Flag: "bundle-dir", Help: "write a failure bundle per failed scenario here, <dir>/<feature>/<scenario>/: its steps, the config the suite wrote, the proxy's output, every trace stream as it came, the config dump at the failure, every HTTP exchange (HAR), redacted; gwdiag conformance replay runs one again"},
 	{Key: "concurrency", Flag: "concurrency", Default: "4", Report: "concurrency", Help: "scenarios run at once"},
 	{Key: "container.image", Flag: "image", Help: "container target: the proxy's image"},
 	{Key: "container.configPath", Flag: "config-path", Default: container.DefaultConfigPath, Help: "container target: where the image reads its standalone config"},

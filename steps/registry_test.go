@@ -19,6 +19,11 @@ func TestOptionRegistry(t *testing.T) {
 			t.Errorf("option %s --%s: written twice", r.Key, r.Flag)
 		}
 		flags[r.Flag], keys[r.Key], reported[r.Report] = true, true, true
+		// pflag takes a help's first `quoted` word for the flag's
+		// argument: "--bundle-dir gwdiag conformance replay" in --help.
+		if strings.Contains(r.Help, "`") {
+			t.Errorf("option --%s: its help quotes with a backtick, which --help shows as the flag's argument: %q", r.Flag, r.Help)
+		}
 		func() {
 			defer func() {
 				if p := recover(); p != nil {
