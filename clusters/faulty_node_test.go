@@ -41,10 +41,6 @@ type nodeFault struct {
 	// scenario must fail with message in its report; every other
 	// scenario run must pass.
 	scenario, message string
-	// replay: the failure's bundle, replayed on the local node with the
-	// same controller, fails at the same step, and with the faithful one
-	// passes (one fault does it).
-	replay bool
 }
 
 var nodeFaults = []nodeFault{
@@ -75,7 +71,6 @@ var nodeFaults = []nodeFault{
 		tags:     "@proxy-pods,@trace-order && @proxy-pods,@spec-2.1",
 		scenario: "Every snapshot names the proxy pod, its namespace and its Gateway",
 		message:  "event 2 requestSnapshot (initial request): requestState.env: got no field, want an object with podName, namespace and gateway",
-		replay:   true,
 	},
 }
 
@@ -151,7 +146,10 @@ func interceptedController(writes interceptor.Funcs) func(context.Context, *rest
 
 // testLocalNodeCatchesFaults runs, for each fault of nodeFaults, the
 // scenarios of its tags on the local node with that controller: its
-// scenario fails with its message, and every other one passes.
+// scenario fails with its message, and every other one passes; the
+// failure's bundle holds the resources and the pods' logs, and replayed on
+// the local node it fails at the same step with the same controller and
+// passes with the faithful one.
 func testLocalNodeCatchesFaults(t *testing.T, n *localNode) {
 	for _, f := range nodeFaults {
 		t.Run(f.name, func(t *testing.T) {
@@ -187,9 +185,6 @@ func testLocalNodeCatchesFaults(t *testing.T, n *localNode) {
 			}
 			if s := rep.Summary; s.Failed != 1 || s.Passed == 0 || s.Skipped+s.Unsupported != 0 {
 				t.Errorf("got %+v, want %q failed and every other scenario of %s passed", s, f.scenario, f.tags)
-			}
-			if !f.replay {
-				return
 			}
 			// gwdiag conformance replay on the cluster target: the bundle's
 			// feature file and scenario, run again on the local node with
