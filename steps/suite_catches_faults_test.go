@@ -458,7 +458,7 @@ func onTargets(cases []faultCase) []faultCase {
 // TestContainerTargetCatchesFaults: the container target, running the
 // reference proxy's image behind the same fault wrappers, fails the same
 // scenarios for the same reasons for every fault it can run (onTargets),
-// each failed scenario's bundle holds the evidence (checkBundles: the
+// each failed scenario's bundle holds the evidence (checkBundle: the
 // container's logs among it), and the bundle of the first failure passes
 // replayed on the reference in process and fails at the same step
 // replayed on the same faulty container. Each fault runs only the
@@ -501,7 +501,7 @@ func processSample(cases []faultCase, race bool, mode string, now time.Time) ([]
 // TestProcessTargetCatchesFaults: every fault the process target can run
 // (onTargets), in front of refproxy run as a process, on the scenarios it
 // must fail (faultScope): each fails them for the same reasons, their
-// bundles hold the evidence (checkBundles: the process's output among
+// bundles hold the evidence (checkBundle: the process's output among
 // it), and the bundle of the first failure passes replayed on the
 // reference and fails at the same step replayed on the same faulty
 // process.
