@@ -91,17 +91,12 @@ TEST_FIRST    ?= ./steps ./cli/e2e ./clusters ./steps/targets/container \
 # suite in process; TestProcessTargetCatchesFaults: every fault a process can
 # run, in front of refproxy as a process, on the scenarios it must fail, with
 # their bundles checked and replayed) runs in a go test of its own without
-# -race, beside the rest, one fault at a time. TestContainerTargetCatchesFaults
-# (every fault on the container target) runs in a third go test without
-# -race, CONTAINER_PARALLEL faults at a time: it waits on Docker more than it
-# computes, and in the -race run it was two thirds of ./steps' wall, the
-# gate's longest path (docs/ci.md, the eighteenth stop). The -race run takes
-# a sample of all three that changes every day ($$GWDIAG_CATALOGUE=race-sample;
-# test-times prints which). The race detector doubled the catalogue's time,
-# and it was a third of ./steps'.
+# -race, beside the rest, one fault at a time; the -race run takes a sample of
+# both that changes every day ($$GWDIAG_CATALOGUE=race-sample; test-times
+# prints which) and runs TestContainerTargetCatchesFaults (every fault on the
+# container target: it waits on Docker more than it computes). The race
+# detector doubled the catalogue's time, and it was a third of ./steps'.
 TESTJSON_CATALOGUE ?= $(BIN)/test-catalogue.json
-TESTJSON_CONTAINER ?= $(BIN)/test-container-faults.json
-CONTAINER_PARALLEL ?= 3
 # Each test binary runs under .ci/testcpu, which ends its output with the CPU
 # it and the processes it waited for used: on 2 cores the gate's wall time
 # follows its CPU time, and test-times prints where it went.
@@ -115,11 +110,9 @@ unit: kube-bins ratelimit-bin jaeger-bin redis-server chromium
 	@mkdir -p $(BIN)
 	@$(STATIC_ENV) $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
-	$(STATIC_ENV) $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON_CONTAINER) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel $(CONTAINER_PARALLEL) -run '^TestContainerTargetCatchesFaults$$' ./steps & ctr=$$!; \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
-	rc=$$?; wait $$cat || rc=1; wait $$ctr || rc=1; $(MAKE) --no-print-directory test-times; exit $$rc
+	rc=$$?; wait $$cat || rc=1; $(MAKE) --no-print-directory test-times; exit $$rc
 
 # Where the time of the last make test (or make unit) went: the slowest
 # packages, then the slowest tests (top-level and subtests), from $(TESTJSON).
@@ -127,16 +120,16 @@ unit: kube-bins ratelimit-bin jaeger-bin redis-server chromium
 TIMES_TOP ?= 15
 test-times:
 	@test -s $(TESTJSON) || { echo "no $(TESTJSON): run make unit first"; exit 2; }
-	@cat $(TESTJSON) $(wildcard $(TESTJSON_CATALOGUE) $(TESTJSON_CONTAINER)) > $(BIN)/test-all.json
-	@grep -Eho '((process|container) target: )?fault catalogue[^"]*' $(BIN)/test-all.json | sed 's/\\n$$//; s/^/  /' || true
-	@echo "slowest packages (seconds; $(TEST_P) run at once, and the catalogue and the container faults without -race beside them):"
+	@cat $(TESTJSON) $(wildcard $(TESTJSON_CATALOGUE)) > $(BIN)/test-all.json
+	@grep -Eho '(process target: )?fault catalogue[^"]*' $(BIN)/test-all.json | sed 's/\\n$$//; s/^/  /' || true
+	@echo "slowest packages (seconds; $(TEST_P) run at once, and the catalogue without -race beside them):"
 	@grep -E '"Action":"(pass|fail)","Package":"[^"]*","Elapsed":' $(BIN)/test-all.json | \
 	  sed -E 's/.*"Action":"([a-z]+)","Package":"([^"]*)","Elapsed":([0-9.]+).*/\3 \2 \1/' | \
 	  sed 's| github.com/gwdiag/gwdiag/\{0,1\}| ./|' | sort -rn | head -$(TIMES_TOP) | \
 	  awk '{printf "  %8.1f  %s%s\n", $$1, $$2, ($$3 == "fail" ? "  FAIL" : "")}'
 	@echo "CPU by test binary (seconds, user+sys, with the processes each waited for; not the Docker daemon's):"
-	@for f in $(TESTJSON) $(wildcard $(TESTJSON_CATALOGUE) $(TESTJSON_CONTAINER)); do \
-	  tag=; [ $$f = $(TESTJSON_CATALOGUE) ] && tag=" (catalogue, no -race)"; [ $$f = $(TESTJSON_CONTAINER) ] && tag=" (container faults, no -race)"; \
+	@for f in $(TESTJSON) $(wildcard $(TESTJSON_CATALOGUE)); do \
+	  tag=; [ $$f = $(TESTJSON_CATALOGUE) ] && tag=" (catalogue, no -race)"; \
 	  grep -h '"Output":"gwdiag-test-cpu: ' $$f | \
 	  sed -E 's/.*"Package":"([^"]*)".*gwdiag-test-cpu: ([0-9.]+) s wall, ([0-9.]+) s user, ([0-9.]+) s sys.*/\1 \2 \3 \4/' | \
 	  awk -v tag="$$tag" '{ sub("github.com/gwdiag/gwdiag/?", "./", $$1); printf "%.1f %.1f %s%s\n", $$3 + $$4, $$2, $$1, tag }'; \
