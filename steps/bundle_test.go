@@ -74,23 +74,8 @@ func TestFailureBundle(t *testing.T) {
 	if len(traces) == 0 || !strings.Contains(string(traces[0].Data), "routeSelection") || !strings.Contains(string(traces[0].Data), "data: ") {
 		t.Errorf("traces %d: want the trace stream as it came (SSE, with routeSelection)", len(traces))
 	}
-	var har struct {
-		Log struct {
-			Version string
-			Entries []struct {
-				Request struct {
-					Method, URL string
-					Headers     []struct{ Name, Value string }
-				}
-				Response struct {
-					Status  int
-					Content struct{ Text string }
-				}
-			}
-		}
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, bundle.ExchangesFile))
-	if err != nil || json.Unmarshal(raw, &har) != nil || har.Log.Version != "1.2" || len(har.Log.Entries) < 2 {
+	har, err := readHAR(dir)
+	if err != nil || har.Log.Version != "1.2" || len(har.Log.Entries) < 2 {
 		t.Fatalf("HAR: %v, version %q, %d entries: want HAR 1.2 with the trace stream and the request", err, har.Log.Version, len(har.Log.Entries))
 	}
 	sawTrace, sawRequest, redacted := false, false, 0
@@ -301,14 +286,8 @@ func bundleGaps(s ScenarioReport, proxyLog string) (*bundle.Bundle, []string) {
 	if !strings.Contains(s.ProxyLogs, proxyLog) {
 		gap("the report's proxyLogs %q lack %q", s.ProxyLogs, proxyLog)
 	}
-	var har struct {
-		Log struct {
-			Version string
-			Entries []struct{ Request struct{ URL string } }
-		}
-	}
-	raw, err := os.ReadFile(filepath.Join(s.Bundle, bundle.ExchangesFile))
-	if err != nil || json.Unmarshal(raw, &har) != nil || har.Log.Version != "1.2" || len(har.Log.Entries) == 0 {
+	har, err := readHAR(s.Bundle)
+	if err != nil || har.Log.Version != "1.2" || len(har.Log.Entries) == 0 {
 		gap("bundle's HAR: %v, version %q, %d entries: want HAR 1.2 with the scenario's exchanges", err, har.Log.Version, len(har.Log.Entries))
 	}
 	streams := 0
@@ -321,6 +300,34 @@ func bundleGaps(s ScenarioReport, proxyLog string) (*bundle.Bundle, []string) {
 		gap("bundle holds %d trace files for %d trace streams in its HAR", len(traces), streams)
 	}
 	return b, gaps
+}
+
+// harFile is what the bundles' tests read of exchanges.har.
+type harFile struct {
+	Log struct {
+		Version string
+		Entries []struct {
+			Request struct {
+				Method, URL string
+				Headers     []struct{ Name, Value string }
+			}
+			Response struct {
+				Status  int
+				Content struct{ Text string }
+			}
+		}
+	}
+}
+
+// readHAR reads the HAR of the bundle in dir: empty, never nil, with
+// the error of a missing or malformed file.
+func readHAR(dir string) (*harFile, error) {
+	har := &harFile{}
+	raw, err := os.ReadFile(filepath.Join(dir, bundle.ExchangesFile))
+	if err != nil {
+		return har, err
+	}
+	return har, json.Unmarshal(raw, har)
 }
 
 // TestBundleGapsFound: checkBundle, which the fault catalogue runs on
@@ -376,6 +383,7 @@ func TestBundleGapsFound(t *testing.T) {
 		{"empty proxy config", write(filepath.Base(b.Meta.ProxyConfig), ""), "proxy config"},
 		{"no config dump", remove(bundle.ConfigDumpFile), "config dump"},
 		{"no proxy log", remove(bundle.ProxyLogFile), "proxy log"},
+		{"no HAR", remove(bundle.ExchangesFile), "bundle's HAR"},
 		{"HAR 1.1", write(bundle.ExchangesFile, `{"log":{"version":"1.1","entries":[{"request":{"url":"http://x/"}}]}}`), "bundle's HAR"},
 		{"a trace stream without its file", write(bundle.ExchangesFile, `{"log":{"version":"1.2","entries":[`+strings.Repeat(`{"request":{"url":"http://x/debug/trace"}},`, len(traces)+1)+`{"request":{"url":"http://x/"}}]}}`), "trace files"},
 	} {

@@ -489,15 +489,6 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 	}
 }
 
-// processSample returns the faults of cases TestProcessTargetCatchesFaults
-// runs, and a line that says which: every one, but in make test's -race
-// run (mode "race-sample", where the catalogue run without the race
-// detector has run them all) a daily sample, as catalogueSample.
-func processSample(cases []faultCase, race bool, mode string, now time.Time) ([]faultCase, string) {
-	out, note := catalogueSample(cases, race, mode, now)
-	return out, "process target: " + note
-}
-
 // TestProcessTargetCatchesFaults: every fault the process target can run
 // (onTargets), in front of refproxy run as a process, on the scenarios it
 // must fail (faultScope): each fails them for the same reasons, their
@@ -511,8 +502,10 @@ func TestProcessTargetCatchesFaults(t *testing.T) {
 		t.Skip("builds and runs refproxy as a process")
 	}
 	bin := builtBinary(t, "github.com/gwdiag/gwdiag/refproxy/cmd/refproxy")
-	cases, note := processSample(onTargets(faultCases), raceEnabled, os.Getenv("GWDIAG_CATALOGUE"), time.Now().UTC())
-	t.Log(note)
+	// In make test's -race run a daily sample: the catalogue run without
+	// the race detector runs every fault.
+	cases, note := catalogueSample(onTargets(faultCases), raceEnabled, os.Getenv("GWDIAG_CATALOGUE"), time.Now().UTC())
+	t.Log("process target: " + note)
 	for _, tt := range cases {
 		t.Run(tt.fault, func(t *testing.T) {
 			t.Parallel()
