@@ -16,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"runtime/debug"
+	"sync"
 
 	"github.com/cucumber/godog"
 )
@@ -74,7 +76,7 @@ func step(sc *godog.ScenarioContext, pattern string, fn any) {
 	if t.NumIn() == 0 || t.In(0) != reflect.TypeFor[context.Context]() || t.NumOut() != 1 || t.Out(0) != errorType {
 		panic("step " + pattern + ": want func(context.Context, ...) error or func(*state, context.Context, ...) error")
 	}
-	sc.Step(pattern, reflect.MakeFunc(t, func(args []reflect.Value) (res []reflect.Value) {
+	sc.Step(compiled(pattern), reflect.MakeFunc(t, func(args []reflect.Value) (res []reflect.Value) {
 		defer func() {
 			// A panic in step code is a defect of the suite, reported as
 			// the step's error (with where it happened) and, like any
@@ -107,6 +109,21 @@ func step(sc *godog.ScenarioContext, pattern string, fn any) {
 		}
 		return errValue(err)
 	}).Interface())
+}
+
+// patterns holds each step's pattern compiled, once per process: godog
+// asks for the steps again for every scenario, and compiling all their
+// patterns each time was a quarter of the suite's own CPU (docs/ci.md,
+// "The nineteenth stop"). A regexp.Regexp is safe for concurrent use.
+var patterns sync.Map // string -> *regexp.Regexp
+
+// compiled is pattern compiled (it panics on a bad one, as godog would).
+func compiled(pattern string) *regexp.Regexp {
+	if re, ok := patterns.Load(pattern); ok {
+		return re.(*regexp.Regexp)
+	}
+	re, _ := patterns.LoadOrStore(pattern, regexp.MustCompile(pattern))
+	return re.(*regexp.Regexp)
 }
 
 // errValue is err as the results of a step function.
