@@ -153,9 +153,16 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		Name:                "gwdiag-conformance",
 		ScenarioInitializer: r.initScenario,
 		Options: &godog.Options{
-			Format:         format,
-			Strict:         true,
-			NoColors:       true,
+			Format: format,
+			Strict: true,
+			// Colours on: godog's colourless writer writes each character
+			// with a call of its own, a system call per byte of the JUnit
+			// and Cucumber JSON files (a fifth of the suite's own CPU,
+			// docs/ci.md, "The nineteenth stop"), where its colour writer
+			// passes them through in whole writes. Neither format has
+			// colours, and the progress format, which has, goes to
+			// io.Discard.
+			NoColors:       false,
 			Concurrency:    o.Concurrency,
 			Tags:           tagsFor(o.Tags, profiles),
 			FS:             fsys,

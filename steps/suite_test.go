@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -40,8 +41,14 @@ func TestInProcessConformance(t *testing.T) {
 		t.Errorf("profiles: got %+v, want standalone with every extended feature supported", rep.Profiles)
 	}
 	for _, f := range []string{"report.yaml", "junit.xml", "cucumber.json"} {
-		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || len(b) == 0 {
 			t.Errorf("output %s: %v, want a non-empty file", f, err)
+		}
+		// godog writes the files with its colours on (runner.go says why):
+		// none of them may hold a terminal escape.
+		if i := bytes.IndexByte(b, 0x1b); i >= 0 {
+			t.Errorf("output %s holds a terminal escape at byte %d: %q", f, i, b[max(0, i-20):min(len(b), i+20)])
 		}
 	}
 }
