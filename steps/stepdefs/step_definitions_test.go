@@ -25,7 +25,7 @@ func TestStepPanicIsAnError(t *testing.T) {
 			})
 			step(sc, `^a step runs$`, func(context.Context) error { ran = true; return nil })
 		},
-		Options: &godog.Options{Format: "cucumber", Output: &out, FeatureContents: []godog.Feature{{Name: "p.feature", Contents: []byte(
+		Options: &godog.Options{Format: "cucumber", Output: &out, Strict: true, FeatureContents: []godog.Feature{{Name: "p.feature", Contents: []byte(
 			"Feature: p\n  Scenario: panics\n    When a step indexes an empty list\n  Scenario: after\n    When a step runs\n")}}},
 	}.Run()
 	if status != 1 {
