@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -17,8 +22,9 @@ import (
 
 // Local is a running etcd + kube-apiserver pair on loopback.
 type Local struct {
-	env *envtest.Environment
-	dir string
+	env  *envtest.Environment
+	dir  string
+	logs []*os.File // etcd's and the API server's, in dir
 
 	// Config reaches the API server as a cluster admin.
 	Config *rest.Config
@@ -41,8 +47,19 @@ type LocalOptions struct {
 	Output *os.File
 }
 
+// localAttempts bounds StartLocal's tries. Only a start whose etcd or
+// API server found its port taken is tried again, on a new address.
+const localAttempts = 3
+
 // StartLocal starts etcd and kube-apiserver, waits until the API server
 // answers and the CRDs are established, and returns it. Stop releases it.
+//
+// Both listen on an address of their own (LoopbackAddr) rather than on
+// envtest's choice, ports of the kernel's ephemeral range on 127.0.0.1:
+// there, on a busy machine, an outgoing connection took etcd's port
+// between envtest's pick and etcd's bind, and envtest's five retries
+// reused the port (make test, 2026-12-03). Their logs go to files beside
+// the kubeconfig, and a failed start quotes their last lines.
 func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 	bins := o.Binaries
 	if bins.Dir == "" {
@@ -59,6 +76,37 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 60 * time.Second
 	}
+	var tries []error
+	for range localAttempts {
+		l, err := startLocal(ctx, o, bins, all)
+		if err == nil {
+			return l, nil
+		}
+		tries = append(tries, err)
+		if !errors.Is(err, errPortTaken) || ctx.Err() != nil {
+			break
+		}
+	}
+	if len(tries) == 1 {
+		return nil, tries[0]
+	}
+	return nil, fmt.Errorf("%d tries: %w", len(tries), errors.Join(tries...))
+}
+
+// errPortTaken: etcd or the API server could not bind its port.
+var errPortTaken = errors.New("a port was taken before it was bound")
+
+func startLocal(ctx context.Context, o LocalOptions, bins Binaries, all []*apiextensionsv1.CustomResourceDefinition) (*Local, error) {
+	dir, err := os.MkdirTemp("", "gwdiag-kube-")
+	if err != nil {
+		return nil, err
+	}
+	host := LoopbackAddr()
+	ports, err := FreePorts(host, 3)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("ports for etcd and kube-apiserver on %s: %w", host, err)
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    bins.Dir,
 		CRDs:                     all,
@@ -66,12 +114,38 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 		ControlPlaneStartTimeout: o.StartTimeout,
 		ControlPlaneStopTimeout:  20 * time.Second,
 	}
-	env.ControlPlane.GetAPIServer().Path = bins.APIServer()
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: bins.Etcd()}
-	if o.Output != nil {
-		env.AttachControlPlaneOutput = true
-		env.ControlPlane.GetAPIServer().Out, env.ControlPlane.GetAPIServer().Err = o.Output, o.Output
-		env.ControlPlane.Etcd.Out, env.ControlPlane.Etcd.Err = o.Output, o.Output
+	api := env.ControlPlane.GetAPIServer()
+	api.Path = bins.APIServer()
+	api.SecureServing.Address, api.SecureServing.Port = host, strconv.Itoa(ports[2])
+	etcd := &envtest.Etcd{Path: bins.Etcd(), URL: &url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(ports[0]))}}
+	etcd.Configure().Set("listen-peer-urls", (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(ports[1]))}).String())
+	env.ControlPlane.Etcd = etcd
+	logs := map[string]string{"etcd": filepath.Join(dir, "etcd.log"), "kube-apiserver": filepath.Join(dir, "kube-apiserver.log")}
+	// The files stay open while the processes run: with o.Output they
+	// write through a pipe whose reader writes to the file.
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	for name, path := range logs {
+		f, err := os.Create(path)
+		if err != nil {
+			closeAll()
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		files = append(files, f)
+		var w io.Writer = f
+		if o.Output != nil {
+			w = io.MultiWriter(f, o.Output)
+		}
+		if name == "etcd" {
+			etcd.Out, etcd.Err = w, w
+		} else {
+			api.Out, api.Err = w, w
+		}
 	}
 	// envtest waits with its own timeouts; a caller's cancel still stops
 	// a start that hangs.
@@ -90,23 +164,46 @@ func StartLocal(ctx context.Context, o LocalOptions) (*Local, error) {
 	case <-ctx.Done():
 		r = <-done // Start has its own timeouts; wait, then stop what started
 		env.Stop()
+		closeAll()
+		os.RemoveAll(dir)
 		return nil, ctx.Err()
 	}
 	if r.err != nil {
 		env.Stop()
-		return nil, fmt.Errorf("start etcd + kube-apiserver from %s: %w", bins.Dir, r.err)
-	}
-	l := &Local{env: env, Config: r.cfg}
-	if l.dir, err = os.MkdirTemp("", "gwdiag-kube-"); err != nil {
-		l.Stop()
+		closeAll()
+		err := fmt.Errorf("start etcd + kube-apiserver from %s on %s: %w", bins.Dir, host, r.err)
+		for _, name := range []string{"etcd", "kube-apiserver"} {
+			tail := logTail(logs[name], 20)
+			if strings.Contains(tail, "address already in use") {
+				err = fmt.Errorf("%w (%w)", err, errPortTaken)
+			}
+			if tail != "" {
+				err = fmt.Errorf("%w\n%s's last lines:\n%s", err, name, tail)
+			}
+		}
+		os.RemoveAll(dir)
 		return nil, err
 	}
+	l := &Local{env: env, dir: dir, logs: files, Config: r.cfg}
 	l.KubeconfigPath = filepath.Join(l.dir, "kubeconfig")
 	if err := os.WriteFile(l.KubeconfigPath, env.KubeConfig, 0o600); err != nil {
 		l.Stop()
 		return nil, err
 	}
 	return l, nil
+}
+
+// logTail is the last n lines of the file at path ("" when there are none).
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
 // Stop stops kube-apiserver and etcd and removes their data and the
@@ -117,6 +214,9 @@ func (l *Local) Stop() error {
 	}
 	err := l.env.Stop()
 	l.env = nil
+	for _, f := range l.logs {
+		f.Close()
+	}
 	if l.dir != "" {
 		err = errors.Join(err, os.RemoveAll(l.dir))
 	}

@@ -2,7 +2,11 @@ package kube_test
 
 import (
 	"context"
+	"errors"
+	"net"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +22,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/api/v1alpha1"
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/clusters/crds"
+	"github.com/gwdiag/gwdiag/clusters/kube"
 	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
 )
 
@@ -26,6 +31,12 @@ import (
 // that Stop removes the kubeconfig.
 func TestLocalAPIServer(t *testing.T) {
 	l := kubetest.Start(t)
+	// On an address of its own, not on 127.0.0.1 (StartLocal says why).
+	if u, err := url.Parse(l.Config.Host); err != nil || !strings.HasPrefix(u.Hostname(), "127.") || u.Hostname() == "127.0.0.1" {
+		t.Errorf("API server at %s (%v); want a loopback address of its own", l.Config.Host, err)
+	} else if ip := net.ParseIP(u.Hostname()).To4(); ip[1] < 64 || ip[1] >= 128 {
+		t.Errorf("API server at %s: want an address in 127.64.0.0/10", l.Config.Host)
+	}
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -175,5 +186,51 @@ func globalLimit() *v1alpha1.GlobalRateLimit {
 			Entries: []v1alpha1.DescriptorEntry{{Name: "user", Expression: `request.headers["x-user"]`}},
 			Limit:   &v1alpha1.GlobalLimit{Amount: 100, Unit: "Minutes"},
 		}},
+	}
+}
+
+// TestStartLocalSaysWhyEtcdFailed: a start whose etcd exits quotes etcd's
+// last lines, and is tried again on a new address only when etcd's port
+// was taken (three tries in all); otherwise it fails at once.
+func TestStartLocalSaysWhyEtcdFailed(t *testing.T) {
+	for _, tt := range []struct {
+		name, says string
+		tries      int
+	}{
+		{"port taken", "listen tcp 127.0.0.1:2380: bind: address already in use", 3},
+		{"another failure", "etcdmain: cannot access data directory: permission denied", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			counter := filepath.Join(dir, "starts")
+			// envtest runs etcd --help first (to see its flags): that is
+			// not a start.
+			script := "#!/bin/sh\ncase \"$*\" in *--help*) exit 0;; esac\necho start >> " + counter + "\necho '" + tt.says + "' >&2\nexit 1\n"
+			if err := os.WriteFile(filepath.Join(dir, "etcd"), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "kube-apiserver"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			l, err := kube.StartLocal(ctx, kube.LocalOptions{Binaries: kube.Binaries{Dir: dir}, StartTimeout: 20 * time.Second})
+			if err == nil {
+				l.Stop()
+				t.Fatal("StartLocal with an etcd that exits: no error")
+			}
+			if !strings.Contains(err.Error(), "etcd's last lines:\n"+tt.says) {
+				t.Errorf("error does not quote etcd's output %q:\n%v", tt.says, err)
+			}
+			b, _ := os.ReadFile(counter)
+			// envtest itself starts etcd up to five times a try, on the
+			// same port: count tries by the address in the error.
+			if got := strings.Count(err.Error(), "start etcd + kube-apiserver from"); got != tt.tries {
+				t.Errorf("%d tries (etcd started %d times); want %d:\n%v", got, strings.Count(string(b), "start"), tt.tries, err)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("the start ran into the test's deadline: %v", err)
+			}
+		})
 	}
 }

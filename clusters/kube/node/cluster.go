@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -211,7 +210,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	if len(id) > 8 {
 		id = id[:8] // an interface name has at most 15 bytes
 	}
-	c = &Cluster{State: state, HostAddr: hostIP.String(), loop: controlPlaneLoopback(), unlock: unlock, mark: locked,
+	c = &Cluster{State: state, HostAddr: hostIP.String(), loop: kube.LoopbackAddr(), unlock: unlock, mark: locked,
 		Phases: []Phase{{Name: "binaries, packages", Took: fetched.Sub(called)}, {Name: "build pause", Took: pack.pauseTook},
 			{Name: pack.phase(), Took: began.Sub(fetched) - pack.pauseTook}, {Name: "wait for another node", Took: locked.Sub(began)}},
 		rec: &record{file: filepath.Join(state, recordFile), Bridge: "gwdn" + id, CgroupRoot: filepath.Base(state)}}
@@ -489,7 +488,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, bins kube.Binaries, o C
 			return err
 		}
 	}
-	ports, err := freePorts(c.loop, 5)
+	ports, err := kube.FreePorts(c.loop, 5)
 	if err != nil {
 		return err
 	}
@@ -586,7 +585,7 @@ func (c *Cluster) startKubelet(ctx context.Context, bins kube.Binaries, o Cluste
 	if err := makeCgroupRoot(c.rec.CgroupRoot); err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
-	ports, err := freePorts("127.0.0.1", 1) // the kubelet listens on HostAddr, which only this run has
+	ports, err := kube.FreePorts("127.0.0.1", 1) // the kubelet listens on HostAddr, which only this run has
 	if err != nil {
 		return err
 	}
@@ -756,28 +755,6 @@ func (c *Cluster) logFile(name string, out io.Writer) (io.Writer, error) {
 		return io.MultiWriter(f, out), nil
 	}
 	return f, nil
-}
-
-// controlPlaneLoopback picks the run's loopback address for the control
-// plane, in 127.64.0.0/10 (clear of 127.0.0.1 and of the low addresses
-// tests pick by hand); the whole of 127.0.0.0/8 is on lo.
-func controlPlaneLoopback() string {
-	n := rand.Uint32()
-	return fmt.Sprintf("127.%d.%d.%d", 64+n%64, (n>>8)%256, 1+(n>>16)%254)
-}
-
-// freePorts picks n ports that nothing listens on at host.
-func freePorts(host string, n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func nextIP(ip net.IP) net.IP {
