@@ -61,17 +61,24 @@ func WriteTarball(file string, imgs ...Image) error {
 	return nil
 }
 
+// compressionLevel is the layers' gzip level (a variable for the
+// benchmark).
+var compressionLevel = gzip.NoCompression
+
 func build(img Image) (v1.Image, error) {
 	layerTar, err := layer(img.Files)
 	if err != nil {
 		return nil, err
 	}
-	// The fastest gzip: the image goes from this machine to its own
-	// containerd, where the default level's compression made the node's
-	// start wait (about 2 s for refproxy and gwdiag) for no space saved
-	// that counts.
+	// No compression (gzip's stored blocks): the image goes from this
+	// machine to its own containerd, where compressing saved no space
+	// that counts and cost the node's start the most of its packing. The
+	// tests pack in race-detector binaries, where compress/flate runs
+	// about ten times slower: BestSpeed took 1m17s of a node start for
+	// gwdiag and refproxy on a fresh machine (2026-12-03);
+	// BenchmarkWriteTarball measures the two side by side.
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil },
-		tarball.WithCompressionLevel(gzip.BestSpeed))
+		tarball.WithCompressionLevel(compressionLevel))
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +174,7 @@ func cacheKey(imgs []Image) (string, error) {
 	sorted := slices.Clone(imgs)
 	slices.SortFunc(sorted, func(a, b Image) int { return strings.Compare(a.Ref, b.Ref) })
 	h := sha256.New()
-	fmt.Fprintf(h, "gwdiag images v1 %s\n", runtime.GOARCH)
+	fmt.Fprintf(h, "gwdiag images v2 %s\n", runtime.GOARCH)
 	for _, img := range sorted {
 		fmt.Fprintf(h, "image %q %q\n", img.Ref, img.Entrypoint)
 		for _, p := range slices.Sorted(maps.Keys(img.Files)) {

@@ -3,6 +3,7 @@ package images_test
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"os"
@@ -166,5 +167,38 @@ func TestCachedTarball(t *testing.T) {
 	}
 	if tars, _ := filepath.Glob(filepath.Join(cache, "*.tar")); len(tars) != 4 {
 		t.Errorf("the cache holds %d tarballs, want the 4 most recently used", len(tars))
+	}
+}
+
+// BenchmarkWriteTarball packs the benchmark's own binary as an image's
+// one file, at the level the local node uses (none) and at gzip's
+// fastest, which it used before. Run it with -race too: the tests that
+// start a local node pack their images in race-detector binaries.
+func BenchmarkWriteTarball(b *testing.B) {
+	for _, level := range []struct {
+		name  string
+		level int
+	}{{"none", gzip.NoCompression}, {"best-speed", gzip.BestSpeed}} {
+		b.Run(level.name, func(b *testing.B) {
+			defer func(l int) { *images.CompressionLevel = l }(*images.CompressionLevel)
+			*images.CompressionLevel = level.level
+			imgs := []images.Image{{Ref: "gwdiag.local/bench:dev", Files: map[string]string{"/bench": os.Args[0]}, Entrypoint: []string{"/bench"}}}
+			fi, err := os.Stat(os.Args[0])
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(fi.Size())
+			file := filepath.Join(b.TempDir(), "images.tar")
+			for b.Loop() {
+				if err := images.WriteTarball(file, imgs...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st, err := os.Stat(file)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(st.Size()), "tarball-bytes")
+		})
 	}
 }

@@ -1,0 +1,4 @@
+package images
+
+// CompressionLevel is the layers' gzip level, for BenchmarkWriteTarball.
+var CompressionLevel = &compressionLevel
