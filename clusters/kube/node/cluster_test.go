@@ -67,12 +67,10 @@ func startCluster(t *testing.T, ctx context.Context, lockHeld bool) *node.Cluste
 	return c
 }
 
-// TestClusterRunsAPod: a Deployment's pod, from an image packed here,
-// becomes Ready on the local node, and the host reaches it on its pod IP.
-func TestClusterRunsAPod(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c := startCluster(t, ctx, false)
+// runsAPod: a Deployment's pod, from an image packed here, becomes Ready
+// on the local node c, the host reaches it on its pod IP, and a second pod
+// reaches it across the bridge.
+func runsAPod(t *testing.T, ctx context.Context, c *node.Cluster) {
 	t.Logf("figure: node Ready %v after start (after %v waiting for another node to stop)", c.Took.Round(100*time.Millisecond), c.Waited.Round(100*time.Millisecond))
 	cs := kubernetes.NewForConfigOrDie(c.Config)
 	created := time.Now()
@@ -242,31 +240,21 @@ func assertCleanMachine(t *testing.T, before machineState) {
 	}
 }
 
-// TestClusterStopLeavesNothing: Stop removes every process, the bridge,
-// the cgroups and the state, and puts back the sysctls the kubelet set.
-func TestClusterStopLeavesNothing(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	before := lockMachine(t, ctx)
-	t.Run("start", func(t *testing.T) {
-		c := startCluster(t, ctx, true)
-		if st := readMachineState(t); len(st.bridges) != 1 || len(st.processes) == 0 {
-			t.Errorf("while running: bridges %v, processes %d; want one bridge and the node's processes", st.bridges, len(st.processes))
-		}
-		if c.HostAddr != "10.244.0.1" {
-			t.Errorf("HostAddr = %s, want the bridge's 10.244.0.1", c.HostAddr)
-		}
-	})
-	assertCleanMachine(t, before)
-}
-
 // envKilledRun makes the test binary a run that starts a node and is then
-// killed: TestSweepAfterKilledRun runs it.
+// killed: TestClusterLifecycle runs it.
 const envKilledRun = "GWDIAG_TEST_KILLED_RUN"
 
-// TestSweepAfterKilledRun: a run killed with SIGKILL leaves its node
-// behind; the next StartCluster removes it all first.
-func TestSweepAfterKilledRun(t *testing.T) {
+// TestClusterLifecycle is a local node's life on this machine, on one
+// node start after the killed run's (a start costs about 10 s of the
+// machine's two cores; these were three tests with a start each):
+//   - a run killed with SIGKILL leaves its node behind, and the next
+//     StartCluster removes it all first;
+//   - that node runs a pod from a packed image, which the host and another
+//     pod reach (runsAPod), with one bridge and the node's processes while
+//     it runs;
+//   - Stop removes every process, the bridge, the iptables rule, the
+//     cgroups and the state, and puts back the sysctls the kubelet set.
+func TestClusterLifecycle(t *testing.T) {
 	if os.Getenv(envKilledRun) != "" {
 		// The child: start a node, say so, and wait to be killed.
 		ctx := context.Background()
@@ -285,7 +273,7 @@ func TestSweepAfterKilledRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	before := lockMachine(t, ctx)
-	child := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestSweepAfterKilledRun$", "-test.v")
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestClusterLifecycle$", "-test.v")
 	child.Env = append(os.Environ(), envKilledRun+"=1")
 	out, err := child.StdoutPipe()
 	if err != nil {
@@ -313,7 +301,16 @@ func TestSweepAfterKilledRun(t *testing.T) {
 	if len(left.states) == 0 || len(left.bridges) == 0 {
 		t.Fatalf("the killed run left no state or bridge to sweep (states %v, bridges %v): the test proves nothing", left.states, left.bridges)
 	}
-	t.Run("next run", func(t *testing.T) { startCluster(t, ctx, true) })
+	t.Run("next run", func(t *testing.T) {
+		c := startCluster(t, ctx, true)
+		if st := readMachineState(t); len(st.bridges) != 1 || len(st.processes) == 0 || len(st.states) != 1 {
+			t.Errorf("while running: bridges %v, processes %d, state directories %v; want one bridge, the node's processes and its state alone (the killed run's swept)", st.bridges, len(st.processes), st.states)
+		}
+		if c.HostAddr != "10.244.0.1" {
+			t.Errorf("HostAddr = %s, want the bridge's 10.244.0.1", c.HostAddr)
+		}
+		runsAPod(t, ctx, c)
+	})
 	assertCleanMachine(t, before)
 }
 
