@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/steps/bundle"
 	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/targets/container"
 	"github.com/gwdiag/gwdiag/steps/targets/container/containertest"
@@ -433,7 +435,35 @@ func checkFaultOn(t *testing.T, inner targets.Target, tt faultCase, tags string,
 	}
 	compare(t, "failed", got[Failed], tt.wantFail)
 	compare(t, "unsupported", got[Unsupported], tt.wantUnsup)
+	if t.Failed() {
+		logEvidence(t, rep)
+	}
 	return rep
+}
+
+// logEvidence logs the ends of the proxy's output and of the traces in
+// each failed scenario's bundle: the test's temporary directory goes
+// with it, and a fault that failed the wrong way once (a 500 where the
+// scenario wanted a 429, 2026-12-03) left only its message to go on.
+func logEvidence(t *testing.T, rep *ConformanceReport) {
+	t.Helper()
+	for _, f := range rep.Features {
+		for _, s := range f.Scenarios {
+			if s.Bundle == "" {
+				continue
+			}
+			files, _ := filepath.Glob(filepath.Join(s.Bundle, bundle.TracesDir, "*"))
+			for _, file := range append([]string{filepath.Join(s.Bundle, bundle.ProxyLogFile)}, files...) {
+				b, err := os.ReadFile(file)
+				if err != nil {
+					continue
+				}
+				lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+				lines = lines[max(0, len(lines)-30):]
+				t.Logf("%s: bundle's %s, its last %d lines:\n%s", s.Name, filepath.Base(file), len(lines), strings.Join(lines, "\n"))
+			}
+		}
+	}
 }
 
 // catalogueProducer is the gwdiag version the catalogue's runs give (as
