@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 	"github.com/gwdiag/gwdiag/steps/bundle"
 	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/targets/container"
@@ -458,9 +459,7 @@ func logEvidence(t *testing.T, rep *ConformanceReport) {
 				if err != nil {
 					continue
 				}
-				lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-				lines = lines[max(0, len(lines)-30):]
-				t.Logf("%s: bundle's %s, its last %d lines:\n%s", s.Name, filepath.Base(file), len(lines), strings.Join(lines, "\n"))
+				t.Logf("%s: bundle's %s, its last lines:\n%s", s.Name, filepath.Base(file), toolbin.LastLines(string(b), 30))
 			}
 		}
 	}

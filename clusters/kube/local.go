@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gwdiag/gwdiag/clusters/crds"
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // Local is a running etcd + kube-apiserver pair on loopback.
@@ -101,11 +102,20 @@ func startLocal(ctx context.Context, o LocalOptions, bins Binaries, all []*apiex
 	if err != nil {
 		return nil, err
 	}
+	// The log files stay open while the processes run: with o.Output they
+	// write through a pipe whose reader writes to the file.
+	var logs []*os.File
+	fail := func(err error) (*Local, error) {
+		for _, f := range logs {
+			f.Close()
+		}
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	host := LoopbackAddr()
 	ports, err := FreePorts(host, 3)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("ports for etcd and kube-apiserver on %s: %w", host, err)
+		return fail(fmt.Errorf("ports for etcd and kube-apiserver on %s: %w", host, err))
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    bins.Dir,
@@ -120,32 +130,22 @@ func startLocal(ctx context.Context, o LocalOptions, bins Binaries, all []*apiex
 	etcd := &envtest.Etcd{Path: bins.Etcd(), URL: &url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(ports[0]))}}
 	etcd.Configure().Set("listen-peer-urls", (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(ports[1]))}).String())
 	env.ControlPlane.Etcd = etcd
-	logs := map[string]string{"etcd": filepath.Join(dir, "etcd.log"), "kube-apiserver": filepath.Join(dir, "kube-apiserver.log")}
-	// The files stay open while the processes run: with o.Output they
-	// write through a pipe whose reader writes to the file.
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}
-	for name, path := range logs {
-		f, err := os.Create(path)
+	procs := []struct {
+		name     string
+		out, err *io.Writer
+	}{{"etcd", &etcd.Out, &etcd.Err}, {"kube-apiserver", &api.Out, &api.Err}}
+	logPath := func(name string) string { return filepath.Join(dir, name+".log") }
+	for _, p := range procs {
+		f, err := os.Create(logPath(p.name))
 		if err != nil {
-			closeAll()
-			os.RemoveAll(dir)
-			return nil, err
+			return fail(err)
 		}
-		files = append(files, f)
+		logs = append(logs, f)
 		var w io.Writer = f
 		if o.Output != nil {
 			w = io.MultiWriter(f, o.Output)
 		}
-		if name == "etcd" {
-			etcd.Out, etcd.Err = w, w
-		} else {
-			api.Out, api.Err = w, w
-		}
+		*p.out, *p.err = w, w
 	}
 	// envtest waits with its own timeouts; a caller's cancel still stops
 	// a start that hangs.
@@ -164,46 +164,30 @@ func startLocal(ctx context.Context, o LocalOptions, bins Binaries, all []*apiex
 	case <-ctx.Done():
 		r = <-done // Start has its own timeouts; wait, then stop what started
 		env.Stop()
-		closeAll()
-		os.RemoveAll(dir)
-		return nil, ctx.Err()
+		return fail(ctx.Err())
 	}
 	if r.err != nil {
 		env.Stop()
-		closeAll()
 		err := fmt.Errorf("start etcd + kube-apiserver from %s on %s: %w", bins.Dir, host, r.err)
-		for _, name := range []string{"etcd", "kube-apiserver"} {
-			tail := logTail(logs[name], 20)
+		for _, p := range procs {
+			b, _ := os.ReadFile(logPath(p.name))
+			tail := strings.TrimSpace(toolbin.LastLines(string(b), 20))
 			if strings.Contains(tail, "address already in use") {
 				err = fmt.Errorf("%w (%w)", err, errPortTaken)
 			}
 			if tail != "" {
-				err = fmt.Errorf("%w\n%s's last lines:\n%s", err, name, tail)
+				err = fmt.Errorf("%w\n%s's last lines:\n%s", err, p.name, tail)
 			}
 		}
-		os.RemoveAll(dir)
-		return nil, err
+		return fail(err)
 	}
-	l := &Local{env: env, dir: dir, logs: files, Config: r.cfg}
+	l := &Local{env: env, dir: dir, logs: logs, Config: r.cfg}
 	l.KubeconfigPath = filepath.Join(l.dir, "kubeconfig")
 	if err := os.WriteFile(l.KubeconfigPath, env.KubeConfig, 0o600); err != nil {
 		l.Stop()
 		return nil, err
 	}
 	return l, nil
-}
-
-// logTail is the last n lines of the file at path ("" when there are none).
-func logTail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
 // Stop stops kube-apiserver and etcd and removes their data and the

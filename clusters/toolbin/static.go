@@ -31,7 +31,7 @@ func BuildStatic(ctx context.Context, dir, out string, pkgs ...string) error {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), StaticEnv)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, lastLines(string(b), 20))
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, LastLines(string(b), 20))
 	}
 	return nil
 }

@@ -119,9 +119,9 @@ func Build(ctx context.Context, root, module, dir string, programs []Program, lo
 		if err != nil {
 			msg := buf.String()
 			if networkFailure(msg) {
-				return fmt.Errorf("cannot build %s: %w: go build %s: %s", p.Name, ErrNoNetwork, p.Pkg, lastLines(msg, 5))
+				return fmt.Errorf("cannot build %s: %w: go build %s: %s", p.Name, ErrNoNetwork, p.Pkg, LastLines(msg, 5))
 			}
-			return fmt.Errorf("go build %s in %s: %v\n%s", p.Pkg, mod, err, lastLines(msg, 20))
+			return fmt.Errorf("go build %s in %s: %v\n%s", p.Pkg, mod, err, LastLines(msg, 20))
 		}
 		if err := os.Rename(tmp, out); err != nil {
 			return err
@@ -185,7 +185,8 @@ func newestMod(mod string) (t0 time.Time, err error) {
 	return t0, nil
 }
 
-func lastLines(s string, n int) string {
+// LastLines is the last n lines of s, without its final newline.
+func LastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
