@@ -163,6 +163,7 @@ func (s *state) useRateLimitService(addr string) error {
 	var b [6]byte
 	rand.Read(b[:])
 	s.setup.RateLimitService, s.setup.RateLimitKey = addr, hex.EncodeToString(b[:])
+	s.setup.RateLimitTimeout = s.cfg.RequestTimeout / 2
 	return nil
 }
 

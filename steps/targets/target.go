@@ -161,6 +161,12 @@ type Setup struct {
 	// RateLimitKey is unique to the scenario: its descriptors carry it, so
 	// that scenarios sharing a service never share a budget.
 	RateLimitKey string
+	// RateLimitTimeout, when set, bounds each call of the proxy to the
+	// service (the reference's policies.http.requestTimeout of
+	// remoteRateLimit; standalone targets). The suite gives it half its
+	// own bound on a request: a loaded machine's slow service is waited
+	// for, and the proxy still answers before the suite gives up.
+	RateLimitTimeout time.Duration
 	// SensitiveHeaders are request headers the proxy is told to redact
 	// from its traces, besides its own (the reference's
 	// config.sensitiveHeaders; standalone targets).

@@ -167,6 +167,15 @@ func New(conn grpc.ClientConnInterface, p Policy) (*Limiter, error) {
 	return l, nil
 }
 
+// ConnectTimeout bounds one attempt to connect to a service, its TCP and
+// HTTP/2 handshakes (gRPC's default). It is no bound on a request: each
+// check still waits no longer than its policy's timeout. An attempt cut
+// shorter than a check's timeout fails that check early: at 1 s, a
+// service slow to send its HTTP/2 preface on a loaded machine failed the
+// first checks of three proxies starting at once ("error reading server
+// preface"), where a longer wait would have had its answer.
+const ConnectTimeout = 20 * time.Second
+
 // Dial opens a lazy plaintext gRPC connection to a service. It redials
 // within a second once the service is back, so a limit recovers soon
 // after an outage instead of after gRPC's default back-off of minutes.
@@ -175,7 +184,7 @@ func Dial(addr string, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: time.Second,
+			MinConnectTimeout: ConnectTimeout,
 		}),
 	}, extra...)
 	return grpc.NewClient("passthrough:///"+addr, opts...)

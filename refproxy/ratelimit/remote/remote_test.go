@@ -166,6 +166,41 @@ func TestCheckFailsBounded(t *testing.T) {
 	}
 }
 
+// slowListener hands the server each connection only after delay: the
+// client's TCP handshake is done (the kernel's backlog), but the server's
+// HTTP/2 preface comes late, as from a service starved of CPU.
+type slowListener struct {
+	net.Listener
+	delay time.Duration
+}
+
+func (l slowListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		time.Sleep(l.delay)
+	}
+	return c, err
+}
+
+// TestCheckWaitsForASlowHandshake: a service whose preface comes after
+// 1.5 s still answers a check whose policy allows 10 s. A connection
+// attempt cut at 1 s (as refproxy's was) failed it.
+func TestCheckWaitsForASlowHandshake(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(s, &fakeService{answer: &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}})
+	go s.Serve(slowListener{Listener: ln, delay: 1500 * time.Millisecond})
+	t.Cleanup(s.Stop)
+	addr := ln.Addr().String()
+	l := limiter(t, addr, Policy{Domain: "d", Timeout: 10 * time.Second, Descriptors: []Descriptor{{Entries: []Entry{{"k", `"v"`}}}}})
+	if v := l.Check(context.Background(), act); v.Outcome != Allowed || v.Err != nil {
+		t.Fatalf("outcome %v, %v; want allowed once the service's preface came", v.Outcome, v.Err)
+	}
+}
+
 // TestNoDescriptorNoCall: when no descriptor applies, the service is not
 // asked and nothing is limited.
 // TestNoDescriptorNoCall: a descriptor that cannot be evaluated (a

@@ -219,8 +219,12 @@ func remoteRateLimit(setup targets.Setup, r targets.Route) map[string]any {
 	if r.GlobalFailOpen {
 		mode = "failOpen"
 	}
-	return map[string]any{"host": setup.RateLimitService, "domain": targets.RateLimitDomain,
+	rrl := map[string]any{"host": setup.RateLimitService, "domain": targets.RateLimitDomain,
 		"failureMode": mode, "descriptors": descriptors}
+	if setup.RateLimitTimeout > 0 {
+		rrl["policies"] = map[string]any{"http": map[string]any{"requestTimeout": setup.RateLimitTimeout.String()}}
+	}
+	return rrl
 }
 
 // bucketFor maps a policy-resource limit to a token bucket with the one

@@ -32,8 +32,10 @@ var testSetup = targets.Setup{
 			}},
 			{Name: "httpbin", PathPrefix: "/", Backend: "httpbin"},
 		}},
-		{Name: "narrow", Routes: []targets.Route{{Name: "api", PathPrefix: "/api", Backend: "httpbin"}}},
+		{Name: "narrow", Routes: []targets.Route{{Name: "api", PathPrefix: "/api", Backend: "httpbin",
+			Global: []targets.GlobalLimit{{Kind: targets.LimitRequests, Amount: 5, Unit: "day", KeyHeader: "x-user"}}}}},
 	},
+	RateLimitService: "127.0.0.1:8081", RateLimitKey: "k1", RateLimitTimeout: 1500 * time.Millisecond,
 	Policies: []targets.Policy{
 		{Name: "gateway-narrow", TargetKind: "Gateway", TargetName: "narrow", Limits: []targets.Limit{{Kind: targets.LimitRequests, Amount: 10, Unit: time.Minute}}},
 		{Name: "orphan", TargetKind: "HTTPRoute", TargetName: "missing", Limits: []targets.Limit{{Kind: targets.LimitRequests, Amount: 1, Unit: time.Hour}}},
@@ -94,6 +96,14 @@ func TestStandaloneConfigMatchesReferenceSchema(t *testing.T) {
 	// policy exists only in clusters.
 	if len(cfg.Policies) != 1 {
 		t.Fatalf("top-level policies: got %d, want 1 (the gateway limit)\n%s", len(cfg.Policies), yml)
+	}
+	// The global limit, with the suite's bound on each call to its service.
+	rrl := cfg.Binds[1].Listeners[0].Routes[0].Policies.RemoteRateLimit
+	if rrl == nil {
+		t.Fatalf("route api: no remoteRateLimit\n%s", yml)
+	}
+	if p := rrl.Remote(); p.Addr != "127.0.0.1:8081" || p.Timeout != 1500*time.Millisecond || p.FailureMode != "failClosed" || len(p.Descriptors) != 1 {
+		t.Errorf("remoteRateLimit: got %+v, want 127.0.0.1:8081, failClosed, one descriptor, each call bounded by 1.5s", p)
 	}
 	if g := cfg.Policies[0].Target.Gateway; g == nil || g.GatewayName != "bind/3001" || g.ListenerName == nil || *g.ListenerName != "narrow" {
 		t.Errorf("gateway policy target: got %+v, want bind/3001 listener narrow", cfg.Policies[0].Target)
