@@ -552,6 +552,20 @@ func streamAsking(usage bool) chatMode {
 	return streamWithoutUsage
 }
 
+// limitHeaders quotes the rate-limit headers of a refusal, which say
+// whether the proxy's limiter refused it and when it meant to let the
+// next request through: ", x-ratelimit-remaining: 0, ..."; empty when it
+// has none.
+func limitHeaders(r *response) string {
+	var b strings.Builder
+	for _, name := range []string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "Retry-After"} {
+		if v, ok := r.header[name]; ok {
+			fmt.Fprintf(&b, ", %s: %q", strings.ToLower(name), strings.Join(v, ", "))
+		}
+	}
+	return b.String()
+}
+
 // eventually retries try until it gets a 2xx status or secs pass. A try
 // the deadline cuts counts for nothing (await.Until), so the error quotes
 // the last status the proxy answered.
@@ -561,7 +575,7 @@ func (s *state) eventually(ctx context.Context, secs int, try func(context.Conte
 		if err != nil {
 			return false, "", err
 		}
-		return r.status/100 == 2, fmt.Sprintf("status %d (body %q)", r.status, trim(r.body)), nil
+		return r.status/100 == 2, fmt.Sprintf("status %d (body %q%s)", r.status, trim(r.body), limitHeaders(r)), nil
 	})
 	var late *await.Error
 	if errors.As(err, &late) {

@@ -1,6 +1,9 @@
 package stepdefs
 
 import (
+	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +49,28 @@ func TestWindowEnded(t *testing.T) {
 		s := &state{setup: tt.setup, responses: responses(tt.span)}
 		if got := s.windowEnded(); (got != "") != tt.want {
 			t.Errorf("%s: windowEnded() = %q, want a reason: %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestEventuallyQuotesTheLimitHeaders: when the window never resets, the
+// error quotes the last refusal's rate-limit headers, which tell whether
+// the limiter refused it and when it meant to let a request through; a
+// refusal without them (another layer's) quotes none.
+func TestEventuallyQuotesTheLimitHeaders(t *testing.T) {
+	limited := &response{status: 429, body: []byte("rate limit exceeded"), header: http.Header{
+		"X-Ratelimit-Limit": {"100"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1"}, "Retry-After": {"1"}}}
+	bare := &response{status: 429, body: []byte("rate limit exceeded"), header: http.Header{}}
+	for _, tc := range []struct {
+		r    *response
+		want string
+	}{
+		{limited, `last seen: status 429 (body "rate limit exceeded", x-ratelimit-limit: "100", x-ratelimit-remaining: "0", x-ratelimit-reset: "1", retry-after: "1")`},
+		{bare, `last seen: status 429 (body "rate limit exceeded")`},
+	} {
+		err := (&state{}).eventually(context.Background(), 1, func(context.Context) (*response, error) { return tc.r, nil })
+		if err == nil || !strings.HasPrefix(err.Error(), "no 2xx within 1s, want one once the window resets: not within 1s") || !strings.HasSuffix(err.Error(), tc.want) {
+			t.Errorf("got %v\nwant it to end %s", err, tc.want)
 		}
 	}
 }
