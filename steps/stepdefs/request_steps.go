@@ -554,8 +554,8 @@ func streamAsking(usage bool) chatMode {
 
 // limitHeaders quotes the rate-limit headers of a refusal, which say
 // whether the proxy's limiter refused it and when it meant to let the
-// next request through: ", x-ratelimit-remaining: 0, ..."; empty when it
-// has none.
+// next request through: `, x-ratelimit-remaining: "0", ...`; empty when
+// it has none.
 func limitHeaders(r *response) string {
 	var b strings.Builder
 	for _, name := range []string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "Retry-After"} {

@@ -61,16 +61,19 @@ func TestEventuallyQuotesTheLimitHeaders(t *testing.T) {
 	limited := &response{status: 429, body: []byte("rate limit exceeded"), header: http.Header{
 		"X-Ratelimit-Limit": {"100"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1"}, "Retry-After": {"1"}}}
 	bare := &response{status: 429, body: []byte("rate limit exceeded"), header: http.Header{}}
-	for _, tc := range []struct {
+	for name, tc := range map[string]struct {
 		r    *response
 		want string
 	}{
-		{limited, `last seen: status 429 (body "rate limit exceeded", x-ratelimit-limit: "100", x-ratelimit-remaining: "0", x-ratelimit-reset: "1", retry-after: "1")`},
-		{bare, `last seen: status 429 (body "rate limit exceeded")`},
+		"limiter": {limited, `last seen: status 429 (body "rate limit exceeded", x-ratelimit-limit: "100", x-ratelimit-remaining: "0", x-ratelimit-reset: "1", retry-after: "1")`},
+		"bare":    {bare, `last seen: status 429 (body "rate limit exceeded")`},
 	} {
-		err := (&state{}).eventually(context.Background(), 1, func(context.Context) (*response, error) { return tc.r, nil })
-		if err == nil || !strings.HasPrefix(err.Error(), "no 2xx within 1s, want one once the window resets: not within 1s") || !strings.HasSuffix(err.Error(), tc.want) {
-			t.Errorf("got %v\nwant it to end %s", err, tc.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each waits out its second
+			err := (&state{}).eventually(context.Background(), 1, func(context.Context) (*response, error) { return tc.r, nil })
+			if err == nil || !strings.HasPrefix(err.Error(), "no 2xx within 1s, want one once the window resets: not within 1s") || !strings.HasSuffix(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant it to end %s", err, tc.want)
+			}
+		})
 	}
 }
