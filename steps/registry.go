@@ -78,6 +78,7 @@ var OptionRegistry = []RunOption{
 	{Key: "container.adminPort", Flag: "admin-port", Default: strconv.Itoa(container.DefaultAdminPort), Help: "container target: the admin server's port inside the container"},
 	{Key: "container.env", Flag: "env", Help: "container target: K=V set in the proxy's container (repeatable)"},
 	{Key: "container.pull", Flag: "pull", Default: string(container.PullMissing), Help: "container target: pull an image missing from the Docker host (missing) or never"},
+	{Key: "container.network", Flag: "network", Default: string(container.NetworkBridge), Help: "container target: bridge (a Docker network of the run's own, ports published on 127.0.0.1; any daemon) or host (the containers share this machine's network, the proxy's ports free ones of 127.0.0.1: no network namespace or published port per container, about half the start-up time; a Docker daemon on this machine, Linux)"},
 	{Key: "container.mockImage", Flag: "mock-image", Help: "container target: image serving the mock backends (default: built FROM scratch from this gwdiag)"},
 	{Key: "container.startupTimeout", Flag: "startup-timeout", Default: container.DefaultStartupTimeout.String(), Help: "container target: bound on a scenario's containers getting ready. Max value for a conformant implementation: 30s"},
 	{Key: "cluster.kubeconfig", Flag: "kubeconfig", Help: "cluster target: kubeconfig of an existing cluster (default $KUBECONFIG, then ~/.kube/config)"},

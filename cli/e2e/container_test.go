@@ -29,6 +29,9 @@ func TestConformanceContainerErrors(t *testing.T) {
 		{"bad pull policy", nil, []string{"--target", "container", "--image", "x", "--pull", "sometimes"}, 2, `--pull "sometimes": want missing or never`},
 		{"bad env", nil, []string{"--target", "container", "--image", "x", "--env", "NOVALUE"}, 2, `--env "NOVALUE": want K=V`},
 		{"bad admin port", nil, []string{"--target", "container", "--image", "x", "--admin-port", "70000"}, 2, "--admin-port 70000"},
+		{"bad network", nil, []string{"--target", "container", "--image", "x", "--network", "overlay"}, 2, `--network "overlay": want bridge or host`},
+		{"host network, another machine's daemon", []string{"DOCKER_HOST=tcp://127.0.0.1:1"}, []string{"--target", "container", "--image", "x", "--network", "host"}, 1,
+			"--network host needs a Docker daemon on this machine, and DOCKER_HOST=tcp://127.0.0.1:1"},
 		// The machine's lack, not the proxy's: every scenario not run,
 		// the run incomplete (exit 3), the fix said.
 		{"no daemon", []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, []string{"--target", "container", "--image", "x"}, 3,

@@ -17,8 +17,9 @@ import (
 	"github.com/gwdiag/gwdiag/steps/targets/targettest"
 )
 
-// BenchmarkTargets measures the container target beside the process
-// target, the reference proxy on both, in one run:
+// BenchmarkTargets measures the container target, on its own network
+// (container) and in this machine's (container-host), beside the process
+// target, the reference proxy on each, in one run:
 //
 //	go test -run '^$' -bench Targets -benchtime 1x ./steps/targets/container   # whole suite
 //	go test -run '^$' -bench 'Targets/configure' -benchtime 20x ./steps/targets/container
@@ -38,8 +39,12 @@ func BenchmarkTargets(b *testing.B) {
 		"container": func() targets.Target {
 			return container.New(container.Options{Image: proxyImage, MockImage: mockImage, Pull: container.PullNever})
 		},
+		"container-host": func() targets.Target {
+			return container.New(container.Options{Image: proxyImage, MockImage: mockImage, Pull: container.PullNever, Network: container.NetworkHost})
+		},
 	}
-	for _, name := range []string{"process", "container"} {
+	names := []string{"process", "container", "container-host"}
+	for _, name := range names {
 		b.Run("suite/"+name, func(b *testing.B) {
 			for b.Loop() {
 				tgt := newTarget[name]()
@@ -51,7 +56,7 @@ func BenchmarkTargets(b *testing.B) {
 			}
 		})
 	}
-	for _, name := range []string{"process", "container"} {
+	for _, name := range names {
 		b.Run("configure/"+name, func(b *testing.B) {
 			ctx := context.Background()
 			tgt := newTarget[name]()

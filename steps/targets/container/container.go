@@ -16,6 +16,14 @@
 // whose storage is slow (fuse-overlayfs) the daemon's time is most of this
 // target's.
 //
+// With Options.Network host (--network host) the containers share this
+// machine's network instead: no network of the run's, no network namespace
+// and no published port per container. The proxy's admin server and
+// listeners take free ports of 127.0.0.1 that the suite picks, as on the
+// process target, and the mocks listen on 127.0.0.1 too. A container then
+// starts in about half the time and CPU (docs/container.md); it needs a
+// Docker daemon on this machine, on Linux.
+//
 // The mocks run in a container, rather than in this process behind the
 // network's gateway, so that the proxy never has to reach the host: that
 // works the same on Linux, Docker Desktop and a remote daemon, whatever the
@@ -50,6 +58,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -61,6 +70,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/gwdiag/gwdiag/golden/duration"
+	"github.com/gwdiag/gwdiag/steps/freeport"
 	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/targets"
 	"github.com/gwdiag/gwdiag/steps/targets/local"
@@ -81,6 +91,19 @@ const (
 	firstListenerPort = 10000
 	poolPort          = 7999
 	unreachablePort   = 9
+)
+
+// Network is how the target's containers are networked.
+type Network string
+
+// Networks.
+const (
+	// NetworkBridge gives the run a Docker network of its own and publishes
+	// each container's ports on 127.0.0.1 (the default; any Docker daemon).
+	NetworkBridge Network = "bridge"
+	// NetworkHost runs the containers in this machine's network: no
+	// network or published port per container. It needs a local daemon.
+	NetworkHost Network = "host"
 )
 
 // PullPolicy says whether the target may pull an image that is not present
@@ -111,6 +134,9 @@ type Options struct {
 	Env map[string]string `json:"env,omitempty"`
 	// Pull is missing (default) or never.
 	Pull PullPolicy `json:"pull,omitempty"`
+	// Network is bridge (default) or host. With host, AdminPort is not
+	// used: the admin server takes a free port of 127.0.0.1.
+	Network Network `json:"network,omitempty"`
 	// MockImage serves the mock backends: its entrypoint takes the flags of
 	// mock.Command (the target runs it with --pool-addr :7999). Empty
 	// builds one from MockBuild.
@@ -135,6 +161,8 @@ func (o Options) Validate() error {
 		return errors.New("--target container needs --image (container.image), e.g. --image gwdiag/refproxy:dev")
 	case o.Pull != "" && o.Pull != PullMissing && o.Pull != PullNever:
 		return fmt.Errorf("--pull %q: want %s or %s", o.Pull, PullMissing, PullNever)
+	case o.Network != "" && o.Network != NetworkBridge && o.Network != NetworkHost:
+		return fmt.Errorf("--network %q: want %s or %s", o.Network, NetworkBridge, NetworkHost)
 	case o.AdminPort < 0 || o.AdminPort > 65535:
 		return fmt.Errorf("--admin-port %d: want a port, 1 to 65535", o.AdminPort)
 	case o.ConfigPath != "" && !strings.HasPrefix(o.ConfigPath, "/"):
@@ -159,6 +187,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Pull == "" {
 		o.Pull = PullMissing
+	}
+	if o.Network == "" {
+		o.Network = NetworkBridge
 	}
 	if o.StartupTimeout == 0 {
 		o.StartupTimeout = duration.Duration(DefaultStartupTimeout)
@@ -228,6 +259,9 @@ func (c *Container) Start(ctx context.Context) (err error) {
 	if err := c.opts.Validate(); err != nil {
 		return err
 	}
+	if h := os.Getenv("DOCKER_HOST"); c.host() && h != "" && !strings.HasPrefix(h, "unix://") {
+		return fmt.Errorf("container target: --network host needs a Docker daemon on this machine, and DOCKER_HOST=%s may name another; use --network bridge", h)
+	}
 	if err := checkDockerHost(ctx); err != nil {
 		return noDocker(err)
 	}
@@ -254,6 +288,12 @@ func (c *Container) Start(ctx context.Context) (err error) {
 		return err
 	}
 	c.run = newRunID()
+	if c.host() {
+		// The containers' 127.0.0.1 is this machine's: the suite reaches
+		// them there, and they reach the services it runs there.
+		c.dialHost, c.gateway = loopback, loopback
+		return c.startPool(ctx)
+	}
 	c.network, err = tcnetwork.New(ctx, tcnetwork.WithLabels(runLabels(c.run, "network")))
 	if err != nil {
 		return fmt.Errorf("container target: create the run's network: %w", err)
@@ -264,28 +304,60 @@ func (c *Container) Start(ctx context.Context) (err error) {
 	return c.startPool(ctx)
 }
 
+// loopback is where everything listens with NetworkHost.
+const loopback = "127.0.0.1"
+
+// host reports whether the containers share this machine's network.
+func (c *Container) host() bool { return c.opts.Network == NetworkHost }
+
+// networked returns the options that put a container on the run's
+// network with ports published (bridge), or in this machine's network
+// (host), where ports need no publishing.
+func (c *Container) networked(ports []string) []testcontainers.ContainerCustomizer {
+	if c.host() {
+		return []testcontainers.ContainerCustomizer{testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.NetworkMode = "host"
+		})}
+	}
+	return []testcontainers.ContainerCustomizer{
+		testcontainers.WithExposedPorts(ports...),
+		testcontainers.WithHostConfigModifier(publish(c.bindIP, ports)),
+		tcnetwork.WithNetwork(nil, c.network),
+	}
+}
+
 // startPool starts the run's one mock-backend container, a pool that
 // makes each scenario's backends on demand (mock.Pool): a container per
 // scenario for the mocks doubled the run's containers, and the Docker
 // daemon's time is most of this target's.
 func (c *Container) startPool(ctx context.Context) error {
+	poolAddr := ":" + strconv.Itoa(poolPort)
+	if c.host() {
+		free, err := freeport.Pick(loopback, 1)
+		if err != nil {
+			return targets.Missing("a free TCP port on 127.0.0.1 for the mock backends' pool", "free a port, or use --network bridge", err)
+		}
+		poolAddr = net.JoinHostPort(loopback, strconv.Itoa(free[0]))
+	}
 	port := strconv.Itoa(poolPort) + "/tcp"
-	ctr, err := testcontainers.Run(ctx, c.mockImage,
+	opts := append([]testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(tclog.NewNoopLogger()),
-		testcontainers.WithName("gwdiag-"+c.run+"-mocks"),
-		testcontainers.WithCmd("--pool-addr", ":"+strconv.Itoa(poolPort)),
+		testcontainers.WithName("gwdiag-" + c.run + "-mocks"),
+		testcontainers.WithCmd("--pool-addr", poolAddr),
 		testcontainers.WithLabels(runLabels(c.run, "mocks")),
-		testcontainers.WithExposedPorts(port),
-		testcontainers.WithHostConfigModifier(publish(c.bindIP, []string{port})),
-		tcnetwork.WithNetwork(nil, c.network),
 		testcontainers.WithWaitStrategy(wait.ForLog("pool listening on").
 			WithStartupTimeout(time.Duration(c.opts.StartupTimeout))),
-	)
+	}, c.networked([]string{port})...)
+	ctr, err := testcontainers.Run(ctx, c.mockImage, opts...)
 	c.pool = ctr
 	if err != nil {
 		// startError reads only the target of a deployment for a
 		// container that is not a proxy's.
 		return (&deployment{target: c}).startError(ctx, ctr, "mock backends", c.mockImage, err)
+	}
+	if c.host() {
+		c.poolIP, c.poolAddr = loopback, poolAddr
+		return nil
 	}
 	if c.poolIP, err = containerIP(ctx, ctr, c.network.Name); err != nil {
 		return err
@@ -349,6 +421,9 @@ type deployment struct {
 	proxy  *testcontainers.DockerContainer
 	// mocks are the pool's ports of this scenario's backends.
 	mocks []int
+	// reserved are sockets holding the ports of unreachable backends
+	// (NetworkHost).
+	reserved []int
 
 	admin         string
 	listenerAddrs map[string]string
@@ -382,6 +457,16 @@ func (d *deployment) startMocks(ctx context.Context, setup targets.Setup) error 
 		switch b.Kind {
 		case targets.BackendEcho, targets.BackendLLM:
 		case targets.BackendUnreachable:
+			if c.host() {
+				// This machine's port 9 may serve: a port held, not listening.
+				fd, port, err := local.ReservePort()
+				if err != nil {
+					return fmt.Errorf("backend %q: %w", b.Name, err)
+				}
+				d.reserved = append(d.reserved, fd)
+				d.backendAddrs[b.Name] = net.JoinHostPort(loopback, strconv.Itoa(port))
+				continue
+			}
 			d.backendAddrs[b.Name] = net.JoinHostPort(c.poolIP, strconv.Itoa(unreachablePort))
 			continue
 		default:
@@ -402,36 +487,63 @@ func (d *deployment) startMocks(ctx context.Context, setup targets.Setup) error 
 // with it and waits until the admin server answers /config_dump and every
 // listener accepts connections.
 func (d *deployment) startProxy(ctx context.Context, setup targets.Setup) error {
+	if !d.target.host() {
+		return d.startProxyOn(ctx, setup, d.target.opts.AdminPort, func(i int) int { return firstListenerPort + i })
+	}
+	// Free ports of this machine, picked then bound by the proxy: another
+	// program may take one in between, so the start is tried again then,
+	// as the process target does.
+	var err error
+	for try := 0; try < 3; try++ {
+		var free []int
+		if free, err = freeport.Pick(loopback, 1+len(setup.Listeners)); err != nil {
+			return targets.Missing("free TCP ports on 127.0.0.1 for the proxy's admin server and listeners", "free some ports, or use --network bridge", err)
+		}
+		err = d.startProxyOn(ctx, setup, free[0], func(i int) int { return free[1+i] })
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		d.removeProxy(ctx)
+	}
+	return err
+}
+
+// startProxyOn is startProxy with the admin server on adminPort and the
+// i-th listener on listenerPort(i), ports inside the container (bridge) or
+// of this machine (host).
+func (d *deployment) startProxyOn(ctx context.Context, setup targets.Setup, admin int, listenerPort func(int) int) error {
 	o := d.target.opts
-	adminPort := strconv.Itoa(o.AdminPort) + "/tcp"
+	adminPort := strconv.Itoa(admin) + "/tcp"
 	ports := map[string]int{}
 	exposed := []string{adminPort}
 	var listenerPorts []string
 	for i, l := range setup.Listeners {
-		ports[l.Name] = firstListenerPort + i
+		ports[l.Name] = listenerPort(i)
 		p := strconv.Itoa(ports[l.Name]) + "/tcp"
 		exposed = append(exposed, p)
 		listenerPorts = append(listenerPorts, p)
 	}
-	yml, err := local.StandaloneConfig(setup, d.target.Style, net.JoinHostPort("0.0.0.0", strconv.Itoa(o.AdminPort)), ports, d.backendAddrs)
+	adminHost := "0.0.0.0"
+	if d.target.host() {
+		adminHost = loopback
+	}
+	yml, err := local.StandaloneConfig(setup, d.target.Style, net.JoinHostPort(adminHost, strconv.Itoa(admin)), ports, d.backendAddrs)
 	if err != nil {
 		return err
 	}
 	d.config = yml
 	started := time.Now()
-	ctr, err := testcontainers.Run(ctx, o.Image,
+	opts := append([]testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(tclog.NewNoopLogger()),
-		testcontainers.WithName(d.name+"-proxy"),
+		testcontainers.WithName(d.name + "-proxy"),
 		testcontainers.WithEnv(o.Env),
 		testcontainers.WithLabels(d.labels("proxy")),
 		testcontainers.WithFiles(testcontainers.ContainerFile{Reader: bytes.NewReader(yml), ContainerFilePath: o.ConfigPath, FileMode: 0o644}),
-		testcontainers.WithExposedPorts(exposed...),
-		testcontainers.WithHostConfigModifier(publish(d.target.bindIP, exposed)),
-		tcnetwork.WithNetwork(nil, d.target.network),
 		testcontainers.WithWaitStrategyAndDeadline(time.Duration(o.StartupTimeout), onHost(d.target.dialHost,
 			wait.ForHTTP("/config_dump").WithPort(adminPort).WithPollInterval(20*time.Millisecond),
 			forListeners(listenerPorts...))),
-	)
+	}, d.target.networked(exposed)...)
+	ctr, err := testcontainers.Run(ctx, o.Image, opts...)
 	d.proxy = ctr
 	if err != nil {
 		return d.startError(ctx, ctr, "proxy", o.Image, err)
@@ -448,6 +560,15 @@ func (d *deployment) startProxy(ctx context.Context, setup targets.Setup) error 
 		}
 	}
 	return nil
+}
+
+// removeProxy removes a proxy container that did not start, before
+// another try.
+func (d *deployment) removeProxy(ctx context.Context) {
+	if d.proxy != nil {
+		_ = d.proxy.Terminate(context.WithoutCancel(ctx))
+	}
+	d.proxy, d.logs = nil, ""
 }
 
 func (d *deployment) mapped(ctx context.Context, ctr *testcontainers.DockerContainer, port string) (string, error) {
@@ -582,6 +703,9 @@ func (d *deployment) Stop(ctx context.Context) error {
 			if err := mock.PoolRemove(ctx, d.target.poolAddr, port); err != nil {
 				errs = append(errs, fmt.Errorf("mock backend on port %d of the pool: %w", port, err))
 			}
+		}
+		for _, fd := range d.reserved {
+			syscall.Close(fd)
 		}
 		d.stopErr = errors.Join(errs...)
 	})

@@ -84,6 +84,11 @@ func TestContainerTargetErrors(t *testing.T) {
 		{"no image", container.Options{}, []string{"--target container needs --image"}},
 		{"bad pull policy", container.Options{Image: proxy, Pull: "sometimes"}, []string{`--pull "sometimes": want missing or never`}},
 		{"relative config path", container.Options{Image: proxy, ConfigPath: "config.yaml"}, []string{"want an absolute path"}},
+		{"bad network", container.Options{Image: proxy, Network: "overlay"}, []string{`--network "overlay": want bridge or host`}},
+		// The proxy exits at start in this machine's network too, and says why.
+		{"container exits at start, host network", container.Options{Image: proxy, ConfigPath: "/elsewhere/config.yaml", Network: container.NetworkHost},
+			[]string{"the proxy container (image " + proxy + ") exited with code 1 before it was ready; its last log lines:",
+				"refproxy: invalid config: open /etc/proxy/config.yaml: no such file or directory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,13 +121,34 @@ func TestContainerTargetErrors(t *testing.T) {
 	}
 }
 
+// TestHostNetworkNeedsALocalDaemon: --network host with a daemon that
+// may be another machine's is refused before anything starts.
+func TestHostNetworkNeedsALocalDaemon(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:1")
+	err := container.New(container.Options{Image: "any", Network: container.NetworkHost}).Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "--network host needs a Docker daemon on this machine, and DOCKER_HOST=tcp://127.0.0.1:1") {
+		t.Errorf("Start: %v; want --network host refused", err)
+	}
+}
+
 // TestContainerDeployment checks a deployment's addresses and mock control
-// end to end: the proxy forwards to the mock on the run's network, the
-// mock counts it, and the proxy's logs are kept after Stop. The config is
-// written in the gateways style (TestContainerConformance runs binds).
+// end to end, on each network: the proxy forwards to the mock (on the
+// run's network, or on this machine's loopback with host), the mock counts
+// it, an unreachable backend refuses connections, and the proxy's logs are
+// kept after Stop. The config is written in the gateways style
+// (TestContainerConformance runs binds).
 func TestContainerDeployment(t *testing.T) {
 	proxy, mocks := containertest.Images(t)
-	c := container.New(container.Options{Image: proxy, MockImage: mocks})
+	for _, nw := range []container.Network{container.NetworkBridge, container.NetworkHost} {
+		t.Run(string(nw), func(t *testing.T) {
+			t.Parallel()
+			checkDeployment(t, container.Options{Image: proxy, MockImage: mocks, Network: nw})
+		})
+	}
+}
+
+func checkDeployment(t *testing.T, o container.Options) {
+	c := container.New(o)
 	c.Style = local.StyleGateways
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
@@ -131,6 +157,8 @@ func TestContainerDeployment(t *testing.T) {
 	defer c.Stop(ctx)
 	setup := targettest.OneRoute
 	setup.Backends = append(setup.Backends, targets.Backend{Name: "down", Kind: targets.BackendUnreachable})
+	setup.Listeners = []targets.Listener{{Name: targets.DefaultListener, Routes: []targets.Route{
+		{Name: "down", PathPrefix: "/down", Backend: "down"}, {Name: "r", PathPrefix: "/", Backend: "b"}}}}
 	d, err := c.Configure(ctx, setup)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +166,18 @@ func TestContainerDeployment(t *testing.T) {
 	defer d.Stop(ctx)
 	addr, _ := d.ListenerAddr(targets.DefaultListener)
 	if !strings.HasPrefix(addr, "127.0.0.1:") || !strings.HasPrefix(d.AdminAddr(), "127.0.0.1:") {
-		t.Errorf("listener %s, admin %s: want ports published on loopback", addr, d.AdminAddr())
+		t.Errorf("listener %s, admin %s: want ports on loopback", addr, d.AdminAddr())
+	}
+	if svc, ok := c.ServiceAddr(); !ok || (o.Network == container.NetworkHost) != (svc == "127.0.0.1") {
+		t.Errorf("ServiceAddr: %q, %v; want the network's gateway (bridge) or 127.0.0.1 (host)", svc, ok)
+	}
+	resp, err := testClient.Get("http://" + addr + "/down/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 500 {
+		t.Errorf("GET to the unreachable backend: %d, want a 5xx", resp.StatusCode)
 	}
 	for range 2 {
 		resp, err := testClient.Get("http://" + addr + "/anything")

@@ -29,7 +29,7 @@ func StartMocks(backends []targets.Backend) (*Mocks, error) {
 			// A port bound but not listening: nobody else can take it while
 			// the scenario runs, and connecting to it is refused, a
 			// transport error.
-			fd, port, err := reservePort()
+			fd, port, err := ReservePort()
 			if err != nil {
 				m.Close()
 				return nil, fmt.Errorf("backend %q: %w", b.Name, err)
@@ -107,8 +107,10 @@ func (m *Mocks) Close() {
 	_ = errors.Join(errs...)
 }
 
-// reservePort binds a TCP socket to a free loopback port without listening.
-func reservePort() (fd, port int, err error) {
+// ReservePort binds a TCP socket to a free loopback port without listening:
+// connecting to the port is refused while the socket (fd, closed with
+// syscall.Close) holds it, and no other program can take it.
+func ReservePort() (fd, port int, err error) {
 	fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return 0, 0, err
