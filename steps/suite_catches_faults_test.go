@@ -495,21 +495,34 @@ func onTargets(cases []faultCase) []faultCase {
 // TestSuiteCatchesFaults's (every feature, in process), that the other
 // scenarios pass on the container target TestContainerConformance's
 // (steps/targets/container); a container per scenario of every feature
-// the faults touch made this test 10 minutes of the gate.
+// the faults touch made this test 10 minutes of the gate. The containers
+// run in this machine's network (container.NetworkHost), the run's own
+// network being TestContainerConformance's and TestContainerDeployment's.
 func TestContainerTargetCatchesFaults(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a container per scenario")
 	}
 	proxy, mocks := containertest.Images(t)
+	// One target for every fault's runs: one mock pool, started once, where
+	// a target per run started 68 pools. In this machine's network, a
+	// container starts in half the time and CPU (docs/container.md);
+	// TestContainerConformance runs the whole suite on the default network.
+	shared := container.New(container.Options{Image: proxy, MockImage: mocks, Pull: container.PullNever, Network: container.NetworkHost})
+	if err := shared.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := shared.Stop(context.Background()); err != nil {
+			t.Errorf("container target: %v", err)
+		}
+	})
+	newTarget := func() targets.Target { return startedTarget{shared} }
 	cases := onTargets(faultCases)
 	t.Logf("container target: all %d faults it can run", len(cases))
 	for _, tt := range cases {
 		t.Run(tt.fault, func(t *testing.T) {
-			t.Parallel() // containers, networks and ports of its own
-			newTarget := func() targets.Target {
-				return container.New(container.Options{Image: proxy, MockImage: mocks, Pull: container.PullNever})
-			}
+			t.Parallel() // containers and ports of its own
 			rep := checkFaultScope(t, newTarget(), tt)
 			checkReplays(t, rep, faults[tt.fault], "refproxy started", func() *faultyTarget {
 				return &faultyTarget{inner: newTarget(), fault: faults[tt.fault]}
@@ -517,6 +530,14 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 		})
 	}
 }
+
+// startedTarget is a container target started once and shared by runs,
+// each scenario of each still with a proxy container of its own: a run's
+// Start and Stop leave it be.
+type startedTarget struct{ *container.Container }
+
+func (startedTarget) Start(context.Context) error { return nil }
+func (startedTarget) Stop(context.Context) error  { return nil }
 
 // TestProcessTargetCatchesFaults: every fault the process target can run
 // (onTargets), in front of refproxy run as a process, on the scenarios it
