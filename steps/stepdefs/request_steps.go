@@ -638,9 +638,13 @@ func (s *state) startHeld(ctx context.Context, n int, key string) error {
 	s.held[key] = h
 	sawUsage := make(chan struct{})
 	go func() {
-		defer close(h.done)
 		var once sync.Once
-		defer once.Do(func() { close(sawUsage) })
+		// The stream's end first, then (if no usage came) sawUsage: the
+		// step, woken by sawUsage, must find a stream that ended done.
+		defer func() {
+			close(h.done)
+			once.Do(func() { close(sawUsage) })
+		}()
 		resp, err := s.client.Do(req)
 		if err != nil {
 			h.err = err
