@@ -488,46 +488,42 @@ func (d *deployment) startMocks(ctx context.Context, setup targets.Setup) error 
 // listener accepts connections.
 func (d *deployment) startProxy(ctx context.Context, setup targets.Setup) error {
 	if !d.target.host() {
-		return d.startProxyOn(ctx, setup, d.target.opts.AdminPort, func(i int) int { return firstListenerPort + i })
-	}
-	// Free ports of this machine, picked then bound by the proxy: another
-	// program may take one in between, so the start is tried again then,
-	// as the process target does.
-	var err error
-	for try := 0; try < 3; try++ {
-		var free []int
-		if free, err = freeport.Pick(loopback, 1+len(setup.Listeners)); err != nil {
-			return targets.Missing("free TCP ports on 127.0.0.1 for the proxy's admin server and listeners", "free some ports, or use --network bridge", err)
+		ports := map[string]int{}
+		for i, l := range setup.Listeners {
+			ports[l.Name] = firstListenerPort + i
 		}
-		err = d.startProxyOn(ctx, setup, free[0], func(i int) int { return free[1+i] })
-		if err == nil || !strings.Contains(err.Error(), "address already in use") {
-			return err
-		}
-		d.removeProxy(ctx)
+		return d.startProxyOn(ctx, setup, net.JoinHostPort("0.0.0.0", strconv.Itoa(d.target.opts.AdminPort)), ports)
 	}
+	// Free ports of this machine, as on the process target.
+	_, err := local.RetryTakenPorts(func() (struct{}, error) {
+		d.removeProxy(ctx) // the last try's
+		admin, ports, err := local.ChoosePorts(setup)
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, d.startProxyOn(ctx, setup, admin, ports)
+	})
 	return err
 }
 
-// startProxyOn is startProxy with the admin server on adminPort and the
-// i-th listener on listenerPort(i), ports inside the container (bridge) or
-// of this machine (host).
-func (d *deployment) startProxyOn(ctx context.Context, setup targets.Setup, admin int, listenerPort func(int) int) error {
+// startProxyOn is startProxy with the admin server on adminAddr and the
+// listeners on ports, inside the container (bridge) or of this machine
+// (host).
+func (d *deployment) startProxyOn(ctx context.Context, setup targets.Setup, adminAddr string, ports map[string]int) error {
 	o := d.target.opts
-	adminPort := strconv.Itoa(admin) + "/tcp"
-	ports := map[string]int{}
+	_, admin, err := net.SplitHostPort(adminAddr)
+	if err != nil {
+		return err
+	}
+	adminPort := admin + "/tcp"
 	exposed := []string{adminPort}
 	var listenerPorts []string
-	for i, l := range setup.Listeners {
-		ports[l.Name] = listenerPort(i)
+	for _, l := range setup.Listeners {
 		p := strconv.Itoa(ports[l.Name]) + "/tcp"
 		exposed = append(exposed, p)
 		listenerPorts = append(listenerPorts, p)
 	}
-	adminHost := "0.0.0.0"
-	if d.target.host() {
-		adminHost = loopback
-	}
-	yml, err := local.StandaloneConfig(setup, d.target.Style, net.JoinHostPort(adminHost, strconv.Itoa(admin)), ports, d.backendAddrs)
+	yml, err := local.StandaloneConfig(setup, d.target.Style, adminAddr, ports, d.backendAddrs)
 	if err != nil {
 		return err
 	}

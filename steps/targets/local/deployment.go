@@ -106,7 +106,7 @@ func Prepare(setup targets.Setup, choose bool, style ConfigStyle) (*Deployment, 
 		ports[l.Name] = 0
 	}
 	if choose {
-		if admin, ports, err = choosePorts(setup); err != nil {
+		if admin, ports, err = ChoosePorts(setup); err != nil {
 			mocks.Close()
 			return nil, nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -274,9 +275,10 @@ func portsMissing(err error) error {
 		fmt.Sprintf("free ports from %d to %d (stop what holds them), then run again", lo, hi), err)
 }
 
-// choosePorts picks distinct free ports for the admin server and each
-// listener.
-func choosePorts(setup targets.Setup) (admin string, ports map[string]int, err error) {
+// ChoosePorts picks distinct free ports of 127.0.0.1 for the admin server
+// (its address) and each listener (by name), for a proxy that binds them
+// itself (RetryTakenPorts).
+func ChoosePorts(setup targets.Setup) (admin string, ports map[string]int, err error) {
 	free, err := freeport.Pick("127.0.0.1", 1+len(setup.Listeners))
 	if err != nil {
 		return "", nil, portsMissing(err)
@@ -286,4 +288,17 @@ func choosePorts(setup targets.Setup) (admin string, ports map[string]int, err e
 		ports[l.Name] = free[1+i]
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(free[0])), ports, nil
+}
+
+// RetryTakenPorts runs start, a proxy's start on ports ChoosePorts picked,
+// up to three times while it fails with "address already in use": the
+// ports were free when picked, and another program may bind one before the
+// proxy does.
+func RetryTakenPorts[T any](start func() (T, error)) (v T, err error) {
+	for range 3 {
+		if v, err = start(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return v, err
+		}
+	}
+	return v, err
 }

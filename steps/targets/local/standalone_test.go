@@ -148,7 +148,7 @@ func TestChoosePortsAreDistinct(t *testing.T) {
 		setup.Listeners = append(setup.Listeners, targets.Listener{Name: fmt.Sprintf("l%d", i)})
 	}
 	for range 20 {
-		admin, ports, err := choosePorts(setup)
+		admin, ports, err := ChoosePorts(setup)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,5 +178,31 @@ func TestNoFreePortsIsTheEnvironment(t *testing.T) {
 	other := errors.New("other")
 	if portsMissing(other) != other {
 		t.Error("another error was made the environment's")
+	}
+}
+
+// TestRetryTakenPorts: a start whose port another program took is tried
+// again, three times at most; any other error ends it at once.
+func TestRetryTakenPorts(t *testing.T) {
+	taken := errors.New("listen tcp 127.0.0.1:10001: bind: address already in use")
+	other := errors.New("invalid config")
+	for name, tc := range map[string]struct {
+		errs      []error
+		wantTries int
+		wantErr   error
+	}{
+		"taken every time":  {[]error{taken, taken, taken}, 3, taken},
+		"taken, then free":  {[]error{taken, nil}, 2, nil},
+		"another error":     {[]error{other}, 1, other},
+		"started the first": {[]error{nil}, 1, nil},
+	} {
+		tries := 0
+		v, err := RetryTakenPorts(func() (int, error) {
+			tries++
+			return tries, tc.errs[tries-1]
+		})
+		if tries != tc.wantTries || err != tc.wantErr || v != tries {
+			t.Errorf("%s: %d tries, %v, value %d; want %d tries, %v", name, tries, err, v, tc.wantTries, tc.wantErr)
+		}
 	}
 }

@@ -118,14 +118,7 @@ func (p *Process) LeftBehind() []string {
 // them, so another process may take one first; start-up is then retried
 // with new ports.
 func (p *Process) Configure(ctx context.Context, setup targets.Setup) (targets.Deployment, error) {
-	var err error
-	for range 3 {
-		var d targets.Deployment
-		if d, err = p.configureOnce(ctx, setup); err == nil || !strings.Contains(err.Error(), "address already in use") {
-			return d, err
-		}
-	}
-	return nil, err
+	return local.RetryTakenPorts(func() (targets.Deployment, error) { return p.configureOnce(ctx, setup) })
 }
 
 func (p *Process) configureOnce(ctx context.Context, setup targets.Setup) (targets.Deployment, error) {
