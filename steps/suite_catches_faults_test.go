@@ -496,8 +496,9 @@ func onTargets(cases []faultCase) []faultCase {
 // scenarios pass on the container target TestContainerConformance's
 // (steps/targets/container); a container per scenario of every feature
 // the faults touch made this test 10 minutes of the gate. The containers
-// run in this machine's network (container.NetworkHost), the run's own
-// network being TestContainerConformance's and TestContainerDeployment's.
+// run in this machine's network (container.NetworkHost), as those of
+// TestContainerConformance do; the run's own network is
+// TestContainerDeployment's and the CLI's container tests'.
 func TestContainerTargetCatchesFaults(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -506,8 +507,7 @@ func TestContainerTargetCatchesFaults(t *testing.T) {
 	proxy, mocks := containertest.Images(t)
 	// One target for every fault's runs: one mock pool, started once, where
 	// a target per run started 68 pools. In this machine's network, a
-	// container starts in half the time and CPU (docs/container.md);
-	// TestContainerConformance runs the whole suite on the default network.
+	// container starts in half the time and CPU (docs/container.md).
 	shared := container.New(container.Options{Image: proxy, MockImage: mocks, Pull: container.PullNever, Network: container.NetworkHost})
 	if err := shared.Start(context.Background()); err != nil {
 		t.Fatal(err)
