@@ -101,6 +101,11 @@ TESTJSON_CATALOGUE ?= $(BIN)/test-catalogue.json
 # it and the processes it waited for used: on 2 cores the gate's wall time
 # follows its CPU time, and test-times prints where it went.
 TEST_EXEC ?= -exec $(CURDIR)/.ci/testcpu
+# What the whole machine used over the tests (.ci/machinecpu before and
+# after): beside the test binaries' own CPU, test-times prints the rest
+# (go test's compiles and links, the containers' processes, the kernel;
+# docs/ci.md).
+TESTMACHINE ?= $(BIN)/test-machine.txt
 # A test binary's -timeout guards against a hang, not against slowness: on
 # a fresh machine the tests' own go builds (gwdiag, refproxy, images)
 # compile from an empty cache beside every other binary's, and ./cli/e2e
@@ -108,11 +113,12 @@ TEST_EXEC ?= -exec $(CURDIR)/.ci/testcpu
 TEST_TIMEOUT ?= 45m
 unit: kube-bins ratelimit-bin jaeger-bin redis-server chromium
 	@mkdir -p $(BIN)
+	@.ci/machinecpu > $(TESTMACHINE) || true
 	@$(STATIC_ENV) $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
 	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
-	rc=$$?; wait $$cat || rc=1; $(MAKE) --no-print-directory test-times; exit $$rc
+	rc=$$?; wait $$cat || rc=1; .ci/machinecpu >> $(TESTMACHINE); $(MAKE) --no-print-directory test-times; exit $$rc
 
 # Where the time of the last make test (or make unit) went: the slowest
 # packages, then the slowest tests (top-level and subtests), from $(TESTJSON).
@@ -133,7 +139,11 @@ test-times:
 	  grep -h '"Output":"gwdiag-test-cpu: ' $$f | \
 	  sed -E 's/.*"Package":"([^"]*)".*gwdiag-test-cpu: ([0-9.]+) s wall, ([0-9.]+) s user, ([0-9.]+) s sys.*/\1 \2 \3 \4/' | \
 	  awk -v tag="$$tag" '{ sub("github.com/gwdiag/gwdiag/?", "./", $$1); printf "%.1f %.1f %s%s\n", $$3 + $$4, $$2, $$1, tag }'; \
-	done | sort -rn | awk '{ t += $$1; if (NR <= $(TIMES_TOP)) printf "  %8.1f  (%6.1f wall)  %s\n", $$1, $$2, substr($$0, index($$0, $$3)) } END { printf "  %8.1f  in all\n", t }'
+	done | sort -rn | awk '{ t += $$1; if (NR <= $(TIMES_TOP)) printf "  %8.1f  (%6.1f wall)  %s\n", $$1, $$2, substr($$0, index($$0, $$3)) } END { printf "  %8.1f  in all\n", t; print t > "$(BIN)/test-cpu-total" }'
+	@if [ "$$(wc -l < $(TESTMACHINE) 2>/dev/null)" = 2 ]; then \
+	  awk -v tests="$$(cat $(BIN)/test-cpu-total)" -v cores="$$(nproc)" 'NR == 1 { u = $$1; b = $$2; d = $$3 } NR == 2 { \
+	    printf "the machine over the tests: %.0f s of wall; %.0f s of CPU busy of %.0f (%d cores); the test binaries %.0f s, dockerd and containerd %.0f s, the rest (the compiles and links of go test, the containers, the kernel) %.0f s\n", \
+	      $$1 - u, $$2 - b, ($$1 - u) * cores, cores, tests, $$3 - d, ($$2 - b) - tests - ($$3 - d) }' $(TESTMACHINE); fi
 	@echo "slowest tests (over 20 s):"
 	@$(GO) tool gotestsum tool slowest --jsonfile $(BIN)/test-all.json --threshold 20s | head -40 | sed 's|github.com/gwdiag/gwdiag/|./|; s/^/  /'
 
