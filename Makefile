@@ -139,11 +139,11 @@ test-times:
 	  grep -h '"Output":"gwdiag-test-cpu: ' $$f | \
 	  sed -E 's/.*"Package":"([^"]*)".*gwdiag-test-cpu: ([0-9.]+) s wall, ([0-9.]+) s user, ([0-9.]+) s sys.*/\1 \2 \3 \4/' | \
 	  awk -v tag="$$tag" '{ sub("github.com/gwdiag/gwdiag/?", "./", $$1); printf "%.1f %.1f %s%s\n", $$3 + $$4, $$2, $$1, tag }'; \
-	done | sort -rn | awk '{ t += $$1; if (NR <= $(TIMES_TOP)) printf "  %8.1f  (%6.1f wall)  %s\n", $$1, $$2, substr($$0, index($$0, $$3)) } END { printf "  %8.1f  in all\n", t; print t > "$(BIN)/test-cpu-total" }'
-	@if [ "$$(wc -l < $(TESTMACHINE) 2>/dev/null)" = 2 ]; then \
-	  awk -v tests="$$(cat $(BIN)/test-cpu-total)" -v cores="$$(nproc)" 'NR == 1 { u = $$1; b = $$2; d = $$3 } NR == 2 { \
-	    printf "the machine over the tests: %.0f s of wall; %.0f s of CPU busy of %.0f (%d cores); the test binaries %.0f s, dockerd and containerd %.0f s, the rest (the compiles and links of go test, the containers, the kernel) %.0f s\n", \
-	      $$1 - u, $$2 - b, ($$1 - u) * cores, cores, tests, $$3 - d, ($$2 - b) - tests - ($$3 - d) }' $(TESTMACHINE); fi
+	done | sort -rn | awk -v m=$(TESTMACHINE) -v cores="$$(nproc)" '{ t += $$1; if (NR <= $(TIMES_TOP)) printf "  %8.1f  (%6.1f wall)  %s\n", $$1, $$2, substr($$0, index($$0, $$3)) } \
+	  END { printf "  %8.1f  in all\n", t; \
+	    if ((getline a < m) > 0 && (getline b < m) > 0) { split(a, x); split(b, y); \
+	      printf "the machine over the tests: %.0f s of wall; %.0f s of CPU busy of %.0f (%d cores); the test binaries %.0f s, dockerd and containerd %.0f s, the rest (the compiles and links of go test, the containers, the kernel) %.0f s\n", \
+	        y[1] - x[1], y[2] - x[2], (y[1] - x[1]) * cores, cores, t, y[3] - x[3], (y[2] - x[2]) - t - (y[3] - x[3]) } }'
 	@echo "slowest tests (over 20 s):"
 	@$(GO) tool gotestsum tool slowest --jsonfile $(BIN)/test-all.json --threshold 20s | head -40 | sed 's|github.com/gwdiag/gwdiag/|./|; s/^/  /'
 
