@@ -108,14 +108,9 @@ func parseHeaderFast(d *decoder) (Header, bool) {
 	for {
 		d.ws()
 		key, ok := d.plainKey()
-		if !ok {
+		if !ok || !d.colon() {
 			return h, false
 		}
-		d.ws()
-		if !d.byte(':') {
-			return h, false
-		}
-		d.ws()
 		field := fieldIndex(key)
 		if field >= 0 {
 			if seen[field] {
@@ -177,14 +172,9 @@ func parseHeaderFast(d *decoder) (Header, bool) {
 				return h, false
 			}
 		}
-		d.ws()
-		if d.byte(',') {
-			continue
+		if more, ok := d.next('}'); !more {
+			return h, ok && d.end()
 		}
-		if d.byte('}') {
-			return h, d.end()
-		}
-		return h, false
 	}
 }
 
@@ -271,22 +261,15 @@ func (d *decoder) members(depth int, member func(name string) bool) bool {
 	for {
 		d.ws()
 		k, ok := d.str()
-		if !ok {
+		if !ok || !d.colon() {
 			return false
 		}
-		d.ws()
-		if !d.byte(':') {
-			return false
-		}
-		d.ws()
 		if !member(k) {
 			return false
 		}
-		d.ws()
-		if d.byte(',') {
-			continue
+		if more, ok := d.next('}'); !more {
+			return ok
 		}
-		return d.byte('}')
 	}
 }
 
@@ -324,11 +307,9 @@ func (d *decoder) scan(depth int) bool {
 			if !d.scan(depth + 1) {
 				return false
 			}
-			d.ws()
-			if d.byte(',') {
-				continue
+			if more, ok := d.next(']'); !more {
+				return ok
 			}
-			return d.byte(']')
 		}
 	case c == '"':
 		_, _, ok := d.token()
@@ -366,11 +347,9 @@ func (d *decoder) skipStrings() bool {
 		if _, _, ok := d.token(); !ok {
 			return false
 		}
-		d.ws()
-		if d.byte(',') {
-			continue
+		if more, ok := d.next(']'); !more {
+			return ok
 		}
-		return d.byte(']')
 	}
 }
 

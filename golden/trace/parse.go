@@ -43,14 +43,9 @@ func parseFast(s string) (Event, bool) {
 	for {
 		d.ws()
 		key, ok := d.plainKey()
-		if !ok {
+		if !ok || !d.colon() {
 			return e, false
 		}
-		d.ws()
-		if !d.byte(':') {
-			return e, false
-		}
-		d.ws()
 		field := fieldIndex(key)
 		if field >= 0 {
 			if seen[field] {
@@ -89,14 +84,9 @@ func parseFast(s string) (Event, bool) {
 		if !ok {
 			return e, false
 		}
-		d.ws()
-		if d.byte(',') {
-			continue
+		if more, ok := d.next('}'); !more {
+			return e, ok && d.end()
 		}
-		if d.byte('}') {
-			return e, d.end()
-		}
-		return e, false
 	}
 }
 
@@ -163,6 +153,26 @@ func (d *decoder) byte(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// colon reads the ':' after an object's name, and the whitespace around it.
+func (d *decoder) colon() bool {
+	d.ws()
+	if !d.byte(':') {
+		return false
+	}
+	d.ws()
+	return true
+}
+
+// next reads what follows an element of an array or object: a ',' (more:
+// another element follows) or the closing byte (ok), after whitespace.
+func (d *decoder) next(closing byte) (more, ok bool) {
+	d.ws()
+	if d.byte(',') {
+		return true, true
+	}
+	return false, d.byte(closing)
 }
 
 // end reports whether only whitespace is left.
@@ -335,11 +345,9 @@ func (d *decoder) strings() ([]string, bool) {
 			return nil, false
 		}
 		out = append(out, v)
-		d.ws()
-		if d.byte(',') {
-			continue
+		if more, ok := d.next(']'); !more {
+			return out, ok
 		}
-		return out, d.byte(']')
 	}
 }
 
@@ -365,11 +373,9 @@ func (d *decoder) value(depth int) (any, bool) {
 				return nil, false
 			}
 			out = append(out, v)
-			d.ws()
-			if d.byte(',') {
-				continue
+			if more, ok := d.next(']'); !more {
+				return out, ok
 			}
-			return out, d.byte(']')
 		}
 	case c == '"':
 		return d.str()
@@ -403,24 +409,17 @@ func (d *decoder) object(depth int) (map[string]any, bool) {
 	for {
 		d.ws()
 		k, ok := d.str()
-		if !ok {
+		if !ok || !d.colon() {
 			return nil, false
 		}
-		d.ws()
-		if !d.byte(':') {
-			return nil, false
-		}
-		d.ws()
 		v, ok := d.value(depth + 1)
 		if !ok {
 			return nil, false
 		}
 		m[k] = v
-		d.ws()
-		if d.byte(',') {
-			continue
+		if more, ok := d.next('}'); !more {
+			return m, ok
 		}
-		return m, d.byte('}')
 	}
 }
 
