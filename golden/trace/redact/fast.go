@@ -432,25 +432,17 @@ func (n *names) headerMembers(r *Redactor, src []byte, at int, sp []span) ([]spa
 		}
 		switch src[i] {
 		case '"':
-			e := bytes.IndexByte(src[i+1:], '"')
-			if e < 0 {
+			var ok bool
+			if sp, i, ok = stringSpan(src, i, name, sp); !ok {
 				return sp, 0, false
 			}
-			if name != "" {
-				sp = append(sp, span{start: i + 1, end: i + 1 + e, name: name})
-			}
-			i += e + 2
 		case '[':
 			for i = skipWS(src, i+1); i < len(src) && src[i] != ']'; {
 				if src[i] == '"' {
-					e := bytes.IndexByte(src[i+1:], '"')
-					if e < 0 {
+					var ok bool
+					if sp, i, ok = stringSpan(src, i, name, sp); !ok {
 						return sp, 0, false
 					}
-					if name != "" {
-						sp = append(sp, span{start: i + 1, end: i + 1 + e, name: name})
-					}
-					i += e + 2
 				} else if e := skipValue(src, i); e <= i {
 					return sp, 0, false
 				} else {
@@ -562,6 +554,20 @@ func hasHigh(b []byte) bool {
 }
 
 // skipWS returns the index of the first byte at or after i that is not
+// stringSpan passes over the string whose opening quote is src[i], to
+// its next quote, adding what is between to sp as a value of name where
+// name is set. False: no quote closes it.
+func stringSpan(src []byte, i int, name string, sp []span) ([]span, int, bool) {
+	e := bytes.IndexByte(src[i+1:], '"')
+	if e < 0 {
+		return sp, i, false
+	}
+	if name != "" {
+		sp = append(sp, span{start: i + 1, end: i + 1 + e, name: name})
+	}
+	return sp, i + e + 2, true
+}
+
 // JSON whitespace.
 func skipWS(src []byte, i int) int {
 	for i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r') {
@@ -572,18 +578,7 @@ func skipWS(src []byte, i int) int {
 
 // valueWith is Redactor.Value with the markers of mark.
 func valueWith(name, value string, mark func(string) string) string {
-	var b []byte
-	last := 0
-	eachSecret(name, value, func(start, end int) {
-		b = append(b, value[last:start]...)
-		if s := value[start:end]; IsMarker(s) {
-			b = append(b, s...)
-		} else {
-			b = append(b, mark(s)...)
-		}
-		last = end
-	})
-	return string(append(b, value[last:]...))
+	return string(appendValue(nil, name, value, func(b []byte, s string) []byte { return append(b, mark(s)...) }))
 }
 
 // scrubWith is Redactor.Scrub with the markers of mark.

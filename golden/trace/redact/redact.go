@@ -304,13 +304,18 @@ func (r *Redactor) Value(name, value string) string {
 // replaced by its marker; a part that already is a marker is kept, so
 // redacting twice changes nothing.
 func (r *Redactor) AppendValue(b []byte, name, value string) []byte {
+	return appendValue(b, name, value, r.AppendMarker)
+}
+
+// appendValue is AppendValue with the markers mark appends.
+func appendValue(b []byte, name, value string, mark func([]byte, string) []byte) []byte {
 	last := 0
 	eachSecret(name, value, func(start, end int) {
 		b = append(b, value[last:start]...)
 		if s := value[start:end]; IsMarker(s) {
 			b = append(b, s...)
 		} else {
-			b = r.AppendMarker(b, s)
+			b = mark(b, s)
 		}
 		last = end
 	})
