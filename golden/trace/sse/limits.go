@@ -52,25 +52,21 @@ func DefaultLimits() Limits {
 // WithDefaults fills the zero fields with DefaultLimits.
 func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
-	if l.EventBytes <= 0 {
-		l.EventBytes = d.EventBytes
-	}
-	if l.TraceEvents <= 0 {
-		l.TraceEvents = d.TraceEvents
-	}
-	if l.TraceBytes <= 0 {
-		l.TraceBytes = d.TraceBytes
-	}
-	if l.FrameTime <= 0 {
-		l.FrameTime = d.FrameTime
-	}
-	if l.BodyBytes <= 0 {
-		l.BodyBytes = d.BodyBytes
-	}
-	if l.HeaderBytes <= 0 {
-		l.HeaderBytes = d.HeaderBytes
-	}
+	l.EventBytes = positiveOr(l.EventBytes, d.EventBytes)
+	l.TraceEvents = positiveOr(l.TraceEvents, d.TraceEvents)
+	l.TraceBytes = positiveOr(l.TraceBytes, d.TraceBytes)
+	l.FrameTime = positiveOr(l.FrameTime, d.FrameTime)
+	l.BodyBytes = positiveOr(l.BodyBytes, d.BodyBytes)
+	l.HeaderBytes = positiveOr(l.HeaderBytes, d.HeaderBytes)
 	return l
+}
+
+// positiveOr is v, or def where v is not above zero.
+func positiveOr[T int | int64 | duration.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Transport returns an HTTP transport (http.DefaultTransport's dial and
