@@ -305,6 +305,30 @@ func newAPIKeyPolicy(c *config.APIKeyAuth) (*apiKeyPolicy, error) {
 	return p, nil
 }
 
+// refuse traces an auth policy's refusal (r.reason, in the request's
+// phase) and returns r.
+func refuse(tr *tracing.Tracer, phase string, r *authRefusal) *authRefusal {
+	tr.Policy(r.kind, tracing.Applied("refused: "+r.reason, map[string]any{"decision": "refused", "phase": phase}), true)
+	return r
+}
+
+// noCredential is an auth policy's answer to a request without its
+// credential (what, at loc): in strict mode the refusal r, with why as
+// its reason; otherwise the request goes on, and the trace says why.
+func noCredential(tr *tracing.Tracer, what, policy string, loc location, mode, phase string, r authRefusal) *authRefusal {
+	strict := mode == config.ModeStrict
+	if !strict && tr == nil {
+		return nil
+	}
+	why := fmt.Sprintf("the request has no %s (%s) and the %s phase's %s mode is %s", what, loc, phase, policy, mode)
+	if strict {
+		r.reason = why
+		return refuse(tr, phase, &r)
+	}
+	tr.Policy(r.kind, tracing.Skipped(why), false)
+	return nil
+}
+
 func modeOr(m string) string {
 	if m == "" {
 		return config.ModeOptional
@@ -316,15 +340,8 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identi
 	key, raw, found := p.loc.read(req)
 	secrets(tr, key, raw)
 	if !found {
-		if p.mode == config.ModeStrict {
-			why := fmt.Sprintf("the request has no API key (%s) and the %s phase's apiKey mode is strict", p.loc, phase)
-			tr.Policy(kindAPIKey, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
-			return &authRefusal{kind: kindAPIKey, body: "api key authentication failure: no API Key found\n", reason: why}
-		}
-		if tr != nil {
-			tr.Policy(kindAPIKey, tracing.Skipped(fmt.Sprintf("the request has no API key (%s) and the %s phase's apiKey mode is %s", p.loc, phase, p.mode)), false)
-		}
-		return nil
+		return noCredential(tr, "API key", "apiKey", p.loc, p.mode, phase,
+			authRefusal{kind: kindAPIKey, body: "api key authentication failure: no API Key found\n"})
 	}
 	i := p.keys.Match(key)
 	if i < 0 {
@@ -335,8 +352,7 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identi
 			}
 			return nil
 		}
-		tr.Policy(kindAPIKey, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
-		return &authRefusal{kind: kindAPIKey, body: "api key authentication failure: invalid credentials\n", reason: why}
+		return refuse(tr, phase, &authRefusal{kind: kindAPIKey, body: "api key authentication failure: invalid credentials\n", reason: why})
 	}
 	p.loc.remove(req)
 	md := make(map[string]any, len(p.meta[i])+1)
@@ -382,38 +398,31 @@ func (p *basicPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identit
 	secrets(tr, enc, raw)
 	www := `Basic realm="` + p.realm + `"`
 	if !found {
-		if p.mode == config.ModeStrict {
-			why := fmt.Sprintf("the request has no Basic credentials (%s) and the %s phase's basicAuth mode is strict", p.loc, phase)
-			tr.Policy(kindBasicAuth, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
-			return &authRefusal{kind: kindBasicAuth, body: "basic authentication failure: no basic authentication credentials found\n", wwwAuthenticate: www, reason: why}
-		}
-		if tr != nil {
-			tr.Policy(kindBasicAuth, tracing.Skipped(fmt.Sprintf("the request has no Basic credentials (%s) and the %s phase's basicAuth mode is optional", p.loc, phase)), false)
-		}
-		return nil
+		// basicAuth's modes are strict and optional (config checks).
+		return noCredential(tr, "Basic credentials", "basicAuth", p.loc, p.mode, phase,
+			authRefusal{kind: kindBasicAuth, body: "basic authentication failure: no basic authentication credentials found\n", wwwAuthenticate: www})
 	}
-	refuse := func(why string) *authRefusal {
-		tr.Policy(kindBasicAuth, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
-		return &authRefusal{kind: kindBasicAuth, body: "basic authentication failure: invalid credentials\n", wwwAuthenticate: www, reason: why}
+	refused := func(why string) *authRefusal {
+		return refuse(tr, phase, &authRefusal{kind: kindBasicAuth, body: "basic authentication failure: invalid credentials\n", wwwAuthenticate: www, reason: why})
 	}
 	dec, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil {
-		return refuse("the Basic credentials are not base64")
+		return refused("the Basic credentials are not base64")
 	}
 	user, password, ok := strings.Cut(string(dec), ":")
 	if tr != nil {
 		secrets(tr, password, []string{string(dec)})
 	}
 	if !ok {
-		return refuse("the Basic credentials are not user:password")
+		return refused("the Basic credentials are not user:password")
 	}
 	good, known := p.db.Check(user, password)
 	switch {
 	case !known:
 		// An unknown name may be anything the client typed: not shown.
-		return refuse(fmt.Sprintf("no such user in the %s phase's htpasswd (%d %s)", phase, p.db.Users(), explain.Plural(p.db.Users(), "user", "users")))
+		return refused(fmt.Sprintf("no such user in the %s phase's htpasswd (%d %s)", phase, p.db.Users(), explain.Plural(p.db.Users(), "user", "users")))
 	case !good:
-		return refuse(fmt.Sprintf("wrong password for user %q", user))
+		return refused(fmt.Sprintf("wrong password for user %q", user))
 	}
 	p.loc.remove(req)
 	id.user = user
@@ -454,15 +463,8 @@ func (p *jwtPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identity,
 	token, raw, found := p.loc.read(req)
 	secrets(tr, token, raw)
 	if !found {
-		if p.mode == config.ModeStrict {
-			why := fmt.Sprintf("the request has no JWT (%s) and the %s phase's jwtAuth mode is strict", p.loc, phase)
-			tr.Policy(kindJWT, tracing.Applied("refused: "+why, map[string]any{"decision": "refused", "phase": phase}), true)
-			return &authRefusal{kind: kindJWT, body: "authentication failure: " + authn.ErrNoToken.Msg + "\n", reason: why}
-		}
-		if tr != nil {
-			tr.Policy(kindJWT, tracing.Skipped(fmt.Sprintf("the request has no JWT (%s) and the %s phase's jwtAuth mode is %s", p.loc, phase, p.mode)), false)
-		}
-		return nil
+		return noCredential(tr, "JWT", "jwtAuth", p.loc, p.mode, phase,
+			authRefusal{kind: kindJWT, body: "authentication failure: " + authn.ErrNoToken.Msg + "\n"})
 	}
 	v, err := p.v.Verify(token, time.Now())
 	if err != nil {
@@ -472,8 +474,7 @@ func (p *jwtPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identity,
 			}
 			return nil
 		}
-		tr.Policy(kindJWT, tracing.Applied("refused: "+err.Error(), map[string]any{"decision": "refused", "phase": phase}), true)
-		return &authRefusal{kind: kindJWT, body: "authentication failure: " + err.Error() + "\n", reason: err.Error()}
+		return refuse(tr, phase, &authRefusal{kind: kindJWT, body: "authentication failure: " + err.Error() + "\n", reason: err.Error()})
 	}
 	p.loc.remove(req)
 	id.claims, id.token = v.Claims, token

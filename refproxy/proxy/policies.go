@@ -531,6 +531,20 @@ func (rp *routePolicies) applyResponse(r corsResult, h *fasthttp.ResponseHeader)
 	rp.corsHeaders(r, h)
 }
 
+// allowList is a preflight's Allow-Methods or Allow-Headers: what the
+// request asked for where the policy allows any ("*" without
+// credentials, which the wildcard does not cover), else the policy's
+// list ("": none).
+func (p *corsPolicy) allowList(anyValue bool, asked, list string) string {
+	switch {
+	case anyValue && asked != "":
+		return asked
+	case anyValue && !p.credentials:
+		return "*"
+	}
+	return list
+}
+
 // addHeaders adds the CORS headers of a decision to a response.
 func (p *corsPolicy) addHeaders(r corsResult, h *fasthttp.ResponseHeader) {
 	if r.origin == "" {
@@ -546,21 +560,11 @@ func (p *corsPolicy) addHeaders(r corsResult, h *fasthttp.ResponseHeader) {
 	if !r.preflight {
 		return
 	}
-	switch {
-	case p.anyMethod && r.reqMethod != "":
-		h.Set("Access-Control-Allow-Methods", r.reqMethod)
-	case p.anyMethod && !p.credentials:
-		h.Set("Access-Control-Allow-Methods", "*")
-	case p.methods != "":
-		h.Set("Access-Control-Allow-Methods", p.methods)
+	if v := p.allowList(p.anyMethod, r.reqMethod, p.methods); v != "" {
+		h.Set("Access-Control-Allow-Methods", v)
 	}
-	switch {
-	case p.anyHeader && r.reqHeaders != "":
-		h.Set("Access-Control-Allow-Headers", r.reqHeaders)
-	case p.anyHeader && !p.credentials:
-		h.Set("Access-Control-Allow-Headers", "*")
-	case p.headers != "":
-		h.Set("Access-Control-Allow-Headers", p.headers)
+	if v := p.allowList(p.anyHeader, r.reqHeaders, p.headers); v != "" {
+		h.Set("Access-Control-Allow-Headers", v)
 	}
 	if p.maxAge != "" {
 		h.Set("Access-Control-Max-Age", p.maxAge)
