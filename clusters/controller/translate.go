@@ -138,26 +138,26 @@ func Match(m gwv1.HTTPRouteMatch) config.Match {
 		cm.Method = string(*m.Method)
 	}
 	for _, h := range m.Headers {
-		v := h.Value
-		hm := config.HeaderMatch{Name: string(h.Name)}
-		if ptr.Deref(h.Type, gwv1.HeaderMatchExact) == gwv1.HeaderMatchRegularExpression {
-			hm.Value.Regex = &v
-		} else {
-			hm.Value.Exact = &v
-		}
-		cm.Headers = append(cm.Headers, hm)
+		cm.Headers = append(cm.Headers, valueMatch(string(h.Name), h.Value,
+			ptr.Deref(h.Type, gwv1.HeaderMatchExact) == gwv1.HeaderMatchRegularExpression))
 	}
 	for _, q := range m.QueryParams {
-		v := q.Value
-		qm := config.HeaderMatch{Name: string(q.Name)}
-		if ptr.Deref(q.Type, gwv1.QueryParamMatchExact) == gwv1.QueryParamMatchRegularExpression {
-			qm.Value.Regex = &v
-		} else {
-			qm.Value.Exact = &v
-		}
-		cm.Query = append(cm.Query, qm)
+		cm.Query = append(cm.Query, valueMatch(string(q.Name), q.Value,
+			ptr.Deref(q.Type, gwv1.QueryParamMatchExact) == gwv1.QueryParamMatchRegularExpression))
 	}
 	return cm
+}
+
+// valueMatch is a header or query parameter match: the value as a regular
+// expression or exactly.
+func valueMatch(name, value string, regex bool) config.HeaderMatch {
+	m := config.HeaderMatch{Name: name}
+	if regex {
+		m.Value.Regex = &value
+	} else {
+		m.Value.Exact = &value
+	}
+	return m
 }
 
 // translateBackends turns a rule's Service references into weighted

@@ -28,7 +28,8 @@ func TestTranslate(t *testing.T) {
 		Name: ptr.To[gwv1.SectionName]("api"),
 		Matches: []gwv1.HTTPRouteMatch{
 			{Path: &gwv1.HTTPPathMatch{Type: ptr.To(gwv1.PathMatchExact), Value: ptr.To("/v1/models")}, Method: ptr.To(gwv1.HTTPMethodGet)},
-			{Headers: []gwv1.HTTPHeaderMatch{{Name: "x-user", Value: "a"}}, QueryParams: []gwv1.HTTPQueryParamMatch{{Name: "v", Value: "2"}}},
+			{Headers: []gwv1.HTTPHeaderMatch{{Name: "x-user", Value: "a"}, {Name: "x-team", Value: "^ml-", Type: ptr.To(gwv1.HeaderMatchRegularExpression)}},
+				QueryParams: []gwv1.HTTPQueryParamMatch{{Name: "v", Value: "2"}, {Name: "model", Value: "gpt-.*", Type: ptr.To(gwv1.QueryParamMatchRegularExpression)}}},
 		},
 		BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{Weight: ptr.To[int32](3),
 			BackendObjectReference: gwv1.BackendObjectReference{Name: "llm", Port: ptr.To[gwv1.PortNumber](8000)}}}},
@@ -75,8 +76,17 @@ func TestTranslate(t *testing.T) {
 	if m := l.Routes[1].Matches[0]; m.Method != "GET" || m.Path == nil || m.Path.Exact == nil || *m.Path.Exact != "/v1/models" || l.Routes[1].RuleName != "api" {
 		t.Errorf("rule 1 match 0: %+v", m)
 	}
-	if q := l.Routes[2].Matches[0].Query; len(q) != 1 || q[0].Name != "v" || q[0].Value.Exact == nil || *q[0].Value.Exact != "2" {
-		t.Errorf("rule 1 match 1: query %+v, want v exactly 2", q)
+	exact := func(v config.StringMatch, want string) bool {
+		return v.Exact != nil && *v.Exact == want && v.Regex == nil
+	}
+	regex := func(v config.StringMatch, want string) bool {
+		return v.Regex != nil && *v.Regex == want && v.Exact == nil
+	}
+	if q := l.Routes[2].Matches[0].Query; len(q) != 2 || q[0].Name != "v" || !exact(q[0].Value, "2") || q[1].Name != "model" || !regex(q[1].Value, "gpt-.*") {
+		t.Errorf("rule 1 match 1: query %+v, want v exactly 2 and model by the regex gpt-.*", q)
+	}
+	if h := l.Routes[2].Matches[0].Headers; len(h) != 2 || h[0].Name != "x-user" || !exact(h[0].Value, "a") || h[1].Name != "x-team" || !regex(h[1].Value, "^ml-") {
+		t.Errorf("rule 1 match 1: headers %+v, want x-user exactly a and x-team by the regex ^ml-", h)
 	}
 	if so := l.Routes[0].Backends[1].ServiceOf; so == nil || *so != (config.ServiceOf{Name: "llm", Namespace: "team", Port: 8000}) ||
 		l.Routes[0].Backends[1].Host != "10.244.0.8:8080" {
