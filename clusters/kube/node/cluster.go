@@ -732,12 +732,18 @@ func (p *proc) stop() {
 		return
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	terminate(p.cmd.Process, p.exited)
+}
+
+// terminate sends proc SIGTERM, then SIGKILL if exited has not received
+// after 10 s, and returns once it has.
+func terminate[T any](proc *os.Process, exited <-chan T) {
+	_ = proc.Signal(syscall.SIGTERM)
 	select {
-	case <-p.exited:
+	case <-exited:
 	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+		_ = proc.Kill()
+		<-exited
 	}
 }
 

@@ -222,13 +222,7 @@ func (c *Containerd) Stop() error {
 		}
 	}
 	if c.cmd.Process != nil {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(10 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.exited
-		}
+		terminate(c.cmd.Process, c.exited)
 		c.exited <- nil // a second Stop does not block
 	}
 	killShims(c.Socket)
