@@ -111,13 +111,20 @@ TESTMACHINE ?= $(BIN)/test-machine.txt
 # compile from an empty cache beside every other binary's, and ./cli/e2e
 # took 1429 s there (2026-11-30), past the 20 m this was.
 TEST_TIMEOUT ?= 45m
+# The test binaries are linked without DWARF (-w): go test links each of its
+# 68 binaries anew every run, and without it a link of a large one (./steps,
+# ./clusters, ./cli/e2e: Kubernetes' client in it) took 1.3 to 2.2 s less
+# CPU of 6 to 9 (-race, 2026-12-04, docs/ci.md). Stack traces, the race
+# detector's reports and pprof read the symbol table, which -w keeps; set
+# TEST_LDFLAGS= to run the tests under a debugger.
+TEST_LDFLAGS ?= -w
 unit: kube-bins ratelimit-bin jaeger-bin redis-server chromium
 	@mkdir -p $(BIN)
 	@.ci/machinecpu > $(TESTMACHINE) || true
 	@$(STATIC_ENV) $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
+	  --jsonfile $(TESTJSON_CATALOGUE) -- $(STATIC_FLAGS) -ldflags='$(TEST_LDFLAGS)' $(TEST_EXEC) -count=1 -timeout $(TEST_TIMEOUT) -parallel 1 -run '^(TestSuiteCatchesFaults|TestProcessTargetCatchesFaults)$$' ./steps & cat=$$!; \
 	GWDIAG_CATALOGUE=race-sample $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary output \
-	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
+	  --jsonfile $(TESTJSON) -- $(TEST_EXEC) -race -ldflags='$(TEST_LDFLAGS)' -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) $(PKGS); \
 	rc=$$?; wait $$cat || rc=1; .ci/machinecpu >> $(TESTMACHINE); $(MAKE) --no-print-directory test-times; exit $$rc
 
 # Where the time of the last make test (or make unit) went: the slowest
