@@ -175,8 +175,16 @@ routes:
 		t.Errorf("refusal: results %v, requestFinished %v", res, fin)
 	}
 	_, evs = traced(t, p, base+"/optional")
-	if res := policyResults(evs, "apiKey"); len(res) != 1 || res[0]["type"] != "skip" {
-		t.Errorf("optional without a key: results %v, want a skip", res)
+	const noKey = "the request has no API key (header authorization (after \"Bearer \")) and the route phase's apiKey mode is "
+	if res := policyResults(evs, "apiKey"); len(res) != 1 || res[0]["type"] != "skip" || res[0]["reason"] != noKey+"optional" {
+		t.Errorf("optional without a key: results %v, want a skip: %s", res, noKey+"optional")
+	}
+	_, strictEvs := traced(t, p, base+"/strict")
+	fin = strictEvs[len(strictEvs)-1].Message
+	cause, _ = fin["cause"].(map[string]any)
+	if res := policyResults(strictEvs, "apiKey"); len(res) != 1 || res[0]["details"] != "refused: "+noKey+"strict" || res[0]["decision"] != "refused" ||
+		res[0]["phase"] != "route" || cause["reason"] != noKey+"strict" {
+		t.Errorf("strict without a key: results %v, cause %v; want refused: %s", res, cause, noKey+"strict")
 	}
 	for _, e := range evs {
 		if e.Type() == trace.PolicySelection {
@@ -256,6 +264,17 @@ routes:
 	_, evs = traced(t, p, base+"/strict", basic("alice", "nope")...)
 	if res := policyResults(evs, "basicAuth"); len(res) != 1 || res[0]["details"] != `refused: wrong password for user "alice"` {
 		t.Errorf("basicAuth results %v", res)
+	}
+	// The default mode is optional; without credentials the trace says
+	// which mode let the request through, or refused it.
+	const noCredentials = "the request has no Basic credentials (header authorization (after \"Basic \")) and the route phase's basicAuth mode is "
+	_, evs = traced(t, p, base+"/optional")
+	if res := policyResults(evs, "basicAuth"); len(res) != 1 || res[0]["type"] != "skip" || res[0]["reason"] != noCredentials+"optional" {
+		t.Errorf("optional without credentials: basicAuth results %v, want a skip: %s", res, noCredentials+"optional")
+	}
+	_, evs = traced(t, p, base+"/strict")
+	if res := policyResults(evs, "basicAuth"); len(res) != 1 || res[0]["details"] != "refused: "+noCredentials+"strict" {
+		t.Errorf("strict without credentials: basicAuth results %v, want refused: %s", res, noCredentials+"strict")
 	}
 	_, evs = traced(t, p, base+"/strict", basic("mallory", "pa55word")...)
 	if res := policyResults(evs, "basicAuth"); len(res) != 1 || res[0]["details"] != "refused: no such user in the route phase's htpasswd (4 users)" {
