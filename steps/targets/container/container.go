@@ -62,6 +62,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
@@ -221,6 +222,9 @@ type Container struct {
 	pool             *testcontainers.DockerContainer
 	poolIP, poolAddr string
 	scenarios        atomic.Int64
+	// configDir (NetworkHost) holds the proxies' configs, each
+	// bind-mounted read-only into its container (proxyConfig says why).
+	configDir string
 
 	mu sync.Mutex
 	// readyTimes are the start-to-ready times of the proxy containers.
@@ -292,6 +296,14 @@ func (c *Container) Start(ctx context.Context) (err error) {
 		// The containers' 127.0.0.1 is this machine's: the suite reaches
 		// them there, and they reach the services it runs there.
 		c.dialHost, c.gateway = loopback, loopback
+		if c.configDir, err = os.MkdirTemp("", "gwdiag-configs-"); err != nil {
+			return fmt.Errorf("container target: a folder for the proxies' configs: %w", err)
+		}
+		// The image's user, whoever it is, may pass through it to a file
+		// it is given; nobody may list it (proxyConfig).
+		if err := os.Chmod(c.configDir, 0o711); err != nil {
+			return fmt.Errorf("container target: a folder for the proxies' configs: %w", err)
+		}
 		return c.startPool(ctx)
 	}
 	c.network, err = tcnetwork.New(ctx, tcnetwork.WithLabels(runLabels(c.run, "network")))
@@ -395,7 +407,11 @@ func (c *Container) Stop(ctx context.Context) error {
 	if c.run == "" {
 		return nil
 	}
-	return removeRun(ctx, c.docker, c.run)
+	err := removeRun(ctx, c.docker, c.run)
+	if c.configDir != "" {
+		err = errors.Join(err, os.RemoveAll(c.configDir))
+	}
+	return err
 }
 
 // Configure implements targets.Target.
@@ -528,13 +544,17 @@ func (d *deployment) startProxyOn(ctx context.Context, setup targets.Setup, admi
 		return err
 	}
 	d.config = yml
+	config, err := d.proxyConfig(yml)
+	if err != nil {
+		return err
+	}
 	started := time.Now()
 	opts := append([]testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(tclog.NewNoopLogger()),
 		testcontainers.WithName(d.name + "-proxy"),
 		testcontainers.WithEnv(o.Env),
 		testcontainers.WithLabels(d.labels("proxy")),
-		testcontainers.WithFiles(testcontainers.ContainerFile{Reader: bytes.NewReader(yml), ContainerFilePath: o.ConfigPath, FileMode: 0o644}),
+		config,
 		testcontainers.WithWaitStrategyAndDeadline(time.Duration(o.StartupTimeout), onHost(d.target.dialHost,
 			wait.ForHTTP("/config_dump").WithPort(adminPort).WithPollInterval(20*time.Millisecond),
 			forListeners(listenerPorts...))),
@@ -556,6 +576,35 @@ func (d *deployment) startProxyOn(ctx context.Context, setup targets.Setup, admi
 		}
 	}
 	return nil
+}
+
+// proxyConfig puts the standalone config at Options.ConfigPath in the
+// proxy's container. On the bridge network, where the daemon may be
+// another machine's, it is copied in. With NetworkHost the daemon is this
+// machine's, and the file is bind-mounted read-only from the run's
+// configDir: a copy into a container costs the daemon a re-execution of
+// itself to unpack it (docker-untar; about 0.2 s of CPU here, 2026-12-05,
+// docs/container.md), once for each of the hundreds of proxy containers
+// the container fault catalogue starts. The config may hold the
+// scenario's credentials, and the image's user is unknown, so the file is
+// readable by all, under a random name in a folder nobody may list.
+func (d *deployment) proxyConfig(yml []byte) (testcontainers.ContainerCustomizer, error) {
+	target := d.target.opts.ConfigPath
+	if !d.target.host() {
+		return testcontainers.WithFiles(testcontainers.ContainerFile{Reader: bytes.NewReader(yml), ContainerFilePath: target, FileMode: 0o644}), nil
+	}
+	f, err := os.CreateTemp(d.target.configDir, "*-"+path.Base(target))
+	if err == nil {
+		_, err = f.Write(yml)
+		err = errors.Join(err, f.Chmod(0o644), f.Close())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("container target: the proxy's config: %w", err)
+	}
+	file := f.Name()
+	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: file, Target: target, ReadOnly: true})
+	}), nil
 }
 
 // removeProxy removes a proxy container that did not start, before

@@ -161,6 +161,9 @@ func checkDeployment(t *testing.T, o container.Options) {
 		t.Fatal(err)
 	}
 	defer c.Stop(ctx)
+	if o.Network == container.NetworkHost {
+		defer checkConfigDir(t, c)
+	}
 	setup := targettest.OneRoute
 	setup.Backends = append(setup.Backends, targets.Backend{Name: "down", Kind: targets.BackendUnreachable})
 	setup.Listeners = []targets.Listener{{Name: targets.DefaultListener, Routes: []targets.Route{
@@ -235,6 +238,36 @@ func checkDeployment(t *testing.T, o container.Options) {
 	}
 	if rt := c.ReadyTimes(); len(rt) != 2 || rt[0] <= 0 {
 		t.Errorf("ReadyTimes: %v, want two positive durations", rt)
+	}
+}
+
+// checkConfigDir checks the folder a NetworkHost run bind-mounts the
+// proxies' configs from: nobody may list it, each scenario's config is in
+// it, readable by the image's user, and Stop removes it.
+func checkConfigDir(t *testing.T, c *container.Container) {
+	t.Helper()
+	dir := container.ConfigDir(c)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatalf("the run's configs folder: %v", err)
+	}
+	if fi.Mode().Perm() != 0o711 {
+		t.Errorf("the run's configs folder %s: mode %v, want -rwx--x--x", dir, fi.Mode().Perm())
+	}
+	files, _ := os.ReadDir(dir)
+	if len(files) != 2 {
+		t.Errorf("the run's configs folder holds %d files, want the two scenarios'", len(files))
+	}
+	for _, f := range files {
+		if fi, err := f.Info(); err != nil || fi.Mode().Perm() != 0o644 {
+			t.Errorf("config %s: %v, %v; want -rw-r--r--", f.Name(), fi.Mode(), err)
+		}
+	}
+	if err := c.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("after Stop, the run's configs folder %s: %v; want it removed", dir, err)
 	}
 }
 
