@@ -296,7 +296,7 @@ func (c *Container) Start(ctx context.Context) (err error) {
 		// The containers' 127.0.0.1 is this machine's: the suite reaches
 		// them there, and they reach the services it runs there.
 		c.dialHost, c.gateway = loopback, loopback
-		if c.configDir, err = os.MkdirTemp("", "gwdiag-configs-"); err != nil {
+		if c.configDir, err = os.MkdirTemp("", configDirPattern()); err != nil {
 			return fmt.Errorf("container target: a folder for the proxies' configs: %w", err)
 		}
 		// The image's user, whoever it is, may pass through it to a file

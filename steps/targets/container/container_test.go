@@ -271,6 +271,43 @@ func checkConfigDir(t *testing.T, c *container.Container) {
 	}
 }
 
+// TestSweepsConfigDirsOfKilledRuns: a NetworkHost run killed before its
+// Stop leaves its configs folder; the next run of the same HostID removes
+// it when the pid is dead, and leaves those of live runs and of another
+// HostID.
+func TestSweepsConfigDirsOfKilledRuns(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		d := filepath.Join(tmp, name)
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "1-config.yaml"), []byte("secret"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	killed := mk(container.ConfigDirPrefix() + strconv.Itoa(dead.Process.Pid) + "-123")
+	live := mk(container.ConfigDirPrefix() + strconv.Itoa(os.Getpid()) + "-456")
+	other := mk("gwdiag-configs-00000000-" + strconv.Itoa(dead.Process.Pid) + "-789")
+	if err := container.SweepConfigDirs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(killed); !os.IsNotExist(err) {
+		t.Errorf("the killed run's folder: %v, want it removed", err)
+	}
+	for _, d := range []string{live, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v, want it kept", filepath.Base(d), err)
+		}
+	}
+}
+
 // TestSweepsLeftoversOfKilledRuns: a run killed before its Stop leaves
 // containers and a network; the next run of the same HostID removes them.
 // It leaves alone those of runs still alive and those made from another

@@ -3,10 +3,12 @@ package container
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,6 +52,41 @@ func HostID() string {
 	return h
 }
 
+// configDirPrefix begins the name of a NetworkHost run's configs folder
+// in the temporary directory: then a digest of HostID, the run's pid and
+// a random part, so that a later run of the same HostID whose sweep finds
+// the pid dead removes the folder, with the credentials its configs may
+// hold.
+const configDirPrefix = "gwdiag-configs-"
+
+// configDirPattern is os.MkdirTemp's pattern for this process's folder.
+func configDirPattern() string {
+	return configDirPrefix + hostDigest() + "-" + strconv.Itoa(os.Getpid()) + "-"
+}
+
+func hostDigest() string {
+	sum := sha256.Sum256([]byte(HostID()))
+	return hex.EncodeToString(sum[:4])
+}
+
+// sweepConfigDirs removes the configs folders of dead runs of this HostID.
+func sweepConfigDirs() error {
+	tmp := os.TempDir()
+	dirs, err := filepath.Glob(filepath.Join(tmp, configDirPrefix+hostDigest()+"-*-*"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range dirs {
+		rest := strings.TrimPrefix(filepath.Base(d), configDirPrefix+hostDigest()+"-")
+		pidText, _, _ := strings.Cut(rest, "-")
+		if pid, err := strconv.Atoi(pidText); err == nil && !alive(pid) {
+			errs = append(errs, os.RemoveAll(d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func runLabels(run, role string) map[string]string {
 	return map[string]string{LabelRun: run, LabelHost: HostID(), LabelPID: strconv.Itoa(os.Getpid()), labelRole: role}
 }
@@ -70,13 +107,14 @@ func removeRun(ctx context.Context, docker client.APIClient, run string) error {
 // names and labels of their own.
 func sweepLeftovers(ctx context.Context, docker client.APIClient) error {
 	me := HostID()
-	return removeLabelled(ctx, docker, client.Filters{}.Add("label", LabelRun), func(l map[string]string) bool {
+	err := removeLabelled(ctx, docker, client.Filters{}.Add("label", LabelRun), func(l map[string]string) bool {
 		if l[LabelHost] != me {
 			return false
 		}
 		pid, err := strconv.Atoi(l[LabelPID])
 		return err == nil && !alive(pid)
 	}, 0)
+	return errors.Join(err, sweepConfigDirs())
 }
 
 // alive reports whether a process of that id exists.
