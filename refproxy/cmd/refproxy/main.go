@@ -144,7 +144,7 @@ func run(args []string) int {
 		stopReady = serveReadiness(readyLn)
 		defer stopReady()
 	}
-	// Loading the first config compiled the config schema (about 27 MB
+	// Loading the first config compiled the config schema (about 12 MB
 	// allocated, most of it garbage at once): given back to the system now
 	// rather than held until the scavenger gets to it.
 	debug.FreeOSMemory()
