@@ -62,6 +62,7 @@ func compileSchema(url string) (*schemaDoc, error) {
 	return compileRaw(url, raw)
 }
 
+// compileRaw compiles the schema document raw under url.
 func compileRaw(url string, raw map[string]any) (*schemaDoc, error) {
 	c := jsonschema.NewCompiler()
 	if err := c.AddResource(url, raw); err != nil {

@@ -445,8 +445,10 @@ type deployment struct {
 	listenerAddrs map[string]string
 	backendAddrs  map[string]string // as the proxy sees them
 	controlAddrs  map[string]string // as the suite reaches them
-	// config is the standalone config copied into the proxy's container.
-	config []byte
+	// config is the standalone config given to the proxy's container;
+	// configFile, with NetworkHost, the file it is bind-mounted from.
+	config     []byte
+	configFile string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -602,6 +604,7 @@ func (d *deployment) proxyConfig(yml []byte) (testcontainers.ContainerCustomizer
 		return nil, fmt.Errorf("container target: the proxy's config: %w", err)
 	}
 	file := f.Name()
+	d.configFile = file
 	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: file, Target: target, ReadOnly: true})
 	}), nil
@@ -614,6 +617,19 @@ func (d *deployment) removeProxy(ctx context.Context) {
 		_ = d.proxy.Terminate(context.WithoutCancel(ctx))
 	}
 	d.proxy, d.logs = nil, ""
+	d.removeConfigFile()
+}
+
+// removeConfigFile removes the file the proxy's config was bind-mounted
+// from (NetworkHost), once its container is gone: the credentials it may
+// hold stay on disk no longer than the scenario.
+func (d *deployment) removeConfigFile() error {
+	if d.configFile == "" {
+		return nil
+	}
+	err := os.Remove(d.configFile)
+	d.configFile = ""
+	return err
 }
 
 func (d *deployment) mapped(ctx context.Context, ctr *testcontainers.DockerContainer, port string) (string, error) {
@@ -744,6 +760,7 @@ func (d *deployment) Stop(ctx context.Context) error {
 			}
 			errs = append(errs, d.proxy.Terminate(ctx))
 		}
+		errs = append(errs, d.removeConfigFile())
 		for _, port := range d.mocks {
 			if err := mock.PoolRemove(ctx, d.target.poolAddr, port); err != nil {
 				errs = append(errs, fmt.Errorf("mock backend on port %d of the pool: %w", port, err))

@@ -161,8 +161,9 @@ func checkDeployment(t *testing.T, o container.Options) {
 		t.Fatal(err)
 	}
 	defer c.Stop(ctx)
-	if o.Network == container.NetworkHost {
-		defer checkConfigDir(t, c)
+	host := o.Network == container.NetworkHost
+	if host {
+		defer checkConfigDirRemoved(t, c)
 	}
 	setup := targettest.OneRoute
 	setup.Backends = append(setup.Backends, targets.Backend{Name: "down", Kind: targets.BackendUnreachable})
@@ -224,8 +225,14 @@ func checkDeployment(t *testing.T, o container.Options) {
 	if n, err := d2.BackendRequests(ctx, "b"); err != nil || n != 0 {
 		t.Errorf("the second scenario's BackendRequests: %d, %v; want 0", n, err)
 	}
+	if host {
+		checkConfigDir(t, c, 2)
+	}
 	if err := d.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if host {
+		checkConfigDir(t, c, 1) // a scenario's config goes with it
 	}
 	if _, err := d.BackendRequests(ctx, "b"); err == nil || !strings.Contains(err.Error(), "no mock server on port") {
 		t.Errorf("BackendRequests after Stop: %v; want the pool's error: the scenario's mocks are closed", err)
@@ -242,9 +249,9 @@ func checkDeployment(t *testing.T, o container.Options) {
 }
 
 // checkConfigDir checks the folder a NetworkHost run bind-mounts the
-// proxies' configs from: nobody may list it, each scenario's config is in
-// it, readable by the image's user, and Stop removes it.
-func checkConfigDir(t *testing.T, c *container.Container) {
+// proxies' configs from: nobody may list it, and it holds the config of
+// each of the scenarios still deployed, readable by the image's user.
+func checkConfigDir(t *testing.T, c *container.Container, scenarios int) {
 	t.Helper()
 	dir := container.ConfigDir(c)
 	fi, err := os.Stat(dir)
@@ -255,14 +262,21 @@ func checkConfigDir(t *testing.T, c *container.Container) {
 		t.Errorf("the run's configs folder %s: mode %v, want -rwx--x--x", dir, fi.Mode().Perm())
 	}
 	files, _ := os.ReadDir(dir)
-	if len(files) != 2 {
-		t.Errorf("the run's configs folder holds %d files, want the two scenarios'", len(files))
+	if len(files) != scenarios {
+		t.Errorf("the run's configs folder holds %d files, want %d, one per scenario deployed", len(files), scenarios)
 	}
 	for _, f := range files {
 		if fi, err := f.Info(); err != nil || fi.Mode().Perm() != 0o644 {
 			t.Errorf("config %s: %v, %v; want -rw-r--r--", f.Name(), fi.Mode(), err)
 		}
 	}
+}
+
+// checkConfigDirRemoved checks that the run's Stop removes its configs
+// folder.
+func checkConfigDirRemoved(t *testing.T, c *container.Container) {
+	t.Helper()
+	dir := container.ConfigDir(c)
 	if err := c.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

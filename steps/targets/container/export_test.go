@@ -7,4 +7,4 @@ func ConfigDir(c *Container) string { return c.configDir }
 func SweepConfigDirs() error { return sweepConfigDirs() }
 
 // ConfigDirPrefix is the name of this HostID's configs folders up to the pid.
-func ConfigDirPrefix() string { return configDirPrefix + hostDigest() + "-" }
+func ConfigDirPrefix() string { return hostConfigDirs() }

@@ -52,34 +52,29 @@ func HostID() string {
 	return h
 }
 
-// configDirPrefix begins the name of a NetworkHost run's configs folder
-// in the temporary directory: then a digest of HostID, the run's pid and
-// a random part, so that a later run of the same HostID whose sweep finds
-// the pid dead removes the folder, with the credentials its configs may
-// hold.
-const configDirPrefix = "gwdiag-configs-"
+// hostConfigDirs begins the names of this HostID's NetworkHost configs
+// folders in the temporary directory: "gwdiag-configs-", a digest of
+// HostID and "-"; then the run's pid, "-" and a random part. A later run of
+// the same HostID whose sweep finds the pid dead removes the folder, with
+// the credentials its configs may hold.
+func hostConfigDirs() string {
+	sum := sha256.Sum256([]byte(HostID()))
+	return "gwdiag-configs-" + hex.EncodeToString(sum[:4]) + "-"
+}
 
 // configDirPattern is os.MkdirTemp's pattern for this process's folder.
-func configDirPattern() string {
-	return configDirPrefix + hostDigest() + "-" + strconv.Itoa(os.Getpid()) + "-"
-}
-
-func hostDigest() string {
-	sum := sha256.Sum256([]byte(HostID()))
-	return hex.EncodeToString(sum[:4])
-}
+func configDirPattern() string { return hostConfigDirs() + strconv.Itoa(os.Getpid()) + "-" }
 
 // sweepConfigDirs removes the configs folders of dead runs of this HostID.
 func sweepConfigDirs() error {
-	tmp := os.TempDir()
-	dirs, err := filepath.Glob(filepath.Join(tmp, configDirPrefix+hostDigest()+"-*-*"))
+	prefix := hostConfigDirs()
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*-*"))
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, d := range dirs {
-		rest := strings.TrimPrefix(filepath.Base(d), configDirPrefix+hostDigest()+"-")
-		pidText, _, _ := strings.Cut(rest, "-")
+		pidText, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), prefix), "-")
 		if pid, err := strconv.Atoi(pidText); err == nil && !alive(pid) {
 			errs = append(errs, os.RemoveAll(d))
 		}
