@@ -5,8 +5,9 @@
 //
 // Files: dataplane.go (listeners, config apply, timeouts), serve.go (the
 // request path, top-down), call.go (a forwarded request to its end),
-// table.go (routes and their matching), request.go (the request view and
-// case-insensitive header lookups), headers.go (forwarding header rules),
+// table.go (routes and their matching), request.go (what route matching
+// and CEL read of a request), headers.go (header lookups in any case, and
+// the forwarding header rules),
 // snapshots.go (trace snapshots), upstream.go (backend connections and
 // tunnels), bodies.go (read-ahead and streamed bodies), clientgone.go
 // (noticing a client that left), stats.go (endpoint stats, /config_dump),

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"net"
 	"net/http"
 
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
@@ -74,16 +73,6 @@ func (c *call) chargeRemote(tokens uint64) {
 			c.warnMu.Unlock()
 		}
 	}
-}
-
-// sourceInfo is the client's address for descriptor expressions.
-func sourceInfo(a net.Addr) map[string]any {
-	m := map[string]any{"address": "", "port": int64(0)}
-	if ta, ok := a.(*net.TCPAddr); ok {
-		m["address"] = ta.IP.String()
-		m["port"] = int64(ta.Port)
-	}
-	return m
 }
 
 // statusRateLimitServiceDown is the answer when a failClosed service

@@ -3,10 +3,12 @@
 package proxy
 
 import (
+	"iter"
 	"net"
 	"net/url"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 )
@@ -311,4 +313,58 @@ func aiPath(be *backend, path string) string {
 		return "/"
 	}
 	return ""
+}
+
+// b2s views b as a string without copying. The data plane only uses it on
+// request bytes that fasthttp keeps unchanged until the handler returns,
+// and never keeps the strings past that.
+func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+type headers interface {
+	All() iter.Seq2[[]byte, []byte]
+	Del(key string)
+}
+
+// peekFold returns the first value of the request header named name, in
+// any case, and whether there is one. It takes the concrete type: ranging
+// over All through an interface would allocate on every request.
+func peekFold(h *fasthttp.RequestHeader, name string) ([]byte, bool) {
+	for k, v := range h.All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// firstFold is peekFold for any header, off the request path.
+func firstFold(h headers, name string) ([]byte, bool) {
+	if vs := valuesFold(h, name); len(vs) > 0 {
+		return vs[0], true
+	}
+	return nil, false
+}
+
+// valuesFold returns every value of the header named name, in any case.
+func valuesFold(h headers, name string) [][]byte {
+	var out [][]byte
+	for k, v := range h.All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// delFold deletes every header named name, in any case.
+func delFold(h headers, name string) {
+	var keys []string
+	for k := range h.All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) && !slices.Contains(keys, string(k)) {
+			keys = append(keys, string(k))
+		}
+	}
+	for _, k := range keys {
+		h.Del(k)
+	}
 }

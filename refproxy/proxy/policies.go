@@ -193,14 +193,6 @@ func asJSON(v any) any {
 	return out
 }
 
-// activation is what CEL expressions see of a request; built once per
-// request, and only for routes whose policies read it, after the auth
-// policies (identity.vars adds who they found).
-func activation(ctx *fasthttp.RequestCtx) map[string]any {
-	return map[string]any{"request": requestInfo(ctx, time.Time{}), "source": sourceInfo(ctx.RemoteAddr()),
-		"jwt": celexpr.NoClaims, "apiKey": celexpr.NoClaims, "basicAuth": celexpr.NoClaims}
-}
-
 // --- localRateLimit, conditional form
 
 // condLimits is a route's conditional local limits: of each group the

@@ -1,19 +1,19 @@
 package proxy
 
 import (
-	"iter"
+	"net"
 	"net/url"
-	"slices"
 	"strings"
-	"unsafe"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 )
 
-// b2s views b as a string without copying. The data plane only uses it on
-// request bytes that fasthttp keeps unchanged until the handler returns,
-// and never keeps the strings past that.
-func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+// What the proxy's parts read of a request: route matching a no-copy
+// view (reqView), CEL expressions and trace filters a map (activation,
+// requestInfo); and the request line's helpers both use.
 
 // reqView is what route matching reads of a request, prepared once per
 // request without copying: method, the percent-decoded path as net/http's
@@ -37,55 +37,6 @@ func newView(req *fasthttp.Request) reqView {
 func (v *reqView) header(name string) (string, bool) {
 	b, ok := peekFold(&v.req.Header, name)
 	return b2s(b), ok
-}
-
-type headers interface {
-	All() iter.Seq2[[]byte, []byte]
-	Del(key string)
-}
-
-// peekFold returns the first value of the request header named name, in
-// any case, and whether there is one. It takes the concrete type: ranging
-// over All through an interface would allocate on every request.
-func peekFold(h *fasthttp.RequestHeader, name string) ([]byte, bool) {
-	for k, v := range h.All() {
-		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
-			return v, true
-		}
-	}
-	return nil, false
-}
-
-// firstFold is peekFold for any header, off the request path.
-func firstFold(h headers, name string) ([]byte, bool) {
-	if vs := valuesFold(h, name); len(vs) > 0 {
-		return vs[0], true
-	}
-	return nil, false
-}
-
-// valuesFold returns every value of the header named name, in any case.
-func valuesFold(h headers, name string) [][]byte {
-	var out [][]byte
-	for k, v := range h.All() {
-		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// delFold deletes every header named name, in any case.
-func delFold(h headers, name string) {
-	var keys []string
-	for k := range h.All() {
-		if len(k) == len(name) && strings.EqualFold(b2s(k), name) && !slices.Contains(keys, string(k)) {
-			keys = append(keys, string(k))
-		}
-	}
-	for _, k := range keys {
-		h.Del(k)
-	}
 }
 
 // splitRequestURI splits a request target into its path and query, taking
@@ -147,4 +98,78 @@ func hostOnly(h string) string {
 		}
 	}
 	return h
+}
+
+// activation is what CEL expressions see of a request; built once per
+// request, and only for routes whose policies read it, after the auth
+// policies (identity.vars adds who they found).
+func activation(ctx *fasthttp.RequestCtx) map[string]any {
+	return map[string]any{"request": requestInfo(ctx, time.Time{}), "source": sourceInfo(ctx.RemoteAddr()),
+		"jwt": celexpr.NoClaims, "apiKey": celexpr.NoClaims, "basicAuth": celexpr.NoClaims}
+}
+
+// requestInfo is the `request` of a requestSnapshot, and what a CEL trace
+// filter sees: method, uri, path, pathAndQuery, host, scheme, version and
+// the headers (lower-case names, repeated values joined with ",").
+// start, when set, is added as startTime.
+func requestInfo(ctx *fasthttp.RequestCtx, start time.Time) map[string]any {
+	req := &ctx.Request
+	return requestInfoOf(string(req.Header.Method()), string(req.Header.RequestURI()), string(req.Header.Host()),
+		string(req.Header.Protocol()), ctx.IsTLS(), headerMap(&req.Header), startTime(start))
+}
+
+// startTime is a snapshot's startTime, or "" for none (zero).
+func startTime(start time.Time) string {
+	if start.IsZero() {
+		return ""
+	}
+	return start.UTC().Format(time.RFC3339Nano)
+}
+
+// requestInfoOf is requestInfo from the request's parts; start, when set,
+// is added as startTime.
+func requestInfoOf(method, uri, host, proto string, tls bool, headers map[string]any, start string) map[string]any {
+	scheme := schemeOf(tls)
+	path, query := splitRequestURI(uri)
+	pq := joinQuery(path, query)
+	// Sized for every key: a ninth would grow the map.
+	m := make(map[string]any, 9)
+	m["method"], m["uri"], m["path"], m["pathAndQuery"] = method, scheme+"://"+host+pq, decodePath(path), pq
+	m["host"], m["scheme"], m["version"], m["headers"] = host, scheme, proto, headers
+	if start != "" {
+		m["startTime"] = start
+	}
+	return m
+}
+
+// headerMap renders headers (of a request or a response) as lower-case
+// name to value, joining repeats with ",", as HTTP/1.1 sent them (Host
+// included). It is for traces only: it allocates.
+func headerMap(h headers) map[string]any {
+	m := map[string]any{}
+	for k, v := range h.All() {
+		addHeader(m, k, v)
+	}
+	return m
+}
+
+func addHeader(m map[string]any, k, v []byte) {
+	// A short name is lower-cased on the stack (one string, not two).
+	var lower [64]byte
+	lk := appendLower(lower[:0], k)
+	if prev, ok := m[string(lk)]; ok {
+		m[string(lk)] = prev.(string) + "," + string(v)
+		return
+	}
+	m[string(lk)] = string(v)
+}
+
+// sourceInfo is the client's address for descriptor expressions.
+func sourceInfo(a net.Addr) map[string]any {
+	m := map[string]any{"address": "", "port": int64(0)}
+	if ta, ok := a.(*net.TCPAddr); ok {
+		m["address"] = ta.IP.String()
+		m["port"] = int64(ta.Port)
+	}
+	return m
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
@@ -372,62 +371,6 @@ func (dp *Dataplane) appendResponseState(b []byte, tr *tracing.Tracer, c tracing
 	b = append(b, `,"headers":`...)
 	b = appendHeaders(b, tr, c.Pairs)
 	return append(b, "}}"...)
-}
-
-// requestInfo is the `request` of a requestSnapshot, and what a CEL trace
-// filter sees: method, uri, path, pathAndQuery, host, scheme, version and
-// the headers (lower-case names, repeated values joined with ",").
-// start, when set, is added as startTime.
-func requestInfo(ctx *fasthttp.RequestCtx, start time.Time) map[string]any {
-	req := &ctx.Request
-	return requestInfoOf(string(req.Header.Method()), string(req.Header.RequestURI()), string(req.Header.Host()),
-		string(req.Header.Protocol()), ctx.IsTLS(), headerMap(&req.Header), startTime(start))
-}
-
-// startTime is a snapshot's startTime, or "" for none (zero).
-func startTime(start time.Time) string {
-	if start.IsZero() {
-		return ""
-	}
-	return start.UTC().Format(time.RFC3339Nano)
-}
-
-// requestInfoOf is requestInfo from the request's parts; start, when set,
-// is added as startTime.
-func requestInfoOf(method, uri, host, proto string, tls bool, headers map[string]any, start string) map[string]any {
-	scheme := schemeOf(tls)
-	path, query := splitRequestURI(uri)
-	pq := joinQuery(path, query)
-	// Sized for every key: a ninth would grow the map.
-	m := make(map[string]any, 9)
-	m["method"], m["uri"], m["path"], m["pathAndQuery"] = method, scheme+"://"+host+pq, decodePath(path), pq
-	m["host"], m["scheme"], m["version"], m["headers"] = host, scheme, proto, headers
-	if start != "" {
-		m["startTime"] = start
-	}
-	return m
-}
-
-// headerMap renders headers (of a request or a response) as lower-case
-// name to value, joining repeats with ",", as HTTP/1.1 sent them (Host
-// included). It is for traces only: it allocates.
-func headerMap(h headers) map[string]any {
-	m := map[string]any{}
-	for k, v := range h.All() {
-		addHeader(m, k, v)
-	}
-	return m
-}
-
-func addHeader(m map[string]any, k, v []byte) {
-	// A short name is lower-cased on the stack (one string, not two).
-	var lower [64]byte
-	lk := appendLower(lower[:0], k)
-	if prev, ok := m[string(lk)]; ok {
-		m[string(lk)] = prev.(string) + "," + string(v)
-		return
-	}
-	m[string(lk)] = string(v)
 }
 
 // hostPort is the client's address as host and port.
