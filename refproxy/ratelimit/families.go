@@ -201,6 +201,41 @@ func (d Decision) WriteFamilies(now time.Time, peek func(name string) string, se
 	}
 }
 
+// Header names written on every response of a limited route.
+const (
+	HeaderLimit     = "X-Ratelimit-Limit"
+	HeaderRemaining = "X-Ratelimit-Remaining"
+	HeaderReset     = "X-Ratelimit-Reset"
+)
+
+// EachHeader calls set with each x-ratelimit-* header of d (nothing when
+// !d.Limited); x-ratelimit-reset is in whole seconds, truncated (so it may be 0).
+func (d Decision) EachHeader(set func(name, value string)) {
+	if !d.Limited {
+		return
+	}
+	if d.LimitHeader != "" {
+		set(HeaderLimit, d.LimitHeader)
+	} else {
+		set(HeaderLimit, strconv.FormatUint(d.Limit, 10))
+	}
+	set(HeaderRemaining, strconv.FormatUint(d.Remaining, 10))
+	set(HeaderReset, strconv.FormatInt(int64(d.Reset/time.Second), 10))
+}
+
+// HeaderRetryAfter is written on a 429 of a limited route: the seconds
+// until the denying limit refills, as x-ratelimit-reset says them.
+const HeaderRetryAfter = "Retry-After"
+
+// RetryAfter calls set with Retry-After for a refused decision d (nothing
+// when !d.Limited): whole seconds, the value of x-ratelimit-reset.
+func (d Decision) RetryAfter(set func(name, value string)) {
+	if !d.Limited {
+		return
+	}
+	set(HeaderRetryAfter, strconv.FormatInt(int64(d.Reset/time.Second), 10))
+}
+
 // providerNames are a provider family's header names for one kind of
 // limit; the arrays are indexed requests, tokens.
 type providerNames struct{ limit, remaining, reset string }

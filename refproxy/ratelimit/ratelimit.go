@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,13 +29,6 @@ type Kind string
 const (
 	Requests Kind = "requests"
 	Tokens   Kind = "tokens"
-)
-
-// Header names written on every response of a limited route.
-const (
-	HeaderLimit     = "X-Ratelimit-Limit"
-	HeaderRemaining = "X-Ratelimit-Remaining"
-	HeaderReset     = "X-Ratelimit-Reset"
 )
 
 // RefusedBody is the body of a 429 answered by the local rate limiter, and
@@ -586,31 +578,3 @@ func (h *Held) Now(now time.Time) Decision {
 // HasTokens reports whether any bucket counts LLM tokens, so that the data
 // plane only inspects response bodies where it must.
 func (s *Set) HasTokens() bool { return s != nil && s.hasTokens }
-
-// EachHeader calls set with each x-ratelimit-* header of d (nothing when
-// !d.Limited); x-ratelimit-reset is in whole seconds, truncated (so it may be 0).
-func (d Decision) EachHeader(set func(name, value string)) {
-	if !d.Limited {
-		return
-	}
-	if d.LimitHeader != "" {
-		set(HeaderLimit, d.LimitHeader)
-	} else {
-		set(HeaderLimit, strconv.FormatUint(d.Limit, 10))
-	}
-	set(HeaderRemaining, strconv.FormatUint(d.Remaining, 10))
-	set(HeaderReset, strconv.FormatInt(int64(d.Reset/time.Second), 10))
-}
-
-// HeaderRetryAfter is written on a 429 of a limited route: the seconds
-// until the denying limit refills, as x-ratelimit-reset says them.
-const HeaderRetryAfter = "Retry-After"
-
-// RetryAfter calls set with Retry-After for a refused decision d (nothing
-// when !d.Limited): whole seconds, the value of x-ratelimit-reset.
-func (d Decision) RetryAfter(set func(name, value string)) {
-	if !d.Limited {
-		return
-	}
-	set(HeaderRetryAfter, strconv.FormatInt(int64(d.Reset/time.Second), 10))
-}
