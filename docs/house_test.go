@@ -239,7 +239,7 @@ func TestFunctionsFitOnAScreenOrTwo(t *testing.T) {
 }
 
 // TestArchitectureNamesRealFiles: every file or folder ARCHITECTURE.md
-// names in backquotes (`refproxy/tracing/frames.go`, `steps/targets`)
+// names in backquotes (`refproxy/tracing/capture.go`, `steps/targets`)
 // exists, so the map stays true when the house is rearranged.
 func TestArchitectureNamesRealFiles(t *testing.T) {
 	doc, err := os.ReadFile("ARCHITECTURE.md")

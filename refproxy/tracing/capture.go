@@ -1,11 +1,13 @@
 package tracing
 
 import (
-	"sync"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
-	"github.com/gwdiag/gwdiag/golden/trace/redact"
 )
 
 // Captured events: what a traced request records of an event, and how it
@@ -26,13 +28,6 @@ import (
 // into the tracer's arena), values of the moment (a status, an error).
 // What does not change for the request's lifetime is held by reference
 // (a route, a backend, a config table): Ref.
-
-// Span is a piece of the tracer's arena.
-type Span struct{ off, n int32 }
-
-// Pairs is a run of name/value pairs in the tracer's arena (headers as the
-// proxy saw them at a stage).
-type Pairs struct{ off, n int32 }
 
 // Capture is one event's content until it is encoded. Render writes the
 // message's members (besides type) from it; it must be a top-level
@@ -72,126 +67,6 @@ type held struct {
 	c     Capture
 }
 
-// holdBuffers are an on-hold request's captures and their arena, reused.
-type holdBuffers struct {
-	events []held
-	arena  []byte
-	pairs  []Span
-	// memoC and memo are what a Render kept for the next (Memo).
-	memoC  Capture
-	memo   Span
-	memoOK bool
-	// out is the frames of the event(s) being sent; held, in a request
-	// that outcome filters and other watchers follow, the frames kept for
-	// the outcome filters until requestFinished.
-	out, held Frames
-	// kept are the spans and pairs a capture stored for the next (Keep).
-	keptSpans [4]Span
-	keptPairs Pairs
-	kept      bool
-	// secrets are the trace's credentials (redaction.go): views of the
-	// arena, or strings the proxy gave; pending the captured values of
-	// credential headers whose secrets are taken when one is needed
-	// (Secrets). needles are their JSON forms, ended at needleEnds, made
-	// for needlesFor secrets; anyNonASCII: some secret's JSON form
-	// depends on its surroundings. scratch is the scrubbing pass's
-	// output.
-	secrets     redact.Secrets
-	secretList  []string // secrets, in the order they came (needles)
-	pending     []pendingSecret
-	needles     []byte
-	needleEnds  []int32
-	anchors     []int32 // the byte of each needle searched for
-	needlesFor  int
-	anyNonASCII bool
-	scratch     []byte
-	// redacted are the header values redacted so far, for the next
-	// snapshot that shows them (AppendRedacted).
-	redacted []redactedValue
-	// batch: the frames being rendered are scrubbed together when all
-	// are (scrubFrames), but for those of events built as maps.
-	batch bool
-}
-
-var holdPool = sync.Pool{New: func() any {
-	return &holdBuffers{events: make([]held, 0, 16), arena: make([]byte, 0, 2048), pairs: make([]Span, 0, 32)}
-}}
-
-// arenaBytes appends b to the arena of t (its hold buffers, or a private
-// one for a request rendered at once).
-func (t *Tracer) buffers() *holdBuffers {
-	if t.hb == nil {
-		t.hb = holdPool.Get().(*holdBuffers)
-	}
-	return t.hb
-}
-
-// Copy keeps a copy of b in the tracer's arena.
-func (t *Tracer) Copy(b []byte) Span {
-	hb := t.buffers()
-	s := Span{int32(len(hb.arena)), int32(len(b))}
-	hb.arena = append(hb.arena, b...)
-	return s
-}
-
-// CopyString is Copy for a string.
-func (t *Tracer) CopyString(s string) Span {
-	hb := t.buffers()
-	sp := Span{int32(len(hb.arena)), int32(len(s))}
-	hb.arena = append(hb.arena, s...)
-	return sp
-}
-
-// Bytes is the content of a span; valid until the trace ends.
-func (t *Tracer) Bytes(s Span) []byte { return t.hb.arena[s.off : s.off+s.n] }
-
-// String is the content of a span as a new string.
-func (t *Tracer) String(s Span) string { return string(t.Bytes(s)) }
-
-// PairsStart begins a run of pairs (AddPair, then PairsEnd).
-func (t *Tracer) PairsStart() Pairs { return Pairs{off: int32(len(t.buffers().pairs))} }
-
-// AddPair copies one name/value pair into the run under way. The value
-// of a header the trace redacts is registered as a secret of the request
-// (a view of the copy): every frame rendered after it is scrubbed of it.
-func (t *Tracer) AddPair(k, v []byte) {
-	hb := t.buffers()
-	off, nk := int32(len(hb.arena)), int32(len(k))
-	hb.arena = append(append(hb.arena, k...), v...)
-	hb.pairs = append(hb.pairs, Span{off, nk}, Span{off + nk, int32(len(v))})
-	if !t.red.maybe(b2s(k)) || len(v) == 0 {
-		return
-	}
-	if name, ok := t.red.sensitive(b2s(k)); ok {
-		hb.pending = append(hb.pending, pendingSecret{name, Span{off + nk, int32(len(v))}})
-	}
-}
-
-// PairsEnd ends the run begun with p.
-func (t *Tracer) PairsEnd(p Pairs) Pairs {
-	p.n = int32(len(t.hb.pairs)) - p.off
-	return p
-}
-
-// Len is how many name/value pairs p holds.
-func (p Pairs) Len() int { return int(p.n) / 2 }
-
-// Pair is the i-th pair of p (Pairs.Len); the slices are valid until the
-// trace ends.
-func (t *Tracer) Pair(p Pairs, i int) (k, v []byte) {
-	at := p.off + int32(2*i)
-	return t.Bytes(t.hb.pairs[at]), t.Bytes(t.hb.pairs[at+1])
-}
-
-// EachPair calls f with each pair of p, in order; the slices are valid
-// until the trace ends.
-func (t *Tracer) EachPair(p Pairs, f func(k, v []byte)) {
-	ps := t.hb.pairs[p.off : p.off+p.n]
-	for i := 0; i+1 < len(ps); i += 2 {
-		f(t.Bytes(ps[i]), t.Bytes(ps[i+1]))
-	}
-}
-
 // Record traces an event from a capture: encoded now when a watcher
 // wants every event, held for requestFinished when only outcome filters
 // decide (see above). start, when set, makes it a timed event.
@@ -217,6 +92,27 @@ func (t *Tracer) RecordNext(sev trace.Severity, typ trace.MessageType, c Capture
 		return
 	}
 	t.record(sev, typ, -1, t.last, c)
+}
+
+// Emit sends a point event of type typ with the given fields (besides type).
+func (t *Tracer) Emit(sev trace.Severity, typ trace.MessageType, fields map[string]any) {
+	t.EmitTimed(sev, typ, nil, fields)
+}
+
+// EmitTimed sends an event that spans from start to now. The trace keeps
+// fields until the event is encoded: the caller must not change them.
+func (t *Tracer) EmitTimed(sev trace.Severity, typ trace.MessageType, start *time.Time, fields map[string]any) {
+	t.Record(sev, typ, start, Capture{Fields: fields})
+}
+
+// messageOf is an event's message: type and a copy of fields.
+func messageOf(typ trace.MessageType, fields map[string]any) map[string]any {
+	msg := make(map[string]any, len(fields)+2)
+	msg["type"] = string(typ)
+	for k, v := range fields {
+		msg[k] = v
+	}
+	return msg
 }
 
 // record traces an event that ended at end (and started at start, when
@@ -253,6 +149,148 @@ func (t *Tracer) record(sev trace.Severity, typ trace.MessageType, start, end in
 		return
 	}
 	t.send(&h)
+}
+
+// A request is captured at several stages (its initial snapshot, after
+// the route's policies, the final one), most often unchanged. A capture can
+// keep what it copied (Keep), and a later one compare the request with it
+// (Holds, Pair) and share those bytes (Kept) rather than copy them again.
+
+// endNow is the eventEnd of an event emitted now: microseconds since
+// Start, never less than the previous event's (wall clocks can step).
+func (t *Tracer) endNow() int64 {
+	end := time.Since(t.start).Microseconds()
+	if end < t.last {
+		end = t.last
+	}
+	t.last = end
+	return end
+}
+
+// fieldsCode is the status of a responseSnapshot's fields built as maps.
+func fieldsCode(fields map[string]any) (int64, bool) {
+	if st, ok := fields["requestState"].(map[string]any); ok {
+		if resp, ok := st["response"].(map[string]any); ok {
+			if c, ok := resp["code"].(int); ok {
+				return int64(c), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// markAt records a phase boundary for timings.
+func (t *Tracer) markAt(typ trace.MessageType, end, start int64, timed bool) {
+	m := &t.marks
+	switch typ {
+	case trace.RequestStarted:
+		if m.seen&seenStarted == 0 {
+			m.started, m.seen = end, m.seen|seenStarted
+		}
+	case trace.RouteSelection:
+		if m.seen&seenRoute == 0 {
+			m.route, m.seen = end, m.seen|seenRoute
+		}
+	case trace.BackendCallStart:
+		if m.seen&seenCallStart == 0 {
+			m.callStart, m.seen = end, m.seen|seenCallStart
+		}
+	case trace.BackendCallResult:
+		m.result, m.seen = end, m.seen|seenResult
+		if timed {
+			m.call = start
+		}
+	}
+}
+
+// appendTimings appends the per-phase durations of a followed trace, in
+// microseconds, as a JSON object (keys sorted): route selection, policies
+// (up to the backend call, or to the end when the proxy answered itself),
+// the backend call (its last attempt), response processing, and the
+// total.
+func (t *Tracer) appendTimings(b []byte, end int64) []byte {
+	m := &t.marks
+	member := func(b []byte, key string, v int64) []byte {
+		b = append(b, key...)
+		return strconv.AppendInt(b, v, 10)
+	}
+	switch {
+	case m.seen&seenRoute == 0:
+		b = member(b, `{"totalMicros":`, end)
+	case m.seen&seenResult == 0:
+		b = member(b, `{"policiesMicros":`, end-m.route)
+		b = member(b, `,"routeSelectionMicros":`, m.route-m.started)
+		b = member(b, `,"totalMicros":`, end)
+	default:
+		b = member(b, `{"backendCallMicros":`, m.result-m.call)
+		b = member(b, `,"policiesMicros":`, m.callStart-m.route)
+		b = member(b, `,"responseMicros":`, end-m.result)
+		b = member(b, `,"routeSelectionMicros":`, m.route-m.started)
+		b = member(b, `,"totalMicros":`, end)
+	}
+	return append(b, '}')
+}
+
+// send encodes an event recorded by a request whose events go out as they
+// happen, and gives it to its watchers: the one-shot watcher, the follow
+// watchers without an outcome filter, and, at requestFinished, those with
+// one that keep the trace (until then their frames are held).
+func (t *Tracer) send(h *held) {
+	fin := h.typ == trace.RequestFinished
+	hb := t.buffers()
+	if fin {
+		// The captures of the trace are encoded: the arena goes back.
+		defer t.release()
+	}
+	if t.exp != nil {
+		t.exportEvent(h, fin)
+	}
+	if t.w != nil {
+		hb.out.Reset()
+		t.appendFrame(&hb.out, h, false)
+		t.w.push(&hb.out, fin)
+	}
+	if len(t.follow) == 0 {
+		return
+	}
+	hb.out.Reset()
+	t.appendFrame(&hb.out, h, true)
+	holding, heldFin := false, false
+	for _, w := range t.follow {
+		if w.follow.outcome == nil {
+			w.push(&hb.out, fin)
+			continue
+		}
+		holding = true
+		if !fin {
+			continue
+		}
+		if !w.follow.accepts(t.code, h.end) {
+			w.discard(t.at(h.end))
+			continue
+		}
+		if !heldFin {
+			hb.held.b = append(hb.held.b, hb.out.b...)
+			hb.held.end()
+			heldFin = true
+		}
+		w.push(&hb.held, true)
+	}
+	if holding && !fin {
+		hb.held.b = append(hb.held.b, hb.out.b...)
+		hb.held.end()
+	}
+}
+
+// exportEvent encodes h for the export; at requestFinished the events go.
+func (t *Tracer) exportEvent(h *held, fin bool) {
+	x := t.exp
+	t.appendFrame(&x.fs, h, false)
+	if !fin {
+		return
+	}
+	t.exp = nil
+	x.done(t.start, x.fs)
 }
 
 // appendFrame appends the SSE frame of h to fs: as a follow stream sends
@@ -308,109 +346,6 @@ func (t *Tracer) appendFrame(fs *Frames, h *held, follow bool) {
 	}
 }
 
-// send encodes an event recorded by a request whose events go out as they
-// happen, and gives it to its watchers: the one-shot watcher, the follow
-// watchers without an outcome filter, and, at requestFinished, those with
-// one that keep the trace (until then their frames are held).
-func (t *Tracer) send(h *held) {
-	fin := h.typ == trace.RequestFinished
-	hb := t.buffers()
-	if fin {
-		// The captures of the trace are encoded: the arena goes back.
-		defer t.release()
-	}
-	if t.exp != nil {
-		t.exportEvent(h, fin)
-	}
-	if t.w != nil {
-		hb.out.Reset()
-		t.appendFrame(&hb.out, h, false)
-		t.w.push(&hb.out, fin)
-	}
-	if len(t.follow) == 0 {
-		return
-	}
-	hb.out.Reset()
-	t.appendFrame(&hb.out, h, true)
-	holding, heldFin := false, false
-	for _, w := range t.follow {
-		if w.follow.outcome == nil {
-			w.push(&hb.out, fin)
-			continue
-		}
-		holding = true
-		if !fin {
-			continue
-		}
-		if !w.follow.accepts(t.code, h.end) {
-			w.discard(t.at(h.end))
-			continue
-		}
-		if !heldFin {
-			hb.held.b = append(hb.held.b, hb.out.b...)
-			hb.held.end()
-			heldFin = true
-		}
-		w.push(&hb.held, true)
-	}
-	if holding && !fin {
-		hb.held.b = append(hb.held.b, hb.out.b...)
-		hb.held.end()
-	}
-}
-
-// Memo is what a Render kept with SetMemo for the renders after it in the
-// trace (e.g. the last request snapshot's capture and its state's JSON,
-// to share with the next snapshot when the request did not change), if
-// anything.
-func (t *Tracer) Memo() (Capture, Span, bool) {
-	hb := t.buffers()
-	return hb.memoC, hb.memo, hb.memoOK
-}
-
-// SetMemo keeps c and s for Memo.
-func (t *Tracer) SetMemo(c Capture, s Span) {
-	hb := t.buffers()
-	hb.memoC, hb.memo, hb.memoOK = c, s, true
-}
-
-// A request is captured at several stages (its initial snapshot, after
-// the route's policies, the final one), most often unchanged. A capture can
-// keep what it copied (Keep), and a later one compare the request with it
-// (Holds, Pair) and share those bytes (Kept) rather than copy them again.
-
-// Keep stores spans and p, copied by the capture under way, for Kept.
-func (t *Tracer) Keep(spans [4]Span, p Pairs) {
-	hb := t.buffers()
-	hb.keptSpans, hb.keptPairs, hb.kept = spans, p, true
-}
-
-// Kept is what Keep stored last in this trace, if anything.
-func (t *Tracer) Kept() (spans [4]Span, p Pairs, ok bool) {
-	hb := t.buffers()
-	return hb.keptSpans, hb.keptPairs, hb.kept
-}
-
-// Holds reports whether span s holds the bytes b.
-func (t *Tracer) Holds(s Span, b []byte) bool { return string(t.Bytes(s)) == string(b) }
-
-// SameBytes reports whether spans a and b hold the same bytes.
-func (t *Tracer) SameBytes(a, b Span) bool { return string(t.Bytes(a)) == string(t.Bytes(b)) }
-
-// SamePairs reports whether runs a and b hold the same pairs, in order.
-func (t *Tracer) SamePairs(a, b Pairs) bool {
-	if a.n != b.n {
-		return false
-	}
-	ps := t.hb.pairs
-	for i := range a.n {
-		if !t.SameBytes(ps[a.off+i], ps[b.off+i]) {
-			return false
-		}
-	}
-	return true
-}
-
 // finishHeld decides an on-hold trace at requestFinished: each outcome
 // watcher that accepts it gets every event, encoded now, once for all of
 // them; the others give its request back. The buffers go back to the pool.
@@ -449,27 +384,109 @@ func (t *Tracer) finishHeld(fin *held) {
 	t.release()
 }
 
-// release gives the hold buffers back.
-func (t *Tracer) release() {
-	hb := t.hb
-	if hb == nil {
-		return
+// Frames are events encoded once, as the stream sends them: SSE data
+// frames ("data: <event JSON>\n\n"), back to back. A tracer encodes an
+// event when it happens (or, held for an outcome filter, when the filter
+// keeps its trace), and a watcher queues the bytes: its stream writes them
+// as they are.
+type Frames struct {
+	b    []byte
+	ends []int32
+}
+
+// Reset empties f, keeping its memory.
+func (f *Frames) Reset() { f.b, f.ends = f.b[:0], f.ends[:0] }
+
+// Len is how many frames f holds.
+func (f *Frames) Len() int { return len(f.ends) }
+
+// Frame is the i-th frame.
+func (f *Frames) Frame(i int) []byte {
+	start := int32(0)
+	if i > 0 {
+		start = f.ends[i-1]
 	}
-	t.hb = nil
-	clear(hb.events) // drop references (errors, routes) held by captures
-	hb.events, hb.arena, hb.pairs = hb.events[:0], hb.arena[:0], hb.pairs[:0]
-	hb.memoC, hb.memoOK = Capture{}, false
-	hb.kept = false
-	hb.secrets.Reset()
-	clear(hb.secretList)
-	hb.secretList = hb.secretList[:0]
-	hb.pending = hb.pending[:0]
-	hb.needles, hb.needleEnds, hb.anchors, hb.needlesFor, hb.anyNonASCII = hb.needles[:0], hb.needleEnds[:0], hb.anchors[:0], 0, false
-	hb.scratch = hb.scratch[:0]
-	hb.redacted = hb.redacted[:0]
-	hb.out.Reset()
-	hb.held.Reset()
-	if cap(hb.arena) <= 64<<10 && cap(hb.out.b) <= 256<<10 && cap(hb.held.b) <= 256<<10 && cap(hb.scratch) <= 256<<10 {
-		holdPool.Put(hb)
+	return f.b[start:f.ends[i]]
+}
+
+// end closes the frame appended to f.b since the last one.
+func (f *Frames) end() { f.ends = append(f.ends, int32(len(f.b))) }
+
+// appendEvent appends e as a frame.
+func (f *Frames) appendEvent(e trace.Event) {
+	f.b = appendEventFrame(f.b, e)
+	f.end()
+}
+
+// appendEventFrame appends e as an SSE data frame. What AppendEvent cannot
+// encode, encoding/json tells why: the frame is then a comment saying so
+// (event fields are built by the proxy from JSON-safe values; a failure is
+// a bug, reported in-band rather than killing the stream).
+func appendEventFrame(b []byte, e trace.Event) []byte {
+	b = append(b, "data: "...)
+	if out, ok := appendEvent(b, e); ok {
+		return append(out, "\n\n"...)
 	}
+	j, err := json.Marshal(e)
+	if err == nil {
+		return append(append(b, j...), "\n\n"...)
+	}
+	return append(b[:len(b)-len("data: ")], ": cannot encode event: "+err.Error()+"\n\n"...)
+}
+
+// appendHead appends an event's JSON up to its message's members:
+// `{"eventStart":..,"eventEnd":..,"severity":..,"message":{`, as
+// appendEvent writes them.
+func appendHead(b []byte, timed bool, start, end int64, sev trace.Severity) []byte {
+	b = append(b, `{"eventStart":`...)
+	if timed {
+		b = strconv.AppendInt(b, start, 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"eventEnd":`...)
+	b = strconv.AppendInt(b, end, 10)
+	b = append(b, `,"severity":`...)
+	b = appendString(b, string(sev))
+	return append(b, `,"message":{`...)
+}
+
+// ParseFrames reads frames (Frames, or a stream's bytes without comments)
+// as a stream's reader does: each data frame parsed by trace.Parse.
+func ParseFrames(b []byte) ([]trace.Event, error) {
+	var out []trace.Event
+	for len(b) > 0 {
+		f, rest, ok := bytes.Cut(b, []byte("\n\n"))
+		if !ok {
+			return out, fmt.Errorf("frame %d not ended by a blank line: %q", len(out), b)
+		}
+		b = rest
+		data, ok := bytes.CutPrefix(f, []byte("data: "))
+		if !ok || bytes.IndexByte(data, '\n') >= 0 {
+			return out, fmt.Errorf("frame %d is not one data line: %q", len(out), f)
+		}
+		e, err := trace.Parse(data)
+		if err != nil {
+			return out, fmt.Errorf("frame %d: %v: %s", len(out), err, data)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Events are the frames' events, as a stream's reader reads them: a frame
+// that is not an event (an encoding failure, said in a comment) is left
+// out.
+func (f Frames) Events() []trace.Event {
+	events := make([]trace.Event, 0, f.Len())
+	for i := range f.Len() {
+		data, ok := bytes.CutPrefix(bytes.TrimSuffix(f.Frame(i), []byte("\n\n")), []byte("data: "))
+		if !ok {
+			continue
+		}
+		if e, err := trace.Parse(data); err == nil {
+			events = append(events, e)
+		}
+	}
+	return events
 }

@@ -1,10 +1,7 @@
 package tracing
 
 import (
-	"bytes"
 	"time"
-
-	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
 // A request the OpenTelemetry export samples (config.tracing) is traced
@@ -42,32 +39,4 @@ func (t *Tracer) Traceparent() string {
 		return ""
 	}
 	return t.exp.traceparent
-}
-
-// exportEvent encodes h for the export; at requestFinished the events go.
-func (t *Tracer) exportEvent(h *held, fin bool) {
-	x := t.exp
-	t.appendFrame(&x.fs, h, false)
-	if !fin {
-		return
-	}
-	t.exp = nil
-	x.done(t.start, x.fs)
-}
-
-// Events are the frames' events, as a stream's reader reads them: a frame
-// that is not an event (an encoding failure, said in a comment) is left
-// out.
-func (f Frames) Events() []trace.Event {
-	events := make([]trace.Event, 0, f.Len())
-	for i := range f.Len() {
-		data, ok := bytes.CutPrefix(bytes.TrimSuffix(f.Frame(i), []byte("\n\n")), []byte("data: "))
-		if !ok {
-			continue
-		}
-		if e, err := trace.Parse(data); err == nil {
-			events = append(events, e)
-		}
-	}
-	return events
 }

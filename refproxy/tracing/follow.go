@@ -246,3 +246,27 @@ func appendRequestID(b []byte) []byte {
 	binary.BigEndian.PutUint64(raw[:], rand.Uint64())
 	return hex.AppendEncode(b, raw[:])
 }
+
+// SetRequestID names the request on follow streams; set it before the
+// first event.
+func (t *Tracer) SetRequestID(id string) { t.id, t.gen = id, false }
+
+// NewRequestID names the request with a new id (NewRequestID's form) and
+// returns its digits, valid for the request's lifetime, for the headers
+// that carry it; set it before the first event.
+func (t *Tracer) NewRequestID() []byte {
+	appendRequestID(t.genID[:0])
+	t.id, t.gen = "", true
+	return t.genID[:]
+}
+
+// RequestID is the id follow streams see, or "".
+func (t *Tracer) RequestID() string {
+	if t == nil {
+		return ""
+	}
+	if t.gen && t.id == "" {
+		t.id = string(t.genID[:])
+	}
+	return t.id
+}
