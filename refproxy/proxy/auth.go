@@ -308,7 +308,7 @@ func newAPIKeyPolicy(c *config.APIKeyAuth) (*apiKeyPolicy, error) {
 // refuse traces an auth policy's refusal (r.reason, in the request's
 // phase) and returns r.
 func refuse(tr *tracing.Tracer, phase string, r *authRefusal) *authRefusal {
-	tr.Policy(r.kind, tracing.Applied("refused: "+r.reason, map[string]any{"decision": "refused", "phase": phase}), true)
+	tracePolicy(tr, r.kind, applied("refused: "+r.reason, map[string]any{"decision": "refused", "phase": phase}), true)
 	return r
 }
 
@@ -325,7 +325,7 @@ func noCredential(tr *tracing.Tracer, what, policy string, loc location, mode, p
 		r.reason = why
 		return refuse(tr, phase, &r)
 	}
-	tr.Policy(r.kind, tracing.Skipped(why), false)
+	tracePolicy(tr, r.kind, skipped(why), false)
 	return nil
 }
 
@@ -348,7 +348,7 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identi
 		why := fmt.Sprintf("the API key (%s) is none of the %d %s of the %s phase's apiKey policy", p.loc, p.n, explain.Plural(p.n, "key", "keys"), phase)
 		if p.mode == config.ModePermissive {
 			if tr != nil {
-				tr.Policy(kindAPIKey, tracing.Skipped(why+"; let through (mode permissive)"), false)
+				tracePolicy(tr, kindAPIKey, skipped(why+"; let through (mode permissive)"), false)
 			}
 			return nil
 		}
@@ -366,7 +366,7 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identi
 		if p.names[i] != "" {
 			which += fmt.Sprintf(" (name %q)", p.names[i])
 		}
-		tr.Policy(kindAPIKey, tracing.Applied("authenticated with API key "+which,
+		tracePolicy(tr, kindAPIKey, applied("authenticated with API key "+which,
 			map[string]any{"decision": "allowed", "phase": phase, "key": i, "metadata": p.meta[i]}), false)
 	}
 	return nil
@@ -427,7 +427,7 @@ func (p *basicPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identit
 	p.loc.remove(req)
 	id.user = user
 	if tr != nil {
-		tr.Policy(kindBasicAuth, tracing.Applied(fmt.Sprintf("authenticated as user %q", user),
+		tracePolicy(tr, kindBasicAuth, applied(fmt.Sprintf("authenticated as user %q", user),
 			map[string]any{"decision": "allowed", "phase": phase, "user": user}), false)
 	}
 	return nil
@@ -470,7 +470,7 @@ func (p *jwtPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identity,
 	if err != nil {
 		if p.mode == config.ModePermissive {
 			if tr != nil {
-				tr.Policy(kindJWT, tracing.Skipped(fmt.Sprintf("token verification failed (%v); let through (mode permissive)", err)), false)
+				tracePolicy(tr, kindJWT, skipped(fmt.Sprintf("token verification failed (%v); let through (mode permissive)", err)), false)
 			}
 			return nil
 		}
@@ -483,7 +483,7 @@ func (p *jwtPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identity,
 		if v.Subject != "" {
 			details += fmt.Sprintf(", subject %q", v.Subject)
 		}
-		tr.Policy(kindJWT, tracing.Applied(details+" (key "+strconv.Quote(v.KeyID)+")", map[string]any{"decision": "allowed", "phase": phase,
+		tracePolicy(tr, kindJWT, applied(details+" (key "+strconv.Quote(v.KeyID)+")", map[string]any{"decision": "allowed", "phase": phase,
 			"issuer": v.Issuer, "subject": v.Subject, "keyId": v.KeyID, "provider": v.Provider}), false)
 	}
 	return nil
@@ -538,7 +538,7 @@ func (p *backendAuthPolicy) apply(req *fasthttp.Request, tr *tracing.Tracer, id 
 	}
 	if p.passthrough != nil {
 		if id.token == "" {
-			tr.Policy(kindBackendAuth, tracing.Skipped("passthrough: the request has no validated JWT to send on to backend "+be.name), false)
+			tracePolicy(tr, kindBackendAuth, skipped("passthrough: the request has no validated JWT to send on to backend "+be.name), false)
 		} else {
 			send(sentSecret{value: id.token, loc: *p.passthrough})
 		}
@@ -551,7 +551,7 @@ func (p *backendAuthPolicy) apply(req *fasthttp.Request, tr *tracing.Tracer, id 
 		if p.passthrough != nil {
 			what = "the validated JWT"
 		}
-		tr.Policy(kindBackendAuth, tracing.Applied(fmt.Sprintf("sent %s to backend %s in %s", what, be.name, strings.Join(sent, ", ")),
+		tracePolicy(tr, kindBackendAuth, applied(fmt.Sprintf("sent %s to backend %s in %s", what, be.name, strings.Join(sent, ", ")),
 			map[string]any{"backend": be.name, "locations": sent}), false)
 	}
 }

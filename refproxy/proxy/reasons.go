@@ -229,6 +229,51 @@ func redactSelection(sel *routing.Selection, rd *tracing.Redaction) {
 	}
 }
 
+// policyResult is what one policy kind did for a traced request, in the
+// reference's `policy` event: applied, with details (a sentence, and
+// structured fields beside it), or skipped, with why.
+type policyResult struct {
+	skip    bool
+	reason  string
+	details string
+	fields  map[string]any
+}
+
+// applied is a policy that ran: details says what it did ("refused by
+// local[1]: ..."), fields add structured values (nil for none).
+func applied(details string, fields map[string]any) policyResult {
+	return policyResult{details: details, fields: fields}
+}
+
+// skipped is a policy that exists for the request's gateway or route but
+// did not run on it, and why.
+func skipped(reason string) policyResult { return policyResult{skip: true, reason: reason} }
+
+// tracePolicy traces one policy kind's result as a `policy` event
+// (`{kind, result: {type: apply, details, ...}}` or `{kind, result: {type:
+// skip, reason}}`, trace.PolicyResult). It is the one place where a policy
+// kind reports, so a new kind needs only to call it; severity is warn when
+// the policy refused the request (refused is set).
+func tracePolicy(tr *tracing.Tracer, kind string, r policyResult, refused bool) {
+	if tr == nil {
+		return
+	}
+	result := map[string]any{}
+	if r.skip {
+		result["type"], result["reason"] = "skip", r.reason
+	} else {
+		result["type"], result["details"] = "apply", r.details
+		for k, v := range r.fields {
+			result[k] = v
+		}
+	}
+	sev := trace.SeverityInfo
+	if refused {
+		sev = trace.SeverityWarn
+	}
+	tr.Emit(sev, trace.PolicyResultType, map[string]any{"kind": kind, "result": result})
+}
+
 // traceSkippedPolicies reports the policies that target the route's
 // gateway or name but not this request (another listener, port or rule).
 func traceSkippedPolicies(tr *tracing.Tracer, rt *route) {
@@ -237,7 +282,7 @@ func traceSkippedPolicies(tr *tracing.Tracer, rt *route) {
 			continue
 		}
 		for _, k := range p.kinds {
-			tr.Policy(k, tracing.Skipped(p.src.String()+" "+p.skip), false)
+			tracePolicy(tr, k, skipped(p.src.String()+" "+p.skip), false)
 		}
 	}
 }
@@ -248,7 +293,7 @@ func traceSkippedPolicies(tr *tracing.Tracer, rt *route) {
 func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states []ratelimit.BucketState) string {
 	entries := make([]any, 0, len(rt.limits))
 	var refusedBy, wouldRefuse []string
-	applied := 0
+	nApplied := 0
 	for i, le := range rt.limits {
 		e := limitFields(le)
 		e["entry"] = i
@@ -265,7 +310,7 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 			if !le.lim.holds(st.Bucket) {
 				continue
 			}
-			applied++
+			nApplied++
 			if le.conditional {
 				e["applies"] = true
 			}
@@ -286,7 +331,7 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 		}
 		entries = append(entries, e)
 	}
-	details := fmt.Sprintf("allowed by %d %s", applied, explain.Plural(applied, "entry", "entries"))
+	details := fmt.Sprintf("allowed by %d %s", nApplied, explain.Plural(nApplied, "entry", "entries"))
 	if !d.Allowed {
 		details = "refused by " + strings.Join(refusedBy, "; ")
 	}
@@ -297,7 +342,7 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 	if !d.Allowed {
 		decision = "refused"
 	}
-	tr.Policy("localRateLimit", tracing.Applied(details, map[string]any{"decision": decision, "entries": entries}), !d.Allowed)
+	tracePolicy(tr, "localRateLimit", applied(details, map[string]any{"decision": decision, "entries": entries}), !d.Allowed)
 	return details
 }
 
@@ -415,7 +460,7 @@ func traceRemoteLimits(tr *tracing.Tracer, rt *route, r remoteResult) string {
 			src = rt.remoteFrom[i].String()
 		}
 		if i >= r.asked {
-			tr.Policy("remoteRateLimit", tracing.Skipped(fmt.Sprintf("%s: not asked, an earlier global limit decided", src)), false)
+			tracePolicy(tr, "remoteRateLimit", skipped(fmt.Sprintf("%s: not asked, an earlier global limit decided", src)), false)
 			continue
 		}
 		v := &r.verdicts[i]
@@ -429,12 +474,12 @@ func traceRemoteLimits(tr *tracing.Tracer, rt *route, r remoteResult) string {
 			}
 			base["decision"], base["error"], base["descriptors"] = "failed", v.Err.Error(), descriptorFields(tr, sent)
 			details := fmt.Sprintf("the rate limit service %s could not answer (%v): %s", p.Addr, v.Err, action)
-			tr.Policy("remoteRateLimit", tracing.Applied(details, base), p.FailureMode == remote.FailClosed)
+			tracePolicy(tr, "remoteRateLimit", applied(details, base), p.FailureMode == remote.FailClosed)
 			if p.FailureMode == remote.FailClosed {
 				decided = details
 			}
 		case len(sent) == 0:
-			tr.Policy("remoteRateLimit", tracing.Skipped(fmt.Sprintf("%s: no descriptor applies to the request (each has an expression that failed or gave no string)", src)), false)
+			tracePolicy(tr, "remoteRateLimit", skipped(fmt.Sprintf("%s: no descriptor applies to the request (each has an expression that failed or gave no string)", src)), false)
 		default:
 			decision, verb := "allowed", "allowed"
 			if v.Outcome == remote.OverLimit {
@@ -442,7 +487,7 @@ func traceRemoteLimits(tr *tracing.Tracer, rt *route, r remoteResult) string {
 			}
 			base["decision"], base["descriptors"] = decision, descriptorFields(tr, sent)
 			details := fmt.Sprintf("%s by the rate limit service %s (domain %s): %s", verb, p.Addr, p.Domain, describeSent(tr, sent))
-			tr.Policy("remoteRateLimit", tracing.Applied(details, base), v.Outcome == remote.OverLimit)
+			tracePolicy(tr, "remoteRateLimit", applied(details, base), v.Outcome == remote.OverLimit)
 			if v.Outcome == remote.OverLimit {
 				decided = details
 			}
@@ -530,7 +575,7 @@ func traceAuthzRefusal(tr *tracing.Tracer, sets []*authzPolicy, act map[string]a
 		}
 		why = fmt.Sprintf("no allow rule holds (%s)", strings.Join(quoteAll(allow), ", "))
 	}
-	tr.Policy("authorization", tracing.Applied("refused: "+why, map[string]any{"decision": "refused"}), true)
+	tracePolicy(tr, "authorization", applied("refused: "+why, map[string]any{"decision": "refused"}), true)
 	return why
 }
 
