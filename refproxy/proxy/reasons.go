@@ -9,7 +9,7 @@
 //     `name`, `want`, `got`, `missing`) and a `reason` sentence;
 //   - a `policy` event per policy kind (the reference's newer event: result
 //     {type: apply, details, ...} or {type: skip, reason}) through
-//     tracing.Tracer.Policy, the hook every policy kind reports through;
+//     tracePolicy (below), the hook every policy kind reports through;
 //   - requestFinished carries `status` and, for a status the backend did
 //     not give, `cause` {kind, reason, ...}.
 //
