@@ -1,5 +1,7 @@
-// The header rules of forwarding, as httputil.ReverseProxy has them:
-// hop-by-hop headers out, X-Forwarded-* in, response headers copied.
+// Headers: the rules of forwarding, as httputil.ReverseProxy has them
+// (hop-by-hop headers out, X-Forwarded-* in, response headers copied), and
+// at the end the lookups of a header by name in any case, which the whole
+// data plane uses.
 package proxy
 
 import (
@@ -320,6 +322,7 @@ func aiPath(be *backend, path string) string {
 // and never keeps the strings past that.
 func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
+// headers is what the lookups need of a request's or a response's headers.
 type headers interface {
 	All() iter.Seq2[[]byte, []byte]
 	Del(key string)
