@@ -158,7 +158,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 			// Colours on: godog's colourless writer writes each character
 			// with a call of its own, a system call per byte of the JUnit
 			// and Cucumber JSON files (a fifth of the suite's own CPU,
-			// docs/ci.md, "The nineteenth stop"), where its colour writer
+			// docs/ci.md, "What is built or started once"), where its colour writer
 			// passes them through in whole writes. Neither format has
 			// colours, and the progress format, which has, goes to
 			// io.Discard.

@@ -114,7 +114,7 @@ func step(sc *godog.ScenarioContext, pattern string, fn any) {
 // patterns holds each step's pattern compiled, once per process: godog
 // asks for the steps again for every scenario, and compiling all their
 // patterns each time was a quarter of the suite's own CPU (docs/ci.md,
-// "The nineteenth stop"). A regexp.Regexp is safe for concurrent use.
+// "What is built or started once"). A regexp.Regexp is safe for concurrent use.
 var patterns sync.Map // string -> *regexp.Regexp
 
 // compiled is pattern compiled (it panics on a bad one, as godog would).
