@@ -351,3 +351,49 @@ func TestAlignMatchesPlainLCS(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenTracesHaveTheirReasonsShape: the golden traces, refproxy's
+// own as the suite recorded them, carry reasons of the shapes
+// golden/trace writes (trace.StrictReasons), so a golden that gains a
+// field no type names is seen when it is recorded.
+func TestGoldenTracesHaveTheirReasonsShape(t *testing.T) {
+	files, err := filepath.Glob("traces/*.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden traces (%v)", err)
+	}
+	for _, f := range files {
+		events, err := Read(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			e.Message = numbersBack(e.Message).(map[string]any)
+			if err := trace.StrictReasons(e); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+	}
+}
+
+// numbersBack puts a number where normalisation wrote a reason's
+// resetSeconds as "<seconds>", so that its type can be held too.
+func numbersBack(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, val := range x {
+			if k == "resetSeconds" && val == "<seconds>" {
+				val = 0.0
+			}
+			m[k] = numbersBack(val)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, val := range x {
+			s[i] = numbersBack(val)
+		}
+		return s
+	}
+	return v
+}

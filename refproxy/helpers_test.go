@@ -157,11 +157,24 @@ func (s *traceStream) collect(t *testing.T) []trace.Event {
 				case e := <-s.events:
 					out = append(out, e)
 				default:
+					strictReasons(t, out)
 					return out
 				}
 			}
 		case <-timeout:
 			t.Fatalf("trace did not end; got %d events", len(out))
+		}
+	}
+}
+
+// strictReasons fails t for an event whose reasons are not the shapes
+// golden/trace writes them as (trace.StrictReasons): every trace a test
+// reads is held to them.
+func strictReasons(t *testing.T, evs []trace.Event) {
+	t.Helper()
+	for _, e := range evs {
+		if err := trace.StrictReasons(e); err != nil {
+			t.Errorf("a reason of another shape than golden/trace/reasons.go writes: %v", err)
 		}
 	}
 }

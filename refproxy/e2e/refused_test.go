@@ -90,6 +90,11 @@ func traceNext(t *testing.T, e *env, send func()) []trace.Event {
 	if err != nil {
 		t.Fatalf("reading the trace: %v", err)
 	}
+	for _, e := range tr.Events {
+		if err := trace.StrictReasons(e); err != nil {
+			t.Errorf("a reason of another shape than golden/trace/reasons.go writes: %v", err)
+		}
+	}
 	return tr.Events // EOF after requestFinished
 }
 

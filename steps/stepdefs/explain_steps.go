@@ -164,29 +164,27 @@ func (s *state) localLimitEntry(decision, mark, kind string, n int, unit string)
 	if err != nil {
 		return err
 	}
-	res, _ := p["result"].(map[string]any)
-	if res["type"] != "apply" || res["decision"] != decision {
-		return fmt.Errorf("localRateLimit result %v, want apply and decision %s", res, decision)
+	var pr trace.PolicyResult
+	trace.DecodeReason(p, &pr)
+	res := pr.Result
+	if res.Type != "apply" || res.Decision != decision {
+		return fmt.Errorf("localRateLimit result %v, want apply and decision %s", p["result"], decision)
 	}
-	entries, _ := res["entries"].([]any)
 	seconds := int(unitOf(unit) / time.Second)
-	for _, e := range entries {
-		m, _ := e.(map[string]any)
-		if marked, _ := m[mark].(bool); !marked {
+	for _, e := range res.Entries {
+		if marked := e.Refused && mark == "refused" || e.WouldRefuse && mark == "wouldRefuse"; !marked {
 			continue
 		}
-		fill, _ := m["tokensPerFill"].(float64)
-		interval, _ := time.ParseDuration(fmt.Sprint(m["fillInterval"]))
-		remaining, _ := m["remaining"].(float64)
+		interval, _ := time.ParseDuration(e.FillInterval)
 		switch {
-		case m["type"] != kind || int(fill) != n || interval != time.Duration(seconds)*time.Second:
-			return fmt.Errorf("the entry marked %s is %v %v per %v, want %s %d per %s", mark, m["type"], m["tokensPerFill"], m["fillInterval"], kind, n, unit)
-		case remaining != 0:
-			return fmt.Errorf("the entry marked %s has %v remaining, want nothing left", mark, m["remaining"])
+		case e.Type != kind || e.TokensPerFill != uint64(n) || interval != time.Duration(seconds)*time.Second:
+			return fmt.Errorf("the entry marked %s is %s %d per %s, want %s %d per %s", mark, e.Type, e.TokensPerFill, e.FillInterval, kind, n, unit)
+		case e.Remaining != nil && *e.Remaining != 0:
+			return fmt.Errorf("the entry marked %s has %d remaining, want nothing left", mark, *e.Remaining)
 		}
 		return nil
 	}
-	return fmt.Errorf("no localRateLimit entry is marked %s: %v", mark, entries)
+	return fmt.Errorf("no localRateLimit entry is marked %s: %v", mark, trace.Object(p["result"])["entries"])
 }
 
 func (s *state) causeOf(_ context.Context, kind string, status int) error {

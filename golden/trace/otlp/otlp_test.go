@@ -3,6 +3,7 @@ package otlp_test
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,45 @@ func TestTreeOfARefusal(t *testing.T) {
 	}
 	if v, _ := attr(root, otlp.AttrVerdict); !strings.Contains(v.AsString(), "429") {
 		t.Errorf("verdict %q does not name the 429", v.AsString())
+	}
+}
+
+// TestTreeOfAGlobalRefusal: a global limit's refusal puts the refusing
+// descriptor (the service's OVER_LIMIT, not the first one sent) on the
+// policy's span and the request's: its limit, what is left, when it
+// resets, and the descriptor's entries.
+func TestTreeOfAGlobalRefusal(t *testing.T) {
+	var evs []trace.Event
+	for i, m := range []string{
+		`{"type":"requestStarted"}`,
+		`{"type":"routeSelection","selectedRoute":"default/default/bind/3000/listener0/default/api"}`,
+		`{"type":"policy","kind":"remoteRateLimit","result":{"type":"apply","details":"refused by the rate limit service","decision":"refused",` +
+			`"service":"127.0.0.1:8081","domain":"d","from":"route default/api","failureMode":"failOpen","descriptors":[` +
+			`{"entries":{"route":"api"},"type":"requests","code":"OK","limit":100,"unit":"day","remaining":99,"resetSeconds":600},` +
+			`{"entries":{"user":"alice"},"type":"requests","code":"OVER_LIMIT","limit":2,"unit":"day","remaining":0,"resetSeconds":86399}]}}`,
+		`{"type":"requestFinished","status":429,"cause":{"kind":"rateLimit","reason":"refused","policy":"remoteRateLimit"}}`,
+	} {
+		e, err := trace.Parse([]byte(`{"eventStart":null,"eventEnd":` + strconv.Itoa(i+1) + `,"severity":"info","message":` + m + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := trace.StrictReasons(e); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	spans := otlp.Tree(evs)
+	pol := named(spans, otlp.NamePolicyPrefix+"remoteRateLimit")
+	if len(pol) != 1 || !pol[0].Error {
+		t.Fatalf("policy spans %+v, want one refusing remoteRateLimit", pol)
+	}
+	for _, s := range []otlp.Span{spans[0], pol[0]} {
+		for key, want := range map[string]string{otlp.AttrRateDecision: "refused", otlp.AttrRateLimit: "2", otlp.AttrRateRemaining: "0",
+			otlp.AttrRateReset: "86399", otlp.AttrRateRefusedBy: `remoteRateLimit {"user":"alice"}`} {
+			if v, _ := attr(s, key); v.Emit() != want {
+				t.Errorf("%s: %s %q, want %q", s.Name, key, v.Emit(), want)
+			}
+		}
 	}
 }
 

@@ -269,7 +269,7 @@ func (b *builder) policy(e trace.Event, prev int64) {
 	if details != "" {
 		attrs = append(attrs, attribute.String(AttrPolicyDetails, details))
 	}
-	if rate := rateAttrs(p.Kind, res, trace.Object(e.Message["result"])); len(rate) > 0 {
+	if rate := rateAttrs(p.Kind, res); len(rate) > 0 {
 		attrs = append(attrs, rate...)
 		// The request's span carries the decision of the limit that
 		// refused it, else of the last limit that ran.
@@ -286,9 +286,9 @@ func (b *builder) policy(e trace.Event, prev int64) {
 
 // rateAttrs are a rate-limit policy's decision: the entry that refused
 // (else the most constrained), its limit, what it has left and when it
-// refills. A local limit's entries are typed (trace.LimitEntry); a global
-// limit's descriptors carry the service's answer (docs/admin.md).
-func rateAttrs(kind string, res trace.PolicyOutcome, raw map[string]any) []attribute.KeyValue {
+// refills: a local limit's entries (trace.LimitEntry), a global limit's
+// descriptors with the service's answer (trace.Descriptor).
+func rateAttrs(kind string, res trace.PolicyOutcome) []attribute.KeyValue {
 	var attrs []attribute.KeyValue
 	if res.Decision != "" {
 		attrs = append(attrs, attribute.String(AttrRateDecision, res.Decision))
@@ -316,31 +316,31 @@ func rateAttrs(kind string, res trace.PolicyOutcome, raw map[string]any) []attri
 			attrs = append(attrs, attribute.String(AttrRateRefusedBy, fmt.Sprintf("localRateLimit[%d] of %s", pick.Index, pick.From)))
 		}
 	case "remoteRateLimit":
-		ds, _ := raw["descriptors"].([]any)
-		var pick map[string]any
-		for _, d := range ds {
-			dm := trace.Object(d)
-			if dm == nil {
-				continue
-			}
-			if pick == nil || trace.String(dm["code"]) == "OVER_LIMIT" && trace.String(pick["code"]) != "OVER_LIMIT" {
-				pick = dm
+		var pick *trace.Descriptor
+		for i := range res.Descriptors {
+			d := &res.Descriptors[i]
+			if pick == nil || d.Code == "OVER_LIMIT" && pick.Code != "OVER_LIMIT" {
+				pick = d
 			}
 		}
 		if pick == nil {
 			return attrs
 		}
-		if v, ok := pick["limit"].(float64); ok {
-			attrs = append(attrs, attribute.Int64(AttrRateLimit, int64(v)))
+		if pick.Limit != nil {
+			attrs = append(attrs, attribute.Int64(AttrRateLimit, int64(*pick.Limit)))
 		}
-		if v, ok := pick["remaining"].(float64); ok {
-			attrs = append(attrs, attribute.Int64(AttrRateRemaining, int64(v)))
+		if pick.Remaining != nil {
+			attrs = append(attrs, attribute.Int64(AttrRateRemaining, int64(*pick.Remaining)))
 		}
-		if v, ok := pick["resetSeconds"].(float64); ok {
-			attrs = append(attrs, attribute.Int64(AttrRateReset, int64(v)))
+		if pick.ResetSeconds != nil {
+			attrs = append(attrs, attribute.Int64(AttrRateReset, *pick.ResetSeconds))
 		}
-		if trace.String(pick["code"]) == "OVER_LIMIT" {
-			attrs = append(attrs, attribute.String(AttrRateRefusedBy, "remoteRateLimit "+text(pick["entries"])))
+		if pick.Code == "OVER_LIMIT" {
+			var entries any
+			if pick.Entries != nil {
+				entries = pick.Entries
+			}
+			attrs = append(attrs, attribute.String(AttrRateRefusedBy, "remoteRateLimit "+text(entries)))
 		}
 	}
 	return attrs
