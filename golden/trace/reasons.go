@@ -48,122 +48,141 @@ type PolicyResult struct {
 	Result PolicyOutcome `json:"result"`
 }
 
+// The reason types below list their fields in the order of their JSON
+// names, the order in which encoding/json writes a map's keys: a proxy
+// that writes a reason from these types (refproxy does) writes the bytes
+// it would write from a map. TestReasonFieldsAreInKeyOrder holds them to
+// it.
+
 // PolicyOutcome is what one policy kind did with the request: the
 // fields every kind has (Type, Details or Reason, Decision), then each
-// kind's own.
+// kind's own, named in each field's comment.
 type PolicyOutcome struct {
-	// Type is apply or skip.
-	Type string `json:"type"`
-	// Details say what an applied policy did; Reason why one was skipped.
-	Details string `json:"details,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// Backend (backendAuth) is the backend the credential went to.
+	Backend string `json:"backend,omitempty"`
 	// Decision is allowed, refused, or failed (a global limit's service).
 	Decision string `json:"decision,omitempty"`
-
-	// Entries are a local limit's entries, in effectivePolicy's order.
-	Entries []LimitEntry `json:"entries,omitempty"`
-
-	// A global limit (remoteRateLimit): the service asked, its domain,
-	// the limit's source (route or policy) and failure mode, the
-	// descriptors sent with the service's answer to each, and Error when
-	// the service could not answer (Decision failed).
-	Service     string       `json:"service,omitempty"`
-	Domain      string       `json:"domain,omitempty"`
-	From        string       `json:"from,omitempty"`
-	FailureMode string       `json:"failureMode,omitempty"`
+	// Descriptors (remoteRateLimit) are the descriptors sent, with the
+	// service's answer to each.
 	Descriptors []Descriptor `json:"descriptors,omitempty"`
-	Error       string       `json:"error,omitempty"`
-
-	// An auth policy (jwt, basicAuth, apiKey): the phase it ran in
-	// (gateway or route) and who the client is. Never the credential.
-	Phase string `json:"phase,omitempty"`
-	// Key is the index of the API key that matched, Metadata its
-	// metadata as the config gives it (apiKey).
-	Key      *int           `json:"key,omitempty"`
-	Metadata map[string]any `json:"metadata,omitempty"`
-	// User is the basicAuth user.
-	User string `json:"user,omitempty"`
-	// Issuer, Subject and KeyID are the JWT's, Provider the index of
-	// the policy's provider that validated it (jwt).
-	Issuer   string `json:"issuer,omitempty"`
-	Subject  string `json:"subject,omitempty"`
-	KeyID    string `json:"keyId,omitempty"`
-	Provider *int   `json:"provider,omitempty"`
-
-	// backendAuth: the backend the credential went to and where in the
-	// request it went ("header authorization").
-	Backend   string   `json:"backend,omitempty"`
+	// Details say what an applied policy did.
+	Details string `json:"details,omitempty"`
+	// Domain (remoteRateLimit) is the service's domain.
+	Domain string `json:"domain,omitempty"`
+	// Entries (localRateLimit) are a local limit's entries, in
+	// effectivePolicy's order.
+	Entries []LimitEntry `json:"entries,omitempty"`
+	// Error (remoteRateLimit) is why the service could not answer
+	// (Decision failed).
+	Error string `json:"error,omitempty"`
+	// FailureMode (remoteRateLimit) is failOpen or failClosed.
+	FailureMode string `json:"failureMode,omitempty"`
+	// From (remoteRateLimit) is the limit's source: the route or policy.
+	From string `json:"from,omitempty"`
+	// Issuer (jwt) is the JWT's issuer.
+	Issuer string `json:"issuer,omitempty"`
+	// Key (apiKey) is the index of the API key that matched.
+	Key *int `json:"key,omitempty"`
+	// KeyID (jwt) is the id of the key that verified the JWT.
+	KeyID string `json:"keyId,omitempty"`
+	// Locations (backendAuth) are where in the request the credential
+	// went ("header authorization").
 	Locations []string `json:"locations,omitempty"`
+	// Metadata (apiKey) is the matched key's metadata as the config gives
+	// it ({} for none). Never the key.
+	Metadata map[string]any `json:"metadata,omitzero"`
+	// Phase (jwt, basicAuth, apiKey) is where the policy ran: gateway or
+	// route.
+	Phase string `json:"phase,omitempty"`
+	// Provider (jwt) is the index of the policy's provider that validated
+	// the JWT.
+	Provider *int `json:"provider,omitempty"`
+	// Reason says why a policy was skipped.
+	Reason string `json:"reason,omitempty"`
+	// Service (remoteRateLimit) is the rate-limit service asked.
+	Service string `json:"service,omitempty"`
+	// Subject (jwt) is the JWT's subject, "" for a JWT without one.
+	Subject *string `json:"subject,omitempty"`
+	// Type is apply or skip.
+	Type string `json:"type"`
+	// User (basicAuth) is the user who authenticated.
+	User string `json:"user,omitempty"`
 }
 
 // LimitEntry is one entry of a local rate limit as a policy event (and
 // the policyEvent of a charge) shows it.
 type LimitEntry struct {
-	// Entry is its index in effectivePolicy's list; Index in its
-	// source's local[] (or localRateLimit); From the source (route or
-	// policy), Policy a top-level policy's name.
-	Entry  *int   `json:"entry,omitempty"`
-	Index  int    `json:"index"`
-	From   string `json:"from"`
-	Policy string `json:"policy,omitempty"`
-	// Type is requests or tokens.
-	Type          string `json:"type"`
-	MaxTokens     uint64 `json:"maxTokens"`
-	TokensPerFill uint64 `json:"tokensPerFill"`
+	// Applies: for an entry of the conditional form, whether it was the
+	// entry of its group whose condition held.
+	Applies *bool `json:"applies,omitempty"`
+	// Bucket is a keyed entry's bucket of the request: its key, or null
+	// for the bucket of requests without one.
+	Bucket Nullable[string] `json:"bucket,omitzero"`
+	// Condition is a conditional entry's CEL condition, null for its
+	// group's fallback.
+	Condition Nullable[string] `json:"condition,omitzero"`
+	// Entry is its index in effectivePolicy's list.
+	Entry *int `json:"entry,omitempty"`
 	// FillInterval as configs write it ("60s").
 	FillInterval string `json:"fillInterval"`
-	// Shadow: the entry counts but never refuses (it is in shadow mode).
-	Shadow bool `json:"shadow,omitempty"`
+	// From is the entry's source (route or policy).
+	From string `json:"from"`
+	// Index is its index in its source's local[] (or localRateLimit).
+	Index int `json:"index"`
+	// Key is a keyed entry's CEL key.
+	Key *string `json:"key,omitempty"`
+	// MaxTokens is the bucket's size.
+	MaxTokens uint64 `json:"maxTokens"`
+	// Policy is a top-level policy's name.
+	Policy string `json:"policy,omitempty"`
+	// Refused: this entry refused the request.
+	Refused bool `json:"refused,omitempty"`
 	// Remaining and ResetSeconds: the bucket after the request (absent
 	// for an entry of a conditional group that did not apply).
 	Remaining    *int64 `json:"remaining,omitempty"`
 	ResetSeconds *int64 `json:"resetSeconds,omitempty"`
-	// Refused: this entry refused the request; WouldRefuse: a shadow
-	// entry that would have.
-	Refused     bool `json:"refused,omitempty"`
+	// Shadow: the entry counts but never refuses (it is in shadow mode).
+	Shadow bool `json:"shadow,omitempty"`
+	// TokensPerFill is what each fill adds.
+	TokensPerFill uint64 `json:"tokensPerFill"`
+	// Type is requests or tokens.
+	Type string `json:"type"`
+	// WouldRefuse: a shadow entry that would have refused the request.
 	WouldRefuse bool `json:"wouldRefuse,omitempty"`
-	// Condition is a conditional entry's CEL condition (null for the
-	// group's fallback), Applies whether it was the entry of its group
-	// that held.
-	Condition *string `json:"condition,omitempty"`
-	Applies   *bool   `json:"applies,omitempty"`
-	// Key is a keyed entry's CEL key; Bucket the request's key (nil: the
-	// bucket of requests without one).
-	Key    *string `json:"key,omitempty"`
-	Bucket *string `json:"bucket,omitempty"`
 }
 
 // Descriptor is one descriptor a global limit sent to its rate-limit
 // service, and the service's answer.
 type Descriptor struct {
-	// Entries are the descriptor's keys and the request's values (a
-	// value that is a credential of the request shown as its marker).
-	Entries map[string]string `json:"entries"`
-	// Type is requests or tokens.
-	Type string `json:"type"`
 	// Code is the service's answer: OK or OVER_LIMIT ("" when it did not
 	// answer).
 	Code string `json:"code"`
-	// Limit, Unit, Remaining and ResetSeconds are the limit the service
+	// Entries are the descriptor's keys and the request's values (a
+	// value that is a credential of the request shown as its marker).
+	Entries map[string]string `json:"entries"`
+	// Limit, Remaining, ResetSeconds and Unit are the limit the service
 	// applied, when it told one.
 	Limit        *uint64 `json:"limit,omitempty"`
-	Unit         string  `json:"unit,omitempty"`
 	Remaining    *uint64 `json:"remaining,omitempty"`
 	ResetSeconds *int64  `json:"resetSeconds,omitempty"`
+	// Type is requests or tokens.
+	Type string `json:"type"`
+	Unit string `json:"unit,omitempty"`
 }
 
 // PolicyCharge is the message of the `policyEvent` refproxy traces when a
 // response's usage was charged to the route's token limits: the tokens
 // taken and what each limit has left (the reason of a later 429).
 type PolicyCharge struct {
-	// Type is the event's, "policyEvent"; Kind is localRateLimit.
-	Type    string `json:"type"`
-	Kind    string `json:"kind"`
 	Details string `json:"details"`
-	Tokens  uint64 `json:"tokens"`
 	// Entries are the token limits charged, each with its bucket after
 	// the charge.
 	Entries []LimitEntry `json:"entries"`
+	// Kind is localRateLimit.
+	Kind   string `json:"kind"`
+	Tokens uint64 `json:"tokens"`
+	// Type is the event's, "policyEvent".
+	Type string `json:"type"`
 	// Usage is the usage as the response gave it.
 	Usage Usage `json:"usage"`
 }
@@ -174,16 +193,57 @@ type Usage struct {
 	OutputTokens uint64 `json:"outputTokens"`
 }
 
+// Nullable is a reason's field that is written as a value, written as
+// null, or left out (its zero value, with the omitzero option): a
+// conditional limit entry's condition is null for its group's fallback
+// and absent from an entry of no group.
+type Nullable[T any] struct {
+	// Set: the field is there; Value is nil where it is null.
+	Set   bool
+	Value *T
+}
+
+// Some is a Nullable of v.
+func Some[T any](v T) Nullable[T] { return Nullable[T]{Set: true, Value: &v} }
+
+// Null is a Nullable written as null.
+func Null[T any]() Nullable[T] { return Nullable[T]{Set: true} }
+
+// IsZero reports whether n is left out.
+func (n Nullable[T]) IsZero() bool { return !n.Set }
+
+// MarshalJSON writes n's value, or null.
+func (n Nullable[T]) MarshalJSON() ([]byte, error) {
+	if n.Value == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(*n.Value)
+}
+
+// UnmarshalJSON reads a value or null: n is then Set.
+func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
+	n.Set, n.Value = true, nil
+	if string(b) == "null" {
+		return nil
+	}
+	v := new(T)
+	if err := json.Unmarshal(b, v); err != nil {
+		return err
+	}
+	n.Value = v
+	return nil
+}
+
 // Cause is requestFinished.cause: why the proxy answered a status the
 // backend did not give.
 type Cause struct {
 	// Kind: noRoute, rateLimit, rateLimitServiceUnavailable, noBackend,
 	// backendUnreachable, backendError, backendBody, clientBody,
 	// authorization, authentication, directResponse, noModel.
-	Kind   string `json:"kind"`
-	Reason string `json:"reason"`
+	Kind string `json:"kind"`
 	// Policy names the policy kind that answered, where one did.
 	Policy string `json:"policy,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // DecodeReason reads v (a field of an event's message, as the event

@@ -1,7 +1,10 @@
 package trace
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -58,4 +61,80 @@ func event(t *testing.T, message string) Event {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// TestReasonFieldsAreInKeyOrder: the reason types a producer writes from
+// list their fields in the order of their JSON names, so that
+// encoding/json writes them in the order it writes a map's keys (sorted):
+// a trace written from the types has the bytes of one written from maps.
+// Each type, with every field set (a Nullable as null and as a value),
+// is written, read back as a map and written again: the bytes must not
+// change.
+func TestReasonFieldsAreInKeyOrder(t *testing.T) {
+	one, two := 1, int64(2)
+	three, sub, key := uint64(3), "", "request.headers[\"x-user\"]"
+	yes := true
+	entry := func(n Nullable[string]) LimitEntry {
+		return LimitEntry{Applies: &yes, Bucket: n, Condition: n, Entry: &one, FillInterval: "1m0s", From: "route r",
+			Index: 1, Key: &key, MaxTokens: 3, Policy: "default/p", Refused: true, Remaining: &two, ResetSeconds: &two,
+			Shadow: true, TokensPerFill: 3, Type: "tokens", WouldRefuse: true}
+	}
+	values := []any{
+		PolicyOutcome{Backend: "b", Decision: "refused", Descriptors: []Descriptor{{Code: "OVER_LIMIT",
+			Entries: map[string]string{"b": "<x>", "a": "&"}, Limit: &three, Remaining: &three, ResetSeconds: &two,
+			Type: "requests", Unit: "day"}}, Details: "refused by <it>", Domain: "d",
+			Entries: []LimitEntry{entry(Null[string]()), entry(Some("a && b"))}, Error: "e", FailureMode: "failOpen",
+			From: "f", Issuer: "i", Key: &one, KeyID: "k", Locations: []string{"header authorization"},
+			Metadata: map[string]any{"z": 1, "a": []any{"x"}}, Phase: "route", Provider: &one, Reason: "r",
+			Service: "s", Subject: &sub, Type: "apply", User: "u"},
+		PolicyCharge{Details: "d", Entries: []LimitEntry{entry(Some("c"))}, Kind: "localRateLimit", Tokens: 40,
+			Type: "policyEvent", Usage: Usage{InputTokens: 10, OutputTokens: 30}},
+		Cause{Kind: "rateLimit", Policy: "localRateLimit", Reason: "exhausted"},
+	}
+	for _, v := range values {
+		typed, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%T: %v", v, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(typed, &m); err != nil {
+			t.Fatalf("%T: %v", v, err)
+		}
+		mapped, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("%T: %v", v, err)
+		}
+		if !bytes.Equal(typed, mapped) {
+			t.Errorf("%T is not written in key order:\n typed %s\n  maps %s", v, typed, mapped)
+		}
+	}
+	// Every field above is set: a field added to a type without a value
+	// here would go unchecked.
+	for _, v := range values {
+		rv := reflect.ValueOf(v)
+		for i := range rv.NumField() {
+			if rv.Field(i).IsZero() {
+				t.Errorf("%T.%s is not set in this test", v, rv.Type().Field(i).Name)
+			}
+		}
+	}
+}
+
+// TestNullable: a Nullable is left out, null, or its value, and reads
+// back as it was written.
+func TestNullable(t *testing.T) {
+	type s struct {
+		N Nullable[string] `json:"n,omitzero"`
+	}
+	for want, v := range map[string]s{`{}`: {}, `{"n":null}`: {N: Null[string]()}, `{"n":"a"}`: {N: Some("a")}} {
+		b, err := json.Marshal(v)
+		if err != nil || string(b) != want {
+			t.Errorf("%+v: %s, %v; want %s", v, b, err, want)
+		}
+		var back s
+		if err := json.Unmarshal(b, &back); err != nil || back.N.Set != v.N.Set || (back.N.Value == nil) != (v.N.Value == nil) ||
+			back.N.Value != nil && *back.N.Value != *v.N.Value {
+			t.Errorf("%s read back as %+v, %v", b, back, err)
+		}
+	}
 }

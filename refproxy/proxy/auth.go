@@ -28,6 +28,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/refproxy/authn"
@@ -308,7 +309,7 @@ func newAPIKeyPolicy(c *config.APIKeyAuth) (*apiKeyPolicy, error) {
 // refuse traces an auth policy's refusal (r.reason, in the request's
 // phase) and returns r.
 func refuse(tr *tracing.Tracer, phase string, r *authRefusal) *authRefusal {
-	tracePolicy(tr, r.kind, applied("refused: "+r.reason, map[string]any{"decision": "refused", "phase": phase}), true)
+	tracePolicy(tr, r.kind, applied("refused: "+r.reason, trace.PolicyOutcome{Decision: "refused", Phase: phase}), true)
 	return r
 }
 
@@ -367,7 +368,7 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identi
 			which += fmt.Sprintf(" (name %q)", p.names[i])
 		}
 		tracePolicy(tr, kindAPIKey, applied("authenticated with API key "+which,
-			map[string]any{"decision": "allowed", "phase": phase, "key": i, "metadata": p.meta[i]}), false)
+			trace.PolicyOutcome{Decision: "allowed", Phase: phase, Key: &i, Metadata: p.meta[i]}), false)
 	}
 	return nil
 }
@@ -428,7 +429,7 @@ func (p *basicPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identit
 	id.user = user
 	if tr != nil {
 		tracePolicy(tr, kindBasicAuth, applied(fmt.Sprintf("authenticated as user %q", user),
-			map[string]any{"decision": "allowed", "phase": phase, "user": user}), false)
+			trace.PolicyOutcome{Decision: "allowed", Phase: phase, User: user}), false)
 	}
 	return nil
 }
@@ -483,8 +484,8 @@ func (p *jwtPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identity,
 		if v.Subject != "" {
 			details += fmt.Sprintf(", subject %q", v.Subject)
 		}
-		tracePolicy(tr, kindJWT, applied(details+" (key "+strconv.Quote(v.KeyID)+")", map[string]any{"decision": "allowed", "phase": phase,
-			"issuer": v.Issuer, "subject": v.Subject, "keyId": v.KeyID, "provider": v.Provider}), false)
+		tracePolicy(tr, kindJWT, applied(details+" (key "+strconv.Quote(v.KeyID)+")", trace.PolicyOutcome{Decision: "allowed", Phase: phase,
+			Issuer: v.Issuer, Subject: &v.Subject, KeyID: v.KeyID, Provider: &v.Provider}), false)
 	}
 	return nil
 }
@@ -552,7 +553,7 @@ func (p *backendAuthPolicy) apply(req *fasthttp.Request, tr *tracing.Tracer, id 
 			what = "the validated JWT"
 		}
 		tracePolicy(tr, kindBackendAuth, applied(fmt.Sprintf("sent %s to backend %s in %s", what, be.name, strings.Join(sent, ", ")),
-			map[string]any{"backend": be.name, "locations": sent}), false)
+			trace.PolicyOutcome{Backend: be.name, Locations: sent}), false)
 	}
 }
 

@@ -373,3 +373,37 @@ routes:
 		})
 	}
 }
+
+// BenchmarkServeTracedPolicies measures a traced request through a route
+// of each policy kind whose reasons are built for a trace (a local
+// limit's entries, an API key's metadata): what writing its policy event
+// costs beside the rest of the trace.
+func BenchmarkServeTracedPolicies(b *testing.B) {
+	route := func(policies string) string {
+		return "gateways:\n  default: {port: 0}\nroutes:\n- name: httpbin\n  policies:\n" + policies +
+			"\n  backends: [{host: \"127.0.0.1:1\"}]\n"
+	}
+	for _, c := range []struct{ name, policies, header string }{
+		{"local-limit", "    localRateLimit: [{maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}]", ""},
+		{"api-key", "    apiKey: {keys: [{key: bench-key-1, metadata: {name: ci}}], mode: strict}", "Bearer bench-key-1"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dp, h := newBenchHandlerFor(b, false, route(c.policies))
+			e := newExchange()
+			e.req.Header.Set("Authorization", c.header)
+			b.ReportAllocs()
+			for b.Loop() {
+				if c.header != "" {
+					e.req.Header.Set("Authorization", c.header)
+				}
+				wt := dp.reg.Watch(nil)
+				e.serve(h)
+				frames, _, final := wt.Drain()
+				if !bytes.Contains(frames, []byte(`"type":"policy"`)) || final == nil {
+					b.Fatalf("no policy event traced (status %d)", e.status)
+				}
+				wt.Cancel()
+			}
+		})
+	}
+}

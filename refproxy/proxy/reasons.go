@@ -18,6 +18,7 @@ package proxy
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -229,49 +230,36 @@ func redactSelection(sel *routing.Selection, rd *tracing.Redaction) {
 	}
 }
 
-// policyResult is what one policy kind did for a traced request, in the
-// reference's `policy` event: applied, with details (a sentence, and
-// structured fields beside it), or skipped, with why.
-type policyResult struct {
-	skip    bool
-	reason  string
-	details string
-	fields  map[string]any
-}
-
-// applied is a policy that ran: details says what it did ("refused by
-// local[1]: ..."), fields add structured values (nil for none).
-func applied(details string, fields map[string]any) policyResult {
-	return policyResult{details: details, fields: fields}
+// applied is a policy that ran, in the reference's `policy` event: details
+// says what it did ("refused by local[1]: ..."), o holds the kind's
+// structured fields beside it (trace.PolicyOutcome).
+func applied(details string, o trace.PolicyOutcome) trace.PolicyOutcome {
+	o.Type, o.Details = "apply", details
+	return o
 }
 
 // skipped is a policy that exists for the request's gateway or route but
 // did not run on it, and why.
-func skipped(reason string) policyResult { return policyResult{skip: true, reason: reason} }
+func skipped(reason string) trace.PolicyOutcome {
+	return trace.PolicyOutcome{Type: "skip", Reason: reason}
+}
 
 // tracePolicy traces one policy kind's result as a `policy` event
 // (`{kind, result: {type: apply, details, ...}}` or `{kind, result: {type:
 // skip, reason}}`, trace.PolicyResult). It is the one place where a policy
 // kind reports, so a new kind needs only to call it; severity is warn when
-// the policy refused the request (refused is set).
-func tracePolicy(tr *tracing.Tracer, kind string, r policyResult, refused bool) {
+// the policy refused the request (refused is set). The result is written
+// from its type, whose fields are in key order: the bytes a map of them
+// would give.
+func tracePolicy(tr *tracing.Tracer, kind string, r trace.PolicyOutcome, refused bool) {
 	if tr == nil {
 		return
-	}
-	result := map[string]any{}
-	if r.skip {
-		result["type"], result["reason"] = "skip", r.reason
-	} else {
-		result["type"], result["details"] = "apply", r.details
-		for k, v := range r.fields {
-			result[k] = v
-		}
 	}
 	sev := trace.SeverityInfo
 	if refused {
 		sev = trace.SeverityWarn
 	}
-	tr.Emit(sev, trace.PolicyResultType, map[string]any{"kind": kind, "result": result})
+	tr.Emit(sev, trace.PolicyResultType, map[string]any{"kind": kind, "result": r})
 }
 
 // traceSkippedPolicies reports the policies that target the route's
@@ -291,20 +279,20 @@ func traceSkippedPolicies(tr *tracing.Tracer, rt *route) {
 // source, what it holds and when it refills, and the entries that
 // refused, which it returns in words.
 func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states []ratelimit.BucketState) string {
-	entries := make([]any, 0, len(rt.limits))
+	entries := make([]trace.LimitEntry, 0, len(rt.limits))
 	var refusedBy, wouldRefuse []string
 	nApplied := 0
 	for i, le := range rt.limits {
 		e := limitFields(le)
-		e["entry"] = i
+		e.Entry = &i
 		if le.conditional {
 			// An entry of the conditional form applies when its condition
 			// is the first of its group to hold (none: the fallback).
-			e["condition"] = nil
+			e.Condition = trace.Null[string]()
 			if le.condition != "" {
-				e["condition"] = le.condition
+				e.Condition = trace.Some(le.condition)
 			}
-			e["applies"] = false
+			e.Applies = new(bool)
 		}
 		for _, st := range states {
 			if !le.lim.holds(st.Bucket) {
@@ -312,19 +300,19 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 			}
 			nApplied++
 			if le.conditional {
-				e["applies"] = true
+				*e.Applies = true
 			}
-			e["remaining"], e["resetSeconds"] = st.Remaining, int64(st.Reset/time.Second)
-			bucket := keyFields(tr, e, le, st.Bucket)
+			e.Remaining, e.ResetSeconds = remaining(st.Remaining), seconds(st.Reset)
+			bucket := keyFields(tr, &e, le, st.Bucket)
 			if st.Refused {
 				why := fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
 					le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, st.Remaining), roundSeconds(st.Reset))
 				if le.spec.Shadow {
 					// Counted, never refusing: what it would have done.
-					e["wouldRefuse"] = true
+					e.WouldRefuse = true
 					wouldRefuse = append(wouldRefuse, why)
 				} else {
-					e["refused"] = true
+					e.Refused = true
 					refusedBy = append(refusedBy, why)
 				}
 			}
@@ -342,7 +330,7 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 	if !d.Allowed {
 		decision = "refused"
 	}
-	tracePolicy(tr, "localRateLimit", applied(details, map[string]any{"decision": decision, "entries": entries}), !d.Allowed)
+	tracePolicy(tr, "localRateLimit", applied(details, trace.PolicyOutcome{Decision: decision, Entries: entries}), !d.Allowed)
 	return details
 }
 
@@ -353,7 +341,7 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 // gen_ai.usage.*).
 func traceTokenCharge(tr *tracing.Tracer, rt *route, held *ratelimit.Held, tokens uint64, usage llm.Usage) {
 	now := time.Now()
-	var entries []any
+	var entries []trace.LimitEntry
 	var left []string
 	for i, le := range rt.limits {
 		if le.spec.Type != string(ratelimit.Tokens) {
@@ -365,8 +353,8 @@ func traceTokenCharge(tr *tracing.Tracer, rt *route, held *ratelimit.Held, token
 			}
 			rem, reset := b.Remaining(now), b.Reset(now)
 			e := limitFields(le)
-			e["entry"], e["remaining"], e["resetSeconds"] = i, rem, int64(reset/time.Second)
-			bucket := keyFields(tr, e, le, b)
+			e.Entry, e.Remaining, e.ResetSeconds = &i, remaining(rem), seconds(reset)
+			bucket := keyFields(tr, &e, le, b)
 			entries = append(entries, e)
 			left = append(left, fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
 				le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, rem), roundSeconds(reset)))
@@ -378,7 +366,7 @@ func traceTokenCharge(tr *tracing.Tracer, rt *route, held *ratelimit.Held, token
 	tr.Emit(trace.SeverityInfo, trace.PolicyEvent, map[string]any{"kind": "localRateLimit",
 		"details": fmt.Sprintf("the response's usage took %d tokens; %s", tokens, strings.Join(left, "; ")),
 		"tokens":  tokens, "entries": entries,
-		"usage": map[string]any{"inputTokens": usage.PromptTokens, "outputTokens": usage.CompletionTokens}})
+		"usage": trace.Usage{InputTokens: usage.PromptTokens, OutputTokens: usage.CompletionTokens}})
 }
 
 // keyFields adds, for an entry with a key, its key expression and the
@@ -388,35 +376,45 @@ func traceTokenCharge(tr *tracing.Tracer, rt *route, held *ratelimit.Held, token
 // entry without a key. A key that is a credential of the request (an
 // x-api-key) is shown as its marker: in the sentence too, where the
 // scrubbing pass would not find a short one.
-func keyFields(tr *tracing.Tracer, e map[string]any, le limitEntry, b *ratelimit.Bucket) string {
+func keyFields(tr *tracing.Tracer, e *trace.LimitEntry, le limitEntry, b *ratelimit.Bucket) string {
 	if le.lim.keyed == nil {
 		return ""
 	}
-	e["key"] = le.spec.Key
+	e.Key = &le.spec.Key
 	if b.Key() == "" {
-		e["bucket"] = nil
+		e.Bucket = trace.Null[string]()
 		return " in the bucket of requests without a key"
 	}
 	key := tr.Shown(b.Key())
-	e["bucket"] = key
+	e.Bucket = trace.Some(key)
 	return fmt.Sprintf(" for key %q", key)
 }
 
 // limitFields are a limit entry's configuration and source.
-func limitFields(le limitEntry) map[string]any {
+func limitFields(le limitEntry) trace.LimitEntry {
 	typ := le.spec.Type
 	if typ == "" {
 		typ = string(ratelimit.Requests)
 	}
-	m := map[string]any{"index": le.index, "from": le.src.String(), "type": typ, "maxTokens": le.spec.MaxTokens,
-		"tokensPerFill": le.spec.TokensPerFill, "fillInterval": le.spec.FillInterval.String()}
+	e := trace.LimitEntry{Index: le.index, From: le.src.String(), Type: typ, MaxTokens: le.spec.MaxTokens,
+		TokensPerFill: le.spec.TokensPerFill, FillInterval: le.spec.FillInterval.String(), Shadow: le.spec.Shadow}
 	if le.src.policy >= 0 {
-		m["policy"] = le.src.name
+		e.Policy = le.src.name
 	}
-	if le.spec.Shadow {
-		m["shadow"] = true
-	}
-	return m
+	return e
+}
+
+// remaining is what a bucket holds, as a limit entry writes it.
+func remaining(n uint64) *int64 {
+	v := int64(min(n, math.MaxInt64))
+	return &v
+}
+
+// seconds is d in whole seconds (rounded down), as a reason writes a
+// reset.
+func seconds(d time.Duration) *int64 {
+	v := int64(d / time.Second)
+	return &v
 }
 
 // describeLimit is a limit entry in words: "1000 tokens per minute",
@@ -465,14 +463,14 @@ func traceRemoteLimits(tr *tracing.Tracer, rt *route, r remoteResult) string {
 		}
 		v := &r.verdicts[i]
 		sent := v.Sent()
-		base := map[string]any{"service": p.Addr, "domain": p.Domain, "from": src, "failureMode": string(p.FailureMode)}
+		base := trace.PolicyOutcome{Service: p.Addr, Domain: p.Domain, From: src, FailureMode: string(p.FailureMode)}
 		switch {
 		case v.Outcome == remote.Failed:
 			action := "request let through (failOpen)"
 			if p.FailureMode == remote.FailClosed {
 				action = "request refused with 500 (failClosed)"
 			}
-			base["decision"], base["error"], base["descriptors"] = "failed", v.Err.Error(), descriptorFields(tr, sent)
+			base.Decision, base.Error, base.Descriptors = "failed", v.Err.Error(), descriptorFields(tr, sent)
 			details := fmt.Sprintf("the rate limit service %s could not answer (%v): %s", p.Addr, v.Err, action)
 			tracePolicy(tr, "remoteRateLimit", applied(details, base), p.FailureMode == remote.FailClosed)
 			if p.FailureMode == remote.FailClosed {
@@ -485,7 +483,7 @@ func traceRemoteLimits(tr *tracing.Tracer, rt *route, r remoteResult) string {
 			if v.Outcome == remote.OverLimit {
 				decision, verb = "refused", "refused"
 			}
-			base["decision"], base["descriptors"] = decision, descriptorFields(tr, sent)
+			base.Decision, base.Descriptors = decision, descriptorFields(tr, sent)
 			details := fmt.Sprintf("%s by the rate limit service %s (domain %s): %s", verb, p.Addr, p.Domain, describeSent(tr, sent))
 			tracePolicy(tr, "remoteRateLimit", applied(details, base), v.Outcome == remote.OverLimit)
 			if v.Outcome == remote.OverLimit {
@@ -499,10 +497,10 @@ func traceRemoteLimits(tr *tracing.Tracer, rt *route, r remoteResult) string {
 // descriptorFields are the descriptors sent, an entry's value that is a
 // credential of the request (a descriptor of an x-api-key) shown as its
 // marker.
-func descriptorFields(tr *tracing.Tracer, sent []remote.DescriptorResult) []any {
-	out := make([]any, 0, len(sent))
+func descriptorFields(tr *tracing.Tracer, sent []remote.DescriptorResult) []trace.Descriptor {
+	out := make([]trace.Descriptor, 0, len(sent))
 	for _, d := range sent {
-		entries := map[string]any{}
+		entries := make(map[string]string, len(d.Entries))
 		for _, e := range d.Entries {
 			entries[e.Key] = tr.Shown(e.Value)
 		}
@@ -510,11 +508,12 @@ func descriptorFields(tr *tracing.Tracer, sent []remote.DescriptorResult) []any 
 		if d.Tokens {
 			typ = "tokens"
 		}
-		m := map[string]any{"entries": entries, "type": typ, "code": d.Code}
+		td := trace.Descriptor{Entries: entries, Type: typ, Code: d.Code}
 		if d.HasLimit {
-			m["limit"], m["unit"], m["remaining"], m["resetSeconds"] = d.Limit, d.Unit, d.Remaining, int64(d.Reset/time.Second)
+			limit, rem := uint64(d.Limit), uint64(d.Remaining)
+			td.Limit, td.Unit, td.Remaining, td.ResetSeconds = &limit, d.Unit, &rem, seconds(d.Reset)
 		}
-		out = append(out, m)
+		out = append(out, td)
 	}
 	return out
 }
@@ -575,7 +574,7 @@ func traceAuthzRefusal(tr *tracing.Tracer, sets []*authzPolicy, act map[string]a
 		}
 		why = fmt.Sprintf("no allow rule holds (%s)", strings.Join(quoteAll(allow), ", "))
 	}
-	tracePolicy(tr, "authorization", applied("refused: "+why, map[string]any{"decision": "refused"}), true)
+	tracePolicy(tr, "authorization", applied("refused: "+why, trace.PolicyOutcome{Decision: "refused"}), true)
 	return why
 }
 
@@ -614,11 +613,7 @@ type cause struct {
 func (c cause) fields(status int) map[string]any {
 	m := map[string]any{"status": status}
 	if c.kind != "" {
-		cm := map[string]any{"kind": c.kind, "reason": c.reason}
-		if c.policy != "" {
-			cm["policy"] = c.policy
-		}
-		m["cause"] = cm
+		m["cause"] = trace.Cause{Kind: c.kind, Policy: c.policy, Reason: c.reason}
 	}
 	return m
 }

@@ -388,8 +388,8 @@ func refusedEntries(p *policyResult) string {
 		s += " (" + describeEntry(e) + ")"
 		if e.Key != nil {
 			// An entry with a key (a bucket per key): which bucket refused.
-			if e.Bucket != nil {
-				s += fmt.Sprintf(" for key %q (key %s)", *e.Bucket, *e.Key)
+			if b := e.Bucket.Value; b != nil {
+				s += fmt.Sprintf(" for key %q (key %s)", *b, *e.Key)
 			} else {
 				s += fmt.Sprintf(" in the bucket of requests without a key (key %s)", *e.Key)
 			}
