@@ -62,6 +62,7 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff > /dev/null 2>&1 || { echo "go.mod or go.sum is not tidy (go mod tidy):"; $(GO) mod tidy -diff; exit 1; }
 
 # kube-bins and ratelimit-bin first: cold builds take minutes and must not
 # count against a test binary's timeout. TEST_P test binaries run at once,
