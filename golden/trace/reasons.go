@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 )
 
 // The reasons a trace may carry (spec part 6: why a route matched or not,
@@ -198,9 +200,15 @@ type Usage struct {
 // conditional limit entry's condition is null for its group's fallback
 // and absent from an entry of no group.
 type Nullable[T any] struct {
-	// Set: the field is there; Value is nil where it is null.
+	// Set: the field is there; Value is nil where it is null (or of
+	// another type than T).
 	Set   bool
 	Value *T
+	// other is a value of another type than T, as it was read: encoding/json
+	// stops decoding at an error of an Unmarshaler, so a lenient reader
+	// (DecodeReason) would lose every field after it; StrictReason refuses
+	// it instead.
+	other string
 }
 
 // Some is a Nullable of v.
@@ -220,17 +228,60 @@ func (n Nullable[T]) MarshalJSON() ([]byte, error) {
 	return json.Marshal(*n.Value)
 }
 
-// UnmarshalJSON reads a value or null: n is then Set.
+// UnmarshalJSON reads a value or null: n is then Set. A value of another
+// type is read as null (and kept for StrictReason to refuse).
 func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
-	n.Set, n.Value = true, nil
+	*n = Nullable[T]{Set: true}
 	if string(b) == "null" {
 		return nil
 	}
 	v := new(T)
 	if err := json.Unmarshal(b, v); err != nil {
-		return err
+		n.other = string(b)
+		return nil
 	}
 	n.Value = v
+	return nil
+}
+
+// otherType is the value of another type n was read from, if any.
+func (n *Nullable[T]) otherType() string { return n.other }
+
+// otherTypes finds, in a value decoded into a reason type, a Nullable read
+// from a value of another type, and names its field.
+func otherTypes(v reflect.Value, path string) error {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return otherTypes(v.Elem(), path)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if err := otherTypes(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		if !v.CanAddr() {
+			return nil
+		}
+		if n, ok := v.Addr().Interface().(interface{ otherType() string }); ok {
+			if o := n.otherType(); o != "" {
+				return fmt.Errorf("json: field %s: %s is not a value of its type", path, o)
+			}
+			return nil
+		}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if err := otherTypes(v.Field(i), strings.TrimPrefix(path+"."+name, ".")); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -275,7 +326,10 @@ func StrictReason(v any, into any) error {
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
-	return d.Decode(into)
+	if err := d.Decode(into); err != nil {
+		return err
+	}
+	return otherTypes(reflect.ValueOf(into), "")
 }
 
 // StrictReasons holds the reasons e carries to the types above, strictly

@@ -36,13 +36,14 @@ func TestStrictReasons(t *testing.T) {
 	// Each bad one is a good one with one field misspelt, or of another
 	// type: a reader decoding it would lose the field.
 	bad := map[string]string{
-		`{"type":"routeSelection","reasons":[{"route":"r","result":"noMatch","reason":"x","condtion":"method"}]}`:                                                                                       "condtion",
-		`{"type":"policy","kind":"localRateLimit","result":{"type":"apply","entries":[{"index":0,"from":"f","type":"requests","maxTokens":1,"tokensPerFill":1,"fillInterval":"1s","refusedBy":true}]}}`: "refusedBy",
-		`{"type":"policy","kind":"remoteRateLimit","result":{"type":"apply","descriptors":[{"entries":{"k":"v"},"type":"requests","code":"OK","limit":"two"}]}}`:                                        "limit",
-		`{"type":"policy","kind":"jwt","result":{"type":"apply","provider":"idp"}}`:                                                                                                                     "provider",
-		`{"type":"policy","kind":"apiKey","result":{"type":"apply","apiKey":"sk-1"}}`:                                                                                                                   "apiKey",
-		`{"type":"policyEvent","kind":"localRateLimit","details":"d","tokens":40,"entries":[],"usage":{"promptTokens":10}}`:                                                                             "promptTokens",
-		`{"type":"requestFinished","cause":{"kind":"noRoute","reason":"r","route":"x"}}`:                                                                                                                "route",
+		`{"type":"routeSelection","reasons":[{"route":"r","result":"noMatch","reason":"x","condtion":"method"}]}`:                                                                                           "condtion",
+		`{"type":"policy","kind":"localRateLimit","result":{"type":"apply","entries":[{"index":0,"from":"f","type":"requests","maxTokens":1,"tokensPerFill":1,"fillInterval":"1s","refusedBy":true}]}}`:     "refusedBy",
+		`{"type":"policy","kind":"remoteRateLimit","result":{"type":"apply","descriptors":[{"entries":{"k":"v"},"type":"requests","code":"OK","limit":"two"}]}}`:                                            "limit",
+		`{"type":"policy","kind":"localRateLimit","result":{"type":"apply","entries":[{"index":0,"from":"f","type":"requests","maxTokens":1,"tokensPerFill":1,"fillInterval":"1s","key":"k","bucket":5}]}}`: "result.entries[0].bucket: 5",
+		`{"type":"policy","kind":"jwt","result":{"type":"apply","provider":"idp"}}`:                                                                                                                         "provider",
+		`{"type":"policy","kind":"apiKey","result":{"type":"apply","apiKey":"sk-1"}}`:                                                                                                                       "apiKey",
+		`{"type":"policyEvent","kind":"localRateLimit","details":"d","tokens":40,"entries":[],"usage":{"promptTokens":10}}`:                                                                                 "promptTokens",
+		`{"type":"requestFinished","cause":{"kind":"noRoute","reason":"r","route":"x"}}`:                                                                                                                    "route",
 	}
 	for s, field := range bad {
 		// The event is in the error; the decoder's own words (the
@@ -136,5 +137,24 @@ func TestNullable(t *testing.T) {
 			back.N.Value != nil && *back.N.Value != *v.N.Value {
 			t.Errorf("%s read back as %+v, %v", b, back, err)
 		}
+	}
+}
+
+// TestNullableOfAnotherTypeIsLenient: a lenient reader of a Nullable of
+// another type reads it as null and goes on with the fields after it
+// (encoding/json would stop at an Unmarshaler's error).
+func TestNullableOfAnotherTypeIsLenient(t *testing.T) {
+	var o PolicyOutcome
+	m := map[string]any{"type": "apply", "service": "s",
+		"entries": []any{map[string]any{"bucket": 5, "condition": "c", "index": 3, "from": "f"}}}
+	if !DecodeReason(m, &o) {
+		t.Fatal("not decoded")
+	}
+	if len(o.Entries) != 1 || o.Service != "s" || o.Type != "apply" {
+		t.Fatalf("fields after the bucket of another type were lost: %+v", o)
+	}
+	e := o.Entries[0]
+	if !e.Bucket.Set || e.Bucket.Value != nil || e.Index != 3 || e.From != "f" || e.Condition.Value == nil || *e.Condition.Value != "c" {
+		t.Errorf("entry read as %+v", e)
 	}
 }
