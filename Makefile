@@ -207,6 +207,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseIETF -fuzztime $(FUZZTIME) ./steps/stepdefs
 	$(GO) test -run '^$$' -fuzz FuzzParseTraceparent -fuzztime $(FUZZTIME) ./golden/trace/otlp
 	$(GO) test -run '^$$' -fuzz FuzzAppendUnquoted -fuzztime $(FUZZTIME) ./golden/trace/jsonscan
+	$(GO) test -run '^$$' -fuzz FuzzExplain -fuzztime $(FUZZTIME) ./golden/trace/explain
 	for f in FuzzAppendEvent FuzzMayRedact FuzzAppendParsed FuzzAppendText FuzzCapture; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./golden/trace/redact || exit 1; done
 

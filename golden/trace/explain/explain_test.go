@@ -225,6 +225,14 @@ func TestReasons(t *testing.T) {
 // FuzzExplain: any trace explains without panicking.
 func FuzzExplain(f *testing.F) {
 	files, _ := filepath.Glob(realTraces + "*.jsonl")
+	// refproxy's golden traces, which carry its reasons.
+	golden, _ := filepath.Glob("../../traces/*.jsonl")
+	files = append(files, golden...)
+	// Reasons of other types than golden/trace's: a bucket and a
+	// condition that are not strings, entries that are not a list.
+	f.Add([]byte(`{"eventStart":null,"eventEnd":5,"severity":"warn","message":{"kind":"localRateLimit","result":{"decision":"refused","details":"d","entries":[{"bucket":5,"condition":{},"entry":0,"index":"0","key":7,"refused":true,"remaining":-1}],"type":"apply"},"type":"policy"}}` + "\n" +
+		`{"eventStart":null,"eventEnd":8,"severity":"warn","message":{"cause":{"kind":"rateLimit","policy":3,"reason":null},"status":429,"type":"requestFinished"}}`))
+	f.Add([]byte(`{"eventStart":null,"eventEnd":5,"severity":"warn","message":{"kind":"remoteRateLimit","result":{"decision":"refused","descriptors":{"a":1},"entries":"x","type":"apply"},"type":"policy"}}`))
 	for _, p := range files {
 		b, err := os.ReadFile(p)
 		if err == nil {
