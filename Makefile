@@ -56,8 +56,13 @@ debian-packages:
 # binary (./steps, most of the module's packages) and the static programs
 # build: they reuse vet's compile (vet -race would move the compile to the
 # catalogue, not save it; docs/ci.md). No package of the module uses cgo.
+#
+# Then again for macOS: operators run gwdiag there (trace, config, and
+# conformance against a process, a container, kind or a kubeconfig; only
+# the local node is Linux's), so every package must build for it.
 vet:
 	$(STATIC_ENV) $(GO) vet $(STATIC_FLAGS) $(PKGS)
+	GOOS=darwin GOARCH=arm64 $(STATIC_ENV) $(GO) vet $(STATIC_FLAGS) $(PKGS)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

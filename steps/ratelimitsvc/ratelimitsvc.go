@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gwdiag/gwdiag/clusters/toolbin"
@@ -212,7 +211,7 @@ func Start(ctx context.Context, o Options) (_ *Service, err error) {
 	s.redis = exec.Command(redisBin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
 		"--save", "", "--appendonly", "no", "--dir", dir)
 	s.redis.Stdout, s.redis.Stderr = s.out, s.out
-	s.redis.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	toolbin.DieWithParent(s.redis, false)
 	if err := s.redis.Start(); err != nil {
 		return nil, fmt.Errorf("redis-server: %w", err)
 	}
@@ -288,7 +287,7 @@ func (s *Service) Restart(ctx context.Context) error {
 	cmd := exec.Command(s.bin)
 	cmd.Env = append(os.Environ(), s.env...)
 	cmd.Stdout, cmd.Stderr = s.out, s.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	toolbin.DieWithParent(cmd, false)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("rate-limit service: %w", err)
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command peakrss is a test fixture: it runs a command and writes the
 // command's peak resident memory, in KiB, to the file named by -o.
 //

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,11 @@ import (
 // ErrNotRoot is returned (wrapped) by StartCluster when the process is not
 // root: containerd, runc, the bridge and the cgroups all need it.
 var ErrNotRoot = errors.New("a local node needs root (containerd, runc, a network bridge and cgroups)")
+
+// ErrNotLinux is returned by StartCluster on any other system: the node's
+// containerd, runc and kubelet are Linux programs. A cluster of kind (in
+// Docker Desktop's Linux VM, say) or any kubeconfig serves there instead.
+var ErrNotLinux = errors.New("a local node runs on Linux only; use --cluster kind or --kubeconfig")
 
 // PauseImage is the sandbox image of the node's pods, packed from
 // clusters/kube/cmd/pause and imported before the kubelet starts.
@@ -146,6 +152,9 @@ func (c *Cluster) addPhase(name string, since time.Time) time.Time {
 // killed before its Stop left (processes, bridge, cgroups, sysctls, state).
 // Stop releases everything; on a failed start, StartCluster releases it.
 func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error) {
+	if runtime.GOOS != "linux" {
+		return nil, ErrNotLinux
+	}
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
 	}
@@ -698,7 +707,7 @@ func (c *Cluster) start(ctx context.Context, o ClusterOptions, name, bin string,
 	}
 	p := &proc{name: name, cmd: exec.Command(bin, args...), exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	toolbin.DieWithParent(p.cmd, true)
 	if err := p.cmd.Start(); err != nil {
 		return fmt.Errorf("local node: start %s: %w", name, err)
 	}

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gwdiag/gwdiag/clusters/toolbin"
 )
 
 // Debian packages the node runs, unpacked with dpkg -x.
@@ -166,7 +168,7 @@ func StartContainerd(ctx context.Context, o ContainerdOptions) (*Containerd, err
 	// which stops containerd in order, not containerd directly.
 	// Killed with this process: a run that dies leaves the rest to the
 	// next run's sweep, not a containerd.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	toolbin.DieWithParent(c.cmd, true)
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}

@@ -111,7 +111,15 @@ func (m *Mocks) Close() {
 // connecting to the port is refused while the socket (fd, closed with
 // syscall.Close) holds it, and no other program can take it.
 func ReservePort() (fd, port int, err error) {
-	fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// Close-on-exec as the net package makes it where SOCK_CLOEXEC is
+	// not a flag of socket(2) (macOS): under ForkLock, so that no child
+	// started meanwhile inherits the socket and holds the port.
+	syscall.ForkLock.RLock()
+	fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return 0, 0, err
 	}
