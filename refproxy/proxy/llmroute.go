@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -106,6 +107,34 @@ func modelMatches(pattern, model string) bool {
 	return pattern == model
 }
 
+// pickModel picks an LLM route's backend by the request's model, or
+// answers the model list, or that no model of the route takes it.
+func (dp *Dataplane) pickModel(ctx *fasthttp.RequestCtx, rt *route, v *reqView, st *admitted, a *localAnswer) bool {
+	if isModelList(v) {
+		ctx.Response.Header.SetContentType("application/json")
+		*a = localAnswer{own: true, status: http.StatusOK, body: b2s(rt.llm.list),
+			why: cause{kind: causeDirect, reason: "the model list of the route's llm models, answered by the proxy"}}
+		return false
+	}
+	model, ok := "", false
+	if body, read := requestBody(&ctx.Request); read {
+		model, ok = llm.ModelOf(body)
+	}
+	if ok {
+		st.be = rt.llm.pick(model, v)
+	}
+	if st.be != nil {
+		return true
+	}
+	ctx.Response.Header.SetContentType("application/json")
+	reason := "the request names no model"
+	if ok {
+		reason = fmt.Sprintf("no model of the route takes %q (or its header conditions do not hold)", model)
+	}
+	*a = localAnswer{own: true, status: http.StatusNotFound, body: modelNotFound(model, ok), why: cause{kind: causeNoModel, reason: reason}}
+	return false
+}
+
 // isModelList reports whether the request asks for the model list.
 func isModelList(v *reqView) bool {
 	return v.method == http.MethodGet && (v.path == "/v1/models" || v.path == "/models")
@@ -144,14 +173,27 @@ func requestBody(req *fasthttp.Request) ([]byte, bool) {
 	return req.Body(), true
 }
 
-// setModel replaces the request's model with the backend's (an AI
-// backend's provider.openAI.model, an llm model's params.model).
-func setModel(req *fasthttp.Request, model string) {
+// rewriteLLMBody rewrites the JSON body of a request going to its backend,
+// read once: the backend's model put in place of the request's (model: an
+// AI backend's provider.openAI.model, an llm model's params.model), and,
+// on a route that counts tokens, llm.PrepareBody's stream options.
+func rewriteLLMBody(req *fasthttp.Request, model string, tokens bool) {
 	body, ok := requestBody(req)
 	if !ok {
 		return
 	}
-	if out, ok := llm.SetModel(body, model); ok {
+	out, changed := body, false
+	if model != "" {
+		if b, ok := llm.SetModel(out, model); ok {
+			out, changed = b, true
+		}
+	}
+	if tokens {
+		if b, ok := llm.PrepareBody(out); ok {
+			out, changed = b, true
+		}
+	}
+	if changed {
 		req.SetBodyRaw(out)
 		req.Header.SetContentLength(len(out))
 	}

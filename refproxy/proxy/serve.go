@@ -98,11 +98,8 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	// modifiers and backend auth applied, the request traced as the backend
 	// gets it, then forwarded (or tunnelled, for an upgrade).
 	pol, be := rt.pol, st.be
-	if be.model != "" {
-		setModel(&ctx.Request, be.model)
-	}
-	if rt.tokens {
-		prepareLLMRequest(&ctx.Request)
+	if be.model != "" || rt.tokens {
+		rewriteLLMBody(&ctx.Request, be.model, rt.tokens)
 	}
 	if pol != nil {
 		for _, m := range pol.reqMod {
@@ -277,34 +274,6 @@ func (dp *Dataplane) applyPolicies(ctx *fasthttp.RequestCtx, tr *tracing.Tracer,
 		return false
 	}
 	return true
-}
-
-// pickModel picks an LLM route's backend by the request's model, or
-// answers the model list, or that no model of the route takes it.
-func (dp *Dataplane) pickModel(ctx *fasthttp.RequestCtx, rt *route, v *reqView, st *admitted, a *localAnswer) bool {
-	if isModelList(v) {
-		ctx.Response.Header.SetContentType("application/json")
-		*a = localAnswer{own: true, status: http.StatusOK, body: b2s(rt.llm.list),
-			why: cause{kind: causeDirect, reason: "the model list of the route's llm models, answered by the proxy"}}
-		return false
-	}
-	model, ok := "", false
-	if body, read := requestBody(&ctx.Request); read {
-		model, ok = llm.ModelOf(body)
-	}
-	if ok {
-		st.be = rt.llm.pick(model, v)
-	}
-	if st.be != nil {
-		return true
-	}
-	ctx.Response.Header.SetContentType("application/json")
-	reason := "the request names no model"
-	if ok {
-		reason = fmt.Sprintf("no model of the route takes %q (or its header conditions do not hold)", model)
-	}
-	*a = localAnswer{own: true, status: http.StatusNotFound, body: modelNotFound(model, ok), why: cause{kind: causeNoModel, reason: reason}}
-	return false
 }
 
 // answerLocally answers a request the route's policies stopped: the
@@ -683,19 +652,6 @@ func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadC
 			c.warnMu.Unlock()
 		}
 	})
-}
-
-// prepareLLMRequest applies llm.PrepareBody to a JSON request body of
-// known, bounded size that is already in memory or can be read.
-func prepareLLMRequest(req *fasthttp.Request) {
-	body, ok := requestBody(req)
-	if !ok {
-		return
-	}
-	if out, ok := llm.PrepareBody(body); ok {
-		req.SetBodyRaw(out)
-		req.Header.SetContentLength(len(out))
-	}
 }
 
 // routePolicies traces the request after the route's policies, when the
