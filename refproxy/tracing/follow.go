@@ -1,11 +1,8 @@
 package tracing
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -229,44 +226,4 @@ func (r *Registry) cancelFollower(w *Watcher) {
 			return
 		}
 	}
-}
-
-// NewRequestID is a request id for a followed request the client sent none
-// for: 16 hex digits.
-func NewRequestID() string {
-	var b [16]byte
-	return string(appendRequestID(b[:0]))
-}
-
-// appendRequestID appends a new request id to b. The id names a request
-// on a follow stream and in logs, and need not be secret: a fast
-// generator's 64 random bits (the runtime's, seeded per process).
-func appendRequestID(b []byte) []byte {
-	var raw [8]byte
-	binary.BigEndian.PutUint64(raw[:], rand.Uint64())
-	return hex.AppendEncode(b, raw[:])
-}
-
-// SetRequestID names the request on follow streams; set it before the
-// first event.
-func (t *Tracer) SetRequestID(id string) { t.id, t.gen = id, false }
-
-// NewRequestID names the request with a new id (NewRequestID's form) and
-// returns its digits, valid for the request's lifetime, for the headers
-// that carry it; set it before the first event.
-func (t *Tracer) NewRequestID() []byte {
-	appendRequestID(t.genID[:0])
-	t.id, t.gen = "", true
-	return t.genID[:]
-}
-
-// RequestID is the id follow streams see, or "".
-func (t *Tracer) RequestID() string {
-	if t == nil {
-		return ""
-	}
-	if t.gen && t.id == "" {
-		t.id = string(t.genID[:])
-	}
-	return t.id
 }
