@@ -407,3 +407,37 @@ func BenchmarkServeTracedPolicies(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkServeLocalAnswer measures a request the proxy answers itself
+// (untraced): no route takes it, the route's local limit refuses it (with
+// the limit's headers and a CORS origin), its directResponse answers.
+func BenchmarkServeLocalAnswer(b *testing.B) {
+	route := func(policies string) string {
+		return "gateways:\n  default: {port: 0}\nroutes:\n- name: httpbin\n  matches: [{path: {pathPrefix: /get}}]\n  policies:\n" + policies +
+			"\n  backends: [{host: \"127.0.0.1:1\"}]\n"
+	}
+	for _, c := range []struct {
+		name, policies, path string
+		status               int
+	}{
+		{"no-route", "    {}", "/other", fasthttp.StatusNotFound},
+		{"refused", "    cors: {allowOrigins: [\"*\"]}\n    rateLimitHeaders: [xRateLimit, ietf]\n    localRateLimit: [{maxTokens: 1, tokensPerFill: 1, fillInterval: 24h}]", "/get", fasthttp.StatusTooManyRequests},
+		{"direct", "    directResponse: {status: 204}", "/get", fasthttp.StatusNoContent},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			_, h := newBenchHandlerFor(b, false, route(c.policies))
+			e := newExchange()
+			e.req.SetRequestURI(c.path)
+			e.req.Header.Set("Origin", "https://app.example")
+			e.serve(h) // the limit's one token
+			e.serve(h)
+			if e.status != c.status {
+				b.Fatalf("status %d, want %d", e.status, c.status)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				e.serve(h)
+			}
+		})
+	}
+}

@@ -111,8 +111,7 @@ func modelMatches(pattern, model string) bool {
 // answers the model list, or that no model of the route takes it.
 func (dp *Dataplane) pickModel(ctx *fasthttp.RequestCtx, rt *route, v *reqView, st *admitted, a *localAnswer) bool {
 	if isModelList(v) {
-		ctx.Response.Header.SetContentType("application/json")
-		*a = localAnswer{own: true, status: http.StatusOK, body: b2s(rt.llm.list),
+		*a = localAnswer{own: true, status: http.StatusOK, ctype: "application/json", body: b2s(rt.llm.list),
 			why: cause{kind: causeDirect, reason: "the model list of the route's llm models, answered by the proxy"}}
 		return false
 	}
@@ -126,12 +125,11 @@ func (dp *Dataplane) pickModel(ctx *fasthttp.RequestCtx, rt *route, v *reqView, 
 	if st.be != nil {
 		return true
 	}
-	ctx.Response.Header.SetContentType("application/json")
 	reason := "the request names no model"
 	if ok {
 		reason = fmt.Sprintf("no model of the route takes %q (or its header conditions do not hold)", model)
 	}
-	*a = localAnswer{own: true, status: http.StatusNotFound, body: modelNotFound(model, ok), why: cause{kind: causeNoModel, reason: reason}}
+	*a = localAnswer{own: true, status: http.StatusNotFound, ctype: "application/json", body: modelNotFound(model, ok), why: cause{kind: causeNoModel, reason: reason}}
 	return false
 }
 

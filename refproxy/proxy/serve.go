@@ -1,7 +1,7 @@
 // The request path, top-down: accept a request and take a trace watcher
-// (serve), select a route and apply the rate limits, answer locally (local)
-// or forward to the backend (forward), answer with the backend's status and
-// headers (respondHeaders) or the failure (backendError, clientBodyError),
+// (serve), select a route and apply its policies (applyPolicies), answer
+// locally (answerLocally) or forward to the backend (forward), answer with
+// the backend's status and headers (respondHeaders) or the failure (backendError, clientBodyError),
 // and charge LLM tokens as the body passes (watchTokens). The call that
 // carries a forwarded request to its end is in call.go; the rules for
 // forwarded headers in headers.go; trace snapshots in snapshots.go; backend
@@ -77,9 +77,12 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	if bt != nil {
 		v = newView(&ctx.Request)
 	}
+	var st admitted
+	var a localAnswer
 	rt, why := routeFor(&v, tr, bt, &initial)
 	if rt == nil {
-		dp.local(ctx, tr, http.StatusNotFound, "route not found\n", ratelimit.Decision{}, why)
+		a = localAnswer{status: http.StatusNotFound, body: "route not found\n", why: why}
+		dp.answerLocally(ctx, tr, nil, &st, &a)
 		return
 	}
 	if tr != nil {
@@ -88,8 +91,6 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 		tr.RecordNext(trace.SeverityInfo, trace.PolicySelection, ps)
 		traceSkippedPolicies(tr, rt)
 	}
-	var st admitted
-	var a localAnswer
 	if !dp.applyPolicies(ctx, tr, rt, &v, &st, &a) {
 		dp.answerLocally(ctx, tr, rt, &st, &a)
 		return
@@ -164,26 +165,29 @@ type admitted struct {
 	be     *backend
 }
 
-// localAnswer is a request the proxy answers itself once its route is
-// known: the one way out of the route's policies before a backend
-// (answerLocally writes it).
+// localAnswer is a request the proxy answers itself, without a backend:
+// no route took it, or one of its route's policies stopped it.
+// answerLocally writes it; nothing else writes a local answer.
 type localAnswer struct {
 	// own: the route's own response (directResponse, the LLM model list
 	// and its errors, a CORS preflight): its response header modifiers
-	// and CORS headers apply (direct). Otherwise the proxy's answer, with
-	// the CORS headers only.
+	// and CORS headers apply. Otherwise the proxy's answer, with the
+	// route's CORS headers only.
 	own bool
 	// preflight: a CORS preflight, whose CORS headers are set already.
 	preflight bool
-	// refused: a 429 of the route's limits, in the route's error format;
-	// global: of the global rate-limit service (HeaderRateLimited).
+	// refused: a 429 of the route's limits, in the route's error format
+	// (status, ctype and body are the format's); global: of the global
+	// rate-limit service (HeaderRateLimited).
 	refused, global bool
 	// wwwAuthenticate is the challenge of an auth policy's 401.
 	wwwAuthenticate string
 	status          int
-	body            string
-	warnings        []any
-	why             cause
+	// ctype is the body's Content-Type; "" is text/plain; charset=utf-8.
+	ctype    string
+	body     string
+	warnings []any
+	why      cause
 }
 
 // applyPolicies applies the route's policies in order: CORS (a preflight is
@@ -276,33 +280,81 @@ func (dp *Dataplane) applyPolicies(ctx *fasthttp.RequestCtx, tr *tracing.Tracer,
 	return true
 }
 
-// answerLocally answers a request the route's policies stopped: the
-// request after them traced, then the route's own response or the proxy's
-// (with the CORS headers), each with the limits' headers.
+// answerLocally answers a request the proxy answers itself (a says how;
+// rt is nil when no route took it), the one way such an answer leaves the
+// data plane: the request after the route's policies traced, then the
+// limits' headers, the route's response header modifiers and CORS headers
+// (its own response) or its CORS headers only (the proxy's), what the
+// answer adds (a 429's Retry-After, a 401's challenge), the status and
+// body, and requestFinished with a's cause and warnings.
 func (dp *Dataplane) answerLocally(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, st *admitted, a *localAnswer) {
-	dp.routePolicies(ctx, tr)
-	st.d.Families = rt.families
+	var pol *routePolicies
+	if rt != nil {
+		if tr != nil {
+			dp.traceRequest(ctx, tr, trace.StageRoutePolicies, nil)
+		}
+		st.d.Families, pol = rt.families, rt.pol
+	}
+	if a.refused {
+		a.status = http.StatusTooManyRequests
+		a.ctype, a.body = refusal(rt.errorShape)
+	}
+	resp := &ctx.Response
+	h := &resp.Header
+	st.d.WriteFamilies(time.Now(), nil, h.Set, h.Add)
 	switch {
+	case a.preflight:
+		pol.applyResponse(corsResult{}, h)
 	case a.own:
-		cors := st.cors
-		if a.preflight {
-			cors = corsResult{}
-		}
-		dp.direct(ctx, tr, rt, cors, a.status, a.body, st.d, a.why)
-	case a.refused:
-		rt.pol.corsHeaders(st.cors, &ctx.Response.Header)
-		if a.global {
-			ctx.Response.Header.Set(HeaderRateLimited, "true")
-		}
-		dp.refuse(ctx, tr, rt, st.d, a.warnings, a.why)
+		pol.applyResponse(st.cors, h)
 	default:
-		rt.pol.corsHeaders(st.cors, &ctx.Response.Header)
-		if a.wwwAuthenticate != "" {
-			ctx.Response.Header.Set("WWW-Authenticate", a.wwwAuthenticate)
+		pol.corsHeaders(st.cors, h)
+	}
+	if a.global {
+		h.Set(HeaderRateLimited, "true")
+	}
+	if a.wwwAuthenticate != "" {
+		h.Set("WWW-Authenticate", a.wwwAuthenticate)
+	}
+	if a.refused {
+		st.d.RetryAfter(h.Set)
+	}
+	if a.ctype != "" {
+		h.SetContentType(a.ctype)
+	}
+	resp.SetStatusCode(a.status)
+	resp.SetBodyString(a.body)
+	if a.refused {
+		h.SetContentLength(len(a.body))
+	}
+	if tr != nil {
+		dp.traceResponse(tr, trace.StageFinalResponse, a.status, h, false)
+		fields := a.why.fields(a.status)
+		if len(a.warnings) > 0 {
+			fields["warnings"] = a.warnings
 		}
-		dp.answer(ctx, tr, a.status, a.body, st.d, a.warnings, a.why)
+		tr.Emit(statusSeverity(a.status, nil), trace.RequestFinished, fields)
 	}
 }
+
+// refusal is the Content-Type and body of a 429 of the route's limits:
+// the spec's text, or with the route's rateLimitError openai or anthropic,
+// the JSON error those clients parse.
+func refusal(shape string) (ctype, body string) {
+	switch shape {
+	case config.RateLimitErrorOpenAI:
+		return "application/json", openAIRateLimitBody
+	case config.RateLimitErrorAnthropic:
+		return "application/json", anthropicRateLimitBody
+	}
+	return ratelimit.RefusedContentType, ratelimit.RefusedBody
+}
+
+// openAIRateLimitBody is a 429's body in OpenAI's error shape.
+const openAIRateLimitBody = `{"error":{"message":"rate limit exceeded","type":"rate_limit_error","code":"rate_limit_exceeded"}}`
+
+// anthropicRateLimitBody is a 429's body in Anthropic's error shape.
+const anthropicRateLimitBody = `{"type":"error","error":{"type":"rate_limit_error","message":"rate limit exceeded"}}`
 
 // routeFor picks the route of the request (v is nil-valued without a
 // bind); a traced request also traces routeSelection with every route's
@@ -388,65 +440,6 @@ func followRequest(ctx *fasthttp.RequestCtx, tr *tracing.Tracer) {
 	id := tr.NewRequestID()
 	ctx.Request.Header.SetBytesV(HeaderRequestID, id)
 	ctx.Response.Header.SetBytesV(HeaderRequestID, id)
-}
-
-// local answers without calling a backend (404, 429, 503) and traces it
-// with why.
-func (dp *Dataplane) local(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code int, body string, d ratelimit.Decision, why cause) {
-	dp.answer(ctx, tr, code, body, d, nil, why)
-}
-
-// refuse answers a 429 of the route's limits (d: the decision that
-// refused, for the headers): the spec's text body, or with the route's
-// rateLimitError: openai or anthropic, the JSON error those clients parse.
-func (dp *Dataplane) refuse(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, d ratelimit.Decision, warnings []any, why cause) {
-	ctype, body := ratelimit.RefusedContentType, ratelimit.RefusedBody
-	switch rt.errorShape {
-	case config.RateLimitErrorOpenAI:
-		ctype, body = "application/json", openAIRateLimitBody
-	case config.RateLimitErrorAnthropic:
-		ctype, body = "application/json", anthropicRateLimitBody
-	}
-	dp.answerAs(ctx, tr, http.StatusTooManyRequests, ctype, body, d, warnings, why)
-}
-
-// openAIRateLimitBody is a 429's body in OpenAI's error shape.
-const openAIRateLimitBody = `{"error":{"message":"rate limit exceeded","type":"rate_limit_error","code":"rate_limit_exceeded"}}`
-
-// anthropicRateLimitBody is a 429's body in Anthropic's error shape.
-const anthropicRateLimitBody = `{"type":"error","error":{"type":"rate_limit_error","message":"rate limit exceeded"}}`
-
-// answer is local with warnings for requestFinished.
-func (dp *Dataplane) answer(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code int, body string, d ratelimit.Decision, warnings []any, why cause) {
-	ctype := "text/plain; charset=utf-8"
-	if code == http.StatusTooManyRequests {
-		ctype = ratelimit.RefusedContentType
-	}
-	dp.answerAs(ctx, tr, code, ctype, body, d, warnings, why)
-}
-
-// answerAs is answer with the body's Content-Type; a 429 also carries
-// Retry-After.
-func (dp *Dataplane) answerAs(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, code int, ctype, body string, d ratelimit.Decision, warnings []any, why cause) {
-	resp := &ctx.Response
-	d.WriteFamilies(time.Now(), nil, resp.Header.Set, resp.Header.Add)
-	if code == http.StatusTooManyRequests {
-		d.RetryAfter(resp.Header.Set)
-	}
-	resp.Header.SetContentType(ctype)
-	resp.SetStatusCode(code)
-	resp.SetBodyString(body)
-	if code == http.StatusTooManyRequests {
-		resp.Header.SetContentLength(len(body))
-	}
-	if tr != nil {
-		dp.traceResponse(tr, trace.StageFinalResponse, code, &resp.Header, false)
-		fields := why.fields(code)
-		if len(warnings) > 0 {
-			fields["warnings"] = warnings
-		}
-		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, fields)
-	}
 }
 
 // forward sends the request to c.be and streams the answer back: the
@@ -652,27 +645,4 @@ func (dp *Dataplane) watchTokens(c *call, resp *fasthttp.Response, body io.ReadC
 			c.warnMu.Unlock()
 		}
 	})
-}
-
-// routePolicies traces the request after the route's policies, when the
-// proxy answers it itself.
-func (dp *Dataplane) routePolicies(ctx *fasthttp.RequestCtx, tr *tracing.Tracer) {
-	if tr != nil {
-		dp.traceRequest(ctx, tr, trace.StageRoutePolicies, nil)
-	}
-}
-
-// direct answers with a response of the route's own (directResponse, the
-// LLM model list and its errors): status and body, the route's response
-// header modifiers and CORS headers, and the rate-limit headers.
-func (dp *Dataplane) direct(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, cors corsResult, code int, body string, d ratelimit.Decision, why cause) {
-	resp := &ctx.Response
-	d.WriteFamilies(time.Now(), nil, resp.Header.Set, resp.Header.Add)
-	rt.pol.applyResponse(cors, &resp.Header)
-	resp.SetStatusCode(code)
-	resp.SetBodyString(body)
-	if tr != nil {
-		dp.traceResponse(tr, trace.StageFinalResponse, code, &resp.Header, false)
-		tr.Emit(statusSeverity(code, nil), trace.RequestFinished, why.fields(code))
-	}
 }
