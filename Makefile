@@ -213,6 +213,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseTraceparent -fuzztime $(FUZZTIME) ./golden/trace/otlp
 	$(GO) test -run '^$$' -fuzz FuzzAppendUnquoted -fuzztime $(FUZZTIME) ./golden/trace/jsonscan
 	$(GO) test -run '^$$' -fuzz FuzzExplain -fuzztime $(FUZZTIME) ./golden/trace/explain
+	$(GO) test -run '^$$' -fuzz FuzzIETFFields -fuzztime $(FUZZTIME) ./refproxy/ratelimit
 	for f in FuzzAppendEvent FuzzMayRedact FuzzAppendParsed FuzzAppendText FuzzCapture; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./golden/trace/redact || exit 1; done
 

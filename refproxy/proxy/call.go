@@ -97,9 +97,9 @@ func (c *call) respond(code int, backend, h *fasthttp.ResponseHeader) {
 			// The backend's own rate-limit headers, copied into h, stay
 			// where they are stricter than the route's.
 			d.WriteFamilies(time.Now(), func(name string) string { return peekResponseFold(h, name) },
-				func(name, value string) { setResponseFold(h, name, value) }, h.Add)
+				func(name string, value []byte) { setResponseFold(h, name, value) }, h.AddBytesV)
 		} else {
-			d.WriteFamilies(time.Now(), nil, h.Set, h.Add)
+			d.WriteFamilies(time.Now(), nil, h.SetBytesV, h.AddBytesV)
 		}
 	}
 	c.rt.pol.applyResponse(c.cors, h)
@@ -122,7 +122,7 @@ func peekResponseFold(h *fasthttp.ResponseHeader, name string) string {
 // setResponseFold sets the response header name to value, replacing it in
 // whatever case the backend wrote it (names are not normalised here, so
 // h.Set alone would add a second field beside "X-Ratelimit-Limit-Requests").
-func setResponseFold(h *fasthttp.ResponseHeader, name, value string) {
+func setResponseFold(h *fasthttp.ResponseHeader, name string, value []byte) {
 	var other []string
 	for k := range h.All() {
 		if len(k) == len(name) && b2s(k) != name && strings.EqualFold(b2s(k), name) {
@@ -132,7 +132,7 @@ func setResponseFold(h *fasthttp.ResponseHeader, name, value string) {
 	for _, k := range other {
 		h.Del(k)
 	}
-	h.Set(name, value)
+	h.SetBytesV(name, value)
 }
 
 // renderCallResult is backendCallResult's members: error, and status

@@ -301,7 +301,7 @@ func (dp *Dataplane) answerLocally(ctx *fasthttp.RequestCtx, tr *tracing.Tracer,
 	}
 	resp := &ctx.Response
 	h := &resp.Header
-	st.d.WriteFamilies(time.Now(), nil, h.Set, h.Add)
+	st.d.WriteFamilies(time.Now(), nil, h.SetBytesV, h.AddBytesV)
 	switch {
 	case a.preflight:
 		pol.applyResponse(corsResult{}, h)
@@ -317,7 +317,7 @@ func (dp *Dataplane) answerLocally(ctx *fasthttp.RequestCtx, tr *tracing.Tracer,
 		h.Set("WWW-Authenticate", a.wwwAuthenticate)
 	}
 	if a.refused {
-		st.d.RetryAfter(h.Set)
+		st.d.RetryAfter(h.SetBytesV)
 	}
 	if a.ctype != "" {
 		h.SetContentType(a.ctype)

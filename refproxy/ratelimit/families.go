@@ -5,9 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/dunglas/httpsfv"
 )
 
 // Family is a set of rate-limit response headers, as one kind of client
@@ -157,6 +156,16 @@ const (
 	HeaderRateLimit = "ratelimit"
 )
 
+// HeaderFunc sets or adds a response header. value is valid only during
+// the call (it is a buffer the next value reuses): a header copies it, as
+// fasthttp's SetBytesV and AddBytesV do.
+type HeaderFunc func(name string, value []byte)
+
+// scratch holds the buffers header values are written in, so that a
+// response's rate-limit headers cost no allocation
+// (TestWriteFamiliesAllocations).
+var scratch = sync.Pool{New: func() any { return new([128]byte) }}
+
 // WriteFamilies writes d's headers in each of d.Families (nothing when
 // !d.Limited). now dates Anthropic's resets. peek, when not nil, reads
 // what the backend's response already carries: a family's values for a
@@ -164,10 +173,13 @@ const (
 // remaining) are left as the backend wrote them, and the IETF fields are
 // added beside the backend's, so a response never looks more permissive
 // than its upstream said.
-func (d Decision) WriteFamilies(now time.Time, peek func(name string) string, set, add func(name, value string)) {
+func (d Decision) WriteFamilies(now time.Time, peek func(name string) string, set, add HeaderFunc) {
 	if !d.Limited {
 		return
 	}
+	buf := scratch.Get().(*[128]byte)
+	defer scratch.Put(buf)
+	b := buf[:0]
 	for _, f := range Families {
 		if !d.Families.Has(f) {
 			continue
@@ -175,10 +187,16 @@ func (d Decision) WriteFamilies(now time.Time, peek func(name string) string, se
 		switch f {
 		case FamilyXRateLimit:
 			if !upstreamStricter(peek, HeaderRemaining, d.Remaining) {
-				d.EachHeader(set)
+				b = d.eachHeader(b, set)
 			}
 		case FamilyIETF:
-			d.writeIETF(add)
+			if !d.Requests.Set && !d.Tokens.Set {
+				continue
+			}
+			b = d.appendIETF(b[:0], true)
+			add(HeaderPolicy, b)
+			b = d.appendIETF(b[:0], false)
+			add(HeaderRateLimit, b)
 		case FamilyOpenAI, FamilyAnthropic:
 			names := &openAINames
 			if f == FamilyAnthropic {
@@ -189,12 +207,12 @@ func (d Decision) WriteFamilies(now time.Time, peek func(name string) string, se
 				if !w.Set || upstreamStricter(peek, n.remaining, w.Remaining) {
 					continue
 				}
-				set(n.limit, strconv.FormatUint(w.Limit, 10))
-				set(n.remaining, strconv.FormatUint(w.Remaining, 10))
+				set(n.limit, strconv.AppendUint(b[:0], w.Limit, 10))
+				set(n.remaining, strconv.AppendUint(b[:0], w.Remaining, 10))
 				if f == FamilyOpenAI {
-					set(n.reset, w.Full.Round(time.Millisecond).String())
+					set(n.reset, append(b[:0], w.Full.Round(time.Millisecond).String()...))
 				} else {
-					set(n.reset, ceilSecond(now.Add(w.Full)).Format(time.RFC3339))
+					set(n.reset, ceilSecond(now.Add(w.Full)).AppendFormat(b[:0], time.RFC3339))
 				}
 			}
 		}
@@ -210,17 +228,28 @@ const (
 
 // EachHeader calls set with each x-ratelimit-* header of d (nothing when
 // !d.Limited); x-ratelimit-reset is in whole seconds, truncated (so it may be 0).
-func (d Decision) EachHeader(set func(name, value string)) {
+func (d Decision) EachHeader(set HeaderFunc) {
 	if !d.Limited {
 		return
 	}
+	buf := scratch.Get().(*[128]byte)
+	d.eachHeader(buf[:0], set)
+	scratch.Put(buf)
+}
+
+// eachHeader is EachHeader for a limited d, its values written in b.
+func (d Decision) eachHeader(b []byte, set HeaderFunc) []byte {
 	if d.LimitHeader != "" {
-		set(HeaderLimit, d.LimitHeader)
+		b = append(b[:0], d.LimitHeader...)
 	} else {
-		set(HeaderLimit, strconv.FormatUint(d.Limit, 10))
+		b = strconv.AppendUint(b[:0], d.Limit, 10)
 	}
-	set(HeaderRemaining, strconv.FormatUint(d.Remaining, 10))
-	set(HeaderReset, strconv.FormatInt(int64(d.Reset/time.Second), 10))
+	set(HeaderLimit, b)
+	b = strconv.AppendUint(b[:0], d.Remaining, 10)
+	set(HeaderRemaining, b)
+	b = strconv.AppendInt(b[:0], int64(d.Reset/time.Second), 10)
+	set(HeaderReset, b)
+	return b
 }
 
 // HeaderRetryAfter is written on a 429 of a limited route: the seconds
@@ -229,11 +258,13 @@ const HeaderRetryAfter = "Retry-After"
 
 // RetryAfter calls set with Retry-After for a refused decision d (nothing
 // when !d.Limited): whole seconds, the value of x-ratelimit-reset.
-func (d Decision) RetryAfter(set func(name, value string)) {
+func (d Decision) RetryAfter(set HeaderFunc) {
 	if !d.Limited {
 		return
 	}
-	set(HeaderRetryAfter, strconv.FormatInt(int64(d.Reset/time.Second), 10))
+	buf := scratch.Get().(*[128]byte)
+	set(HeaderRetryAfter, strconv.AppendInt(buf[:0], int64(d.Reset/time.Second), 10))
+	scratch.Put(buf)
 }
 
 // providerNames are a provider family's header names for one kind of
@@ -275,40 +306,45 @@ func upstreamStricter(peek func(string) string, name string, ours uint64) bool {
 	return err == nil && n < ours
 }
 
-// writeIETF adds a RateLimit-Policy and a RateLimit field with an item
-// per kind of limit: "requests" and "tokens" (with qu="tokens": LLM tokens
-// have no registered quota unit). A field the backend sent stays: these
-// are added as lines of their own, which a List allows.
-func (d Decision) writeIETF(add func(name, value string)) {
-	var policy, state httpsfv.List
+// appendIETF appends the value of RateLimit-Policy (policy) or of
+// RateLimit: a structured-field List of an item per kind of limit,
+// "requests" and "tokens" (with qu="tokens": LLM tokens have no registered
+// quota unit), as RFC 9651 serializes it (TestIETFFieldsAsHTTPSFVWrites
+// them, FuzzIETFFields holds them to github.com/dunglas/httpsfv). The item
+// is a String with no character to escape; its parameters are Integers,
+// the counts clamped to 15 digits, the seconds within them (a Duration is
+// under 10^10 s). A field the backend sent stays: WriteFamilies adds these
+// as lines of their own, which a List allows.
+func (d *Decision) appendIETF(b []byte, policy bool) []byte {
+	first := true
 	for _, k := range [...]Kind{Requests, Tokens} {
 		w := d.window(k)
 		if !w.Set {
 			continue
 		}
-		p := httpsfv.NewItem(string(k))
-		p.Params.Add("q", clampInt(w.Limit))
-		if k == Tokens {
-			p.Params.Add("qu", "tokens")
+		if !first {
+			b = append(b, ", "...)
 		}
-		p.Params.Add("w", int64(w.Period/time.Second))
-		policy = append(policy, p)
-		s := httpsfv.NewItem(string(k))
-		s.Params.Add("r", clampInt(w.Remaining))
-		s.Params.Add("t", int64(w.Reset/time.Second))
-		state = append(state, s)
+		first = false
+		b = append(b, '"')
+		b = append(b, k...)
+		b = append(b, '"')
+		if policy {
+			b = append(b, ";q="...)
+			b = strconv.AppendInt(b, clampInt(w.Limit), 10)
+			if k == Tokens {
+				b = append(b, `;qu="tokens"`...)
+			}
+			b = append(b, ";w="...)
+			b = strconv.AppendInt(b, int64(w.Period/time.Second), 10)
+		} else {
+			b = append(b, ";r="...)
+			b = strconv.AppendInt(b, clampInt(w.Remaining), 10)
+			b = append(b, ";t="...)
+			b = strconv.AppendInt(b, int64(w.Reset/time.Second), 10)
+		}
 	}
-	if len(policy) == 0 {
-		return
-	}
-	// Marshal fails only on values out of the structured fields' ranges,
-	// which clampInt prevents.
-	if v, err := httpsfv.Marshal(policy); err == nil {
-		add(HeaderPolicy, v)
-	}
-	if v, err := httpsfv.Marshal(state); err == nil {
-		add(HeaderRateLimit, v)
-	}
+	return b
 }
 
 // clampInt is n as a structured-field Integer (at most 15 digits).

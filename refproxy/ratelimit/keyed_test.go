@@ -121,7 +121,7 @@ func TestDenyingHeaders(t *testing.T) {
 		t.Errorf("Tighter(denied, passed) = %+v, want the denied %+v", got, global)
 	}
 	var got []string
-	global.RetryAfter(func(k, v string) { got = append(got, k+": "+v) })
+	global.RetryAfter(func(k string, v []byte) { got = append(got, k+": "+string(v)) })
 	if want := "Retry-After: 30"; len(got) != 1 || got[0] != want {
 		t.Errorf("RetryAfter = %v, want [%s]", got, want)
 	}

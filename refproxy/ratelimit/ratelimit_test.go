@@ -292,7 +292,7 @@ func TestEmptySet(t *testing.T) {
 			if !d.Allowed || d.Limited {
 				t.Errorf("Admit = %+v, want allowed and not limited", d)
 			}
-			d.EachHeader(func(k, v string) { t.Errorf("EachHeader gave %s: %s, want nothing", k, v) })
+			d.EachHeader(func(k string, v []byte) { t.Errorf("EachHeader gave %s: %s, want nothing", k, v) })
 			s.Charge(at(0), 10) // must not panic
 			if s.HasTokens() {
 				t.Error("HasTokens() = true, want false")
@@ -304,7 +304,7 @@ func TestEmptySet(t *testing.T) {
 func TestEachHeader(t *testing.T) {
 	d := Decision{Allowed: false, Limit: 6, Remaining: 0, Reset: 1999 * time.Millisecond, Limited: true}
 	got := map[string]string{}
-	d.EachHeader(func(k, v string) { got[k] = v })
+	d.EachHeader(func(k string, v []byte) { got[k] = string(v) })
 	want := map[string]string{
 		"X-Ratelimit-Limit":     "6",
 		"X-Ratelimit-Remaining": "0",
@@ -383,7 +383,7 @@ func BenchmarkEachHeader(b *testing.B) {
 	var h fasthttp.ResponseHeader
 	b.ReportAllocs()
 	for b.Loop() {
-		d.EachHeader(h.Set)
+		d.EachHeader(h.SetBytesV)
 	}
 }
 
