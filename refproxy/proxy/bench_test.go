@@ -408,32 +408,62 @@ func BenchmarkServeTracedPolicies(b *testing.B) {
 	}
 }
 
-// BenchmarkServeLocalAnswer measures a request the proxy answers itself
-// (untraced): no route takes it, the route's local limit refuses it (with
-// the limit's headers and a CORS origin), its directResponse answers.
-func BenchmarkServeLocalAnswer(b *testing.B) {
-	route := func(policies string) string {
-		return "gateways:\n  default: {port: 0}\nroutes:\n- name: httpbin\n  matches: [{path: {pathPrefix: /get}}]\n  policies:\n" + policies +
-			"\n  backends: [{host: \"127.0.0.1:1\"}]\n"
+// localAnswerCase is a request the proxy answers itself (untraced), its
+// route, its path and the status it gets; allocs is what it may allocate.
+type localAnswerCase struct {
+	name, policies, path string
+	status               int
+	allocs               float64
+}
+
+// localAnswerCases: no route takes the request, the route's local limit
+// refuses it (with two header families, and a CORS origin, which is
+// copied: 1 allocation), its directResponse answers.
+var localAnswerCases = []localAnswerCase{
+	{"no-route", "    {}", "/other", fasthttp.StatusNotFound, 0},
+	{"refused", "    cors: {allowOrigins: [\"*\"]}\n    rateLimitHeaders: [xRateLimit, ietf]\n    localRateLimit: [{maxTokens: 1, tokensPerFill: 1, fillInterval: 24h}]", "/get", fasthttp.StatusTooManyRequests, 1},
+	{"refused-no-cors", "    rateLimitHeaders: [xRateLimit, ietf, openai, anthropic]\n    localRateLimit: [{maxTokens: 1, tokensPerFill: 1, fillInterval: 24h}]", "/get", fasthttp.StatusTooManyRequests, 0},
+	{"direct", "    directResponse: {status: 204}", "/get", fasthttp.StatusNoContent, 0},
+}
+
+// newLocalAnswer is c's handler and an exchange that gets c.status.
+func newLocalAnswer(tb testing.TB, c localAnswerCase) (fasthttp.RequestHandler, *exchange) {
+	tb.Helper()
+	_, h := newBenchHandlerFor(tb, false, "gateways:\n  default: {port: 0}\nroutes:\n- name: httpbin\n  matches: [{path: {pathPrefix: /get}}]\n  policies:\n"+
+		c.policies+"\n  backends: [{host: \"127.0.0.1:1\"}]\n")
+	e := newExchange()
+	e.req.SetRequestURI(c.path)
+	e.req.Header.Set("Origin", "https://app.example")
+	e.serve(h) // the limit's one token
+	e.serve(h)
+	if e.status != c.status {
+		tb.Fatalf("%s: status %d, want %d", c.name, e.status, c.status)
 	}
-	for _, c := range []struct {
-		name, policies, path string
-		status               int
-	}{
-		{"no-route", "    {}", "/other", fasthttp.StatusNotFound},
-		{"refused", "    cors: {allowOrigins: [\"*\"]}\n    rateLimitHeaders: [xRateLimit, ietf]\n    localRateLimit: [{maxTokens: 1, tokensPerFill: 1, fillInterval: 24h}]", "/get", fasthttp.StatusTooManyRequests},
-		{"direct", "    directResponse: {status: 204}", "/get", fasthttp.StatusNoContent},
-	} {
+	return h, e
+}
+
+// TestLocalAnswerAllocations: an untraced request the proxy answers
+// itself builds no reason and allocates nothing, but a CORS origin.
+func TestLocalAnswerAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	for _, c := range localAnswerCases {
+		h, e := newLocalAnswer(t, c)
+		if got := testing.AllocsPerRun(200, func() { e.serve(h) }); got != c.allocs {
+			t.Errorf("%s: %v allocations per request, want %v", c.name, got, c.allocs)
+		}
+		if e.status != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, e.status, c.status)
+		}
+	}
+}
+
+// BenchmarkServeLocalAnswer measures the requests of localAnswerCases.
+func BenchmarkServeLocalAnswer(b *testing.B) {
+	for _, c := range localAnswerCases {
 		b.Run(c.name, func(b *testing.B) {
-			_, h := newBenchHandlerFor(b, false, route(c.policies))
-			e := newExchange()
-			e.req.SetRequestURI(c.path)
-			e.req.Header.Set("Origin", "https://app.example")
-			e.serve(h) // the limit's one token
-			e.serve(h)
-			if e.status != c.status {
-				b.Fatalf("status %d, want %d", e.status, c.status)
-			}
+			h, e := newLocalAnswer(b, c)
 			b.ReportAllocs()
 			for b.Loop() {
 				e.serve(h)

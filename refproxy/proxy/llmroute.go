@@ -108,8 +108,9 @@ func modelMatches(pattern, model string) bool {
 }
 
 // pickModel picks an LLM route's backend by the request's model, or
-// answers the model list, or that no model of the route takes it.
-func (dp *Dataplane) pickModel(ctx *fasthttp.RequestCtx, rt *route, v *reqView, st *admitted, a *localAnswer) bool {
+// answers the model list, or that no model of the route takes it (why,
+// only for a traced request: tr).
+func (dp *Dataplane) pickModel(ctx *fasthttp.RequestCtx, tr *tracing.Tracer, rt *route, v *reqView, st *admitted, a *localAnswer) bool {
 	if isModelList(v) {
 		*a = localAnswer{own: true, status: http.StatusOK, ctype: "application/json", body: b2s(rt.llm.list),
 			why: cause{kind: causeDirect, reason: "the model list of the route's llm models, answered by the proxy"}}
@@ -125,11 +126,14 @@ func (dp *Dataplane) pickModel(ctx *fasthttp.RequestCtx, rt *route, v *reqView, 
 	if st.be != nil {
 		return true
 	}
-	reason := "the request names no model"
-	if ok {
-		reason = fmt.Sprintf("no model of the route takes %q (or its header conditions do not hold)", model)
+	*a = localAnswer{own: true, status: http.StatusNotFound, ctype: "application/json", body: modelNotFound(model, ok), why: cause{kind: causeNoModel}}
+	switch {
+	case tr == nil:
+	case ok:
+		a.why.reason = fmt.Sprintf("no model of the route takes %q (or its header conditions do not hold)", model)
+	default:
+		a.why.reason = "the request names no model"
 	}
-	*a = localAnswer{own: true, status: http.StatusNotFound, ctype: "application/json", body: modelNotFound(model, ok), why: cause{kind: causeNoModel, reason: reason}}
 	return false
 }
 

@@ -264,17 +264,22 @@ func (dp *Dataplane) applyPolicies(ctx *fasthttp.RequestCtx, tr *tracing.Tracer,
 	}
 	if pol != nil && pol.direct != nil {
 		*a = localAnswer{own: true, status: int(pol.direct.Status), body: pol.direct.Body,
-			why: cause{kind: causeDirect, policy: "directResponse", reason: "the route's directResponse policy answers " + strconv.Itoa(int(pol.direct.Status))}}
+			why: cause{kind: causeDirect, policy: "directResponse"}}
+		if tr != nil {
+			a.why.reason = "the route's directResponse policy answers " + strconv.Itoa(a.status)
+		}
 		return false
 	}
 	if rt.llm == nil {
 		st.be = rt.pick()
-	} else if !dp.pickModel(ctx, rt, v, st, a) {
+	} else if !dp.pickModel(ctx, tr, rt, v, st, a) {
 		return false
 	}
 	if st.be == nil {
-		*a = localAnswer{status: http.StatusServiceUnavailable, body: "no backend for route\n",
-			why: cause{kind: causeNoBackend, reason: "route " + rt.key + " has no backend"}}
+		*a = localAnswer{status: http.StatusServiceUnavailable, body: "no backend for route\n", why: cause{kind: causeNoBackend}}
+		if tr != nil {
+			a.why.reason = "route " + rt.key + " has no backend"
+		}
 		return false
 	}
 	return true
