@@ -359,8 +359,21 @@ func valuesFold(h headers, name string) [][]byte {
 	return out
 }
 
-// delFold deletes every header named name, in any case.
+// delFold deletes every header named name, in any case. Whether there is
+// one is asked first through the concrete type's All: collecting the
+// names, or ranging through the interface, allocates on every call
+// (TestServePoliciesAllocations), and most calls find none.
 func delFold(h headers, name string) {
+	switch h := h.(type) {
+	case *fasthttp.RequestHeader:
+		if _, ok := peekFold(h, name); !ok {
+			return
+		}
+	case *fasthttp.ResponseHeader:
+		if !hasResponseFold(h, name) {
+			return
+		}
+	}
 	var keys []string
 	for k := range h.All() {
 		if len(k) == len(name) && strings.EqualFold(b2s(k), name) && !slices.Contains(keys, string(k)) {
@@ -370,4 +383,15 @@ func delFold(h headers, name string) {
 	for _, k := range keys {
 		h.Del(k)
 	}
+}
+
+// hasResponseFold reports whether the response has a header named name,
+// in any case.
+func hasResponseFold(h *fasthttp.ResponseHeader, name string) bool {
+	for k := range h.All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+			return true
+		}
+	}
+	return false
 }
