@@ -281,6 +281,10 @@ type apiKeyPolicy struct {
 	n     int
 	meta  []map[string]any // per key; never nil
 	names []string         // per key: its metadata's name, or ""
+	// cel is per key what CEL's apiKey holds when it matched: its metadata
+	// with key as redact.Marker, made once and shared, read-only, by every
+	// request the key authenticates.
+	cel []map[string]any
 }
 
 func newAPIKeyPolicy(c *config.APIKeyAuth) (*apiKeyPolicy, error) {
@@ -297,6 +301,12 @@ func newAPIKeyPolicy(c *config.APIKeyAuth) (*apiKeyPolicy, error) {
 		p.meta = append(p.meta, md)
 		name, _ := md["name"].(string)
 		p.names = append(p.names, name)
+		cel := make(map[string]any, len(md)+1)
+		for k, v := range md {
+			cel[k] = v
+		}
+		cel["key"] = redact.Marker
+		p.cel = append(p.cel, cel)
 	}
 	ks, err := authn.NewKeyStore(entries)
 	if err != nil {
@@ -346,7 +356,10 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identi
 	}
 	i := p.keys.Match(key)
 	if i < 0 {
-		why := fmt.Sprintf("the API key (%s) is none of the %d %s of the %s phase's apiKey policy", p.loc, p.n, explain.Plural(p.n, "key", "keys"), phase)
+		var why string
+		if tr != nil {
+			why = fmt.Sprintf("the API key (%s) is none of the %d %s of the %s phase's apiKey policy", p.loc, p.n, explain.Plural(p.n, "key", "keys"), phase)
+		}
 		if p.mode == config.ModePermissive {
 			if tr != nil {
 				tracePolicy(tr, kindAPIKey, skipped(why+"; let through (mode permissive)"), false)
@@ -356,12 +369,7 @@ func (p *apiKeyPolicy) run(req *fasthttp.Request, tr *tracing.Tracer, id *identi
 		return refuse(tr, phase, &authRefusal{kind: kindAPIKey, body: "api key authentication failure: invalid credentials\n", reason: why})
 	}
 	p.loc.remove(req)
-	md := make(map[string]any, len(p.meta[i])+1)
-	for k, v := range p.meta[i] {
-		md[k] = v
-	}
-	md["key"] = redact.Marker
-	id.apiKey = md
+	id.apiKey = p.cel[i]
 	if tr != nil {
 		which := fmt.Sprintf("keys[%d]", i)
 		if p.names[i] != "" {

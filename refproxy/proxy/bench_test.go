@@ -330,8 +330,8 @@ func TestRouteSelectionAllocatesNothing(t *testing.T) {
 }
 
 // policyCase is a route of one policy kind, the Authorization header its
-// request carries, and the allocations TestServePoliciesAllocations holds
-// it to (-1: not held; CEL builds the request's activation).
+// request carries, and the most allocations TestServePoliciesAllocations
+// lets it make (-1: not held; CEL builds the request's activation).
 type policyCase struct {
 	name, policies, header string
 	allocs                 float64
@@ -345,10 +345,10 @@ var policyCases = []policyCase{
 	{"conditional-limit", "    localRateLimit:\n      conditional:\n      - {condition: 'request.headers[\"x-tier\"] == \"gold\"', maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}\n      - {maxTokens: 1000000000, tokensPerFill: 1000000000, fillInterval: 1h}", "", -1},
 	{"authorization", "    authorization: {rules: ['request.path.startsWith(\"/get\")']}", "", -1},
 	// An API key checked (every SHA-256 digest compared) and taken off.
-	{"api-key", "    apiKey: {keys: [{key: bench-key-1}, {key: bench-key-2}], mode: strict}", "Bearer bench-key-2", -1},
+	{"api-key", "    apiKey: {keys: [{key: bench-key-1}, {key: bench-key-2}], mode: strict}", "Bearer bench-key-2", 4},
 	// Basic credentials checked against a SHA-1 entry (bcrypt would
 	// measure bcrypt) and taken off.
-	{"basic-auth", "    basicAuth: {htpasswd: \"u:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\", mode: strict}", "Basic dTpwYXNzd29yZA==", -1},
+	{"basic-auth", "    basicAuth: {htpasswd: \"u:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\", mode: strict}", "Basic dTpwYXNzd29yZA==", 6},
 }
 
 // newPolicyRoute is c's handler and an exchange whose request it lets
@@ -369,7 +369,10 @@ func newPolicyRoute(tb testing.TB, c policyCase) (fasthttp.RequestHandler, *exch
 
 // TestServePoliciesAllocations: an untraced request through a route of
 // header modifiers, CORS (no Origin) or a local limit allocates nothing,
-// as one through a route without policies.
+// as one through a route without policies; one an API key or Basic
+// credentials authenticate, no more than the credential's reading and
+// removal take (4 and 6; 11 each when the key's CEL metadata was copied
+// per request and removal collected names).
 func TestServePoliciesAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's instrumentation allocates")
@@ -379,8 +382,8 @@ func TestServePoliciesAllocations(t *testing.T) {
 			continue
 		}
 		h, e := newPolicyRoute(t, c)
-		if got := testing.AllocsPerRun(200, func() { e.serve(h) }); got != c.allocs {
-			t.Errorf("%s: %v allocations per request, want %v", c.name, got, c.allocs)
+		if got := testing.AllocsPerRun(200, func() { e.serve(h) }); got > c.allocs {
+			t.Errorf("%s: %v allocations per request, want at most %v", c.name, got, c.allocs)
 		}
 	}
 }

@@ -359,21 +359,38 @@ func valuesFold(h headers, name string) [][]byte {
 	return out
 }
 
-// delFold deletes every header named name, in any case. Whether there is
-// one is asked first through the concrete type's All: collecting the
-// names, or ranging through the interface, allocates on every call
+// delFold deletes every header named name, in any case. On the request
+// path it finds them one at a time through the concrete type's All and
+// deletes each by the name it has: collecting the names, or ranging
+// through the interface, allocates on every call
 // (TestServePoliciesAllocations), and most calls find none.
 func delFold(h headers, name string) {
-	switch h := h.(type) {
-	case *fasthttp.RequestHeader:
-		if _, ok := peekFold(h, name); !ok {
+	for range maxFoldRounds {
+		var k []byte
+		switch h := h.(type) {
+		case *fasthttp.RequestHeader:
+			k = requestKeyFold(h, name)
+		case *fasthttp.ResponseHeader:
+			k = responseKeyFold(h, name)
+		default:
+			delFoldAny(h, name)
 			return
 		}
-	case *fasthttp.ResponseHeader:
-		if !hasResponseFold(h, name) {
+		if k == nil {
 			return
 		}
+		h.Del(string(k))
 	}
+	delFoldAny(h, name)
+}
+
+// maxFoldRounds bounds delFold's deletions one name at a time; a header
+// with more fields of the name (in as many cases) is left to delFoldAny.
+const maxFoldRounds = 8
+
+// delFoldAny is delFold through the interface: the names collected, then
+// deleted.
+func delFoldAny(h headers, name string) {
 	var keys []string
 	for k := range h.All() {
 		if len(k) == len(name) && strings.EqualFold(b2s(k), name) && !slices.Contains(keys, string(k)) {
@@ -385,13 +402,23 @@ func delFold(h headers, name string) {
 	}
 }
 
-// hasResponseFold reports whether the response has a header named name,
-// in any case.
-func hasResponseFold(h *fasthttp.ResponseHeader, name string) bool {
+// requestKeyFold is the name, as the request has it, of its first header
+// named name in any case; nil if there is none.
+func requestKeyFold(h *fasthttp.RequestHeader, name string) []byte {
 	for k := range h.All() {
 		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
-			return true
+			return k
 		}
 	}
-	return false
+	return nil
+}
+
+// responseKeyFold is requestKeyFold for a response.
+func responseKeyFold(h *fasthttp.ResponseHeader, name string) []byte {
+	for k := range h.All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+			return k
+		}
+	}
+	return nil
 }
