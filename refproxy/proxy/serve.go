@@ -183,7 +183,8 @@ type localAnswer struct {
 	// wwwAuthenticate is the challenge of an auth policy's 401.
 	wwwAuthenticate string
 	status          int
-	// ctype is the body's Content-Type; "" is text/plain; charset=utf-8.
+	// ctype is the body's Content-Type; "" is text/plain; charset=utf-8
+	// for the proxy's answer, and none set for the route's own.
 	ctype    string
 	body     string
 	warnings []any
@@ -323,6 +324,9 @@ func (dp *Dataplane) answerLocally(ctx *fasthttp.RequestCtx, tr *tracing.Tracer,
 	}
 	if a.refused {
 		st.d.RetryAfter(h.SetBytesV)
+	}
+	if a.ctype == "" && !a.own {
+		a.ctype = "text/plain; charset=utf-8"
 	}
 	if a.ctype != "" {
 		h.SetContentType(a.ctype)
