@@ -1,11 +1,12 @@
 // The request path, top-down: accept a request and take a trace watcher
 // (serve), select a route and apply its policies (applyPolicies), answer
 // locally (answerLocally) or forward to the backend (forward), answer with
-// the backend's status and headers (respondHeaders) or the failure (backendError, clientBodyError),
-// and charge LLM tokens as the body passes (watchTokens). The call that
-// carries a forwarded request to its end is in call.go; the rules for
-// forwarded headers in headers.go; trace snapshots in snapshots.go; backend
-// connections and bodies in upstream.go and bodies.go.
+// the backend's status and headers (respondHeaders) or the failure
+// (backendError, clientBodyError), and charge LLM tokens as the body
+// passes (watchTokens). The call that carries a forwarded request to its
+// end is in call.go; the rules for forwarded headers in headers.go; trace
+// snapshots in snapshots.go; backend connections and bodies in upstream.go
+// and bodies.go.
 package proxy
 
 import (
