@@ -14,14 +14,14 @@ import (
 // summary is what `gwdiag config all` shows: the routes, backends and
 // policies the proxy has loaded, not the raw dump.
 type summary struct {
-	Routes   []RouteSummary
+	Routes   []routeSummaryRow
 	Backends []backendSummary
 	Policies []policySummary
 }
 
-// RouteSummary is one route with where it listens, what it matches, where
+// routeSummaryRow is one route with where it listens, what it matches, where
 // it sends traffic and which policies it carries inline.
-type RouteSummary struct {
+type routeSummaryRow struct {
 	Name      string
 	Namespace string
 	Key       string
@@ -110,7 +110,7 @@ func summarize(d *configdump.Dump) summary {
 		s.Policies = append(s.Policies, policySummary{Name: qualified(p.Name.Namespace, p.Name.Name), Key: p.Key,
 			Target: policyTarget(p.Target), Kinds: policyKinds(p.Policy)})
 	}
-	slices.SortStableFunc(s.Routes, func(a, b RouteSummary) int {
+	slices.SortStableFunc(s.Routes, func(a, b routeSummaryRow) int {
 		return cmp.Or(cmp.Compare(a.Bind, b.Bind), cmp.Compare(a.Listener, b.Listener), cmp.Compare(a.Key, b.Key))
 	})
 	slices.SortStableFunc(s.Backends, func(a, b backendSummary) int {
@@ -122,8 +122,8 @@ func summarize(d *configdump.Dump) summary {
 	return s
 }
 
-func routeSummary(r configdump.Route) RouteSummary {
-	rs := RouteSummary{Name: r.Name, Namespace: r.Namespace, Key: r.Key, Hostnames: r.Hostnames}
+func routeSummary(r configdump.Route) routeSummaryRow {
+	rs := routeSummaryRow{Name: r.Name, Namespace: r.Namespace, Key: r.Key, Hostnames: r.Hostnames}
 	for _, m := range r.Matches {
 		rs.Matches = append(rs.Matches, matchText(m))
 	}

@@ -43,7 +43,7 @@ func TestAgentgatewayDump(t *testing.T) {
 		t.Fatalf("got %d routes, want 1", len(s.Routes))
 	}
 	got := s.Routes[0]
-	want := RouteSummary{Name: "httpbin", Namespace: "default", Key: "default/httpbin", Bind: "bind/3000", Listener: "listener0",
+	want := routeSummaryRow{Name: "httpbin", Namespace: "default", Key: "default/httpbin", Bind: "bind/3000", Listener: "listener0",
 		Hostnames: []string{"httpbin.local"}, Matches: []string{`method="GET" pathPrefix=/`},
 		Backends: []string{"default/httpbin", "default/httpbin.default.svc.cluster.local:8000"}, Policies: []string{"cors", "localRateLimit"}}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -121,11 +121,11 @@ type incompleteError struct{ msg string }
 func (e incompleteError) Error() string { return e.msg }
 
 // ExitCode implements cli/exitcode's coder.
-func (incompleteError) ExitCode() int { return ExitIncomplete }
+func (incompleteError) ExitCode() int { return exitIncomplete }
 
-// ExitIncomplete is the exit status of a run the suite's environment kept
+// exitIncomplete is the exit status of a run the suite's environment kept
 // from completing, with no scenario failed.
-const ExitIncomplete = 3
+const exitIncomplete = 3
 
 func newRunCommand() *cobra.Command {
 	var (

@@ -104,12 +104,12 @@ func (f *Flags) Scrubber(stderr io.Writer) *Scrubber {
 			return nil
 		}
 	}
-	return New(redact.New(redact.Options{Key: key(), NoDefaults: !f.Redact, Extra: f.Headers}))
+	return newScrubber(redact.New(redact.Options{Key: key(), NoDefaults: !f.Redact, Extra: f.Headers}))
 }
 
 // Default is the Scrubber of a command without flags: the default headers.
 func Default() *Scrubber {
-	return New(redact.New(redact.Options{Key: key()}))
+	return newScrubber(redact.New(redact.Options{Key: key()}))
 }
 
 // Scrubber redacts what one command writes. A nil Scrubber redacts
@@ -123,8 +123,8 @@ type Scrubber struct {
 	run redact.Secrets
 }
 
-// New returns a Scrubber redacting with r.
-func New(r *redact.Redactor) *Scrubber { return &Scrubber{r: r} }
+// newScrubber returns a Scrubber redacting with r.
+func newScrubber(r *redact.Redactor) *Scrubber { return &Scrubber{r: r} }
 
 // Redactor is the Scrubber's Redactor (nil for a nil Scrubber).
 func (s *Scrubber) Redactor() *redact.Redactor {

@@ -96,7 +96,7 @@ func TestKey(t *testing.T) {
 // every event and text, wherever they show; what holds none is left byte
 // for byte.
 func TestRunSecrets(t *testing.T) {
-	s := New(redact.New(redact.Options{Key: []byte("k")}))
+	s := newScrubber(redact.New(redact.Options{Key: []byte("k")}))
 	s.AddHeader("Authorization", "Bearer sk-run-secret")
 	s.AddHeader("Accept", "text/plain") // no secret
 	s.AddSecret("pw-of-the-run")
@@ -125,7 +125,7 @@ func TestRunSecrets(t *testing.T) {
 
 // TestError: an error's message is redacted, its exit status kept.
 func TestError(t *testing.T) {
-	s := New(redact.New(redact.Options{}))
+	s := newScrubber(redact.New(redact.Options{}))
 	s.AddSecret("pw-of-the-run")
 	err := s.Error(exitcode.Usage(errors.New("curl said: > Authorization: Basic dXNlcjpwYXNz; pw-of-the-run")))
 	if strings.Contains(err.Error(), "dXNlcjpwYXNz") || strings.Contains(err.Error(), "pw-of-the-run") || exitcode.Code(err) != 2 {

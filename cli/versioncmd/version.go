@@ -62,8 +62,8 @@ func release(linked string, info *debug.BuildInfo) string {
 	return "dev"
 }
 
-// String returns the one-line version text printed by `gwdiag version`.
-func String() string {
+// versionString returns the one-line version text printed by `gwdiag version`.
+func versionString() string {
 	rev := ""
 	if r := Revision(); r != "" {
 		rev = " (" + r + ")"
@@ -79,7 +79,7 @@ func NewCommand() *cobra.Command {
 		Example: "  gwdiag version",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), String())
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionString())
 			return err
 		},
 	}

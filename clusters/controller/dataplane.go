@@ -38,14 +38,14 @@ type DataPlane struct {
 const (
 	// GatewayNameLabel is on the proxy pods: the CLI finds them by it.
 	GatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
-	// ConfigHashAnnotation carries the hash of the config the pods were
+	// configHashAnnotation carries the hash of the config the pods were
 	// last given, on the ConfigMap.
-	ConfigHashAnnotation = "gwdiag.dev/config-hash"
+	configHashAnnotation = "gwdiag.dev/config-hash"
 	// ConfigFile is the config's key in the ConfigMap and its file name in
 	// the pod.
 	ConfigFile = "config.yaml"
-	// ReadinessPort is where the pods answer the kubelet's probe.
-	ReadinessPort = 15021
+	// readinessPort is where the pods answer the kubelet's probe.
+	readinessPort = 15021
 
 	configDir = "/etc/refproxy"
 )
@@ -201,7 +201,7 @@ func (r *gatewayReconciler) applyDataPlane(ctx context.Context, gw *gwv1.Gateway
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gw.Namespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, cm, func() error {
 		cm.Labels = labels
-		cm.Annotations = map[string]string{ConfigHashAnnotation: hash}
+		cm.Annotations = map[string]string{configHashAnnotation: hash}
 		cm.Data = map[string]string{ConfigFile: string(data)}
 		return own(cm)
 	}); err != nil {
@@ -259,7 +259,7 @@ func (r *gatewayReconciler) podTemplate(gw *gwv1.Gateway, labels map[string]stri
 			ports = append(ports, corev1.ContainerPort{ContainerPort: int32(l.Port), Protocol: corev1.ProtocolTCP})
 		}
 	}
-	ports = append(ports, corev1.ContainerPort{Name: "readiness", ContainerPort: ReadinessPort, Protocol: corev1.ProtocolTCP})
+	ports = append(ports, corev1.ContainerPort{Name: "readiness", ContainerPort: readinessPort, Protocol: corev1.ProtocolTCP})
 	pull := r.dataPlane.PullPolicy
 	if pull == "" {
 		pull = corev1.PullIfNotPresent
@@ -274,7 +274,7 @@ func (r *gatewayReconciler) podTemplate(gw *gwv1.Gateway, labels map[string]stri
 				Name:            "refproxy",
 				Image:           r.dataPlane.Image,
 				ImagePullPolicy: pull,
-				Args:            []string{"-f", configDir + "/" + ConfigFile, "--readiness-addr", fmt.Sprintf(":%d", ReadinessPort)},
+				Args:            []string{"-f", configDir + "/" + ConfigFile, "--readiness-addr", fmt.Sprintf(":%d", readinessPort)},
 				Env: []corev1.EnvVar{
 					fieldEnv("POD_NAME", "metadata.name"),
 					fieldEnv("POD_NAMESPACE", "metadata.namespace"),
@@ -282,7 +282,7 @@ func (r *gatewayReconciler) podTemplate(gw *gwv1.Gateway, labels map[string]stri
 				},
 				Ports: ports,
 				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz/ready", Port: intstr.FromInt32(ReadinessPort)}},
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz/ready", Port: intstr.FromInt32(readinessPort)}},
 					PeriodSeconds: 1, FailureThreshold: 3,
 				},
 				VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: configDir, ReadOnly: true}},

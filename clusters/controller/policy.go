@@ -22,17 +22,17 @@ import (
 // Policy condition types, reasons and messages, as the reference
 // implementation writes them.
 const (
-	PolicyConditionAccepted = "Accepted"
-	PolicyConditionAttached = "Attached"
+	policyConditionAccepted = "Accepted"
+	policyConditionAttached = "Attached"
 
-	PolicyReasonValid    = "Valid"
-	PolicyReasonInvalid  = "Invalid"
-	PolicyReasonAttached = "Attached"
-	PolicyReasonPending  = "Pending"
+	policyReasonValid    = "Valid"
+	policyReasonInvalid  = "Invalid"
+	policyReasonAttached = "Attached"
+	policyReasonPending  = "Pending"
 
-	MessagePolicyAccepted  = "Policy accepted"
-	MessageAttachedAll     = "Attached to all targets"
-	MessageInvalidPending  = "Policy is not attached due to invalid status"
+	messagePolicyAccepted  = "Policy accepted"
+	messageAttachedAll     = "Attached to all targets"
+	messageInvalidPending  = "Policy is not attached due to invalid status"
 	messageNotAttachedFmt  = "Policy is not attached: %s"
 	messageRouteUnattached = "HTTPRoute %s/%s is not attached to any Gateway"
 )
@@ -101,18 +101,18 @@ func (r *policyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		var accepted, attached metav1.Condition
 		switch {
 		case invalid != nil:
-			accepted = condition(PolicyConditionAccepted, false, PolicyReasonInvalid, joinMessages([]string{invalid.Error()}), pol.Generation)
-			attached = condition(PolicyConditionAttached, false, PolicyReasonPending, MessageInvalidPending, pol.Generation)
+			accepted = condition(policyConditionAccepted, false, policyReasonInvalid, joinMessages([]string{invalid.Error()}), pol.Generation)
+			attached = condition(policyConditionAttached, false, policyReasonPending, messageInvalidPending, pol.Generation)
 		case !a.attached:
-			accepted = condition(PolicyConditionAccepted, true, PolicyReasonValid, MessagePolicyAccepted, pol.Generation)
-			attached = condition(PolicyConditionAttached, false, PolicyReasonPending, fmt.Sprintf(messageNotAttachedFmt, a.message), pol.Generation)
+			accepted = condition(policyConditionAccepted, true, policyReasonValid, messagePolicyAccepted, pol.Generation)
+			attached = condition(policyConditionAttached, false, policyReasonPending, fmt.Sprintf(messageNotAttachedFmt, a.message), pol.Generation)
 		default:
-			accepted = condition(PolicyConditionAccepted, true, PolicyReasonValid, MessagePolicyAccepted, pol.Generation)
-			msg := MessageAttachedAll
+			accepted = condition(policyConditionAccepted, true, policyReasonValid, messagePolicyAccepted, pol.Generation)
+			msg := messageAttachedAll
 			if !allAttached {
 				msg = "Attached to some targets; see the other ancestors for the rest"
 			}
-			attached = condition(PolicyConditionAttached, true, PolicyReasonAttached, msg, pol.Generation)
+			attached = condition(policyConditionAttached, true, policyReasonAttached, msg, pol.Generation)
 		}
 		meta.SetStatusCondition(&conds, accepted)
 		meta.SetStatusCondition(&conds, attached)

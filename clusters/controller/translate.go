@@ -38,9 +38,9 @@ func routeKey(namespace, name string, rule, match int) string {
 	return fmt.Sprintf("%s/%s.%d%d.http", namespace, name, rule, match)
 }
 
-// AdminAddr is where the data plane's admin server listens in the pod:
+// adminAddr is where the data plane's admin server listens in the pod:
 // loopback only, reached through a port-forward.
-const AdminAddr = "127.0.0.1:15000"
+const adminAddr = "127.0.0.1:15000"
 
 // Translate builds refproxy's standalone config for m: a bind per listener
 // port, a listener per Gateway listener, a route per rule and match of each
@@ -50,7 +50,7 @@ const AdminAddr = "127.0.0.1:15000"
 // DNS name, so that requests to it fail as unreachable rather than fall
 // through to another route.
 func Translate(m Model) (*config.Config, error) {
-	cfg := &config.Config{Config: &config.Settings{AdminAddr: AdminAddr}}
+	cfg := &config.Config{Config: &config.Settings{AdminAddr: adminAddr}}
 	bindOf := map[gwv1.PortNumber]int{}
 	for _, l := range m.Gateway.Spec.Listeners {
 		if !supportedProtocols[l.Protocol] {

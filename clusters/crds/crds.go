@@ -24,9 +24,6 @@ const GatewayAPIVersion = "v1.6.3"
 //go:embed gateway-api/*.yaml gwdiag.dev_*.yaml
 var files embed.FS
 
-// FS is the embedded CRD manifests: gateway-api/*.yaml and gwdiag.dev_*.yaml.
-var FS fs.FS = files
-
 // gatewayAPI returns the Gateway API standard-channel CRDs.
 func gatewayAPI() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return load("gateway-api/*.yaml")

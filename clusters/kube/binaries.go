@@ -27,10 +27,10 @@ func (b Binaries) Etcd() string { return filepath.Join(b.Dir, "etcd") }
 // it; everything else is a failure.
 var ErrNoNetwork = toolbin.ErrNoNetwork
 
-// EnvBinDir names a directory holding prebuilt kube-apiserver and etcd; when
+// envBinDir names a directory holding prebuilt kube-apiserver and etcd; when
 // set, nothing is built. KUBEBUILDER_ASSETS (setup-envtest's variable) is
 // honoured the same way.
-const EnvBinDir = "GWDIAG_KUBE_BIN"
+const envBinDir = "GWDIAG_KUBE_BIN"
 
 // toolsModule is the nested module, relative to the repository root, that
 // pins k8s.io/kubernetes and etcd as tools, so the main module never
@@ -43,13 +43,13 @@ var programs = []toolbin.Program{
 	{Name: "etcd", Pkg: "go.etcd.io/etcd/server/v3"},
 }
 
-// KubernetesVersion is the version of k8s.io/kubernetes the tools module
+// kubernetesVersion is the version of k8s.io/kubernetes the tools module
 // pins; the node binaries are stamped with it (unstamped, they report
 // v0.0.0-master, which version-skew checks reject).
-const KubernetesVersion = "v1.36.3"
+const kubernetesVersion = "v1.36.3"
 
-// stampVersion are the -ldflags that stamp KubernetesVersion.
-var stampVersion = "-s -w -X k8s.io/component-base/version.gitVersion=" + KubernetesVersion +
+// stampVersion are the -ldflags that stamp kubernetesVersion.
+var stampVersion = "-s -w -X k8s.io/component-base/version.gitVersion=" + kubernetesVersion +
 	" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 
 // nodePrograms are the rest of a node: what the local-node cluster runs
@@ -74,11 +74,11 @@ func (b Binaries) Scheduler() string { return filepath.Join(b.Dir, "kube-schedul
 // etcd, kubelet, kube-controller-manager and kube-scheduler, built
 // into <repo>/.bin, or all five from $GWDIAG_KUBE_BIN. A cold build takes about 12 minutes on 2 cores.
 func EnsureNodeBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
-	if dir := os.Getenv(EnvBinDir); dir != "" {
+	if dir := os.Getenv(envBinDir); dir != "" {
 		b := Binaries{Dir: dir}
 		for _, p := range []string{b.APIServer(), b.Etcd(), b.Kubelet(), b.ControllerManager(), b.Scheduler()} {
 			if _, err := os.Stat(p); err != nil {
-				return b, fmt.Errorf("$%s=%s: %w", EnvBinDir, dir, err)
+				return b, fmt.Errorf("$%s=%s: %w", envBinDir, dir, err)
 			}
 		}
 		return b, nil
@@ -104,7 +104,7 @@ func EnsureNodeBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 // up-to-date binaries are not rebuilt at all. log receives the go command's
 // output; nil discards it.
 func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
-	for _, env := range []string{EnvBinDir, "KUBEBUILDER_ASSETS"} {
+	for _, env := range []string{envBinDir, "KUBEBUILDER_ASSETS"} {
 		if dir := os.Getenv(env); dir != "" {
 			b := Binaries{Dir: dir}
 			for _, p := range []string{b.APIServer(), b.Etcd()} {
@@ -137,7 +137,7 @@ func build(ctx context.Context, root, dir string, log io.Writer) (Binaries, erro
 func RepoRoot() (string, error) {
 	root, err := toolbin.RepoRoot(toolsModule)
 	if err != nil {
-		return "", fmt.Errorf("%w; set $%s to a directory holding kube-apiserver and etcd", err, EnvBinDir)
+		return "", fmt.Errorf("%w; set $%s to a directory holding kube-apiserver and etcd", err, envBinDir)
 	}
 	return root, nil
 }

@@ -15,9 +15,9 @@ import (
 
 func TestEnsureBinariesFromEnv(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(EnvBinDir, dir)
-	if _, err := EnsureBinaries(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "$"+EnvBinDir) {
-		t.Errorf("empty $%s: got %v, want an error naming the variable", EnvBinDir, err)
+	t.Setenv(envBinDir, dir)
+	if _, err := EnsureBinaries(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "$"+envBinDir) {
+		t.Errorf("empty $%s: got %v, want an error naming the variable", envBinDir, err)
 	}
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o755); err != nil {
@@ -26,7 +26,7 @@ func TestEnsureBinariesFromEnv(t *testing.T) {
 	}
 	b, err := EnsureBinaries(context.Background(), nil)
 	if err != nil || b.APIServer() != filepath.Join(dir, "kube-apiserver") || b.Etcd() != filepath.Join(dir, "etcd") {
-		t.Errorf("prebuilt binaries in $%s: got %+v, %v", EnvBinDir, b, err)
+		t.Errorf("prebuilt binaries in $%s: got %+v, %v", envBinDir, b, err)
 	}
 }
 

@@ -12,18 +12,18 @@ import (
 	"time"
 )
 
-// EnvCache names the directory where built programs are kept for every
+// envCache names the directory where built programs are kept for every
 // checkout of the repository on the machine: a clean clone takes them from
 // there instead of linking them again (kube-apiserver, kubelet and the rest
 // take minutes to link even from a warm Go build cache). "off" turns it
 // off; unset, it is <user cache dir>/gwdiag/toolbin ($XDG_CACHE_HOME or
 // ~/.cache on Linux).
-const EnvCache = "GWDIAG_TOOLBIN_CACHE"
+const envCache = "GWDIAG_TOOLBIN_CACHE"
 
 // sharedCache returns the cache directory, "" when it is off or there is
 // no user cache directory.
 func sharedCache() string {
-	switch v := os.Getenv(EnvCache); v {
+	switch v := os.Getenv(envCache); v {
 	case "off":
 		return ""
 	case "":

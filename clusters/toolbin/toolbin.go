@@ -7,7 +7,7 @@
 // lines, so the main module never requires what they import. A gwdiag with
 // no checkout (go install) writes the module it embeds into the user's
 // cache and builds there (ratelimitsvc.EnsureBinary). Every program built
-// is also kept in a cache shared by the machine's checkouts (EnvCache), so
+// is also kept in a cache shared by the machine's checkouts (envCache), so
 // that a clean clone links nothing that did not change.
 package toolbin
 

@@ -72,7 +72,7 @@ func TestUpToDate(t *testing.T) {
 // off nothing is kept.
 func TestSharedCache(t *testing.T) {
 	cache := t.TempDir()
-	t.Setenv(EnvCache, cache)
+	t.Setenv(envCache, cache)
 	root := t.TempDir()
 	mod := filepath.Join(root, "tools")
 	if err := os.MkdirAll(mod, 0o755); err != nil {
@@ -115,7 +115,7 @@ func TestSharedCache(t *testing.T) {
 	if log := build(t.TempDir()); !strings.Contains(log, "building hello") {
 		t.Errorf("after go.mod changed: %q, want a new build", log)
 	}
-	t.Setenv(EnvCache, "off")
+	t.Setenv(envCache, "off")
 	before, _ := filepath.Glob(filepath.Join(cache, "*"))
 	write("go.mod", "module example.com/tools\n\ngo 1.26\n\n// changed again\n")
 	if log := build(t.TempDir()); !strings.Contains(log, "building hello") {

@@ -10,8 +10,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// KeyHashFormats names the forms of an API key's keyHash, for errors.
-const KeyHashFormats = "sha256:<64 hex digits>, or a bcrypt hash ($2a$, $2b$, $2y$)"
+// keyHashFormats names the forms of an API key's keyHash, for errors.
+const keyHashFormats = "sha256:<64 hex digits>, or a bcrypt hash ($2a$, $2b$, $2y$)"
 
 // ParseKeyHash checks an API key's keyHash: "sha256:" and the key's
 // SHA-256 in hex (the reference's form), or a bcrypt hash (its newer one).
@@ -30,7 +30,7 @@ func parseKeyHash(s string) (digest [32]byte, isBcrypt bool, err error) {
 	}
 	hexDigest, ok := strings.CutPrefix(s, "sha256:")
 	if !ok {
-		return digest, false, errors.New("want " + KeyHashFormats)
+		return digest, false, errors.New("want " + keyHashFormats)
 	}
 	b, err := hex.DecodeString(hexDigest)
 	if err != nil || len(b) != len(digest) {

@@ -53,7 +53,7 @@ func FuzzParseHtpasswd(f *testing.F) {
 			_, hash, ok := strings.Cut(strings.TrimSpace(line), ":")
 			// A hash that the error may hold anyway (in a user's name as
 			// quoted, or in its fixed words) proves nothing.
-			if !ok || len(hash) < 12 || strings.Contains(users.String(), hash) || strings.Contains(HtpasswdFormats, hash) {
+			if !ok || len(hash) < 12 || strings.Contains(users.String(), hash) || strings.Contains(htpasswdFormats, hash) {
 				continue
 			}
 			if strings.Contains(err.Error(), hash) {

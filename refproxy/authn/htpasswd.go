@@ -18,9 +18,9 @@ import (
 	htpasswd "github.com/tg123/go-htpasswd"
 )
 
-// HtpasswdFormats names the password hashes Htpasswd verifies, for errors
+// htpasswdFormats names the password hashes Htpasswd verifies, for errors
 // and docs.
-const HtpasswdFormats = "bcrypt ($2y$, $2a$, $2b$), SHA-1 ({SHA}), salted SHA-1 ({SSHA}), Apache MD5 ($apr1$, $1$), SHA-crypt ($5$, $6$)"
+const htpasswdFormats = "bcrypt ($2y$, $2a$, $2b$), SHA-1 ({SHA}), salted SHA-1 ({SSHA}), Apache MD5 ($apr1$, $1$), SHA-crypt ($5$, $6$)"
 
 // htpasswdParsers are the formats github.com/tg123/go-htpasswd verifies,
 // without its plain-text parser: that one takes any line, so an entry in a
@@ -88,7 +88,7 @@ func ParseHtpasswd(data string) (*Htpasswd, error) {
 		}
 		if !known {
 			return nil, &HtpasswdError{Line: n, User: user, Unsupported: true,
-				Msg: "a password hash in a format refproxy does not verify (it verifies " + HtpasswdFormats + "; plain text is refused)"}
+				Msg: "a password hash in a format refproxy does not verify (it verifies " + htpasswdFormats + "; plain text is refused)"}
 		}
 		users[user] = true
 	}

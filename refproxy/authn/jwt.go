@@ -15,18 +15,18 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
-// Leeway is the clock skew allowed on exp and nbf: the reference's
+// leeway is the clock skew allowed on exp and nbf: the reference's
 // (jsonwebtoken's default, 60 seconds).
-const Leeway = 60 * time.Second
+const leeway = 60 * time.Second
 
 // DefaultRequiredClaims are the claims a token must carry when the
 // provider's jwtValidationOptions do not say: the reference's default.
 var DefaultRequiredClaims = []string{"exp"}
 
-// EnforcedClaims are the registered claims whose presence a provider can
+// enforcedClaims are the registered claims whose presence a provider can
 // require (jwtValidationOptions.requiredClaims); the reference ignores
 // others (iat, jti), and so does refproxy.
-var EnforcedClaims = []string{"exp", "nbf", "aud", "iss", "sub"}
+var enforcedClaims = []string{"exp", "nbf", "aud", "iss", "sub"}
 
 // supportedAlgorithms are every signature algorithm a key may verify.
 var supportedAlgorithms = []jose.SignatureAlgorithm{
@@ -126,17 +126,17 @@ func (e *TokenError) Error() string { return e.Msg }
 
 // Token error kinds.
 const (
-	TokenMissing    = "missing"
-	TokenNoKeyID    = "noKid"
-	TokenUnknownKey = "unknownKey"
-	TokenInvalid    = "invalid"
+	tokenMissing    = "missing"
+	tokenNoKeyID    = "noKid"
+	tokenUnknownKey = "unknownKey"
+	tokenInvalid    = "invalid"
 )
 
 // ErrNoToken is a request without a token.
-var ErrNoToken = &TokenError{Kind: TokenMissing, Msg: "no bearer token found"}
+var ErrNoToken = &TokenError{Kind: tokenMissing, Msg: "no bearer token found"}
 
 func invalid(why string) *TokenError {
-	return &TokenError{Kind: TokenInvalid, Msg: "the token is invalid or malformed: " + why}
+	return &TokenError{Kind: tokenInvalid, Msg: "the token is invalid or malformed: " + why}
 }
 
 // Verified is a token that passed: its claims and who vouched for it.
@@ -165,14 +165,14 @@ const maxKeyIDQuote = 64
 func (v *Verifier) Verify(token string, now time.Time) (*Verified, error) {
 	tok, err := jwt.ParseSigned(token, supportedAlgorithms)
 	if err != nil {
-		return nil, &TokenError{Kind: TokenInvalid, Msg: "the token header is malformed: not a signed JWT in compact form with a supported algorithm"}
+		return nil, &TokenError{Kind: tokenInvalid, Msg: "the token header is malformed: not a signed JWT in compact form with a supported algorithm"}
 	}
 	if len(tok.Headers) != 1 {
 		return nil, invalid("want one signature")
 	}
 	h := tok.Headers[0]
 	if h.KeyID == "" {
-		return nil, &TokenError{Kind: TokenNoKeyID, Msg: "the token header does not specify a `kid`"}
+		return nil, &TokenError{Kind: tokenNoKeyID, Msg: "the token header does not specify a `kid`"}
 	}
 	var unverified struct {
 		Iss any `json:"iss"`
@@ -212,7 +212,7 @@ func (v *Verifier) Verify(token string, now time.Time) (*Verified, error) {
 	if len(kid) > maxKeyIDQuote {
 		kid = kid[:maxKeyIDQuote] + "..."
 	}
-	return nil, &TokenError{Kind: TokenUnknownKey, Msg: fmt.Sprintf("token uses the unknown key %q", kid)}
+	return nil, &TokenError{Kind: tokenUnknownKey, Msg: fmt.Sprintf("token uses the unknown key %q", kid)}
 }
 
 // verify checks the signature with k, then the claims.
@@ -231,7 +231,7 @@ func (p *Provider) verify(tok *jwt.JSONWebToken, k verifyKey, now time.Time) (*V
 		return nil, invalid("the signature does not verify")
 	}
 	for _, c := range p.Required {
-		if _, ok := claims[c]; !ok && slices.Contains(EnforcedClaims, c) {
+		if _, ok := claims[c]; !ok && slices.Contains(enforcedClaims, c) {
 			return nil, invalid("missing required claim " + c)
 		}
 	}
@@ -246,10 +246,10 @@ func (p *Provider) verify(tok *jwt.JSONWebToken, k verifyKey, now time.Time) (*V
 			return nil, invalid("no audience of the token is accepted")
 		}
 	}
-	if std.Expiry != nil && now.After(std.Expiry.Time().Add(Leeway)) {
+	if std.Expiry != nil && now.After(std.Expiry.Time().Add(leeway)) {
 		return nil, invalid("the token has expired")
 	}
-	if std.NotBefore != nil && now.Add(Leeway).Before(std.NotBefore.Time()) {
+	if std.NotBefore != nil && now.Add(leeway).Before(std.NotBefore.Time()) {
 		return nil, invalid("the token is not valid yet (nbf)")
 	}
 	return &Verified{Claims: claims, Issuer: std.Issuer, Subject: std.Subject}, nil

@@ -4,7 +4,7 @@
 // build the program. (The trace endpoint's filters are the protocol's:
 // golden/trace/watch.)
 //
-// The request environment (RequestEnv) is what policies see, as the
+// The request environment (requestEnv) is what policies see, as the
 // reference implementation names it: request (method, path, host, headers,
 // ...), source (address, port), jwt (the claims of the token a jwtAuth
 // policy validated; empty without one, so has(jwt.sub) is false), apiKey
@@ -58,15 +58,15 @@ const (
 	Map
 )
 
-// MaxCost bounds the work of one request expression on one request (CEL's
+// maxCost bounds the work of one request expression on one request (CEL's
 // cost units, roughly one per operation): conditions and descriptors are a
 // few lookups, and an expression that would cost more is cut off (it
 // fails, and its policy treats it as not holding) rather than stall the
 // data plane.
-const MaxCost = 10000
+const maxCost = 10000
 
-// RequestEnv is the environment of request expressions.
-var RequestEnv = sync.OnceValues(func() (*cel.Env, error) {
+// requestEnv is the environment of request expressions.
+var requestEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("request", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("source", cel.MapType(cel.StringType, cel.DynType)),
@@ -85,17 +85,17 @@ var NoClaims = map[string]any{}
 
 // CompileRequest compiles a request expression yielding want.
 func CompileRequest(expression string, want Result) (cel.Program, error) {
-	env, err := RequestEnv()
+	env, err := requestEnv()
 	if err != nil {
 		return nil, err
 	}
 	switch want {
 	case Bool:
-		return compile(env, expression, "bool", []*cel.Type{cel.BoolType}, cel.CostLimit(MaxCost))
+		return compile(env, expression, "bool", []*cel.Type{cel.BoolType}, cel.CostLimit(maxCost))
 	case Scalar:
-		return compile(env, expression, "a string", []*cel.Type{cel.StringType, cel.BoolType, cel.IntType, cel.UintType, cel.DoubleType}, cel.CostLimit(MaxCost))
+		return compile(env, expression, "a string", []*cel.Type{cel.StringType, cel.BoolType, cel.IntType, cel.UintType, cel.DoubleType}, cel.CostLimit(maxCost))
 	default:
-		return compile(env, expression, "a map", []*cel.Type{cel.MapType(cel.StringType, cel.DynType)}, cel.CostLimit(MaxCost))
+		return compile(env, expression, "a map", []*cel.Type{cel.MapType(cel.StringType, cel.DynType)}, cel.CostLimit(maxCost))
 	}
 }
 

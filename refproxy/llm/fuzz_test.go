@@ -14,7 +14,7 @@ import (
 
 // kind is the error class done reported, for comparing results.
 func kind(err error) string {
-	for _, e := range []error{ErrNoUsage, ErrMalformedUsage, ErrTruncated} {
+	for _, e := range []error{errNoUsage, errMalformedUsage, errTruncated} {
 		if errors.Is(err, e) {
 			return e.Error()
 		}
@@ -78,7 +78,7 @@ func refParseUsage(raw []byte) (u Usage, ok bool, err error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return Usage{}, true, ErrMalformedUsage
+		return Usage{}, true, errMalformedUsage
 	}
 	pk, ck := "prompt_tokens", "completion_tokens"
 	_, hasP := m[pk]
@@ -89,7 +89,7 @@ func refParseUsage(raw []byte) (u Usage, ok bool, err error) {
 	p, hasP := m[pk]
 	c, hasC := m[ck]
 	if !hasP && !hasC {
-		return Usage{}, true, ErrMalformedUsage
+		return Usage{}, true, errMalformedUsage
 	}
 	for _, f := range []struct {
 		v   json.RawMessage
@@ -100,11 +100,11 @@ func refParseUsage(raw []byte) (u Usage, ok bool, err error) {
 			continue
 		}
 		if *f.dst, err = strconv.ParseUint(string(f.v), 10, 64); err != nil {
-			return Usage{}, true, ErrMalformedUsage
+			return Usage{}, true, errMalformedUsage
 		}
 	}
 	if u.PromptTokens > math.MaxUint64-u.CompletionTokens {
-		return Usage{}, true, ErrMalformedUsage
+		return Usage{}, true, errMalformedUsage
 	}
 	return u, true, nil
 }
@@ -256,7 +256,7 @@ func checkScan(t *testing.T, contentType string, body []byte, step int,
 	want := "ok"
 	switch {
 	case !found:
-		want = kind(ErrNoUsage)
+		want = kind(errNoUsage)
 	case oerr != nil:
 		want = kind(oerr)
 	}

@@ -47,13 +47,13 @@ func newGzipTap(feed func([]byte)) *gzipTap {
 // write hands encoded bytes to the decoder; it returns as soon as they are taken.
 func (g *gzipTap) write(p []byte) { _, _ = g.pw.Write(p) }
 
-// close ends the input (at EOF, or early with ErrTruncated) and waits for
+// close ends the input (at EOF, or early with errTruncated) and waits for
 // the decoder to finish.
 func (g *gzipTap) close(eof bool) error {
 	if eof {
 		_ = g.pw.Close()
 	} else {
-		_ = g.pw.CloseWithError(ErrTruncated)
+		_ = g.pw.CloseWithError(errTruncated)
 	}
 	<-g.done
 	return g.err

@@ -44,7 +44,7 @@ type jsonScanner struct {
 	capturing bool   // inside the usage value
 	sawUsage  bool   // a usage key with a value was seen
 	usage     []byte // the raw usage value
-	overflow  bool   // usage exceeded MaxUsageSize
+	overflow  bool   // usage exceeded maxUsageSize
 }
 
 // reset empties s for the next document, keeping its buffer.
@@ -55,7 +55,7 @@ func (s *jsonScanner) put(c byte) {
 		if s.usage == nil {
 			s.usage = make([]byte, 0, 256) // a usage object, in one allocation
 		}
-		if len(s.usage) >= MaxUsageSize {
+		if len(s.usage) >= maxUsageSize {
 			s.overflow = true
 			return
 		}
@@ -212,10 +212,10 @@ func (s *jsonScanner) found() (Usage, bool, error) {
 		return Usage{}, false, nil
 	}
 	if s.capturing || !s.complete {
-		return Usage{}, true, fmt.Errorf("%w: document ends inside or after usage %.64q", ErrTruncated, raw)
+		return Usage{}, true, fmt.Errorf("%w: document ends inside or after usage %.64q", errTruncated, raw)
 	}
 	if s.overflow {
-		return Usage{}, true, fmt.Errorf("%w: usage larger than %d bytes", ErrMalformedUsage, MaxUsageSize)
+		return Usage{}, true, fmt.Errorf("%w: usage larger than %d bytes", errMalformedUsage, maxUsageSize)
 	}
 	u, ok, err := parseUsage(raw)
 	return u, ok, err
@@ -225,15 +225,15 @@ func (s *jsonScanner) found() (Usage, bool, error) {
 func (s *jsonScanner) bodyUsage(eof bool) (Usage, error) {
 	switch {
 	case !s.started && eof:
-		return Usage{}, fmt.Errorf("%w: empty body", ErrNoUsage)
+		return Usage{}, fmt.Errorf("%w: empty body", errNoUsage)
 	case s.notObject:
-		return Usage{}, fmt.Errorf("%w: body is not a JSON object", ErrNoUsage)
+		return Usage{}, fmt.Errorf("%w: body is not a JSON object", errNoUsage)
 	case !s.complete:
-		return Usage{}, fmt.Errorf("%w: JSON body ends before its closing brace", ErrTruncated)
+		return Usage{}, fmt.Errorf("%w: JSON body ends before its closing brace", errTruncated)
 	}
 	u, ok, err := s.found()
 	if !ok {
-		return Usage{}, fmt.Errorf("%w: JSON body has no usage", ErrNoUsage)
+		return Usage{}, fmt.Errorf("%w: JSON body has no usage", errNoUsage)
 	}
 	return u, err
 }

@@ -4,7 +4,7 @@
 //
 // Response bodies are scanned as they pass through, byte by byte, by a small
 // state machine that only keeps the top-level "usage" value (at most
-// MaxUsageSize bytes) of a JSON document or of each SSE event, so memory stays
+// maxUsageSize bytes) of a JSON document or of each SSE event, so memory stays
 // bounded whatever the size of the response or of its lines.
 //
 // Files: llm.go (the API: requests, Watch, Usage), watch.go (the
@@ -34,20 +34,20 @@ func (u Usage) Total() uint64 { return u.PromptTokens + u.CompletionTokens }
 
 // Errors passed to Watch's done, wrapped with details; test with errors.Is.
 var (
-	// ErrNoUsage: the response carried no usage (or "usage": null).
-	ErrNoUsage = errors.New("no usage in LLM response")
-	// ErrMalformedUsage: usage is not an object of non-negative integer token counts.
-	ErrMalformedUsage = errors.New("malformed usage in LLM response")
-	// ErrTruncated: the body ended (or the client went away) before the JSON
+	// errNoUsage: the response carried no usage (or "usage": null).
+	errNoUsage = errors.New("no usage in LLM response")
+	// errMalformedUsage: usage is not an object of non-negative integer token counts.
+	errMalformedUsage = errors.New("malformed usage in LLM response")
+	// errTruncated: the body ended (or the client went away) before the JSON
 	// document or the SSE event carrying usage was complete.
-	ErrTruncated = errors.New("truncated LLM response")
-	// ErrUnsupportedEncoding: the body has a Content-Encoding other than
+	errTruncated = errors.New("truncated LLM response")
+	// errUnsupportedEncoding: the body has a Content-Encoding other than
 	// gzip or identity (br, zstd, deflate), so its usage cannot be read.
-	ErrUnsupportedEncoding = errors.New("unsupported Content-Encoding of LLM response")
+	errUnsupportedEncoding = errors.New("unsupported Content-Encoding of LLM response")
 )
 
-// MaxUsageSize bounds the bytes kept of one "usage" value; a larger one is malformed.
-const MaxUsageSize = 64 << 10
+// maxUsageSize bounds the bytes kept of one "usage" value; a larger one is malformed.
+const maxUsageSize = 64 << 10
 
 // MaxRequestSize bounds the request bodies ReadBody reads to decide;
 // a larger body is forwarded untouched.
@@ -155,13 +155,13 @@ func PrepareBody(body []byte) ([]byte, bool) {
 // Accept-Encoding allows it; the proxy passes that header on) is decoded on
 // the side for scanning, on its own goroutine, and passed on still encoded;
 // its usage is then reported at EOF or Close only. Other encodings report
-// ErrUnsupportedEncoding.
+// errUnsupportedEncoding.
 //
 // The body is scanned as JSON or SSE as its Content-Type says
 // (application/json or +json, text/event-stream); with any other type, a
 // body starting with '{' or '[' is JSON and anything else SSE. When several SSE events
 // carry a non-null usage, the last one counts. A read error from the backend
-// ends the watch like Close, with ErrTruncated unless usage was already
+// ends the watch like Close, with errTruncated unless usage was already
 // complete.
 func Watch(body io.ReadCloser, contentType, contentEncoding string, done func(u Usage, err error)) io.ReadCloser {
 	w := &watcher{body: body, done: done}

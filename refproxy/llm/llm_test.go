@@ -154,20 +154,20 @@ func TestWatchResponse(t *testing.T) {
 		{"json with whitespace and escaped key", "application/json", "\n { \"us\\u0061ge\" : { \"prompt_tokens\" : 1 , \"completion_tokens\" : 2 } } ", Usage{1, 2}, nil},
 		{"json duplicate usage, last wins", "application/json", `{"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":5}}`, Usage{5, 0}, nil},
 		{"json responses api names", "application/json", `{"usage":{"input_tokens":3,"output_tokens":4}}`, Usage{3, 4}, nil},
-		{"json nested usage is not top-level", "application/json", `{"choices":[{"usage":{"prompt_tokens":5}}]}`, Usage{}, ErrNoUsage},
-		{"json missing", "application/json", `{"id":"x"}`, Usage{}, ErrNoUsage},
-		{"json null", "application/json", `{"usage":null}`, Usage{}, ErrNoUsage},
-		{"json malformed type", "application/json", `{"usage":"lots"}`, Usage{}, ErrMalformedUsage},
-		{"json negative", "application/json", `{"usage":{"prompt_tokens":-1}}`, Usage{}, ErrMalformedUsage},
-		{"json float", "application/json", `{"usage":{"prompt_tokens":1.5}}`, Usage{}, ErrMalformedUsage},
-		{"json string count", "application/json", `{"usage":{"prompt_tokens":"1"}}`, Usage{}, ErrMalformedUsage},
-		{"json empty usage", "application/json", `{"usage":{}}`, Usage{}, ErrMalformedUsage},
-		{"json overflow", "application/json", `{"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":1}}`, Usage{}, ErrMalformedUsage},
-		{"json garbage", "application/json", `{"usage": {prompt_tokens: 1}}`, Usage{}, ErrMalformedUsage},
-		{"json truncated in usage", "application/json", `{"id":"x","usage":{"prompt_tok`, Usage{}, ErrTruncated},
-		{"json truncated after usage", "application/json", `{"usage":{"prompt_tokens":1},"x":`, Usage{}, ErrTruncated},
-		{"json empty body", "application/json", ``, Usage{}, ErrNoUsage},
-		{"json array", "application/json", `[1,2]`, Usage{}, ErrNoUsage},
+		{"json nested usage is not top-level", "application/json", `{"choices":[{"usage":{"prompt_tokens":5}}]}`, Usage{}, errNoUsage},
+		{"json missing", "application/json", `{"id":"x"}`, Usage{}, errNoUsage},
+		{"json null", "application/json", `{"usage":null}`, Usage{}, errNoUsage},
+		{"json malformed type", "application/json", `{"usage":"lots"}`, Usage{}, errMalformedUsage},
+		{"json negative", "application/json", `{"usage":{"prompt_tokens":-1}}`, Usage{}, errMalformedUsage},
+		{"json float", "application/json", `{"usage":{"prompt_tokens":1.5}}`, Usage{}, errMalformedUsage},
+		{"json string count", "application/json", `{"usage":{"prompt_tokens":"1"}}`, Usage{}, errMalformedUsage},
+		{"json empty usage", "application/json", `{"usage":{}}`, Usage{}, errMalformedUsage},
+		{"json overflow", "application/json", `{"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":1}}`, Usage{}, errMalformedUsage},
+		{"json garbage", "application/json", `{"usage": {prompt_tokens: 1}}`, Usage{}, errMalformedUsage},
+		{"json truncated in usage", "application/json", `{"id":"x","usage":{"prompt_tok`, Usage{}, errTruncated},
+		{"json truncated after usage", "application/json", `{"usage":{"prompt_tokens":1},"x":`, Usage{}, errTruncated},
+		{"json empty body", "application/json", ``, Usage{}, errNoUsage},
+		{"json array", "application/json", `[1,2]`, Usage{}, errNoUsage},
 		{"sse", "text/event-stream", openAISSE, Usage{12, 27}, nil},
 		{"sse crlf and no space", "text/event-stream", strings.ReplaceAll(strings.ReplaceAll(openAISSE, "\n", "\r\n"), "data: ", "data:"), Usage{12, 27}, nil},
 		{"sse cr only", "text/event-stream", strings.ReplaceAll(openAISSE, "\n", "\r"), Usage{12, 27}, nil},
@@ -176,11 +176,11 @@ func TestWatchResponse(t *testing.T) {
 		{"sse without final blank line", "text/event-stream", `data: {"usage":{"prompt_tokens":2}}`, Usage{2, 0}, nil},
 		{"sse last usage wins", "text/event-stream", chunk(`{"usage":{"prompt_tokens":1}}`) + chunk(`{"usage":{"prompt_tokens":2}}`), Usage{2, 0}, nil},
 		{"sse sniffed without content type", "", openAISSE, Usage{12, 27}, nil},
-		{"sse missing", "text/event-stream", chunk(`{"choices":[]}`) + chunk(`[DONE]`), Usage{}, ErrNoUsage},
-		{"sse malformed", "text/event-stream", chunk(`{"usage":"lots"}`) + chunk(`[DONE]`), Usage{}, ErrMalformedUsage},
-		{"sse garbage", "text/event-stream", chunk(`{"id": "x", "usage": {prompt_tokens: 1}`), Usage{}, ErrTruncated},
-		{"sse truncated", "text/event-stream", chunk(`{"choices":[]}`) + `data: {"choices":[],"usage":{"prompt_tok`, Usage{}, ErrTruncated},
-		{"sse empty", "text/event-stream", ``, Usage{}, ErrNoUsage},
+		{"sse missing", "text/event-stream", chunk(`{"choices":[]}`) + chunk(`[DONE]`), Usage{}, errNoUsage},
+		{"sse malformed", "text/event-stream", chunk(`{"usage":"lots"}`) + chunk(`[DONE]`), Usage{}, errMalformedUsage},
+		{"sse garbage", "text/event-stream", chunk(`{"id": "x", "usage": {prompt_tokens: 1}`), Usage{}, errTruncated},
+		{"sse truncated", "text/event-stream", chunk(`{"choices":[]}`) + `data: {"choices":[],"usage":{"prompt_tok`, Usage{}, errTruncated},
+		{"sse empty", "text/event-stream", ``, Usage{}, errNoUsage},
 	}
 	for _, tt := range tests {
 		for _, step := range []int{0, 1, 3, 17} {
@@ -208,9 +208,9 @@ func TestWatchResponseCloseEarly(t *testing.T) {
 		wantErr                 error
 	}{
 		{"sse closed after the usage event", "text/event-stream", openAISSE, strings.Index(openAISSE, "[DONE]"), Usage{12, 27}, nil},
-		{"sse closed before the usage event", "text/event-stream", openAISSE, 10, Usage{}, ErrTruncated},
-		{"json closed mid-body", "application/json", openAIJSON, 20, Usage{}, ErrTruncated},
-		{"closed before any byte", "application/json", openAIJSON, 0, Usage{}, ErrTruncated},
+		{"sse closed before the usage event", "text/event-stream", openAISSE, 10, Usage{}, errTruncated},
+		{"json closed mid-body", "application/json", openAIJSON, 20, Usage{}, errTruncated},
+		{"closed before any byte", "application/json", openAIJSON, 0, Usage{}, errTruncated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,7 +242,7 @@ func TestWatchResponseReadError(t *testing.T) {
 		t.Errorf("read error = %v, want the backend's %v passed through", err, boom)
 	}
 	_ = resp.Body.Close()
-	if res.calls != 1 || !errors.Is(res.err, ErrTruncated) {
+	if res.calls != 1 || !errors.Is(res.err, errTruncated) {
 		t.Errorf("done called %d times with %v, want once with ErrTruncated", res.calls, res.err)
 	}
 }
@@ -251,7 +251,7 @@ func TestWatchResponseNoBody(t *testing.T) {
 	res := &result{}
 	resp := &http.Response{Header: http.Header{}, Body: http.NoBody}
 	watchResponse(resp, func(u Usage, err error) { res.u, res.err = u, err; res.calls++ })
-	if res.calls != 1 || !errors.Is(res.err, ErrNoUsage) {
+	if res.calls != 1 || !errors.Is(res.err, errNoUsage) {
 		t.Errorf("done called %d times with %v, want once with ErrNoUsage", res.calls, res.err)
 	}
 }
@@ -381,11 +381,11 @@ func TestWatchResponseEncoded(t *testing.T) {
 		{"gzip json", "application/json", "gzip", gzipped(t, openAIJSON), 0, Usage{30, 9}, nil},
 		{"gzip sse", "text/event-stream", "gzip", gzipped(t, openAISSE), 0, Usage{12, 27}, nil},
 		{"x-gzip", "application/json", "x-gzip", gzipped(t, openAIJSON), 0, Usage{30, 9}, nil},
-		{"gzip missing usage", "application/json", "gzip", gzipped(t, `{"id":"x"}`), 0, Usage{}, ErrNoUsage},
-		{"gzip corrupt", "application/json", "gzip", "\x1f\x8b\x08\x00garbage-garbage-garbage", 0, Usage{}, ErrTruncated},
-		{"gzip cut", "application/json", "gzip", gzipped(t, openAIJSON)[:40], 0, Usage{}, ErrTruncated},
-		{"gzip closed early", "text/event-stream", "gzip", gzipped(t, openAISSE), 10, Usage{}, ErrTruncated},
-		{"brotli", "application/json", "br", "\x0b\x02\x80{}\x03", 0, Usage{}, ErrUnsupportedEncoding},
+		{"gzip missing usage", "application/json", "gzip", gzipped(t, `{"id":"x"}`), 0, Usage{}, errNoUsage},
+		{"gzip corrupt", "application/json", "gzip", "\x1f\x8b\x08\x00garbage-garbage-garbage", 0, Usage{}, errTruncated},
+		{"gzip cut", "application/json", "gzip", gzipped(t, openAIJSON)[:40], 0, Usage{}, errTruncated},
+		{"gzip closed early", "text/event-stream", "gzip", gzipped(t, openAISSE), 10, Usage{}, errTruncated},
+		{"brotli", "application/json", "br", "\x0b\x02\x80{}\x03", 0, Usage{}, errUnsupportedEncoding},
 		{"identity", "application/json", "identity", openAIJSON, 0, Usage{30, 9}, nil},
 	}
 	for _, tt := range tests {
@@ -437,7 +437,7 @@ func TestWatchResponseLeavesUpgradesAlone(t *testing.T) {
 	if _, ok := resp.Body.(io.ReadWriteCloser); !ok {
 		t.Errorf("101 body is %T, want the upgraded connection (io.ReadWriteCloser) left in place", resp.Body)
 	}
-	if res.calls != 1 || !errors.Is(res.err, ErrNoUsage) {
+	if res.calls != 1 || !errors.Is(res.err, errNoUsage) {
 		t.Errorf("done called %d times with %v, want once with ErrNoUsage", res.calls, res.err)
 	}
 }
@@ -527,7 +527,7 @@ func watchResponse(resp *http.Response, done func(u Usage, err error)) {
 		// The body is the upgraded connection, which the reverse proxy needs
 		// as an io.ReadWriteCloser: leave it alone; it carries no usage.
 		if done != nil {
-			done(Usage{}, fmt.Errorf("%w: protocol upgrade (101)", ErrNoUsage))
+			done(Usage{}, fmt.Errorf("%w: protocol upgrade (101)", errNoUsage))
 		}
 		return
 	}

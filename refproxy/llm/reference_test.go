@@ -18,7 +18,7 @@ func parseUsageReference(raw []byte) (u Usage, ok bool, err error) {
 		return Usage{}, false, nil
 	}
 	if !json.Valid(raw) || raw[0] != '{' {
-		return Usage{}, true, fmt.Errorf("%w: usage %.64q is not an object", ErrMalformedUsage, raw)
+		return Usage{}, true, fmt.Errorf("%w: usage %.64q is not an object", errMalformedUsage, raw)
 	}
 	var pb, cb [32]byte
 	pk, ck := "prompt_tokens", "completion_tokens"
@@ -30,7 +30,7 @@ func parseUsageReference(raw []byte) (u Usage, ok bool, err error) {
 		c, hasC, _ = topValue(raw, ck, cb[:0])
 	}
 	if !hasP && !hasC {
-		return Usage{}, true, fmt.Errorf("%w: usage has neither prompt_tokens nor completion_tokens", ErrMalformedUsage)
+		return Usage{}, true, fmt.Errorf("%w: usage has neither prompt_tokens nor completion_tokens", errMalformedUsage)
 	}
 	count := func(name string, v []byte, has bool) (uint64, error) {
 		if !has {
@@ -38,7 +38,7 @@ func parseUsageReference(raw []byte) (u Usage, ok bool, err error) {
 		}
 		n, err := parseCount(v)
 		if err != nil {
-			return 0, fmt.Errorf("%w: %s is %.32q, want an integer >= 0", ErrMalformedUsage, name, string(v))
+			return 0, fmt.Errorf("%w: %s is %.32q, want an integer >= 0", errMalformedUsage, name, string(v))
 		}
 		return n, nil
 	}
@@ -49,7 +49,7 @@ func parseUsageReference(raw []byte) (u Usage, ok bool, err error) {
 		return Usage{}, true, err
 	}
 	if u.PromptTokens > math.MaxUint64-u.CompletionTokens {
-		return Usage{}, true, fmt.Errorf("%w: token counts overflow", ErrMalformedUsage)
+		return Usage{}, true, fmt.Errorf("%w: token counts overflow", errMalformedUsage)
 	}
 	return u, true, nil
 }
@@ -79,7 +79,7 @@ func sameUsageResult(t *testing.T, raw []byte) {
 	u, ok, err := parseUsage(raw)
 	ru, rok, rerr := parseUsageReference(raw)
 	if u != ru || ok != rok || (err == nil) != (rerr == nil) ||
-		errors.Is(err, ErrMalformedUsage) != errors.Is(rerr, ErrMalformedUsage) ||
+		errors.Is(err, errMalformedUsage) != errors.Is(rerr, errMalformedUsage) ||
 		(err != nil && err.Error() != rerr.Error()) {
 		t.Fatalf("parseUsage(%q) = %+v, %v, %v; reference: %+v, %v, %v", raw, u, ok, err, ru, rok, rerr)
 	}

@@ -126,7 +126,7 @@ func (s *sseScanner) dispatch() {
 
 // streamUsage is the usage of the whole stream, once it ended (eof) or was
 // closed early. An event left open at the end is still looked at, so a cut
-// usage chunk reports ErrTruncated rather than ErrNoUsage.
+// usage chunk reports errTruncated rather than errNoUsage.
 func (s *sseScanner) streamUsage(eof bool) (Usage, error) {
 	if !s.doneEvent {
 		s.dispatch()
@@ -135,9 +135,9 @@ func (s *sseScanner) streamUsage(eof bool) (Usage, error) {
 	case s.seen:
 		return s.last, s.lastErr
 	case eof:
-		return Usage{}, fmt.Errorf("%w: no SSE event carried usage", ErrNoUsage)
+		return Usage{}, fmt.Errorf("%w: no SSE event carried usage", errNoUsage)
 	default:
-		return Usage{}, fmt.Errorf("%w: stream closed before the usage event", ErrTruncated)
+		return Usage{}, fmt.Errorf("%w: stream closed before the usage event", errTruncated)
 	}
 }
 

@@ -20,7 +20,7 @@ func parseUsage(raw []byte) (u Usage, ok bool, err error) {
 	}
 	var v usageValues
 	if len(raw) == 0 || raw[0] != '{' || !v.scan(raw) {
-		return Usage{}, true, fmt.Errorf("%w: usage %.64q is not an object", ErrMalformedUsage, raw)
+		return Usage{}, true, fmt.Errorf("%w: usage %.64q is not an object", errMalformedUsage, raw)
 	}
 	pk, ck := "prompt_tokens", "completion_tokens"
 	pi, ci := usagePrompt, usageCompletion
@@ -29,7 +29,7 @@ func parseUsage(raw []byte) (u Usage, ok bool, err error) {
 		pi, ci = usageInput, usageOutput
 	}
 	if !v.has[pi] && !v.has[ci] {
-		return Usage{}, true, fmt.Errorf("%w: usage has neither prompt_tokens nor completion_tokens", ErrMalformedUsage)
+		return Usage{}, true, fmt.Errorf("%w: usage has neither prompt_tokens nor completion_tokens", errMalformedUsage)
 	}
 	count := func(name string, i int) (uint64, error) {
 		if !v.has[i] {
@@ -37,7 +37,7 @@ func parseUsage(raw []byte) (u Usage, ok bool, err error) {
 		}
 		n, err := parseCount(v.val[i])
 		if err != nil {
-			return 0, fmt.Errorf("%w: %s is %.32q, want an integer >= 0", ErrMalformedUsage, name, string(v.val[i]))
+			return 0, fmt.Errorf("%w: %s is %.32q, want an integer >= 0", errMalformedUsage, name, string(v.val[i]))
 		}
 		return n, nil
 	}
@@ -48,7 +48,7 @@ func parseUsage(raw []byte) (u Usage, ok bool, err error) {
 		return Usage{}, true, err
 	}
 	if u.PromptTokens > math.MaxUint64-u.CompletionTokens {
-		return Usage{}, true, fmt.Errorf("%w: token counts overflow", ErrMalformedUsage)
+		return Usage{}, true, fmt.Errorf("%w: token counts overflow", errMalformedUsage)
 	}
 	return u, true, nil
 }

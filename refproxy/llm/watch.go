@@ -113,9 +113,9 @@ func (w *watcher) finish(eof bool) {
 	switch w.mode {
 	case modeSniff:
 		if eof {
-			err = fmt.Errorf("%w: empty body", ErrNoUsage)
+			err = fmt.Errorf("%w: empty body", errNoUsage)
 		} else {
-			err = fmt.Errorf("%w: body closed before any data", ErrTruncated)
+			err = fmt.Errorf("%w: body closed before any data", errTruncated)
 		}
 	case modeJSON:
 		u, err = w.js.bodyUsage(eof)
@@ -124,10 +124,10 @@ func (w *watcher) finish(eof bool) {
 	}
 	switch {
 	case w.unsupported != "":
-		err = fmt.Errorf("%w: %q", ErrUnsupportedEncoding, w.unsupported)
+		err = fmt.Errorf("%w: %q", errUnsupportedEncoding, w.unsupported)
 	case gzErr != nil:
 		// Whatever was decoded before the damage is not to be trusted.
-		err = fmt.Errorf("%w: gzip body: %v", ErrTruncated, gzErr)
+		err = fmt.Errorf("%w: gzip body: %v", errTruncated, gzErr)
 	}
 	w.mu.Unlock()
 	if err != nil {

@@ -12,12 +12,6 @@ import (
 	"sync/atomic"
 )
 
-// Level is an env_logger level mapped onto slog.
-type Level struct {
-	name  string
-	level slog.Level
-}
-
 // LevelTrace is below slog's debug, as env_logger's trace is below debug.
 const LevelTrace = slog.LevelDebug - 4
 
@@ -44,11 +38,11 @@ type Filter struct {
 	Directives []Directive
 }
 
-// MaxLen bounds a filter: a real one is a few directives long.
-const MaxLen = 1024
+// maxLen bounds a filter: a real one is a few directives long.
+const maxLen = 1024
 
-// Root is the module every refproxy logger lives under.
-const Root = "refproxy"
+// rootTarget is the module every refproxy logger lives under.
+const rootTarget = "refproxy"
 
 // Parse reads a filter. An empty filter, unknown levels and modules that
 // refproxy does not log under are errors: env_logger would take a typo such
@@ -60,8 +54,8 @@ func Parse(s string) (Filter, error) {
 	if s == "" {
 		return f, fmt.Errorf("empty log filter")
 	}
-	if len(s) > MaxLen {
-		return f, fmt.Errorf("log filter too long: %d bytes, at most %d", len(s), MaxLen)
+	if len(s) > maxLen {
+		return f, fmt.Errorf("log filter too long: %d bytes, at most %d", len(s), maxLen)
 	}
 	// env_logger allows a trailing /regex on the message; refproxy does not
 	// filter messages, so say so rather than silently ignore it.
@@ -91,7 +85,7 @@ func Parse(s string) (Filter, error) {
 				return f, err
 			}
 			if !ours(mod) {
-				return f, fmt.Errorf("%s is neither a level (off, error, warn, info, debug, trace) nor a module of refproxy (%s, %s::...)", quote(mod), Root, Root)
+				return f, fmt.Errorf("%s is neither a level (off, error, warn, info, debug, trace) nor a module of refproxy (%s, %s::...)", quote(mod), rootTarget, rootTarget)
 			}
 			f.Directives = append(f.Directives, Directive{Module: mod, Level: "trace"})
 		default:
@@ -102,7 +96,7 @@ func Parse(s string) (Filter, error) {
 				return f, err
 			}
 			if !ours(mod) {
-				return f, fmt.Errorf("%s is not a module of refproxy (%s, %s::...)", quote(mod), Root, Root)
+				return f, fmt.Errorf("%s is not a module of refproxy (%s, %s::...)", quote(mod), rootTarget, rootTarget)
 			}
 			if _, ok := levels[lvl]; !ok {
 				return f, fmt.Errorf("invalid level %q for module %q (want off, error, warn, info, debug or trace)", lvl, mod)
@@ -117,7 +111,7 @@ func Parse(s string) (Filter, error) {
 }
 
 // ours reports whether m is refproxy's root module or one below it.
-func ours(m string) bool { return m == Root || strings.HasPrefix(m, Root+"::") }
+func ours(m string) bool { return m == rootTarget || strings.HasPrefix(m, rootTarget+"::") }
 
 // quote quotes s for an error, cut to 64 bytes: errors are echoed to clients.
 func quote(s string) string {

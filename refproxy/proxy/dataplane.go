@@ -125,13 +125,13 @@ type Dataplane struct {
 	reg    *tracing.Registry
 	dialer *net.Dialer
 
-	table atomic.Pointer[Table]
+	table atomic.Pointer[table]
 
 	applyMu  sync.Mutex
 	servers  map[int]*bindServer
 	buckets  map[string]limit
 	backends map[string]*backend
-	stats    map[string]*EndpointStats
+	stats    map[string]*endpointStats
 	// reuse* hold the previous config's state during a build, so limits and
 	// backends configured again keep their counters and connection pools.
 	reuseBuckets  map[string]limit
@@ -199,7 +199,7 @@ func New(opts Options) *Dataplane {
 		servers:     map[int]*bindServer{},
 		buckets:     map[string]limit{},
 		backends:    map[string]*backend{},
-		stats:       map[string]*EndpointStats{},
+		stats:       map[string]*endpointStats{},
 		rlsConns:    map[string]*grpc.ClientConn{},
 	}
 }
@@ -259,7 +259,7 @@ func (dp *Dataplane) tableRedaction(cfg *config.Config) (_ *tracing.Redaction, s
 
 // redactionOf is the redaction of a request served with table t (nil
 // before the first config).
-func (dp *Dataplane) redactionOf(t *Table) *tracing.Redaction {
+func (dp *Dataplane) redactionOf(t *table) *tracing.Redaction {
 	if t == nil {
 		return dp.redaction
 	}
@@ -593,7 +593,7 @@ func (dp *Dataplane) newBackend(bk config.Backend) *backend {
 	skey := b.name + "|" + b.addr
 	st, ok := dp.stats[skey]
 	if !ok {
-		st = &EndpointStats{}
+		st = &endpointStats{}
 		dp.stats[skey] = st
 	}
 	b.stats = st

@@ -8,9 +8,9 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit/remote"
 )
 
-// HeaderRateLimited marks a 429 that a global rate-limit service decided,
+// headerRateLimited marks a 429 that a global rate-limit service decided,
 // as Envoy marks it; local 429s never carry it (spec part 7).
-const HeaderRateLimited = "x-envoy-ratelimited"
+const headerRateLimited = "x-envoy-ratelimited"
 
 // remoteResult is what the global limits decided for one request.
 type remoteResult struct {

@@ -33,7 +33,7 @@ type bindHandler struct {
 	key int
 }
 
-func (t *Table) bind(key int) *bindTable {
+func (t *table) bind(key int) *bindTable {
 	for _, b := range t.binds {
 		if b.key == key {
 			return b
@@ -179,7 +179,7 @@ type localAnswer struct {
 	preflight bool
 	// refused: a 429 of the route's limits, in the route's error format
 	// (status, ctype and body are the format's); global: of the global
-	// rate-limit service (HeaderRateLimited).
+	// rate-limit service (headerRateLimited).
 	refused, global bool
 	// wwwAuthenticate is the challenge of an auth policy's 401.
 	wwwAuthenticate string
@@ -318,7 +318,7 @@ func (dp *Dataplane) answerLocally(ctx *fasthttp.RequestCtx, tr *tracing.Tracer,
 		pol.corsHeaders(st.cors, h)
 	}
 	if a.global {
-		h.Set(HeaderRateLimited, "true")
+		h.Set(headerRateLimited, "true")
 	}
 	if a.wwwAuthenticate != "" {
 		h.Set("WWW-Authenticate", a.wwwAuthenticate)
@@ -434,22 +434,22 @@ func admit(held *ratelimit.Held, rt *route, tr *tracing.Tracer) (ratelimit.Decis
 	return d, traceLocalLimit(tr, rt, d, states)
 }
 
-// HeaderRequestID carries a followed request's id to the backend and the
+// headerRequestID carries a followed request's id to the backend and the
 // client when the client sent none.
-const HeaderRequestID = "x-request-id"
+const headerRequestID = "x-request-id"
 
 // followRequest names a request follow watchers trace: by the client's
 // x-request-id, or a new id sent on to the backend and, set on the
 // response before anything else (the backend's headers are added to it),
 // back to the client.
 func followRequest(ctx *fasthttp.RequestCtx, tr *tracing.Tracer) {
-	if v, ok := peekFold(&ctx.Request.Header, HeaderRequestID); ok && len(v) > 0 {
+	if v, ok := peekFold(&ctx.Request.Header, headerRequestID); ok && len(v) > 0 {
 		tr.SetRequestID(string(v))
 		return
 	}
 	id := tr.NewRequestID()
-	ctx.Request.Header.SetBytesV(HeaderRequestID, id)
-	ctx.Response.Header.SetBytesV(HeaderRequestID, id)
+	ctx.Request.Header.SetBytesV(headerRequestID, id)
+	ctx.Response.Header.SetBytesV(headerRequestID, id)
 }
 
 // forward sends the request to c.be and streams the answer back: the

@@ -169,7 +169,7 @@ func appendRequestInfo(b []byte, tr *tracing.Tracer, c tracing.Capture) []byte {
 	method, uri, host, proto := tr.Bytes(c.Spans[0]), tr.Bytes(c.Spans[1]), tr.Bytes(c.Spans[2]), tr.Bytes(c.Spans[3])
 	scheme := schemeOf(c.Flag)
 	path, query := splitRequestURI(b2s(uri))
-	if table, _ := c.Refs[1].(*Table); table != nil && len(table.credQuery) > 0 && query != "" {
+	if table, _ := c.Refs[1].(*table); table != nil && len(table.credQuery) > 0 && query != "" {
 		query = redactQuery(tr, query, table.credQuery)
 	}
 	decoded := decodePath(path)

@@ -18,14 +18,14 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/config"
 )
 
-// EndpointStats counts the calls to one backend endpoint.
-type EndpointStats struct {
+// endpointStats counts the calls to one backend endpoint.
+type endpointStats struct {
 	requests  atomic.Uint64
 	successes atomic.Uint64
 	latencyNs atomic.Uint64
 }
 
-func (s *EndpointStats) record(d time.Duration, ok bool) {
+func (s *endpointStats) record(d time.Duration, ok bool) {
 	s.requests.Add(1)
 	if ok {
 		s.successes.Add(1)
@@ -35,7 +35,7 @@ func (s *EndpointStats) record(d time.Duration, ok bool) {
 
 // Snapshot returns requests, health (success ratio, 1 with no requests) and
 // mean latency in milliseconds.
-func (s *EndpointStats) Snapshot() (requests uint64, health, latencyMs float64) {
+func (s *endpointStats) Snapshot() (requests uint64, health, latencyMs float64) {
 	n := s.requests.Load()
 	if n == 0 {
 		return 0, 1, 0
@@ -70,7 +70,7 @@ func (dp *Dataplane) Dump() *configdump.Dump {
 	if t == nil {
 		return d
 	}
-	seen := map[*EndpointStats]bool{}
+	seen := map[*endpointStats]bool{}
 	services := map[config.ServiceOf]*configdump.Service{}
 	for _, bt := range t.binds {
 		listeners := map[string]configdump.Listener{}

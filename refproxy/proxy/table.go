@@ -18,9 +18,9 @@ import (
 	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
-// Table is the routing state compiled from one config: everything the
+// table is the routing state compiled from one config: everything the
 // request path needs, prepared at load so that serving does no parsing.
-type Table struct {
+type table struct {
 	cfg   *config.Config
 	binds []*bindTable
 	// redaction redacts the credential headers of traces: the defaults
@@ -118,7 +118,7 @@ type backend struct {
 	client                                  *fasthttp.HostClient
 	// do makes the round trip: client.Do, or a stub in benchmarks.
 	do    func(req *fasthttp.Request, resp *fasthttp.Response) error
-	stats *EndpointStats
+	stats *endpointStats
 	// service is the Service this endpoint belongs to (cluster configs);
 	// nil for a plain host or AI backend.
 	service *config.ServiceOf
@@ -130,7 +130,7 @@ type backend struct {
 // trace's reasons show it: redacted for a credential header (a route
 // matching an Authorization holds a credential), with the fingerprint a
 // request carrying the same value shows.
-func (t *Table) shownConfigValue(name, value string) string {
+func (t *table) shownConfigValue(name, value string) string {
 	if !t.secretHeaders.Sensitive(name) {
 		return value
 	}
@@ -153,8 +153,8 @@ var effectivePolicyKeys = []string{
 	"responseHeaderModifier", "requestRedirect", "urlRewrite", "cors",
 }
 
-func (dp *Dataplane) build(cfg *config.Config) (*Table, error) {
-	t := &Table{cfg: cfg}
+func (dp *Dataplane) build(cfg *config.Config) (*table, error) {
+	t := &table{cfg: cfg}
 	t.redaction, t.secretHeaders = dp.tableRedaction(cfg)
 	if !dp.opts.TraceCredentialsInClear {
 		t.credQuery = cfg.CredentialQueryParams()
@@ -302,7 +302,7 @@ func (l *limits) entryList() []limitEntry {
 	return out
 }
 
-func (dp *Dataplane) buildRoute(t *Table, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw *limits, gwPols []policyInput) (*route, error) {
+func (dp *Dataplane) buildRoute(t *table, b config.Bind, l config.Listener, li int, r config.Route, ri int, gw *limits, gwPols []policyInput) (*route, error) {
 	cfg := t.cfg
 	rt := &route{
 		key:       config.RouteKey(b, l, li, r, ri),

@@ -11,41 +11,41 @@ import (
 
 // Family is a set of rate-limit response headers, as one kind of client
 // reads them. A route writes the families its rateLimitHeaders policy
-// lists (a refproxy extension); without one, FamilyXRateLimit.
+// lists (a refproxy extension); without one, familyXRateLimit.
 type Family string
 
 // The header families refproxy writes (docs/rate-limits.md has the table).
 const (
-	// FamilyXRateLimit is x-ratelimit-{limit,remaining,reset}: the spec's,
+	// familyXRateLimit is x-ratelimit-{limit,remaining,reset}: the spec's,
 	// of the most constrained limit (or the one that refused).
-	FamilyXRateLimit Family = "xRateLimit"
-	// FamilyIETF is draft-ietf-httpapi-ratelimit-headers' structured
+	familyXRateLimit Family = "xRateLimit"
+	// familyIETF is draft-ietf-httpapi-ratelimit-headers' structured
 	// fields RateLimit-Policy ("requests";q=10;w=60) and RateLimit
 	// ("requests";r=9;t=42), one item per kind of limit.
-	FamilyIETF Family = "ietf"
-	// FamilyOpenAI is x-ratelimit-{limit,remaining,reset}-{requests,tokens},
+	familyIETF Family = "ietf"
+	// familyOpenAI is x-ratelimit-{limit,remaining,reset}-{requests,tokens},
 	// resets written as Go durations ("6m0s", "1.5s"), as OpenAI sends them:
 	// the time until the limit is back to its ceiling (Window.Full).
-	FamilyOpenAI Family = "openai"
-	// FamilyAnthropic is anthropic-ratelimit-{requests,tokens}-{limit,
+	familyOpenAI Family = "openai"
+	// familyAnthropic is anthropic-ratelimit-{requests,tokens}-{limit,
 	// remaining,reset}, resets as RFC 3339 times (UTC, whole seconds, rounded
 	// up) of when the limit is back to its ceiling, as Anthropic sends them.
-	FamilyAnthropic Family = "anthropic"
+	familyAnthropic Family = "anthropic"
 )
 
-// Families lists every Family, in the order a route writes them.
-var Families = []Family{FamilyXRateLimit, FamilyIETF, FamilyOpenAI, FamilyAnthropic}
+// families lists every Family, in the order a route writes them.
+var families = []Family{familyXRateLimit, familyIETF, familyOpenAI, familyAnthropic}
 
 // FamilySet is a set of header families, written in the order of
-// Families; the zero set means FamilyXRateLimit alone (the default).
+// families; the zero set means familyXRateLimit alone (the default).
 type FamilySet uint8
 
 // Has reports whether f is in s.
 func (s FamilySet) Has(f Family) bool {
 	if s == 0 {
-		return f == FamilyXRateLimit
+		return f == familyXRateLimit
 	}
-	for i, g := range Families {
+	for i, g := range families {
 		if g == f {
 			return s&(1<<i) != 0
 		}
@@ -61,7 +61,7 @@ func ParseFamilies(names []string) (FamilySet, error) {
 	}
 	var set FamilySet
 	for _, n := range names {
-		i := slices.Index(Families, Family(n))
+		i := slices.Index(families, Family(n))
 		if i < 0 {
 			return 0, fmt.Errorf("unknown header family %q: want one of %s", n, familyNames())
 		}
@@ -74,8 +74,8 @@ func ParseFamilies(names []string) (FamilySet, error) {
 }
 
 func familyNames() string {
-	s := make([]string, len(Families))
-	for i, f := range Families {
+	s := make([]string, len(families))
+	for i, f := range families {
 		s[i] = string(f)
 	}
 	return strings.Join(s, ", ")
@@ -152,8 +152,8 @@ func (d *Decision) window(k Kind) *Window {
 
 // Header names of the families beyond x-ratelimit-*.
 const (
-	HeaderPolicy    = "ratelimit-policy"
-	HeaderRateLimit = "ratelimit"
+	headerPolicy    = "ratelimit-policy"
+	headerRateLimit = "ratelimit"
 )
 
 // HeaderFunc sets or adds a response header. value is valid only during
@@ -180,26 +180,26 @@ func (d Decision) WriteFamilies(now time.Time, peek func(name string) string, se
 	buf := scratch.Get().(*[128]byte)
 	defer scratch.Put(buf)
 	b := buf[:0]
-	for _, f := range Families {
+	for _, f := range families {
 		if !d.Families.Has(f) {
 			continue
 		}
 		switch f {
-		case FamilyXRateLimit:
+		case familyXRateLimit:
 			if !upstreamStricter(peek, HeaderRemaining, d.Remaining) {
 				b = d.eachHeader(b, set)
 			}
-		case FamilyIETF:
+		case familyIETF:
 			if !d.Requests.Set && !d.Tokens.Set {
 				continue
 			}
 			b = d.appendIETF(b[:0], true)
-			add(HeaderPolicy, b)
+			add(headerPolicy, b)
 			b = d.appendIETF(b[:0], false)
-			add(HeaderRateLimit, b)
-		case FamilyOpenAI, FamilyAnthropic:
+			add(headerRateLimit, b)
+		case familyOpenAI, familyAnthropic:
 			names := &openAINames
-			if f == FamilyAnthropic {
+			if f == familyAnthropic {
 				names = &anthropicNames
 			}
 			for i, k := range [...]Kind{Requests, Tokens} {
@@ -209,7 +209,7 @@ func (d Decision) WriteFamilies(now time.Time, peek func(name string) string, se
 				}
 				set(n.limit, strconv.AppendUint(b[:0], w.Limit, 10))
 				set(n.remaining, strconv.AppendUint(b[:0], w.Remaining, 10))
-				if f == FamilyOpenAI {
+				if f == familyOpenAI {
 					set(n.reset, append(b[:0], w.Full.Round(time.Millisecond).String()...))
 				} else {
 					set(n.reset, ceilSecond(now.Add(w.Full)).AppendFormat(b[:0], time.RFC3339))
@@ -252,9 +252,9 @@ func (d Decision) eachHeader(b []byte, set HeaderFunc) []byte {
 	return b
 }
 
-// HeaderRetryAfter is written on a 429 of a limited route: the seconds
+// headerRetryAfter is written on a 429 of a limited route: the seconds
 // until the denying limit refills, as x-ratelimit-reset says them.
-const HeaderRetryAfter = "Retry-After"
+const headerRetryAfter = "Retry-After"
 
 // RetryAfter calls set with Retry-After for a refused decision d (nothing
 // when !d.Limited): whole seconds, the value of x-ratelimit-reset.
@@ -263,7 +263,7 @@ func (d Decision) RetryAfter(set HeaderFunc) {
 		return
 	}
 	buf := scratch.Get().(*[128]byte)
-	set(HeaderRetryAfter, strconv.AppendInt(buf[:0], int64(d.Reset/time.Second), 10))
+	set(headerRetryAfter, strconv.AppendInt(buf[:0], int64(d.Reset/time.Second), 10))
 	scratch.Put(buf)
 }
 

@@ -75,7 +75,7 @@ func TestWriteFamilies(t *testing.T) {
 		t.Errorf("wrote %d fields, want %d: %v", len(h), len(want), h)
 	}
 	// The structured fields parse as the lists they claim to be.
-	for _, name := range []string{HeaderPolicy, HeaderRateLimit} {
+	for _, name := range []string{headerPolicy, headerRateLimit} {
 		if _, err := httpsfv.UnmarshalList(h.Values(name)); err != nil {
 			t.Errorf("%s %q does not parse as a structured List: %v", name, h.Values(name), err)
 		}
@@ -135,10 +135,10 @@ func TestParseFamilies(t *testing.T) {
 		}
 	}
 	s, err := ParseFamilies([]string{"openai"})
-	if err != nil || s.Has(FamilyXRateLimit) || !s.Has(FamilyOpenAI) {
+	if err != nil || s.Has(familyXRateLimit) || !s.Has(familyOpenAI) {
 		t.Errorf("ParseFamilies([openai]) = %b, %v: want openai alone", s, err)
 	}
-	if !FamilySet(0).Has(FamilyXRateLimit) || FamilySet(0).Has(FamilyIETF) {
+	if !FamilySet(0).Has(familyXRateLimit) || FamilySet(0).Has(familyIETF) {
 		t.Error("the zero set is not x-ratelimit-* alone")
 	}
 }
@@ -261,7 +261,7 @@ func TestWriteFamiliesAllocations(t *testing.T) {
 	d := newSet(reqs, toks).Admit(time.Now())
 	now := time.Now()
 	var h fasthttp.ResponseHeader
-	for _, f := range Families {
+	for _, f := range families {
 		d.Families, _ = ParseFamilies([]string{string(f)})
 		got := testing.AllocsPerRun(100, func() {
 			h.Reset()

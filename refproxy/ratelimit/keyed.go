@@ -7,16 +7,16 @@ import (
 	"unsafe"
 )
 
-// DefaultMaxKeys is the number of live keys a keyed entry keeps when its
+// defaultMaxKeys is the number of live keys a keyed entry keeps when its
 // configuration sets no bound: past it the least recently used key's
 // bucket is forgotten (that key starts again from a full bucket).
-const DefaultMaxKeys = 100_000
+const defaultMaxKeys = 100_000
 
-// MaxKeyLen is the longest key kept as it is; a longer key is kept as the
+// maxKeyLen is the longest key kept as it is; a longer key is kept as the
 // hex SHA-256 of its bytes with a "sha256:" prefix, so that a client
 // cannot make the limiter hold arbitrarily large keys. A digest key is
-// longer than MaxKeyLen and so never equals a key kept as it is.
-const MaxKeyLen = 64
+// longer than maxKeyLen and so never equals a key kept as it is.
+const maxKeyLen = 64
 
 // digestPrefix marks a key kept as its digest.
 const digestPrefix = "sha256:"
@@ -46,10 +46,10 @@ type Keyed struct {
 }
 
 // NewKeyed returns a keyed entry of spec; keyOf gives a request's key, and
-// maxKeys bounds the live keys (<= 0: DefaultMaxKeys).
+// maxKeys bounds the live keys (<= 0: defaultMaxKeys).
 func NewKeyed(spec Spec, keyOf KeyFunc, maxKeys int) *Keyed {
 	if maxKeys <= 0 {
-		maxKeys = DefaultMaxKeys
+		maxKeys = defaultMaxKeys
 	}
 	k := &Keyed{spec: spec, keyOf: keyOf, max: maxKeys, m: make(map[string]*Bucket)}
 	k.lru.prev, k.lru.next = &k.lru, &k.lru
@@ -97,7 +97,7 @@ func (k *Keyed) Bucket(key string) *Bucket {
 		return k.shared
 	}
 	var buf [len(digestPrefix) + 2*sha256.Size]byte
-	if len(key) > MaxKeyLen {
+	if len(key) > maxKeyLen {
 		sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(key), len(key)))
 		copy(buf[:], digestPrefix)
 		hex.Encode(buf[len(digestPrefix):], sum[:])
@@ -131,7 +131,7 @@ func (k *Keyed) Bucket(key string) *Bucket {
 func (b *Bucket) Keyed() *Keyed { return b.keyed }
 
 // Key is b's key ("" for a plain bucket and a keyed entry's shared
-// bucket); a key longer than MaxKeyLen is shown as its digest.
+// bucket); a key longer than maxKeyLen is shown as its digest.
 func (b *Bucket) Key() string { return b.key }
 
 func (b *Bucket) unlink() {

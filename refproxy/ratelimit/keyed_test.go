@@ -89,7 +89,7 @@ func TestKeyedLongKeysAreDigests(t *testing.T) {
 	if k.Bucket(b.Key()) == b {
 		t.Error("a short key equal to a digest's text shares its bucket")
 	}
-	if short := strings.Repeat("x", MaxKeyLen); k.Bucket(short).Key() != short {
+	if short := strings.Repeat("x", maxKeyLen); k.Bucket(short).Key() != short {
 		t.Errorf("a key of MaxKeyLen bytes is kept as it is")
 	}
 }

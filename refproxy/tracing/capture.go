@@ -301,7 +301,7 @@ func (t *Tracer) appendFrame(fs *Frames, h *held, follow bool) {
 	if h.c.Render == nil && h.c.Fields != nil {
 		msg := messageOf(h.typ, h.c.Fields)
 		if follow && h.typ == trace.RequestFinished {
-			msg["timings"] = JSON(t.appendTimings(nil, h.end))
+			msg["timings"] = rawJSON(t.appendTimings(nil, h.end))
 		}
 		e := trace.Event{EventEnd: h.end, Severity: h.sev, Message: msg}
 		if h.timed {

@@ -48,16 +48,16 @@ func appendEvent(b []byte, e trace.Event) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// JSON is a value of an event already encoded, exactly as json.Marshal
+// rawJSON is a value of an event already encoded, exactly as json.Marshal
 // would encode what it stands for (compact, keys sorted, strings escaped
 // as AppendString does): a proxy renders its largest values (request and
 // response snapshots) straight to bytes rather than to maps that are
 // encoded once and thrown away. AppendEvent copies it as it is;
 // encoding/json, through MarshalJSON, writes the same bytes.
-type JSON []byte
+type rawJSON []byte
 
 // MarshalJSON returns j itself.
-func (j JSON) MarshalJSON() ([]byte, error) { return j, nil }
+func (j rawJSON) MarshalJSON() ([]byte, error) { return j, nil }
 
 // AppendString appends s as a JSON string, as json.Marshal writes it.
 func AppendString(b []byte, s string) []byte { return appendString(b, s) }
@@ -78,7 +78,7 @@ func appendValue(b []byte, v any) ([]byte, bool) {
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...), true
-	case JSON:
+	case rawJSON:
 		// Empty is not JSON: json.Marshal refuses it too.
 		return append(b, v...), len(v) > 0
 	case string:

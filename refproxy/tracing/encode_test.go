@@ -115,7 +115,7 @@ func randValue(r *rand.Rand, depth int) any {
 		if r.IntN(4) == 0 {
 			// The same, rendered ahead (as request snapshots are).
 			if j, err := json.Marshal(m); err == nil {
-				return JSON(j)
+				return rawJSON(j)
 			}
 		}
 		return m

@@ -24,8 +24,8 @@ const followBufferSize = 4096
 // MaxFollowers bounds the follow watchers at once; more are refused.
 const MaxFollowers = watch.MaxFollowers
 
-// ErrTooManyFollowers refuses a follow watcher beyond MaxFollowers.
-var ErrTooManyFollowers = fmt.Errorf("%d follow watchers already; try again when one ends", MaxFollowers)
+// errTooManyFollowers refuses a follow watcher beyond MaxFollowers.
+var errTooManyFollowers = fmt.Errorf("%d follow watchers already; try again when one ends", MaxFollowers)
 
 // FollowOptions bound a follow watcher.
 type FollowOptions struct {
@@ -49,7 +49,7 @@ func (r *Registry) Follow(o FollowOptions) (*Watcher, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.followers) >= MaxFollowers {
-		return nil, ErrTooManyFollowers
+		return nil, errTooManyFollowers
 	}
 	r.followers = append(r.followers, w)
 	r.following.Add(1)

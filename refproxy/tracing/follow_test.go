@@ -42,7 +42,7 @@ func BenchmarkFollowWatcherMemory(b *testing.B) {
 		h1 := heap()
 		for w.bufferLen() < followBufferSize {
 			t := reg.Take(func() any { return snapshot })
-			t.SetRequestID(NewRequestID())
+			t.SetRequestID(newRequestID())
 			for _, typ := range types {
 				t.Emit(trace.SeverityInfo, typ, map[string]any{"requestState": map[string]any{"request": snapshot}})
 			}
@@ -74,7 +74,7 @@ func TestFollowBufferDropsAnnouncedFinalsKept(t *testing.T) {
 	}
 	for range traces {
 		tr := reg.Take(func() any { return map[string]any{} })
-		tr.SetRequestID(NewRequestID())
+		tr.SetRequestID(newRequestID())
 		for _, typ := range []trace.MessageType{trace.RequestStarted, trace.RequestSnapshot, trace.RequestSnapshot, trace.RouteSelection, trace.PolicySelection, trace.RequestSnapshot,
 			trace.RequestSnapshot, trace.BackendCallStart, trace.BackendCallResult, trace.ResponseSnapshot, trace.ResponseSnapshot, trace.RequestFinished} {
 			tr.Emit(trace.SeverityInfo, typ, nil)

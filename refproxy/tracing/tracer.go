@@ -80,9 +80,9 @@ func (t *Tracer) at(end int64) time.Time { return t.start.Add(time.Duration(end)
 // Micros returns microseconds since Start at time at.
 func (t *Tracer) Micros(at time.Time) int64 { return at.Sub(t.start).Microseconds() }
 
-// NewRequestID is a request id for a followed request the client sent none
+// newRequestID is a request id for a followed request the client sent none
 // for: 16 hex digits.
-func NewRequestID() string {
+func newRequestID() string {
 	var b [16]byte
 	return string(appendRequestID(b[:0]))
 }
@@ -100,7 +100,7 @@ func appendRequestID(b []byte) []byte {
 // first event.
 func (t *Tracer) SetRequestID(id string) { t.id, t.gen = id, false }
 
-// NewRequestID names the request with a new id (NewRequestID's form) and
+// newRequestID names the request with a new id (newRequestID's form) and
 // returns its digits, valid for the request's lifetime, for the headers
 // that carry it; set it before the first event.
 func (t *Tracer) NewRequestID() []byte {

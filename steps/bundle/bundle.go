@@ -302,7 +302,7 @@ func harOf(ex []Exchange, r Redactor, version string) ([]byte, error) {
 		}
 		content := map[string]any{"size": len(e.ResponseBody), "mimeType": e.ResponseHeader.Get("Content-Type"), "text": body}
 		if e.Cut {
-			content["comment"] = fmt.Sprintf("cut at gwdiag's bound (%d bytes a body, %d a bundle)", MaxBody, MaxTotal)
+			content["comment"] = fmt.Sprintf("cut at gwdiag's bound (%d bytes a body, %d a bundle)", maxBody, maxTotal)
 		}
 		proto := e.Proto
 		if proto == "" {

@@ -14,12 +14,12 @@ import (
 	"time"
 )
 
-// Bounds of what a recorder keeps: a body past MaxBody is cut (and marked
-// so), and past MaxTotal of bodies in all the exchanges keep no body. A
+// Bounds of what a recorder keeps: a body past maxBody is cut (and marked
+// so), and past maxTotal of bodies in all the exchanges keep no body. A
 // hostile proxy's endless stream costs a bundle at most this.
 const (
-	MaxBody  = 1 << 20
-	MaxTotal = 16 << 20
+	maxBody  = 1 << 20
+	maxTotal = 16 << 20
 )
 
 // Exchange is one HTTP exchange a scenario made.
@@ -84,9 +84,9 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // keep reads a request body whole, bounded.
 func (r *Recorder) keep(b io.Reader) ([]byte, bool) {
 	var buf bytes.Buffer
-	n, _ := io.Copy(&buf, io.LimitReader(b, MaxBody+1))
-	if n > MaxBody {
-		return buf.Bytes()[:MaxBody], true
+	n, _ := io.Copy(&buf, io.LimitReader(b, maxBody+1))
+	if n > maxBody {
+		return buf.Bytes()[:maxBody], true
 	}
 	return buf.Bytes(), false
 }
@@ -116,7 +116,7 @@ func (t *teeBody) Read(p []byte) (int, error) {
 	t.r.mu.Lock()
 	defer t.r.mu.Unlock()
 	if n > 0 {
-		room := min(MaxBody-len(t.e.ResponseBody), MaxTotal-t.r.total)
+		room := min(maxBody-len(t.e.ResponseBody), maxTotal-t.r.total)
 		if room < n {
 			t.e.Cut = true
 		}

@@ -61,19 +61,19 @@ func (e *Echo) status(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(code)
 }
 
-// CutLength is the Content-Length /cut/{sent} announces.
-const CutLength = 100000
+// cutLength is the Content-Length /cut/{sent} announces.
+const cutLength = 100000
 
-// cut announces a body of CutLength bytes, sends the first {sent} of them
+// cut announces a body of cutLength bytes, sends the first {sent} of them
 // and closes the connection: a backend that cuts its body short.
 func (e *Echo) cut(w http.ResponseWriter, r *http.Request) {
 	sent, err := strconv.Atoi(r.PathValue("sent"))
-	if err != nil || sent < 0 || sent >= CutLength {
-		http.Error(w, "cut: want a byte count from 0 to "+strconv.Itoa(CutLength-1)+", got "+strconv.Quote(r.PathValue("sent")), http.StatusBadRequest)
+	if err != nil || sent < 0 || sent >= cutLength {
+		http.Error(w, "cut: want a byte count from 0 to "+strconv.Itoa(cutLength-1)+", got "+strconv.Quote(r.PathValue("sent")), http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.Itoa(CutLength))
+	w.Header().Set("Content-Length", strconv.Itoa(cutLength))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(strings.Repeat("x", sent)))
 	_ = http.NewResponseController(w).Flush()

@@ -63,7 +63,7 @@ type options struct {
 }
 
 func parseOptions(h http.Header) (options, error) {
-	o := options{prompt: 10, completion: 20, chunks: 3, usage: UsageOK}
+	o := options{prompt: 10, completion: 20, chunks: 3, usage: usageOK}
 	var err error
 	num := func(name string, dst *uint64) {
 		if v := h.Get(name); v != "" && err == nil {
@@ -77,7 +77,7 @@ func parseOptions(h http.Header) (options, error) {
 	num(HeaderCompletionTokens, &o.completion)
 	num(HeaderChunks, &chunks)
 	num(HeaderChunkDelayMs, &delay)
-	num(HeaderStatus, &status)
+	num(headerStatus, &status)
 	if err != nil {
 		return o, err
 	}
@@ -85,12 +85,12 @@ func parseOptions(h http.Header) (options, error) {
 		return o, fmt.Errorf("%s: want 1..10000, got %d", HeaderChunks, chunks)
 	}
 	if status != 0 && (status < 100 || status > 999) {
-		return o, fmt.Errorf("%s: want an HTTP status code, got %d", HeaderStatus, status)
+		return o, fmt.Errorf("%s: want an HTTP status code, got %d", headerStatus, status)
 	}
 	o.chunks, o.delay, o.status = int(chunks), min(time.Duration(delay)*time.Millisecond, maxDelay), int(status)
 	if v := h.Get(HeaderUsage); v != "" {
 		switch v {
-		case UsageOK, UsageMissing, UsageMalformed, UsageGarbage, UsageTruncated, UsageAbort:
+		case usageOK, UsageMissing, UsageMalformed, UsageGarbage, UsageTruncated, usageAbort:
 			o.usage = v
 		default:
 			return o, fmt.Errorf("%s: want ok, missing, malformed, garbage, truncated or abort, got %q", HeaderUsage, v)
@@ -111,7 +111,7 @@ func (l *LLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := l.n.Add(1)
-	w.Header().Set(HeaderRequestCount, strconv.FormatInt(n, 10))
+	w.Header().Set(headerRequestCount, strconv.FormatInt(n, 10))
 	setCookies(w, r)
 	w.Header().Set(HeaderAuthorizationSHA256, AuthorizationSHA256(r.Header.Get("Authorization")))
 	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" {
@@ -194,7 +194,7 @@ func complete(w http.ResponseWriter, r *http.Request, req chatRequest, o options
 		}},
 	}
 	switch o.usage {
-	case UsageOK, UsageTruncated, UsageAbort:
+	case usageOK, UsageTruncated, usageAbort:
 		resp["usage"] = o.usageJSON()
 	case UsageMalformed:
 		resp["usage"] = "lots"
@@ -204,7 +204,7 @@ func complete(w http.ResponseWriter, r *http.Request, req chatRequest, o options
 	switch o.usage {
 	case UsageGarbage:
 		b = []byte(`{"id": "` + id + `", "usage": {prompt_tokens: 1` + "\n")
-	case UsageTruncated, UsageAbort:
+	case UsageTruncated, usageAbort:
 		b = cutInUsage(b)
 	default:
 		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
@@ -220,7 +220,7 @@ func complete(w http.ResponseWriter, r *http.Request, req chatRequest, o options
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
-	if o.usage == UsageAbort {
+	if o.usage == usageAbort {
 		flush(w)
 		panic(http.ErrAbortHandler)
 	}
@@ -284,7 +284,7 @@ func (l *LLM) stream(w http.ResponseWriter, r *http.Request, req chatRequest, o 
 		return
 	}
 	switch o.usage {
-	case UsageOK:
+	case usageOK:
 		if includeUsage && !send(chunk([]any{}, o.usageJSON())) {
 			return
 		}
@@ -296,10 +296,10 @@ func (l *LLM) stream(w http.ResponseWriter, r *http.Request, req chatRequest, o 
 		if !send([]byte(`{"id": "` + id + `", "usage": {prompt_tokens: 1}`)) {
 			return
 		}
-	case UsageTruncated, UsageAbort:
+	case UsageTruncated, usageAbort:
 		_, _ = fmt.Fprintf(w, "data: %s", cutInUsage(chunk([]any{}, o.usageJSON())))
 		flush(w)
-		if o.usage == UsageAbort {
+		if o.usage == usageAbort {
 			panic(http.ErrAbortHandler)
 		}
 		return

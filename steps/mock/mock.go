@@ -94,7 +94,7 @@ const (
 	HeaderChunks           = "X-Mock-Chunks"
 	HeaderChunkDelayMs     = "X-Mock-Chunk-Delay-Ms"
 	HeaderUsage            = "X-Mock-Usage"
-	HeaderStatus           = "X-Mock-Status"
+	headerStatus           = "X-Mock-Status"
 	HeaderHold             = "X-Mock-Hold"
 	HeaderHoldBeforeDone   = "X-Mock-Hold-Before-Done"
 
@@ -106,7 +106,7 @@ const (
 	HeaderResponseHeader = "X-Mock-Response-Header"
 
 	// Response headers.
-	HeaderRequestCount = "X-Mock-Request-Count"
+	headerRequestCount = "X-Mock-Request-Count"
 	// HeaderAuthorizationSHA256 is the hex SHA-256 of the Authorization
 	// the LLM received ("" without one).
 	HeaderAuthorizationSHA256 = "X-Mock-Authorization-Sha256"
@@ -115,12 +115,12 @@ const (
 
 // Usage modes of the x-mock-usage header.
 const (
-	UsageOK        = "ok"
+	usageOK        = "ok"
 	UsageMissing   = "missing"
 	UsageMalformed = "malformed"
 	UsageGarbage   = "garbage"
 	UsageTruncated = "truncated"
-	UsageAbort     = "abort"
+	usageAbort     = "abort"
 )
 
 // Counter counts the requests a mock backend received.

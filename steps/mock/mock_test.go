@@ -110,7 +110,7 @@ func TestLLMComplete(t *testing.T) {
 		{"malformed", map[string]string{HeaderUsage: UsageMalformed}, 200, `"lots"`},
 		{"garbage", map[string]string{HeaderUsage: UsageGarbage}, 200, "!"},
 		{"truncated", map[string]string{HeaderUsage: UsageTruncated}, 200, "!"},
-		{"status", map[string]string{HeaderStatus: "503"}, 503, ``},
+		{"status", map[string]string{headerStatus: "503"}, 503, ``},
 		{"bad header", map[string]string{HeaderChunks: "0"}, 400, ``},
 		{"bad usage mode", map[string]string{HeaderUsage: "weird"}, 400, ``},
 	}
@@ -164,7 +164,7 @@ func TestLLMGzipWhenAccepted(t *testing.T) {
 func TestLLMAbortDropsConnection(t *testing.T) {
 	s := start(t, NewLLM())
 	req, _ := http.NewRequest("POST", s.URL()+"/v1/chat/completions", strings.NewReader(`{"model":"m"}`))
-	req.Header.Set(HeaderUsage, UsageAbort)
+	req.Header.Set(HeaderUsage, usageAbort)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestLLMHold(t *testing.T) {
 	}
 }
 
-// TestEchoCut: /cut/{sent} announces CutLength bytes, sends {sent} and
+// TestEchoCut: /cut/{sent} announces cutLength bytes, sends {sent} and
 // closes: the client reads a 200 head, then an unexpected EOF.
 func TestEchoCut(t *testing.T) {
 	s, err := Listen("127.0.0.1:0", NewEcho())
@@ -267,8 +267,8 @@ func TestEchoCut(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || resp.ContentLength != CutLength || len(body) != 1000 || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("got %d, length %d, %d bytes, %v; want 200, %d, 1000 bytes, unexpected EOF", resp.StatusCode, resp.ContentLength, len(body), err, CutLength)
+	if resp.StatusCode != 200 || resp.ContentLength != cutLength || len(body) != 1000 || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("got %d, length %d, %d bytes, %v; want 200, %d, 1000 bytes, unexpected EOF", resp.StatusCode, resp.ContentLength, len(body), err, cutLength)
 	}
 }
 

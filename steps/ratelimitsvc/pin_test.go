@@ -61,7 +61,7 @@ func TestNoGoSaysWhatToInstall(t *testing.T) {
 	root, _ := noCheckout(t)
 	var progress bytes.Buffer
 	_, err := ensureBinary(context.Background(), nil, &progress)
-	if !errors.Is(err, ErrNoGo) || !errors.Is(err, ErrEnvironment) {
+	if !errors.Is(err, ErrNoGo) || !errors.Is(err, errEnvironment) {
 		t.Fatalf("err = %v, want ErrNoGo, an ErrEnvironment", err)
 	}
 	if want := "the global rate-limit service is built with the Go toolchain: install Go 1.26+ or set $GWDIAG_RATELIMIT_BIN"; err.Error() != want {
@@ -108,7 +108,7 @@ func TestCachedServiceNeedsNoGo(t *testing.T) {
 
 // TestBuildFailuresSayWhatToDo: a go command that cannot reach the module
 // proxy, or is older than the pin, gives one line saying what to do, an
-// ErrEnvironment; a compile error is not one. The build is announced on
+// errEnvironment; a compile error is not one. The build is announced on
 // progress, once.
 func TestBuildFailuresSayWhatToDo(t *testing.T) {
 	tests := []struct {
@@ -117,9 +117,9 @@ func TestBuildFailuresSayWhatToDo(t *testing.T) {
 		says         string
 	}{
 		{"no network", `go: github.com/envoyproxy/ratelimit@v1.4.1: Get "https://proxy.golang.org/github.com/envoyproxy/ratelimit/@v/v1.4.1.zip": dial tcp: lookup proxy.golang.org: no such host`,
-			[]error{ErrEnvironment, toolbin.ErrNoNetwork}, "which the go command cannot reach (go: github.com/envoyproxy/ratelimit@v1.4.1: Get"},
+			[]error{errEnvironment, toolbin.ErrNoNetwork}, "which the go command cannot reach (go: github.com/envoyproxy/ratelimit@v1.4.1: Get"},
 		{"old go", "go: go.mod requires go >= 1.26.0 (running go 1.25.1; GOTOOLCHAIN=local)",
-			[]error{ErrEnvironment, ErrNoGo}, ErrNoGo.Error() + " (go: go.mod requires go >= 1.26.0"},
+			[]error{errEnvironment, ErrNoGo}, ErrNoGo.Error() + " (go: go.mod requires go >= 1.26.0"},
 		{"compile error", "../service_cmd/main.go:3:1: syntax error: non-declaration statement outside function body", nil, "syntax error"},
 	}
 	for _, tt := range tests {
@@ -139,7 +139,7 @@ func TestBuildFailuresSayWhatToDo(t *testing.T) {
 					t.Errorf("err is not %v: %v", target, err)
 				}
 			}
-			if tt.is == nil && errors.Is(err, ErrEnvironment) {
+			if tt.is == nil && errors.Is(err, errEnvironment) {
 				t.Errorf("a compile error is an ErrEnvironment: %v", err)
 			}
 			if !strings.Contains(err.Error(), tt.says) {
@@ -157,7 +157,7 @@ func TestBuildFailuresSayWhatToDo(t *testing.T) {
 
 // TestErrNoRedisIsEnvironment: a missing redis-server is the machine's.
 func TestErrNoRedisIsEnvironment(t *testing.T) {
-	if err := error(ErrNoRedis); !errors.Is(err, ErrEnvironment) || errors.Is(err, ErrNoGo) {
-		t.Errorf("ErrNoRedis: Is(ErrEnvironment) = %v, Is(ErrNoGo) = %v", errors.Is(err, ErrEnvironment), errors.Is(err, ErrNoGo))
+	if err := error(ErrNoRedis); !errors.Is(err, errEnvironment) || errors.Is(err, ErrNoGo) {
+		t.Errorf("ErrNoRedis: Is(errEnvironment) = %v, Is(ErrNoGo) = %v", errors.Is(err, errEnvironment), errors.Is(err, ErrNoGo))
 	}
 }

@@ -41,12 +41,12 @@ var service = []toolbin.Program{{Name: "ratelimit", Pkg: "github.com/envoyproxy/
 // EnvBin names a prebuilt service binary; when set, nothing is built.
 const EnvBin = "GWDIAG_RATELIMIT_BIN"
 
-// ErrEnvironment is matched (errors.Is) by every error saying that the
+// errEnvironment is matched (errors.Is) by every error saying that the
 // machine running the suite lacks something the suite's own rate-limit
 // service needs, which is no fault of the proxy under test: ErrNoRedis,
 // ErrNoGo, and a build that cannot reach the Go module proxy (which also
 // matches toolbin.ErrNoNetwork). Each says in one line what to do.
-var ErrEnvironment = errors.New("the machine running the suite lacks what its rate-limit service needs")
+var errEnvironment = errors.New("the machine running the suite lacks what its rate-limit service needs")
 
 // ErrNoRedis is returned when redis-server is not on PATH.
 var ErrNoRedis error = &envError{msg: "redis-server not found on PATH (Debian: apt-get install redis-server; make test installs it)"}
@@ -57,7 +57,7 @@ var ErrNoRedis error = &envError{msg: "redis-server not found on PATH (Debian: a
 // them together).
 var ErrNoGo error = &envError{msg: "the global rate-limit service is built with the Go toolchain: install Go 1.26+ or set $" + EnvBin}
 
-// envError is an error of the machine running the suite (ErrEnvironment).
+// envError is an error of the machine running the suite (errEnvironment).
 type envError struct {
 	msg string
 	err error // what it wraps: toolbin.ErrNoNetwork's error
@@ -65,7 +65,7 @@ type envError struct {
 
 func (e *envError) Error() string        { return e.msg }
 func (e *envError) Unwrap() error        { return e.err }
-func (e *envError) Is(target error) bool { return target == ErrEnvironment }
+func (e *envError) Is(target error) bool { return target == errEnvironment }
 
 // EnsureBinary returns the service binary: $GWDIAG_RATELIMIT_BIN, or
 // <repo>/.bin/ratelimit in a checkout, or, with no checkout (an installed
@@ -116,7 +116,7 @@ func ensureBinary(ctx context.Context, log, progress io.Writer) (string, error) 
 }
 
 // buildError makes a build that failed for want of the network or of a
-// recent enough Go an ErrEnvironment, in one line with the go command's
+// recent enough Go an errEnvironment, in one line with the go command's
 // last one; other failures (a compile error) are returned as they are.
 func buildError(err error) error {
 	msg := strings.TrimRight(err.Error(), "\n")

@@ -90,10 +90,10 @@ type ConfigureError struct {
 func (e *ConfigureError) Error() string { return e.Err.Error() }
 func (e *ConfigureError) Unwrap() error { return e.Err }
 
-// A LeftBehind is a target whose resources can outlive gwdiag when it exits
+// A leftBehind is a target whose resources can outlive gwdiag when it exits
 // without its clean-up (a second Ctrl-C): processes in their own process
 // group, containers, networks, a local node's changes to the machine.
-type LeftBehind interface {
+type leftBehind interface {
 	// LeftBehind says, one line each, what may stay now and how to
 	// remove it. It must not block: gwdiag is exiting.
 	LeftBehind() []string
@@ -103,7 +103,7 @@ type LeftBehind interface {
 // a target that keeps nothing outside gwdiag (the in-process proxy and
 // mocks die with it).
 func LeftoversOf(t Target) []string {
-	if lb, ok := t.(LeftBehind); ok {
+	if lb, ok := t.(leftBehind); ok {
 		return lb.LeftBehind()
 	}
 	return nil

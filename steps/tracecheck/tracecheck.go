@@ -23,12 +23,12 @@ type Rule string
 
 // The rules of Check.
 const (
-	RuleOneRequest Rule = "one-request"
-	RuleRequired   Rule = "required-events"
-	RuleOrder      Rule = "order"
-	RuleEventEnd   Rule = "event-end"
-	RuleEventStart Rule = "event-start"
-	RuleShape      Rule = "shape"
+	ruleOneRequest Rule = "one-request"
+	ruleRequired   Rule = "required-events"
+	ruleOrder      Rule = "order"
+	ruleEventEnd   Rule = "event-end"
+	ruleEventStart Rule = "event-start"
+	ruleShape      Rule = "shape"
 )
 
 // Violation is one failed check.
@@ -133,7 +133,7 @@ func CheckOneRequest(events []trace.Event) []Violation {
 	var out []Violation
 	for _, t := range []trace.MessageType{trace.RequestStarted, trace.RequestFinished} {
 		if n := count(events, t); n > 1 {
-			out = append(out, Violation{Rule: RuleOneRequest, Message: fmt.Sprintf("more than one request: %d %s events, want 1", n, t)})
+			out = append(out, Violation{Rule: ruleOneRequest, Message: fmt.Sprintf("more than one request: %d %s events, want 1", n, t)})
 		}
 	}
 	return out
@@ -155,7 +155,7 @@ func CheckRequired(events []trace.Event) []Violation {
 	var out []Violation
 	for _, w := range want {
 		if !has(events, w) {
-			out = append(out, Violation{Rule: RuleRequired, Message: "missing " + w})
+			out = append(out, Violation{Rule: ruleRequired, Message: "missing " + w})
 		}
 	}
 	return out
@@ -211,22 +211,22 @@ func CheckOrder(events []trace.Event) []Violation {
 		}
 		retry := r == 7 && last == 8
 		if !retry && r <= last {
-			out = append(out, Violation{Rule: RuleOrder, Event: i + 1,
-				Message: fmt.Sprintf("%s out of order: it comes after %s; the spec's order is %s", Name(e), lastName, strings.Join(Order, ", "))})
+			out = append(out, Violation{Rule: ruleOrder, Event: i + 1,
+				Message: fmt.Sprintf("%s out of order: it comes after %s; the spec's order is %s", Name(e), lastName, strings.Join(order, ", "))})
 			continue
 		}
 		last, lastName = r, Name(e)
 	}
 	for i, e := range events {
 		if e.Type() == trace.PolicySelection && Phase(e) == "gateway" && routeAt >= 0 && i > routeAt {
-			out = append(out, Violation{Rule: RuleOrder, Event: i + 1, Message: "policySelection (phase gateway) out of order: it comes after routeSelection"})
+			out = append(out, Violation{Rule: ruleOrder, Event: i + 1, Message: "policySelection (phase gateway) out of order: it comes after routeSelection"})
 		}
 	}
 	return out
 }
 
-// Order is the fixed order of spec part 3.
-var Order = []string{
+// order is the fixed order of spec part 3.
+var order = []string{
 	"requestStarted", "requestSnapshot (initial request)", "requestSnapshot (gateway policies)",
 	"routeSelection", "policySelection", "requestSnapshot (route policies)", "requestSnapshot (final request)",
 	"backendCallStart", "backendCallResult", "responseSnapshot (backend response ready)",
@@ -238,7 +238,7 @@ func CheckEventEnd(events []trace.Event) []Violation {
 	var out []Violation
 	for i := 1; i < len(events); i++ {
 		if events[i].EventEnd < events[i-1].EventEnd {
-			out = append(out, Violation{Rule: RuleEventEnd, Event: i + 1,
+			out = append(out, Violation{Rule: ruleEventEnd, Event: i + 1,
 				Message: fmt.Sprintf("eventEnd decreases: %s has eventEnd %d after %d", Name(events[i]), events[i].EventEnd, events[i-1].EventEnd)})
 		}
 	}
@@ -253,11 +253,11 @@ func CheckEventStart(events []trace.Event) []Violation {
 	for i, e := range events {
 		switch {
 		case e.EventStart != nil && known[e.Type()] && !timed[e.Type()]:
-			out = append(out, Violation{Rule: RuleEventStart, Event: i + 1, Message: fmt.Sprintf("eventStart on a point event: %s has eventStart %d, want null", Name(e), *e.EventStart)})
+			out = append(out, Violation{Rule: ruleEventStart, Event: i + 1, Message: fmt.Sprintf("eventStart on a point event: %s has eventStart %d, want null", Name(e), *e.EventStart)})
 		case e.EventStart == nil && timed[e.Type()]:
-			out = append(out, Violation{Rule: RuleEventStart, Event: i + 1, Message: fmt.Sprintf("%s has no eventStart; it is a timed event", Name(e))})
+			out = append(out, Violation{Rule: ruleEventStart, Event: i + 1, Message: fmt.Sprintf("%s has no eventStart; it is a timed event", Name(e))})
 		case e.EventStart != nil && *e.EventStart > e.EventEnd:
-			out = append(out, Violation{Rule: RuleEventStart, Event: i + 1, Message: fmt.Sprintf("%s starts at %d, after its end %d", Name(e), *e.EventStart, e.EventEnd)})
+			out = append(out, Violation{Rule: ruleEventStart, Event: i + 1, Message: fmt.Sprintf("%s starts at %d, after its end %d", Name(e), *e.EventStart, e.EventEnd)})
 		}
 	}
 	return out
@@ -268,7 +268,7 @@ func CheckEventStart(events []trace.Event) []Violation {
 func CheckShape(events []trace.Event) []Violation {
 	var out []Violation
 	bad := func(i int, format string, a ...any) {
-		out = append(out, Violation{Rule: RuleShape, Event: i + 1, Message: fmt.Sprintf(format, a...)})
+		out = append(out, Violation{Rule: ruleShape, Event: i + 1, Message: fmt.Sprintf(format, a...)})
 	}
 	for i, e := range events {
 		if e.Message == nil {

@@ -17,9 +17,9 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube/kubetest"
 )
 
-// GatewayNameLabel is connect.GatewayNameLabel, repeated so that this
+// gatewayNameLabel is connect.GatewayNameLabel, repeated so that this
 // package does not import the package it tests.
-const GatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
+const gatewayNameLabel = "gateway.networking.k8s.io/gateway-name"
 
 // APIServer is a real local kube-apiserver (clusters/kube) with a client
 // for creating the objects the connector looks up.
@@ -96,7 +96,7 @@ func (a *APIServer) PodWithStatus(tb testing.TB, ns, name, gateway, node string,
 	tb.Helper()
 	ctx := context.Background()
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{GatewayNameLabel: gateway}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{gatewayNameLabel: gateway}},
 		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "proxy", Image: "gwdiag/refproxy"}}},
 	}
 	if err := a.Client.Create(ctx, p); err != nil {

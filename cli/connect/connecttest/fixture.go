@@ -17,7 +17,7 @@ import (
 const (
 	AdminPort      = 15000
 	OtherAdminPort = 19000
-	ListenerPort   = 8080
+	listenerPort   = 8080
 )
 
 // Fixture is a gateway "gw" in namespace "gwdiag" of a real local API
@@ -48,7 +48,7 @@ func StartFixture(t *testing.T) *Fixture {
 	t.Cleanup(backend.Close)
 	p := refproxytest.Start(t, configtest.OneRoute(backend.Listener.Addr().String()), refproxy.WithEnv(f.Pod, f.Namespace, f.Gateway))
 	f.Proxy = p
-	f.Kubelet = NewKubelet(map[int]string{AdminPort: p.AdminAddr(), OtherAdminPort: p.AdminAddr(), ListenerPort: p.BindAddrs()[0]})
+	f.Kubelet = NewKubelet(map[int]string{AdminPort: p.AdminAddr(), OtherAdminPort: p.AdminAddr(), listenerPort: p.BindAddrs()[0]})
 	t.Cleanup(f.Kubelet.Close)
 	f.API.Node(t, "node-0", f.Kubelet)
 	f.API.PodOnNode(t, f.Namespace, f.Pod, f.Gateway, "node-0", corev1.PodRunning)

@@ -36,13 +36,13 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube/images"
 )
 
-// DefaultName is the cluster's name when Options.Name is empty; its
+// defaultName is the cluster's name when Options.Name is empty; its
 // kubectl context is kind-gwdiag.
-const DefaultName = "gwdiag"
+const defaultName = "gwdiag"
 
-// DefaultWait is how long Start waits for the control plane to be Ready
+// defaultWait is how long Start waits for the control plane to be Ready
 // after creating the cluster, when Options.Wait is zero.
-const DefaultWait = 5 * time.Minute
+const defaultWait = 5 * time.Minute
 
 // Kind is what Start needs of kind; each method is one kind command.
 // Library implements it with sigs.k8s.io/kind; tests fake it.
@@ -80,7 +80,7 @@ type CreateOptions struct {
 
 // Options configure Start.
 type Options struct {
-	// Name is the cluster's name. Default DefaultName.
+	// Name is the cluster's name. Default defaultName.
 	Name string
 	// Image is kind's node image (kindest/node:vX.Y.Z); empty: the default
 	// of the kind version in go.mod.
@@ -89,7 +89,7 @@ type Options struct {
 	// a node needs; empty: a single node.
 	Config string
 	// Wait bounds the wait for a new cluster's control plane. Default
-	// DefaultWait.
+	// defaultWait.
 	Wait time.Duration
 	// Keep leaves the cluster behind at Stop (and after a failed start),
 	// for the next run or for kubectl. A cluster of Name that exists
@@ -143,10 +143,10 @@ func Network() string {
 func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	start := time.Now()
 	if o.Name == "" {
-		o.Name = DefaultName
+		o.Name = defaultName
 	}
 	if o.Wait == 0 {
-		o.Wait = DefaultWait
+		o.Wait = defaultWait
 	}
 	out := o.Output
 	if out == nil {

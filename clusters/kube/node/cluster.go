@@ -33,14 +33,14 @@ import (
 // root: containerd, runc, the bridge and the cgroups all need it.
 var ErrNotRoot = errors.New("a local node needs root (containerd, runc, a network bridge and cgroups)")
 
-// ErrNotLinux is returned by StartCluster on any other system: the node's
+// errNotLinux is returned by StartCluster on any other system: the node's
 // containerd, runc and kubelet are Linux programs. A cluster of kind (in
 // Docker Desktop's Linux VM, say) or any kubeconfig serves there instead.
-var ErrNotLinux = errors.New("a local node runs on Linux only; use --cluster kind or --kubeconfig")
+var errNotLinux = errors.New("a local node runs on Linux only; use --cluster kind or --kubeconfig")
 
-// PauseImage is the sandbox image of the node's pods, packed from
+// pauseImage is the sandbox image of the node's pods, packed from
 // clusters/kube/cmd/pause and imported before the kubelet starts.
-const PauseImage = "gwdiag.local/pause:dev"
+const pauseImage = "gwdiag.local/pause:dev"
 
 // NodeName is the name the kubelet registers.
 const NodeName = "gwdiag-local-node"
@@ -153,7 +153,7 @@ func (c *Cluster) addPhase(name string, since time.Time) time.Time {
 // Stop releases everything; on a failed start, StartCluster releases it.
 func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error) {
 	if runtime.GOOS != "linux" {
-		return nil, ErrNotLinux
+		return nil, errNotLinux
 	}
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
@@ -401,7 +401,7 @@ func (c *Cluster) startContainerd(ctx context.Context, o ClusterOptions, pkgs Pa
 	if err != nil {
 		return err
 	}
-	c.containerd, err = StartContainerd(ctx, ContainerdOptions{State: c.State, Packages: pkgs, SandboxImage: PauseImage, Output: log})
+	c.containerd, err = StartContainerd(ctx, ContainerdOptions{State: c.State, Packages: pkgs, SandboxImage: pauseImage, Output: log})
 	if err != nil {
 		return fmt.Errorf("local node: %w\ncontainerd log:\n%s", err, c.Logs("containerd"))
 	}
@@ -452,7 +452,7 @@ func packImages(ctx context.Context, o ClusterOptions) (p packed, err error) {
 		return p, err
 	}
 	p.pauseTook = time.Since(began)
-	imgs := append([]images.Image{{Ref: PauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}}, o.Images...)
+	imgs := append([]images.Image{{Ref: pauseImage, Files: map[string]string{"/pause": pause}, Entrypoint: []string{"/pause"}}}, o.Images...)
 	p.tarball = filepath.Join(p.dir, "images.tar")
 	if p.cached, err = images.CachedTarball(o.ImageCache, p.tarball, imgs...); err != nil {
 		return p, fmt.Errorf("local node: %w", err)

@@ -75,9 +75,9 @@ func (f *Forward) Close() error {
 	return nil
 }
 
-// URL is the portforward subresource of pod namespace/name on the API
+// portForwardURL is the portforward subresource of pod namespace/name on the API
 // server of cfg.
-func URL(cfg *rest.Config, namespace, name string) (*url.URL, error) {
+func portForwardURL(cfg *rest.Config, namespace, name string) (*url.URL, error) {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("API server address %q: %w", cfg.Host, err)
@@ -92,7 +92,7 @@ func URL(cfg *rest.Config, namespace, name string) (*url.URL, error) {
 // forward runs until Close (or until the pod or the tunnel goes away).
 func Start(ctx context.Context, cfg *rest.Config, dial DialFunc, namespace, name string, port int) (*Forward, error) {
 	what := fmt.Sprintf("pod %s/%s port %d", namespace, name, port)
-	u, err := URL(cfg, namespace, name)
+	u, err := portForwardURL(cfg, namespace, name)
 	if err != nil {
 		return nil, fmt.Errorf("port-forward to %s: %w", what, err)
 	}

@@ -167,14 +167,14 @@ func New(conn grpc.ClientConnInterface, p Policy) (*Limiter, error) {
 	return l, nil
 }
 
-// ConnectTimeout bounds one attempt to connect to a service, its TCP and
+// connectTimeout bounds one attempt to connect to a service, its TCP and
 // HTTP/2 handshakes (gRPC's default). It is no bound on a request: each
 // check still waits no longer than its policy's timeout. An attempt cut
 // shorter than a check's timeout fails that check early: at 1 s, a
 // service slow to send its HTTP/2 preface on a loaded machine failed the
 // first checks of three proxies starting at once ("error reading server
 // preface"), where a longer wait would have had its answer.
-const ConnectTimeout = 20 * time.Second
+const connectTimeout = 20 * time.Second
 
 // Dial opens a lazy plaintext gRPC connection to a service. It redials
 // within a second once the service is back, so a limit recovers soon
@@ -184,7 +184,7 @@ func Dial(addr string, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: ConnectTimeout,
+			MinConnectTimeout: connectTimeout,
 		}),
 	}, extra...)
 	return grpc.NewClient("passthrough:///"+addr, opts...)
@@ -208,23 +208,23 @@ const (
 	Failed
 )
 
-// DescriptorError is a descriptor that could not be evaluated for a
+// descriptorError is a descriptor that could not be evaluated for a
 // request. Its cause may quote the request's values (CEL's "no such key:
 // <value>"), credentials among them: the request's trace, which scrubs
 // them, shows it whole; a log shows only which descriptor (LogValue).
-type DescriptorError struct {
+type descriptorError struct {
 	Index int
 	Err   error
 }
 
-func (e *DescriptorError) Error() string {
+func (e *descriptorError) Error() string {
 	return fmt.Sprintf("descriptor %d cannot be evaluated: %v", e.Index, e.Err)
 }
 
-func (e *DescriptorError) Unwrap() error { return e.Err }
+func (e *descriptorError) Unwrap() error { return e.Err }
 
 // LogValue is the error as a log writes it: without its cause.
-func (e *DescriptorError) LogValue() slog.Value {
+func (e *descriptorError) LogValue() slog.Value {
 	return slog.StringValue(fmt.Sprintf("descriptor %d cannot be evaluated (why: in the request's trace)", e.Index))
 }
 
@@ -306,7 +306,7 @@ func (l *Limiter) Check(ctx context.Context, act map[string]any) Verdict {
 			// about that limit: the failure mode decides, as when the
 			// service is down (the reference skips it even when failing
 			// closed, its issue 3523).
-			err = &DescriptorError{Index: i, Err: err}
+			err = &descriptorError{Index: i, Err: err}
 			if l.policy.FailureMode == FailClosed && !l.policy.SkipUnevaluated {
 				v.Outcome, v.Err = Failed, err
 				return v

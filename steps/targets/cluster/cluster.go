@@ -361,7 +361,7 @@ func (c *Cluster) startNode(ctx context.Context) (*rest.Config, error) {
 		run = controller.Run
 	}
 	stop, err := run(ctx, n.Config, controller.Options{SupportedFeatures: c.opts.ReferenceFeatures, DataPlane: &controller.DataPlane{
-		Image: RefproxyImage, PullPolicy: corev1.PullNever}})
+		Image: refproxyImage, PullPolicy: corev1.PullNever}})
 	if err != nil {
 		return nil, fmt.Errorf("reference controller: %w", err)
 	}

@@ -295,7 +295,7 @@ func TestLocalNodeImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(imgs) != 2 || imgs[0].Ref != "docker.io/"+RefproxyImage || imgs[0].Entrypoint[0] != "/refproxy" ||
+	if len(imgs) != 2 || imgs[0].Ref != "docker.io/"+refproxyImage || imgs[0].Entrypoint[0] != "/refproxy" ||
 		imgs[1].Ref != "docker.io/"+MockImage || strings.Join(imgs[1].Entrypoint, " ") != "/static conformance mockbackend" || imgs[1].Files["/static"] != static {
 		t.Errorf("images: got %+v", imgs)
 	}

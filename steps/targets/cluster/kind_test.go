@@ -77,7 +77,7 @@ func TestKindStart(t *testing.T) {
 		if got := fake.Calls(); !slices.Equal(got, want) {
 			t.Errorf("kind commands:\n got %q\nwant %q", got, want)
 		}
-		if got, want := fake.Loaded(), []string{"docker.io/" + MockImage, "docker.io/" + RefproxyImage}; !slices.Equal(got, want) {
+		if got, want := fake.Loaded(), []string{"docker.io/" + MockImage, "docker.io/" + refproxyImage}; !slices.Equal(got, want) {
 			t.Errorf("loaded images: got %q, want %q", got, want)
 		}
 		if !strings.Contains(out.String(), `kind cluster "conf" ready`) {

@@ -46,7 +46,7 @@ var startLocalNode NodeStarter
 // reference proxy the controller deploys, and the mock backends. Refs are
 // fully qualified, as containerd stores them; pods name them short.
 const (
-	RefproxyImage = "gwdiag/refproxy:dev"
+	refproxyImage = "gwdiag/refproxy:dev"
 	MockImage     = "gwdiag/conformance-mocks:dev"
 )
 
@@ -76,7 +76,7 @@ func (o Options) NodeImages() ([]images.Image, error) {
 	}
 	mock := "/" + filepath.Base(o.MockBinary)
 	return []images.Image{
-		{Ref: "docker.io/" + RefproxyImage, Files: map[string]string{"/refproxy": ref}, Entrypoint: []string{"/refproxy"}},
+		{Ref: "docker.io/" + refproxyImage, Files: map[string]string{"/refproxy": ref}, Entrypoint: []string{"/refproxy"}},
 		{Ref: "docker.io/" + MockImage, Files: map[string]string{mock: o.MockBinary}, Entrypoint: append([]string{mock}, o.MockArgs...)},
 	}, nil
 }

@@ -84,16 +84,16 @@ func WriteFile(path string, o Options) (int, error) {
 	return n, err
 }
 
-// BenchSizes are the capture lengths, in events, benchmarks measure.
-var BenchSizes = []int{1_000, 100_000, 1_000_000}
+// benchSizes are the capture lengths, in events, benchmarks measure.
+var benchSizes = []int{1_000, 100_000, 1_000_000}
 
-// Bench runs one sub-benchmark per BenchSizes length: it writes a capture
+// Bench runs one sub-benchmark per benchSizes length: it writes a capture
 // of that length (with o's other options) to a temp file, calls run on it
 // (with the sub-benchmark, which may stop its timer for a set-up, and the
 // length) b.N times, and reports the time and the bytes allocated per
 // event.
 func Bench(b *testing.B, o Options, run func(b *testing.B, path string, events int) error) {
-	for _, n := range BenchSizes {
+	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			o := o
 			o.Events = n

@@ -19,8 +19,8 @@ import (
 // Repositories of the test images. Their tags are digests of their
 // content, so an unchanged image is built once and reused.
 const (
-	ProxyRepo = "gwdiag/refproxy-test"
-	MockRepo  = "gwdiag/mockbackend-test"
+	proxyRepo = "gwdiag/refproxy-test"
+	mockRepo  = "gwdiag/mockbackend-test"
 )
 
 var (
@@ -68,8 +68,8 @@ func build() {
 		image     *string
 		args      []string
 	}{
-		{"github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", ProxyRepo, &proxy, []string{"--admin-allow-remote", "-f", container.DefaultConfigPath}},
-		{"github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend", MockRepo, &mocks, nil},
+		{"github.com/gwdiag/gwdiag/refproxy/cmd/refproxy", proxyRepo, &proxy, []string{"--admin-allow-remote", "-f", container.DefaultConfigPath}},
+		{"github.com/gwdiag/gwdiag/steps/mock/cmd/mockbackend", mockRepo, &mocks, nil},
 	} {
 		bin := filepath.Join(dir, filepath.Base(b.pkg))
 		if err = toolbin.BuildStatic(ctx, "", bin, b.pkg); err != nil {
