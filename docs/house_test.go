@@ -57,10 +57,16 @@ var refproxyDebts = []string{
 	"steps/targets/local/standalone.go -> refproxy/ratelimit",
 }
 
-// sourceFiles returns the non-test Go files of the module, relative to
+// sourceFiles returns the non-test Go files of the module (goFiles).
+func sourceFiles(t *testing.T, root string) []string {
+	t.Helper()
+	return slices.DeleteFunc(goFiles(t, root), func(rel string) bool { return strings.HasSuffix(rel, "_test.go") })
+}
+
+// goFiles returns the Go files of the module, tests too, relative to
 // root with slashes: hidden folders, testdata and nested modules (the
 // tools modules) left out.
-func sourceFiles(t *testing.T, root string) []string {
+func goFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -78,7 +84,7 @@ func sourceFiles(t *testing.T, root string) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") {
+		if strings.HasSuffix(rel, ".go") {
 			out = append(out, rel)
 		}
 		return nil
