@@ -18,23 +18,23 @@ import (
 // skipped after passing steps keeps status "passed").
 type (
 	junitSuites struct {
-		XMLName  xml.Name      `xml:"testsuites"`
-		Name     string        `xml:"name,attr"`
-		Tests    int           `xml:"tests,attr"`
-		Skipped  int           `xml:"skipped,attr"`
-		Failures int           `xml:"failures,attr"`
-		Errors   int           `xml:"errors,attr"`
-		Time     string        `xml:"time,attr"`
-		Suites   []*junitSuite `xml:"testsuite"`
+		XMLName xml.Name `xml:"testsuites"`
+		Name    string   `xml:"name,attr"`
+		junitCounts
+		Suites []*junitSuite `xml:"testsuite"`
 	}
 	junitSuite struct {
-		Name     string       `xml:"name,attr"`
-		Tests    int          `xml:"tests,attr"`
-		Skipped  int          `xml:"skipped,attr"`
-		Failures int          `xml:"failures,attr"`
-		Errors   int          `xml:"errors,attr"`
-		Time     string       `xml:"time,attr"`
-		Cases    []*junitCase `xml:"testcase"`
+		Name string `xml:"name,attr"`
+		junitCounts
+		Cases []*junitCase `xml:"testcase"`
+	}
+	// junitCounts are the attributes a suite and the document share.
+	junitCounts struct {
+		Tests    int    `xml:"tests,attr"`
+		Skipped  int    `xml:"skipped,attr"`
+		Failures int    `xml:"failures,attr"`
+		Errors   int    `xml:"errors,attr"`
+		Time     string `xml:"time,attr"`
 	}
 	junitCase struct {
 		Name    string         `xml:"name,attr"`
