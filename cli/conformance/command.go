@@ -323,10 +323,7 @@ accepted. Exits 1 when a trace fails.`,
 // read, printing each failing one at once, and returns how many it read. A
 // capture that cannot be read, or has bad lines, fails as a whole besides.
 func checkFile(w io.Writer, check *steps.RecordedCheck, path string, stdin io.Reader) int {
-	name := path
-	if path == "-" {
-		name = "stdin"
-	}
+	name := sse.InputName(path)
 	n := 0
 	err := sse.ReadTracesFile(path, stdin, func(t sse.CapturedTrace) error {
 		n++

@@ -174,18 +174,11 @@ func explainFile(w *bufio.Writer, stdin io.Reader, o *explainOptions, events *sc
 	var bad *sse.CaptureError
 	if n == 0 && (err == nil || errors.As(err, &bad)) {
 		if err != nil {
-			return fmt.Errorf("%s: no trace events to explain; %w", captureName(o.file), err)
+			return fmt.Errorf("%s: no trace events to explain; %w", sse.InputName(o.file), err)
 		}
-		return fmt.Errorf("%s: no trace events to explain", captureName(o.file))
+		return fmt.Errorf("%s: no trace events to explain", sse.InputName(o.file))
 	}
 	return err
-}
-
-func captureName(file string) string {
-	if file == "-" {
-		return "stdin"
-	}
-	return file
 }
 
 // writeVerdict prints a verdict: its line (after label), then with -v the

@@ -60,10 +60,7 @@ func replay(cmd *cobra.Command, o *options, sc *scrub.Scrubber) error {
 		}
 		return err
 	}
-	name := o.file
-	if name == "-" {
-		name = "stdin"
-	}
+	name := sse.InputName(o.file)
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	traces, readErr := readInBackground(ctx, o.file, cmd.InOrStdin(), sc.Events())

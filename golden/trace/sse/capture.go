@@ -94,18 +94,32 @@ func ReadCapture(r io.Reader, name string, fn func(Captured) error) error {
 // ReadCaptureFile is ReadCapture on the file at path; "-" reads stdin,
 // named "stdin" in errors.
 func ReadCaptureFile(path string, stdin io.Reader, fn func(Captured) error) error {
+	return readFile(path, stdin, func(r io.Reader, name string) error { return ReadCapture(r, name, fn) })
+}
+
+// InputName is how errors name the capture at path: "stdin" for "-".
+func InputName(path string) string {
+	if path == "-" {
+		return "stdin"
+	}
+	return path
+}
+
+// readFile calls read with the file at path and its InputName; "-" is
+// stdin (os.Stdin when stdin is nil).
+func readFile(path string, stdin io.Reader, read func(r io.Reader, name string) error) error {
 	if path == "-" {
 		if stdin == nil {
 			stdin = os.Stdin
 		}
-		return ReadCapture(stdin, "stdin", fn)
+		return read(stdin, InputName(path))
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return ReadCapture(f, path, fn)
+	return read(f, path)
 }
 
 // decode parses one event, which must be a JSON object.

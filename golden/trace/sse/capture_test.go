@@ -159,4 +159,20 @@ func TestReadCaptureFileStdinAndMissing(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v, want not-exist", err)
 	}
+	// A bad line is named by its input: "stdin" for "-", else the path.
+	path := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(path, []byte("{}\nnot json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, name string }{{"-", "stdin"}, {path, path}} {
+		var bad *CaptureError
+		err := ReadCaptureFile(tt.path, strings.NewReader("{}\nnot json\n"), func(Captured) error { return nil })
+		if !errors.As(err, &bad) || bad.Name != tt.name {
+			t.Errorf("ReadCaptureFile(%q): %v; want a CaptureError of %q", tt.path, err, tt.name)
+		}
+		err = ReadTracesFile(tt.path, strings.NewReader("{}\nnot json\n"), func(CapturedTrace) error { return nil })
+		if !errors.As(err, &bad) || bad.Name != tt.name {
+			t.Errorf("ReadTracesFile(%q): %v; want a CaptureError of %q", tt.path, err, tt.name)
+		}
+	}
 }

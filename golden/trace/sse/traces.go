@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 )
@@ -73,18 +72,7 @@ func ReadTraces(r io.Reader, name string, fn func(CapturedTrace) error) error {
 // ReadTracesFile is ReadTraces on the file at path; "-" reads stdin, named
 // "stdin" in errors.
 func ReadTracesFile(path string, stdin io.Reader, fn func(CapturedTrace) error) error {
-	if path == "-" {
-		if stdin == nil {
-			stdin = os.Stdin
-		}
-		return ReadTraces(stdin, "stdin", fn)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return ReadTraces(f, path, fn)
+	return readFile(path, stdin, func(r io.Reader, name string) error { return ReadTraces(r, name, fn) })
 }
 
 // splitter groups events into traces for ReadTraces.
