@@ -74,17 +74,13 @@ func (b Binaries) Scheduler() string { return filepath.Join(b.Dir, "kube-schedul
 // etcd, kubelet, kube-controller-manager and kube-scheduler, built
 // into <repo>/.bin, or all five from $GWDIAG_KUBE_BIN. A cold build takes about 12 minutes on 2 cores.
 func EnsureNodeBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
-	if dir := os.Getenv(envBinDir); dir != "" {
-		b := Binaries{Dir: dir}
-		for _, p := range []string{b.APIServer(), b.Etcd(), b.Kubelet(), b.ControllerManager(), b.Scheduler()} {
-			if _, err := os.Stat(p); err != nil {
-				return b, fmt.Errorf("$%s=%s: %w", envBinDir, dir, err)
-			}
-		}
-		return b, nil
-	}
 	// $KUBEBUILDER_ASSETS has no kubelet: a node's binaries all come
-	// from the repository's .bin.
+	// from $GWDIAG_KUBE_BIN or the repository's .bin.
+	if b, ok, err := prebuilt([]string{envBinDir}, func(b Binaries) []string {
+		return []string{b.APIServer(), b.Etcd(), b.Kubelet(), b.ControllerManager(), b.Scheduler()}
+	}); ok {
+		return b, err
+	}
 	root, err := RepoRoot()
 	if err != nil {
 		return Binaries{}, err
@@ -104,22 +100,36 @@ func EnsureNodeBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 // up-to-date binaries are not rebuilt at all. log receives the go command's
 // output; nil discards it.
 func EnsureBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
-	for _, env := range []string{envBinDir, "KUBEBUILDER_ASSETS"} {
-		if dir := os.Getenv(env); dir != "" {
-			b := Binaries{Dir: dir}
-			for _, p := range []string{b.APIServer(), b.Etcd()} {
-				if _, err := os.Stat(p); err != nil {
-					return b, fmt.Errorf("$%s=%s: %w", env, dir, err)
-				}
-			}
-			return b, nil
-		}
+	if b, ok, err := prebuilt([]string{envBinDir, "KUBEBUILDER_ASSETS"}, func(b Binaries) []string {
+		return []string{b.APIServer(), b.Etcd()}
+	}); ok {
+		return b, err
 	}
 	root, err := RepoRoot()
 	if err != nil {
 		return Binaries{}, err
 	}
 	return build(ctx, root, filepath.Join(root, ".bin"), log)
+}
+
+// prebuilt returns the binaries in the directory the first set variable
+// of envs names, with an error naming it when one of want is not there;
+// ok is false when none is set.
+func prebuilt(envs []string, want func(Binaries) []string) (b Binaries, ok bool, err error) {
+	for _, env := range envs {
+		dir := os.Getenv(env)
+		if dir == "" {
+			continue
+		}
+		b = Binaries{Dir: dir}
+		for _, p := range want(b) {
+			if _, err := os.Stat(p); err != nil {
+				return b, true, fmt.Errorf("$%s=%s: %w", env, dir, err)
+			}
+		}
+		return b, true, nil
+	}
+	return b, false, nil
 }
 
 // build builds kube-apiserver and etcd into dir from the tools module of

@@ -28,6 +28,19 @@ func TestEnsureBinariesFromEnv(t *testing.T) {
 	if err != nil || b.APIServer() != filepath.Join(dir, "kube-apiserver") || b.Etcd() != filepath.Join(dir, "etcd") {
 		t.Errorf("prebuilt binaries in $%s: got %+v, %v", envBinDir, b, err)
 	}
+	// A node wants its three programs too, from the same directory.
+	if _, err := EnsureNodeBinaries(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "$"+envBinDir) || !strings.Contains(err.Error(), "kubelet") {
+		t.Errorf("$%s without a node's programs: got %v, want an error naming the variable and the kubelet", envBinDir, err)
+	}
+	for _, name := range []string{"kubelet", "kube-controller-manager", "kube-scheduler"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err = EnsureNodeBinaries(context.Background(), nil)
+	if err != nil || b.Kubelet() != filepath.Join(dir, "kubelet") || b.Scheduler() != filepath.Join(dir, "kube-scheduler") {
+		t.Errorf("a node's prebuilt binaries in $%s: got %+v, %v", envBinDir, b, err)
+	}
 }
 
 // TestBuildKeepsUpToDateBinaries checks an up-to-date binary is not
