@@ -8,6 +8,7 @@ package targets
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -433,4 +434,19 @@ type ServiceHost interface {
 	// this machine, the gateway of the container target's network. ok is
 	// false when there is none (a remote Docker daemon).
 	ServiceAddr() (addr string, ok bool)
+}
+
+// Named returns what m holds for name: one of a scenario's listeners,
+// backends or mock backends by its name in the feature. what says which,
+// in the error a step reports when the scenario has none of that name.
+func Named[V any](m map[string]V, what, name string) (V, error) {
+	v, ok := m[name]
+	if !ok {
+		where := "this scenario"
+		if what == "listener" {
+			where = "this scenario's configuration"
+		}
+		return v, fmt.Errorf("no %s %q in %s", what, name, where)
+	}
+	return v, nil
 }

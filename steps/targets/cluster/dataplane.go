@@ -246,11 +246,7 @@ func (d *clusterDeployment) ListenerAddr(listener string) (string, error) {
 	if !d.serving {
 		return "", errNoDataPlane
 	}
-	a, ok := d.listeners[listener]
-	if !ok {
-		return "", fmt.Errorf("no listener %q in this scenario's configuration", listener)
-	}
-	return a, nil
+	return targets.Named(d.listeners, "listener", listener)
 }
 
 // AdminAddr implements targets.Deployment: a forward to the proxy pod's
@@ -263,11 +259,7 @@ func (d *clusterDeployment) BackendAddr(backend string) (string, error) {
 	if !d.serving {
 		return "", errNoDataPlane
 	}
-	a, ok := d.backends[backend]
-	if !ok {
-		return "", fmt.Errorf("no backend %q in this scenario", backend)
-	}
-	return a, nil
+	return targets.Named(d.backends, "backend", backend)
 }
 
 // BackendRequests implements targets.Deployment, through a forward to the
@@ -302,11 +294,7 @@ func (d *clusterDeployment) control(backend string) (string, error) {
 	if !d.serving {
 		return "", errNoDataPlane
 	}
-	a, ok := d.controls[backend]
-	if !ok {
-		return "", fmt.Errorf("no mock backend %q in this scenario", backend)
-	}
-	return a, nil
+	return targets.Named(d.controls, "mock backend", backend)
 }
 
 func (d *clusterDeployment) controlError(backend, addr string, err error) error {

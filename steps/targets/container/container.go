@@ -686,11 +686,7 @@ func (d *deployment) portHint(ctx context.Context, ctr *testcontainers.DockerCon
 
 // ListenerAddr implements targets.Deployment.
 func (d *deployment) ListenerAddr(listener string) (string, error) {
-	a, ok := d.listenerAddrs[listener]
-	if !ok {
-		return "", fmt.Errorf("no listener %q in this scenario's configuration", listener)
-	}
-	return a, nil
+	return targets.Named(d.listenerAddrs, "listener", listener)
 }
 
 // AdminAddr implements targets.Deployment.
@@ -699,20 +695,12 @@ func (d *deployment) AdminAddr() string { return d.admin }
 // BackendAddr implements targets.Deployment: the mock's address on the
 // run's network, as the proxy calls it.
 func (d *deployment) BackendAddr(backend string) (string, error) {
-	a, ok := d.backendAddrs[backend]
-	if !ok {
-		return "", fmt.Errorf("no backend %q in this scenario", backend)
-	}
-	return a, nil
+	return targets.Named(d.backendAddrs, "backend", backend)
 }
 
 // control is the published address of a mock's control endpoint.
 func (d *deployment) control(backend string) (string, error) {
-	a, ok := d.controlAddrs[backend]
-	if !ok {
-		return "", fmt.Errorf("no mock backend %q in this scenario", backend)
-	}
-	return a, nil
+	return targets.Named(d.controlAddrs, "mock backend", backend)
 }
 
 // BackendRequests implements targets.Deployment.

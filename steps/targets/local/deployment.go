@@ -7,7 +7,6 @@ package local
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -43,9 +42,9 @@ func (d *Deployment) ListenerAddr(listener string) (string, error) {
 	if a, ok := d.Addrs[listener]; ok {
 		return a, nil
 	}
-	p, ok := d.Ports[listener]
-	if !ok {
-		return "", fmt.Errorf("no listener %q in this scenario's configuration", listener)
+	p, err := targets.Named(d.Ports, "listener", listener)
+	if err != nil {
+		return "", err
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
 }

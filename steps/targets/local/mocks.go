@@ -70,26 +70,22 @@ func (m *Mocks) listen(name string, h http.Handler) error {
 }
 
 func (m *Mocks) Addr(name string) (string, error) {
-	a, ok := m.addrs[name]
-	if !ok {
-		return "", fmt.Errorf("no backend %q in this scenario", name)
-	}
-	return a, nil
+	return targets.Named(m.addrs, "backend", name)
 }
 
 func (m *Mocks) Requests(name string) (int64, error) {
-	c, ok := m.counters[name]
-	if !ok {
-		return 0, fmt.Errorf("no counting backend %q in this scenario", name)
+	c, err := targets.Named(m.counters, "counting backend", name)
+	if err != nil {
+		return 0, err
 	}
 	return c.Count(), nil
 }
 
 // Release lets the named LLM backend finish the streams held under key.
 func (m *Mocks) Release(name, key string) error {
-	l, ok := m.llms[name]
-	if !ok {
-		return fmt.Errorf("no LLM backend %q in this scenario", name)
+	l, err := targets.Named(m.llms, "LLM backend", name)
+	if err != nil {
+		return err
 	}
 	l.Release(key)
 	return nil
