@@ -155,14 +155,14 @@ func PrepareBody(body []byte) ([]byte, bool) {
 // Accept-Encoding allows it; the proxy passes that header on) is decoded on
 // the side for scanning, on its own goroutine, and passed on still encoded;
 // its usage is then reported at EOF or Close only. Other encodings report
-// errUnsupportedEncoding.
+// an error naming the encoding.
 //
 // The body is scanned as JSON or SSE as its Content-Type says
 // (application/json or +json, text/event-stream); with any other type, a
 // body starting with '{' or '[' is JSON and anything else SSE. When several SSE events
 // carry a non-null usage, the last one counts. A read error from the backend
-// ends the watch like Close, with errTruncated unless usage was already
-// complete.
+// ends the watch like Close, with an error saying the body was cut short
+// unless usage was already complete.
 func Watch(body io.ReadCloser, contentType, contentEncoding string, done func(u Usage, err error)) io.ReadCloser {
 	w := &watcher{body: body, done: done}
 	switch ct := contentType; {

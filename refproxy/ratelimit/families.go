@@ -11,7 +11,7 @@ import (
 
 // Family is a set of rate-limit response headers, as one kind of client
 // reads them. A route writes the families its rateLimitHeaders policy
-// lists (a refproxy extension); without one, familyXRateLimit.
+// lists (a refproxy extension); without one, x-ratelimit-* alone.
 type Family string
 
 // The header families refproxy writes (docs/rate-limits.md has the table).
@@ -36,8 +36,9 @@ const (
 // families lists every Family, in the order a route writes them.
 var families = []Family{familyXRateLimit, familyIETF, familyOpenAI, familyAnthropic}
 
-// FamilySet is a set of header families, written in the order of
-// families; the zero set means familyXRateLimit alone (the default).
+// FamilySet is a set of header families, written in a fixed order
+// (x-ratelimit-*, IETF, OpenAI, Anthropic); the zero set means
+// x-ratelimit-* alone (the default).
 type FamilySet uint8
 
 // Has reports whether f is in s.

@@ -46,7 +46,7 @@ type Keyed struct {
 }
 
 // NewKeyed returns a keyed entry of spec; keyOf gives a request's key, and
-// maxKeys bounds the live keys (<= 0: defaultMaxKeys).
+// maxKeys bounds the live keys (<= 0: 100 000).
 func NewKeyed(spec Spec, keyOf KeyFunc, maxKeys int) *Keyed {
 	if maxKeys <= 0 {
 		maxKeys = defaultMaxKeys
@@ -131,7 +131,7 @@ func (k *Keyed) Bucket(key string) *Bucket {
 func (b *Bucket) Keyed() *Keyed { return b.keyed }
 
 // Key is b's key ("" for a plain bucket and a keyed entry's shared
-// bucket); a key longer than maxKeyLen is shown as its digest.
+// bucket); a key longer than 64 bytes is shown as its digest.
 func (b *Bucket) Key() string { return b.key }
 
 func (b *Bucket) unlink() {

@@ -100,7 +100,7 @@ func appendRequestID(b []byte) []byte {
 // first event.
 func (t *Tracer) SetRequestID(id string) { t.id, t.gen = id, false }
 
-// newRequestID names the request with a new id (newRequestID's form) and
+// NewRequestID names the request with a new id (newRequestID's form) and
 // returns its digits, valid for the request's lifetime, for the headers
 // that carry it; set it before the first event.
 func (t *Tracer) NewRequestID() []byte {

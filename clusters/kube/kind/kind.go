@@ -80,7 +80,8 @@ type CreateOptions struct {
 
 // Options configure Start.
 type Options struct {
-	// Name is the cluster's name. Default defaultName.
+	// Name is the cluster's name. Default "gwdiag" (kubectl context
+	// kind-gwdiag).
 	Name string
 	// Image is kind's node image (kindest/node:vX.Y.Z); empty: the default
 	// of the kind version in go.mod.
@@ -88,8 +89,8 @@ type Options struct {
 	// Config is a kind configuration file, e.g. with the registry mirrors
 	// a node needs; empty: a single node.
 	Config string
-	// Wait bounds the wait for a new cluster's control plane. Default
-	// defaultWait.
+	// Wait bounds the wait for a new cluster's control plane. Default 5
+	// minutes.
 	Wait time.Duration
 	// Keep leaves the cluster behind at Stop (and after a failed start),
 	// for the next run or for kubectl. A cluster of Name that exists
