@@ -92,7 +92,7 @@ TEST_FIRST    ?= ./steps ./cli/e2e ./clusters ./steps/targets/container \
 	./clusters/kube/kubeenv ./steps/targets/process ./clusters/kube/node \
 	./refproxy/e2e ./clusters/controller ./cli/tracecmd ./cli/connect \
 	./steps/targets/cluster ./refproxy ./clusters/kube ./clusters/kube/kind \
-	./cli/configcmd ./refproxy/proxy ./golden/trace ./steps/reportview
+	./cli/configcmd ./refproxy/internal/proxy ./golden/trace ./steps/reportview
 # The fault catalogue (TestSuiteCatchesFaults: every fault against the whole
 # suite in process; TestProcessTargetCatchesFaults: every fault a process can
 # run, in front of refproxy as a process, on the scenarios it must fail, with
@@ -195,7 +195,7 @@ bench-load:
 
 # Instructions per iteration of one benchmark, under callgrind (noise-free
 # figures for small changes; refproxy/bench/instr.sh).
-INSTR_PKG ?= ./refproxy/proxy
+INSTR_PKG ?= ./refproxy/internal/proxy
 INSTR_BENCH ?= BenchmarkServe/outcome-dropped$$
 INSTR_FUNC ?= (*bindHandler).serve
 bench-instr:
@@ -204,10 +204,10 @@ bench-instr:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./refproxy/config
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./refproxy/logfilter
-	$(GO) test -run '^$$' -fuzz FuzzPrepareRequest -fuzztime $(FUZZTIME) ./refproxy/llm
-	$(GO) test -run '^$$' -fuzz FuzzJSONUsage -fuzztime $(FUZZTIME) ./refproxy/llm
-	$(GO) test -run '^$$' -fuzz FuzzSSEUsage -fuzztime $(FUZZTIME) ./refproxy/llm
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./refproxy/internal/logfilter
+	$(GO) test -run '^$$' -fuzz FuzzPrepareRequest -fuzztime $(FUZZTIME) ./refproxy/internal/llm
+	$(GO) test -run '^$$' -fuzz FuzzJSONUsage -fuzztime $(FUZZTIME) ./refproxy/internal/llm
+	$(GO) test -run '^$$' -fuzz FuzzSSEUsage -fuzztime $(FUZZTIME) ./refproxy/internal/llm
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZTIME) ./golden/trace/sse
 	$(GO) test -run '^$$' -fuzz FuzzParseIETF -fuzztime $(FUZZTIME) ./steps/stepdefs
 	$(GO) test -run '^$$' -fuzz FuzzParseTraceparent -fuzztime $(FUZZTIME) ./golden/trace/otlp

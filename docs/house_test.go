@@ -174,14 +174,14 @@ func TestArrowsCatchUpwardImports(t *testing.T) {
 		"cli/tracecmd/trace.go -> golden/trace/watch",
 		"steps/targets/cluster/cluster.go -> clusters/kube",
 		"steps/targets/inprocess/inprocess.go -> refproxy",
-		"refproxy/tracing/sse.go -> golden/trace/watch",
+		"refproxy/internal/tracing/sse.go -> golden/trace/watch",
 	}
 	for _, c := range []struct{ planted, want string }{
 		{"golden/trace/sse/limits.go -> refproxy/config", "golden/ (floor 1) may import only the floors below it, not refproxy/ (floor 2)"},
 		{"clusters/kube/binaries.go -> steps/toolbin", "clusters/ (floor 3) may import only the floors below it, not steps/ (floor 4)"},
-		{"refproxy/proxy/serve.go -> cli/admin", "not cli/ (floor 5)"},
+		{"refproxy/internal/proxy/serve.go -> cli/admin", "not cli/ (floor 5)"},
 		{"features/spec.go -> golden", "features/ (floor 1) may import only the floors below it, not golden/ (floor 1)"},
-		{"cli/tracecmd/trace.go -> refproxy/tracing", "outside refproxy/, import package refproxy to embed the proxy"},
+		{"cli/tracecmd/trace.go -> refproxy/internal/tracing", "outside refproxy/, import package refproxy to embed the proxy"},
 		{"tools/x.go -> golden", "folder tools/ has no floor"},
 	} {
 		got := violations(append(slices.Clone(fine), c.planted), nil)
@@ -245,7 +245,7 @@ func TestFunctionsFitOnAScreenOrTwo(t *testing.T) {
 }
 
 // TestArchitectureNamesRealFiles: every file or folder ARCHITECTURE.md
-// names in backquotes (`refproxy/tracing/capture.go`, `steps/targets`)
+// names in backquotes (`refproxy/internal/tracing/capture.go`, `steps/targets`)
 // exists, so the map stays true when the house is rearranged.
 func TestArchitectureNamesRealFiles(t *testing.T) {
 	doc, err := os.ReadFile("ARCHITECTURE.md")

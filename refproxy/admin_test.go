@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/configdump"
-	"github.com/gwdiag/gwdiag/refproxy/admin"
 	"github.com/gwdiag/gwdiag/refproxy/config"
+	"github.com/gwdiag/gwdiag/refproxy/internal/admin"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 

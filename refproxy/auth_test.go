@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
-	"github.com/gwdiag/gwdiag/refproxy/authn/authntest"
+	"github.com/gwdiag/gwdiag/refproxy/internal/authn/authntest"
 )
 
 // seen is what an echo backend received: the headers and the raw query.
@@ -204,7 +204,7 @@ routes:
 func TestBasicAuth(t *testing.T) {
 	be := echoBackend(t)
 	htp := filepath.Join(t.TempDir(), "htpasswd")
-	data, err := os.ReadFile("authn/testdata/htpasswd")
+	data, err := os.ReadFile("internal/authn/testdata/htpasswd")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,11 +29,11 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
-	"github.com/gwdiag/gwdiag/refproxy/admin"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/logfilter"
-	"github.com/gwdiag/gwdiag/refproxy/proxy"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/admin"
+	"github.com/gwdiag/gwdiag/refproxy/internal/logfilter"
+	"github.com/gwdiag/gwdiag/refproxy/internal/proxy"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // Option changes how a Proxy runs.

@@ -2,7 +2,7 @@
 // travel on the wire, which every proxy under test sends and the CLI, the
 // suite and the golden traces read. Reading a stream or a saved capture is
 // package golden/trace/sse; producing events is the reference proxy's
-// refproxy/tracing.
+// refproxy/internal/tracing.
 package trace
 
 import "encoding/json"

@@ -4,9 +4,9 @@
 # ns/op cannot resolve on a shared machine.
 #
 #   ./refproxy/bench/instr.sh PKG BENCH FUNC
-#   make bench-instr INSTR_PKG=./refproxy/proxy INSTR_BENCH='BenchmarkServe/outcome-dropped$' INSTR_FUNC='(*bindHandler).serve'
+#   make bench-instr INSTR_PKG=./refproxy/internal/proxy INSTR_BENCH='BenchmarkServe/outcome-dropped$' INSTR_FUNC='(*bindHandler).serve'
 #
-# PKG is a package (./refproxy/proxy), BENCH a -test.bench pattern that
+# PKG is a package (./refproxy/internal/proxy), BENCH a -test.bench pattern that
 # selects one benchmark, FUNC the function whose inclusive count is reported
 # (its name as Go prints it, without the package: '(*bindHandler).serve';
 # a final part of it, after a dot, will do: 'serve').
@@ -25,7 +25,7 @@
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 PKG BENCH FUNC   (e.g. ./refproxy/proxy 'BenchmarkServe/no-watcher\$' '(*bindHandler).serve')" >&2
+	echo "usage: $0 PKG BENCH FUNC   (e.g. ./refproxy/internal/proxy 'BenchmarkServe/no-watcher\$' '(*bindHandler).serve')" >&2
 	exit 2
 }
 [ $# = 3 ] || usage

@@ -216,7 +216,7 @@ start_watcher() {
 	# The watcher is attached once a goroutine of the proxy serves its stream
 	# (registered before it is served).
 	for _ in $(seq 200); do
-		curl -sf "$ADMIN_URL/debug/tasks" 2>/dev/null | grep -q 'refproxy/tracing.serve' && return 0
+		curl -sf "$ADMIN_URL/debug/tasks" 2>/dev/null | grep -q 'refproxy/internal/tracing.serve' && return 0
 		sleep 0.05
 	done
 	echo "the $1 watcher never attached; its stderr:" >&2; cat "$WORK/stderr" >&2; exit 1

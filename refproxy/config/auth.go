@@ -12,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
-	"github.com/gwdiag/gwdiag/refproxy/authn"
+	"github.com/gwdiag/gwdiag/refproxy/internal/authn"
 )
 
 // The auth policies of the reference's schema that refproxy implements:

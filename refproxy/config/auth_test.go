@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gwdiag/gwdiag/refproxy/authn/authntest"
+	"github.com/gwdiag/gwdiag/refproxy/internal/authn/authntest"
 )
 
 // Planted secrets: unique strings that must never leave the config but

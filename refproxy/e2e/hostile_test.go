@@ -17,7 +17,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config/configtest"
-	"github.com/gwdiag/gwdiag/refproxy/proxy"
+	"github.com/gwdiag/gwdiag/refproxy/internal/proxy"
 	"github.com/gwdiag/gwdiag/refproxy/refproxytest"
 )
 

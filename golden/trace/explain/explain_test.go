@@ -153,7 +153,7 @@ func TestDeducedWithoutReasons(t *testing.T) {
 }
 
 // TestReasons: refproxy's reasons as its trace carries them (shapes of
-// refproxy/proxy/reasons.go; the end-to-end tests in cli/e2e take them from
+// refproxy/internal/proxy/reasons.go; the end-to-end tests in cli/e2e take them from
 // the live proxy) make the verdict.
 func TestReasons(t *testing.T) {
 	ev := func(typ trace.MessageType, fields map[string]any) trace.Event {

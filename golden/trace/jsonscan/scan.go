@@ -1,7 +1,7 @@
 // Package jsonscan finds, eight bytes at a time, where a run of bytes that
 // a JSON string holds as they are ends, and decodes a JSON string's body
 // as encoding/json does: the one string scanner and decoder of the trace's
-// reader (golden/trace), the proxy's writer (refproxy/tracing) and
+// reader (golden/trace), the proxy's writer (refproxy/internal/tracing) and
 // redaction's look ahead (golden/trace/redact).
 package jsonscan
 

@@ -37,7 +37,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/refproxy"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/proxy"
+	"github.com/gwdiag/gwdiag/refproxy/internal/proxy"
 )
 
 func main() {

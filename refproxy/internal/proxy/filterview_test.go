@@ -12,7 +12,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/golden/trace/watch"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // filterExpressions read `request` in every way a trace filter can: each

@@ -39,7 +39,7 @@ type Capture struct {
 	// by commas, in key order, every key sorting before "timings" (which
 	// the tracer adds to a followed requestFinished, then type). Nothing
 	// appended is a message of type alone. TestRenderedFramesAreCanonical
-	// (refproxy/proxy) holds every Render to json.Marshal.
+	// (refproxy/internal/proxy) holds every Render to json.Marshal.
 	Render func(b []byte, t *Tracer, c Capture) []byte
 	// Fields, without Render, are the fields of an event built eagerly
 	// (rare events: policies, retries, the reasons of the proxy's own

@@ -10,7 +10,7 @@ import (
 	"cel.dev/cel-go/common/types/traits"
 	"github.com/valyala/fasthttp"
 
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // filterRequest is `request` as a trace filter (a watcher's CEL

@@ -23,9 +23,9 @@ import (
 	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/llm"
+	"github.com/gwdiag/gwdiag/refproxy/internal/llm"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 type bindHandler struct {
@@ -64,7 +64,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	var initial tracing.Capture
 	if tr != nil {
 		// Before the request is captured, which registers its
-		// credentials (refproxy/tracing/redaction.go).
+		// credentials (refproxy/internal/tracing/redaction.go).
 		tr.SetRedaction(dp.redactionOf(t))
 		// Taken now: requestStarted is at 0.
 		tr.RecordNext(trace.SeverityInfo, trace.RequestStarted, tracing.Capture{})

@@ -13,7 +13,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // redactedAsMaps redacts the headers of a snapshot built as maps, as the

@@ -14,17 +14,17 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
-// Snapshots are captured (refproxy/tracing.Capture) and rendered by the
+// Snapshots are captured (refproxy/internal/tracing.Capture) and rendered by the
 // functions below: at once for a request a watcher takes whole, at
 // requestFinished for one only outcome filters watch, if one keeps it.
 // The request's method, URI, host, protocol and headers are copied when
 // captured, since the proxy rewrites them and fasthttp reuses their
 // bytes; the backend, the config table, the client's address and the
 // data plane are held by reference. The values of credential headers are
-// redacted as the trace's Redaction says (refproxy/tracing/redaction.go),
+// redacted as the trace's Redaction says (refproxy/internal/tracing/redaction.go),
 // in requests and responses alike.
 
 // captureRequest captures the request for a requestSnapshot at stage (be

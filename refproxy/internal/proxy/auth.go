@@ -5,7 +5,7 @@ package proxy
 // policies and top-level policies targeting its gateway with phase
 // gateway) then the route phase's, each phase in the reference's order:
 // jwtAuth, basicAuth, apiKey. Each reads a credential at its location,
-// checks it (refproxy/authn), and on success removes it from the request
+// checks it (refproxy/internal/authn), and on success removes it from the request
 // (the backend never sees the client's credential) and records who the
 // client is: the JWT's claims (CEL's jwt), the API key's metadata (CEL's
 // apiKey), the Basic user (CEL's basicAuth). A refusal is 401 with the
@@ -31,9 +31,9 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
-	"github.com/gwdiag/gwdiag/refproxy/authn"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/authn"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // Policy kinds of the auth policies in traces: effectivePolicy's keys

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/watch"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // captureConfig has routes that fail on path, on a header and on the

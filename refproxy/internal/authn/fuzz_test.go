@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/authn/authntest"
+	"github.com/gwdiag/gwdiag/refproxy/internal/authn/authntest"
 )
 
 // FuzzVerify: any string a client sends as a token is refused (or, signed

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/golden/trace/watch"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // stubBackend answers every upstream call in process, so that allocation
@@ -43,7 +43,7 @@ binds:
 `
 
 // testRedactKey keys the fingerprints of the tests' data planes.
-var testRedactKey = []byte("refproxy/proxy test key")
+var testRedactKey = []byte("refproxy/internal/proxy test key")
 
 func newBenchHandler(tb testing.TB, tracingOff bool) (*Dataplane, fasthttp.RequestHandler) {
 	tb.Helper()

@@ -11,8 +11,8 @@ import (
 	"github.com/gwdiag/gwdiag/golden/routing"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/llm"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/llm"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // llmRouter is the backend choice of an llm: route: the request's model

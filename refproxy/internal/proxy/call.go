@@ -13,9 +13,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
-	"github.com/gwdiag/gwdiag/refproxy/llm"
+	"github.com/gwdiag/gwdiag/refproxy/internal/llm"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 	"github.com/gwdiag/gwdiag/refproxy/ratelimit"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
 )
 
 var callPool = sync.Pool{New: func() any { return new(call) }}

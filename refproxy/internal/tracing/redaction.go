@@ -387,7 +387,7 @@ func rarestByte(b []byte) int {
 }
 
 // byteRarity ranks bytes by how seldom a trace's JSON holds them: the
-// bytes of the kept trace of a forwarded request (refproxy/proxy,
+// bytes of the kept trace of a forwarded request (refproxy/internal/proxy,
 // captureConfig), the most frequent first; a byte it never held is the
 // rarest.
 var byteRarity = func() (r [256]uint8) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/authn/authntest"
+	"github.com/gwdiag/gwdiag/refproxy/internal/authn/authntest"
 )
 
 // TestHtpasswdFormats: entries hashed by an independent tool verify.

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gwdiag/gwdiag/refproxy/logfilter"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/logfilter"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // Backend is what the admin server needs from the proxy.

@@ -14,7 +14,7 @@ import (
 	"github.com/gwdiag/gwdiag/golden/trace/otlp"
 	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 	"github.com/gwdiag/gwdiag/refproxy/config"
-	"github.com/gwdiag/gwdiag/refproxy/tracing"
+	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
 // otelExport is a table's OpenTelemetry export (config.tracing): the
