@@ -209,31 +209,19 @@ func unusedExports(t *testing.T, root string) []string {
 			}
 			names[n] = dir
 		}
+		// The package's external tests (package x_test) import it as
+		// another package would, and their uses count.
+		xtest := strings.HasSuffix(fl.f.Name.Name, "_test")
 		ast.Inspect(fl.f, func(n ast.Node) bool {
 			if s, ok := n.(*ast.SelectorExpr); ok {
 				if x, ok := s.X.(*ast.Ident); ok {
-					if dir, ok := names[x.Name]; ok && dir != fl.dir {
+					if dir, ok := names[x.Name]; ok && (dir != fl.dir || xtest) {
 						used[dir+"."+s.Sel.Name] = true
 					}
 				}
 			}
 			return true
 		})
-		// The package's external tests use what they name, unqualified
-		// names aside (they cannot have any of the package's).
-		if strings.HasSuffix(fl.f.Name.Name, "_test") {
-			if p := pkgs[fl.dir]; p != nil {
-				dirName := map[string]string{p.name: fl.dir}
-				ast.Inspect(fl.f, func(n ast.Node) bool {
-					if s, ok := n.(*ast.SelectorExpr); ok {
-						if x, ok := s.X.(*ast.Ident); ok && dirName[x.Name] != "" {
-							used[fl.dir+"."+s.Sel.Name] = true
-						}
-					}
-					return true
-				})
-			}
-		}
 	}
 	// What a used name's declaration mentions is used too.
 	var work []string
