@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace/watch"
@@ -138,155 +139,105 @@ func TestNoWatcherCostsNothing(t *testing.T) {
 	t.Logf("allocs per request: tracing off %v, no watcher %v", off, idle)
 }
 
+// BenchmarkServe measures one request through the data plane, with
+// tracing off, with nobody watching, and under each kind of watcher; the
+// -credentials cases send the same request with credentials (an
+// Authorization and a Cookie header), which traces redact.
 func BenchmarkServe(b *testing.B) {
-	b.Run("tracing-off", func(b *testing.B) {
-		_, h := newBenchHandler(b, true)
-		e := newExchange()
-		b.ReportAllocs()
-		for b.Loop() {
-			e.serve(h)
-		}
-	})
-	b.Run("no-watcher", func(b *testing.B) {
-		_, h := newBenchHandler(b, false)
-		e := newExchange()
-		b.ReportAllocs()
-		for b.Loop() {
-			e.serve(h)
-		}
-	})
-	b.Run("outcome-dropped", func(b *testing.B) {
+	b.Run("tracing-off", func(b *testing.B) { benchServe(b, true, newExchange()) })
+	for _, x := range []struct {
+		suffix   string
+		exchange func() *exchange
+	}{{"", newExchange}, {"-credentials", newCredentialsExchange}} {
+		b.Run("no-watcher"+x.suffix, func(b *testing.B) { benchServe(b, false, x.exchange()) })
 		// A follow watcher whose outcome filter drops every trace: each
 		// request is captured, then dropped at requestFinished.
-		dp, h := newBenchHandler(b, false)
-		e := newExchange()
-		fivexx, err := watch.CompileOutcome(`response.code >= 500`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer w.Cancel()
-		b.ReportAllocs()
-		for b.Loop() {
-			e.serve(h)
-		}
-	})
+		b.Run("outcome-dropped"+x.suffix, func(b *testing.B) {
+			benchUnfilled(b, x.exchange(), tracing.FollowOptions{Outcome: mustOutcome(b, `response.code >= 500`)})
+		})
+		// The same filter keeping every trace: captured, then rendered.
+		b.Run("outcome-kept"+x.suffix, func(b *testing.B) {
+			benchFollow(b, x.exchange(), tracing.FollowOptions{Outcome: mustOutcome(b, `response.code >= 0`)})
+		})
+		b.Run("watcher"+x.suffix, func(b *testing.B) { benchWatcher(b, x.exchange()) })
+		// A follow watcher without an outcome filter: each event rendered
+		// as it happens (the live path).
+		b.Run("follow"+x.suffix, func(b *testing.B) { benchFollow(b, x.exchange(), tracing.FollowOptions{}) })
+	}
+	// A follow watcher whose CEL filter takes no request: each request is
+	// shown to the filter (its map built, the expression evaluated).
 	b.Run("cel-filtered", func(b *testing.B) {
-		// A follow watcher whose CEL filter takes no request: each request
-		// is shown to the filter (its map built, the expression evaluated).
-		dp, h := newBenchHandler(b, false)
-		e := newExchange()
 		never, err := watch.CompileFilter(`request.path == "/never"`)
 		if err != nil {
 			b.Fatal(err)
 		}
-		w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Filter: never})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer w.Cancel()
-		b.ReportAllocs()
-		for b.Loop() {
-			e.serve(h)
-		}
+		benchUnfilled(b, newExchange(), tracing.FollowOptions{Filter: never})
 	})
-	b.Run("outcome-kept", func(b *testing.B) {
-		// The same filter keeping every trace: captured, then rendered.
-		dp, h := newBenchHandler(b, false)
-		e := newExchange()
-		all, err := watch.CompileOutcome(`response.code >= 0`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: all})
-			if err != nil {
-				b.Fatal(err)
-			}
-			e.serve(h)
-			if frames, _, _ := w.Drain(); bytes.Count(frames, []byte("\n\n")) != 12 {
-				b.Fatalf("kept %d events, want 12", bytes.Count(frames, []byte("\n\n")))
-			}
-			w.Cancel()
-		}
-	})
-	b.Run("watcher", func(b *testing.B) { benchWatcher(b, newExchange()) })
-	// The same request carrying credentials (an Authorization and a
-	// Cookie header), which traces redact: untraced, held and dropped,
-	// held and kept, and traced by a one-shot watcher.
-	b.Run("no-watcher-credentials", func(b *testing.B) {
-		_, h := newBenchHandler(b, false)
-		e := newCredentialsExchange()
-		b.ReportAllocs()
-		for b.Loop() {
-			e.serve(h)
-		}
-	})
-	b.Run("outcome-dropped-credentials", func(b *testing.B) {
-		dp, h := newBenchHandler(b, false)
-		e := newCredentialsExchange()
-		fivexx, err := watch.CompileOutcome(`response.code >= 500`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer w.Cancel()
-		b.ReportAllocs()
-		for b.Loop() {
-			e.serve(h)
-		}
-	})
-	b.Run("outcome-kept-credentials", func(b *testing.B) {
-		dp, h := newBenchHandler(b, false)
-		e := newCredentialsExchange()
-		all, err := watch.CompileOutcome(`response.code >= 0`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: all})
-			if err != nil {
-				b.Fatal(err)
-			}
-			e.serve(h)
-			if frames, _, _ := w.Drain(); bytes.Count(frames, []byte("\n\n")) != 12 {
-				b.Fatalf("kept %d events, want 12", bytes.Count(frames, []byte("\n\n")))
-			}
-			w.Cancel()
-		}
-	})
-	b.Run("watcher-credentials", func(b *testing.B) { benchWatcher(b, newCredentialsExchange()) })
-	// A follow watcher without an outcome filter: each event rendered as
-	// it happens (the live path), for a request without and with
-	// credentials.
-	b.Run("follow", func(b *testing.B) { benchFollow(b, newExchange()) })
-	b.Run("follow-credentials", func(b *testing.B) { benchFollow(b, newCredentialsExchange()) })
 }
 
-// benchFollow traces e's request with a follow watcher (no filter) per
-// iteration.
-func benchFollow(b *testing.B, e *exchange) {
+// benchServe serves e's request with nobody watching, or with tracing
+// off.
+func benchServe(b *testing.B, tracingOff bool, e *exchange) {
+	_, h := newBenchHandler(b, tracingOff)
+	b.ReportAllocs()
+	for b.Loop() {
+		e.serve(h)
+	}
+}
+
+// benchUnfilled serves e's request under one follow watcher of o that
+// sends nothing: its outcome filter drops every trace, or its CEL filter
+// takes none.
+func benchUnfilled(b *testing.B, e *exchange, o tracing.FollowOptions) {
+	dp, h := newBenchHandler(b, false)
+	w := mustFollow(b, dp, o)
+	defer w.Cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		e.serve(h)
+	}
+}
+
+// benchFollow traces e's request with a new follow watcher of o per
+// iteration, which must send the trace's 12 events.
+func benchFollow(b *testing.B, e *exchange, o tracing.FollowOptions) {
 	dp, h := newBenchHandler(b, false)
 	b.ReportAllocs()
 	for b.Loop() {
-		w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour})
-		if err != nil {
-			b.Fatal(err)
-		}
+		w := mustFollow(b, dp, o)
 		e.serve(h)
 		if frames, _, _ := w.Drain(); bytes.Count(frames, []byte("\n\n")) != 12 {
 			b.Fatalf("followed %d events, want 12", bytes.Count(frames, []byte("\n\n")))
 		}
 		w.Cancel()
 	}
+}
+
+// mustOutcome is the outcome filter of expression.
+func mustOutcome(tb testing.TB, expression string) cel.Program {
+	tb.Helper()
+	p, err := watch.CompileOutcome(expression)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// mustFollow registers a follow watcher of dp with o's filters, for one
+// trace and an hour unless o says otherwise.
+func mustFollow(tb testing.TB, dp *Dataplane, o tracing.FollowOptions) *tracing.Watcher {
+	tb.Helper()
+	if o.Max == 0 {
+		o.Max = 1
+	}
+	if o.Duration == 0 {
+		o.Duration = time.Hour
+	}
+	w, err := dp.reg.Follow(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w
 }
 
 // benchWatcher traces e's request with a one-shot watcher per iteration.

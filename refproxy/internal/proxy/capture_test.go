@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"cel.dev/cel-go/cel"
 	"github.com/valyala/fasthttp"
 
 	"github.com/gwdiag/gwdiag/golden/trace"
-	"github.com/gwdiag/gwdiag/golden/trace/watch"
 	"github.com/gwdiag/gwdiag/refproxy/internal/tracing"
 )
 
@@ -105,6 +105,35 @@ func drainEvents(t testing.TB, w *tracing.Watcher) (evs []trace.Event, dropped i
 	return evs, dropped, final
 }
 
+// traceOf serves e's request through h and returns its trace, its
+// requestFinished last: taken by a one-shot watcher of dp, or, with
+// outcome set, held by a follow watcher for that outcome filter and sent
+// if it keeps it.
+func traceOf(t testing.TB, dp *Dataplane, h fasthttp.RequestHandler, e *exchange, outcome cel.Program) []trace.Event {
+	t.Helper()
+	var w *tracing.Watcher
+	if outcome != nil {
+		w = mustFollow(t, dp, tracing.FollowOptions{Duration: time.Minute, Outcome: outcome})
+	} else {
+		w = dp.reg.Watch(nil)
+	}
+	e.serve(h)
+	evs, _, final := drainEvents(t, w)
+	w.Cancel()
+	if final != nil {
+		evs = append(evs, *final)
+	}
+	return evs
+}
+
+// heldFor is outcome when held, else nil (traceOf's one-shot watcher).
+func heldFor(held bool, outcome cel.Program) cel.Program {
+	if held {
+		return outcome
+	}
+	return nil
+}
+
 // TestHeldTraceRendersAsOneShot: a trace held for an outcome filter and
 // rendered when the filter keeps it is the trace a one-shot watcher gets
 // of the same request, event for event and field for field: a forwarded
@@ -125,10 +154,7 @@ func TestHeldTraceRendersAsOneShot(t *testing.T) {
 			rt.backends[0].do = unreachableBackend
 		}
 	}
-	all, err := watch.CompileOutcome(`response.code >= 0`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := mustOutcome(t, `response.code >= 0`)
 	for _, c := range []struct {
 		name, uri string
 		status    int
@@ -146,25 +172,17 @@ func TestHeldTraceRendersAsOneShot(t *testing.T) {
 		e.req.Header.Set("X-Team", "red")
 		e.req.Header.Set("X-Request-Id", "fixed-id")
 
-		one := dpOne.reg.Watch(nil)
-		e.serve(hOne)
-		evs, _, final := drainEvents(t, one)
-		one.Cancel()
-		if final == nil {
+		evs := traceOf(t, dpOne, hOne, e, nil)
+		final := evs[len(evs)-1]
+		if final.Type() != trace.RequestFinished {
 			t.Fatalf("%s: one-shot watcher: no requestFinished", c.name)
 		}
 		if code, _ := final.Message["status"].(float64); int(code) != c.status {
 			t.Errorf("%s: status %v, want %d", c.name, final.Message["status"], c.status)
 		}
-		want := normalised(t, append(evs, *final))
+		want := normalised(t, evs)
 
-		fw, err := dpHeld.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.serve(hHeld)
-		fevs, _, _ := drainEvents(t, fw)
-		fw.Cancel()
+		fevs := traceOf(t, dpHeld, hHeld, e, all)
 		if len(fevs) > 0 {
 			tm, _ := fevs[len(fevs)-1].Message["timings"].(map[string]any)
 			if want := timingsOf(fevs); !reflect.DeepEqual(tm, want) {
@@ -241,14 +259,7 @@ func unreachableBackend(*fasthttp.Request, *fasthttp.Response) error {
 func TestDroppedTraceAllocations(t *testing.T) {
 	dp, h := newBenchHandler(t, false)
 	e := newExchange()
-	fivexx, err := watch.CompileOutcome(`response.code >= 500`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Outcome: fivexx})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustFollow(t, dp, tracing.FollowOptions{Outcome: mustOutcome(t, `response.code >= 500`)})
 	defer w.Cancel()
 	n := testing.AllocsPerRun(500, func() { e.serve(h) })
 	if evs, _, _ := drainEvents(t, w); len(evs) != 0 {
@@ -279,10 +290,7 @@ func TestTraceEventsEncodeAsMarshal(t *testing.T) {
 			rt.backends[0].do = unreachableBackend
 		}
 	}
-	all, err := watch.CompileOutcome(`response.code >= 0`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := mustOutcome(t, `response.code >= 0`)
 	kinds := map[trace.MessageType]bool{}
 	scrubbed := false
 	for _, uri := range []string{"/a%20b/c?x=<1>&y=\"2\"", "/limited", "/limited", "/down", "/other"} {
@@ -295,23 +303,7 @@ func TestTraceEventsEncodeAsMarshal(t *testing.T) {
 			e.req.Header.Set("Cookie", "a=cookie-<1>&x; b=2")
 			e.req.Header.Set("X-Api-Key", "k<&>ey-0123456789")
 			e.req.Header.Set("X-Note", "the token <secret-token-0123> & more")
-			var evs []trace.Event
-			if held {
-				fw, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
-				if err != nil {
-					t.Fatal(err)
-				}
-				e.serve(h)
-				evs, _, _ = drainEvents(t, fw)
-				fw.Cancel()
-			} else {
-				w := dp.reg.Watch(nil)
-				e.serve(h)
-				var final *trace.Event
-				evs, _, final = drainEvents(t, w)
-				w.Cancel()
-				evs = append(evs, *final)
-			}
+			evs := traceOf(t, dp, h, e, heldFor(held, all))
 			for _, ev := range evs {
 				kinds[ev.Type()] = true
 				b, _ := json.Marshal(ev)
@@ -377,10 +369,7 @@ binds:
       matches: [{path: {pathPrefix: /}}]
       backends: [{host: "127.0.0.1:1"}]
 `)
-	all, err := watch.CompileOutcome(`response.code >= 0`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := mustOutcome(t, `response.code >= 0`)
 	state := func(evs []trace.Event, stage string) map[string]any {
 		for _, e := range evs {
 			if e.Type() == trace.RequestSnapshot && e.Stage() == stage {
@@ -399,21 +388,7 @@ binds:
 			e := newExchange()
 			e.req.SetRequestURI(c.uri)
 			e.req.Header.Set("X-Gone", "1")
-			var evs []trace.Event
-			if held {
-				fw, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Minute, Outcome: all})
-				if err != nil {
-					t.Fatal(err)
-				}
-				e.serve(h)
-				evs, _, _ = drainEvents(t, fw)
-				fw.Cancel()
-			} else {
-				w := dp.reg.Watch(nil)
-				e.serve(h)
-				evs, _, _ = drainEvents(t, w)
-				w.Cancel()
-			}
+			evs := traceOf(t, dp, h, e, heldFor(held, all))
 			initial, route := state(evs, trace.StageInitialRequest), state(evs, trace.StageRoutePolicies)
 			hs, _ := route["request"].(map[string]any)["headers"].(map[string]any)
 			_, added := hs["x-added"]

@@ -111,10 +111,7 @@ func TestFilteredOutAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := dp.reg.Follow(tracing.FollowOptions{Max: 1, Duration: time.Hour, Filter: never})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustFollow(t, dp, tracing.FollowOptions{Filter: never})
 	defer w.Cancel()
 	n := testing.AllocsPerRun(500, func() { e.serve(h) })
 	if evs, _, _ := drainEvents(t, w); len(evs) != 0 {
