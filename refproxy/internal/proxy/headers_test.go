@@ -60,3 +60,28 @@ func TestDelFold(t *testing.T) {
 		t.Errorf("Content-Type after delFold: %q, want fasthttp's default", got)
 	}
 }
+
+// TestSetResponseFold: the field is set once, under the name given,
+// whatever case and however many times the backend wrote it; other
+// fields stay.
+func TestSetResponseFold(t *testing.T) {
+	for _, written := range [][]string{nil, {"x-ratelimit-remaining"}, {"X-Ratelimit-Remaining", "X-RATELIMIT-REMAINING"}} {
+		var h fasthttp.ResponseHeader
+		h.DisableNormalizing()
+		for _, name := range written {
+			h.Add(name, "499")
+		}
+		h.Add("x-b", "keep")
+		setResponseFold(&h, "x-ratelimit-remaining", []byte("3"))
+		var got []string
+		for k, v := range h.All() {
+			if !strings.EqualFold(string(k), "content-type") {
+				got = append(got, string(k)+": "+string(v))
+			}
+		}
+		slices.Sort(got)
+		if want := []string{"x-b: keep", "x-ratelimit-remaining: 3"}; !slices.Equal(got, want) {
+			t.Errorf("backend wrote %q: fields %q, want %q", written, got, want)
+		}
+	}
+}
