@@ -22,9 +22,9 @@ const maxKeyLen = 64
 const digestPrefix = "sha256:"
 
 // KeyFunc is a keyed entry's key of one request (act: what the route's
-// expressions see of it); ok false when the request has none, or its
-// expression failed.
-type KeyFunc func(act map[string]any) (key string, ok bool)
+// expressions see of it, as cel.Program.Eval takes it); ok false when
+// the request has none, or its expression failed.
+type KeyFunc func(act any) (key string, ok bool)
 
 // Keyed is one limit entry with a key: a bucket of the same Spec per
 // key, created full on first use. Requests without a key share one
@@ -79,7 +79,7 @@ func (k *Keyed) Evictions() uint64 {
 }
 
 // For is the bucket of one request: its key's, or the shared one.
-func (k *Keyed) For(act map[string]any) *Bucket {
+func (k *Keyed) For(act any) *Bucket {
 	if k.keyOf == nil {
 		return k.shared
 	}

@@ -11,8 +11,9 @@ import (
 
 // headerKey is a KeyFunc reading act["key"], absent when it is missing or
 // not a string (as a failed CEL expression).
-func headerKey(act map[string]any) (string, bool) {
-	k, ok := act["key"].(string)
+func headerKey(act any) (string, bool) {
+	m, _ := act.(map[string]any)
+	k, ok := m["key"].(string)
 	return k, ok
 }
 

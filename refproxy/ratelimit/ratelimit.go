@@ -299,8 +299,9 @@ type Held struct {
 }
 
 // Hold resolves the buckets of one request (act: what key expressions
-// read; nil gives every keyed entry's shared bucket).
-func (s *Set) Hold(act map[string]any) Held {
+// read, as cel.Program.Eval takes it; nil gives every keyed entry's
+// shared bucket).
+func (s *Set) Hold(act any) Held {
 	h := Held{set: s}
 	if s == nil || len(s.keyed) == 0 {
 		return h
@@ -315,7 +316,7 @@ func (s *Set) Hold(act map[string]any) Held {
 }
 
 // resolve appends the buckets of one request to bs, in lock order.
-func (s *Set) resolve(bs []*Bucket, act map[string]any) []*Bucket {
+func (s *Set) resolve(bs []*Bucket, act any) []*Bucket {
 	bs = append(bs, s.buckets...)
 	for _, k := range s.keyed {
 		b := k.For(act)

@@ -59,19 +59,6 @@ type identity struct {
 	user string
 }
 
-// vars adds what CEL sees of the identity to an activation.
-func (id *identity) vars(act map[string]any) {
-	if id.claims != nil {
-		act["jwt"] = id.claims
-	}
-	if id.apiKey != nil {
-		act["apiKey"] = id.apiKey
-	}
-	if id.user != "" {
-		act["basicAuth"] = map[string]any{"username": id.user}
-	}
-}
-
 // authStage is one auth policy of a route: exactly one of jwt, basic, key.
 type authStage struct {
 	kind  string

@@ -531,9 +531,9 @@ func (dp *Dataplane) limit(key string, rl config.RateLimit) (limit, error) {
 // keyFunc evaluates a key expression: a scalar result is the key, an
 // error or another result none.
 func keyFunc(p cel.Program) ratelimit.KeyFunc {
-	return func(act map[string]any) (string, bool) {
-		if act == nil {
-			return "", false
+	return func(act any) (string, bool) {
+		if a, _ := act.(*celActivation); a == nil {
+			return "", false // no activation: none made, or a nil one
 		}
 		out, _, err := p.Eval(act)
 		if err != nil {

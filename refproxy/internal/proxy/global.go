@@ -30,7 +30,7 @@ type remoteResult struct {
 
 // checkRemote asks every global limit of the route, in order, and stops at
 // the first refusal.
-func (dp *Dataplane) checkRemote(rt *route, act map[string]any) remoteResult {
+func (dp *Dataplane) checkRemote(rt *route, act *celActivation) remoteResult {
 	var r remoteResult
 	r.verdicts = make([]remote.Verdict, len(rt.remote))
 	for i, l := range rt.remote {

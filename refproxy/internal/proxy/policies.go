@@ -211,7 +211,7 @@ type condLimits struct {
 }
 
 // pick returns the Set of the request.
-func (c *condLimits) pick(act map[string]any) *ratelimit.Set {
+func (c *condLimits) pick(act *celActivation) *ratelimit.Set {
 	if len(c.groups) == 1 {
 		if i := c.groups[0].pick(act); i >= 0 {
 			return c.sets[i]
@@ -228,7 +228,7 @@ func (c *condLimits) pick(act map[string]any) *ratelimit.Set {
 }
 
 // pick returns the entry that applies, -1 for none.
-func (g *condGroup) pick(act map[string]any) int {
+func (g *condGroup) pick(act *celActivation) int {
 	for i, p := range g.conds {
 		if p == nil || celexpr.Holds(p, act) {
 			return i
@@ -268,7 +268,7 @@ func newAuthz(a *config.Authorization) (*authzPolicy, error) {
 // authorize reports whether every rule set lets the request through: no
 // deny rule holds, every require rule holds, and some allow rule holds
 // when there are any (rules that cannot be evaluated do not hold).
-func authorize(sets []*authzPolicy, act map[string]any) bool {
+func authorize(sets []*authzPolicy, act *celActivation) bool {
 	anyAllow, allowed := false, false
 	for _, s := range sets {
 		for _, p := range s.deny {

@@ -551,7 +551,7 @@ func describeSent(tr *tracing.Tracer, sent []remote.DescriptorResult) string {
 // traceAuthzRefusal reports why the route's authorization refused the
 // request: the first deny rule that holds, else the first require rule
 // that does not, else that no allow rule holds; it returns it in words.
-func traceAuthzRefusal(tr *tracing.Tracer, sets []*authzPolicy, act map[string]any) string {
+func traceAuthzRefusal(tr *tracing.Tracer, sets []*authzPolicy, act *celActivation) string {
 	why := ""
 	for _, s := range sets {
 		for i, p := range s.deny {

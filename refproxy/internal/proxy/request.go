@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/gwdiag/gwdiag/refproxy/celexpr"
 )
 
 // What the proxy's parts read of a request: route matching a no-copy
@@ -98,14 +96,6 @@ func hostOnly(h string) string {
 		}
 	}
 	return h
-}
-
-// activation is what CEL expressions see of a request; built once per
-// request, and only for routes whose policies read it, after the auth
-// policies (identity.vars adds who they found).
-func activation(ctx *fasthttp.RequestCtx) map[string]any {
-	return map[string]any{"request": requestInfo(ctx, time.Time{}), "source": sourceInfo(ctx.RemoteAddr()),
-		"jwt": celexpr.NoClaims, "apiKey": celexpr.NoClaims, "basicAuth": celexpr.NoClaims}
 }
 
 // requestInfo is the `request` of a requestSnapshot, and what a CEL trace

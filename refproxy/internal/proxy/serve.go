@@ -49,7 +49,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	t := dp.table.Load()
 	var tr *tracing.Tracer
 	if !dp.tracingOff {
-		tr = dp.reg.Take(func() any { return &filterRequest{ctx: ctx, rd: dp.redactionOf(t)} })
+		tr = dp.reg.Take(func() any { return &celRequest{ctx: ctx, rd: dp.redactionOf(t)} })
 		if t != nil && t.otel != nil {
 			tr = t.otel.begin(ctx, tr, dp.redactionOf(t))
 		}
@@ -159,7 +159,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 type admitted struct {
 	cors   corsResult
 	id     identity
-	act    map[string]any
+	act    *celActivation
 	d      ratelimit.Decision
 	held   ratelimit.Held
 	global remoteResult
@@ -221,8 +221,7 @@ func (dp *Dataplane) applyPolicies(ctx *fasthttp.RequestCtx, tr *tracing.Tracer,
 	// What CEL expressions see of the request (after the auth policies took
 	// their credentials, with who they found), only for routes that have some.
 	if rt.cond != nil || rt.remote != nil || rt.keyed || pol != nil && pol.authz != nil {
-		st.act = activation(ctx)
-		st.id.vars(st.act)
+		st.act = newActivation(ctx, st.id)
 	}
 	if pol != nil && pol.authz != nil && !authorize(pol.authz, st.act) {
 		var refused string

@@ -296,7 +296,7 @@ func (v *Verdict) Sent() []DescriptorResult {
 // "source") and asks the service. A descriptor whose expression fails
 // fails the check under failClosed and is skipped under failOpen
 // (Verdict.Skipped).
-func (l *Limiter) Check(ctx context.Context, act map[string]any) Verdict {
+func (l *Limiter) Check(ctx context.Context, act any) Verdict {
 	var v Verdict
 	req := &rlsv3.RateLimitRequest{Domain: l.policy.Domain, HitsAddend: 1}
 	for i, d := range l.descs {
@@ -369,7 +369,7 @@ func (l *Limiter) Charge(ctx context.Context, v *Verdict, tokens uint64) error {
 
 // eval is the descriptor d gives the request, or why it cannot be made:
 // an expression that fails, or yields a value a descriptor cannot carry.
-func (d compiled) eval(act map[string]any) (*ratelimitv3.RateLimitDescriptor, error) {
+func (d compiled) eval(act any) (*ratelimitv3.RateLimitDescriptor, error) {
 	rd := &ratelimitv3.RateLimitDescriptor{}
 	for i, prog := range d.values {
 		out, _, err := prog.Eval(act)
