@@ -16,14 +16,15 @@ import (
 )
 
 // celRequest is `request` as CEL expressions see it: requestInfo's map,
-// built field by field as the expression asks. A route's policies (a
-// condition, authorization, a limit's key or descriptors) and the filter
-// of a follow watcher run on every request they see, and most read a field
-// or a header or two (the path, a method, request.headers["x-tier"]): such
-// an expression costs those strings, not the request's map and every
-// header. What else an expression does with `request` or its headers
-// (iterating, comparing, converting, a key requestInfo lacks) the whole
-// map does, built then. TestCELRequestMatchesMap holds it to the map.
+// built field by field and header by header as the expression asks. A
+// route's policies (a condition, authorization, a limit's key or
+// descriptors) and the filter of a follow watcher run on every request
+// they see, and most read a field or a header or two (the path, a method,
+// request.headers["x-tier"]): such an expression costs those strings, not
+// the request's map and every header. What else an expression does with
+// `request` or its headers (iterating, comparing, converting, a key
+// requestInfo lacks) the whole map does, built then.
+// TestCELRequestMatchesMap holds it to the map.
 //
 // It reads the request when the expression does: it is for the
 // expressions of one step of the request path, while fasthttp's request
@@ -35,17 +36,25 @@ import (
 // it is given), and it can follow one client by the fingerprint its traces
 // show. A policy's expressions (rd nil) see them as sent.
 type celRequest struct {
-	ctx     *fasthttp.RequestCtx
-	rd      *tracing.Redaction
-	whole   traits.Mapper
-	headers celHeaders
+	ctx   *fasthttp.RequestCtx
+	rd    *tracing.Redaction
+	whole traits.Mapper
+	// maps are `request` and `request.headers`, as CEL values.
+	maps [2]celMap
 }
 
-var (
-	_ traits.Mapper = (*celRequest)(nil)
-	_ traits.Zeroer = (*celRequest)(nil)
-	_ traits.Mapper = (*celHeaders)(nil)
-)
+// newCELRequest is `request` of ctx as a CEL value, the headers rd
+// redacts (if any) redacted.
+func newCELRequest(ctx *fasthttp.RequestCtx, rd *tracing.Redaction) *celMap {
+	r := &celRequest{ctx: ctx, rd: rd}
+	return r.value()
+}
+
+// value is the request as a CEL value.
+func (r *celRequest) value() *celMap {
+	r.maps[0] = celMap{r: r}
+	return &r.maps[0]
+}
 
 // all is the whole map, built on first need.
 func (r *celRequest) all() traits.Mapper {
@@ -97,60 +106,13 @@ func (r *celRequest) field(name string) (string, bool) {
 	return schemeOf(r.ctx.IsTLS()) + "://" + b2s(h.Host()) + joinQuery(path, query), true
 }
 
-// Find is the value at key: a string field by itself, the headers as
-// celHeaders, anything else from the whole map.
-func (r *celRequest) Find(key ref.Val) (ref.Val, bool) {
-	if k, ok := key.(types.String); ok {
-		if k == "headers" {
-			r.headers.r = r
-			return &r.headers, true
-		}
-		if v, ok := r.field(string(k)); ok {
-			return types.String(v), true
-		}
-	}
-	return r.all().Find(key)
-}
-
-// Get is the value at key, or an error value (no such key).
-func (r *celRequest) Get(key ref.Val) ref.Val {
-	if v, ok := r.Find(key); ok {
-		return v
-	}
-	return r.all().Get(key)
-}
-
-func (r *celRequest) Contains(key ref.Val) ref.Val { return r.all().Contains(key) }
-func (r *celRequest) ConvertToNative(t reflect.Type) (any, error) {
-	return r.all().ConvertToNative(t)
-}
-func (r *celRequest) ConvertToType(t ref.Type) ref.Val { return r.all().ConvertToType(t) }
-func (r *celRequest) Equal(other ref.Val) ref.Val      { return r.all().Equal(other) }
-func (r *celRequest) Iterator() traits.Iterator        { return r.all().Iterator() }
-func (r *celRequest) Size() ref.Val                    { return r.all().Size() }
-func (r *celRequest) Type() ref.Type                   { return types.MapType }
-func (r *celRequest) Value() any                       { return r.all().Value() }
-func (r *celRequest) IsZeroValue() bool                { return false } // requestInfo always has keys
-func (r *celRequest) String() string                   { return r.all().(interface{ String() string }).String() }
-
-// celHeaders is `request.headers` of a celRequest: a header found by its
-// name as the map has it (lower case), its fields joined with "," as
-// headerMap joins them; anything else from the whole map's headers.
-type celHeaders struct{ r *celRequest }
-
-// whole is the whole map's headers.
-func (h *celHeaders) whole() traits.Mapper {
-	v, _ := h.r.all().Find(types.String("headers"))
-	return v.(traits.Mapper)
-}
-
-// field is the value of the header named name (lower case), as headerMap
-// makes it, or false if the request has none.
-func (h *celHeaders) field(name string) (string, bool) {
+// header is the value of the header named name (lower case), as
+// headerMap makes it, or false if the request has none.
+func (r *celRequest) header(name string) (string, bool) {
 	var v string
 	found := false
 	var lower [64]byte
-	for k, fv := range h.r.ctx.Request.Header.All() {
+	for k, fv := range r.ctx.Request.Header.All() {
 		if len(k) != len(name) || string(appendLower(lower[:0], k)) != name {
 			continue
 		}
@@ -160,43 +122,86 @@ func (h *celHeaders) field(name string) (string, bool) {
 			v, found = string(fv), true
 		}
 	}
-	if found && h.r.rd != nil && h.r.rd.SensitiveLower(name) {
-		v = h.r.rd.Redactor().Value(name, v)
+	if found && r.rd != nil && r.rd.SensitiveLower(name) {
+		v = r.rd.Redactor().Value(name, v)
 	}
 	return v, found
 }
 
-// Find is the header named key (a string) by itself; anything else from
-// the whole map's headers.
-func (h *celHeaders) Find(key ref.Val) (ref.Val, bool) {
-	if k, ok := key.(types.String); ok {
-		if v, ok := h.field(string(k)); ok {
+// celMap is `request` of a celRequest, or its `headers`: a CEL map that
+// answers a look-up by a string key itself (a field, a header, the
+// headers), and leaves anything else to the whole map's.
+type celMap struct {
+	r       *celRequest
+	headers bool
+}
+
+var (
+	_ traits.Mapper = (*celMap)(nil)
+	_ traits.Zeroer = (*celMap)(nil)
+)
+
+// all is the whole map this one stands for.
+func (m *celMap) all() traits.Mapper {
+	w := m.r.all()
+	if m.headers {
+		v, _ := w.Find(types.String("headers"))
+		return v.(traits.Mapper)
+	}
+	return w
+}
+
+// Find is the value at key: of the request, a string field by itself and
+// the headers as a celMap; of the headers, a header by itself; anything
+// else from the whole map.
+func (m *celMap) Find(key ref.Val) (ref.Val, bool) {
+	k, ok := key.(types.String)
+	switch {
+	case !ok:
+	case m.headers:
+		if v, ok := m.r.header(string(k)); ok {
 			return types.String(v), true
 		}
 		return nil, false
+	case k == "headers":
+		m.r.maps[1] = celMap{r: m.r, headers: true}
+		return &m.r.maps[1], true
+	default:
+		if v, ok := m.r.field(string(k)); ok {
+			return types.String(v), true
+		}
 	}
-	return h.whole().Find(key)
+	return m.all().Find(key)
 }
 
-// Get is the header named key, or an error value (no such key).
-func (h *celHeaders) Get(key ref.Val) ref.Val {
-	if v, ok := h.Find(key); ok {
+// Get is the value at key, or an error value (no such key).
+func (m *celMap) Get(key ref.Val) ref.Val {
+	if v, ok := m.Find(key); ok {
 		return v
 	}
-	return h.whole().Get(key)
+	return m.all().Get(key)
 }
 
-func (h *celHeaders) Contains(key ref.Val) ref.Val { return h.whole().Contains(key) }
-func (h *celHeaders) ConvertToNative(t reflect.Type) (any, error) {
-	return h.whole().ConvertToNative(t)
+// IsZeroValue: requestInfo always has keys; the headers ask the whole map.
+func (m *celMap) IsZeroValue() bool {
+	if !m.headers {
+		return false
+	}
+	z, ok := m.all().(traits.Zeroer)
+	return ok && z.IsZeroValue()
 }
-func (h *celHeaders) ConvertToType(t ref.Type) ref.Val { return h.whole().ConvertToType(t) }
-func (h *celHeaders) Equal(other ref.Val) ref.Val      { return h.whole().Equal(other) }
-func (h *celHeaders) Iterator() traits.Iterator        { return h.whole().Iterator() }
-func (h *celHeaders) Size() ref.Val                    { return h.whole().Size() }
-func (h *celHeaders) Type() ref.Type                   { return types.MapType }
-func (h *celHeaders) Value() any                       { return h.whole().Value() }
-func (h *celHeaders) String() string                   { return h.whole().(interface{ String() string }).String() }
+
+func (m *celMap) Contains(key ref.Val) ref.Val { return m.all().Contains(key) }
+func (m *celMap) ConvertToNative(t reflect.Type) (any, error) {
+	return m.all().ConvertToNative(t)
+}
+func (m *celMap) ConvertToType(t ref.Type) ref.Val { return m.all().ConvertToType(t) }
+func (m *celMap) Equal(other ref.Val) ref.Val      { return m.all().Equal(other) }
+func (m *celMap) Iterator() traits.Iterator        { return m.all().Iterator() }
+func (m *celMap) Size() ref.Val                    { return m.all().Size() }
+func (m *celMap) Type() ref.Type                   { return types.MapType }
+func (m *celMap) Value() any                       { return m.all().Value() }
+func (m *celMap) String() string                   { return m.all().(interface{ String() string }).String() }
 
 // celActivation is what a route's CEL expressions see of a request
 // (celexpr's request environment), made once per request and only for
@@ -220,7 +225,7 @@ func newActivation(ctx *fasthttp.RequestCtx, id identity) *celActivation {
 func (a *celActivation) ResolveName(name string) (any, bool) {
 	switch name {
 	case "request":
-		return &a.request, true
+		return a.request.value(), true
 	case "source":
 		if a.source == nil {
 			a.source = sourceInfo(a.request.ctx.RemoteAddr())

@@ -53,7 +53,7 @@ func newSampler(s *config.Sampling, def float64) (sampler, error) {
 func (s sampler) sample(ctx *fasthttp.RequestCtx, rd *tracing.Redaction) bool {
 	ratio := s.ratio
 	if s.prog != nil {
-		out, _, err := s.prog.Eval(map[string]any{"request": &celRequest{ctx: ctx, rd: rd},
+		out, _, err := s.prog.Eval(map[string]any{"request": newCELRequest(ctx, rd),
 			"jwt": celexpr.NoClaims, "apiKey": celexpr.NoClaims, "basicAuth": celexpr.NoClaims})
 		if err != nil {
 			return false

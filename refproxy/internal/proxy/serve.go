@@ -49,7 +49,7 @@ func (h *bindHandler) serve(ctx *fasthttp.RequestCtx) {
 	t := dp.table.Load()
 	var tr *tracing.Tracer
 	if !dp.tracingOff {
-		tr = dp.reg.Take(func() any { return &celRequest{ctx: ctx, rd: dp.redactionOf(t)} })
+		tr = dp.reg.Take(func() any { return newCELRequest(ctx, dp.redactionOf(t)) })
 		if t != nil && t.otel != nil {
 			tr = t.otel.begin(ctx, tr, dp.redactionOf(t))
 		}
