@@ -44,13 +44,12 @@ func BenchmarkDiff(b *testing.B) {
 	})
 }
 
-// BenchmarkFollowRaw runs `gwdiag trace --follow --raw` (stdout
-// io.Discard) against a stand-in admin server that sends a recorded follow
-// stream of the reference proxy (480 requests, 5760 events, one request in
-// four with a cookie) at once: the command's whole reading, redacting (the
-// default) and printing path, HTTP included.
-func BenchmarkFollowRaw(b *testing.B) {
-	stream, events, _, err := ssetest.FollowStream(10)
+// followSession is a follow session of `gwdiag trace --follow` against a
+// stand-in admin server, closed when b ends, that sends at once the
+// recorded follow stream repeated n times (ssetest.FollowStream); the
+// stream and its number of events.
+func followSession(b *testing.B, n int) (session, []byte, int) {
+	stream, events, _, err := ssetest.FollowStream(n)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,8 +57,17 @@ func BenchmarkFollowRaw(b *testing.B) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write(stream)
 	}))
-	defer srv.Close()
-	s := session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute, scrub: scrub.Default()}
+	b.Cleanup(srv.Close)
+	return session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute, scrub: scrub.Default()}, stream, events
+}
+
+// BenchmarkFollowRaw runs `gwdiag trace --follow --raw` (stdout
+// io.Discard) against a stand-in admin server that sends a recorded follow
+// stream of the reference proxy (480 requests, 5760 events, one request in
+// four with a cookie) at once: the command's whole reading, redacting (the
+// default) and printing path, HTTP included.
+func BenchmarkFollowRaw(b *testing.B) {
+	s, stream, events := followSession(b, 10)
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -79,16 +87,7 @@ func BenchmarkFollowRaw(b *testing.B) {
 // queued goes through the command's viewerQueue. It reports the time per
 // event until the viewer has taken the whole stream.
 func BenchmarkFollowViewer(b *testing.B) {
-	stream, events, _, err := ssetest.FollowStream(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write(stream)
-	}))
-	defer srv.Close()
-	s := session{client: &admin.Client{BaseURL: srv.URL}, follow: true, max: 1000, duration: time.Minute, scrub: scrub.Default()}
+	s, _, events := followSession(b, 1)
 	for _, queued := range []bool{false, true} {
 		name := "one-by-one"
 		if queued {

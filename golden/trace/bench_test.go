@@ -28,26 +28,18 @@ func followEvents(tb testing.TB) [][]byte {
 // BenchmarkParse decodes the events of a recorded follow stream of the
 // reference proxy (the shapes a follow reader meets).
 func BenchmarkParse(b *testing.B) {
-	events := followEvents(b)
-	size := 0
-	for _, e := range events {
-		size += len(e)
-	}
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, e := range events {
-			if _, err := trace.Parse(e); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(events)), "ns/event")
+	benchEvents(b, func(e []byte) error { _, err := trace.Parse(e); return err })
 }
 
 // BenchmarkParseHeader reads what a raw follow reader needs of the same
 // events (trace.ParseHeader).
 func BenchmarkParseHeader(b *testing.B) {
+	benchEvents(b, func(e []byte) error { _, err := trace.ParseHeader(e); return err })
+}
+
+// benchEvents runs parse over followEvents, reporting bytes and time per
+// event.
+func benchEvents(b *testing.B, parse func([]byte) error) {
 	events := followEvents(b)
 	size := 0
 	for _, e := range events {
@@ -57,7 +49,7 @@ func BenchmarkParseHeader(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, e := range events {
-			if _, err := trace.ParseHeader(e); err != nil {
+			if err := parse(e); err != nil {
 				b.Fatal(err)
 			}
 		}

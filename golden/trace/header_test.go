@@ -45,22 +45,7 @@ func sameHeader(t *testing.T, b []byte) (fast bool) {
 // line's header is what encoding/json's event gives, and the real proxies'
 // events take the scan.
 func TestParseHeaderSavedTraces(t *testing.T) {
-	for _, f := range traceFiles(t) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slow := 0
-		objs := objects(b)
-		for _, o := range objs {
-			if !sameHeader(t, o) {
-				slow++
-			}
-		}
-		if slow > 0 && !strings.Contains(f, "standalone-latest.docs") && !strings.Contains(f, "standalone-12x.docs") {
-			t.Errorf("%s: %d of %d events left to Parse", f, slow, len(objs))
-		}
-	}
+	eachSavedEvent(t, sameHeader, "left to Parse")
 }
 
 // TestParseHeaderEdges: the header's fields where they are missing, of
