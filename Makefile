@@ -17,7 +17,7 @@ all: build
 # The revision gwdiag reports (version, conformance reports), whatever GOFLAGS
 # says of -buildvcs; empty outside a git checkout.
 REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$r || echo $$r+dirty; })
-LDFLAGS  := -s -w -X github.com/gwdiag/gwdiag/cli/versioncmd.revision=$(REVISION)
+LDFLAGS  := -s -w -X github.com/gwdiag/gwdiag/cli/internal/versioncmd.revision=$(REVISION)
 
 # One configuration for everything compiled without the race detector:
 # static binaries (no cgo; gwdiag builds the container target's mock image
@@ -90,9 +90,9 @@ TESTJSON      ?= $(BIN)/test-unit.json
 # that needs none goes between them.
 TEST_FIRST    ?= ./steps ./cli/e2e ./clusters ./steps/targets/container \
 	./clusters/kube/kubeenv ./steps/targets/process ./clusters/kube/node \
-	./refproxy/e2e ./clusters/controller ./cli/tracecmd ./cli/connect \
+	./refproxy/e2e ./clusters/controller ./cli/internal/tracecmd ./cli/internal/connect \
 	./steps/targets/cluster ./refproxy ./clusters/kube ./clusters/kube/kind \
-	./cli/configcmd ./refproxy/internal/proxy ./golden/trace ./steps/reportview
+	./cli/internal/configcmd ./refproxy/internal/proxy ./golden/trace ./steps/reportview
 # The fault catalogue (TestSuiteCatchesFaults: every fault against the whole
 # suite in process; TestProcessTargetCatchesFaults: every fault a process can
 # run, in front of refproxy as a process, on the scenarios it must fail, with
@@ -124,7 +124,7 @@ TEST_TIMEOUT ?= 45m
 # detector's reports and pprof read the symbol table, which -w keeps; set
 # TEST_LDFLAGS= to run the tests under a debugger.
 TEST_LDFLAGS ?= -w
-# Jaeger (one test of ./cli/tracecmd, late in the race run, queries it) is
+# Jaeger (one test of ./cli/internal/tracecmd, late in the race run, queries it) is
 # built beside the tests, not before them: cold, its build was 3.3 of the
 # 10.8 minutes before the first test on a fresh machine (2026-12-06), while
 # the tests' own compiles left cores idle. The test waits for it on the

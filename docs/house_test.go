@@ -49,8 +49,8 @@ var refproxyDebts = []string{
 	"clusters/controller/validate.go -> refproxy/ratelimit",
 	// A test helper of gwdiag's connect tests starts refproxy with a
 	// config of its own.
-	"cli/connect/connecttest/fixture.go -> refproxy/config/configtest",
-	"cli/connect/connecttest/fixture.go -> refproxy/refproxytest",
+	"cli/internal/connect/connecttest/fixture.go -> refproxy/config/configtest",
+	"cli/internal/connect/connecttest/fixture.go -> refproxy/refproxytest",
 	// The in-process target hands refproxy its config, and the standalone
 	// config is written with refproxy's rate-limit types.
 	"steps/targets/inprocess/inprocess.go -> refproxy/config",
@@ -171,7 +171,7 @@ func TestArrowsPointDown(t *testing.T) {
 // break it, and on nothing else.
 func TestArrowsCatchUpwardImports(t *testing.T) {
 	fine := []string{
-		"cli/tracecmd/trace.go -> golden/trace/watch",
+		"cli/internal/tracecmd/trace.go -> golden/trace/watch",
 		"steps/targets/cluster/cluster.go -> clusters/kube",
 		"steps/targets/inprocess/inprocess.go -> refproxy",
 		"refproxy/internal/tracing/sse.go -> golden/trace/watch",
@@ -181,7 +181,7 @@ func TestArrowsCatchUpwardImports(t *testing.T) {
 		{"clusters/kube/binaries.go -> steps/toolbin", "clusters/ (floor 3) may import only the floors below it, not steps/ (floor 4)"},
 		{"refproxy/internal/proxy/serve.go -> cli/admin", "not cli/ (floor 5)"},
 		{"features/spec.go -> golden", "features/ (floor 1) may import only the floors below it, not golden/ (floor 1)"},
-		{"cli/tracecmd/trace.go -> refproxy/internal/tracing", "outside refproxy/, import package refproxy to embed the proxy"},
+		{"cli/internal/tracecmd/trace.go -> refproxy/internal/tracing", "outside refproxy/, import package refproxy to embed the proxy"},
 		{"tools/x.go -> golden", "folder tools/ has no floor"},
 	} {
 		got := violations(append(slices.Clone(fine), c.planted), nil)
@@ -197,7 +197,7 @@ func TestArrowsCatchUpwardImports(t *testing.T) {
 			t.Errorf("%s: got %q, want a violation saying %q", c.planted, got, c.want)
 		}
 	}
-	if got := violations(fine, []string{"cli/whatif/whatif.go -> golden/routing"}); len(got) != 1 || !strings.Contains(got[0], "no longer holds") {
+	if got := violations(fine, []string{"cli/internal/whatif/whatif.go -> golden/routing"}); len(got) != 1 || !strings.Contains(got[0], "no longer holds") {
 		t.Errorf("a debt paid off but still listed: got %q", got)
 	}
 }
@@ -257,7 +257,7 @@ func TestArchitectureNamesRealFiles(t *testing.T) {
 	for _, m := range named.FindAllStringSubmatch(string(doc), -1) {
 		p := m[1]
 		if i := strings.LastIndexByte(p, '.'); i > 0 && i+1 < len(p) && p[i+1] >= 'A' && p[i+1] <= 'Z' {
-			p = p[:i] // a package's name: `cli/connect.Cluster`
+			p = p[:i] // a package's name: `cli/internal/connect.Cluster`
 		}
 		if seen[p] {
 			continue

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/gwdiag/gwdiag/cli/connect"
+	"github.com/gwdiag/gwdiag/cli/internal/connect"
 	"github.com/gwdiag/gwdiag/clusters/controller"
 	"github.com/gwdiag/gwdiag/clusters/kube"
 	"github.com/gwdiag/gwdiag/clusters/kube/node"
@@ -332,7 +332,7 @@ func testNodeConfig(t *testing.T, f *nodeFixture) {
 	}
 }
 
-// testNodeDialers takes a whole trace through cli/connect with each
+// testNodeDialers takes a whole trace through cli/internal/connect with each
 // port-forward protocol alone, against the real API server and kubelet:
 // SPDY tunnelled over a websocket (what kubectl's dialer uses first, and
 // the only one a 1.36 server gets from gwdiag), and plain SPDY (its

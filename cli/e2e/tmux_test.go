@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
+	"github.com/gwdiag/gwdiag/cli/internal/connect/connecttest"
 )
 
 // tmuxSession drives the real binary in a real terminal: a private tmux

@@ -17,7 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gwdiag/gwdiag/cli/connect/connecttest"
+	"github.com/gwdiag/gwdiag/cli/internal/connect/connecttest"
 	"github.com/gwdiag/gwdiag/golden/trace"
 )
 
@@ -312,8 +312,8 @@ func TestFlagErrors(t *testing.T) {
 
 // TestClusterMode runs the built binary against a real local API server.
 // No kubelet runs here, so the port-forward itself fails; the forwarding
-// is tested through an in-process kubelet in cli/tracecmd and
-// cli/configcmd.
+// is tested through an in-process kubelet in cli/internal/tracecmd and
+// cli/internal/configcmd.
 func TestClusterMode(t *testing.T) {
 	api := connecttest.StartAPIServer(t)
 	api.Namespace(t, "prod")

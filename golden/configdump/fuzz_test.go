@@ -13,11 +13,11 @@ import (
 // or an error) without panicking, Generic must accept what Parse accepts,
 // and a dump read must keep its endpoints through both ways of writing it
 // out again (the generic values, the typed model). The seeds are the real
-// dumps the CLI's tests use. cli/configcmd's FuzzDumpReader adds the
+// dumps the CLI's tests use. cli/internal/configcmd's FuzzDumpReader adds the
 // rendering; this one is small enough to fuzz fast.
 func FuzzParse(f *testing.F) {
-	seeds, _ := filepath.Glob("../../cli/configcmd/testdata/agentgateway/*.json")
-	yamls, _ := filepath.Glob("../../cli/configcmd/testdata/agentgateway/*.yaml")
+	seeds, _ := filepath.Glob("../../cli/internal/configcmd/testdata/agentgateway/*.json")
+	yamls, _ := filepath.Glob("../../cli/internal/configcmd/testdata/agentgateway/*.yaml")
 	for _, s := range append(seeds, yamls...) {
 		b, err := os.ReadFile(s)
 		if err != nil {

@@ -45,7 +45,7 @@ func (s Signal) Name() string {
 	return s.Sig.String()
 }
 
-// ExitCode is 128 plus the signal's number (implements cli/exitcode's coder).
+// ExitCode is 128 plus the signal's number (implements cli/internal/exitcode's coder).
 func (s Signal) ExitCode() int {
 	if n, ok := s.Sig.(syscall.Signal); ok {
 		return 128 + int(n)

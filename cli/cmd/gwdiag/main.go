@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gwdiag/gwdiag/cli/rootcmd"
+	"github.com/gwdiag/gwdiag/cli/internal/rootcmd"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 )
 

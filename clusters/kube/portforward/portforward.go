@@ -2,7 +2,7 @@
 // pods through the API server, with client-go's PortForwarder and kubectl's
 // dialer (SPDY tunnelled over a websocket, plain SPDY as fallback). It is
 // the one port-forward of the project: the CLI's cluster mode
-// (cli/connect) and the conformance suite's cluster target
+// (cli/internal/connect) and the conformance suite's cluster target
 // (steps/targets/cluster) both use it. It imports client-go only, nothing
 // else of clusters/: the CLI imports no other package of clusters/.
 package portforward

@@ -3,7 +3,7 @@
 // (`?follow=true&max=N&duration=D`, bounded) and an outcome filter over a
 // followed request's end (`?outcome=<CEL>`). The reference proxy serves
 // it (refproxy/internal/tracing), gwdiag asks it and checks what came back against
-// it (cli/tracecmd), so both take the bounds, the parsing and the CEL
+// it (cli/internal/tracecmd), so both take the bounds, the parsing and the CEL
 // environments from here. docs/admin.md "The trace endpoint".
 package watch
 
