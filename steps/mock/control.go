@@ -51,3 +51,42 @@ func control(ctx context.Context, addr, method, path string) ([]byte, error) {
 	}
 	return b, err
 }
+
+// Remote answers how many requests a target's mock backends received and
+// releases what they hold (targets.Deployment's BackendRequests and
+// ReleaseHeld), for a target that runs them out of process (a container,
+// a pod), through each one's control endpoint (RemoteCount,
+// RemoteRelease).
+type Remote struct {
+	// Control is the address of the named mock backend's control endpoint.
+	Control func(backend string) (string, error)
+	// Failed is the error of one whose control endpoint at addr did not
+	// answer as it should.
+	Failed func(backend, addr string, err error) error
+}
+
+// BackendRequests is how many requests the named backend received.
+func (m Remote) BackendRequests(ctx context.Context, backend string) (int64, error) {
+	a, err := m.Control(backend)
+	if err != nil {
+		return 0, err
+	}
+	n, err := RemoteCount(ctx, a)
+	if err != nil {
+		return 0, m.Failed(backend, a, err)
+	}
+	return n, nil
+}
+
+// ReleaseHeld lets the named LLM backend finish the streams it holds
+// under key.
+func (m Remote) ReleaseHeld(ctx context.Context, backend, key string) error {
+	a, err := m.Control(backend)
+	if err != nil {
+		return err
+	}
+	if err := RemoteRelease(ctx, a, key); err != nil {
+		return m.Failed(backend, a, err)
+	}
+	return nil
+}

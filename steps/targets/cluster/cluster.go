@@ -32,6 +32,7 @@ import (
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 	"github.com/gwdiag/gwdiag/golden/duration"
 	"github.com/gwdiag/gwdiag/steps/await"
+	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
@@ -417,6 +418,7 @@ func (c *Cluster) Configure(ctx context.Context, setup targets.Setup) (targets.D
 		return nil, fmt.Errorf("cluster target: create namespace: %w", err)
 	}
 	d := &clusterDeployment{c: c, ns: nsObj.Name}
+	d.Remote = mock.Remote{Control: d.control, Failed: d.controlError}
 	d.watchNamespace(ctx)
 	var endpoints map[string]netip.AddrPort
 	if c.opts.hasDataPlane() {
@@ -496,6 +498,9 @@ func (c *Cluster) mockPull() corev1.PullPolicy {
 // servers in the mock pool and the port-forwards to its proxy pod and the
 // pool.
 type clusterDeployment struct {
+	// Remote counts and releases the mock backends through a forward
+	// to each one's control endpoint.
+	mock.Remote
 	c  *Cluster
 	ns string
 

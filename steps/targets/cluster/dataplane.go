@@ -18,7 +18,6 @@ import (
 	kubepods "github.com/gwdiag/gwdiag/clusters/kube/pods"
 	"github.com/gwdiag/gwdiag/clusters/kube/portforward"
 	"github.com/gwdiag/gwdiag/steps/await"
-	"github.com/gwdiag/gwdiag/steps/mock"
 	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
@@ -260,32 +259,6 @@ func (d *clusterDeployment) BackendAddr(backend string) (string, error) {
 		return "", errNoDataPlane
 	}
 	return targets.Named(d.backends, "backend", backend)
-}
-
-// BackendRequests implements targets.Deployment, through a forward to the
-// mock's control endpoint.
-func (d *clusterDeployment) BackendRequests(ctx context.Context, backend string) (int64, error) {
-	a, err := d.control(backend)
-	if err != nil {
-		return 0, err
-	}
-	n, err := mock.RemoteCount(ctx, a)
-	if err != nil {
-		return 0, d.controlError(backend, a, err)
-	}
-	return n, nil
-}
-
-// ReleaseHeld implements targets.Deployment.
-func (d *clusterDeployment) ReleaseHeld(ctx context.Context, backend, key string) error {
-	a, err := d.control(backend)
-	if err != nil {
-		return err
-	}
-	if err := mock.RemoteRelease(ctx, a, key); err != nil {
-		return d.controlError(backend, a, err)
-	}
-	return nil
 }
 
 // control is the address of a mock's control endpoint, through the

@@ -419,6 +419,7 @@ func (c *Container) Configure(ctx context.Context, setup targets.Setup) (targets
 	n := c.scenarios.Add(1)
 	d := &deployment{target: c, name: fmt.Sprintf("gwdiag-%s-%d", c.run, n),
 		backendAddrs: map[string]string{}, controlAddrs: map[string]string{}, listenerAddrs: map[string]string{}}
+	d.Remote = mock.Remote{Control: d.control, Failed: controlError}
 	if err := d.startMocks(ctx, setup); err != nil {
 		d.Stop(context.WithoutCancel(ctx))
 		return nil, err
@@ -432,6 +433,9 @@ func (c *Container) Configure(ctx context.Context, setup targets.Setup) (targets
 
 // deployment is one scenario's proxy, and its mocks in the run's pool.
 type deployment struct {
+	// Remote counts and releases the mock backends through their
+	// published control endpoints.
+	mock.Remote
 	target *Container
 	name   string
 	proxy  *testcontainers.DockerContainer
@@ -703,29 +707,10 @@ func (d *deployment) control(backend string) (string, error) {
 	return targets.Named(d.controlAddrs, "mock backend", backend)
 }
 
-// BackendRequests implements targets.Deployment.
-func (d *deployment) BackendRequests(ctx context.Context, backend string) (int64, error) {
-	a, err := d.control(backend)
-	if err != nil {
-		return 0, err
-	}
-	n, err := mock.RemoteCount(ctx, a)
-	if err != nil {
-		return 0, fmt.Errorf("mock backend %q: %w", backend, err)
-	}
-	return n, nil
-}
-
-// ReleaseHeld implements targets.Deployment.
-func (d *deployment) ReleaseHeld(ctx context.Context, backend, key string) error {
-	a, err := d.control(backend)
-	if err != nil {
-		return err
-	}
-	if err := mock.RemoteRelease(ctx, a, key); err != nil {
-		return fmt.Errorf("mock backend %q: %w", backend, err)
-	}
-	return nil
+// controlError is the error of a mock backend whose control endpoint did
+// not answer.
+func controlError(backend, _ string, err error) error {
+	return fmt.Errorf("mock backend %q: %w", backend, err)
 }
 
 // ProxyLogs implements targets.LogKeeper.
