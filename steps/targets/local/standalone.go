@@ -88,13 +88,9 @@ func StandaloneConfig(setup targets.Setup, style ConfigStyle, adminAddr string, 
 				"backends": []any{backend},
 			}
 			if len(r.Limits) > 0 {
-				var buckets []any
-				for _, lim := range r.Limits {
-					b, err := bucketFor(lim)
-					if err != nil {
-						return nil, fmt.Errorf("standalone config: route %q: %w", r.Name, err)
-					}
-					buckets = append(buckets, b)
+				buckets, err := bucketsFor(r.Limits)
+				if err != nil {
+					return nil, fmt.Errorf("standalone config: route %q: %w", r.Name, err)
 				}
 				route["policies"] = node{"localRateLimit": buckets}
 			}
@@ -168,13 +164,9 @@ func StandaloneConfig(setup targets.Setup, style ConfigStyle, adminAddr string, 
 		if !ok {
 			return nil, fmt.Errorf("standalone config: policy %q: no listener %q", p.Name, p.TargetName)
 		}
-		var buckets []any
-		for _, lim := range p.Limits {
-			b, err := bucketFor(lim)
-			if err != nil {
-				return nil, fmt.Errorf("standalone config: policy %q: %w", p.Name, err)
-			}
-			buckets = append(buckets, b)
+		buckets, err := bucketsFor(p.Limits)
+		if err != nil {
+			return nil, fmt.Errorf("standalone config: policy %q: %w", p.Name, err)
 		}
 		gw := node{"gatewayName": "bind/" + strconv.Itoa(port), "gatewayNamespace": "default", "listenerName": p.TargetName}
 		if style == StyleGateways {
@@ -226,6 +218,19 @@ func remoteRateLimit(setup targets.Setup, r targets.Route) map[string]any {
 		rrl["policies"] = map[string]any{"http": map[string]any{"requestTimeout": setup.RateLimitTimeout.String()}}
 	}
 	return rrl
+}
+
+// bucketsFor is bucketFor of each limit, in order.
+func bucketsFor(limits []targets.Limit) ([]any, error) {
+	var buckets []any
+	for _, l := range limits {
+		b, err := bucketFor(l)
+		if err != nil {
+			return nil, err
+		}
+		buckets = append(buckets, b)
+	}
+	return buckets, nil
 }
 
 // bucketFor maps a policy-resource limit to a token bucket with the one
