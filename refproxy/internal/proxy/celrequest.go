@@ -41,7 +41,15 @@ type celRequest struct {
 	whole traits.Mapper
 	// maps are `request` and `request.headers`, as CEL values.
 	maps [2]celMap
+	// lookups counts the headers looked up one by one; past
+	// maxHeaderLookups the whole map answers (built once, where each
+	// look-up would read every header again).
+	lookups int
 }
+
+// maxHeaderLookups is how many headers one request's expressions look
+// up by reading the request's headers before the whole map answers.
+const maxHeaderLookups = 16
 
 // newCELRequest is `request` of ctx as a CEL value, the headers rd
 // redacts (if any) redacted.
@@ -152,17 +160,19 @@ func (m *celMap) all() traits.Mapper {
 }
 
 // Find is the value at key: of the request, a string field by itself and
-// the headers as a celMap; of the headers, a header by itself; anything
-// else from the whole map.
+// the headers as a celMap; of the headers, a header by itself (the first
+// maxHeaderLookups); anything else from the whole map.
 func (m *celMap) Find(key ref.Val) (ref.Val, bool) {
 	k, ok := key.(types.String)
 	switch {
 	case !ok:
-	case m.headers:
+	case m.headers && m.r.lookups < maxHeaderLookups:
+		m.r.lookups++
 		if v, ok := m.r.header(string(k)); ok {
 			return types.String(v), true
 		}
 		return nil, false
+	case m.headers:
 	case k == "headers":
 		m.r.maps[1] = celMap{r: m.r, headers: true}
 		return &m.r.maps[1], true

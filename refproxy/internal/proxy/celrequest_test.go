@@ -38,6 +38,9 @@ var celExpressions = []string{
 	`has(request.headers.accept)`,
 	`has(request.headers.nope)`,
 	`request.headers.exists(k, k == "x-team")`,
+	// More look-ups than celRequest makes one by one: the rest by the whole map.
+	`["h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h14", "h15", "accept", "x-team", "user-agent"].exists(h, request.headers[h] == "blue")`,
+	`["h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h14", "h15", "h16", "authorization"].exists(h, has(request.headers.accept) && request.headers[h].startsWith("Bearer sk-"))`,
 	`request.headers == {"host": "gw.example"}`,
 	`request.headers[1] == "x"`,
 	`has(request.path) && !has(request.startTime)`,
