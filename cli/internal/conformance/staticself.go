@@ -80,14 +80,30 @@ func staticBuildCommand(ctx context.Context, goBin, dir string) (*exec.Cmd, stri
 		return cmd, mainPackage + "@" + bi.Main.Version, nil
 	}
 	_, file, _, ok := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(filepath.Dir(file))) // cli/internal/conformance/x.go -> module root
 	if !ok || !filepath.IsAbs(file) {
 		return nil, "", errors.New("it was built with -trimpath from a checkout gwdiag cannot find")
 	}
-	if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err != nil || !strings.Contains(string(b), "module github.com/gwdiag/gwdiag\n") {
-		return nil, "", fmt.Errorf("the checkout it was built in (%s) is gone", root)
+	root, err := moduleRoot(filepath.Dir(file))
+	if err != nil {
+		return nil, "", err
 	}
 	cmd := exec.CommandContext(ctx, goBin, append(append([]string{"build"}, toolbin.StaticFlags...), "-o", filepath.Join(dir, "gwdiag"), "./cli/cmd/gwdiag")...)
 	cmd.Dir = root
 	return cmd, "the checkout " + root, nil
+}
+
+// moduleRoot is the folder of gwdiag's go.mod at or above dir: the root
+// of the checkout a file in dir was built in, however deep the file's
+// package is.
+func moduleRoot(dir string) (string, error) {
+	for d := dir; ; {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/gwdiag/gwdiag\n") {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("the checkout it was built in (%s) is gone", dir)
+		}
+		d = parent
+	}
 }
