@@ -35,7 +35,7 @@ func traceFiles(t *testing.T) []string {
 	var files []string
 	for _, g := range []string{
 		"sse/testdata/*/*.jsonl", "sse/testdata/*/*.sse", "../traces/*.jsonl",
-		"../../cli/*/testdata/*.jsonl",
+		"../../cli/*/testdata/*.jsonl", "../../cli/internal/*/testdata/*.jsonl",
 	} {
 		m, err := filepath.Glob(g)
 		if err != nil {
