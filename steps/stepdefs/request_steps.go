@@ -569,19 +569,76 @@ func limitHeaders(r *response) string {
 // eventually retries try until it gets a 2xx status or secs pass. A try
 // the deadline cuts counts for nothing (await.Until), so the error quotes
 // the last status the proxy answered.
+//
+// The error also lists every answer the wait saw and when, counted from
+// the last response before it: whether the tries came after the window
+// was due and were refused all the same, or never reached past it.
 func (s *state) eventually(ctx context.Context, secs int, try func(context.Context) (*response, error)) error {
+	h := answers{since: time.Now()}
+	if n := len(s.responses); n > 0 && !s.responses[n-1].at.IsZero() {
+		h.since = s.responses[n-1].at
+	}
 	err := await.Until(ctx, time.Duration(secs)*time.Second, 50*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		r, err := try(ctx)
 		if err != nil {
 			return false, "", err
 		}
+		h.add(r)
 		return r.status/100 == 2, fmt.Sprintf("status %d (body %q%s)", r.status, trim(r.body), limitHeaders(r)), nil
 	})
 	var late *await.Error
 	if errors.As(err, &late) {
-		return fmt.Errorf("no 2xx within %ds, want one once the window resets: %w", secs, err)
+		return fmt.Errorf("no 2xx within %ds, want one once the window resets: %w; %s", secs, err, &h)
 	}
 	return err
+}
+
+// answers are the statuses a wait saw, runs of one status with the times
+// of their first and last answers, since a moment before the wait.
+type answers struct {
+	since time.Time
+	runs  []answerRun
+}
+
+type answerRun struct {
+	status      int
+	n           int
+	first, last time.Duration
+}
+
+func (h *answers) add(r *response) {
+	at := r.at
+	if at.IsZero() {
+		at = time.Now()
+	}
+	d := at.Sub(h.since)
+	if n := len(h.runs); n > 0 && h.runs[n-1].status == r.status {
+		h.runs[n-1].n++
+		h.runs[n-1].last = d
+		return
+	}
+	h.runs = append(h.runs, answerRun{status: r.status, n: 1, first: d, last: d})
+}
+
+// String is "answers since the last response before the wait: 429 ×10
+// from +0.31s to +2.95s" (or "no answers").
+func (h *answers) String() string {
+	if len(h.runs) == 0 {
+		return "no answers"
+	}
+	var b strings.Builder
+	b.WriteString("answers since the last response before the wait:")
+	for i, r := range h.runs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if r.n == 1 {
+			fmt.Fprintf(&b, " %d at +%.2fs", r.status, r.first.Seconds())
+			continue
+		}
+		fmt.Fprintf(&b, " %d ×%d from +%.2fs to +%.2fs", r.status, r.n, r.first.Seconds(), r.last.Seconds())
+	}
+	return b.String()
 }
 
 var usageRe = regexp.MustCompile(`"usage"\s*:\s*\{`)

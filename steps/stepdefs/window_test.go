@@ -3,6 +3,7 @@ package stepdefs
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,7 @@ func TestWindowEnded(t *testing.T) {
 // the limiter refused it and when it meant to let a request through; a
 // refusal without them (another layer's) quotes none.
 func TestEventuallyQuotesTheLimitHeaders(t *testing.T) {
+	answersRe := regexp.MustCompile(`; answers since the last response before the wait: 429 ×([2-9]|[1-9][0-9]) from \+0\.[0-9]{2}s to \+[01]\.[0-9]{2}s$`)
 	limited := &response{status: 429, body: []byte("rate limit exceeded"), header: http.Header{
 		"X-Ratelimit-Limit": {"100"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1"}, "Retry-After": {"1"}}}
 	bare := &response{status: 429, body: []byte("rate limit exceeded"), header: http.Header{}}
@@ -70,9 +72,17 @@ func TestEventuallyQuotesTheLimitHeaders(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // each waits out its second
-			err := (&state{}).eventually(context.Background(), 1, func(context.Context) (*response, error) { return tc.r, nil })
-			if err == nil || !strings.HasPrefix(err.Error(), "no 2xx within 1s, want one once the window resets: not within 1s") || !strings.HasSuffix(err.Error(), tc.want) {
-				t.Errorf("got %v\nwant it to end %s", err, tc.want)
+			err := (&state{}).eventually(context.Background(), 1, func(context.Context) (*response, error) {
+				r := *tc.r
+				r.at = time.Now()
+				return &r, nil
+			})
+			if err == nil || !strings.HasPrefix(err.Error(), "no 2xx within 1s, want one once the window resets: not within 1s") || !strings.Contains(err.Error(), tc.want+"; ") {
+				t.Errorf("got %v\nwant it to quote %s", err, tc.want)
+			}
+			// Every answer, and when: about twenty 429s over the second.
+			if err != nil && !answersRe.MatchString(err.Error()) {
+				t.Errorf("got %v\nwant it to end with the answers seen, matching %s", err, answersRe)
 			}
 		})
 	}
