@@ -620,8 +620,8 @@ func (h *answers) add(r *response) {
 	h.runs = append(h.runs, answerRun{status: r.status, n: 1, first: d, last: d})
 }
 
-// String is "answers since the last response before the wait: 429 ×10
-// from +0.31s to +2.95s" (or "no answers").
+// String is "answers since the last response before the wait: 200 at
+// +0.00s, 429 10 times from +0.31s to +2.95s" (or "no answers").
 func (h *answers) String() string {
 	if len(h.runs) == 0 {
 		return "no answers"
@@ -636,7 +636,7 @@ func (h *answers) String() string {
 			fmt.Fprintf(&b, " %d at +%.2fs", r.status, r.first.Seconds())
 			continue
 		}
-		fmt.Fprintf(&b, " %d ×%d from +%.2fs to +%.2fs", r.status, r.n, r.first.Seconds(), r.last.Seconds())
+		fmt.Fprintf(&b, " %d %d times from +%.2fs to +%.2fs", r.status, r.n, r.first.Seconds(), r.last.Seconds())
 	}
 	return b.String()
 }

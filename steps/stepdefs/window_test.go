@@ -59,7 +59,7 @@ func TestWindowEnded(t *testing.T) {
 // the limiter refused it and when it meant to let a request through; a
 // refusal without them (another layer's) quotes none.
 func TestEventuallyQuotesTheLimitHeaders(t *testing.T) {
-	answersRe := regexp.MustCompile(`; answers since the last response before the wait: 429 ×([2-9]|[1-9][0-9]) from \+0\.[0-9]{2}s to \+[01]\.[0-9]{2}s$`)
+	answersRe := regexp.MustCompile(`; answers since the last response before the wait: 429 ([2-9]|[1-9][0-9]) times from \+0\.[0-9]{2}s to \+[01]\.[0-9]{2}s$`)
 	limited := &response{status: 429, body: []byte("rate limit exceeded"), header: http.Header{
 		"X-Ratelimit-Limit": {"100"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1"}, "Retry-After": {"1"}}}
 	bare := &response{status: 429, body: []byte("rate limit exceeded"), header: http.Header{}}
@@ -83,6 +83,41 @@ func TestEventuallyQuotesTheLimitHeaders(t *testing.T) {
 			// Every answer, and when: about twenty 429s over the second.
 			if err != nil && !answersRe.MatchString(err.Error()) {
 				t.Errorf("got %v\nwant it to end with the answers seen, matching %s", err, answersRe)
+			}
+		})
+	}
+}
+
+// TestAnswersString: a wait's answers read as runs of one status, each
+// with when it began and ended, counted from the response before the wait.
+func TestAnswersString(t *testing.T) {
+	since := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	at := func(ms ...int) []*response {
+		var rs []*response
+		for i, m := range ms {
+			status := 429
+			if i == 1 {
+				status = 503
+			}
+			rs = append(rs, &response{status: status, at: since.Add(time.Duration(m) * time.Millisecond)})
+		}
+		return rs
+	}
+	for name, tc := range map[string]struct {
+		rs   []*response
+		want string
+	}{
+		"none":  {nil, "no answers"},
+		"one":   {at(40), "answers since the last response before the wait: 429 at +0.04s"},
+		"mixed": {at(0, 300, 600, 1250, 2950), "answers since the last response before the wait: 429 at +0.00s, 503 at +0.30s, 429 3 times from +0.60s to +2.95s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := answers{since: since}
+			for _, r := range tc.rs {
+				h.add(r)
+			}
+			if got := h.String(); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
 		})
 	}
