@@ -92,14 +92,9 @@ func StartOn(host string) (*Receiver, error) {
 	return r, nil
 }
 
-// Close stops both listeners.
+// Close answers the stalled exports and stops both listeners.
 func (r *Receiver) Close() {
-	r.mu.Lock()
-	if r.hold != nil {
-		close(r.hold)
-		r.hold = nil
-	}
-	r.mu.Unlock()
+	r.Unstall()
 	r.grpcSrv.Stop()
 	_ = r.httpSrv.Close()
 }
