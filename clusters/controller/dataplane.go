@@ -196,21 +196,31 @@ func (r *gatewayReconciler) applyDataPlane(ctx context.Context, gw *gwv1.Gateway
 	name := DataPlaneName(gw.Name)
 	labels := map[string]string{GatewayNameLabel: gw.Name, "app.kubernetes.io/name": "refproxy", "app.kubernetes.io/managed-by": "gwdiag-reference-controller"}
 	selector := map[string]string{GatewayNameLabel: gw.Name}
-	own := func(o client.Object) error { return controllerutil.SetControllerReference(gw, o, r.scheme) }
-
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gw.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, cm, func() error {
-		cm.Labels = labels
-		cm.Annotations = map[string]string{configHashAnnotation: hash}
-		cm.Data = map[string]string{ConfigFile: string(data)}
-		return own(cm)
-	}); err != nil {
-		return programmed{}, fmt.Errorf("ConfigMap %s/%s: %w", gw.Namespace, name, err)
+	// apply creates or updates o, gw's object of that kind: gw's labels,
+	// what set writes, and gw as its controller.
+	apply := func(kind string, o client.Object, set func()) error {
+		o.SetName(name)
+		o.SetNamespace(gw.Namespace)
+		if _, err := controllerutil.CreateOrUpdate(ctx, r.client, o, func() error {
+			o.SetLabels(labels)
+			set()
+			return controllerutil.SetControllerReference(gw, o, r.scheme)
+		}); err != nil {
+			return fmt.Errorf("%s %s/%s: %w", kind, gw.Namespace, name, err)
+		}
+		return nil
 	}
 
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gw.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, svc, func() error {
-		svc.Labels = labels
+	cm := &corev1.ConfigMap{}
+	if err := apply("ConfigMap", cm, func() {
+		cm.Annotations = map[string]string{configHashAnnotation: hash}
+		cm.Data = map[string]string{ConfigFile: string(data)}
+	}); err != nil {
+		return programmed{}, err
+	}
+
+	svc := &corev1.Service{}
+	if err := apply("Service", svc, func() {
 		svc.Spec.Selector = selector
 		var ports []corev1.ServicePort
 		for _, l := range gw.Spec.Listeners {
@@ -223,14 +233,12 @@ func (r *gatewayReconciler) applyDataPlane(ctx context.Context, gw *gwv1.Gateway
 			ports = []corev1.ServicePort{{Name: "admin", Port: 15000, TargetPort: intstr.FromInt32(15000), Protocol: corev1.ProtocolTCP}}
 		}
 		svc.Spec.Ports = ports
-		return own(svc)
 	}); err != nil {
-		return programmed{}, fmt.Errorf("Service %s/%s: %w", gw.Namespace, name, err)
+		return programmed{}, err
 	}
 
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gw.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, dep, func() error {
-		dep.Labels = labels
+	dep := &appsv1.Deployment{}
+	if err := apply("Deployment", dep, func() {
 		dep.Spec.Replicas = ptr.To(max(dp.Replicas, 1))
 		dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: selector}
 		// Never two versions of the config for long, and never no pod:
@@ -238,9 +246,8 @@ func (r *gatewayReconciler) applyDataPlane(ctx context.Context, gw *gwv1.Gateway
 		dep.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1))}}
 		dep.Spec.Template = r.podTemplate(gw, labels, name)
-		return own(dep)
 	}); err != nil {
-		return programmed{}, fmt.Errorf("Deployment %s/%s: %w", gw.Namespace, name, err)
+		return programmed{}, err
 	}
 	return deploymentProgress(dep), nil
 }

@@ -66,6 +66,19 @@ func TestDataPlaneDeployment(t *testing.T) {
 	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 || svc.Spec.Selector[controller.GatewayNameLabel] != "gw" {
 		t.Errorf("Service: ports %+v selector %v; want 8080 selecting the gateway's pods", svc.Spec.Ports, svc.Spec.Selector)
 	}
+	// Each object of the data plane is the Gateway's: owned by it (deleted
+	// with it) and labelled with its name.
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, name, cm); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []client.Object{cm, svc, dep} {
+		owners := o.GetOwnerReferences()
+		if len(owners) != 1 || owners[0].Kind != "Gateway" || owners[0].Name != "gw" || !ptr.Deref(owners[0].Controller, false) ||
+			o.GetLabels()[controller.GatewayNameLabel] != "gw" {
+			t.Errorf("%T %s: owners %+v, labels %v; want controlled by Gateway gw and labelled %s=gw", o, o.GetName(), owners, o.GetLabels(), controller.GatewayNameLabel)
+		}
+	}
 
 	// A route, its backend with one ready endpoint and a policy: the
 	// config carries the cluster route key, the pod endpoint and the limit.
