@@ -136,25 +136,22 @@ type Info struct {
 }
 
 // Latency is the mean request latency in seconds, whichever form is set.
-func (i Info) Latency() float64 {
-	switch {
-	case i.RequestLatency != nil:
-		return *i.RequestLatency
-	case i.RequestLatencyCamel != nil:
-		return *i.RequestLatencyCamel
-	}
-	return 0
-}
+func (i Info) Latency() float64 { return eitherForm(i.RequestLatency, i.RequestLatencyCamel) }
 
 // Requests is the number of requests, whichever form is set.
-func (i Info) Requests() uint64 {
+func (i Info) Requests() uint64 { return eitherForm(i.TotalRequests, i.TotalRequestsCamel) }
+
+// eitherForm is the value of a field the dump writes in one of two forms:
+// the first when set, else the second, else zero.
+func eitherForm[T any](first, second *T) T {
 	switch {
-	case i.TotalRequests != nil:
-		return *i.TotalRequests
-	case i.TotalRequestsCamel != nil:
-		return *i.TotalRequestsCamel
+	case first != nil:
+		return *first
+	case second != nil:
+		return *second
 	}
-	return 0
+	var zero T
+	return zero
 }
 
 // Backend is one item of backends[]: {"backend": {<variant>: spec}}, the
