@@ -140,6 +140,24 @@ func (c *capture) next() (sse.CapturedTrace, bool) {
 // pairs them in order, when no request id of one is found in the other.
 const decideAfter = 64
 
+// pending is the traces of one capture that wait for their pair by
+// request id.
+type pending map[string]sse.CapturedTrace
+
+// pair takes the trace of t's id from other, when other holds it; if not,
+// t waits in p for its pair. ok false (no trace read) does nothing.
+func (p pending) pair(t sse.CapturedTrace, ok bool, other pending) (sse.CapturedTrace, bool) {
+	if !ok {
+		return sse.CapturedTrace{}, false
+	}
+	if q, found := other[t.ID]; found {
+		delete(other, t.ID)
+		return q, true
+	}
+	p[t.ID] = t
+	return sse.CapturedTrace{}, false
+}
+
 // diffCaptures compares two captures trace by trace, printing each pair
 // that differs as soon as it is compared. Traces pair by request id when
 // the captures share ids (a capture and a copy of it, in any order), else
@@ -158,8 +176,16 @@ func diffCaptures(ctx context.Context, w io.Writer, argA, argB string, stdin io.
 	)
 	mode := undecided
 	var qa, qb []sse.CapturedTrace // in order, while undecided
-	pendA, pendB := map[string]sse.CapturedTrace{}, map[string]sse.CapturedTrace{}
+	pendA, pendB := pending{}, pending{}
 	uneven := false // in order, one capture ended before the other
+	// compare prints x and y's differences; a failure to write them ends
+	// the diff (exit status 2).
+	compare := func(x, y sse.CapturedTrace) error {
+		if err := out.compare(x, y); err != nil {
+			return exitError{code: 2, err: err}
+		}
+		return nil
+	}
 	for !uneven {
 		ta, okA := a.next()
 		tb, okB := b.next()
@@ -189,8 +215,8 @@ func diffCaptures(ctx context.Context, w io.Writer, argA, argB string, stdin io.
 					if p, ok := pendB[t.ID]; ok && t.ID != "" {
 						delete(pendA, t.ID)
 						delete(pendB, t.ID)
-						if err := out.compare(t, p); err != nil {
-							return exitError{code: 2, err: err}
+						if err := compare(t, p); err != nil {
+							return err
 						}
 					}
 				}
@@ -200,8 +226,8 @@ func diffCaptures(ctx context.Context, w io.Writer, argA, argB string, stdin io.
 				clear(pendA)
 				clear(pendB)
 				for i := range min(len(qa), len(qb)) {
-					if err := out.compare(qa[i], qb[i]); err != nil {
-						return exitError{code: 2, err: err}
+					if err := compare(qa[i], qb[i]); err != nil {
+						return err
 					}
 				}
 				uneven = len(qa) != len(qb)
@@ -212,28 +238,18 @@ func diffCaptures(ctx context.Context, w io.Writer, argA, argB string, stdin io.
 				uneven = true
 				break
 			}
-			if err := out.compare(ta, tb); err != nil {
-				return exitError{code: 2, err: err}
+			if err := compare(ta, tb); err != nil {
+				return err
 			}
 		case byID:
-			if okA {
-				if p, ok := pendB[ta.ID]; ok {
-					delete(pendB, ta.ID)
-					if err := out.compare(ta, p); err != nil {
-						return exitError{code: 2, err: err}
-					}
-				} else {
-					pendA[ta.ID] = ta
+			if p, ok := pendA.pair(ta, okA, pendB); ok {
+				if err := compare(ta, p); err != nil {
+					return err
 				}
 			}
-			if okB {
-				if p, ok := pendA[tb.ID]; ok {
-					delete(pendA, tb.ID)
-					if err := out.compare(p, tb); err != nil {
-						return exitError{code: 2, err: err}
-					}
-				} else {
-					pendB[tb.ID] = tb
+			if p, ok := pendB.pair(tb, okB, pendA); ok {
+				if err := compare(p, tb); err != nil {
+					return err
 				}
 			}
 			if len(pendA)+len(pendB) > maxPending {
