@@ -8,10 +8,12 @@ import (
 	"os"
 
 	"github.com/gwdiag/gwdiag/cli/internal/rootcmd"
+	"github.com/gwdiag/gwdiag/cli/internal/startenv"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 )
 
 func main() {
+	startenv.Restore()
 	// The first SIGINT or SIGTERM cancels ctx and lets commands clean up
 	// (a conformance run ends its scenarios and removes what it started);
 	// a second one says what may be left behind and exits at once.
