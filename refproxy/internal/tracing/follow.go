@@ -214,16 +214,3 @@ func (r *Registry) pruneFollowers(now time.Time) {
 	clear(r.followers[len(kept):])
 	r.followers = kept
 }
-
-// cancelFollower removes a follow watcher whose client went away.
-func (r *Registry) cancelFollower(w *Watcher) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, q := range r.followers {
-		if q == w {
-			r.followers = append(r.followers[:i], r.followers[i+1:]...)
-			r.following.Add(-1)
-			return
-		}
-	}
-}

@@ -79,18 +79,21 @@ func (w *Watcher) Cancel() {
 	w.closed = true
 	w.mu.Unlock()
 	r := w.reg
-	if w.follow != nil {
-		r.cancelFollower(w)
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, q := range r.queue {
-		if q == w {
-			r.queue = append(r.queue[:i], r.queue[i+1:]...)
-			r.waiting.Add(-1)
-			return
-		}
+	if w.follow != nil {
+		unregister(&r.followers, w, &r.following)
+	} else {
+		unregister(&r.queue, w, &r.waiting)
+	}
+}
+
+// unregister takes w out of ws, if it is there, and counts it off n.
+// r.mu must be held.
+func unregister(ws *[]*Watcher, w *Watcher, n *atomic.Int32) {
+	if i := slices.Index(*ws, w); i >= 0 {
+		*ws = slices.Delete(*ws, i, i+1)
+		n.Add(-1)
 	}
 }
 

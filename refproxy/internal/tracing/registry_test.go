@@ -155,3 +155,32 @@ func TestRecordNextTakesTheLastTime(t *testing.T) {
 		t.Errorf("Record after RecordNext: eventEnd %d, want the clock's (≥ %d)", final.EventEnd, hour)
 	}
 }
+
+// TestCancel: a cancelled watcher, one-shot or following, leaves its queue
+// in order, is given no request, and the last one leaves the fast path
+// (Waiting) false; cancelling twice changes nothing.
+func TestCancel(t *testing.T) {
+	var reg Registry
+	a, b, c := reg.Watch(nil), reg.Watch(nil), reg.Watch(nil)
+	f, err := reg.Follow(FollowOptions{Max: 10, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Cancel()
+	b.Cancel()
+	if len(reg.queue) != 2 || reg.queue[0] != a || reg.queue[1] != c || reg.waiting.Load() != 2 {
+		t.Fatalf("after cancelling the second of three: queue %v, waiting %d; want [a c], 2", reg.queue, reg.waiting.Load())
+	}
+	f.Cancel()
+	if len(reg.followers) != 0 || reg.following.Load() != 0 {
+		t.Fatalf("after cancelling the follower: %d followers, following %d; want none", len(reg.followers), reg.following.Load())
+	}
+	for _, want := range []*Watcher{a, c} {
+		if tr := reg.Take(requestOf(httptest.NewRequest("GET", "/", nil))); tr == nil || tr.w != want {
+			t.Fatalf("Take gave %v, want watcher %p", tr, want)
+		}
+	}
+	if reg.Waiting() {
+		t.Error("Waiting after every watcher got its request or was cancelled")
+	}
+}
