@@ -124,6 +124,13 @@ func TestInjectRaw(t *testing.T) {
 			if got.Host != "httpbin.example" {
 				t.Errorf("backend saw Host %q, want httpbin.example (the URL host, never resolved)", got.Host)
 			}
+			// The client that sent it: curl found on the user's PATH (which
+			// gwdiag empties while its libraries initialise, and restores),
+			// else the built-in one.
+			wantUA := map[string]string{"builtin": "gwdiag", "curl": "curl/"}[c.name]
+			if ua := got.Header.Get("User-Agent"); !strings.HasPrefix(ua, wantUA) {
+				t.Errorf("backend saw User-Agent %q, want %s...: the %s client sent it", ua, wantUA, c.name)
+			}
 		})
 	}
 }
