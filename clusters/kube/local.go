@@ -124,10 +124,20 @@ func startLocal(ctx context.Context, o LocalOptions, bins Binaries, all []*apiex
 		ControlPlaneStartTimeout: o.StartTimeout,
 		ControlPlaneStopTimeout:  20 * time.Second,
 	}
+	// etcd's data and the API server's certificates go in dir, which every
+	// way out removes: left to envtest, each start it retries (up to five
+	// a try, when etcd exits) makes a k8s_test_framework_* folder of its
+	// own, and its Stop removes only the last.
+	dataDir, certDir := filepath.Join(dir, "etcd"), filepath.Join(dir, "kube-apiserver")
+	for _, d := range []string{dataDir, certDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fail(err)
+		}
+	}
 	api := env.ControlPlane.GetAPIServer()
-	api.Path = bins.APIServer()
+	api.Path, api.CertDir = bins.APIServer(), certDir
 	api.SecureServing.Address, api.SecureServing.Port = host, strconv.Itoa(ports[2])
-	etcd := &envtest.Etcd{Path: bins.Etcd(), URL: &url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(ports[0]))}}
+	etcd := &envtest.Etcd{Path: bins.Etcd(), DataDir: dataDir, URL: &url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(ports[0]))}}
 	etcd.Configure().Set("listen-peer-urls", (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(ports[1]))}).String())
 	env.ControlPlane.Etcd = etcd
 	procs := []struct {

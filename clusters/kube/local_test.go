@@ -202,6 +202,10 @@ func TestStartLocalSaysWhyEtcdFailed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
+			// Whatever the start makes in the temporary folder, a failed
+			// start removes.
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
 			counter := filepath.Join(dir, "starts")
 			// envtest runs etcd --help first (to see its flags): that is
 			// not a start.
@@ -230,6 +234,13 @@ func TestStartLocalSaysWhyEtcdFailed(t *testing.T) {
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("the start ran into the test's deadline: %v", err)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				var names []string
+				for _, e := range left {
+					names = append(names, e.Name())
+				}
+				t.Errorf("the failed start left %v in the temporary folder; want nothing", names)
 			}
 		})
 	}
