@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,5 +192,51 @@ func TestRepeatCountsOnlyVerdicts(t *testing.T) {
 	}
 	if rep.Failed() || rep.Incomplete != nil || rep.Summary.Passed != 1 || !strings.Contains(out.String(), "NO VERDICT") {
 		t.Fatalf("summary %+v, incomplete %+v: want the scenario passed, its slow attempt without a verdict\n%s", rep.Summary, rep.Incomplete, out.String())
+	}
+}
+
+// takesEachRefill stands for another client of the proxy that gets in
+// first once the limit refused the suite: before each of the suite's
+// requests after the first 429, a request of its own, whose answer the
+// suite never sees, reaches the faithful proxy and takes any token the
+// window gave back.
+func takesEachRefill() fault {
+	return fault{listener: func(_ *faultyDeployment, next http.Handler) http.Handler {
+		var refused atomic.Bool
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refused.Load() {
+				next.ServeHTTP(httptest.NewRecorder(), r.Clone(r.Context()))
+			}
+			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, _ http.Header) {
+				if code == http.StatusTooManyRequests {
+					refused.Store(true)
+				}
+			}}, r)
+		})
+	}}
+}
+
+// TestWindowWaitSaysWhatTookTheBudget: a wait for a window that never
+// gave the suite its 2xx tells the two causes apart by what the backend
+// received: as many requests as the suite's 2xx answers when the limit
+// never refilled, more when something else took each refill.
+func TestWindowWaitSaysWhatTookTheBudget(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		f    fault
+		want string
+	}{
+		"limits never reset": {faults["limits never reset"],
+			"; the backends received 1 request (httpbin 1), as many as the 2xx answers the suite got: nothing else was let through"},
+		"another client takes each refill": {takesEachRefill(),
+			"more than the 2xx answers the suite got (1): requests it did not send, or whose answers it never got, were let through"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, s, out, _ := runReset(t, tc.f)
+			if s.Result != Failed || !strings.Contains(s.Message, "no 2xx within 3s") || !strings.Contains(s.Message, tc.want) {
+				t.Fatalf("%s: %s\nwant failed, saying %q\n%s", s.Result, s.Message, tc.want, out)
+			}
+		})
 	}
 }

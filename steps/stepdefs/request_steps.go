@@ -16,6 +16,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/await"
 	"github.com/gwdiag/gwdiag/steps/mock"
@@ -588,9 +589,49 @@ func (s *state) eventually(ctx context.Context, secs int, try func(context.Conte
 	})
 	var late *await.Error
 	if errors.As(err, &late) {
-		return fmt.Errorf("no 2xx within %ds, want one once the window resets: %w; %s", secs, err, &h)
+		return fmt.Errorf("no 2xx within %ds, want one once the window resets: %w; %s%s", secs, err, &h, s.forwarded(ctx))
 	}
 	return err
+}
+
+// forwarded compares what the scenario's backends received with the 2xx
+// answers the suite got, for a wait that never saw its window reset: more
+// received than answered says that requests the suite did not send (or
+// whose answers it never got) were let through and took the budget; as
+// many says that nothing else was, so the limit did not refill. It is ""
+// before the scenario has a deployment.
+func (s *state) forwarded(ctx context.Context) string {
+	if len(s.deps) == 0 {
+		return ""
+	}
+	answered := 0
+	for _, r := range s.responses {
+		if r.status/100 == 2 {
+			answered++
+		}
+	}
+	var received int64
+	var each []string
+	for _, b := range s.setup.Backends {
+		var n int64
+		for _, d := range s.deps { // every replica's backends
+			c, err := d.BackendRequests(ctx, b.Name)
+			if err != nil {
+				return fmt.Sprintf("; the backends' counts: %v", err)
+			}
+			n += c
+		}
+		received += n
+		each = append(each, fmt.Sprintf("%s %d", b.Name, n))
+	}
+	got := fmt.Sprintf("; the backends received %d %s (%s)", received, explain.Plural(int(received), "request", "requests"), strings.Join(each, ", "))
+	switch extra := int(received) - answered; {
+	case extra > 0:
+		return fmt.Sprintf("%s, %d more than the 2xx answers the suite got (%d): requests it did not send, or whose answers it never got, were let through", got, extra, answered)
+	case extra == 0:
+		return fmt.Sprintf("%s, as many as the 2xx answers the suite got: nothing else was let through", got)
+	}
+	return fmt.Sprintf("%s, fewer than the 2xx answers the suite got (%d)", got, answered)
 }
 
 // answers are the statuses a wait saw, runs of one status with the times
