@@ -240,3 +240,39 @@ func TestWindowWaitSaysWhatTookTheBudget(t *testing.T) {
 		})
 	}
 }
+
+// anotherRequestFirst stands for another client of the proxy whose request
+// arrives just before each of the suite's chat completions: GET /elsewhere,
+// which the route "/" forwards, and a one-shot trace watcher takes.
+func anotherRequestFirst() fault {
+	return fault{listener: func(_ *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/v1/") {
+				other := httptest.NewRequestWithContext(r.Context(), http.MethodGet, "/elsewhere", nil)
+				other.Host = r.Host
+				next.ServeHTTP(httptest.NewRecorder(), other)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}}
+}
+
+// TestTraceOfAnotherRequestSaysWhose: a trace watcher that took another
+// client's request (2026-11-29: "a 429 with no policySelection or
+// localRateLimit event") says whose request its trace is of.
+func TestTraceOfAnotherRequestSaysWhose(t *testing.T) {
+	t.Parallel()
+	const scenario = "A token limit names its entry once a response took its budget"
+	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: anotherRequestFirst()}, Output: &strings.Builder{},
+		AllFeatures: true, Tags: "@trace-explains-outcome", RunScenario: scenario, Producer: Producer{Version: catalogueProducer}}
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := rep.Scenario(scenario)
+	const want = "the trace has no policy event of kind localRateLimit; got [requestStarted, requestSnapshot (initial request), "
+	if len(sc) != 1 || sc[0].Result != Failed || !strings.Contains(sc[0].Message, want) ||
+		!strings.HasSuffix(sc[0].Message, "requestFinished], the trace of GET /elsewhere, answered 200") {
+		t.Fatalf("got %+v\nwant failed: %s..., the trace of GET /elsewhere, answered 200", sc, want)
+	}
+}

@@ -61,12 +61,39 @@ func describe(v any, present bool) string {
 	return string(mustJSON(v))
 }
 
+// names lists a trace's events by name, then says which request the
+// trace is of and the status it ended with, where its snapshots say: a
+// trace of another request than the step's (another client's, that
+// reached the proxy first) reads so at once.
 func names(events []trace.Event) string {
 	var n []string
 	for _, e := range events {
 		n = append(n, tracecheck.Name(e))
 	}
-	return "[" + strings.Join(n, ", ") + "]"
+	return "[" + strings.Join(n, ", ") + "]" + requestOf(events)
+}
+
+// requestOf is ", the trace of GET /get, answered 429" from the initial
+// request snapshot and the final response snapshot ("" without the first).
+func requestOf(events []trace.Event) string {
+	e, ok := tracecheck.Find(events, "requestSnapshot ("+trace.StageInitialRequest+")")
+	if !ok {
+		return ""
+	}
+	method, _ := tracecheck.Lookup(tracecheck.State(e), "request.method")
+	path, _ := tracecheck.Lookup(tracecheck.State(e), "request.path")
+	m, _ := method.(string)
+	p, _ := path.(string)
+	if m == "" && p == "" {
+		return ""
+	}
+	out := fmt.Sprintf(", the trace of %s %s", m, p)
+	if e, ok := tracecheck.Find(events, "responseSnapshot ("+trace.StageFinalResponse+")"); ok {
+		if code, ok := tracecheck.Lookup(tracecheck.State(e), "response.code"); ok {
+			out += fmt.Sprintf(", answered %v", code)
+		}
+	}
+	return out
 }
 
 func violations(v []tracecheck.Violation, events []trace.Event) error {
