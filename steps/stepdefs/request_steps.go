@@ -613,6 +613,9 @@ func (s *state) forwarded(ctx context.Context) string {
 	var received int64
 	var each []string
 	for _, b := range s.setup.Backends {
+		if b.Kind == targets.BackendUnreachable {
+			continue // nothing listens there, nothing counts
+		}
 		var n int64
 		for _, d := range s.deps { // every replica's backends
 			c, err := d.BackendRequests(ctx, b.Name)

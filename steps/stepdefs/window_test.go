@@ -2,6 +2,7 @@ package stepdefs
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -118,6 +119,46 @@ func TestAnswersString(t *testing.T) {
 			}
 			if got := h.String(); got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// countingDeployment is a replica whose backends counted what they received.
+type countingDeployment struct {
+	targets.Deployment
+	counts map[string]int64
+}
+
+func (d countingDeployment) BackendRequests(_ context.Context, backend string) (int64, error) {
+	n, ok := d.counts[backend]
+	if !ok {
+		return 0, errors.New("no counting backend " + backend)
+	}
+	return n, nil
+}
+
+// TestForwarded: what the backends of every replica received, against the
+// 2xx answers the suite got; an unreachable backend counts nothing and is
+// left out, and a count that cannot be read says so.
+func TestForwarded(t *testing.T) {
+	setup := targets.Setup{Backends: []targets.Backend{{Name: "httpbin"}, {Name: "down", Kind: targets.BackendUnreachable}, {Name: "openai", Kind: targets.BackendLLM}}}
+	answers := []*response{{status: 200}, {status: 429}, {status: 429}}
+	for name, tc := range map[string]struct {
+		deps []targets.Deployment
+		want string
+	}{
+		"none":  {nil, ""},
+		"equal": {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 1, "openai": 0}}}, "; the backends received 1 request (httpbin 1, openai 0), as many as the 2xx answers the suite got: nothing else was let through"},
+		"more": {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 1, "openai": 0}}, countingDeployment{counts: map[string]int64{"httpbin": 2, "openai": 1}}},
+			"; the backends received 4 requests (httpbin 3, openai 1), 3 more than the 2xx answers the suite got (1): requests it did not send, or whose answers it never got, were let through"},
+		"fewer":    {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 0, "openai": 0}}}, "; the backends received 0 requests (httpbin 0, openai 0), fewer than the 2xx answers the suite got (1)"},
+		"no count": {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 1}}}, "; the backends' counts: no counting backend openai"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &state{setup: setup, deps: tc.deps, responses: answers}
+			if got := s.forwarded(context.Background()); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
 	}
