@@ -594,6 +594,9 @@ func (s *state) eventually(ctx context.Context, secs int, try func(context.Conte
 	return err
 }
 
+// forwardedTimeout bounds the counts forwarded asks of the backends.
+var forwardedTimeout = 5 * time.Second
+
 // forwarded compares what the scenario's backends received with the 2xx
 // answers the suite got, for a wait that never saw its window reset: more
 // received than answered says that requests the suite did not send (or
@@ -604,6 +607,10 @@ func (s *state) forwarded(ctx context.Context) string {
 	if len(s.deps) == 0 {
 		return ""
 	}
+	// Evidence for an error already decided: a backend that does not
+	// answer its count must not hold the scenario.
+	ctx, cancel := context.WithTimeout(ctx, forwardedTimeout)
+	defer cancel()
 	answered := 0
 	for _, r := range s.responses {
 		if r.status/100 == 2 {

@@ -130,7 +130,11 @@ type countingDeployment struct {
 	counts map[string]int64
 }
 
-func (d countingDeployment) BackendRequests(_ context.Context, backend string) (int64, error) {
+func (d countingDeployment) BackendRequests(ctx context.Context, backend string) (int64, error) {
+	if d.counts == nil { // a backend that never answers its count
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
 	n, ok := d.counts[backend]
 	if !ok {
 		return 0, errors.New("no counting backend " + backend)
@@ -140,8 +144,11 @@ func (d countingDeployment) BackendRequests(_ context.Context, backend string) (
 
 // TestForwarded: what the backends of every replica received, against the
 // 2xx answers the suite got; an unreachable backend counts nothing and is
-// left out, and a count that cannot be read says so.
+// left out, and a count that cannot be read, or does not come in time,
+// says so.
 func TestForwarded(t *testing.T) {
+	defer func(d time.Duration) { forwardedTimeout = d }(forwardedTimeout)
+	forwardedTimeout = 50 * time.Millisecond
 	setup := targets.Setup{Backends: []targets.Backend{{Name: "httpbin"}, {Name: "down", Kind: targets.BackendUnreachable}, {Name: "openai", Kind: targets.BackendLLM}}}
 	answers := []*response{{status: 200}, {status: 429}, {status: 429}}
 	for name, tc := range map[string]struct {
@@ -152,8 +159,9 @@ func TestForwarded(t *testing.T) {
 		"equal": {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 1, "openai": 0}}}, "; the backends received 1 request (httpbin 1, openai 0), as many as the 2xx answers the suite got: nothing else was let through"},
 		"more": {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 1, "openai": 0}}, countingDeployment{counts: map[string]int64{"httpbin": 2, "openai": 1}}},
 			"; the backends received 4 requests (httpbin 3, openai 1), 3 more than the 2xx answers the suite got (1): requests it did not send, or whose answers it never got, were let through"},
-		"fewer":    {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 0, "openai": 0}}}, "; the backends received 0 requests (httpbin 0, openai 0), fewer than the 2xx answers the suite got (1)"},
-		"no count": {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 1}}}, "; the backends' counts: no counting backend openai"},
+		"fewer":     {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 0, "openai": 0}}}, "; the backends received 0 requests (httpbin 0, openai 0), fewer than the 2xx answers the suite got (1)"},
+		"no count":  {[]targets.Deployment{countingDeployment{counts: map[string]int64{"httpbin": 1}}}, "; the backends' counts: no counting backend openai"},
+		"no answer": {[]targets.Deployment{countingDeployment{}}, "; the backends' counts: context deadline exceeded"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := &state{setup: setup, deps: tc.deps, responses: answers}
