@@ -265,6 +265,8 @@ func TestTraceOfAnotherRequestSaysWhose(t *testing.T) {
 	const scenario = "A token limit names its entry once a response took its budget"
 	o := Options{TargetImpl: &faultyTarget{inner: inprocess.New(), fault: anotherRequestFirst()}, Output: &strings.Builder{},
 		AllFeatures: true, Tags: "@trace-explains-outcome", RunScenario: scenario, Producer: Producer{Version: catalogueProducer}}
+	// The message quotes what the trace saw: no credential of the run's.
+	plantCredentials(t, &o)
 	rep, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -514,18 +514,28 @@ func (s *state) backendReceivedRequests(ctx context.Context, backend string, wan
 	if _, err := s.deployment(ctx); err != nil {
 		return err
 	}
-	var got int64
-	for _, d := range s.deps { // every replica's backends
-		n, err := d.BackendRequests(ctx, backend)
-		if err != nil {
-			return err
-		}
-		got += n
+	got, err := s.backendRequests(ctx, backend)
+	if err != nil {
+		return err
 	}
 	if got != int64(want) {
 		return fmt.Errorf("requests counted by backend %q: got %d, want %d (refused requests must not be forwarded)", backend, got, want)
 	}
 	return nil
+}
+
+// backendRequests is how many requests the named backend of every
+// replica received.
+func (s *state) backendRequests(ctx context.Context, backend string) (int64, error) {
+	var got int64
+	for _, d := range s.deps {
+		n, err := d.BackendRequests(ctx, backend)
+		if err != nil {
+			return 0, err
+		}
+		got += n
+	}
+	return got, nil
 }
 
 func (s *state) streamDeliveredWhole(ctx context.Context) error {
@@ -623,13 +633,9 @@ func (s *state) forwarded(ctx context.Context) string {
 		if b.Kind == targets.BackendUnreachable {
 			continue // nothing listens there, nothing counts
 		}
-		var n int64
-		for _, d := range s.deps { // every replica's backends
-			c, err := d.BackendRequests(ctx, b.Name)
-			if err != nil {
-				return fmt.Sprintf("; the backends' counts: %v", err)
-			}
-			n += c
+		n, err := s.backendRequests(ctx, b.Name)
+		if err != nil {
+			return fmt.Sprintf("; the backends' counts: %v", err)
 		}
 		received += n
 		each = append(each, fmt.Sprintf("%s %d", b.Name, n))
