@@ -50,6 +50,19 @@ type example struct {
 // in the order of the file, each with its row's line (none when src does
 // not parse).
 func examples(src []byte, uri string) []example {
+	var out []example
+	for _, e := range pickles(src, uri) {
+		if e.line > 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// pickles parses src and returns every scenario godog would make of it, in
+// the order of the file, each with the line of its Examples row (0 for a
+// plain scenario); none when src does not parse.
+func pickles(src []byte, uri string) []example {
 	newID := (&messages.Incrementing{}).NewId
 	doc, err := gherkin.ParseGherkinDocument(bytes.NewReader(src), newID)
 	if err != nil || doc.Feature == nil {
@@ -78,9 +91,11 @@ func examples(src []byte, uri string) []example {
 	}
 	var out []example
 	for _, q := range gherkin.Pickles(*doc, uri, newID) {
+		line := 0
 		if len(q.AstNodeIds) > 1 {
-			out = append(out, example{q, rows[q.AstNodeIds[1]]})
+			line = rows[q.AstNodeIds[1]]
 		}
+		out = append(out, example{q, line})
 	}
 	return out
 }

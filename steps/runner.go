@@ -12,7 +12,6 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"github.com/gwdiag/gwdiag/features"
 	"github.com/gwdiag/gwdiag/steps/bundle"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
@@ -90,6 +89,11 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if len(profiles) == 0 {
 		return nil, fmt.Errorf("the %s target hosts none of the profiles asked for", tgt.Name())
 	}
+	// Before the target starts: a typo in a selection costs no cluster.
+	fsys, err := checkedFeatures(o, profiles)
+	if err != nil {
+		return nil, err
+	}
 	// Interrupted while the target started (a local node takes a minute):
 	// the run goes on, and every scenario is reported not started, so
 	// that the report says interrupted rather than nothing at all.
@@ -138,10 +142,6 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 		Limits: o.Limits, Secrets: o.Secrets, PlantCredentials: o.PlantCredentials, Record: o.BundleDir != "", OTLPProtocol: o.OTLPProtocol}}
 	rls.progress = lockedWriter{&r.mu, r.out}
 
-	fsys := o.Features
-	if fsys == nil {
-		fsys = features.FS
-	}
 	format := "progress"
 	if o.JUnit != "" {
 		format += ",junit:" + o.JUnit
@@ -478,6 +478,13 @@ func (r *runner) ran(name string) bool {
 	return false
 }
 
+// The skip reasons of the scenarios --run-scenario and --run-example
+// leave out: reported, but not a progress line each.
+const (
+	notAskedFor        = "not the scenario asked for"
+	notExampleAskedFor = "not the example asked for"
+)
+
 func (r *runner) skipReason(s *scenarioRun, p *godog.Scenario) string {
 	if slices.Contains(r.opts.ExemptFeatures, s.feature) {
 		return fmt.Sprintf("feature %s is exempt", s.feature)
@@ -499,10 +506,10 @@ func (r *runner) skipReason(s *scenarioRun, p *godog.Scenario) string {
 		return "skipped by request"
 	}
 	if r.opts.RunScenario != "" && p.Name != r.opts.RunScenario {
-		return "not the scenario asked for"
+		return notAskedFor
 	}
 	if r.opts.RunScenario != "" && r.opts.RunExample != 0 && r.exampleLine(p) != r.opts.RunExample {
-		return "not the example asked for"
+		return notExampleAskedFor
 	}
 	return ""
 }
@@ -539,6 +546,10 @@ func (r *runner) record(res scenarioResult, took time.Duration) {
 	}
 	if res.Result == NotRun && !res.cutShort && res.missing == "" && res.inconclusive == "" {
 		// Never started: one line for all of them at the end.
+		return
+	}
+	if res.Result == Skipped && (res.Message == notAskedFor || res.Message == notExampleAskedFor) {
+		// One scenario asked for: the others are counted in the summary.
 		return
 	}
 	label := map[Result]string{Passed: "PASS", Failed: "FAIL", Skipped: "SKIP", Unsupported: "UNSUPPORTED", NotRun: "NOT RUN"}[res.Result]

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gwdiag/gwdiag/cli/internal/exitcode"
 	"github.com/gwdiag/gwdiag/cli/internal/versioncmd"
 	"github.com/gwdiag/gwdiag/features"
 	"github.com/gwdiag/gwdiag/steps"
@@ -148,8 +149,17 @@ func TestRunOptionsFileAndFlags(t *testing.T) {
 	if rep.Summary.Passed != 1 {
 		t.Errorf("passed: got %d, want only the one scenario asked for; report %+v", rep.Summary.Passed, rep.Summary)
 	}
-	if _, err := run(t, "run", "--tags", "@admin", "--run-scenario", "No such scenario"); err == nil || !strings.Contains(err.Error(), `no scenario named "No such scenario"`) {
-		t.Errorf("run of an unknown scenario: got %v, want an error naming it", err)
+	if _, err := run(t, "run", "--tags", "@admin", "--run-scenario", "No such scenario"); err == nil || !strings.Contains(err.Error(), `--run-scenario "No such scenario": no scenario has this name`) || exitcode.Code(err) != 2 {
+		t.Errorf("run of an unknown scenario: got %v (exit %d), want a usage error naming it", err, exitcode.Code(err))
+	}
+	// A tag no scenario has ran nothing and passed; now it is a usage
+	// error, and no report claims a run.
+	typo := filepath.Join(dir, "typo.yaml")
+	if _, err := run(t, "run", "--tags", "@token-overag", "--report", typo); err == nil || !strings.Contains(err.Error(), "did you mean @token-overage?") || exitcode.Code(err) != 2 {
+		t.Errorf("run of a tag no scenario has: got %v (exit %d), want a usage error with the tag it may mean", err, exitcode.Code(err))
+	}
+	if _, err := os.Stat(typo); err == nil {
+		t.Errorf("a run refused before it started wrote a report")
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("targett: inprocess\n"), 0o644)

@@ -1,0 +1,168 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cucumber/godog"
+
+	"github.com/gwdiag/gwdiag/features"
+	"github.com/gwdiag/gwdiag/steps/targets"
+)
+
+// unstartable is a target that must not start: a selection error is found
+// before it would.
+type unstartable struct {
+	t    *testing.T
+	caps []string
+}
+
+func (unstartable) Name() string { return "unstartable" }
+func (u unstartable) Start(context.Context) error {
+	u.t.Error("the target started: the selection must be refused before")
+	return errors.New("not started")
+}
+func (u unstartable) Configure(context.Context, targets.Setup) (targets.Deployment, error) {
+	u.t.Error("a scenario was configured")
+	return nil, errors.New("not configured")
+}
+func (unstartable) Stop(context.Context) error { return nil }
+func (u unstartable) Capabilities() []string   { return u.caps }
+
+// TestSelectionRefusedBeforeTheTargetStarts: a selection that names
+// nothing of the feature set, or leaves nothing to run, is a usage error
+// (exit 2) said before the target starts, with what the features have
+// instead. Before, a tag no scenario has ran nothing and passed.
+func TestSelectionRefusedBeforeTheTargetStarts(t *testing.T) {
+	standalone := []string{targets.CapabilityStandalone, targets.CapabilityDataPlane}
+	tests := []struct {
+		name string
+		o    Options
+		want []string
+	}{
+		{"a tag no scenario has", Options{Tags: "@token-limits"},
+			[]string{`--tags "@token-limits" selects no scenario: no scenario has the tag @token-limits; the features' tags are @admin `, " @token-overage ", "@spec-<part>"}},
+		{"a tag one letter off", Options{Tags: "@token-overag && ~@extended"},
+			[]string{`no scenario has the tag @token-overag (did you mean @token-overage?)`}},
+		{"tags no scenario has together", Options{Tags: "@admin && @token-overage"},
+			[]string{`--tags "@admin && @token-overage" selects no scenario: every tag it names is on some scenario, but no scenario has the combination`}},
+		{"tags of another profile", Options{Tags: "@condition-status"},
+			[]string{`--tags "@condition-status" selects 5 scenarios, all in the cluster profile; this run covers standalone`}},
+		{"a scenario name cut short", Options{RunScenario: "The window resets with no manual actio"},
+			[]string{`--run-scenario "The window resets with no manual actio": no scenario has this name (did you mean "The window resets with no manual action"?)`}},
+		{"a part of one scenario's name", Options{RunScenario: "window RESETS"},
+			[]string{`(did you mean "The window resets with no manual action"?)`}},
+		{"a name like none", Options{RunScenario: "Something else entirely"},
+			[]string{`--run-scenario "Something else entirely": no scenario has this name; the `, ` scenarios are those of the features/*.feature files gwdiag is built with`}},
+		{"a scenario the tags leave out", Options{Tags: "@admin", RunScenario: resetScenario},
+			[]string{`--run-scenario "The window resets with no manual action": --tags "@admin" leaves it out (its tags: @request-limits @spec-3)`}},
+		{"a scenario of another profile", Options{RunScenario: "Gateway and HTTPRoute report healthy conditions"},
+			[]string{`--run-scenario "Gateway and HTTPRoute report healthy conditions" is in the cluster profile (condition_status.feature); this run covers standalone`}},
+		{"a scenario run and skipped", Options{RunScenario: resetScenario, SkipScenarios: []string{resetScenario}},
+			[]string{`--run-scenario "The window resets with no manual action" is also a --skip-scenario: nothing would run`}},
+		{"an example line that is no row", Options{RunScenario: outlineScenario, RunExample: 50},
+			[]string{`--run-example 50: scenario "` + outlineScenario + `" has no Examples row at that line; its rows are at lines 51, 52, 53`}},
+		{"an example of a plain scenario", Options{RunScenario: resetScenario, RunExample: 3},
+			[]string{`--run-example 3: scenario "The window resets with no manual action" has no Examples rows (it is not a Scenario Outline)`}},
+		{"a scenario to skip that does not exist", Options{SkipScenarios: []string{resetScenario, "The window resets without manual action"}},
+			[]string{`--skip-scenario "The window resets without manual action": no scenario has this name (did you mean "The window resets with no manual action"?)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.o
+			o.TargetImpl, o.Output, o.AllFeatures = unstartable{t, standalone}, io.Discard, true
+			rep, err := Run(context.Background(), o)
+			var sel *selectionError
+			if !errors.As(err, &sel) {
+				t.Fatalf("got %v, want a selection error", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got %q, want it to say %q", err, w)
+				}
+			}
+			var coder interface{ ExitCode() int }
+			if !errors.As(err, &coder) || coder.ExitCode() != 2 {
+				t.Errorf("exit code: want 2, a usage error")
+			}
+			if rep != nil {
+				t.Errorf("a report of a run that did not start: %+v", rep.Summary)
+			}
+		})
+	}
+}
+
+// TestSelectionAcceptsWhatRuns: selections that pick scenarios pass the
+// check as they are.
+func TestSelectionAcceptsWhatRuns(t *testing.T) {
+	all, err := featurePickles(features.FS)
+	if err != nil || len(all) < 100 {
+		t.Fatalf("features: %d scenarios, %v", len(all), err)
+	}
+	for _, o := range []Options{
+		{},
+		{Tags: "@admin"},
+		{Tags: "~@extended"},
+		{Tags: "@request-limits,@token-overage && ~@extended"},
+		{Tags: "@spec-3 && @request-limits"},
+		{RunScenario: resetScenario},
+		{Tags: "@request-limits", RunScenario: resetScenario},
+		{RunScenario: outlineScenario, RunExample: 52},
+		{SkipScenarios: []string{resetScenario}},
+	} {
+		if err := checkSelection(all, o, []ConformanceProfileName{ProfileStandalone}); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+// TestTagsMatchIsGodogs: the check selects exactly the scenarios godog
+// runs for the same tags, so it refuses only what would run nothing.
+func TestTagsMatchIsGodogs(t *testing.T) {
+	all, err := featurePickles(features.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, expr := range []string{
+		"@admin",
+		"~@extended",
+		"@request-limits,@token-overage && ~@extended",
+		"@spec-3 && @request-limits",
+		"~@admin,~@extended && @spec-2.1",
+		"@token-limits",
+		tagsFor("", []ConformanceProfileName{ProfileStandalone}),
+	} {
+		var want []string
+		for _, s := range all {
+			if tagsMatch(expr, s.tagNames()) {
+				want = append(want, fmt.Sprintf("%s %s", s.Uri, s.Name))
+			}
+		}
+		var (
+			mu  sync.Mutex
+			got []string
+		)
+		godog.TestSuite{
+			ScenarioInitializer: func(sc *godog.ScenarioContext) {
+				sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
+					mu.Lock()
+					got = append(got, fmt.Sprintf("%s %s", p.Uri, p.Name))
+					mu.Unlock()
+					return ctx, godog.ErrSkip
+				})
+			},
+			Options: &godog.Options{Format: "progress", Output: io.Discard, Tags: expr, FS: features.FS, Paths: []string{"."}},
+		}.Run()
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("tags %q: godog ran %d scenarios, the check selects %d\ngodog: %q\ncheck: %q", expr, len(got), len(want), got, want)
+		}
+	}
+}
