@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"gopkg.in/yaml.v3"
 )
 
@@ -619,7 +620,7 @@ func structFields(t reflect.Type) map[string][]int {
 func suggest(key string, fields map[string]int) string {
 	best, bestD := "", 3
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if dd := distance(strings.ToLower(key), strings.ToLower(k)); dd < bestD {
+		if dd := levenshtein.ComputeDistance(strings.ToLower(key), strings.ToLower(k)); dd < bestD {
 			best, bestD = k, dd
 		}
 	}
@@ -628,25 +629,4 @@ func suggest(key string, fields map[string]int) string {
 		return " (known fields: " + strings.Join(known, ", ") + ")"
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
