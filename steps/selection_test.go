@@ -166,3 +166,26 @@ func TestTagsMatchIsGodogs(t *testing.T) {
 		}
 	}
 }
+
+// TestOneScenarioAskedForIsOneLine: the scenarios --run-scenario leaves
+// out are in the report and the summary's count, not a SKIP line each.
+func TestOneScenarioAskedForIsOneLine(t *testing.T) {
+	var out strings.Builder
+	const name = "GET /logging tells the current level"
+	rep, err := Run(context.Background(), Options{Target: "inprocess", RunScenario: name, Output: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "PASS") || strings.HasPrefix(l, "SKIP") || strings.HasPrefix(l, "FAIL") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], name) {
+		t.Errorf("progress lines: got %q, want the one scenario asked for", lines)
+	}
+	if rep.Summary.Passed != 1 || rep.Summary.Skipped == 0 || !strings.Contains(out.String(), fmt.Sprintf("1 passed, 0 failed, %d skipped", rep.Summary.Skipped)) {
+		t.Errorf("summary: got %+v\n%s", rep.Summary, out.String())
+	}
+}
