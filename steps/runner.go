@@ -85,12 +85,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	profiles := o.profilesFor(tgt)
-	if len(profiles) == 0 {
-		return nil, fmt.Errorf("the %s target hosts none of the profiles asked for", tgt.Name())
-	}
-	// Before the target starts: a typo in a selection costs no cluster.
-	fsys, err := checkedFeatures(o, profiles)
+	profiles, fsys, err := checkBeforeStart(o, tgt)
 	if err != nil {
 		return nil, err
 	}

@@ -10,22 +10,22 @@ import (
 	"github.com/agnivade/levenshtein"
 	messages "github.com/cucumber/messages/go/v21"
 
-	"github.com/gwdiag/gwdiag/features"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
 )
 
-// selectionError is a selection (--tags, --run-scenario, --run-example,
-// --skip-scenario) that names no scenario of the feature set, or leaves
-// none to run. It is found from the feature files before the target
-// starts, so a typo costs no cluster and no container, and never passes
-// as a run of nothing.
-type selectionError struct{ msg string }
+// usageError is an option of the run that cannot work, found before the
+// target starts, so that a typo costs no cluster and no container and
+// never passes as a run of nothing: a selection (--tags, --run-scenario,
+// --run-example, --skip-scenario) that names no scenario of the feature
+// set or leaves none to run, profiles the target does not host, or an
+// output that cannot be written.
+type usageError struct{ msg string }
 
-func (e *selectionError) Error() string { return e.msg }
+func (e *usageError) Error() string { return e.msg }
 
 // ExitCode is 2: a usage error, the command line must change
 // (cli/internal/exitcode reads it).
-func (*selectionError) ExitCode() int { return 2 }
+func (*usageError) ExitCode() int { return 2 }
 
 // featurePickle is one scenario of the feature set as godog makes it (an
 // Examples row of an outline is a scenario of its own), with the line of
@@ -63,20 +63,6 @@ func featurePickles(fsys fs.FS) ([]featurePickle, error) {
 		return nil
 	})
 	return out, err
-}
-
-// checkedFeatures is the run's feature set, once its selection has passed
-// checkSelection.
-func checkedFeatures(o Options, profiles []ConformanceProfileName) (fs.FS, error) {
-	fsys := o.Features
-	if fsys == nil {
-		fsys = features.FS
-	}
-	all, err := featurePickles(fsys)
-	if err != nil {
-		return nil, fmt.Errorf("reading the features: %w", err)
-	}
-	return fsys, checkSelection(all, o, profiles)
 }
 
 // tagsMatch is godog's tag filter (v0.15, internal/tags): terms joined by
@@ -122,17 +108,20 @@ func checkSelection(all []featurePickle, o Options, profiles []ConformanceProfil
 			}
 		}
 	}
+	if o.RunExample != 0 && o.RunScenario == "" {
+		return &usageError{fmt.Sprintf("--run-example %d goes with --run-scenario, the name of the Scenario Outline whose Examples row it is", o.RunExample)}
+	}
 	names := scenarioNames(all)
 	for _, n := range o.SkipScenarios {
 		if !slices.Contains(names, n) {
-			return &selectionError{fmt.Sprintf("--skip-scenario %q: no scenario has this name%s", n, suggestName(n, names))}
+			return &usageError{fmt.Sprintf("--skip-scenario %q: no scenario has this name%s", n, suggestName(n, names))}
 		}
 	}
 	if o.Tags != "" && len(byTags) == 0 {
-		return &selectionError{fmt.Sprintf("--tags %q selects no scenario%s", o.Tags, missingTags(o.Tags, all))}
+		return &usageError{fmt.Sprintf("--tags %q selects no scenario%s", o.Tags, missingTags(o.Tags, all))}
 	}
 	if len(selected) == 0 && len(byTags) > 0 {
-		return &selectionError{fmt.Sprintf("--tags %q selects %d %s, all in the %s profile; this run covers %s",
+		return &usageError{fmt.Sprintf("--tags %q selects %d %s, all in the %s profile; this run covers %s",
 			o.Tags, len(byTags), explain.Plural(len(byTags), "scenario", "scenarios"), profileList(profilesOfPickles(byTags)), profileList(profiles))}
 	}
 	if o.RunScenario == "" {
@@ -141,13 +130,13 @@ func checkSelection(all []featurePickle, o Options, profiles []ConformanceProfil
 	i := slices.IndexFunc(all, func(s featurePickle) bool { return s.Name == o.RunScenario })
 	switch {
 	case i < 0:
-		return &selectionError{fmt.Sprintf("--run-scenario %q: no scenario has this name%s", o.RunScenario, suggestName(o.RunScenario, names))}
+		return &usageError{fmt.Sprintf("--run-scenario %q: no scenario has this name%s", o.RunScenario, suggestName(o.RunScenario, names))}
 	case !slices.ContainsFunc(byTags, func(s featurePickle) bool { return s.Name == o.RunScenario }):
-		return &selectionError{fmt.Sprintf("--run-scenario %q: --tags %q leaves it out (its tags: %s)", o.RunScenario, o.Tags, strings.Join(all[i].tagNames(), " "))}
+		return &usageError{fmt.Sprintf("--run-scenario %q: --tags %q leaves it out (its tags: %s)", o.RunScenario, o.Tags, strings.Join(all[i].tagNames(), " "))}
 	case !slices.ContainsFunc(selected, func(s featurePickle) bool { return s.Name == o.RunScenario }):
-		return &selectionError{fmt.Sprintf("--run-scenario %q is in the %s profile (%s); this run covers %s", o.RunScenario, profileList(profilesOfPickles(all[i:i+1])), all[i].Uri, profileList(profiles))}
+		return &usageError{fmt.Sprintf("--run-scenario %q is in the %s profile (%s); this run covers %s", o.RunScenario, profileList(profilesOfPickles(all[i:i+1])), all[i].Uri, profileList(profiles))}
 	case slices.Contains(o.SkipScenarios, o.RunScenario):
-		return &selectionError{fmt.Sprintf("--run-scenario %q is also a --skip-scenario: nothing would run", o.RunScenario)}
+		return &usageError{fmt.Sprintf("--run-scenario %q is also a --skip-scenario: nothing would run", o.RunScenario)}
 	}
 	if o.RunExample == 0 {
 		return nil
@@ -162,9 +151,9 @@ func checkSelection(all []featurePickle, o Options, profiles []ConformanceProfil
 		}
 	}
 	if len(rows) == 0 {
-		return &selectionError{fmt.Sprintf("--run-example %d: scenario %q has no Examples rows (it is not a Scenario Outline)", o.RunExample, o.RunScenario)}
+		return &usageError{fmt.Sprintf("--run-example %d: scenario %q has no Examples rows (it is not a Scenario Outline)", o.RunExample, o.RunScenario)}
 	}
-	return &selectionError{fmt.Sprintf("--run-example %d: scenario %q has no Examples row at that line; its rows are at lines %s", o.RunExample, o.RunScenario, strings.Join(rows, ", "))}
+	return &usageError{fmt.Sprintf("--run-example %d: scenario %q has no Examples row at that line; its rows are at lines %s", o.RunExample, o.RunScenario, strings.Join(rows, ", "))}
 }
 
 // missingTags names the tags of expr (not negated) that no scenario

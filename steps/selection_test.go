@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,12 +37,19 @@ func (u unstartable) Configure(context.Context, targets.Setup) (targets.Deployme
 func (unstartable) Stop(context.Context) error { return nil }
 func (u unstartable) Capabilities() []string   { return u.caps }
 
-// TestSelectionRefusedBeforeTheTargetStarts: a selection that names
-// nothing of the feature set, or leaves nothing to run, is a usage error
-// (exit 2) said before the target starts, with what the features have
-// instead. Before, a tag no scenario has ran nothing and passed.
-func TestSelectionRefusedBeforeTheTargetStarts(t *testing.T) {
+// TestUsageRefusedBeforeTheTargetStarts: a selection that names nothing
+// of the feature set or leaves nothing to run, profiles the target does
+// not host, and outputs that cannot be written are usage errors (exit 2)
+// said before the target starts, with what the features have instead.
+// Before, a tag no scenario has ran nothing and passed, and a report in a
+// missing folder failed only once every scenario had run.
+func TestUsageRefusedBeforeTheTargetStarts(t *testing.T) {
 	standalone := []string{targets.CapabilityStandalone, targets.CapabilityDataPlane}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		o    Options
@@ -70,6 +79,18 @@ func TestSelectionRefusedBeforeTheTargetStarts(t *testing.T) {
 			[]string{`--run-example 50: scenario "` + outlineScenario + `" has no Examples row at that line; its rows are at lines 51, 52, 53`}},
 		{"an example of a plain scenario", Options{RunScenario: resetScenario, RunExample: 3},
 			[]string{`--run-example 3: scenario "The window resets with no manual action" has no Examples rows (it is not a Scenario Outline)`}},
+		{"an example line without its scenario", Options{RunExample: 52},
+			[]string{`--run-example 52 goes with --run-scenario`}},
+		{"profiles the target does not host", Options{Profiles: []ConformanceProfileName{ProfileCluster}},
+			[]string{`--profiles cluster: the unstartable target hosts none of the profiles asked for; it hosts standalone`}},
+		{"a report in a folder that does not exist", Options{Report: filepath.Join(dir, "missing", "r.yaml")},
+			[]string{`--report ` + filepath.Join(dir, "missing", "r.yaml") + `: the folder ` + filepath.Join(dir, "missing") + ` does not exist`}},
+		{"JUnit to a folder", Options{JUnit: dir},
+			[]string{`--junit ` + dir + ` is a folder: name the file to write`}},
+		{"Cucumber JSON under a file", Options{CucumberJSON: filepath.Join(file, "c.json")},
+			[]string{`--cucumber-json ` + filepath.Join(file, "c.json") + `: ` + file + ` is not a folder`}},
+		{"bundles under a file", Options{BundleDir: filepath.Join(file, "bundles", "x")},
+			[]string{`--bundle-dir ` + filepath.Join(file, "bundles", "x") + `: ` + file + ` is not a folder`}},
 		{"a scenario to skip that does not exist", Options{SkipScenarios: []string{resetScenario, "The window resets without manual action"}},
 			[]string{`--skip-scenario "The window resets without manual action": no scenario has this name (did you mean "The window resets with no manual action"?)`}},
 	}
@@ -78,7 +99,7 @@ func TestSelectionRefusedBeforeTheTargetStarts(t *testing.T) {
 			o := tt.o
 			o.TargetImpl, o.Output, o.AllFeatures = unstartable{t, standalone}, io.Discard, true
 			rep, err := Run(context.Background(), o)
-			var sel *selectionError
+			var sel *usageError
 			if !errors.As(err, &sel) {
 				t.Fatalf("got %v, want a selection error", err)
 			}
@@ -98,8 +119,8 @@ func TestSelectionRefusedBeforeTheTargetStarts(t *testing.T) {
 	}
 }
 
-// TestSelectionAcceptsWhatRuns: selections that pick scenarios pass the
-// check as they are.
+// TestSelectionAcceptsWhatRuns: selections that pick scenarios, and
+// outputs that can be written, pass the checks as they are.
 func TestSelectionAcceptsWhatRuns(t *testing.T) {
 	all, err := featurePickles(features.FS)
 	if err != nil || len(all) < 100 {
@@ -119,6 +140,14 @@ func TestSelectionAcceptsWhatRuns(t *testing.T) {
 		if err := checkSelection(all, o, []ConformanceProfileName{ProfileStandalone}); err != nil {
 			t.Errorf("%+v: %v", o, err)
 		}
+	}
+	dir := t.TempDir()
+	o := Options{Report: filepath.Join(dir, "r.yaml"), JUnit: filepath.Join(dir, "j.xml"), CucumberJSON: filepath.Join(dir, "c.json"), BundleDir: filepath.Join(dir, "not", "yet")}
+	if err := checkOutputs(o); err != nil {
+		t.Errorf("outputs in a fresh folder: %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the check left %v in the folder", left)
 	}
 }
 
