@@ -75,6 +75,8 @@ func NewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace [gateway/<name>] [--local] [--port PORT -- URL [curl args]]",
 		Short: "Trace how the proxy handles the next request, or one you send",
+		// Cobra's default, which SuggestionsFor does not apply (validate).
+		SuggestionsMinimumDistance: 2,
 		Long: `Trace shows, step by step, how the proxy handles one request: the matched
 route, the applied policies, the chosen backend and the response status.
 
@@ -234,6 +236,14 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 	portSet := cmd.Flags().Changed("port")
 	if err := o.checkOTLP(cmd); err != nil {
 		return p, err
+	}
+	// A resource has a "/": a first argument without one that is near a
+	// subcommand's name is a mistyped subcommand (trace explian -f x), not
+	// a resource the other flags refuse.
+	if len(resources) > 0 && !strings.Contains(resources[0], "/") {
+		if s := cmd.SuggestionsFor(resources[0]); len(s) > 0 {
+			return p, fmt.Errorf("unknown command %q for %q (did you mean %s?)", resources[0], cmd.CommandPath(), strings.Join(s, " or "))
+		}
 	}
 	if len(resources) > 1 {
 		return p, fmt.Errorf("accepts at most 1 resource arg, received %d", len(resources))

@@ -33,6 +33,9 @@ func TestValidateExitCodes(t *testing.T) {
 		want string
 	}{
 		{[]string{"a/b", "c/d", "e/f"}, "accepts at most 1 resource arg, received 3"},
+		// A mistyped subcommand is named as one, not as a resource -f refuses.
+		{[]string{"explian", "-f", "x"}, `unknown command "explian" for "gwdiag trace" (did you mean explain?)`},
+		{[]string{"difff", "a", "b"}, `unknown command "difff" for "gwdiag trace" (did you mean diff?)`},
 		{[]string{"--local", "gateway/x"}, "--local does not accept a resource argument"},
 		{[]string{"--local", "--", "http://x/"}, "a request URL requires --port"},
 		{[]string{"--local", "--port", "1"}, "--port requires a request URL after --"},
