@@ -51,7 +51,8 @@ type example struct {
 // not parse).
 func examples(src []byte, uri string) []example {
 	var out []example
-	for _, e := range pickles(src, uri) {
+	all, _ := pickles(src, uri)
+	for _, e := range all {
 		if e.line > 0 {
 			out = append(out, e)
 		}
@@ -61,12 +62,12 @@ func examples(src []byte, uri string) []example {
 
 // pickles parses src and returns every scenario godog would make of it, in
 // the order of the file, each with the line of its Examples row (0 for a
-// plain scenario); none when src does not parse.
-func pickles(src []byte, uri string) []example {
+// plain scenario), or the parse error (which names the line).
+func pickles(src []byte, uri string) ([]example, error) {
 	newID := (&messages.Incrementing{}).NewId
 	doc, err := gherkin.ParseGherkinDocument(bytes.NewReader(src), newID)
 	if err != nil || doc.Feature == nil {
-		return nil
+		return nil, err
 	}
 	rows := map[string]int{}
 	var scenarios []*messages.Scenario
@@ -97,7 +98,7 @@ func pickles(src []byte, uri string) []example {
 		}
 		out = append(out, example{q, line})
 	}
-	return out
+	return out, nil
 }
 
 func sameSteps(a, b []*messages.PickleStep) bool {

@@ -45,8 +45,8 @@ func (p featurePickle) tagNames() []string {
 }
 
 // featurePickles parses every feature file of fsys, as godog finds them
-// (Paths "."). A file that does not parse gives no scenario: godog reports
-// it when the suite runs.
+// (Paths "."); a file that does not parse is an error naming it and the
+// line.
 func featurePickles(fsys fs.FS) ([]featurePickle, error) {
 	var out []featurePickle
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
@@ -57,7 +57,11 @@ func featurePickles(fsys fs.FS) ([]featurePickle, error) {
 		if err != nil {
 			return err
 		}
-		for _, e := range pickles(src, p) {
+		ps, err := pickles(src, p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		for _, e := range ps {
 			out = append(out, featurePickle{e.pickle, e.line})
 		}
 		return nil

@@ -218,3 +218,14 @@ func TestOneScenarioAskedForIsOneLine(t *testing.T) {
 		t.Errorf("summary: got %+v\n%s", rep.Summary, out.String())
 	}
 }
+
+// TestBrokenFeatureNamedBeforeTheTargetStarts: a feature file that does
+// not parse is named with its line before the target starts, not left to
+// godog's "failed with no failed scenario".
+func TestBrokenFeatureNamedBeforeTheTargetStarts(t *testing.T) {
+	fs := featureFS(map[string]string{"broken.feature": "@admin\nFeature: broken\n  Scenario: one\n    Given an echo backend \"httpbin\"\n    this is not a step\n"})
+	_, err := Run(context.Background(), Options{Features: fs, TargetImpl: unstartable{t, []string{targets.CapabilityStandalone}}, Output: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "reading the features: broken.feature: ") || !strings.Contains(err.Error(), "(5:") {
+		t.Errorf("got %v, want the file and line named", err)
+	}
+}
