@@ -145,6 +145,9 @@ func ExtendedFeatures() []FeatureName {
 // no profile has is a typo the user should hear about). Its errors are the
 // user's to fix on the command line or in the options file.
 func (o Options) Validate() error {
+	if err := o.checkPositive(); err != nil {
+		return err
+	}
 	switch o.Target {
 	case "", "inprocess":
 	case "cluster":

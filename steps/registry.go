@@ -33,7 +33,9 @@ type RunOption struct {
 	// ShowDefault, with KeepZero, is a default the help and the docs show
 	// but the options do not fill in: the zero value already means it.
 	KeepZero bool
-	// Positive refuses a value that is zero or less when set by flag.
+	// Positive refuses a value that is zero or less when set by flag, and
+	// one below zero from the options file or a library caller (zero
+	// there is unset: the default).
 	Positive bool
 	// Report is the key of ConformanceReport.Options that records it
 	// ("" when the report does not).
@@ -72,7 +74,7 @@ var OptionRegistry = []RunOption{
 	{Key: "baseline", Flag: "baseline", Report: "baseline", Help: "a ConformanceBaseline file (gwdiag conformance baseline REPORT writes one): its scenarios that fail are 'expected failure', which does not fail the run; one that passes fails the run as a stale baseline"},
 	{Key: "repeat", Flag: "repeat", Default: "1", Positive: true, Report: "repeat", Help: "run every scenario this many times; one that passes only sometimes is 'flaky', which fails the run, with the bundle of a failing attempt"},
 	{Key: "bundleDir", Flag: "bundle-dir", Help: "write a failure bundle per failed scenario here, <dir>/<feature>/<scenario>/: its steps, the config the suite wrote, the proxy's output, every trace stream as it came, the config dump at the failure, every HTTP exchange (HAR), redacted; gwdiag conformance replay runs one again"},
-	{Key: "concurrency", Flag: "concurrency", Default: "4", Report: "concurrency", Help: "scenarios run at once"},
+	{Key: "concurrency", Flag: "concurrency", Default: "4", Report: "concurrency", Positive: true, Help: "scenarios run at once"},
 	{Key: "container.image", Flag: "image", Help: "container target: the proxy's image"},
 	{Key: "container.configPath", Flag: "config-path", Default: container.DefaultConfigPath, Help: "container target: where the image reads its standalone config"},
 	{Key: "container.adminPort", Flag: "admin-port", Default: strconv.Itoa(container.DefaultAdminPort), Help: "container target: the admin server's port inside the container"},
@@ -80,7 +82,7 @@ var OptionRegistry = []RunOption{
 	{Key: "container.pull", Flag: "pull", Default: string(container.PullMissing), Help: "container target: pull an image missing from the Docker host (missing) or never"},
 	{Key: "container.network", Flag: "network", Default: string(container.NetworkBridge), Help: "container target: bridge (a Docker network of the run's own, ports published on 127.0.0.1; any daemon) or host (the containers share this machine's network, the proxy's ports free ones of 127.0.0.1: no network namespace or published port per container, about half the start-up time; a Docker daemon on this machine, Linux)"},
 	{Key: "container.mockImage", Flag: "mock-image", Help: "container target: image serving the mock backends (default: built FROM scratch from this gwdiag)"},
-	{Key: "container.startupTimeout", Flag: "startup-timeout", Default: container.DefaultStartupTimeout.String(), Help: "container target: bound on a scenario's containers getting ready. Max value for a conformant implementation: 30s"},
+	{Key: "container.startupTimeout", Flag: "startup-timeout", Default: container.DefaultStartupTimeout.String(), Positive: true, Help: "container target: bound on a scenario's containers getting ready. Max value for a conformant implementation: 30s"},
 	{Key: "cluster.kubeconfig", Flag: "kubeconfig", Help: "cluster target: kubeconfig of an existing cluster (default $KUBECONFIG, then ~/.kube/config)"},
 	{Key: "cluster.local", Flag: "local-cluster", Help: "cluster target: start a local API server with the CRDs and the reference controller (the same as --cluster local)"},
 	{Flag: "cluster", Apply: setClusterMode, Help: "cluster target: local (a local API server with the reference controller; conditions only), local-node (a single-node cluster on this machine, as root, with refproxy in pods: the whole cluster profile), kind (the same on a kind cluster; needs Docker and kind's node image) or kubeconfig (an existing cluster; the default)"},
@@ -88,10 +90,10 @@ var OptionRegistry = []RunOption{
 	{Key: "cluster.refproxyBinary", Flag: "refproxy-binary", Help: "cluster target, local-node and kind: the static refproxy its proxy image is packed from (default: refproxy beside gwdiag, then $PATH)"},
 	{Key: "cluster.installCRDs", Flag: "install-crds", Help: "cluster target: install the Gateway API and policy CRDs into the existing cluster first"},
 	{Key: "cluster.gatewayClassName", Flag: "gateway-class", Help: "cluster target: GatewayClass of the scenarios' Gateways (default gwdiag)"},
-	{Key: "cluster.conditionTimeout", Help: "cluster target: bound on a condition reaching the status wanted. Max value for a conformant implementation: 60s"},
-	{Key: "timeouts.request", Flag: "request-timeout", Default: "10s", Report: "requestTimeout", Help: "bound on one HTTP request"},
-	{Key: "timeouts.trace", Flag: "trace-timeout", Default: "5s", Report: "traceTimeout", Help: "bound on a trace completing after its request. Max value for a conformant implementation: 5s"},
-	{Key: "timeouts.readyGrace", Default: "300ms", Help: "how long the suite waits for the \": ready\" comment of a new trace stream before it takes the watcher as registered"},
+	{Key: "cluster.conditionTimeout", Positive: true, Help: "cluster target: bound on a condition reaching the status wanted. Max value for a conformant implementation: 60s"},
+	{Key: "timeouts.request", Flag: "request-timeout", Default: "10s", Report: "requestTimeout", Positive: true, Help: "bound on one HTTP request"},
+	{Key: "timeouts.trace", Flag: "trace-timeout", Default: "5s", Report: "traceTimeout", Positive: true, Help: "bound on a trace completing after its request. Max value for a conformant implementation: 5s"},
+	{Key: "timeouts.readyGrace", Default: "300ms", Positive: true, Help: "how long the suite waits for the \": ready\" comment of a new trace stream before it takes the watcher as registered"},
 	{Key: "limits.eventBytes", Flag: "max-event-bytes", Default: strconv.FormatInt(sse.DefaultLimits().EventBytes, 10), Positive: true, Help: "bound on one trace event (SSE frame) read from the proxy, in bytes"},
 	{Key: "limits.traceEvents", Flag: "max-trace-events", Default: strconv.Itoa(sse.DefaultLimits().TraceEvents), Positive: true, Help: "bound on the events of one trace"},
 	{Key: "limits.traceBytes", Flag: "max-trace-bytes", Default: strconv.FormatInt(sse.DefaultLimits().TraceBytes, 10), Positive: true, Help: "bound on the bytes of one trace stream, comments included"},
@@ -296,6 +298,25 @@ func (o *Options) applyDefaults() {
 			}
 		}
 	}
+}
+
+// checkPositive refuses a negative value of a Positive option, as the
+// options file or a library caller gives it: a bound below zero would be
+// no bound at all (an HTTP client's, a concurrency godog reads as one).
+func (o *Options) checkPositive() error {
+	for _, r := range OptionRegistry {
+		if !r.Positive || r.Key == "" {
+			continue
+		}
+		if f := r.Field(o); f.CanInt() && f.Int() < 0 {
+			name := r.Key
+			if r.Flag != "" {
+				name += " (--" + r.Flag + ")"
+			}
+			return fmt.Errorf("%s %s: want a positive bound", name, formatValue(f))
+		}
+	}
+	return nil
 }
 
 // recordOptions is the report's record of the options marked Report.

@@ -175,6 +175,20 @@ timeouts: {trace: 2s, request: 1500ms}
 	if _, err := LoadOptions(path); err == nil || !strings.Contains(err.Error(), `duration "soon"`) {
 		t.Errorf("bad duration: got %v, want an error naming the value", err)
 	}
+	// A bound below zero would be none: an HTTP client without a
+	// timeout, a concurrency godog reads as one.
+	for body, want := range map[string]string{
+		"timeouts: {request: -1s}\n": "timeouts.request (--request-timeout) -1s: want a positive bound",
+		"concurrency: -3\n":          "concurrency (--concurrency) -3: want a positive bound",
+	} {
+		os.WriteFile(path, []byte(body), 0o644)
+		if o, err = LoadOptions(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Validate(); err == nil || err.Error() != want {
+			t.Errorf("%q: got %v, want %q", body, err, want)
+		}
+	}
 }
 
 // TestLoadContainerOptions: the container target's options load from the

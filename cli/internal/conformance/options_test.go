@@ -43,6 +43,9 @@ func TestOptionFlagsOverrideOnlyWhenSet(t *testing.T) {
 	}{
 		{[]string{"--max-trace-events", "0"}, "--max-trace-events 0: want a positive bound"},
 		{[]string{"--frame-timeout", "-1s"}, "--frame-timeout -1s: want a positive bound"},
+		{[]string{"--concurrency", "0"}, "--concurrency 0: want a positive bound"},
+		{[]string{"--request-timeout", "-1s"}, "--request-timeout -1s: want a positive bound"},
+		{[]string{"--trace-timeout", "0s"}, "--trace-timeout 0s: want a positive bound"},
 		{[]string{"--env", "NOVALUE"}, `--env "NOVALUE": want K=V`},
 		{[]string{"--cluster", "minikube"}, `--cluster "minikube": want local, local-node, kind, kubeconfig`},
 	} {
