@@ -77,7 +77,11 @@ func TestFollowUsageErrors(t *testing.T) {
 		{[]string{"--status", "5xx"}, "--status applies to --follow: add --follow"},
 		{[]string{"--follow", "--status", "9xx"}, `--status "9xx": want a status code (429) or a class (1xx to 5xx)`},
 		{[]string{"--follow", "--raw", "--max-requests", "0"}, "--max-requests 0: want 1 to 1000"},
-		{[]string{"--follow", "--raw", "--duration", "11m"}, "--duration 11m0s: want up to 10m"},
+		{[]string{"--follow", "--raw", "--duration", "11m"}, "--duration 11m0s: want more than 0s, up to 10m"},
+		{[]string{"--follow", "--raw", "--duration", "-1s"}, "--duration -1s: want more than 0s, up to 10m"},
+		// Compiled before any proxy is reached (the admin URL here has none).
+		{[]string{"--follow", "--raw", "--outcome", "response.code >"}, `--outcome "response.code >": ERROR: <input>:1:17: Syntax error`},
+		{[]string{"--follow", "--raw", "--status", "5xx", "--outcome", "latency > 5"}, `--outcome "latency > 5": ERROR: <input>:1:49: undeclared reference to 'latency' (did you mean 'latencyMicros'?)`},
 		{[]string{"--follow", "--raw", "--port", "3000", "--", "http://x/"}, "cannot be combined with --port"},
 	} {
 		r := gwdiag(t, nil, nil, append([]string{"trace", "--local", "--admin-url", "http://127.0.0.1:1"}, tt.args...)...)

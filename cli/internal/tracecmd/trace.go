@@ -279,6 +279,11 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 		if err != nil {
 			return p, err
 		}
+		// Compiled here as the proxy compiles it: a typo is said before
+		// any proxy is reached, and also where the proxy ignores the filter.
+		if _, err := watch.CompileOutcome(outcome); outcome != "" && err != nil {
+			return p, fmt.Errorf("--outcome %q: %v", o.outcome, err)
+		}
 		p.outcome = outcome
 	}
 	if o.follow {
@@ -290,7 +295,7 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 		case o.maxRequests > watch.MaxFollowMax && !o.raw:
 			return p, fmt.Errorf("--max-requests %d: the proxy follows at most %d requests a stream; above that add --raw, which follows on consecutive streams", o.maxRequests, watch.MaxFollowMax)
 		case cmd.Flags().Changed("duration") && (o.duration <= 0 || o.duration > 10*time.Minute):
-			return p, fmt.Errorf("--duration %s: want up to 10m", o.duration)
+			return p, fmt.Errorf("--duration %s: want more than 0s, up to 10m", o.duration)
 		}
 	}
 	if len(reqArgs) > 0 && !portSet {
