@@ -124,9 +124,16 @@ func checkSelection(all []featurePickle, o Options, profiles []ConformanceProfil
 	if o.Tags != "" && len(byTags) == 0 {
 		return &usageError{fmt.Sprintf("--tags %q selects no scenario%s", o.Tags, missingTags(o.Tags, all))}
 	}
-	if len(selected) == 0 && len(byTags) > 0 {
-		return &usageError{fmt.Sprintf("--tags %q selects %d %s, all in the %s profile; this run covers %s",
-			o.Tags, len(byTags), explain.Plural(len(byTags), "scenario", "scenarios"), profileList(profilesOfPickles(byTags)), profileList(profiles))}
+	if len(selected) == 0 {
+		what := fmt.Sprintf("--tags %q selects", o.Tags)
+		if o.Tags == "" {
+			what = "the features hold"
+		}
+		if len(byTags) == 0 {
+			return &usageError{what + " no scenario"}
+		}
+		return &usageError{fmt.Sprintf("%s %d %s, all in the %s profile; this run covers %s",
+			what, len(byTags), explain.Plural(len(byTags), "scenario", "scenarios"), profileList(profilesOfPickles(byTags)), profileList(profiles))}
 	}
 	if o.RunScenario == "" {
 		return nil

@@ -219,6 +219,25 @@ func TestOneScenarioAskedForIsOneLine(t *testing.T) {
 	}
 }
 
+// TestFeaturesOfNothingToRun: a library run whose own features hold no
+// scenario, or only scenarios of a profile the target does not host, is
+// refused before the target starts rather than passing a run of nothing.
+func TestFeaturesOfNothingToRun(t *testing.T) {
+	for files, want := range map[string]string{
+		"": "the features hold no scenario",
+		"@condition-status\nFeature: cluster\n  @spec-3\n  Scenario: cluster one\n    Given an echo backend \"httpbin\"\n": "the features hold 1 scenario, all in the cluster profile; this run covers standalone",
+	} {
+		fs := featureFS(map[string]string{"notes.txt": "not a feature"})
+		if files != "" {
+			fs = featureFS(map[string]string{"c.feature": files})
+		}
+		_, err := Run(context.Background(), Options{Features: fs, TargetImpl: unstartable{t, []string{targets.CapabilityStandalone}}, Output: io.Discard})
+		if err == nil || err.Error() != want {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	}
+}
+
 // TestBrokenFeatureNamedBeforeTheTargetStarts: a feature file that does
 // not parse is named with its line before the target starts, not left to
 // godog's "failed with no failed scenario".
