@@ -217,12 +217,12 @@ func scenarioNames(all []featurePickle) []string {
 }
 
 // suggestName is ` (did you mean "…"?)` for the scenario name closest to
-// n; when none is close, where the names are.
+// n; when none is close, how to list the names.
 func suggestName(n string, names []string) string {
 	if c, ok := closest(n, names); ok {
 		return fmt.Sprintf(" (did you mean %q?)", c)
 	}
-	return fmt.Sprintf("; the %d scenarios are those of the features/*.feature files gwdiag is built with", len(names))
+	return "; gwdiag conformance run --list [--tags ...] shows the scenarios by name"
 }
 
 // closest is the word of known nearest to w: the same but for case, the

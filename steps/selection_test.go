@@ -68,7 +68,7 @@ func TestUsageRefusedBeforeTheTargetStarts(t *testing.T) {
 		{"a part of one scenario's name", Options{RunScenario: "window RESETS"},
 			[]string{`(did you mean "The window resets with no manual action"?)`}},
 		{"a name like none", Options{RunScenario: "Something else entirely"},
-			[]string{`--run-scenario "Something else entirely": no scenario has this name; the `, ` scenarios are those of the features/*.feature files gwdiag is built with`}},
+			[]string{`--run-scenario "Something else entirely": no scenario has this name; gwdiag conformance run --list [--tags ...] shows the scenarios by name`}},
 		{"a scenario the tags leave out", Options{Tags: "@admin", RunScenario: resetScenario},
 			[]string{`--run-scenario "The window resets with no manual action": --tags "@admin" leaves it out (its tags: @request-limits @spec-3)`}},
 		{"a scenario of another profile", Options{RunScenario: "Gateway and HTTPRoute report healthy conditions"},
@@ -246,5 +246,60 @@ func TestBrokenFeatureNamedBeforeTheTargetStarts(t *testing.T) {
 	_, err := Run(context.Background(), Options{Features: fs, TargetImpl: unstartable{t, []string{targets.CapabilityStandalone}}, Output: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), "reading the features: broken.feature: ") || !strings.Contains(err.Error(), "(5:") {
 		t.Errorf("got %v, want the file and line named", err)
+	}
+}
+
+// TestListIsWhatRunRuns: List names, without starting the target, the
+// scenarios Run runs for the same selection; a selection Run refuses, it
+// refuses the same way.
+func TestListIsWhatRunRuns(t *testing.T) {
+	standalone := unstartable{t, []string{targets.CapabilityStandalone, targets.CapabilityDataPlane}}
+	listed, err := List(Options{TargetImpl: standalone, Tags: "@admin,@trace-order"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	var want []string
+	for _, s := range listed {
+		if s.Name == outlineScenario && s.Example > 0 && s.Profile == ProfileStandalone && !s.Extended {
+			rows++
+		}
+		name := s.Name
+		if s.Example > 0 {
+			name += fmt.Sprintf(" [example at line %d]", s.Example)
+		}
+		want = append(want, fmt.Sprintf("%-30s %s", s.Feature, name))
+	}
+	if rows != 3 {
+		t.Errorf("the outline's rows: got %d, want 3 listed, each with its line: %q", rows, want)
+	}
+	// What ran is the progress view's lines: "PASS        <feature> <name> (took)".
+	var out strings.Builder
+	if _, err := Run(context.Background(), Options{Target: "inprocess", Tags: "@admin,@trace-order", AllFeatures: true, Output: &out}); err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "PASS ") || strings.HasPrefix(l, "FAIL ") {
+			l = strings.TrimSpace(l[len("PASS        "):])
+			ran = append(ran, l[:strings.LastIndex(l, " (")])
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(ran)
+	if !slices.Equal(want, ran) {
+		t.Errorf("listed %d, ran %d:\nlisted %q\nran    %q", len(want), len(ran), want, ran)
+	}
+	one, err := List(Options{TargetImpl: standalone, RunScenario: outlineScenario, RunExample: 52})
+	if err != nil || len(one) != 1 || one[0].Example != 52 || one[0].File != "trace_order.feature" {
+		t.Errorf("one example: got %+v, %v", one, err)
+	}
+	cluster, err := List(Options{TargetImpl: unstartable{t, []string{targets.CapabilityCluster}}, Tags: "@condition-status"})
+	if err != nil || len(cluster) != 5 || cluster[0].Profile != ProfileCluster {
+		t.Errorf("cluster profile: got %+v, %v", cluster, err)
+	}
+	var usage *usageError
+	if _, err := List(Options{TargetImpl: standalone, Tags: "@token-overag"}); !errors.As(err, &usage) {
+		t.Errorf("a tag no scenario has: got %v, want Run's usage error", err)
 	}
 }

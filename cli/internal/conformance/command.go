@@ -15,6 +15,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/cli/internal/exitcode"
 	"github.com/gwdiag/gwdiag/cli/internal/versioncmd"
+	"github.com/gwdiag/gwdiag/golden/trace/explain"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
@@ -131,6 +132,7 @@ func newRunCommand() *cobra.Command {
 	var (
 		configPath string
 		flags      optionFlags
+		list       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -165,9 +167,15 @@ func newRunCommand() *cobra.Command {
   gwdiag conformance run --target process --proxy-cmd 'myproxy -c {config}' --ratelimit-service 10.0.0.5:8081
 
   # One feature, one scenario
-  gwdiag conformance run --tags @request-limits --run-scenario 'The window resets with no manual action'`,
+  gwdiag conformance run --tags @request-limits --run-scenario 'The window resets with no manual action'
+
+  # The scenarios a selection picks, by name, without starting the target
+  gwdiag conformance run --list --tags @request-limits`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if list {
+				return listScenarios(cmd, configPath, &flags)
+			}
 			o, err := runOptions(cmd, configPath, &flags)
 			if err != nil {
 				return err
@@ -221,25 +229,61 @@ func newRunCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&configPath, "config", "c", "", "options file (YAML, the fields of steps.Options; docs/options.md); flags override it")
+	f.BoolVar(&list, "list", false, "print the scenarios the run would run (by --tags, --run-scenario, --skip-scenario and the target's profiles), one a line, and exit without starting the target")
 	flags.add(f)
 	return cmd
 }
 
-// runOptions are the options of a run: the options file, then the flags
-// set, then what this gwdiag supplies itself (the mock image built from
-// it, the local node's binaries beside it), validated.
-func runOptions(cmd *cobra.Command, configPath string, flags *optionFlags) (steps.Options, error) {
-	var (
-		o   steps.Options
-		err error
-	)
+// listScenarios prints the scenarios a run's selection picks, one a line
+// (feature, core or extended, name, the Examples row of an outline), as
+// steps.List gives them: the names --run-scenario takes.
+func listScenarios(cmd *cobra.Command, configPath string, flags *optionFlags) error {
+	o, err := loadOptions(cmd, configPath, flags)
+	if err != nil {
+		return err
+	}
+	scenarios, err := steps.List(o)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	for _, s := range scenarios {
+		level := "core"
+		if s.Extended {
+			level = "extended"
+		}
+		name := s.Name
+		if s.Example > 0 {
+			name += fmt.Sprintf(" [--run-example %d]", s.Example)
+		}
+		fmt.Fprintf(w, "%-34s %-8s %s\n", s.Feature, level, name)
+	}
+	fmt.Fprintf(w, "%d %s\n", len(scenarios), explain.Plural(len(scenarios), "scenario", "scenarios"))
+	return nil
+}
+
+// loadOptions are the options file, then the flags set.
+func loadOptions(cmd *cobra.Command, configPath string, flags *optionFlags) (steps.Options, error) {
+	var o steps.Options
 	if configPath != "" {
+		var err error
 		if o, err = steps.LoadOptions(configPath); err != nil {
 			return o, err
 		}
 	}
 	if err := flags.apply(&o, cmd.Flags()); err != nil {
 		return o, exitcode.Usage(err)
+	}
+	return o, nil
+}
+
+// runOptions are the options of a run: the options file, then the flags
+// set, then what this gwdiag supplies itself (the mock image built from
+// it, the local node's binaries beside it), validated.
+func runOptions(cmd *cobra.Command, configPath string, flags *optionFlags) (steps.Options, error) {
+	o, err := loadOptions(cmd, configPath, flags)
+	if err != nil {
+		return o, err
 	}
 	if o.Target == "container" && o.Container.MockImage == "" {
 		if o.Container.MockBuild, err = selfMockBuild(cmd); err != nil {

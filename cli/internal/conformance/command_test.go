@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -321,4 +322,30 @@ func captureOf(t *testing.T, files ...string) []byte {
 		out = append(out, b...)
 	}
 	return out
+}
+
+// TestRunList: --list prints the scenarios a run would run, one a line,
+// with the Examples rows an outline's --run-example takes, and refuses a
+// selection run would refuse; no target starts (the process target's
+// command does not exist).
+func TestRunList(t *testing.T) {
+	out, err := run(t, "run", "--list", "--target", "process", "--proxy-cmd", "no-such-proxy -f {config}", "--tags", "@trace-order && ~@extended")
+	if err != nil {
+		t.Fatalf("--list: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if last := lines[len(lines)-1]; last != fmt.Sprintf("%d scenarios", len(lines)-1) {
+		t.Errorf("last line: got %q, want the count of the %d lines above", last, len(lines)-1)
+	}
+	for _, want := range []string{
+		"trace-order                        core     A forwarded request traces every required event in order\n",
+		"The trace reports the status the backend answered and the client received [--run-example 52]\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--list lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := run(t, "run", "--list", "--tags", "@trace-ordr"); err == nil || !strings.Contains(err.Error(), "did you mean @trace-order?") || exitcode.Code(err) != 2 {
+		t.Errorf("--list of a tag no scenario has: got %v (exit %d), want run's usage error", err, exitcode.Code(err))
+	}
 }
