@@ -10,7 +10,9 @@ import (
 	"github.com/agnivade/levenshtein"
 	messages "github.com/cucumber/messages/go/v21"
 
+	"github.com/gwdiag/gwdiag/features"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
+	"github.com/gwdiag/gwdiag/steps/targets"
 )
 
 // usageError is an option of the run that cannot work, found before the
@@ -26,6 +28,68 @@ func (e *usageError) Error() string { return e.msg }
 // ExitCode is 2: a usage error, the command line must change
 // (cli/internal/exitcode reads it).
 func (*usageError) ExitCode() int { return 2 }
+
+// selection is the profiles a run covers, its feature set and every
+// scenario of it, once the selection has passed checkSelection.
+func selection(o Options, tgt targets.Target) ([]ConformanceProfileName, fs.FS, []featurePickle, error) {
+	profiles := o.profilesFor(tgt)
+	if len(profiles) == 0 {
+		return nil, nil, nil, &usageError{fmt.Sprintf("--profiles %s: the %s target hosts none of the profiles asked for; it hosts %s",
+			profileList(o.Profiles), tgt.Name(), profileList(Options{}.profilesFor(tgt)))}
+	}
+	fsys := o.Features
+	if fsys == nil {
+		fsys = features.FS
+	}
+	all, err := featurePickles(fsys)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading the features: %w", err)
+	}
+	return profiles, fsys, all, checkSelection(all, o, profiles)
+}
+
+// ListedScenario is a scenario a run's selection picks.
+type ListedScenario struct {
+	Feature  FeatureName
+	Profile  ConformanceProfileName
+	Extended bool
+	Name     string
+	// Example is the line of its Examples row in File, 0 for a plain
+	// scenario (what --run-example takes).
+	Example int
+	File    string
+}
+
+// List returns the scenarios a run with opts would run, in the order of
+// the feature files, without starting the target; a selection Run would
+// refuse, it refuses with the same error. What the run would then say of
+// each (unsupported, skipped for want of a capability) is Run's to say.
+func List(opts Options) ([]ListedScenario, error) {
+	o := opts.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	tgt, err := newTarget(o)
+	if err != nil {
+		return nil, err
+	}
+	profiles, _, all, err := selection(o, tgt)
+	if err != nil {
+		return nil, err
+	}
+	profileTags := tagsFor("", profiles)
+	var out []ListedScenario
+	for _, s := range all {
+		if !tagsMatch(o.Tags, s.tagNames()) || !tagsMatch(profileTags, s.tagNames()) || slices.Contains(o.SkipScenarios, s.Name) ||
+			o.RunScenario != "" && s.Name != o.RunScenario || o.RunExample != 0 && s.example != o.RunExample {
+			continue
+		}
+		f := featureOf(s.Pickle)
+		p, _ := profileIn(f, profiles)
+		out = append(out, ListedScenario{Feature: f, Profile: p, Extended: slices.Contains(s.tagNames(), tagExtended), Name: s.Name, Example: s.example, File: s.Uri})
+	}
+	return out, nil
+}
 
 // featurePickle is one scenario of the feature set as godog makes it (an
 // Examples row of an outline is a scenario of its own), with the line of
