@@ -56,6 +56,9 @@ func TestBaselineRoundTrip(t *testing.T) {
 	if strings.Contains(out, "<failure") || !strings.Contains(out, "XFAIL") {
 		t.Errorf("with the baseline: want XFAIL lines and no JUnit failure:\n%s", out)
 	}
+	if strings.Contains(out, "warning: --baseline") {
+		t.Errorf("a baseline written from a report has entries the features lack:\n%s", out)
+	}
 	for _, p := range again.Profiles {
 		if p.Core.Result != ExpectedFailure {
 			t.Errorf("profile %s: core %s, want %s", p.Name, p.Core.Result, ExpectedFailure)
@@ -184,4 +187,40 @@ func cucumberSteps(t *testing.T, path, name string, line int) []cucumberStep {
 	}
 	t.Fatalf("%s: no scenario %q (line %d)", path, name, line)
 	return nil
+}
+
+// TestBaselineEntriesTheFeaturesLack: an entry no scenario matches (a
+// scenario renamed since, a typo, a row that is gone) is said before the
+// run, with the name it may mean; the run goes on.
+func TestBaselineEntriesTheFeaturesLack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "baseline.yaml")
+	b := &Baseline{APIVersion: ReportAPIVersion, Kind: BaselineKind, ExpectedFailures: []ExpectedFailing{
+		{Feature: FeatureAdmin, Scenario: "GET /logging tells the current level"},
+		{Feature: FeatureAdmin, Scenario: "GET /logging tells the curent level"},
+		{Feature: FeatureAdmin, Scenario: "POST /logging sets a level filter", Example: 99},
+		{Feature: "admin-extras", Scenario: "anything"},
+	}}
+	if err := b.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep, err := Run(context.Background(), Options{Target: "inprocess", Output: &out, Tags: "@admin", RunScenario: "GET /logging tells the current level", Baseline: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"warning: --baseline " + path + `: admin has no scenario "GET /logging tells the curent level"; the entry matches nothing (did you mean "GET /logging tells the current level"?)`,
+		"warning: --baseline " + path + `: "POST /logging sets a level filter" of admin has no Examples row at line 99; the entry matches nothing`,
+		"warning: --baseline " + path + `: feature admin-extras has no scenario in these features; its entry "anything" matches nothing`,
+	} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "warning: --baseline"); n != 3 {
+		t.Errorf("%d warnings, want 3 (the first entry is a scenario):\n%s", n, out.String())
+	}
+	if rep.Summary.Stale != 1 {
+		t.Errorf("the listed scenario passed: want it stale, got %+v", rep.Summary)
+	}
 }

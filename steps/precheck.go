@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/gwdiag/gwdiag/steps/targets"
@@ -16,12 +17,47 @@ import (
 // does not host, a selection that picks nothing (checkSelection), an
 // output that cannot be written (checkOutputs). It runs before the target
 // starts, so a typo costs no cluster.
-func checkBeforeStart(o Options, tgt targets.Target) ([]ConformanceProfileName, fs.FS, error) {
-	profiles, fsys, _, err := selection(o, tgt)
+// A baseline entry the features do not have is said on o.Output: it
+// matches nothing (a scenario renamed since, or a typo).
+func checkBeforeStart(o Options, tgt targets.Target, baseline *Baseline) ([]ConformanceProfileName, fs.FS, error) {
+	profiles, fsys, all, err := selection(o, tgt)
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, w := range baselineUnknown(baseline, all) {
+		fmt.Fprintf(o.Output, "warning: --baseline %s: %s\n", o.Baseline, w)
+	}
 	return profiles, fsys, checkOutputs(o)
+}
+
+// baselineUnknown says of each entry of b that no scenario of the features
+// matches, with the name it may mean.
+func baselineUnknown(b *Baseline, all []featurePickle) []string {
+	if b == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range b.ExpectedFailures {
+		var names []string
+		found := false
+		for _, s := range all {
+			if featureOf(s.Pickle) != e.Feature {
+				continue
+			}
+			names = append(names, s.Name)
+			found = found || s.Name == e.Scenario && (e.Example == 0 || s.example == e.Example)
+		}
+		switch {
+		case found:
+		case len(names) == 0:
+			out = append(out, fmt.Sprintf("feature %s has no scenario in these features; its entry %q matches nothing", e.Feature, e.Scenario))
+		case e.Example != 0 && slices.Contains(names, e.Scenario):
+			out = append(out, fmt.Sprintf("%q of %s has no Examples row at line %d; the entry matches nothing", e.Scenario, e.Feature, e.Example))
+		default:
+			out = append(out, fmt.Sprintf("%s has no scenario %q; the entry matches nothing%s", e.Feature, e.Scenario, suggestName(e.Scenario, names)))
+		}
+	}
+	return out
 }
 
 // checkOutputs refuses, before the target starts, an output the run could

@@ -85,7 +85,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	profiles, fsys, err := checkBeforeStart(o, tgt)
+	profiles, fsys, err := checkBeforeStart(o, tgt, baseline)
 	if err != nil {
 		return nil, err
 	}
