@@ -50,14 +50,14 @@ func selection(o Options, tgt targets.Target) ([]ConformanceProfileName, fs.FS, 
 
 // ListedScenario is a scenario a run's selection picks.
 type ListedScenario struct {
-	Feature  FeatureName
-	Profile  ConformanceProfileName
-	Extended bool
-	Name     string
+	Feature  FeatureName            `json:"feature"`
+	Profile  ConformanceProfileName `json:"profile"`
+	Extended bool                   `json:"extended"`
+	Name     string                 `json:"name"`
 	// Example is the line of its Examples row in File, 0 for a plain
 	// scenario (what --run-example takes).
-	Example int
-	File    string
+	Example int    `json:"example,omitempty"`
+	File    string `json:"file"`
 }
 
 // List returns the scenarios a run with opts would run, in the order of

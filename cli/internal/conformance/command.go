@@ -3,6 +3,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -132,7 +133,7 @@ func newRunCommand() *cobra.Command {
 	var (
 		configPath string
 		flags      optionFlags
-		list       bool
+		list       string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -173,8 +174,8 @@ func newRunCommand() *cobra.Command {
   gwdiag conformance run --list --tags @request-limits`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if list {
-				return listScenarios(cmd, configPath, &flags)
+			if list != "" {
+				return listScenarios(cmd, configPath, &flags, list)
 			}
 			o, err := runOptions(cmd, configPath, &flags)
 			if err != nil {
@@ -229,15 +230,19 @@ func newRunCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&configPath, "config", "c", "", "options file (YAML, the fields of steps.Options; docs/options.md); flags override it")
-	f.BoolVar(&list, "list", false, "print the scenarios the run would run (by --tags, --run-scenario, --skip-scenario and the target's profiles), one a line, and exit without starting the target")
+	f.StringVar(&list, "list", "", "print the scenarios the run would run (by --tags, --run-scenario, --skip-scenario and the target's profiles), one a line, or as a JSON array with --list=json, and exit without starting the target")
+	f.Lookup("list").NoOptDefVal = "text"
 	flags.add(f)
 	return cmd
 }
 
 // listScenarios prints the scenarios a run's selection picks, one a line
-// (feature, core or extended, name, the Examples row of an outline), as
-// steps.List gives them: the names --run-scenario takes.
-func listScenarios(cmd *cobra.Command, configPath string, flags *optionFlags) error {
+// (feature, core or extended, name, the Examples row of an outline), or
+// as JSON, as steps.List gives them: the names --run-scenario takes.
+func listScenarios(cmd *cobra.Command, configPath string, flags *optionFlags, format string) error {
+	if format != "text" && format != "json" {
+		return exitcode.Usagef("--list=%s: want text or json", format)
+	}
 	o, err := loadOptions(cmd, configPath, flags)
 	if err != nil {
 		return err
@@ -247,6 +252,11 @@ func listScenarios(cmd *cobra.Command, configPath string, flags *optionFlags) er
 		return err
 	}
 	w := cmd.OutOrStdout()
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(scenarios)
+	}
 	for _, s := range scenarios {
 		level := "core"
 		if s.Extended {

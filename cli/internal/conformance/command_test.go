@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -344,6 +345,14 @@ func TestRunList(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("--list lacks %q:\n%s", want, out)
 		}
+	}
+	js, err := run(t, "run", "--list=json", "--run-scenario", "The trace reports the status the backend answered and the client received")
+	var listed []steps.ListedScenario
+	if err != nil || json.Unmarshal([]byte(js), &listed) != nil || len(listed) != 3 || listed[1].Example == 0 || listed[1].File != "trace_order.feature" || listed[1].Profile != steps.ProfileStandalone {
+		t.Errorf("--list=json of an outline: got %v, %+v\n%s", err, listed, js)
+	}
+	if _, err := run(t, "run", "--list=yaml"); err == nil || exitcode.Code(err) != 2 {
+		t.Errorf("--list=yaml: got %v, want a usage error", err)
 	}
 	if _, err := run(t, "run", "--list", "--tags", "@trace-ordr"); err == nil || !strings.Contains(err.Error(), "did you mean @trace-order?") || exitcode.Code(err) != 2 {
 		t.Errorf("--list of a tag no scenario has: got %v (exit %d), want run's usage error", err, exitcode.Code(err))
