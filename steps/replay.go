@@ -54,6 +54,9 @@ func Replay(ctx context.Context, dir string, o Options) (*Replayed, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := replayable(b, o); err != nil {
+		return nil, err
+	}
 	features, err := os.MkdirTemp("", "gwdiag-replay-")
 	if err != nil {
 		return nil, err
@@ -137,4 +140,31 @@ func unmarked(events []trace.Event) []trace.Event {
 		out = append(out, e)
 	}
 	return out
+}
+
+// replayable refuses, as a usage error naming the target the bundle ran
+// on, a replay on a target that hosts none of the profiles of the bundle's
+// feature (a cluster scenario's bundle, replayed on the in-process
+// default), rather than Run's words about a --run-scenario the user did
+// not give.
+func replayable(b *bundle.Bundle, o Options) error {
+	o = o.withDefaults()
+	tgt, err := newTarget(o)
+	if err != nil {
+		return err
+	}
+	f := FeatureName(b.Meta.Feature)
+	ps := profilesOf(f)
+	if len(ps) == 0 {
+		return nil // a feature this gwdiag does not know: Run says so
+	}
+	if _, ok := profileIn(f, o.profilesFor(tgt)); ok {
+		return nil
+	}
+	var names []ConformanceProfileName
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	return &usageError{fmt.Sprintf("replay: %q is a scenario of %s, a feature of the %s profile, which the %s target does not host; the bundle's run was on the %s target: replay it with --target %s and that target's flags",
+		b.Meta.Scenario, f, profileList(names), tgt.Name(), b.Meta.Target, b.Meta.Target)}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -301,5 +302,29 @@ func TestListIsWhatRunRuns(t *testing.T) {
 	var usage *usageError
 	if _, err := List(Options{TargetImpl: standalone, Tags: "@token-overag"}); !errors.As(err, &usage) {
 		t.Errorf("a tag no scenario has: got %v, want Run's usage error", err)
+	}
+}
+
+// TestReplayOfAnotherProfileSaysWhichTarget: the bundle of a cluster
+// scenario, replayed on the in-process default, is a usage error that
+// names the target the bundle ran on, before anything starts.
+func TestReplayOfAnotherProfileSaysWhichTarget(t *testing.T) {
+	dir := t.TempDir()
+	src, err := fs.ReadFile(features.FS, "condition_status.feature")
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := "scenario: Gateway and HTTPRoute report healthy conditions\nfeature: condition-status\nfeatureFile: condition_status.feature\nresult: failed\nmessage: x\ntarget: cluster\n"
+	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "condition_status.feature"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Replay(context.Background(), dir, Options{TargetImpl: unstartable{t, []string{targets.CapabilityStandalone}}, Output: io.Discard})
+	want := `replay: "Gateway and HTTPRoute report healthy conditions" is a scenario of condition-status, a feature of the cluster profile, which the unstartable target does not host; the bundle's run was on the cluster target: replay it with --target cluster and that target's flags`
+	var usage *usageError
+	if !errors.As(err, &usage) || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
 	}
 }
