@@ -229,9 +229,8 @@ func checkTags(expr string) error {
 		return nil
 	}
 	syntax := "tags join with && (and), a comma (or) and ~ (not), without brackets, e.g. '@request-limits,@token-overage && ~@extended'"
-	for _, and := range strings.Split(expr, "&&") {
-		for _, term := range strings.Split(and, ",") {
-			term = strings.TrimSpace(term)
+	for _, clause := range tagClauses(expr) {
+		for _, term := range clause {
 			name := strings.TrimPrefix(term, "~")
 			if len(name) < 2 || name[0] != '@' || strings.Count(name, "@") != 1 || strings.ContainsAny(name, " \t()|!&") {
 				return fmt.Errorf("tags %q: %q is not a tag; %s", expr, term, syntax)
@@ -239,6 +238,20 @@ func checkTags(expr string) error {
 		}
 	}
 	return nil
+}
+
+// tagClauses splits a godog tag expression as godog does: clauses joined
+// by "&&", each of terms joined by ",", trimmed ("~@x" negates).
+func tagClauses(expr string) [][]string {
+	var out [][]string
+	for _, and := range strings.Split(expr, "&&") {
+		var terms []string
+		for _, term := range strings.Split(and, ",") {
+			terms = append(terms, strings.TrimSpace(term))
+		}
+		out = append(out, terms)
+	}
+	return out
 }
 
 func knownFeatures() string {

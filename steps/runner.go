@@ -195,11 +195,12 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 			return rep, err
 		}
 	}
-	if o.RunScenario != "" && rep.Interrupted == nil && !r.ran(o.RunScenario) {
-		if o.RunExample != 0 {
-			return rep, fmt.Errorf("no example of scenario %q at line %d ran; check the name, the line and --tags", o.RunScenario, o.RunExample)
+	if o.RunScenario != "" && rep.Interrupted == nil {
+		// The selection was checked before the start: a scenario asked
+		// for that did not run was skipped (an exempt feature, say).
+		if why, skipped := r.skippedAll(o.RunScenario); skipped {
+			return rep, fmt.Errorf("scenario %q did not run: %s", o.RunScenario, why)
 		}
-		return rep, fmt.Errorf("no scenario named %q ran; check the name and --tags", o.RunScenario)
 	}
 	if o.PlantCredentials {
 		return rep, checkPlanted(o, progress.bytes())
@@ -461,16 +462,21 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	stepdefs.Register(sc)
 }
 
-// ran reports whether a scenario of that name ran (was not skipped).
-func (r *runner) ran(name string) bool {
+// skippedAll reports whether no scenario of that name ran (every one was
+// skipped, or none came), and why the last was skipped.
+func (r *runner) skippedAll(name string) (why string, skipped bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	why = "godog ran no scenario of that name"
 	for _, res := range r.results {
 		if res.Name == name && res.Result != Skipped {
-			return true
+			return "", false
+		}
+		if res.Name == name && res.Message != notAskedFor && res.Message != notExampleAskedFor {
+			why = res.Message
 		}
 	}
-	return false
+	return why, true
 }
 
 // The skip reasons of the scenarios --run-scenario and --run-example

@@ -143,10 +143,10 @@ func tagsMatch(expr string, tags []string) bool {
 	has := func(name string) bool {
 		return slices.ContainsFunc(tags, func(t string) bool { return strings.ReplaceAll(t, "@", "") == name })
 	}
-	for _, and := range strings.Split(expr, "&&") {
+	for _, clause := range tagClauses(expr) {
 		ok := false
-		for _, term := range strings.Split(and, ",") {
-			name := strings.ReplaceAll(strings.TrimSpace(term), "@", "")
+		for _, term := range clause {
+			name := strings.ReplaceAll(term, "@", "")
 			if negated, found := strings.CutPrefix(name, "~"); found {
 				ok = ok || !has(negated)
 			} else {
@@ -244,9 +244,8 @@ func missingTags(expr string, all []featurePickle) string {
 	}
 	slices.Sort(known)
 	var out []string
-	for _, and := range strings.Split(expr, "&&") {
-		for _, term := range strings.Split(and, ",") {
-			t := strings.TrimSpace(term)
+	for _, clause := range tagClauses(expr) {
+		for _, t := range clause {
 			if strings.HasPrefix(t, "~") || slices.Contains(known, t) {
 				continue
 			}

@@ -328,3 +328,14 @@ func TestReplayOfAnotherProfileSaysWhichTarget(t *testing.T) {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 }
+
+// TestScenarioAskedForAndSkippedSaysWhy: a scenario asked for by name that
+// the run then skips says why, not that its name may be wrong (it was
+// checked before the start).
+func TestScenarioAskedForAndSkippedSaysWhy(t *testing.T) {
+	const name = "GET /logging tells the current level"
+	_, err := Run(context.Background(), Options{Target: "inprocess", RunScenario: name, ExemptFeatures: []FeatureName{FeatureAdmin}, Output: io.Discard})
+	if want := `scenario "` + name + `" did not run: feature admin is exempt`; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}

@@ -281,8 +281,10 @@ func validate(cmd *cobra.Command, o *options, args []string) (plan, error) {
 		}
 		// Compiled here as the proxy compiles it: a typo is said before
 		// any proxy is reached, and also where the proxy ignores the filter.
-		if _, err := watch.CompileOutcome(outcome); outcome != "" && err != nil {
-			return p, fmt.Errorf("--outcome %q: %v", o.outcome, err)
+		if outcome != "" {
+			if _, err := watch.CompileOutcome(outcome); err != nil {
+				return p, fmt.Errorf("--outcome %q: %v", o.outcome, err)
+			}
 		}
 		p.outcome = outcome
 	}
