@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -148,9 +149,19 @@ binds:
 	if diff := cmp.Diff(want, types(evs)); diff != "" {
 		t.Fatalf("events of a refused request (-want +got):\n%s", diff)
 	}
-	// The limit's reason: the entry that refused, from where, with its state.
-	if got := evs[5].Message["result"].(map[string]any)["details"]; got != "refused by localRateLimit[0] of the inline policies of route default/limited (1 request per hour (bucket of 2)): exhausted, refills in 3600 s" {
-		t.Errorf("policy details %q", got)
+	// The limit's reason: the entry that refused, from where, with its
+	// state, its refill in the seconds the client's headers said (no
+	// "refills in 49 s" beside a header and a resetSeconds of 48).
+	reset := resp.Header.Get("x-ratelimit-reset")
+	if n, err := strconv.Atoi(reset); err != nil || n < 3590 || n > 3600 || resp.Header.Get("retry-after") != reset {
+		t.Errorf("x-ratelimit-reset %q, retry-after %q: want the same whole seconds, up to an hour", reset, resp.Header.Get("retry-after"))
+	}
+	result := evs[5].Message["result"].(map[string]any)
+	if got := result["details"]; got != "refused by localRateLimit[0] of the inline policies of route default/limited (1 request per hour (bucket of 2)): exhausted, refills in "+reset+" s" {
+		t.Errorf("policy details %q, want it to refill in the %s s of x-ratelimit-reset", got, reset)
+	}
+	if got := result["entries"].([]any)[0].(map[string]any)["resetSeconds"]; fmt.Sprint(got) != reset {
+		t.Errorf("resetSeconds %v, want x-ratelimit-reset's %s", got, reset)
 	}
 	rl := evs[4].Message["effectivePolicy"].(map[string]any)["localRateLimit"]
 	wantRL := []any{map[string]any{"maxTokens": float64(2), "tokensPerFill": float64(1), "fillInterval": "3600s", "type": "requests"}}

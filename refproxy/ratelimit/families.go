@@ -248,10 +248,15 @@ func (d Decision) eachHeader(b []byte, set HeaderFunc) []byte {
 	set(HeaderLimit, b)
 	b = strconv.AppendUint(b[:0], d.Remaining, 10)
 	set(HeaderRemaining, b)
-	b = strconv.AppendInt(b[:0], int64(d.Reset/time.Second), 10)
+	b = strconv.AppendInt(b[:0], ResetSeconds(d.Reset), 10)
 	set(HeaderReset, b)
 	return b
 }
+
+// ResetSeconds is a time until a refill as every header and trace reason
+// of refproxy writes it: whole seconds, rounded down (the reference's
+// as_secs), so 0 for a refill under a second away.
+func ResetSeconds(d time.Duration) int64 { return int64(d / time.Second) }
 
 // headerRetryAfter is written on a 429 of a limited route: the seconds
 // until the denying limit refills, as x-ratelimit-reset says them.
@@ -264,7 +269,7 @@ func (d Decision) RetryAfter(set HeaderFunc) {
 		return
 	}
 	buf := scratch.Get().(*[128]byte)
-	set(headerRetryAfter, strconv.AppendInt(buf[:0], int64(d.Reset/time.Second), 10))
+	set(headerRetryAfter, strconv.AppendInt(buf[:0], ResetSeconds(d.Reset), 10))
 	scratch.Put(buf)
 }
 
@@ -342,7 +347,7 @@ func (d *Decision) appendIETF(b []byte, policy bool) []byte {
 			b = append(b, ";r="...)
 			b = strconv.AppendInt(b, clampInt(w.Remaining), 10)
 			b = append(b, ";t="...)
-			b = strconv.AppendInt(b, int64(w.Reset/time.Second), 10)
+			b = strconv.AppendInt(b, ResetSeconds(w.Reset), 10)
 		}
 	}
 	return b

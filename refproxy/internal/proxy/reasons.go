@@ -306,7 +306,7 @@ func traceLocalLimit(tr *tracing.Tracer, rt *route, d ratelimit.Decision, states
 			bucket := keyFields(tr, &e, le, st.Bucket)
 			if st.Refused {
 				why := fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
-					le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, st.Remaining), roundSeconds(st.Reset))
+					le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, st.Remaining), inSeconds(st.Reset))
 				if le.spec.Shadow {
 					// Counted, never refusing: what it would have done.
 					e.WouldRefuse = true
@@ -357,7 +357,7 @@ func traceTokenCharge(tr *tracing.Tracer, rt *route, held *ratelimit.Held, token
 			bucket := keyFields(tr, &e, le, b)
 			entries = append(entries, e)
 			left = append(left, fmt.Sprintf("localRateLimit[%d] of %s (%s)%s: %s, refills in %s",
-				le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, rem), roundSeconds(reset)))
+				le.index, le.src, describeLimit(le.spec), bucket, describeLeft(le.spec, rem), inSeconds(reset)))
 		}
 	}
 	if len(entries) == 0 {
@@ -410,10 +410,10 @@ func remaining(n uint64) *int64 {
 	return &v
 }
 
-// seconds is d in whole seconds (rounded down), as a reason writes a
-// reset.
+// seconds is a reset as x-ratelimit-reset says it (ratelimit.ResetSeconds),
+// for a reason's resetSeconds.
 func seconds(d time.Duration) *int64 {
-	v := int64(d / time.Second)
+	v := ratelimit.ResetSeconds(d)
 	return &v
 }
 
@@ -441,8 +441,11 @@ func describeLeft(rl config.RateLimit, remaining uint64) string {
 	return fmt.Sprintf("%d of %d left", remaining, rl.MaxTokens)
 }
 
-func roundSeconds(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Second/2)/time.Second), 10) + " s"
+// inSeconds is a reset in a reason's words ("42 s"): the number the
+// client's x-ratelimit-reset and the entry's resetSeconds say, so that a
+// trace, its explanation and the headers agree.
+func inSeconds(d time.Duration) string {
+	return strconv.FormatInt(ratelimit.ResetSeconds(d), 10) + " s"
 }
 
 // traceRemoteLimits reports each global limit of the route: the
@@ -538,7 +541,7 @@ func describeSent(tr *tracing.Tracer, sent []remote.DescriptorResult) string {
 			if d.Limit == 1 {
 				typ = strings.TrimSuffix(typ, "s")
 			}
-			s += fmt.Sprintf(" %d %s per %s, %d left, resets in %s", d.Limit, typ, d.Unit, d.Remaining, roundSeconds(d.Reset))
+			s += fmt.Sprintf(" %d %s per %s, %d left, resets in %s", d.Limit, typ, d.Unit, d.Remaining, inSeconds(d.Reset))
 		}
 		if d.Code != "" {
 			s += " (" + d.Code + ")"
