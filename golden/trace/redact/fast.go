@@ -66,7 +66,8 @@ func upper(c byte) byte {
 // them (as encoding/json does); what encoding/json refuses (a control
 // byte, an unknown escape), of which walk keeps the raw bytes, says true.
 // A name followed by ":null," or ":null}" (the effectivePolicy's
-// "authorization":null) gives walk no value for it. A secret long enough
+// "authorization":null) gives walk no value for it. A string holding a
+// credential query parameter (redactQuery's) says true too. A secret long enough
 // to be scrubbed inside a string is looked for in the whole of src, a
 // shorter one among the strings. It allocates nothing once buf has grown
 // (a string with escapes is decoded into it): most events of a stream
@@ -92,7 +93,10 @@ func (n *names) mayRedact(r *Redactor, src []byte, s *Secrets, buf *[]byte) bool
 			}
 		}
 	}
-	if len(secrets) == 0 && (n.none || noHeaders(src)) {
+	// A credential query parameter: looked for in each string, decoded,
+	// when src may hold one.
+	query := r.mayHoldQueryValue(src, true)
+	if len(secrets) == 0 && (n.none || noHeaders(src)) && !query {
 		return false // nothing to look for
 	}
 	folds := bytes.IndexByte(src, 0xE2) >= 0 || bytes.IndexByte(src, 0xC4) >= 0
@@ -151,6 +155,9 @@ func (n *names) mayRedact(r *Redactor, src []byte, s *Secrets, buf *[]byte) bool
 			}
 		}
 		if n.may(str, folds) && r.sensitiveRaw(str) && !nullAfter(src, end) {
+			return true
+		}
+		if query && len(str) > 0 && r.hasQueryValue(unsafe.String(unsafe.SliceData(str), len(str))) {
 			return true
 		}
 		for _, v := range short {
@@ -251,6 +258,9 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 			return dst, false, false
 		}
 		escapes = true
+	}
+	if r.mayHoldQueryValue(src, false) {
+		return dst, false, false // a credential query parameter: AppendEvent's
 	}
 	sp := (*spans)[:0]
 	defer func() { *spans = sp[:0] }()

@@ -123,6 +123,8 @@ func FuzzMayRedact(f *testing.F) {
 	f.Add(`["\"`, "", "")
 	f.Add(`{"headers":{"cookie":null"a=b"}}`, "", "")
 	f.Add(`{"k":"İ"}`, "", "")
+	f.Add(`{"uri":"/x?a=1\u0026key=v","r":"?token=\u003cx"}`, "", "")
+	f.Add(`{"uri":"/x?ke\u0079=v"}`, "", "")
 	r := New(Options{Key: testKey, Extra: []string{"x-tenant-token", "K"}})
 	f.Fuzz(func(t *testing.T, src, secret1, secret2 string) {
 		checkMayRedact(t, r, []byte(src), nil)
@@ -240,6 +242,7 @@ func FuzzAppendParsed(f *testing.F) {
 	f.Add(`{"headers":{"cookie":["a=b; c=d",["x"],{"y":"z"}],"set-cookie":"id=1; Expires=Wed, 21 Oct 2015 07:28:00 GMT"}}`, "d", "")
 	f.Add(`[{"headers":{"x-api-key":"abc"}},"abc",{"abc":null}]`, "", "")
 	f.Add(`{"x":"headers","headers":"x","y":{"headers":{}}}`, "x", "y")
+	f.Add(`{"uri":"/x?a=1&key=v&token=<x>","p":"/x?api_key=abcdefghij"}`, "abcdefghij", "")
 	r := New(Options{Key: testKey, Extra: []string{"x-tenant-token"}})
 	f.Fuzz(func(t *testing.T, src, secret1, secret2 string) {
 		if json.Valid([]byte(src)) {
@@ -253,6 +256,7 @@ func FuzzAppendParsed(f *testing.F) {
 		planted := map[string]any{"message": map[string]any{
 			"headers": map[string]any{"authorization": secret1, "cookie": []string{secret2, "k=" + secret1}},
 			"reason":  "before " + secret1 + " after", "bucket": secret2, "raw": json.RawMessage(orNull(src)),
+			"uri": "/x?key=" + secret1 + "&a=b&access_token=" + secret2,
 		}}
 		if enc.Encode(planted) == nil {
 			checkParsed(t, r, bytes.TrimSpace(b.Bytes()), nil)

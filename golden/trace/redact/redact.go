@@ -125,6 +125,9 @@ type Options struct {
 	// Extra are more headers to redact (any case), e.g. the reference's
 	// config.sensitiveHeaders or the header an apiKey policy reads.
 	Extra []string
+	// ExtraQuery are more query parameters to redact (any case), beside
+	// QueryDefaults: a credential a service takes in the URL.
+	ExtraQuery []string
 	// EscapeHTML writes the strings a scrub changes with <, > and &
 	// escaped (\u003c, \u003e, \u0026), as json.Marshal writes every
 	// string: a writer whose events are json.Marshal's bytes (refproxy)
@@ -137,6 +140,8 @@ type Options struct {
 // secrets under one key. It is safe for concurrent use.
 type Redactor struct {
 	names      map[string]struct{}
+	query      map[string]struct{} // query parameters (query.go)
+	queryLens  uint64              // a bit per length of a name of query
 	macs       sync.Pool
 	key        []byte
 	escapeHTML bool
@@ -167,16 +172,27 @@ const maxFingerprints = 4096
 
 // New returns a Redactor for o.
 func New(o Options) *Redactor {
-	r := &Redactor{names: map[string]struct{}{}, escapeHTML: o.EscapeHTML}
+	r := &Redactor{names: map[string]struct{}{}, query: map[string]struct{}{}, escapeHTML: o.EscapeHTML}
 	if !o.NoDefaults {
 		for _, h := range Defaults {
 			r.names[h.Name] = struct{}{}
+		}
+		for _, h := range QueryDefaults {
+			r.query[h.Name] = struct{}{}
 		}
 	}
 	for _, n := range o.Extra {
 		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
 			r.names[n] = struct{}{}
 		}
+	}
+	for _, n := range o.ExtraQuery {
+		if n = strings.ToLower(strings.TrimSpace(n)); n != "" && len(n) <= maxQueryName {
+			r.query[n] = struct{}{}
+		}
+	}
+	for n := range r.query {
+		r.queryLens |= 1 << len(n)
 	}
 	r.key = slices.Clone(o.Key)
 	if len(r.key) == 0 {
@@ -193,7 +209,7 @@ func New(o Options) *Redactor {
 // With returns a Redactor with the same key that also redacts names
 // (a config's own list on top of a process's).
 func (r *Redactor) With(names ...string) *Redactor {
-	n := &Redactor{names: make(map[string]struct{}, len(r.names)+len(names)), key: r.key, escapeHTML: r.escapeHTML, made: r.made}
+	n := &Redactor{names: make(map[string]struct{}, len(r.names)+len(names)), query: r.query, queryLens: r.queryLens, key: r.key, escapeHTML: r.escapeHTML, made: r.made}
 	for k := range r.names {
 		n.names[k] = struct{}{}
 	}

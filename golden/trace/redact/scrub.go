@@ -102,21 +102,26 @@ func (r *Redactor) AppendScrubbedJSON(dst, src []byte, s *Secrets) ([]byte, bool
 // AppendEvent appends the trace event src (JSON) to dst redacted: the
 // value of every sensitive header in any "headers" object of it (a
 // snapshot's request and response headers, and wherever a newer proxy
-// puts headers), then every secret of s, and of those headers, wherever
-// else a string of the event holds it. The headers' credentials are added
-// to s, so that the events of the same request after this one are
-// scrubbed of them too. Nothing changed: dst gets src byte for byte, and
+// puts headers), and of every credential query parameter in a URL a
+// string of it holds (a snapshot's uri and pathAndQuery), then every
+// secret of s, and of those, wherever else a string of the event holds it.
+// Those credentials are added to s, so that the events of the same
+// request after this one are scrubbed of them too. Nothing changed: dst gets src byte for byte, and
 // false. src need not be valid JSON: what is not a string is copied.
 func (r *Redactor) AppendEvent(dst, src []byte, s *Secrets) ([]byte, bool) {
 	return r.appendJSON(dst, src, s, true)
 }
 
 // CollectEvent adds to s the credentials the sensitive headers of the
-// event src show (what AppendEvent would redact), changing nothing.
+// event src show, and the credential query parameters its strings hold
+// (what AppendEvent would redact), changing nothing.
 func (r *Redactor) CollectEvent(src []byte, s *Secrets) {
+	query := r.queryIn(src)
 	walk(src, func(t token) {
 		if t.header != "" && r.Sensitive(t.header) {
 			Credentials(t.header, t.text(src), s.Add)
+		} else if query {
+			r.addQuerySecrets(t.text(src), s)
 		}
 	})
 }
@@ -131,6 +136,7 @@ func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers bool) ([]byte
 	}
 	at, changed := len(dst), false
 	last := 0
+	query := headers && r.queryIn(src)
 	walk(src, func(t token) {
 		v := t.text(src)
 		var out string
@@ -139,7 +145,13 @@ func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers bool) ([]byte
 			out = r.Value(t.header, v)
 			ok = out != v
 		} else {
-			out, ok = r.Scrub(v, s)
+			if query {
+				// a credential query parameter, whatever its length
+				v, ok = r.redactQuery(v)
+			}
+			var scrubbed bool
+			out, scrubbed = r.Scrub(v, s)
+			ok = ok || scrubbed
 		}
 		if !ok {
 			return

@@ -14,8 +14,10 @@ import (
 // redacted as AppendValue redacts it and its credentials added to s: the
 // rest of the line, or up to the quote that closes it when the name or
 // the value is quoted; a value that is a JSON object, array, number or
-// null is left. Then every secret of s is scrubbed from each line, as
-// Scrub scrubs a string. Nothing changed: dst gets src byte for byte.
+// null is left. So is the value of every credential query parameter in a
+// URL ("> GET /v1beta/models/m:generateContent?key=... HTTP/1.1").
+// Then every secret of s is scrubbed from each line, as Scrub scrubs a
+// string. Nothing changed: dst gets src byte for byte.
 func (r *Redactor) AppendText(dst, src []byte, s *Secrets) ([]byte, bool) {
 	if s == nil {
 		s = &Secrets{}
@@ -29,6 +31,10 @@ func (r *Redactor) AppendText(dst, src []byte, s *Secrets) ([]byte, bool) {
 		src = src[len(line):]
 		body := strings.TrimRight(string(line), "\r\n")
 		out, ok := r.textLine(body, s)
+		r.addQuerySecrets(out, s)
+		if q, ok2 := r.redactQuery(out); ok2 {
+			out, ok = q, true
+		}
 		if sc, ok2 := r.Scrub(out, s); ok2 {
 			out, ok = sc, true
 		}

@@ -43,6 +43,7 @@ func FuzzAppendText(f *testing.F) {
 	f.Add("> Authorization: Bearer ", "sk-secret-123", "\r\n")
 	f.Add(`-H 'cookie: `, "a=b", `' x`)
 	f.Add(`"x-api-key": "`, "k\\\"ey", `",`)
+	f.Add("> GET /x?a=1&key=", "AIzaSyPlanted", " HTTP/1.1")
 	r := New(Options{Key: testKey})
 	f.Fuzz(func(t *testing.T, before, secret, after string) {
 		in := before + secret + after
@@ -57,6 +58,12 @@ func FuzzAppendText(f *testing.F) {
 		}
 		if got := strings.TrimPrefix(r.Text("X-Api-Key: "+secret+"\n", &Secrets{}), "X-Api-Key: "); strings.Contains(got, secret) && !strings.Contains(fp(secret)+"\n", secret) {
 			t.Fatalf("secret %q left in %q", secret, got)
+		}
+		// Nor a URL "?key=<secret>" with a secret that is one value.
+		if !strings.ContainsAny(secret, "&# \t<>") {
+			if got, want := r.Text("GET /?key="+secret+" HTTP/1.1", &Secrets{}), "GET /?key="+fp(secret)+" HTTP/1.1"; got != want {
+				t.Fatalf("query secret %q: got %q, want %q", secret, got, want)
+			}
 		}
 	})
 }
