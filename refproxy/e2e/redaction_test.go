@@ -53,6 +53,12 @@ const (
 	plantConfigCookie = "plant-cfgcookie-3b7d"
 	plantMalformed    = "plant-malformed-6a2c"
 	plantGuardKey     = "plant-guard-key-5d1e"
+	// plantQueryKey and plantShortQuery are credentials in a request's
+	// query (Gemini's ?key=, an OAuth access_token): the short one is
+	// found by no scrubbing inside the URI, only by the query's own
+	// redaction.
+	plantQueryKey   = "AIzaSyPlantQueryKey0c4f9e"
+	plantShortQuery = "Qt_7"
 	// plantLateCookie is a cookie the backend issues that the client had
 	// put in its query: see TestTracesNeverShowCredentials.
 	plantLateCookie = "plant-late-issued-cookie-77aa"
@@ -63,7 +69,7 @@ var plantedSecrets = []string{
 	plantBearer, plantWrongBearer, plantProxyCreds, plantSession, plantTheme, plantShortCookie, plantXAPIKey,
 	plantShortKey + "0", plantShortKey + "1", plantShortKey + "2", plantShortKey + "3",
 	plantAzureKey, plantGoogKey, plantTenantToken, plantSetCookie, plantProviderKey, plantBackendToken,
-	plantConfigCookie, plantMalformed, plantGuardKey,
+	plantConfigCookie, plantMalformed, plantGuardKey, plantQueryKey, plantShortQuery,
 }
 
 // credentialHeaders are the headers every planted request carries: each
@@ -395,7 +401,7 @@ func (e *plantEnv) plantRequests(run int) []plantRequest {
 	wrong := credentialHeaders(plantWrongBearer, plantXAPIKey)
 	chat := append([]string{"Content-Type", "application/json"}, all...)
 	return []plantRequest{
-		{"forwarded", e.main, http.MethodGet, "/get?q=1", "", all, http.StatusOK},
+		{"forwarded", e.main, http.MethodGet, "/get?q=1&key=" + plantQueryKey + "&access_token=" + plantShortQuery, "", all, http.StatusOK},
 		{"keyed limit, admitted", e.main, http.MethodGet, "/keyed", "", short, http.StatusOK},
 		{"keyed limit, refused", e.main, http.MethodGet, "/keyed", "", short, http.StatusTooManyRequests},
 		{"global limit, refused", e.main, http.MethodGet, "/global", "", short, http.StatusTooManyRequests},
@@ -406,7 +412,7 @@ func (e *plantEnv) plantRequests(run int) []plantRequest {
 		{"header modifiers", e.main, http.MethodGet, "/modified", "", all, http.StatusOK},
 		{"backend unreachable", e.main, http.MethodGet, "/down", "", all, http.StatusServiceUnavailable},
 		{"backend malformed", e.main, http.MethodGet, "/malformed", "", all, http.StatusBadGateway},
-		{"llm route", e.llm, http.MethodPost, "/v1/chat/completions", `{"model":"plant","messages":[{"role":"user","content":"hi"}]}`, chat, http.StatusOK},
+		{"llm route", e.llm, http.MethodPost, "/v1/chat/completions?key=" + plantQueryKey, `{"model":"plant","messages":[{"role":"user","content":"hi"}]}`, chat, http.StatusOK},
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -32,10 +33,11 @@ type table struct {
 	// (a backend's Authorization, a Set-Cookie), which effectivePolicy
 	// and /config_dump show as "<redacted>" (configShown).
 	secretHeaders *redact.Redactor
-	// credQuery are the query parameters the config's auth policies read
-	// a credential from: traces show their values redacted in a request's
+	// credQuery are the query parameters whose values are credentials:
+	// redact.QueryDefaults and those the config's auth policies read a
+	// credential from. Traces show their values redacted in a request's
 	// uri and pathAndQuery (redactQuery); nil in clear.
-	credQuery []string
+	credQuery queryNames
 	// otel is the OpenTelemetry export (otel.go), nil without one.
 	otel *otelExport
 }
@@ -157,7 +159,13 @@ func (dp *Dataplane) build(cfg *config.Config) (*table, error) {
 	t := &table{cfg: cfg}
 	t.redaction, t.secretHeaders = dp.tableRedaction(cfg)
 	if !dp.opts.TraceCredentialsInClear {
-		t.credQuery = cfg.CredentialQueryParams()
+		names := cfg.CredentialQueryParams()
+		for _, q := range redact.QueryDefaults {
+			if !slices.Contains(names, q.Name) {
+				names = append(names, q.Name)
+			}
+		}
+		t.credQuery = newQueryNames(names)
 	}
 	for bi, b := range cfg.Binds {
 		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName(), routing: &routing.Bind{}}
