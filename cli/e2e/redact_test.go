@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,13 +16,14 @@ import (
 
 // credentialsProxy stands in for a proxy that does not redact (the real one
 // today): /debug/trace sends the trace of the next data-plane request with
-// its headers in clear, and the API key again in a policy's reason. (refproxy
+// its headers and query in clear, and the API key again in a policy's
+// reason. (refproxy
 // redacts; this is what gwdiag must not leak.)
 func credentialsProxy(t *testing.T) (adminURL string, dataPort int) {
 	t.Helper()
-	headers := make(chan http.Header, 1)
+	headers := make(chan *http.Request, 1)
 	data := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		headers <- r.Header.Clone()
+		headers <- r.Clone(context.Background())
 		w.Write([]byte("ok\n"))
 	}))
 	t.Cleanup(data.Close)
@@ -29,19 +31,20 @@ func credentialsProxy(t *testing.T) (adminURL string, dataPort int) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, ": ready\n\n")
 		w.(http.Flusher).Flush()
-		var h http.Header
+		var req *http.Request
 		select {
-		case h = <-headers:
+		case req = <-headers:
 		case <-r.Context().Done():
 			return
 		}
+		h := req.Header
 		var hs []string
 		for k, vs := range h {
 			hs = append(hs, strconv.Quote(strings.ToLower(k))+":"+strconv.Quote(strings.Join(vs, ", ")))
 		}
 		for i, m := range []string{
 			`{"type":"requestStarted"}`,
-			`{"type":"requestSnapshot","stage":"initial request","requestState":{"request":{"method":"GET","path":"/","headers":{` + strings.Join(hs, ",") + `}}}}`,
+			`{"type":"requestSnapshot","stage":"initial request","requestState":{"request":{"method":"GET","path":"/","pathAndQuery":` + strconv.Quote(req.URL.RequestURI()) + `,"headers":{` + strings.Join(hs, ",") + `}}}}`,
 			`{"type":"policy","kind":"apiKey","reason":"key ` + h.Get("X-Api-Key") + ` accepted"}`,
 			`{"type":"responseSnapshot","stage":"final response","requestState":{"response":{"code":200,"headers":{"set-cookie":"sid=e2e-backend-sid-8c1f; Path=/"}}}}`,
 			`{"type":"requestFinished"}`,
@@ -54,7 +57,9 @@ func credentialsProxy(t *testing.T) (adminURL string, dataPort int) {
 }
 
 // e2ePlanted are the credentials the tests below plant.
-var e2ePlanted = []string{"e2e-bearer-3a9d0c7f", "e2e-key-51be2a90", "e2e-cookie-7d04e6b2", "e2e-backend-sid-8c1f"}
+// The last two are in the request's query (Gemini's ?key=, an OAuth
+// access_token too short to be found inside a string but as a value).
+var e2ePlanted = []string{"e2e-bearer-3a9d0c7f", "e2e-key-51be2a90", "e2e-cookie-7d04e6b2", "e2e-backend-sid-8c1f", "AIzaE2eQueryKey40d7", "Qz_9"}
 
 func leaked(out string) []string {
 	var found []string
@@ -76,7 +81,7 @@ func TestRedactedByDefault(t *testing.T) {
 		if redactFlag != "" {
 			args = append(args, redactFlag)
 		}
-		args = append(args, "--", "http://example.com/", "-H", "Authorization: Bearer "+e2ePlanted[0], "-H", "X-Api-Key: "+e2ePlanted[1],
+		args = append(args, "--", "http://example.com/?key="+e2ePlanted[4]+"&access_token="+e2ePlanted[5], "-H", "Authorization: Bearer "+e2ePlanted[0], "-H", "X-Api-Key: "+e2ePlanted[1],
 			"-H", "Cookie: session="+e2ePlanted[2])
 		if _, err := exec.LookPath("curl"); err == nil {
 			args = append(args, "-v")

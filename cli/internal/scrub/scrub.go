@@ -60,13 +60,18 @@ type Flags struct {
 	Redact bool
 	// Headers are more headers to redact (--redact-header, repeatable).
 	Headers []string
+	// Query are more query parameters to redact (--redact-query-param,
+	// repeatable), beside redact.QueryDefaults.
+	Query []string
 }
 
 // Add adds --redact and --redact-header to fs.
 func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.Redact, "redact", true, "redact credentials in what gwdiag prints and saves: the values of "+strings.Join(defaultNames(), ", ")+
-		" and of --redact-header headers, and the same credentials wherever else they show, each replaced by <redacted:fingerprint> (--redact=false: in clear; docs/redaction.md)")
+		" and of --redact-header headers, of the query parameters "+strings.Join(defaultQuery(), ", ")+" and --redact-query-param in a URL,"+
+		" and the same credentials wherever else they show, each replaced by <redacted:fingerprint> (--redact=false: in clear; docs/redaction.md)")
 	fs.StringArrayVar(&f.Headers, "redact-header", nil, "also redact the values of this header (repeatable; any case)")
+	fs.StringArrayVar(&f.Query, "redact-query-param", nil, "also redact the values of this query parameter in a URL (repeatable; any case)")
 }
 
 // defaultNames are the headers redacted by default.
@@ -78,14 +83,34 @@ func defaultNames() []string {
 	return out
 }
 
-// Check refuses a header name that is no HTTP token (RFC 9110 5.1).
+// defaultQuery are the query parameters redacted by default.
+func defaultQuery() []string {
+	out := make([]string, len(redact.QueryDefaults))
+	for i, h := range redact.QueryDefaults {
+		out[i] = h.Name
+	}
+	return out
+}
+
+// Check refuses a header name that is no HTTP token (RFC 9110 5.1), and a
+// query parameter name that is not letters, digits, "-" and "_" (the
+// names redact finds in a URL), at most 63 bytes.
 func (f *Flags) Check() error {
 	for _, h := range f.Headers {
 		if h == "" || strings.IndexFunc(h, func(c rune) bool { return !isTokenChar(c) }) >= 0 {
 			return fmt.Errorf("--redact-header %q: want a header name (letters, digits and !#$%%&'*+-.^_`|~)", h)
 		}
 	}
+	for _, q := range f.Query {
+		if q == "" || len(q) > 63 || strings.IndexFunc(q, func(c rune) bool { return !isQueryNameChar(c) }) >= 0 {
+			return fmt.Errorf("--redact-query-param %q: want a query parameter name (letters, digits, - and _; at most 63)", q)
+		}
+	}
 	return nil
+}
+
+func isQueryNameChar(c rune) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
 }
 
 func isTokenChar(c rune) bool {
@@ -100,11 +125,11 @@ func (f *Flags) Scrubber(stderr io.Writer) *Scrubber {
 		if stderr != nil {
 			fmt.Fprintln(stderr, warning)
 		}
-		if len(f.Headers) == 0 {
+		if len(f.Headers) == 0 && len(f.Query) == 0 {
 			return nil
 		}
 	}
-	return newScrubber(redact.New(redact.Options{Key: key(), NoDefaults: !f.Redact, Extra: f.Headers}))
+	return newScrubber(redact.New(redact.Options{Key: key(), NoDefaults: !f.Redact, Extra: f.Headers, ExtraQuery: f.Query}))
 }
 
 // Default is the Scrubber of a command without flags: the default headers.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,8 +142,9 @@ func TestError(t *testing.T) {
 	}
 }
 
-// TestDocsListDefaults: docs/redaction.md lists every header redacted by
-// default with its reason, as redact.Defaults has them, and no other.
+// TestDocsListDefaults: docs/redaction.md lists every header and query
+// parameter redacted by default with its reason, as redact.Defaults and
+// QueryDefaults have them, and no other.
 func TestDocsListDefaults(t *testing.T) {
 	b, err := os.ReadFile("../../../docs/redaction.md")
 	if err != nil {
@@ -155,12 +157,13 @@ func TestDocsListDefaults(t *testing.T) {
 			rows++
 		}
 	}
-	for _, h := range redact.Defaults {
-		if row := "| `" + h.Name + "` | " + h.Why + " |"; !strings.Contains(string(b), row) {
+	all := append(slices.Clone(redact.Defaults), redact.QueryDefaults...)
+	for _, h := range all {
+		if row := "| `" + h.Name + "` | " + h.Why + " |"; !strings.Contains(section, row) {
 			t.Errorf("docs/redaction.md lacks the row\n%s", row)
 		}
 	}
-	if rows != len(redact.Defaults) {
-		t.Errorf("docs/redaction.md has %d header rows, redact.Defaults %d", rows, len(redact.Defaults))
+	if rows != len(all) {
+		t.Errorf("docs/redaction.md has %d header and query rows, redact.Defaults and QueryDefaults %d", rows, len(all))
 	}
 }

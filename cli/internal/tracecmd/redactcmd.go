@@ -25,9 +25,11 @@ an SSE capture (as curl -N -X POST .../debug/trace saves it; - reads stdin)
 to OUT (-o; default stdout) with its credentials redacted, as every output of
 gwdiag trace is (docs/redaction.md): the values of authorization,
 proxy-authorization, cookie, set-cookie, x-api-key, api-key, x-goog-api-key,
-x-amz-security-token and each --redact-header header in every event, and the
-same credentials wherever else the request's events show them, each replaced
-by <redacted:fingerprint> (the auth scheme, cookie names and set-cookie
+x-amz-security-token and each --redact-header header in every event, of the
+credential query parameters in a URL (key, api_key, access_token, ... and each
+--redact-query-param; docs/redaction.md has the list), and the same
+credentials wherever else the request's events show them, each replaced by
+<redacted:fingerprint> (the auth scheme, cookie names and set-cookie
 attributes kept). For a capture saved from a proxy that does not redact (the
 real one today), before it is shared.
 
@@ -61,7 +63,7 @@ draws its own.`,
 			}
 			sc := red.Scrubber(cmd.ErrOrStderr())
 			if sc == nil {
-				return exitcode.Usagef("--redact=false and no --redact-header: nothing to redact")
+				return exitcode.Usagef("--redact=false and no --redact-header or --redact-query-param: nothing to redact")
 			}
 			return redactFile(cmd, sc.Redactor(), args[0], output)
 		},

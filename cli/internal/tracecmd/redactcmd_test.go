@@ -39,8 +39,9 @@ func TestRedactCommand(t *testing.T) {
 	}{
 		{"no file", []string{"redact"}, 2, "redact takes one trace file (- for stdin), received 0"},
 		{"two files", []string{"redact", "a", "b"}, 2, "received 2"},
-		{"nothing to redact with", []string{"redact", sseFile, "--redact=false"}, 2, "--redact=false and no --redact-header: nothing to redact"},
+		{"nothing to redact with", []string{"redact", sseFile, "--redact=false"}, 2, "--redact=false and no --redact-header or --redact-query-param: nothing to redact"},
 		{"a bad header name", []string{"redact", sseFile, "--redact-header", "a:b"}, 2, `--redact-header "a:b"`},
+		{"a bad query parameter name", []string{"redact", sseFile, "--redact-query-param", "a=b"}, 2, `--redact-query-param "a=b": want a query parameter name`},
 		{"onto itself", []string{"redact", sseFile, "-o", sseFile}, 2, "is the capture itself"},
 		{"a missing capture", []string{"redact", filepath.Join(dir, "missing.sse")}, 1, "no such file"},
 		{"an unwritable output", []string{"redact", sseFile, "-o", filepath.Join(dir, "no", "dir", "out.sse")}, 1, "no such file"},
@@ -61,5 +62,39 @@ func TestRedactCommand(t *testing.T) {
 	}
 	if _, serr := os.Stat(out + "2"); serr == nil {
 		t.Error("an output cut short was left")
+	}
+}
+
+// TestRedactQueryParams: a capture's URLs lose the values of the default
+// credential query parameters and of --redact-query-param's, with
+// --redact=false only of the latter; the other parameters stay.
+func TestRedactQueryParams(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "q.jsonl")
+	ev := `{"eventStart":null,"eventEnd":1,"severity":"info","message":{"type":"requestSnapshot","stage":"initial request","requestState":{"request":{"uri":"http://g/v1/m:generateContent?key=AIzaPlantedQuery01&tenant_sig=ts-planted-02&page=3"}}}}` + "\n"
+	if err := os.WriteFile(in, []byte(ev), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args         []string
+		gone, stayed []string
+	}{
+		{nil, []string{"AIzaPlantedQuery01"}, []string{"ts-planted-02", "page=3"}},
+		{[]string{"--redact-query-param", "Tenant_Sig"}, []string{"AIzaPlantedQuery01", "ts-planted-02"}, []string{"page=3"}},
+		{[]string{"--redact=false", "--redact-query-param", "tenant_sig"}, []string{"ts-planted-02"}, []string{"AIzaPlantedQuery01", "page=3"}},
+	} {
+		stdout, _, err := runTrace(t, append([]string{"redact", in}, tt.args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		for _, v := range tt.gone {
+			if strings.Contains(stdout, v) {
+				t.Errorf("%v: %q left in %s", tt.args, v, stdout)
+			}
+		}
+		for _, v := range tt.stayed {
+			if !strings.Contains(stdout, v) {
+				t.Errorf("%v: %q gone from %s", tt.args, v, stdout)
+			}
+		}
 	}
 }

@@ -117,8 +117,10 @@ that arrive between two streams are not traced).
 What gwdiag prints, shows or saves is redacted (--redact, the default): the
 values of credential headers (authorization, proxy-authorization, cookie,
 set-cookie, x-api-key, api-key, x-goog-api-key, x-amz-security-token, and
-each --redact-header) in every event, and the same credentials wherever
-else they show (a reason, a later event of the request, curl's output),
+each --redact-header) in every event, and of credential query parameters
+in a URL (key, api_key, access_token, ... and each --redact-query-param),
+and the same credentials wherever else they show (a reason, a later event
+of the request, curl's output),
 each replaced by <redacted:fingerprint>: the same credential gives the same
 fingerprint within a run (within every run with GWDIAG_REDACT_KEY set), so
 requests with one key can be told apart from requests with another. The
