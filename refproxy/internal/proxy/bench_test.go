@@ -119,6 +119,20 @@ func (e *exchange) serve(h fasthttp.RequestHandler) {
 	e.ctx.Response.Reset()
 }
 
+// allocsPerRun is testing.AllocsPerRun(runs, f), and under the race
+// detector the fewest of five: there sync.Pool drops a Put at random (one
+// in four), so a path that takes a pooled buffer allocates one more now
+// and then, which only ever adds (TestNoWatcherCostsNothing failed once in
+// 600 runs so: 2 allocations against 1). An allocation the path always
+// makes is in every count, so in the fewest.
+func allocsPerRun(runs int, f func()) float64 {
+	n := testing.AllocsPerRun(runs, f)
+	for i := 1; raceEnabled && i < 5; i++ {
+		n = min(n, testing.AllocsPerRun(runs, f))
+	}
+	return n
+}
+
 // TestNoWatcherCostsNothing is the zero-cost guarantee: with nobody
 // watching, a request allocates exactly what it allocates with tracing
 // switched off entirely.
@@ -126,7 +140,7 @@ func TestNoWatcherCostsNothing(t *testing.T) {
 	allocs := func(off bool) float64 {
 		_, h := newBenchHandler(t, off)
 		e := newExchange()
-		return testing.AllocsPerRun(500, func() { e.serve(h) })
+		return allocsPerRun(500, func() { e.serve(h) })
 	}
 	off, idle := allocs(true), allocs(false)
 	if idle > off {

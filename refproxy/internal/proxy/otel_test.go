@@ -23,8 +23,8 @@ func TestUnsampledCostsNothing(t *testing.T) {
 	_, off := newBenchHandler(t, true)
 	_, unsampled := newBenchHandlerFor(t, false, otelBenchConfig("127.0.0.1:1", "false"))
 	e := newExchange()
-	a := testing.AllocsPerRun(500, func() { e.serve(off) })
-	b := testing.AllocsPerRun(500, func() { e.serve(unsampled) })
+	a := allocsPerRun(500, func() { e.serve(off) })
+	b := allocsPerRun(500, func() { e.serve(unsampled) })
 	if b > a {
 		t.Errorf("allocs per unsampled request with config.tracing = %v, with tracing off = %v; want equal", b, a)
 	}
