@@ -1,6 +1,7 @@
 package configcmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/internal/clusterstatus"
 	"github.com/gwdiag/gwdiag/cli/internal/connect"
 	"github.com/gwdiag/gwdiag/cli/internal/exitcode"
+	"github.com/gwdiag/gwdiag/cli/internal/scrub"
 	"github.com/gwdiag/gwdiag/cli/internal/whatif"
 	"github.com/gwdiag/gwdiag/golden/configdump"
 	"github.com/gwdiag/gwdiag/golden/routing"
@@ -27,6 +29,9 @@ type explainOptions struct {
 	options
 	port   int
 	format string
+	// redact says what is redacted in what explain prints: the request's
+	// credentials, wherever the what-if quotes them.
+	redact scrub.Flags
 }
 
 func newExplainCommand() *cobra.Command {
@@ -53,6 +58,12 @@ route key), so a what-if and a trace of the same request agree. A dump says
 nothing of rate-limit budgets or backend health: the what-if names the limits,
 not whether they would refuse.
 
+What explain prints is redacted as gwdiag trace's output is (--redact, the
+default; --redact-header, --redact-query-param; docs/redaction.md): the
+request's credentials (its credential headers, -u, the URL's user info and
+credential query parameters such as ?key=) show as <redacted:fingerprint>
+wherever the what-if quotes them.
+
 In cluster mode the verdict also cites the conditions the API server gives
 the route and the policies on it or its Gateway when they are not True, and
 for a request no route would take, the routes of the Gateway that would match
@@ -70,6 +81,7 @@ but are not Accepted, and the policies that are not Attached.`,
 	addSourceFlags(cmd, &o.options)
 	cmd.Flags().IntVar(&o.port, "port", 0, "listener port of the bind to evaluate (default: the URL's port, or the dump's only bind)")
 	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "output format: text or json")
+	o.redact.Add(cmd.Flags())
 	return cmd
 }
 
@@ -87,15 +99,20 @@ func runExplain(cmd *cobra.Command, o *explainOptions, args []string) error {
 	if o.port < 0 || o.port > 65535 {
 		return exitcode.Usage(fmt.Errorf("invalid --port %d: want 1-65535", o.port))
 	}
+	if err := o.redact.Check(); err != nil {
+		return exitcode.Usage(err)
+	}
 	o.output = "short"
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	req, err := parseRequest(ctx, reqArgs)
+	req, sent, err := parseRequest(ctx, reqArgs)
 	if err != nil {
 		return exitcode.Usage(err)
 	}
+	sc := o.redact.Scrubber(cmd.ErrOrStderr())
+	sc.AddRequest(sent)
 	req.Port = o.port
 	raw, conn, err := loadFrom(cmd, &o.options, resources)
 	if err != nil {
@@ -116,27 +133,33 @@ func runExplain(cmd *cobra.Command, o *explainOptions, args []string) error {
 	if c, ok := conn.(*connect.Cluster); ok {
 		e.cite(ctx, cmd.ErrOrStderr(), c, req, res)
 	}
+	// The request's credentials are shown redacted wherever the what-if
+	// quotes them: its URL's query, a header a route matched on.
+	var out bytes.Buffer
 	if o.format == "json" {
 		b, err := json.MarshalIndent(e, "", "  ")
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+		fmt.Fprintf(&out, "%s\n", b)
+	} else if err := e.write(&out); err != nil {
 		return err
 	}
-	return e.write(cmd.OutOrStdout())
+	_, err = io.WriteString(cmd.OutOrStdout(), sc.Text(out.String()))
+	return err
 }
 
 // parseRequest reads the request as `gwdiag trace` does: the URL, then
-// curl's options, built as the built-in client would send it.
-func parseRequest(ctx context.Context, args []string) (whatif.Request, error) {
+// curl's options, built as the built-in client would send it; and the
+// request as parsed (its credentials).
+func parseRequest(ctx context.Context, args []string) (whatif.Request, inject.Request, error) {
 	r, err := inject.ParseArgs(args)
 	if err != nil {
-		return whatif.Request{}, err
+		return whatif.Request{}, r, err
 	}
 	hr, err := inject.Builtin{}.Build(ctx, r)
 	if err != nil {
-		return whatif.Request{}, err
+		return whatif.Request{}, r, err
 	}
 	host := hr.Host
 	if host == "" {
@@ -153,7 +176,7 @@ func parseRequest(ctx context.Context, args []string) (whatif.Request, error) {
 	if p := r.URL.Port(); p != "" {
 		out.PortHint, _ = strconv.Atoi(p)
 	}
-	return out, nil
+	return out, r, nil
 }
 
 // explanation is a what-if for people (text) and programs (JSON).

@@ -56,3 +56,27 @@ func TestExplainUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainRedactsTheRequest: the what-if quotes the request (its URL,
+// a header a route wanted): its credentials are shown redacted, in text
+// and JSON, and in clear only with --redact=false.
+func TestExplainRedactsTheRequest(t *testing.T) {
+	planted := []string{"AIzaPlantExplain01", "Qx_1", "sk-plant-explain-02"}
+	req := []string{"--", "http://httpbin.local/anything?key=" + planted[0] + "&access_token=" + planted[1], "-H", "authorization: Bearer " + planted[2]}
+	for _, flags := range [][]string{nil, {"-o", "json"}, {"--redact=false"}} {
+		out, err := run(t, append(append([]string{"explain", "-f", "testdata/agentgateway_dump.json"}, flags...), req...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", flags, err, out)
+		}
+		clear := len(flags) == 1 && flags[0] == "--redact=false"
+		if got := strings.Contains(out, planted[0]) || strings.Contains(out, "access_token="+planted[1]); got != clear {
+			t.Errorf("%v: the query's credentials in clear: %v, want %v\n%s", flags, got, clear, out)
+		}
+		if !clear && !strings.Contains(out, "key=<redacted:") {
+			t.Errorf("%v: no marker where the key was\n%s", flags, out)
+		}
+	}
+	if _, err := run(t, append([]string{"explain", "-f", "testdata/agentgateway_dump.json", "--redact-query-param", "a b"}, req...)...); exitcode.Code(err) != 2 {
+		t.Errorf("a bad --redact-query-param: %v, want exit 2", err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gwdiag/gwdiag/cli/inject"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/redact"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
@@ -173,6 +174,25 @@ func (s *Scrubber) AddHeader(name, value string) {
 func (s *Scrubber) AddSecret(v string) {
 	if s != nil {
 		s.run.Add(v)
+	}
+}
+
+// AddRequest makes the credentials a request of the run carries (one
+// gwdiag sends, or evaluates) secrets of the run: those of its credential
+// headers, and the passwords of -u, -U and the URL while the headers they
+// go in are redacted.
+func (s *Scrubber) AddRequest(r inject.Request) {
+	if s == nil {
+		return
+	}
+	headers, secrets := r.Credentials()
+	for _, h := range headers {
+		s.AddHeader(h.Name, h.Value)
+	}
+	if s.r.Sensitive("authorization") || s.r.Sensitive("proxy-authorization") {
+		for _, v := range secrets {
+			s.AddSecret(v)
+		}
 	}
 }
 

@@ -395,7 +395,7 @@ func run(cmd *cobra.Command, o *options, args []string) (err error) {
 // goes to. The caller closes conn.
 func connectSession(cmd *cobra.Command, o *options, p plan, sc *scrub.Scrubber) (s session, conn connect.Connector, adminURL string, err error) {
 	if p.request != nil {
-		addRequest(sc, *p.request)
+		sc.AddRequest(*p.request)
 	}
 	if conn, err = connector(cmd, p); err != nil {
 		return s, nil, "", err
@@ -432,21 +432,6 @@ func connector(cmd *cobra.Command, p plan) (connect.Connector, error) {
 		return connect.Local{Admin: u}, nil
 	}
 	return &connect.Cluster{Resource: p.resource, Namespace: o.namespace, Kubeconfig: o.kubeconfig, AdminPort: o.adminPort}, nil
-}
-
-// addRequest makes the credentials the injected request sends secrets of
-// the run: scrubbed from every event and from curl's output.
-func addRequest(sc *scrub.Scrubber, r inject.Request) {
-	headers, secrets := r.Credentials()
-	for _, h := range headers {
-		sc.AddHeader(h.Name, h.Value)
-	}
-	// The passwords of -u, -U and the URL: secrets while their headers are.
-	if r := sc.Redactor(); r != nil && (r.Sensitive("authorization") || r.Sensitive("proxy-authorization")) {
-		for _, v := range secrets {
-			sc.AddSecret(v)
-		}
-	}
 }
 
 // session is one trace: the admin stream and, in inject mode, the request.
