@@ -67,9 +67,9 @@ func upper(c byte) byte {
 // byte, an unknown escape), of which walk keeps the raw bytes, says true.
 // A name followed by ":null," or ":null}" (the effectivePolicy's
 // "authorization":null) gives walk no value for it. A string holding a
-// credential query parameter (redactQuery's) says true too. A secret long enough
-// to be scrubbed inside a string is looked for in the whole of src, a
-// shorter one among the strings. It allocates nothing once buf has grown
+// credential query parameter (redactQuery's) says true too. A secret long
+// enough to be scrubbed inside a string is looked for in the whole of src,
+// a shorter one among the strings. It allocates nothing once buf has grown
 // (a string with escapes is decoded into it): most events of a stream
 // have no credential header and hold no secret of their request, and
 // an event without a "headers" object is passed over without reading its

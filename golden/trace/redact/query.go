@@ -108,13 +108,6 @@ func endsQueryValue(c byte) bool {
 	return false
 }
 
-// queryIn reports whether r redacts query parameters and the JSON text
-// src may hold one in a string: it has a "=", as it is or escaped.
-func (r *Redactor) queryIn(src []byte) bool {
-	return len(r.query) > 0 && (bytes.IndexByte(src, '=') >= 0 ||
-		bytes.Contains(src, []byte(`\u003d`)) || bytes.Contains(src, []byte(`\u003D`)))
-}
-
 // hasQueryValue reports whether s holds a value eachQueryValue finds.
 func (r *Redactor) hasQueryValue(s string) bool {
 	start, _ := r.nextQueryValue(s, 0)

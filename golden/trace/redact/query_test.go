@@ -86,3 +86,16 @@ func TestQueryDefaultsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestWithQuery: WithQuery adds query parameters (a config's) to the
+// defaults, in any case, leaving its parent as it was.
+func TestWithQuery(t *testing.T) {
+	r := New(Options{Key: testKey})
+	w := r.WithQuery("Tenant_Sig")
+	if !w.SensitiveQuery("tenant_SIG") || !w.SensitiveQuery("key") || r.SensitiveQuery("tenant_sig") {
+		t.Errorf("WithQuery: tenant_sig %v, key %v; the parent tenant_sig %v", w.SensitiveQuery("tenant_SIG"), w.SensitiveQuery("key"), r.SensitiveQuery("tenant_sig"))
+	}
+	if got := w.Text("GET /x?tenant_sig=s1 HTTP/1.1", &Secrets{}); got != "GET /x?tenant_sig="+fp("s1")+" HTTP/1.1" {
+		t.Errorf("Text: %q", got)
+	}
+}

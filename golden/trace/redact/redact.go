@@ -222,6 +222,24 @@ func (r *Redactor) With(names ...string) *Redactor {
 	return n
 }
 
+// WithQuery returns a Redactor with the same key and headers that also
+// redacts the query parameters names (those a config's auth policies read
+// a credential from).
+func (r *Redactor) WithQuery(names ...string) *Redactor {
+	n := r.With()
+	n.query = make(map[string]struct{}, len(r.query)+len(names))
+	for k := range r.query {
+		n.query[k] = struct{}{}
+	}
+	for _, k := range names {
+		if k = strings.ToLower(strings.TrimSpace(k)); k != "" && len(k) <= maxQueryName {
+			n.query[k] = struct{}{}
+			n.queryLens |= 1 << len(k)
+		}
+	}
+	return n
+}
+
 // Names are the headers r redacts, lower case, sorted.
 func (r *Redactor) Names() []string {
 	out := make([]string, 0, len(r.names))

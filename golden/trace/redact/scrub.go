@@ -106,8 +106,9 @@ func (r *Redactor) AppendScrubbedJSON(dst, src []byte, s *Secrets) ([]byte, bool
 // string of it holds (a snapshot's uri and pathAndQuery), then every
 // secret of s, and of those, wherever else a string of the event holds it.
 // Those credentials are added to s, so that the events of the same
-// request after this one are scrubbed of them too. Nothing changed: dst gets src byte for byte, and
-// false. src need not be valid JSON: what is not a string is copied.
+// request after this one are scrubbed of them too. Nothing changed: dst
+// gets src byte for byte, and false. src need not be valid JSON: what is
+// not a string is copied.
 func (r *Redactor) AppendEvent(dst, src []byte, s *Secrets) ([]byte, bool) {
 	return r.appendJSON(dst, src, s, true)
 }
@@ -116,7 +117,7 @@ func (r *Redactor) AppendEvent(dst, src []byte, s *Secrets) ([]byte, bool) {
 // event src show, and the credential query parameters its strings hold
 // (what AppendEvent would redact), changing nothing.
 func (r *Redactor) CollectEvent(src []byte, s *Secrets) {
-	query := r.queryIn(src)
+	query := r.mayHoldQueryValue(src, true)
 	walk(src, func(t token) {
 		if t.header != "" && r.Sensitive(t.header) {
 			Credentials(t.header, t.text(src), s.Add)
@@ -136,7 +137,7 @@ func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers bool) ([]byte
 	}
 	at, changed := len(dst), false
 	last := 0
-	query := headers && r.queryIn(src)
+	query := headers && r.mayHoldQueryValue(src, true)
 	walk(src, func(t token) {
 		v := t.text(src)
 		var out string

@@ -254,7 +254,13 @@ func (dp *Dataplane) tableRedaction(cfg *config.Config) (_ *tracing.Redaction, s
 	if !dp.opts.TraceCredentialsInClear {
 		extra = append(extra, cred...)
 	}
-	return tracing.NewRedaction(dp.redactor.With(extra...), dp.opts.TraceCredentialsInClear), secrets
+	red := dp.redactor.With(extra...)
+	if !dp.opts.TraceCredentialsInClear {
+		// Beside redact.QueryDefaults (none in clear): the query
+		// parameters the config's auth policies read (redactQuery).
+		red = red.WithQuery(cfg.CredentialQueryParams()...)
+	}
+	return tracing.NewRedaction(red, dp.opts.TraceCredentialsInClear), secrets
 }
 
 // redactionOf is the redaction of a request served with table t (nil

@@ -169,8 +169,8 @@ func appendRequestInfo(b []byte, tr *tracing.Tracer, c tracing.Capture) []byte {
 	method, uri, host, proto := tr.Bytes(c.Spans[0]), tr.Bytes(c.Spans[1]), tr.Bytes(c.Spans[2]), tr.Bytes(c.Spans[3])
 	scheme := schemeOf(c.Flag)
 	path, query := splitRequestURI(b2s(uri))
-	if table, _ := c.Refs[1].(*table); table != nil && len(table.credQuery.names) > 0 && query != "" {
-		query = redactQuery(tr, query, table.credQuery)
+	if query != "" {
+		query = redactQuery(tr, query)
 	}
 	decoded := decodePath(path)
 	b = append(b, `{"headers":`...)
@@ -381,54 +381,31 @@ func hostPort(addr net.Addr) (string, int) {
 	return addr.String(), 0
 }
 
-// queryNames are the query parameters whose values a trace redacts, with
-// a bit per length of theirs (under 64): most parameters of a query are
-// told apart by their length alone (a query of every traced request).
-type queryNames struct {
-	names []string
-	lens  uint64
-}
-
-func newQueryNames(names []string) queryNames {
-	q := queryNames{names: names}
-	for _, n := range names {
-		if len(n) < 64 {
-			q.lens |= 1 << len(n)
-		}
-	}
-	return q
-}
-
-// has reports whether the query parameter k (as the query has it,
-// percent-encoded) is one of q's, in any case.
-func (q queryNames) has(k string) bool {
+// sensitiveParam reports whether red redacts the query parameter k, as a
+// query has it (percent-encoded).
+func sensitiveParam(red *redact.Redactor, k string) bool {
 	if strings.ContainsAny(k, "%+") {
 		var err error
 		if k, err = url.QueryUnescape(k); err != nil {
 			return false
 		}
 	}
-	if len(k) < 64 && q.lens&(1<<len(k)) == 0 {
-		return false
-	}
-	for _, n := range q.names {
-		if len(n) == len(k) && strings.EqualFold(n, k) {
-			return true
-		}
-	}
-	return false
+	return red.SensitiveQuery(k)
 }
 
-// redactQuery is a request's query with the value of each parameter named
-// in names, in any case (a credential: redact.QueryDefaults, or one an
-// auth policy reads there) replaced by its marker, and made a secret of the trace: the initial snapshot goes out
+// redactQuery is a request's query with the value of each parameter the
+// trace's Redactor redacts (SensitiveQuery: redact.QueryDefaults and those
+// the config's auth policies read there, in any case) replaced by its
+// marker, and made a secret of the trace: the initial snapshot goes out
 // before any policy has read the credential, and a short one would not be
-// found by the scrubbing pass inside a URI. The query as it came otherwise.
-func redactQuery(tr *tracing.Tracer, query string, names queryNames) string {
+// found by the scrubbing pass inside a URI. The query as it came
+// otherwise.
+func redactQuery(tr *tracing.Tracer, query string) string {
 	rd := tr.Redaction()
 	if rd == nil {
 		return query
 	}
+	red := rd.Redactor()
 	var out []byte
 	last := 0
 	for at := 0; at <= len(query); {
@@ -439,14 +416,14 @@ func redactQuery(tr *tracing.Tracer, query string, names queryNames) string {
 			end += at
 		}
 		k, v, ok := strings.Cut(query[at:end], "=")
-		if ok && v != "" && names.has(k) && !redact.HasMarker(v) {
+		if ok && v != "" && sensitiveParam(red, k) && !redact.HasMarker(v) {
 			tr.AddSecret(v)
 			if dv, err := url.QueryUnescape(v); err == nil && dv != v {
 				tr.AddSecret(dv)
 			}
 			vs := at + len(k) + 1
 			out = append(out, query[last:vs]...)
-			out = rd.Redactor().AppendMarker(out, v)
+			out = red.AppendMarker(out, v)
 			last = end
 		}
 		at = end + 1

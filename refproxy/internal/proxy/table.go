@@ -3,7 +3,6 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -33,11 +32,6 @@ type table struct {
 	// (a backend's Authorization, a Set-Cookie), which effectivePolicy
 	// and /config_dump show as "<redacted>" (configShown).
 	secretHeaders *redact.Redactor
-	// credQuery are the query parameters whose values are credentials:
-	// redact.QueryDefaults and those the config's auth policies read a
-	// credential from. Traces show their values redacted in a request's
-	// uri and pathAndQuery (redactQuery); nil in clear.
-	credQuery queryNames
 	// otel is the OpenTelemetry export (otel.go), nil without one.
 	otel *otelExport
 }
@@ -158,15 +152,6 @@ var effectivePolicyKeys = []string{
 func (dp *Dataplane) build(cfg *config.Config) (*table, error) {
 	t := &table{cfg: cfg}
 	t.redaction, t.secretHeaders = dp.tableRedaction(cfg)
-	if !dp.opts.TraceCredentialsInClear {
-		names := cfg.CredentialQueryParams()
-		for _, q := range redact.QueryDefaults {
-			if !slices.Contains(names, q.Name) {
-				names = append(names, q.Name)
-			}
-		}
-		t.credQuery = newQueryNames(names)
-	}
 	for bi, b := range cfg.Binds {
 		bt := &bindTable{key: bindKey(bi, b), port: b.Port, gateway: b.GatewayName(), routing: &routing.Bind{}}
 		for li, l := range b.Listeners {
