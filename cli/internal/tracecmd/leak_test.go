@@ -33,13 +33,20 @@ const (
 	plantBackendSid = "backend-sid-44d2c7f0e9a1" // the backend's Set-Cookie
 	plantUser       = "alice"
 	plantPassword   = "pw-0d5e3f7a81bc" // -u alice:pw-...
+	// The config's own, in the route's effectivePolicy: another client's
+	// key of the apiKey policy, the key a header modifier sends the
+	// backend, a basicAuth htpasswd.
+	plantClientKey = "ck2-3e9b71d0a4f6"
+	plantUpstream  = "sk-up-a61c0e93d7b2"
+	plantHtpasswd  = "htpw-58d2f1e7c03a"
 )
 
 // plantedStems are the planted credentials as they may show: each whole,
 // and the Basic credential of -u as curl and the built-in client send it.
 func plantedStems() []string {
 	return []string{plantBearer, plantCookie, plantAPIKey, plantProxyAuth, plantBackendSid, plantPassword,
-		base64.StdEncoding.EncodeToString([]byte(plantUser + ":" + plantPassword))}
+		base64.StdEncoding.EncodeToString([]byte(plantUser + ":" + plantPassword)),
+		plantClientKey, plantUpstream, plantHtpasswd}
 }
 
 // leaks are the planted credentials found in out, also base64-encoded as
@@ -72,8 +79,9 @@ func decodeOSC52(out string) string {
 // real one today): its data plane answers every request 200 with a
 // backend's session cookie, and /debug/trace streams the next request's
 // trace with its headers in clear, in the request snapshots and in a
-// route's reason, its API key (or Basic user:password, decoded) again in
-// a later policy event, the cookie in the response snapshot, and comments
+// route's reason, its config's keys in the route's effectivePolicy (a
+// client's, the backend's, a htpasswd), its API key (or Basic
+// user:password, decoded) again in a later policy event, the cookie in the response snapshot, and comments
 // quoting the authorization and, asked by the request (X-Leak-Prose), its
 // key in prose before any event. A
 // follow stream (follow=true) sends max recorded traces at once, each with
@@ -183,6 +191,10 @@ func writeLeakyTrace(w io.Writer, h http.Header, id string, status int) {
 		{"type": "requestSnapshot", "stage": "initial request", "requestState": map[string]any{"request": map[string]any{"method": "GET", "path": "/headers", "headers": headers}}},
 		{"type": "routeSelection", "selectedRoute": "default/r", "evaluatedRoutes": []string{"default/r"},
 			"reasons": []any{map[string]any{"route": "default/r", "result": "selected", "reason": fmt.Sprintf("header authorization is %q", auth)}}},
+		{"type": "policySelection", "effectivePolicy": map[string]any{"authorization": nil, "jwt": nil,
+			"apiKey":                map[string]any{"keys": []any{map[string]any{"key": headers["x-api-key"]}, map[string]any{"key": plantClientKey, "metadata": map[string]any{"user": "bob"}}}, "mode": "strict"},
+			"basicAuth":             map[string]any{"htpasswd": "alice:$apr1$" + plantHtpasswd, "realm": "gw"},
+			"requestHeaderModifier": map[string]any{"set": [][]string{{"authorization", "Bearer " + plantUpstream}}}}},
 		policy,
 		{"type": "requestSnapshot", "stage": "final request", "requestState": map[string]any{"request": map[string]any{"method": "GET", "path": "/headers", "headers": headers}}},
 		{"type": "backendCallStart", "target": "127.0.0.1:8000"},

@@ -20,7 +20,7 @@ func TestRedactCommand(t *testing.T) {
 	if err != nil || stdout != "" {
 		t.Fatalf("redact -o: %v, stdout %q", err, stdout)
 	}
-	if want := sseFile + ": 18 events read, 10 redacted; 28 other lines (comments, blank, not events), 4 changed\n"; stderr != want {
+	if want := sseFile + ": 20 events read, 12 redacted; 30 other lines (comments, blank, not events), 4 changed\n"; stderr != want {
 		t.Errorf("summary\n got  %q\n want %q", stderr, want)
 	}
 	b, err := os.ReadFile(out)

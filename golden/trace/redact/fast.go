@@ -95,6 +95,11 @@ func (n *names) mayRedact(r *Redactor, src []byte, s *Secrets, buf *[]byte) bool
 	}
 	// A credential query parameter: looked for in each string, decoded,
 	// when src may hold one.
+	// A credential of the route's policies (a proxy that does not redact
+	// its config): looked for by reading the effectivePolicy's strings.
+	if r.mayHoldPolicies(src, nil) && r.hasConfigCredential(src, false) {
+		return true
+	}
 	query := r.mayHoldQueryValue(src, true)
 	if len(secrets) == 0 && (n.none || noHeaders(src)) && !query {
 		return false // nothing to look for
@@ -217,8 +222,18 @@ func (r *Redactor) sensitiveRaw(b []byte) bool {
 	return ok
 }
 
-// maxClean bounds the headers object appendParsed remembers.
+// maxClean bounds the objects appendParsed remembers.
 const maxClean = 4 << 10
+
+// seen are the objects appendParsed found with nothing to redact, the
+// last of each kind: a proxy repeats them, byte for byte, in the events
+// of a request (its headers in every snapshot) and from request to
+// request (an effectivePolicy with no policy), and one comparison then
+// passes them over.
+type seen struct {
+	headers  []byte // a "headers" object
+	policies []byte // an effectivePolicy object whose members are null
+}
 
 // span is a string of an event that a redaction may change: its content
 // is src[start:end] (between its quotes); name is the header it is a
@@ -233,15 +248,16 @@ type span struct {
 // closes a string and a string is its bytes (those escapes decoded):
 // the strings it may change are found by searching src rather than by
 // reading each (the "headers" objects by their key, the secrets by their
-// bytes), then those are redacted as AppendEvent redacts them. clean
+// bytes), then those are redacted as AppendEvent redacts them. seen
 // holds the last headers object found with no member to redact (the
-// snapshots of a request most often repeat it, byte for byte), which is
-// then passed over by one comparison; mark makes markers. Without whole,
+// snapshots of a request most often repeat it, byte for byte) and the
+// last effectivePolicy of null members, each then passed over by one
+// comparison; mark makes markers. Without whole,
 // nothing is appended to dst when nothing changes. ok is false when src
 // has another escape, or a secret with <, > or & and escapes: the caller
 // redacts it with AppendEvent.
 // TestAppendParsed and FuzzAppendParsed hold it to AppendEvent.
-func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]span, clean *[]byte, mark func(string) string, whole bool) (out []byte, changed, ok bool) {
+func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]span, seen *seen, mark func(string) string, whole bool) (out []byte, changed, ok bool) {
 	if n.off {
 		return dst, false, false
 	}
@@ -261,6 +277,9 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 	}
 	if r.mayHoldQueryValue(src, false) {
 		return dst, false, false // a credential query parameter: AppendEvent's
+	}
+	if r.mayHoldPolicies(src, &seen.policies) && r.hasConfigCredential(src, false) {
+		return dst, false, false // a credential of the route's policies: AppendEvent's
 	}
 	sp := (*spans)[:0]
 	defer func() { *spans = sp[:0] }()
@@ -291,7 +310,7 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 			if j = skipWS(src, j+1); j >= len(src) || src[j] != '{' {
 				continue
 			}
-			if len(*clean) > 0 && bytes.HasPrefix(src[j:], *clean) {
+			if len(seen.headers) > 0 && bytes.HasPrefix(src[j:], seen.headers) {
 				continue // the object of the last snapshot, read already
 			}
 			before := len(sp)
@@ -301,7 +320,7 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 				return dst, false, false // not JSON after all
 			}
 			if len(sp) == before && end-j <= maxClean {
-				*clean = append((*clean)[:0], src[j:end]...)
+				seen.headers = append(seen.headers[:0], src[j:end]...)
 			}
 		}
 		for _, t := range sp {

@@ -125,6 +125,9 @@ func FuzzMayRedact(f *testing.F) {
 	f.Add(`{"k":"İ"}`, "", "")
 	f.Add(`{"uri":"/x?a=1\u0026key=v","r":"?token=\u003cx"}`, "", "")
 	f.Add(`{"uri":"/x?ke\u0079=v"}`, "", "")
+	f.Add(`{"effectivePolicy":{"apiKey":{"keys":[{"key":"sk-1"}]},"basicAuth":null,"m":{"set":[["authorization","Bearer t"]]}}}`, "", "")
+	f.Add(`{"effectivePolicy":{"backendAuth":{"key":"\u003credacted\u003e"},"x":"redis://u:p@h:1","Client_Secret":["a"],"add":{"x-api-key":"k"}}}`, "p", "")
+	f.Add(`{"effectivePolicy":{"authorization":null "authorization":"Bearer x"},"b":{"effectivePolicy":null {"x-api-key":"k"}}}`, "", "")
 	r := New(Options{Key: testKey, Extra: []string{"x-tenant-token", "K"}})
 	f.Fuzz(func(t *testing.T, src, secret1, secret2 string) {
 		checkMayRedact(t, r, []byte(src), nil)
@@ -143,7 +146,7 @@ func checkParsed(t *testing.T, r *Redactor, src []byte, secrets []string) bool {
 	}
 	want, wantChanged := r.AppendEvent([]byte("prefix:"), src, &s1)
 	var spans []span
-	got, changed, ok := namesOf(r).appendParsed(r, []byte("prefix:"), src, &s2, &spans, new([]byte), (&markers{r: r}).of, true)
+	got, changed, ok := namesOf(r).appendParsed(r, []byte("prefix:"), src, &s2, &spans, new(seen), (&markers{r: r}).of, true)
 	if !ok {
 		return false
 	}
@@ -243,6 +246,7 @@ func FuzzAppendParsed(f *testing.F) {
 	f.Add(`[{"headers":{"x-api-key":"abc"}},"abc",{"abc":null}]`, "", "")
 	f.Add(`{"x":"headers","headers":"x","y":{"headers":{}}}`, "x", "y")
 	f.Add(`{"uri":"/x?a=1&key=v&token=<x>","p":"/x?api_key=abcdefghij"}`, "abcdefghij", "")
+	f.Add(`{"effectivePolicy":{"apiKey":{"keys":[{"key":"sk-1"}]},"basicAuth":null,"m":{"set":[["authorization","Bearer t"]]}},"k":"sk-1"}`, "", "")
 	r := New(Options{Key: testKey, Extra: []string{"x-tenant-token"}})
 	f.Fuzz(func(t *testing.T, src, secret1, secret2 string) {
 		if json.Valid([]byte(src)) {
@@ -257,6 +261,8 @@ func FuzzAppendParsed(f *testing.F) {
 			"headers": map[string]any{"authorization": secret1, "cookie": []string{secret2, "k=" + secret1}},
 			"reason":  "before " + secret1 + " after", "bucket": secret2, "raw": json.RawMessage(orNull(src)),
 			"uri": "/x?key=" + secret1 + "&a=b&access_token=" + secret2,
+			"effectivePolicy": map[string]any{"apiKey": map[string]any{"keys": []any{map[string]any{"key": secret2}}},
+				"requestHeaderModifier": map[string]any{"set": map[string]any{"authorization": secret1}}, "x": json.RawMessage(orNull(src))},
 		}}
 		if enc.Encode(planted) == nil {
 			checkParsed(t, r, bytes.TrimSpace(b.Bytes()), nil)

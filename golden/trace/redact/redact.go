@@ -140,6 +140,7 @@ type Options struct {
 // secrets under one key. It is safe for concurrent use.
 type Redactor struct {
 	names      map[string]struct{}
+	fields     bool                // FieldDefaults and KeyHolders (config.go)
 	query      map[string]struct{} // query parameters (query.go)
 	queryLens  uint64              // a bit per length of a name of query
 	macs       sync.Pool
@@ -172,7 +173,7 @@ const maxFingerprints = 4096
 
 // New returns a Redactor for o.
 func New(o Options) *Redactor {
-	r := &Redactor{names: map[string]struct{}{}, query: map[string]struct{}{}, escapeHTML: o.EscapeHTML}
+	r := &Redactor{names: map[string]struct{}{}, query: map[string]struct{}{}, escapeHTML: o.EscapeHTML, fields: !o.NoDefaults}
 	if !o.NoDefaults {
 		for _, h := range Defaults {
 			r.names[h.Name] = struct{}{}
@@ -209,7 +210,7 @@ func New(o Options) *Redactor {
 // With returns a Redactor with the same key that also redacts names
 // (a config's own list on top of a process's).
 func (r *Redactor) With(names ...string) *Redactor {
-	n := &Redactor{names: make(map[string]struct{}, len(r.names)+len(names)), query: r.query, queryLens: r.queryLens, key: r.key, escapeHTML: r.escapeHTML, made: r.made}
+	n := &Redactor{names: make(map[string]struct{}, len(r.names)+len(names)), fields: r.fields, query: r.query, queryLens: r.queryLens, key: r.key, escapeHTML: r.escapeHTML, made: r.made}
 	for k := range r.names {
 		n.names[k] = struct{}{}
 	}

@@ -230,6 +230,8 @@ func FuzzAppendEvent(f *testing.F) {
 	f.Add(`{"message":{"headers":{"cookie":["a=b; c=d"]}}}`, "x")
 	f.Add(`{"a":"\u003c\"","headers":{"set-cookie":"id=1; Expires=Wed, 21 Oct 2015 07:28:00 GMT"}}`, "id=1")
 	f.Add(`[[[{"headers":{"x-api-key":"`, "")
+	f.Add(`{"effectivePolicy":{"apiKey":{"keys":[{"key":"sk-1"}]},"requestHeaderModifier":{"set":[["authorization","Bearer t"]]}}}`, "sk-secret-123")
+	f.Add(`{"effectivePolicy":[{"backendAuth":{"key":"k"},"x":"redis://u:p@h:1","client_secret":["a","b"]}]}`, "p")
 	r := New(Options{Key: testKey})
 	f.Fuzz(func(t *testing.T, in, plant string) {
 		ev := []byte(in)
@@ -237,6 +239,14 @@ func FuzzAppendEvent(f *testing.F) {
 			// Plant the secret as a header value and elsewhere.
 			if b, err := json.Marshal(map[string]any{"message": map[string]any{
 				"headers": map[string]any{"x-api-key": plant}, "other": "before " + plant + " after", "raw": json.RawMessage(orNull(in)),
+				"effectivePolicy": map[string]any{
+					// a proxy that shows its config's credentials
+					"apiKey":                map[string]any{"keys": []any{map[string]any{"key": plant}}},
+					"backendAuth":           map[string]any{"key": plant},
+					"basicAuth":             map[string]any{"htpasswd": plant},
+					"requestHeaderModifier": map[string]any{"set": [][]string{{"authorization", plant}}, "add": map[string]any{"x-api-key": plant}},
+					"other":                 json.RawMessage(orNull(in)),
+				},
 			}}); err == nil {
 				ev = b
 			}
@@ -254,7 +264,7 @@ func FuzzAppendEvent(f *testing.F) {
 		if plant == "" || !json.Valid(out) || IsMarker(plant) || HasMarker(plant) {
 			return
 		}
-		walk(out, func(tk token) {
+		walk(out, false, func(tk token) {
 			v := tk.text(out)
 			if v == plant || len(plant) >= MinSubstring && strings.Contains(markerRE.ReplaceAllString(v, "\x00"), plant) {
 				t.Fatalf("secret %q left in %q of %s", plant, v, out)

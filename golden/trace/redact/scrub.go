@@ -96,7 +96,7 @@ func (r *Redactor) Scrub(str string, s *Secrets) (string, bool) {
 // reports whether anything was. Everything else is copied byte for byte;
 // a string that changes is written again as encoding/json writes it.
 func (r *Redactor) AppendScrubbedJSON(dst, src []byte, s *Secrets) ([]byte, bool) {
-	return r.appendJSON(dst, src, s, false)
+	return r.appendJSON(dst, src, s, false, false)
 }
 
 // AppendEvent appends the trace event src (JSON) to dst redacted: the
@@ -110,27 +110,41 @@ func (r *Redactor) AppendScrubbedJSON(dst, src []byte, s *Secrets) ([]byte, bool
 // gets src byte for byte, and false. src need not be valid JSON: what is
 // not a string is copied.
 func (r *Redactor) AppendEvent(dst, src []byte, s *Secrets) ([]byte, bool) {
-	return r.appendJSON(dst, src, s, true)
+	return r.appendJSON(dst, src, s, true, false)
 }
 
 // CollectEvent adds to s the credentials the sensitive headers of the
-// event src show, and the credential query parameters its strings hold
-// (what AppendEvent would redact), changing nothing.
+// event src show, the credential query parameters its strings hold, and
+// the credentials its effectivePolicy holds (what AppendEvent would
+// redact), changing nothing.
 func (r *Redactor) CollectEvent(src []byte, s *Secrets) {
+	r.collect(src, s, false)
+}
+
+// collect is CollectEvent; with config, src is a config dump, every
+// string of it read as a config's.
+func (r *Redactor) collect(src []byte, s *Secrets, config bool) {
 	query := r.mayHoldQueryValue(src, true)
-	walk(src, func(t token) {
-		if t.header != "" && r.Sensitive(t.header) {
+	walk(src, config, func(t token) {
+		switch {
+		case t.config:
+			r.collectConfig(t, t.text(src), s)
+			if query {
+				r.addQuerySecrets(t.text(src), s)
+			}
+		case t.header != "" && r.Sensitive(t.header):
 			Credentials(t.header, t.text(src), s.Add)
-		} else if query {
+		case query:
 			r.addQuerySecrets(t.text(src), s)
 		}
 	})
 }
 
-// appendJSON is AppendScrubbedJSON, and with headers, AppendEvent.
-func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers bool) ([]byte, bool) {
+// appendJSON is AppendScrubbedJSON, and with headers, AppendEvent; with
+// config too, AppendConfig.
+func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers, config bool) ([]byte, bool) {
 	if headers {
-		r.CollectEvent(src, s)
+		r.collect(src, s, config)
 	}
 	if (s == nil || len(s.vals) == 0) && !headers {
 		return append(dst, src...), false
@@ -138,17 +152,24 @@ func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers bool) ([]byte
 	at, changed := len(dst), false
 	last := 0
 	query := headers && r.mayHoldQueryValue(src, true)
-	walk(src, func(t token) {
+	walk(src, headers && config, func(t token) {
 		v := t.text(src)
 		var out string
 		var ok bool
-		if headers && t.header != "" && r.Sensitive(t.header) {
+		if headers && t.config {
+			if out, ok = r.configValue(t, v); ok {
+				v = out
+			}
+		}
+		if headers && !t.config && t.header != "" && r.Sensitive(t.header) {
 			out = r.Value(t.header, v)
 			ok = out != v
 		} else {
 			if query {
 				// a credential query parameter, whatever its length
-				v, ok = r.redactQuery(v)
+				var q bool
+				v, q = r.redactQuery(v)
+				ok = ok || q
 			}
 			var scrubbed bool
 			out, scrubbed = r.Scrub(v, s)
@@ -171,11 +192,17 @@ func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers bool) ([]byte
 // token is one JSON string of a text: src[start:end] with its quotes;
 // header is the name of the header it is a value of, when it is one (a
 // string, or a string of an array, that is the value of a member of an
-// object that is the value of a member "headers").
+// object that is the value of a member "headers"). config says the string
+// stands in a config (a config dump, or an event's effectivePolicy):
+// header is then also the name of the member it is the value of, or the
+// name of the [name, value] pair it ends; field says it is a credential
+// whole (FieldDefaults, KeyHolders).
 type token struct {
 	start, end int
 	escaped    bool
 	header     string
+	config     bool
+	field      bool
 }
 
 // text is the string t stands for (its raw bytes when it cannot be
@@ -202,6 +229,18 @@ type frame struct {
 	key       string // the current member's key (objects)
 	headers   bool   // an object that is the value of a member "headers"
 	header    string // an array that is a header's value: its name
+	// policies: the current member is effectivePolicy, as written.
+	policies bool
+	// config: the object or array stands in a config; cred: within a
+	// KeyHolder; field: an array whose strings are credentials.
+	config, cred, field bool
+	// pair: an array within an array, which may be a [name, value]
+	// pair (a list of them: a header modifier's, as the reference
+	// writes it); strings counts its strings, up to 2, first is the
+	// first of them.
+	pair    bool
+	strings int
+	first   string
 }
 
 // maxWalkDepth bounds the nesting walk follows: a trace event nests a
@@ -211,9 +250,11 @@ type frame struct {
 const maxWalkDepth = 64
 
 // walk calls f with each string of the JSON text src, in order, telling
-// header values apart (token.header). It is a tolerant lexer: what is not
-// JSON is skipped, and nesting is followed by brackets alone.
-func walk(src []byte, f func(token)) {
+// header values apart (token.header), and the strings of a config (all of
+// src with config; else those of an effectivePolicy member's value) with
+// their credentials (token.config, token.field). It is a tolerant lexer:
+// what is not JSON is skipped, and nesting is followed by brackets alone.
+func walk(src []byte, config bool, f func(token)) {
 	var stackArr [16]frame
 	stack := stackArr[:0]
 	over := 0 // levels past maxWalkDepth, not kept
@@ -241,19 +282,47 @@ func walk(src []byte, f func(token)) {
 			case fr != nil && fr.object && fr.expectKey:
 				fr.key = t.text(src)
 				fr.expectKey = false
+				fr.policies = !t.escaped && t.end-t.start == len(policyMember)+2 && src[t.end-1] == '"' && string(src[t.start+1:t.end-1]) == policyMember
 			case fr != nil && fr.object && fr.headers:
 				t.header = fr.key
+			case fr != nil && fr.object && fr.config:
+				t.config, t.header = true, fr.key
+				t.field = inSet(fieldNames, fr.key) || fr.cred && inSet(holderMemberNames, fr.key)
 			case fr != nil && !fr.object:
 				t.header = fr.header
+				if fr.config {
+					t.config, t.field = true, fr.field
+					if fr.pair && fr.strings == 1 && t.header == "" && closes(src, t.end) {
+						t.header = fr.first // a [name, value] pair
+					}
+					if fr.strings == 0 {
+						fr.first = t.text(src)
+					}
+					fr.strings = min(fr.strings+1, 2)
+				}
+			case fr == nil && config && len(stack) == 0 && over == 0:
+				t.config = true
 			}
 			f(t)
 			i = t.end - 1
 		case '{', '[':
-			n := frame{object: c == '{', expectKey: c == '{'}
-			if fr := top(); fr != nil && fr.object && !fr.expectKey {
-				n.headers = c == '{' && fr.key == "headers"
-				if c == '[' && fr.headers {
-					n.header = fr.key
+			n := frame{object: c == '{', expectKey: c == '{', config: config && len(stack) == 0}
+			if fr := top(); fr != nil {
+				n.config, n.cred = fr.config, fr.cred
+				if fr.object && !fr.expectKey {
+					n.headers = c == '{' && fr.key == "headers"
+					if c == '[' && fr.headers {
+						n.header = fr.key
+					}
+					n.config = n.config || fr.policies
+					if fr.config {
+						n.cred = n.cred || inSet(holderNames, fr.key)
+						n.field = c == '[' && (inSet(fieldNames, fr.key) || fr.cred && inSet(holderMemberNames, fr.key))
+					}
+				} else if !fr.object {
+					n.field = c == '[' && fr.field
+					n.pair = c == '[' // of a list of pairs
+					fr.strings = 2    // no pair
 				}
 			}
 			if len(stack) < maxWalkDepth {
@@ -274,6 +343,13 @@ func walk(src []byte, f func(token)) {
 			}
 		}
 	}
+}
+
+// closes reports whether the array a string ended before src[i] ends
+// after it.
+func closes(src []byte, i int) bool {
+	i = skipWS(src, i)
+	return i < len(src) && src[i] == ']'
 }
 
 // appendQuoted appends s as a JSON string, escaped as encoding/json

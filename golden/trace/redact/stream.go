@@ -24,7 +24,7 @@ type Stream struct {
 	names *names
 	buf   []byte // mayRedact's
 	spans []span // appendParsed's
-	clean []byte // appendParsed's
+	seen  seen   // appendParsed's
 	out   []byte // Parsed's
 	// fresh holds the secrets of an event of a request with none yet,
 	// until they are kept: most requests have none to keep.
@@ -121,7 +121,7 @@ func (st *Stream) appendParsed(dst, src []byte, h trace.Header, whole bool) ([]b
 		st.fresh.Reset()
 		s = &st.fresh
 	}
-	out, changed, ok := st.names.appendParsed(st.r, dst, src, s, &st.spans, &st.clean, st.mark, whole)
+	out, changed, ok := st.names.appendParsed(st.r, dst, src, s, &st.spans, &st.seen, st.mark, whole)
 	if !ok {
 		if fresh {
 			s = nil
