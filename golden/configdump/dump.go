@@ -243,8 +243,13 @@ func Generic(b []byte) (map[string]any, error) {
 	return v, nil
 }
 
-// asJSON returns b if it is JSON, or YAML b re-encoded as JSON, so that
-// both forms go through one decoder.
+// AsJSON returns the dump b as JSON: b itself, or YAML b (what `config all
+// -o yaml` writes) re-encoded as JSON, so that both forms go through one
+// decoder (and one redaction). It checks no more than that b is a JSON
+// or YAML object: Parse says what is wrong with a dump.
+func AsJSON(b []byte) ([]byte, error) { return asJSON(b) }
+
+// asJSON is AsJSON.
 func asJSON(b []byte) ([]byte, error) {
 	trimmed := bytes.TrimSpace(b)
 	if len(trimmed) == 0 {

@@ -25,6 +25,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/admin"
 	"github.com/gwdiag/gwdiag/cli/internal/connect"
 	"github.com/gwdiag/gwdiag/cli/internal/exitcode"
+	"github.com/gwdiag/gwdiag/cli/internal/scrub"
 	"github.com/gwdiag/gwdiag/golden/configdump"
 )
 
@@ -40,6 +41,9 @@ type options struct {
 	all        bool
 	// limits bound what is read from the proxy.
 	limits admin.LimitFlags
+	// redact says what is redacted: the credentials the dump holds
+	// (all, backends), and those a what-if quotes (explain).
+	redact scrub.Flags
 }
 
 // NewCommand returns `gwdiag config` with `all` and `backends`.
@@ -67,6 +71,7 @@ func addSourceFlags(cmd *cobra.Command, o *options) {
 	f.StringVar(&o.adminURL, "admin-url", "", "admin server base URL, e.g. http://127.0.0.1:15000 (with --local)")
 	f.StringVarP(&o.configFile, "config", "c", "", "standalone config file to read config.adminAddr from (with --local)")
 	o.limits.AddBodyFlags(f)
+	o.redact.Add(f)
 	_ = cmd.MarkFlagFilename("file", "json")
 }
 
@@ -79,7 +84,11 @@ func newAllCommand() *cobra.Command {
 and inline policies), the backends (target, endpoints, requests) and the
 policies (target, kinds) a proxy has loaded, from its /config_dump or a saved
 dump, every list sorted. With -o json or -o yaml it prints the dump itself,
-keys sorted, in a form --file reads back.`,
+keys sorted, in a form --file reads back.
+
+The credentials a dump holds, when the proxy did not redact them (an apiKey
+policy's keys, a backend's key, a header a modifier sets, a password), are
+redacted as gwdiag trace's output is (--redact, the default; docs/redaction.md).`,
 		Example: `  # Save a standalone proxy's dump, then read it back
   gwdiag config all --local -o json > dump.json
   gwdiag config all --file dump.json
@@ -90,7 +99,7 @@ keys sorted, in a form --file reads back.`,
   # A cluster gateway
   gwdiag config all gateway/my-gateway -n prod -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := load(cmd, &o, args)
+			raw, err := loadRedacted(cmd, &o, args)
 			if err != nil {
 				return err
 			}
@@ -138,7 +147,7 @@ or -o yaml print the rows.`,
   gwdiag config be --file dump.json --all
   gwdiag config backends gateway/my-gateway -n prod`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := load(cmd, &o, args)
+			raw, err := loadRedacted(cmd, &o, args)
 			if err != nil {
 				return err
 			}
@@ -162,13 +171,25 @@ func source(o *options) string {
 	return "config dump"
 }
 
-// load returns the raw /config_dump from --file or the admin server.
-func load(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
+// loadRedacted returns the /config_dump from --file or the admin server
+// as JSON, the credentials it holds redacted (--redact): a proxy that
+// does not redact its dump shows its config's keys.
+func loadRedacted(cmd *cobra.Command, o *options, args []string) ([]byte, error) {
+	if err := o.redact.Check(); err != nil {
+		return nil, exitcode.Usage(err)
+	}
 	raw, conn, err := loadFrom(cmd, o, args)
 	if conn != nil {
 		conn.Close()
 	}
-	return raw, err
+	if err != nil {
+		return nil, err
+	}
+	j, err := configdump.AsJSON(raw)
+	if err != nil {
+		return raw, nil // Parse says what is wrong with it
+	}
+	return o.redact.Scrubber(cmd.ErrOrStderr()).Config(j), nil
 }
 
 // loadFrom is load that also returns the connection to a live proxy (nil

@@ -29,9 +29,6 @@ type explainOptions struct {
 	options
 	port   int
 	format string
-	// redact says what is redacted in what explain prints: the request's
-	// credentials, wherever the what-if quotes them.
-	redact scrub.Flags
 }
 
 func newExplainCommand() *cobra.Command {
@@ -81,7 +78,6 @@ but are not Accepted, and the policies that are not Attached.`,
 	addSourceFlags(cmd, &o.options)
 	cmd.Flags().IntVar(&o.port, "port", 0, "listener port of the bind to evaluate (default: the URL's port, or the dump's only bind)")
 	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "output format: text or json")
-	o.redact.Add(cmd.Flags())
 	return cmd
 }
 
@@ -125,11 +121,16 @@ func runExplain(cmd *cobra.Command, o *explainOptions, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: not a config dump: %w", source(&o.options), err)
 	}
+	// The what-if reads the dump as the proxy holds it; the credentials
+	// the dump holds are secrets of the run, scrubbed from what it prints.
+	if j, err := configdump.AsJSON(raw); err == nil {
+		sc.AddConfig(j)
+	}
 	res, err := whatif.Evaluate(d, req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", source(&o.options), err)
 	}
-	e := describe(req, res)
+	e := describe(req, res, sc)
 	if c, ok := conn.(*connect.Cluster); ok {
 		e.cite(ctx, cmd.ErrOrStderr(), c, req, res)
 	}
@@ -194,7 +195,7 @@ type explanation struct {
 	Cluster  []string `json:"cluster,omitempty"`
 }
 
-func describe(req whatif.Request, res *whatif.Result) explanation {
+func describe(req whatif.Request, res *whatif.Result, sc *scrub.Scrubber) explanation {
 	e := explanation{Request: fmt.Sprintf("%s %s%s", req.Method, req.Host, pathAndQuery(req)), Bind: res.Bind}
 	sel := res.Selection
 	if sel.Listener != nil {
@@ -227,7 +228,7 @@ func describe(req whatif.Request, res *whatif.Result) explanation {
 	}
 	var kinds []string
 	for _, p := range res.Policies {
-		e.Policies = append(e.Policies, fmt.Sprintf("%s (%s): %s", p.Kind, p.From, describeSpec(p.Kind, p.Spec)))
+		e.Policies = append(e.Policies, fmt.Sprintf("%s (%s): %s", p.Kind, p.From, describeSpec(p.Kind, p.Spec, sc)))
 		kinds = append(kinds, p.Kind)
 	}
 	for _, p := range res.Skipped {
@@ -276,7 +277,7 @@ func pathAndQuery(r whatif.Request) string {
 
 // describeSpec is a policy's spec in words: a local limit's entries, or
 // the spec as compact JSON, cut.
-func describeSpec(kind string, spec any) string {
+func describeSpec(kind string, spec any, sc *scrub.Scrubber) string {
 	if kind == "localRateLimit" {
 		if entries, ok := spec.([]any); ok {
 			var parts []string
@@ -287,11 +288,21 @@ func describeSpec(kind string, spec any) string {
 			return strings.Join(parts, "; ")
 		}
 	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return fmt.Sprint(spec)
+	// Redacted as the dump it stands in is (under its kind: an apiKey
+	// policy's keys), before it is cut short; <, > and & as they are (a
+	// CEL expression's &&, a marker).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]any{kind: spec}); err != nil {
+		return "(not JSON)"
 	}
-	s := string(b)
+	b := sc.Config(bytes.TrimSpace(buf.Bytes()))
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(b, &v); err != nil || len(v) != 1 {
+		return "(not JSON)"
+	}
+	s := string(v[kind])
 	if len(s) > 160 {
 		s = s[:159] + "…"
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gwdiag/gwdiag/cli/internal/scrub"
 	"github.com/gwdiag/gwdiag/cli/internal/whatif"
 	"github.com/gwdiag/gwdiag/golden/configdump"
 )
@@ -54,7 +55,7 @@ func FuzzDumpReader(f *testing.F) {
 		}
 		req := whatif.Request{Method: "GET", Host: "httpbin.local", Path: "/headers", Header: http.Header{"X-A": {"1"}}}
 		if res, err := whatif.Evaluate(d, req); err == nil {
-			if err := describe(req, res).write(&bytes.Buffer{}); err != nil {
+			if err := describe(req, res, scrub.Default()).write(&bytes.Buffer{}); err != nil {
 				t.Fatalf("config explain: %v", err)
 			}
 		}

@@ -70,7 +70,8 @@ type Flags struct {
 func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.Redact, "redact", true, "redact credentials in what gwdiag prints and saves: the values of "+strings.Join(defaultNames(), ", ")+
 		" and of --redact-header headers, of the query parameters "+strings.Join(defaultQuery(), ", ")+" and --redact-query-param in a URL,"+
-		" and the same credentials wherever else they show, each replaced by <redacted:fingerprint> (--redact=false: in clear; docs/redaction.md)")
+		", the credentials a config or a route's policies hold (keys, passwords, secrets, tokens), and the same credentials wherever else they show,"+
+		" each replaced by <redacted:fingerprint> (--redact=false: in clear; docs/redaction.md)")
 	fs.StringArrayVar(&f.Headers, "redact-header", nil, "also redact the values of this header (repeatable; any case)")
 	fs.StringArrayVar(&f.Query, "redact-query-param", nil, "also redact the values of this query parameter in a URL (repeatable; any case)")
 }
@@ -193,6 +194,27 @@ func (s *Scrubber) AddRequest(r inject.Request) {
 		for _, v := range secrets {
 			s.AddSecret(v)
 		}
+	}
+}
+
+// Config is the config dump b (JSON) with the credentials it holds
+// redacted (redact.Redactor.AppendConfig): b itself when none is.
+func (s *Scrubber) Config(b []byte) []byte {
+	if s == nil {
+		return b
+	}
+	out, changed := s.r.AppendConfig(nil, b)
+	if !changed {
+		return b
+	}
+	return out
+}
+
+// AddConfig makes the credentials the config dump b (JSON) holds secrets
+// of the run, so that whatever quotes them is scrubbed of them.
+func (s *Scrubber) AddConfig(b []byte) {
+	if s != nil {
+		s.r.CollectConfig(b, &s.run)
 	}
 }
 

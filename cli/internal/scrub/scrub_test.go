@@ -158,12 +158,15 @@ func TestDocsListDefaults(t *testing.T) {
 		}
 	}
 	all := append(slices.Clone(redact.Defaults), redact.QueryDefaults...)
+	for _, f := range append(slices.Clone(redact.FieldDefaults), redact.KeyHolders...) {
+		all = append(all, redact.Header{Name: f.Name, Why: f.Why})
+	}
 	for _, h := range all {
 		if row := "| `" + h.Name + "` | " + h.Why + " |"; !strings.Contains(section, row) {
 			t.Errorf("docs/redaction.md lacks the row\n%s", row)
 		}
 	}
 	if rows != len(all) {
-		t.Errorf("docs/redaction.md has %d header and query rows, redact.Defaults and QueryDefaults %d", rows, len(all))
+		t.Errorf("docs/redaction.md has %d header, query and field rows, redact.Defaults, QueryDefaults, FieldDefaults and KeyHolders %d", rows, len(all))
 	}
 }
