@@ -5,7 +5,9 @@ Feature: Traces never show API keys and cookies
   traces: the session cookies a client sends and a backend sets, the
   API-key headers LLM clients send (Anthropic's x-api-key, Azure OpenAI's
   api-key, Google's x-goog-api-key), and the key the proxy itself sends an
-  LLM provider. The header stays in the snapshot; the traffic is untouched.
+  LLM provider, which its config dump does not show either (the
+  reference's config serializer redacts the keys a config holds). The
+  header stays in the snapshot; the traffic is untouched.
 
   Scenario: Cookies and API-key headers never appear in a trace
     Given an echo backend "httpbin"
@@ -37,3 +39,11 @@ Feature: Traces never show API keys and cookies
     Then the response status is 200
     And no trace event holds a credential the requests carried
     And the LLM backend received its API key
+
+  Scenario: The API key the proxy sends an LLM provider never appears in its config dump
+    Given an LLM backend "openai" called with an API key of its own
+    And a route "chat" with path prefix "/" to backend "openai"
+    When I call the admin path "/config_dump"
+    Then the admin response is successful
+    And the config dump mentions the route "chat"
+    And the config dump holds no credential the scenario planted

@@ -1053,6 +1053,35 @@ var faults = map[string]fault{
 			}
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}))}},
+	// The config dump shows the keys the config holds (a proxy that does
+	// not redact its config): each LLM backend's key in a backendAuth
+	// policy, as the reference's dump would write it unredacted.
+	"config dump shows its keys": {admin: func(d *faultyDeployment, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/config_dump" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			var m map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			policies, _ := m["policies"].([]any)
+			for _, b := range d.setup.Backends {
+				if b.APIKey != "" {
+					policies = append(policies, map[string]any{"key": "backend/" + b.Name + ":backendAuth",
+						"target": map[string]any{"backend": map[string]any{"name": b.Name}},
+						"policy": map[string]any{"backend": map[string]any{"backendAuth": map[string]any{"key": b.APIKey}}}})
+				}
+			}
+			m["policies"] = policies
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(m)
+		})
+	}},
 	// The proxy redacts what the reference does and nothing more:
 	// authorization and proxy-authorization (and sensitiveHeaders), not
 	// cookies, API-key headers or a backend's Set-Cookie.

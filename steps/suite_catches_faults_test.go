@@ -223,6 +223,9 @@ var faultCases = []faultCase{
 		"A backend's Set-Cookie never appears in a trace, and the client still gets it": "requestState.response.headers.set-cookie",
 		"The API key the proxy sends an LLM provider never appears in a trace":          "requestState.request.headers.authorization",
 	}},
+	{fault: "config dump shows its keys", claimAll: true, wantFail: map[string]string{
+		"The API key the proxy sends an LLM provider never appears in its config dump": "the config dump shows a credential the scenario planted at config_dump.policies[",
+	}},
 	{fault: "redacts only what the reference does", claimAll: true, wantFail: map[string]string{
 		"Cookies and API-key headers never appear in a trace":                           "requestState.request.headers.",
 		"A backend's Set-Cookie never appears in a trace, and the client still gets it": "requestState.response.headers.set-cookie",

@@ -92,11 +92,13 @@ type Bundle struct {
 }
 
 // Redactor scrubs what a bundle writes of credentials: a header's value,
-// free text, and a trace stream (SSE or JSON Lines) as it came.
+// free text, a trace stream (SSE or JSON Lines) as it came, and a config
+// dump (the credentials its config holds).
 type Redactor interface {
 	Header(name, value string) string
 	Text(s string) string
 	Capture(b []byte) []byte
+	Config(b []byte) []byte
 }
 
 // Dir is the folder of a scenario's bundle under root: the feature, then
@@ -151,7 +153,7 @@ func Write(dir string, b *Bundle, r Redactor) error {
 		m.ProxyConfig = "proxy-" + m.ProxyConfig
 	}
 	if len(b.ConfigDump) > 0 {
-		files[ConfigDumpFile] = r.Capture(b.ConfigDump)
+		files[ConfigDumpFile] = r.Config(b.ConfigDump)
 	}
 	if b.ProxyLog != "" {
 		files[ProxyLogFile] = []byte(r.Text(b.ProxyLog))

@@ -50,6 +50,7 @@ type plain struct{}
 func (plain) Header(_, v string) string { return v }
 func (plain) Text(s string) string      { return s }
 func (plain) Capture(b []byte) []byte   { return b }
+func (plain) Config(b []byte) []byte    { return b }
 
 // TestReportsPointToTheEvidence: a failure with a bundle links to it in
 // both views and shows the trace it read inline, the event the failure

@@ -150,3 +150,21 @@ func (x *Secrets) Capture(b []byte) []byte {
 	}
 	return []byte(x.Text(out.String()))
 }
+
+// Config implements bundle.Redactor: a config dump with the credentials
+// its config holds redacted (those a proxy that does not redact shows:
+// redact's AppendConfig), then scrubbed of the run's credentials; what is
+// not JSON, as a capture.
+func (x *Secrets) Config(b []byte) []byte {
+	if x == nil {
+		return b
+	}
+	if !json.Valid(b) {
+		return x.Capture(b)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out, _ := x.r.AppendConfig(nil, b)
+	out, _ = x.r.AppendScrubbedJSON(nil, out, &x.s)
+	return out
+}

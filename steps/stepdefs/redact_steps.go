@@ -1,7 +1,9 @@
 package stepdefs
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,6 +32,7 @@ func registerRedactSteps(sc *godog.ScenarioContext) {
 	step(sc, `^the response echoes the credentials as sent$`, (*state).echoesCredentials)
 	step(sc, `^the client received the cookie as the backend set it$`, (*state).clientGotCookie)
 	step(sc, `^the LLM backend received its API key$`, (*state).llmGotKey)
+	step(sc, `^the config dump holds no credential the scenario planted$`, (*state).configDumpHoldsNoCredential)
 }
 
 var quoted = regexp.MustCompile(`"([^"]+)"`)
@@ -69,30 +72,57 @@ func (s *state) noEventHoldsACredential(context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(s.creds.sent) == 0 {
-		return errors.New("the scenario sent no credential: nothing to look for")
-	}
 	for i, e := range t.Events {
-		var found error
-		eachString(e.Message, "message", func(path, v string) {
-			for _, c := range s.creds.sent {
-				if found == nil && strings.Contains(v, c) {
-					found = fmt.Errorf("event %d (%s) shows a credential of the exchange (sent by the client or set by the backend) at %s", i+1, eventName(e), path)
-				}
-			}
-		})
-		if found != nil {
-			return found
+		if path, err := s.credentialIn(e.Message, "message"); err != nil || path != "" {
+			return cmp.Or(err, fmt.Errorf("event %d (%s) shows a credential of the exchange (sent by the client or set by the backend) at %s", i+1, eventName(e), path))
 		}
 	}
 	for _, c := range t.Comments {
-		for _, cred := range s.creds.sent {
-			if strings.Contains(c, cred) {
-				return errors.New("a comment of the trace stream shows a credential the request carried")
-			}
+		if path, _ := s.credentialIn(c, "comment"); path != "" {
+			return errors.New("a comment of the trace stream shows a credential the request carried")
 		}
 	}
 	return nil
+}
+
+// configDumpHoldsNoCredential: no string of the config dump the last
+// admin call read (a key or a value, at any depth, escapes decoded) holds
+// a credential the scenario planted, the provider key it configured
+// included; nor do its bytes as sent.
+func (s *state) configDumpHoldsNoCredential(context.Context) error {
+	r, err := s.adminResponse()
+	if err != nil {
+		return err
+	}
+	var dump any
+	if err := json.Unmarshal(r.body, &dump); err != nil {
+		return fmt.Errorf("the config dump is not JSON: %v", err)
+	}
+	if path, err := s.credentialIn(dump, "config_dump"); err != nil || path != "" {
+		return cmp.Or(err, fmt.Errorf("the config dump shows a credential the scenario planted at %s", path))
+	}
+	if path, _ := s.credentialIn(string(r.body), "bytes"); path != "" {
+		return errors.New("the config dump's bytes hold a credential the scenario planted")
+	}
+	return nil
+}
+
+// credentialIn is the path (from root) of the first string of v that
+// holds a credential the scenario sent or planted, "" when none does; an
+// error when the scenario has none to look for.
+func (s *state) credentialIn(v any, root string) (string, error) {
+	if len(s.creds.sent) == 0 {
+		return "", errors.New("the scenario sent no credential: nothing to look for")
+	}
+	found := ""
+	eachString(v, root, func(path, str string) {
+		for _, c := range s.creds.sent {
+			if found == "" && strings.Contains(str, c) {
+				found = path
+			}
+		}
+	})
+	return found, nil
 }
 
 // eventName names an event for a message: its type and stage.

@@ -55,6 +55,7 @@ type noRedaction struct{}
 func (noRedaction) Header(_, v string) string { return v }
 func (noRedaction) Text(s string) string      { return s }
 func (noRedaction) Capture(b []byte) []byte   { return b }
+func (noRedaction) Config(b []byte) []byte    { return b }
 
 // TestReplayCommand: `conformance replay BUNDLE` runs the bundle's
 // scenario on the reference in process and says the failure was the
