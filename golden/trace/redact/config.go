@@ -50,10 +50,6 @@ var KeyHolders = []Field{
 	{"backendAuth", "the credential the proxy sends a backend: key, value (an LLM provider's API key)"},
 }
 
-// keyHolderMembers are the members a KeyHolder's objects hold credentials
-// in.
-var keyHolderMembers = []string{"key", "keys", "value"}
-
 // policyMember is the member of a trace event that holds a route's
 // policies (spec part 3, policySelection), written as it is: the strings
 // of its object are read as a config's (FieldDefaults, KeyHolders, and
@@ -61,15 +57,17 @@ var keyHolderMembers = []string{"key", "keys", "value"}
 const policyMember = "effectivePolicy"
 
 // fieldNames and holderNames are the normalized names of FieldDefaults
-// and KeyHolders.
-var fieldNames, holderNames, holderMemberNames = normalizedSet(FieldDefaults), normalizedSet(KeyHolders), normalizedSet(fieldsOf(keyHolderMembers))
+// and KeyHolders; holderMembers, those of the members a KeyHolder's
+// objects hold credentials in.
+var (
+	fieldNames, holderNames = normalizedSet(FieldDefaults), normalizedSet(KeyHolders)
+	holderMembers           = map[string]struct{}{"key": {}, "keys": {}, "value": {}}
+)
 
-func fieldsOf(names []string) []Field {
-	f := make([]Field, len(names))
-	for i, n := range names {
-		f[i] = Field{Name: n}
-	}
-	return f
+// credentialMember reports whether the member key of a config's object
+// (within a KeyHolder with holder) holds credentials.
+func credentialMember(key string, holder bool) bool {
+	return inSet(fieldNames, key) || holder && inSet(holderMembers, key)
 }
 
 func normalizedSet(fs []Field) map[string]struct{} {
@@ -125,10 +123,6 @@ func inSet(set map[string]struct{}, name string) bool {
 	_, found := set[string(n)]
 	return found
 }
-
-// IsCredentialField reports whether a policy's or config's member name
-// holds a credential (FieldDefaults), any case, "_" and "-" left out.
-func IsCredentialField(name string) bool { return inSet(fieldNames, name) }
 
 // mayHoldPolicies reports whether walk may read a string of src as a
 // config's (the value of an effectivePolicy member, its name written as

@@ -287,7 +287,7 @@ func walk(src []byte, config bool, f func(token)) {
 				t.header = fr.key
 			case fr != nil && fr.object && fr.config:
 				t.config, t.header = true, fr.key
-				t.field = inSet(fieldNames, fr.key) || fr.cred && inSet(holderMemberNames, fr.key)
+				t.field = credentialMember(fr.key, fr.cred)
 			case fr != nil && !fr.object:
 				t.header = fr.header
 				if fr.config {
@@ -317,7 +317,7 @@ func walk(src []byte, config bool, f func(token)) {
 					n.config = n.config || fr.policies
 					if fr.config {
 						n.cred = n.cred || inSet(holderNames, fr.key)
-						n.field = c == '[' && (inSet(fieldNames, fr.key) || fr.cred && inSet(holderMemberNames, fr.key))
+						n.field = c == '[' && credentialMember(fr.key, fr.cred)
 					}
 				} else if !fr.object {
 					n.field = c == '[' && fr.field
