@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gwdiag/gwdiag/golden/duration"
+	"github.com/gwdiag/gwdiag/golden/termtext"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
@@ -298,6 +299,8 @@ func (o Options) withDefaults() Options {
 	if o.Output == nil {
 		o.Output = os.Stdout
 	}
+	// The progress quotes what the proxy sent: shown, never obeyed.
+	o.Output = termtext.NewWriter(o.Output)
 	if o.Implementation.Name == "" {
 		o.Implementation.Name = "unnamed"
 	}

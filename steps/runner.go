@@ -12,6 +12,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/gwdiag/gwdiag/golden/termtext"
 	"github.com/gwdiag/gwdiag/steps/bundle"
 	"github.com/gwdiag/gwdiag/steps/interrupt"
 	"github.com/gwdiag/gwdiag/steps/stepdefs"
@@ -66,6 +67,7 @@ func Run(ctx context.Context, opts Options) (*ConformanceReport, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	defer termtext.NewWriter(o.Output).Flush()
 	if o.Secrets == nil {
 		o.Secrets = stepdefs.NewSecrets()
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/internal/exitcode"
 	"github.com/gwdiag/gwdiag/cli/internal/scrub"
 	"github.com/gwdiag/gwdiag/golden/configdump"
+	"github.com/gwdiag/gwdiag/golden/termtext"
 )
 
 type options struct {
@@ -283,7 +284,9 @@ func writeAs(w io.Writer, v any, format string) error {
 		return err
 	}
 	if format == "yaml" {
-		if b, err = yaml.JSONToYAML(b); err != nil {
+		// The YAML reader refuses the C1 and bidirectional controls JSON
+		// leaves as they are: escaped first, as JSON does the others.
+		if b, err = yaml.JSONToYAML([]byte(termtext.Escape(string(b)))); err != nil {
 			return err
 		}
 		_, err = w.Write(b)
@@ -406,6 +409,10 @@ func table(w io.Writer, header []string, rows [][]string) error {
 	)
 	t.Header(header)
 	for _, r := range rows {
+		// Escaped before the table measures them: shown, never obeyed.
+		for i := range r {
+			r[i] = termtext.Escape(r[i])
+		}
 		if err := t.Append(r); err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gwdiag/gwdiag/cli/internal/scrub"
 	"github.com/gwdiag/gwdiag/cli/internal/tui"
+	"github.com/gwdiag/gwdiag/golden/termtext"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/sse"
 )
@@ -97,7 +98,9 @@ func replay(cmd *cobra.Command, o *options, sc *scrub.Scrubber) error {
 		view = m.(tui.Model)
 	}
 	in := cmd.InOrStdin()
-	if err := needTerminal(nil, cmd.OutOrStdout()); err != nil {
+	// The viewer takes the terminal as it is (trace.go's run).
+	out := termtext.Unwrap(cmd.OutOrStdout())
+	if err := needTerminal(nil, out); err != nil {
 		return err
 	}
 	if o.file == "-" {
@@ -111,7 +114,7 @@ func replay(cmd *cobra.Command, o *options, sc *scrub.Scrubber) error {
 	} else if err := needTerminal(in, nil); err != nil {
 		return err
 	}
-	prog := tea.NewProgram(view.WithClipboard(cmd.OutOrStdout()), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(cmd.OutOrStdout()), tea.WithContext(cmd.Context()))
+	prog := tea.NewProgram(view.WithClipboard(out), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out), tea.WithContext(cmd.Context()))
 	fed := make(chan error, 1)
 	if more {
 		go func() { fed <- feed(prog, traces, readErr, index) }()

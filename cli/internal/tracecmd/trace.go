@@ -33,6 +33,7 @@ import (
 	"github.com/gwdiag/gwdiag/cli/internal/exitcode"
 	"github.com/gwdiag/gwdiag/cli/internal/scrub"
 	"github.com/gwdiag/gwdiag/cli/internal/tui"
+	"github.com/gwdiag/gwdiag/golden/termtext"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/watch"
 )
@@ -379,14 +380,17 @@ func run(cmd *cobra.Command, o *options, args []string) (err error) {
 		err = s.runRaw(ctx, cmd.OutOrStdout())
 		return errors.Join(err, sink.Close(stderr))
 	}
-	if err := needTerminal(cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
+	// The viewer writes the terminal's sequences itself and escapes what
+	// it shows (tui), so it takes the terminal as it is.
+	out := termtext.Unwrap(cmd.OutOrStdout())
+	if err := needTerminal(cmd.InOrStdin(), out); err != nil {
 		return err
 	}
 	// In cluster mode client-go logs a broken forwarded connection through
 	// klog to stderr, which would draw over the viewer; the viewer reports
 	// the stream's own error instead.
 	klog.SetLogger(logr.Discard())
-	return s.runTUI(ctx, cmd.InOrStdin(), cmd.OutOrStdout(), adminURL)
+	return s.runTUI(ctx, cmd.InOrStdin(), out, adminURL)
 }
 
 // connectSession connects to the proxy p names and returns the session

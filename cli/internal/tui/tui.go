@@ -21,6 +21,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gwdiag/gwdiag/cli/internal/eventview"
+	"github.com/gwdiag/gwdiag/golden/termtext"
 	"github.com/gwdiag/gwdiag/golden/trace"
 	"github.com/gwdiag/gwdiag/golden/trace/explain"
 )
@@ -220,7 +221,13 @@ func requestRow(i int, r *request) table.Row {
 			took = fmt.Sprintf("%.1fms", us/1000)
 		}
 	}
-	return table.Row{strconv.Itoa(i + 1), r.id, method, path, status, took}
+	return table.Row{strconv.Itoa(i + 1), termtext.Escape(r.id), termtext.Escape(method), termtext.Escape(path), status, took}
+}
+
+// eventRow is the n-th event's row: its label and summary, escaped
+// (termtext).
+func eventRow(n int, ev trace.Event) table.Row {
+	return table.Row{strconv.Itoa(n), termtext.Escape(eventview.Label(ev)), termtext.Escape(eventview.Summary(ev))}
 }
 
 func columns(width int) []table.Column {
@@ -259,7 +266,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.explainer.Add(msg.Event)
 		m.verdict = m.explainer.Verdict().Line
 		rows := m.list.Rows()
-		rows = append(rows, table.Row{strconv.Itoa(len(m.events)), eventview.Label(msg.Event), eventview.Summary(msg.Event)})
+		rows = append(rows, eventRow(len(m.events), msg.Event))
 		m.list.SetRows(rows)
 		if len(m.events) == 1 {
 			m.list.SetCursor(0)
@@ -452,7 +459,7 @@ func (m *Model) showRequest(idx int) {
 	m.verdict = explain.Events(r.events).Line
 	rows := make([]table.Row, 0, len(r.events))
 	for i, ev := range r.events {
-		rows = append(rows, table.Row{strconv.Itoa(i + 1), eventview.Label(ev), eventview.Summary(ev)})
+		rows = append(rows, eventRow(i+1, ev))
 	}
 	cursor := m.list.Cursor()
 	m.list.SetRows(rows)
@@ -518,7 +525,11 @@ func (m *Model) refreshDetail(top bool) {
 	}
 }
 
-func (m Model) detailText() string {
+// detailText is the detail pane's text, escaped (termtext): a proxy's
+// strings are shown, never obeyed.
+func (m Model) detailText() string { return termtext.Escape(m.details()) }
+
+func (m Model) details() string {
 	i := m.list.Cursor()
 	if len(m.events) == 0 || i < 0 || i >= len(m.events) {
 		return "no events yet"
@@ -560,7 +571,7 @@ func (m Model) View() string {
 		if m.focus == p {
 			marker, style = "> ", focusStyle
 		}
-		return style.Render(trunc.Render(marker + name))
+		return style.Render(trunc.Render(marker + termtext.Escape(name)))
 	}
 	var b strings.Builder
 	if m.follow {
@@ -573,7 +584,7 @@ func (m Model) View() string {
 		b.WriteString(paneTitle(fmt.Sprintf("Events (%d) · %s", len(m.events), m.title), paneList))
 	}
 	b.WriteByte('\n')
-	b.WriteString(verdictStyle.Render(trunc.Render("Verdict: " + m.verdict)))
+	b.WriteString(verdictStyle.Render(trunc.Render("Verdict: " + termtext.Escape(m.verdict))))
 	b.WriteByte('\n')
 	b.WriteString(m.list.View())
 	b.WriteByte('\n')
@@ -589,7 +600,7 @@ func (m Model) View() string {
 	if m.dropped > 0 {
 		status += fmt.Sprintf(" (the proxy dropped %d events)", m.dropped)
 	}
-	b.WriteString(statusStyle.Render(trunc.Render(status)))
+	b.WriteString(statusStyle.Render(trunc.Render(termtext.Escape(status))))
 	b.WriteByte('\n')
 	b.WriteString(helpStyle.Render(trunc.Render("tab pane · ↑↓ scroll · e/s/d event/snapshot/diff · f yaml/json · c copy · q quit")))
 	return b.String()

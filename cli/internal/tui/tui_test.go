@@ -418,3 +418,63 @@ func TestVerdictAboveEvents(t *testing.T) {
 		})
 	}
 }
+
+// planted are the control sequences testdata/terminal-escapes.jsonl plants
+// in a trace (DERIVED from refproxy-429.jsonl): the request's path and
+// user-agent (a client's), the route's name and the refusal's reason (a
+// proxy's). Each must be shown escaped, never written as it is.
+var planted = []string{
+	"\x1b]52;c;", // OSC 52: set the clipboard
+	"\x1b[2K",    // erase the line
+	"\u009b1A",   // C1 CSI: cursor up
+	"\u202e",     // right-to-left override
+	"\r200 OK",   // return, to overwrite the line
+	"\x1b[8m",    // conceal
+}
+
+// TestViewerShowsNeverObeys: whatever a trace's strings hold, the viewer
+// writes no control sequence of theirs to the terminal, in the list, the
+// verdict, each detail mode and format, and what c copies; it shows them
+// escaped instead.
+func TestViewerShowsNeverObeys(t *testing.T) {
+	var term bytes.Buffer
+	m := New("t", StatusComplete).WithClipboard(&term)
+	m.resize(400, 60)
+	for _, ev := range readEvents(t, "testdata/terminal-escapes.jsonl") {
+		next, _ := m.Update(ev)
+		m = next.(Model)
+	}
+	seen := ""
+	check := func(where, s string) {
+		t.Helper()
+		for _, p := range planted {
+			if strings.Contains(s, p) {
+				t.Errorf("%s writes %q as it is:\n%q", where, p, s)
+			}
+		}
+		seen += s
+	}
+	check("the verdict", m.Verdict())
+	for i := range m.Events() {
+		for _, keys := range [][]string{{}, {"f"}, {"s"}, {"f"}, {"d"}, {"e"}} {
+			for _, k := range keys {
+				m = press(m, k)
+			}
+			check(fmt.Sprintf("event %d, %s", i+1, m.Mode().title(m.asJSON)), m.View())
+		}
+		m = press(m, "c")
+		copied, _ := strings.CutSuffix(strings.TrimPrefix(term.String(), "\x1b]52;c;"), "\a")
+		b, err := base64.StdEncoding.DecodeString(copied)
+		if err != nil {
+			t.Fatalf("c wrote %q: %v", term.String(), err)
+		}
+		check(fmt.Sprintf("event %d copied", i+1), string(b))
+		term.Reset()
+		m = press(m, "down")
+	}
+	for _, shown := range []string{`\u001b]52;c;cm0gLXJmIH4=\u0007\u001b[2K\u009b1A`, `default/api\u202e`, `curl/7.88.1\u001b[8m`} {
+		if !strings.Contains(seen, shown) {
+			t.Errorf("the viewer never shows %s", shown)
+		}
+	}
+}
