@@ -128,6 +128,7 @@ var hostileCases = []hostileCase{
 	{name: "deep-json", want: hostileVerdict{trace: "exceeded max depth", config: "exceeded max depth", suite: "exceeded max depth"}, large: true},
 	{name: "restart", want: hostileVerdict{suite: "got [requestStarted, routeSelection, requestStarted, routeSelection, requestFinished]"}},
 	{name: "endless-body", want: hostileVerdict{suite: "response body exceeds 1 MiB (proxy sent at least 1048577 bytes)"}},
+	{name: "terminal-escapes", want: hostileVerdict{suite: `routeSelection\u001b[2K\u009b1A\u202e`}},
 	{name: "huge-headers", want: hostileVerdict{trace: "/debug/trace: response header block exceeds 64 KiB", config: "/config_dump: response header block exceeds 64 KiB", suite: "server response headers exceeded 65536 bytes"}},
 }
 
@@ -161,6 +162,7 @@ func TestHostileProxies(t *testing.T) {
 				"--tags", "@trace-order", "--report", report, "--request-timeout", "3s", "--trace-timeout", "3s"}, tt.runBounds()...)
 			r := gwdiag(t, nil, nil, args...)
 			t.Logf("gwdiag conformance run: exit %d in %s, peak RSS %d MiB", r.code, r.elapsed.Round(time.Millisecond), r.maxRSS>>20)
+			shownNotObeyed(t, "gwdiag conformance run", r)
 			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, want.suite) {
 				t.Errorf("conformance run: got exit %d; want exit 1 with %q in its output:\n%s\n%s", r.code, want.suite, r.stdout, r.stderr)
 			}
@@ -208,6 +210,7 @@ func checkHostileCLI(t *testing.T, admin string, tt hostileCase, want hostileVer
 	} {
 		r := gwdiag(t, nil, nil, c.args...)
 		t.Logf("gwdiag %s: exit %d in %s, peak RSS %d MiB: %s", c.cmd, r.code, r.elapsed.Round(time.Millisecond), r.maxRSS>>20, firstLine(r.stderr))
+		shownNotObeyed(t, "gwdiag "+c.cmd, r)
 		switch {
 		case c.want == "" && r.code != 0:
 			t.Errorf("gwdiag %s: got exit %d, %q; want exit 0", c.cmd, r.code, r.stderr)
@@ -274,6 +277,7 @@ func TestHostileProxiesContainer(t *testing.T) {
 				"--report", report, "--request-timeout", "3s", "--trace-timeout", "3s"}, tt.runBounds()...)
 			r := gwdiagWithin(t, 3*time.Minute, nil, nil, args...)
 			t.Logf("gwdiag conformance run --target container: exit %d in %s, peak RSS %d MiB", r.code, r.elapsed.Round(time.Millisecond), r.maxRSS>>20)
+			shownNotObeyed(t, "gwdiag conformance run --target container", r)
 			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, want.suite) {
 				t.Errorf("got exit %d; want exit 1 with %q in its output:\n%s\n%s", r.code, want.suite, r.stdout, r.stderr)
 			}

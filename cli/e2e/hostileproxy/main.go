@@ -12,6 +12,7 @@ package main
 
 import (
 	"bytes"
+	_ "embed"
 	"flag"
 	"fmt"
 	"net"
@@ -53,8 +54,31 @@ var cases = map[string]struct {
 	"restart": {ready(finite(event("requestStarted", 5) + event("routeSelection", 9) + event("requestStarted", 1) + event("routeSelection", 2) + event("requestFinished", 3))), finite(`{"binds":[]}`), nil},
 	// A data-plane answer that never ends; the trace and dump are whole.
 	"endless-body": {ready(finite(event("requestStarted", 1) + event("requestFinished", 2))), finite(`{"binds":[]}`), endless("", "x")},
+	// Control sequences in the strings of a whole trace and dump: a
+	// refusal's trace (cli/internal/tui/testdata/terminal-escapes.jsonl,
+	// with an event type planted too) and the real standalone dump
+	// (shared/real-world/agentgateway/configdump/standalone-docs.dump.json),
+	// DERIVED: the clipboard (OSC 52), line erases, a C1 CSI, a
+	// right-to-left override and a lone CR planted in their names.
+	"terminal-escapes": {ready(finite(sse(escapesTrace))), finite(escapesDump), nil},
 	// Header blocks of 1 MiB on every answer.
 	"huge-headers": {bigHeader(ready(finite(event("requestStarted", 1)))), bigHeader(finite(`{"binds":[]}`)), bigHeader(finite("{}"))},
+}
+
+var (
+	//go:embed terminal-escapes.jsonl
+	escapesTrace string
+	//go:embed terminal-escapes-dump.json
+	escapesDump string
+)
+
+// sse frames each line of a JSON Lines trace as an event of the stream.
+func sse(jsonl string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(jsonl), "\n") {
+		b.WriteString("data: " + line + "\n\n")
+	}
+	return b.String()
 }
 
 // bigHeader sends a 1 MiB header block before h's answer.
