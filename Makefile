@@ -212,6 +212,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseIETF -fuzztime $(FUZZTIME) ./steps/stepdefs
 	$(GO) test -run '^$$' -fuzz FuzzParseTraceparent -fuzztime $(FUZZTIME) ./golden/trace/otlp
 	$(GO) test -run '^$$' -fuzz FuzzAppendUnquoted -fuzztime $(FUZZTIME) ./golden/trace/jsonscan
+	$(GO) test -run '^$$' -fuzz FuzzEscape -fuzztime $(FUZZTIME) ./golden/termtext
 	$(GO) test -run '^$$' -fuzz FuzzExplain -fuzztime $(FUZZTIME) ./golden/trace/explain
 	$(GO) test -run '^$$' -fuzz FuzzIETFFields -fuzztime $(FUZZTIME) ./refproxy/ratelimit
 	for f in FuzzAppendEvent FuzzMayRedact FuzzAppendParsed FuzzAppendText FuzzCapture; do \

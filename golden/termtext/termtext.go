@@ -30,21 +30,19 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/gwdiag/gwdiag/golden/trace/jsonscan"
 )
 
-// asciiSafe[b] is whether the ASCII byte b is shown as it is ('\r' is
-// decided by what follows it).
-var asciiSafe = func() (t [utf8.RuneSelf]bool) {
-	for b := range t {
-		t[b] = b >= 0x20 && b != 0x7f || b == '\t' || b == '\n'
-	}
-	return t
-}()
-
-// escapedRune reports whether the rune r, not ASCII, is escaped.
+// escapedRune reports whether the rune r, not ASCII, is escaped. The
+// bidirectional controls all lie between bidiFirst and bidiLast, so most
+// runes are passed without a look at the table.
 func escapedRune(r rune) bool {
-	return r <= 0x9f || unicode.Is(unicode.Bidi_Control, r)
+	return r <= 0x9f || r >= bidiFirst && r <= bidiLast && unicode.Is(unicode.Bidi_Control, r)
 }
+
+// The first and last of unicode.Bidi_Control (TestBidiRange).
+const bidiFirst, bidiLast = 0x061c, 0x2069
 
 // Escape returns s with every unsafe character escaped (the package
 // comment); s itself when it has none.
@@ -62,19 +60,20 @@ func Escape(s string) string {
 // follows may decide.
 func safePrefix(s string) int {
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if asciiSafe[c] || c == '\r' && i+1 < len(s) && s[i+1] == '\n' {
-				i++
-				continue
+		switch c := s[i]; {
+		case c >= 0x20 && c < 0x7f:
+			i = jsonscan.Printable(s, i+1)
+		case c == '\t' || c == '\n' || c == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			i++
+		case c < utf8.RuneSelf:
+			return i
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n <= 1 || escapedRune(r) {
+				return i
 			}
-			return i
+			i += n
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n <= 1 || escapedRune(r) {
-			return i
-		}
-		i += n
 	}
 	return len(s)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -33,6 +34,26 @@ var escapeCases = []struct{ in, want string }{
 	// Other scripts, emoji and non-breaking space are text.
 	{"héllo ✓ 模型 مرحبا 👩‍💻\u00a0", "héllo ✓ 模型 مرحبا 👩‍💻\u00a0"},
 	{"\u0080\u009f\u00a0", `\u0080\u009f` + "\u00a0"},
+}
+
+// TestBidiRange: bidiFirst and bidiLast bound unicode.Bidi_Control, so
+// that escapedRune's quick test passes none of them.
+func TestBidiRange(t *testing.T) {
+	first, last := rune(-1), rune(-1)
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if unicode.Is(unicode.Bidi_Control, r) {
+			if first < 0 {
+				first = r
+			}
+			last = r
+			if !escapedRune(r) {
+				t.Errorf("%U is a bidirectional control not escaped", r)
+			}
+		}
+	}
+	if first != bidiFirst || last != bidiLast {
+		t.Errorf("unicode.Bidi_Control spans %U to %U; bidiFirst and bidiLast say %U to %U", first, last, bidiFirst, bidiLast)
+	}
 }
 
 func TestEscape(t *testing.T) {
@@ -118,9 +139,32 @@ func TestWriterReportsFailure(t *testing.T) {
 	}
 }
 
+// escapeRef is Escape rune by rune, as the package comment says it.
+func escapeRef(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteRune(utf8.RuneError)
+		case r == '\t' || r == '\n' || r == '\r' && strings.HasPrefix(s[i:], "\r\n"):
+			b.WriteRune(r)
+		case r < 0x20 || r >= 0x7f && r <= 0x9f || unicode.Is(unicode.Bidi_Control, r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
 // checkEscaped holds the properties of Escape and Writer for any input.
 func checkEscaped(t *testing.T, s string, cut int) {
 	out := Escape(s)
+	if want := escapeRef(s); out != want {
+		t.Fatalf("Escape(%q) = %q, want %q", s, out, want)
+	}
 	if !utf8.ValidString(out) {
 		t.Fatalf("Escape(%q) = %q is not UTF-8", s, out)
 	}

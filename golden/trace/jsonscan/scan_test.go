@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestRunsMatchByteByByte: Plain and HTMLSafe stop where a byte-by-byte
+// TestRunsMatchByteByByte: Plain, HTMLSafe and Printable stop where a byte-by-byte
 // walk by their tables stops, for every byte that needs a look (a quote,
 // a backslash, <, > and &, a control byte, one past ASCII) at every
 // offset of a word, from every start, for strings with none, and for
@@ -15,16 +15,17 @@ func TestRunsMatchByteByByte(t *testing.T) {
 		b := byte(c)
 		wantPlain := b >= 0x20 && b < 0x80 && b != '"' && b != '\\'
 		wantSafe := wantPlain && b != '<' && b != '>' && b != '&'
-		if plain[b] != wantPlain || htmlSafe[b] != wantSafe {
-			t.Fatalf("byte %#x: plain %v htmlSafe %v, want %v %v", b, plain[b], htmlSafe[b], wantPlain, wantSafe)
+		wantPrintable := b >= 0x20 && b < 0x7f
+		if plain[b] != wantPlain || htmlSafe[b] != wantSafe || printable[b] != wantPrintable {
+			t.Fatalf("byte %#x: plain %v htmlSafe %v printable %v, want %v %v %v", b, plain[b], htmlSafe[b], printable[b], wantPlain, wantSafe, wantPrintable)
 		}
 	}
 	scanners := []struct {
 		name string
 		run  func(string, int) int
 		ok   *[256]bool
-	}{{"Plain", Plain, &plain}, {"HTMLSafe", HTMLSafe, &htmlSafe}}
-	specials := []byte{'"', '\\', '<', '>', '&', 0, 0x1f, 0x7f, 0x80, 0xe2, 0xff, '\n', ' ' - 1}
+	}{{"Plain", Plain, &plain}, {"HTMLSafe", HTMLSafe, &htmlSafe}, {"Printable", Printable, &printable}}
+	specials := []byte{'"', '\\', '<', '>', '&', 0, 0x1f, 0x7e, 0x7f, 0x80, 0x9b, 0xc2, 0xe2, 0xff, '\n', '\t', '\r', 0x1b, ' ' - 1}
 	base := "abcdefghijklmnopqrstuvwxyz0123456789 !#$%'()*+,-./:;=?@[]^_`{|}~"
 	for _, sc := range scanners {
 		slow := func(s string, i int) int {
