@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -241,6 +242,74 @@ type frame struct {
 	pair    bool
 	strings int
 	first   string
+	// nameOf: an object of a config with a member "name" (a string),
+	// found ahead: {name, value} says a header's value, as a route's
+	// header match and a modifier may write it. as: an object or array of
+	// a config that is such a value, or within one: the header's name.
+	nameOf, as string
+}
+
+// valueOf is the name of the header the current member's value is a value
+// of, if any: the frame's own (as), or, for the member "value" of a
+// {name, value} object, its name.
+func (fr *frame) valueOf() string {
+	if fr.as != "" {
+		return fr.as
+	}
+	if fr.nameOf != "" && fr.key == "value" {
+		return fr.nameOf
+	}
+	return ""
+}
+
+// maxLook bounds how far walk looks ahead in an object of a config for
+// its member "name": written first, or among the first, where a name is
+// written at all. A bound keeps nested objects from each reading all
+// that follows them.
+const maxLook = 4 << 10
+
+// memberName is the string value of the member "name" of the object that
+// opens at src[i], when its first maxLook bytes hold one; else "".
+func memberName(src []byte, i int) string {
+	end := min(len(src), i+maxLook)
+	depth, expectKey, isName := 0, true, false
+	for j := i; j < end; j++ {
+		switch src[j] {
+		case '"':
+			t := token{start: j}
+			k := j + 1
+			for k < end && src[k] != '"' {
+				if src[k] == '\\' {
+					t.escaped = true
+					k++
+				}
+				k++
+			}
+			if k >= end {
+				return ""
+			}
+			t.end = k + 1
+			if depth == 1 {
+				if expectKey {
+					isName, expectKey = !t.escaped && string(src[j+1:k]) == "name", false
+				} else if isName {
+					return t.text(src)
+				}
+			}
+			j = k
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return ""
+			}
+		case ',':
+			if depth == 1 {
+				expectKey, isName = true, false
+			}
+		}
+	}
+	return ""
 }
 
 // maxWalkDepth bounds the nesting walk follows: a trace event nests a
@@ -286,7 +355,7 @@ func walk(src []byte, config bool, f func(token)) {
 			case fr != nil && fr.object && fr.headers:
 				t.header = fr.key
 			case fr != nil && fr.object && fr.config:
-				t.config, t.header = true, fr.key
+				t.config, t.header = true, cmp.Or(fr.valueOf(), fr.key)
 				t.field = credentialMember(fr.key, fr.cred)
 			case fr != nil && !fr.object:
 				t.header = fr.header
@@ -318,12 +387,20 @@ func walk(src []byte, config bool, f func(token)) {
 					if fr.config {
 						n.cred = n.cred || inSet(holderNames, fr.key)
 						n.field = c == '[' && credentialMember(fr.key, fr.cred)
+						n.as = fr.valueOf()
 					}
 				} else if !fr.object {
 					n.field = c == '[' && fr.field
 					n.pair = c == '[' // of a list of pairs
 					fr.strings = 2    // no pair
+					n.as = fr.as
 				}
+				if c == '[' && n.as != "" {
+					n.header = n.as
+				}
+			}
+			if n.object && n.config && len(stack) < maxWalkDepth {
+				n.nameOf = memberName(src, i)
 			}
 			if len(stack) < maxWalkDepth {
 				stack = append(stack, n)
