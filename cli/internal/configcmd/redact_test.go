@@ -14,7 +14,8 @@ import (
 // not redact its config would write it: DERIVED, with credentials planted
 // in its route's inline policies (a header modifier's authorization, an
 // apiKey policy's keys, a basicAuth htpasswd), a match of its route on an
-// authorization header, a backendAuth policy's key and a URL's password.
+// authorization header and a ?key= parameter, a backendAuth policy's key
+// and a URL's password.
 // Each planted value holds "PLANTED" or is k3P.
 const unredactedDump = "testdata/unredacted_dump.json"
 
@@ -32,13 +33,13 @@ func TestConfigRedactsTheDump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(planted.FindAll(raw, -1)); n != 7 {
-		t.Fatalf("%s holds %d planted values, want 7", unredactedDump, n)
+	if n := len(planted.FindAll(raw, -1)); n != 8 {
+		t.Fatalf("%s holds %d planted values, want 8", unredactedDump, n)
 	}
 	yaml, err := run(t, "all", "-f", unredactedDump, "-o", "yaml", "--redact=false")
 	yaml = strings.TrimPrefix(yaml, warning)
-	if err != nil || len(planted.FindAllString(yaml, -1)) != 7 {
-		t.Fatalf("--redact=false -o yaml: %v, %d planted values shown, want 7\n%s", err, len(planted.FindAllString(yaml, -1)), yaml)
+	if err != nil || len(planted.FindAllString(yaml, -1)) != 8 {
+		t.Fatalf("--redact=false -o yaml: %v, %d planted values shown, want 8\n%s", err, len(planted.FindAllString(yaml, -1)), yaml)
 	}
 	req := []string{"--", "http://localhost:3000/get", "-H", "x-api-key: k3P"}
 	for _, tt := range []struct {

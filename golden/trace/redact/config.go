@@ -250,11 +250,12 @@ func (r *Redactor) CollectConfig(src []byte, s *Secrets) {
 // a change.
 func (r *Redactor) configValue(t token, v string) (string, bool) {
 	switch {
-	case t.field && r.fields:
+	case t.field && r.fields, t.query && r.SensitiveQuery(t.header):
 		if v == "" || IsMarker(v) {
 			return v, false
 		}
 		return r.MarkerOf(v), true
+	case t.query:
 	case t.header != "" && r.Sensitive(t.header):
 		out := r.Value(t.header, v)
 		return out, out != v
@@ -275,8 +276,9 @@ func (r *Redactor) collectConfig(t token, v string, s *Secrets) {
 		return
 	}
 	switch {
-	case t.field && r.fields:
+	case t.field && r.fields, t.query && r.SensitiveQuery(t.header):
 		s.Add(v)
+	case t.query:
 	case t.header != "" && r.Sensitive(t.header):
 		Credentials(t.header, v, s.Add)
 	default:

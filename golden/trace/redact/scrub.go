@@ -1,7 +1,6 @@
 package redact
 
 import (
-	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -204,6 +203,8 @@ type token struct {
 	header     string
 	config     bool
 	field      bool
+	// query: header names a query parameter (a route's query match).
+	query bool
 }
 
 // text is the string t stands for (its raw bytes when it cannot be
@@ -247,19 +248,24 @@ type frame struct {
 	// header match and a modifier may write it. as: an object or array of
 	// a config that is such a value, or within one: the header's name.
 	nameOf, as string
+	// query: an array of a config that is the value of a member "query"
+	// (a route's query matches), or an object of one; asQuery: as names
+	// a query parameter.
+	query, asQuery bool
 }
 
-// valueOf is the name of the header the current member's value is a value
-// of, if any: the frame's own (as), or, for the member "value" of a
-// {name, value} object, its name.
-func (fr *frame) valueOf() string {
+// valueOf is the name of the header (or, with query, the query
+// parameter) the current member's value is a value of, if any: the
+// frame's own (as), or, for the member "value" of a {name, value}
+// object, its name.
+func (fr *frame) valueOf() (name string, query bool) {
 	if fr.as != "" {
-		return fr.as
+		return fr.as, fr.asQuery
 	}
 	if fr.nameOf != "" && fr.key == "value" {
-		return fr.nameOf
+		return fr.nameOf, fr.query
 	}
-	return ""
+	return "", false
 }
 
 // maxLook bounds how far walk looks ahead in an object of a config for
@@ -355,11 +361,15 @@ func walk(src []byte, config bool, f func(token)) {
 			case fr != nil && fr.object && fr.headers:
 				t.header = fr.key
 			case fr != nil && fr.object && fr.config:
-				t.config, t.header = true, cmp.Or(fr.valueOf(), fr.key)
+				t.config, t.header = true, fr.key
+				if name, query := fr.valueOf(); name != "" {
+					t.header, t.query = name, query
+				}
 				t.field = credentialMember(fr.key, fr.cred)
 			case fr != nil && !fr.object:
 				t.header = fr.header
 				if fr.config {
+					t.query = fr.asQuery
 					t.config, t.field = true, fr.field
 					if fr.pair && fr.strings == 1 && t.header == "" && closes(src, t.end) {
 						t.header = fr.first // a [name, value] pair
@@ -387,13 +397,15 @@ func walk(src []byte, config bool, f func(token)) {
 					if fr.config {
 						n.cred = n.cred || inSet(holderNames, fr.key)
 						n.field = c == '[' && credentialMember(fr.key, fr.cred)
-						n.as = fr.valueOf()
+						n.as, n.asQuery = fr.valueOf()
+						n.query = c == '[' && fr.key == "query"
 					}
 				} else if !fr.object {
 					n.field = c == '[' && fr.field
 					n.pair = c == '[' // of a list of pairs
 					fr.strings = 2    // no pair
-					n.as = fr.as
+					n.as, n.asQuery = fr.as, fr.asQuery
+					n.query = c == '{' && fr.query && fr.config
 				}
 				if c == '[' && n.as != "" {
 					n.header = n.as
