@@ -361,7 +361,7 @@ func (n *names) appendParsed(r *Redactor, dst, src []byte, s *Secrets, spans *[]
 		v := htmlText(src[t.start:t.end])
 		var o string
 		if t.name != "" {
-			o = valueWith(t.name, v, mark)
+			o = scrubWith(valueWith(t.name, v, mark), s, mark) // as walk's
 		} else {
 			o = scrubWith(v, s, mark)
 		}

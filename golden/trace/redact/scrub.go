@@ -162,8 +162,11 @@ func (r *Redactor) appendJSON(dst, src []byte, s *Secrets, headers, config bool)
 			}
 		}
 		if headers && !t.config && t.header != "" && r.Sensitive(t.header) {
-			out = r.Value(t.header, v)
-			ok = out != v
+			// What the value keeps (a cookie's name, a scheme) is
+			// scrubbed of secrets too.
+			var scrubbed bool
+			out, scrubbed = r.Scrub(r.Value(t.header, v), s)
+			ok = scrubbed || out != v
 		} else {
 			if query {
 				// a credential query parameter, whatever its length
