@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -196,22 +197,38 @@ func TestRepeatCountsOnlyVerdicts(t *testing.T) {
 }
 
 // takesEachRefill stands for another client of the proxy that gets in
-// first once the limit refused the suite: before each of the suite's
-// requests after the first 429, a request of its own, whose answer the
-// suite never sees, reaches the faithful proxy and takes any token the
-// window gave back.
+// first once the limit refused the suite: after the first 429, each token
+// the window gives back is that client's. Each of the suite's requests is
+// sent on until the proxy refuses it, and each answer before that (a
+// token the window gave back) is the other client's, which the suite
+// never sees; the suite gets the refusal. A refill that lands between two
+// requests is so taken as well (one request of the other client before
+// the suite's, as this was first written, left the suite a 2xx when the
+// window refilled between the two: a race-mode CI run, 2026-12-08).
 func takesEachRefill() fault {
 	return fault{listener: func(_ *faultyDeployment, next http.Handler) http.Handler {
 		var refused atomic.Bool
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if refused.Load() {
-				next.ServeHTTP(httptest.NewRecorder(), r.Clone(r.Context()))
+			if !refused.Load() {
+				next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, _ http.Header) {
+					if code == http.StatusTooManyRequests {
+						refused.Store(true)
+					}
+				}}, r)
+				return
 			}
-			next.ServeHTTP(&headerHook{ResponseWriter: w, hook: func(code int, _ http.Header) {
-				if code == http.StatusTooManyRequests {
-					refused.Store(true)
+			for range 100 { // bounded: a window does not refill 100 times between two requests
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r.Clone(r.Context()))
+				if rec.Code >= 200 && rec.Code < 300 {
+					continue // the other client's
 				}
-			}}, r)
+				maps.Copy(w.Header(), rec.Header())
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
+				return
+			}
+			http.Error(w, "takesEachRefill: 100 answers in a row were 2xx", http.StatusInternalServerError)
 		})
 	}}
 }
